@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * layout.h - the shared-memory segment, as both sides see it.
+ *
+ * Not a public API: this is the wire format between a target process (the
+ * writer, lib/) and its readers (shm/reader.c, observer/).  It holds no code
+ * and no pointers, only sizes and offsets, so that two programs built apart
+ * agree on it byte for byte.  The protocol that runs over it is described in
+ * docs/design.md; the accesses named (A)..(H) there are marked where the
+ * fields are declared.
+ *
+ * A segment is one POSIX shm object, /dev/shm/mstat.<pid>.<starttime>:
+ *
+ *   offset 0                 control page (struct mstat_shm_header)
+ *   offset MSTAT_PAGE        size-class table: class_count x uint64_t
+ *   offset slots_offset      slot_count x struct mstat_shm_slot
+ *
+ * Readers map the control page read-write (they write only `epoch` and
+ * `synced_epoch`) and everything else read-only.
+ */
+#ifndef MSTAT_SHM_LAYOUT_H
+#define MSTAT_SHM_LAYOUT_H
+
+#include <stdalign.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mstatshm.h"
+#include "sizeclass.h"
+
+/* "MSTATSHM" in memory order on a little-endian machine. */
+#define MSTAT_SHM_MAGIC UINT64_C(0x4d48535441545348)
+#define MSTAT_SHM_VERSION_MAJOR 1 /* readers refuse another major */
+#define MSTAT_SHM_VERSION_MINOR 0 /* readers accept any minor */
+
+#define MSTAT_SHM_PREFIX "mstat."  /* shm names: mstat.<pid>.<starttime> */
+#define MSTAT_PAGE 4096u            /* size of the control page */
+#define MSTAT_CACHELINE 64u
+#define MSTAT_NAME_MAX 64u          /* bytes of the name, with its NUL */
+#define MSTAT_SLOTS_MIN 2u          /* the shared slot and one thread slot */
+#define MSTAT_SLOTS_MAX 4096u
+#define MSTAT_SLOTS_DEFAULT 128u
+
+/* Slot 0 is shared: threads beyond the slot capacity, threads that already
+ * gave their slot back, and everything counted before the segment existed.
+ * Its writers serialise on a process-local lock; readers never take it. */
+#define MSTAT_SHARED_SLOT 0u
+
+/* Writer modes: how a writer orders its odd `seq` store before its `epoch`
+ * load (StoreLoad).  See docs/design.md, "Fencing modes". */
+enum mstat_writer_mode {
+	MSTAT_MODE_FENCED = 1,     /* the odd store is an xchg */
+	MSTAT_MODE_MEMBARRIER = 2, /* compiler barrier; readers call membarrier */
+};
+
+/* Target lifecycle, in `state`. */
+enum mstat_target_state {
+	MSTAT_STATE_RUNNING = 1,
+	MSTAT_STATE_EXITING = 2, /* exit() has begun; the name is unlinked */
+};
+
+/*
+ * Counters: the lists MSTAT_CLASS_COUNTERS and MSTAT_TOTAL_COUNTERS of the
+ * public header, defined once.  Every size class has one row of counters;
+ * one more row after the last class holds the per-process totals.
+ */
+enum mstat_class_counter {
+#define MSTAT_X(e, f, h) MSTAT_C_##e,
+	MSTAT_CLASS_COUNTERS(MSTAT_X)
+#undef MSTAT_X
+	MSTAT_ROW_COUNTERS
+};
+
+enum mstat_total_counter {
+#define MSTAT_X(e, f, h) MSTAT_T_##e,
+	MSTAT_TOTAL_COUNTERS(MSTAT_X)
+#undef MSTAT_X
+	MSTAT_TOTAL_COUNTER_COUNT
+};
+
+#define MSTAT_GENS 3 /* generations of cumulative counters per slot */
+#define MSTAT_ROW_STRIDE (MSTAT_GENS * MSTAT_ROW_COUNTERS) /* counters */
+#define MSTAT_ROWS(classes) ((classes) + 1u) /* classes + totals row */
+#define MSTAT_TOUCHED_WORDS 3u /* bitmap of rows a slot ever wrote */
+
+/*
+ * The control page.  Fields up to `name` are written once by the target
+ * before it publishes `magic`, and never again.
+ */
+struct mstat_shm_header {
+	_Atomic uint64_t magic;  /* (P) release, last store of creation */
+	uint16_t version_major;
+	uint16_t version_minor;
+	uint32_t header_size;    /* sizeof(struct mstat_shm_header) */
+	uint64_t segment_size;   /* bytes of the whole object */
+	uint32_t class_count;    /* rows = class_count + 1 */
+	uint32_t row_counters;   /* MSTAT_ROW_COUNTERS */
+	uint32_t classes_offset; /* uint64_t upper bound of each class */
+	uint32_t slots_offset;
+	uint32_t slot_size;
+	uint32_t slot_count;     /* including the shared slot 0 */
+	uint32_t writer_mode;    /* enum mstat_writer_mode */
+	int32_t pid;
+	uint32_t uid;
+	uint32_t reserved0;
+	uint64_t start_time;     /* /proc/<pid>/stat field 22, clock ticks */
+	uint64_t created_ns;     /* CLOCK_REALTIME */
+	char name[MSTAT_NAME_MAX]; /* NUL-terminated */
+
+	/* Written by the target while it runs; readers only load them. */
+	alignas(MSTAT_CACHELINE) _Atomic uint32_t state; /* mstat_target_state */
+	_Atomic uint32_t threads;    /* threads holding a slot of their own */
+	_Atomic uint32_t slots_used; /* (F) high-water mark of slots ever used */
+	_Atomic uint32_t overflowed; /* threads that found every slot taken */
+	_Atomic uint64_t exit_ns;    /* CLOCK_REALTIME when exiting began */
+
+	/* The only words a reader writes.  Own cache line: every writer loads
+	 * `epoch` on every update, and nothing else here changes often. */
+	alignas(MSTAT_CACHELINE) _Atomic uint64_t epoch; /* (B) (D) */
+	_Atomic uint64_t synced_epoch; /* (G) last epoch whose handshake ended */
+};
+
+/*
+ * One slot.  Only the thread owning it writes it (slot 0: whoever holds the
+ * process-local shared lock).  `seq` is odd while its writer is inside an
+ * update section.  Counters are cumulative: a section adds into generation
+ * `epoch % 3`; the value of a counter is the sum of its three generations.
+ */
+struct mstat_shm_slot_head {
+	_Atomic uint64_t seq;     /* (A) odd store, (C) even store */
+	_Atomic uint32_t tid;     /* current owner, 0 when free; informative */
+	uint32_t reserved0;
+	/* Bit r set once any section of this slot wrote row r.  Readers skip
+	 * rows never written: the counters of such a row are all zero. */
+	_Atomic uint64_t touched[MSTAT_TOUCHED_WORDS];
+};
+
+struct mstat_shm_slot {
+	alignas(MSTAT_CACHELINE) struct mstat_shm_slot_head head;
+	/* acc[row][gen][counter], rows = class_count + 1 */
+	alignas(MSTAT_CACHELINE) _Atomic uint64_t acc[];
+};
+
+/* Bytes of one slot for a given class count, rounded to a cache line. */
+#define MSTAT_SLOT_SIZE(classes)                                             \
+	((offsetof(struct mstat_shm_slot, acc) +                             \
+	  MSTAT_ROWS(classes) * MSTAT_ROW_STRIDE * sizeof(uint64_t) +        \
+	  MSTAT_CACHELINE - 1) / MSTAT_CACHELINE * MSTAT_CACHELINE)
+
+#define MSTAT_ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
+#define MSTAT_CLASSES_OFFSET MSTAT_PAGE
+#define MSTAT_SLOTS_OFFSET(classes)                                          \
+	MSTAT_ALIGN_UP(MSTAT_CLASSES_OFFSET + (classes) * sizeof(uint64_t),  \
+		       MSTAT_CACHELINE)
+#define MSTAT_SEGMENT_SIZE(classes, slots)                                   \
+	(MSTAT_SLOTS_OFFSET(classes) + (uint64_t)(slots) * MSTAT_SLOT_SIZE(classes))
+
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free");
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "32-bit atomics must be lock-free");
+_Static_assert(sizeof(_Atomic uint64_t) == 8, "atomic counters are plain words");
+_Static_assert(sizeof(struct mstat_shm_header) <= MSTAT_PAGE,
+	       "the header fits the control page");
+_Static_assert(offsetof(struct mstat_shm_header, epoch) % MSTAT_CACHELINE == 0,
+	       "epoch starts its own cache line");
+_Static_assert(offsetof(struct mstat_shm_header, name) == 80,
+	       "identity fields are packed without holes");
+_Static_assert(sizeof(struct mstat_shm_slot_head) <= MSTAT_CACHELINE,
+	       "seq and the touched bitmap share one cache line");
+_Static_assert(offsetof(struct mstat_shm_slot, acc) == MSTAT_CACHELINE,
+	       "counters start on the line after seq");
+_Static_assert(MSTAT_ROWS(MSTAT_CLASS_COUNT) <= 64 * MSTAT_TOUCHED_WORDS,
+	       "the touched bitmap covers every row");
+_Static_assert(MSTAT_CLASS_COUNT <= MSTAT_MAX_CLASSES,
+	       "a snapshot holds every class");
+_Static_assert((int)MSTAT_TOTAL_COUNTER_COUNT <= (int)MSTAT_ROW_COUNTERS,
+	       "the totals fit one row");
+_Static_assert(MSTAT_SLOT_SIZE(MSTAT_CLASS_COUNT) % MSTAT_CACHELINE == 0,
+	       "slots start on cache lines");
+
+#endif /* MSTAT_SHM_LAYOUT_H */

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * name.h - how segments are named, and how a process is told from a later
+ * one with the same pid.
+ *
+ * A segment is /dev/shm/mstat.<pid>.<starttime>, starttime being field 22
+ * of /proc/<pid>/stat: the pair names one process for the life of the
+ * machine, so a reused pid never finds or takes another's segment.
+ *
+ * These functions neither allocate nor use stdio: the writer calls them
+ * while it sets up, from inside malloc.
+ */
+#ifndef MSTAT_SHM_NAME_H
+#define MSTAT_SHM_NAME_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define MSTAT_SHM_NAME_MAX 64 /* with the NUL */
+
+/* Writes "mstat.<pid>.<start_time>" into buf; returns its length, or
+ * -ENAMETOOLONG. */
+int mstat_shm_name(char *buf, size_t len, pid_t pid, uint64_t start_time);
+
+/* Parses a name made by mstat_shm_name(), and nothing else: 0 or -EINVAL. */
+int mstat_shm_parse_name(const char *name, pid_t *pid, uint64_t *start_time);
+
+/* The start time of `pid` (0: this process), from /proc: 0 or -errno. */
+int mstat_proc_start_time(pid_t pid, uint64_t *start_time);
+
+/* Formats v in decimal at buf (at least 21 bytes); returns the length. */
+size_t mstat_utoa(char *buf, uint64_t v);
+
+#endif /* MSTAT_SHM_NAME_H */

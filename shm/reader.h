@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * reader.h - the reader protocol, in steps, for readers of many targets.
+ *
+ * mstat_reader_snapshot() (public, mstatshm.h) reads one target.  A reader
+ * of many targets (mstat-top) runs the same steps over all of them so that
+ * one tick costs one membarrier, not one per target:
+ *
+ *	for each target: mstat_reader_begin()   lock, catch up, base, rotate
+ *	mstat_reader_barrier() once, if any target needs it
+ *	until none pending or out of time: mstat_reader_poll() each
+ *	for each target: mstat_reader_finish() or mstat_reader_abandon()
+ *
+ * mstat_reader_snapshot_many() does exactly that.
+ */
+#ifndef MSTAT_SHM_READER_H
+#define MSTAT_SHM_READER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "layout.h"
+#include "mstatshm.h"
+
+#define MSTAT_READER_MAGIC 0x6d737264u /* "msrd" */
+#define MSTAT_WAIT_BUDGET_DEFAULT_US 10000u
+#define MSTAT_LOCK_BUDGET_US 1000000u
+
+struct mstat_reader {
+	uint32_t magic;                  /* MSTAT_READER_MAGIC while open */
+	int fd;                          /* the segment; flock()ed while reading */
+	struct mstat_shm_header *ctl;    /* control page, read-write */
+	const unsigned char *data;       /* from MSTAT_PAGE on, read-only */
+	uint64_t size;                   /* bytes of the segment */
+	struct mstat_target_info info;
+	uint32_t class_count, slot_count, slot_size, slots_offset;
+	uint64_t class_max[MSTAT_MAX_CLASSES];
+	unsigned wait_budget_us;
+
+	/* The read in progress, between begin and finish. */
+	bool rotated;
+	uint64_t epoch;      /* the epoch this read rotated to */
+	uint32_t used;       /* slots to handshake and sum */
+	uint32_t hs_next;    /* slots below this have left the old epoch */
+	uint64_t hs_odd;     /* odd seq seen at slot hs_next, 0 if none */
+	uint64_t base[MSTAT_MAX_CLASSES + 1][MSTAT_ROW_COUNTERS];
+
+	char err[256];
+};
+
+/* Steps of a read, for tests that kill a reader at each of them. */
+enum mstat_read_step {
+	MSTAT_STEP_LOCKED,
+	MSTAT_STEP_CAUGHT_UP,
+	MSTAT_STEP_BASE_READ,
+	MSTAT_STEP_ROTATED,
+	MSTAT_STEP_HANDSHAKE, /* once per slot looked at */
+	MSTAT_STEP_SUMMED,
+	MSTAT_STEP_SYNCED,
+	MSTAT_STEP_COUNT
+};
+void mstat_reader_set_step_hook(void (*hook)(enum mstat_read_step, void *),
+				void *arg);
+
+/* Lock, catch up with a reader that died mid-read (waiting for it at most
+ * `catchup_budget_us`), read the base generation and rotate.  0, or -EBUSY
+ * (another reader holds the lock; not waited for), -EAGAIN (catching up
+ * found a stalled slot), -EPROTO. */
+int mstat_reader_begin(struct mstat_reader *r, unsigned catchup_budget_us);
+
+/* Whether a target begun needs mstat_reader_barrier() before polling. */
+bool mstat_reader_needs_barrier(const struct mstat_reader *r);
+
+/* The global membarrier: 0 or -errno. */
+int mstat_reader_barrier(void);
+
+/* Looks at the slots not yet seen leaving the old epoch: true while one is
+ * still inside a section begun before the rotation. */
+bool mstat_reader_poll(struct mstat_reader *r);
+
+/* Handshake done: sum the snapshot, record it as synced, unlock. */
+void mstat_reader_finish(struct mstat_reader *r, struct mstat_snapshot *out);
+
+/* Give up on a read (a slot stalled): unlock and say which slot.  The next
+ * read catches up; nothing is lost.  Returns -EAGAIN. */
+int mstat_reader_abandon(struct mstat_reader *r);
+
+/* One tick over many targets: rcs[i] is what mstat_reader_snapshot() would
+ * return for rs[i]; the whole call waits at most `budget_us` for stalled
+ * slots, whatever their number. */
+void mstat_reader_snapshot_many(struct mstat_reader **rs, size_t n,
+				struct mstat_snapshot *outs, int *rcs,
+				unsigned budget_us);
+
+#endif /* MSTAT_SHM_READER_H */

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * section.h - the writer's update section, inline.
+ *
+ * Contract: only one thread at a time writes a slot (its owner; for the
+ * shared slot, whoever holds the process-local shared lock).  A section is
+ *
+ *	gen = mstat_wsection_begin(slot, epoch, fenced);
+ *	mstat_wsection_add(slot, gen, row, counter, n);   (any number)
+ *	mstat_wsection_end(slot);
+ *
+ * and readers see all of its adds or none of them.  No lock, no system
+ * call, no locked instruction but (A) in fenced mode, no wait on readers.
+ * The only value read from memory a reader can write is `epoch`, and it is
+ * used only as `epoch % 3`.  Sections do not nest.
+ *
+ * The ordered accesses (A), (B), (C) are those of the table in
+ * docs/design.md; the reader's side is in shm/reader.c.
+ */
+#ifndef MSTAT_SHM_SECTION_H
+#define MSTAT_SHM_SECTION_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "layout.h"
+
+/* Enter a section; returns the base of the generation it writes to. */
+static inline _Atomic uint64_t *
+mstat_wsection_begin(struct mstat_shm_slot *slot, _Atomic uint64_t *epoch,
+		     bool fenced)
+{
+	/* Only this thread stores `seq`: a relaxed load sees its last store. */
+	uint64_t s = atomic_load_explicit(&slot->head.seq, memory_order_relaxed);
+	uint64_t e;
+
+	if (fenced) {
+		/* (A) odd seq, seq_cst (an xchg): ordered before (B) even
+		 * though (B) is a load.  With the reader's seq_cst (D) and (E)
+		 * this is Dekker's pattern: either (B) sees the new epoch or
+		 * (E) sees this odd seq. */
+		atomic_store_explicit(&slot->head.seq, s + 1, memory_order_seq_cst);
+		/* (B) pairs with (D); see (A). */
+		e = atomic_load_explicit(epoch, memory_order_seq_cst);
+	} else {
+		/* (A') odd seq with only a compiler barrier after it.  The
+		 * reader's membarrier (M) after (D) turns the barrier into a
+		 * full fence on this CPU whenever it matters. */
+		atomic_store_explicit(&slot->head.seq, s + 1, memory_order_relaxed);
+		atomic_signal_fence(memory_order_seq_cst);
+		/* (B') pairs with (D)+(M). */
+		e = atomic_load_explicit(epoch, memory_order_relaxed);
+	}
+	/* `epoch` is reader-written: reduce it before it indexes anything. */
+	return slot->acc + (e % MSTAT_GENS) * MSTAT_ROW_COUNTERS;
+}
+
+/* Note that this slot writes row `row`; readers sum only rows noted. */
+static inline void
+mstat_wsection_touch(struct mstat_shm_slot *slot, unsigned row)
+{
+	_Atomic uint64_t *w = &slot->head.touched[row >> 6];
+	uint64_t bit = UINT64_C(1) << (row & 63);
+	uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
+
+	/* Single writer; published to readers by (C) like the counters. */
+	if (__builtin_expect(!(v & bit), 0))
+		atomic_store_explicit(w, v | bit, memory_order_relaxed);
+}
+
+/* Add `n` to counter `k` of row `row` in the generation `gen`. */
+static inline void
+mstat_wsection_add(_Atomic uint64_t *gen, unsigned row, unsigned k, uint64_t n)
+{
+	_Atomic uint64_t *c = gen + (uint64_t)row * MSTAT_ROW_STRIDE + k;
+
+	/* Single writer: a plain load and store, never a locked add.
+	 * Published by (C). */
+	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
+			      memory_order_relaxed);
+}
+
+static inline void
+mstat_wsection_end(struct mstat_shm_slot *slot)
+{
+	uint64_t s = atomic_load_explicit(&slot->head.seq, memory_order_relaxed);
+
+	/* (C) even seq, release: publishes every add of the section; pairs
+	 * with the reader's acquire (E). */
+	atomic_store_explicit(&slot->head.seq, s + 1, memory_order_release);
+}
+
+#endif /* MSTAT_SHM_SECTION_H */

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sizeclass.h - the size classes counters are kept in.
+ *
+ * Fine classes of 16 bytes up to 256 bytes, then four classes per doubling
+ * up to 1 TiB, then one class for everything larger:
+ *
+ *   class 0          size 0
+ *   class 1..16      1..16, 17..32, ..., 241..256
+ *   class 17..144    (256,320], (320,384], (384,448], (448,512], (512,640] ...
+ *                    ... (896 GiB, 1 TiB]
+ *   class 145        above 1 TiB
+ *
+ * The lookup runs on every malloc and free: one branch, a count of leading
+ * zeros and a few shifts; no division, no loop, no table.
+ */
+#ifndef MSTAT_SHM_SIZECLASS_H
+#define MSTAT_SHM_SIZECLASS_H
+
+#include <stdint.h>
+
+#define MSTAT_FINE_SHIFT 4u    /* fine classes are 16 bytes apart */
+#define MSTAT_FINE_MAX 256u    /* largest size in a fine class */
+#define MSTAT_FINE_CLASSES 17u /* classes 0..16 */
+#define MSTAT_GEO_SUB_SHIFT 2u /* 4 classes per doubling */
+#define MSTAT_GEO_MIN_LG 8u    /* first geometric class: (2^8, 2^8 + 2^6] */
+#define MSTAT_GEO_MAX_LG 39u   /* last geometric class ends at 2^40 */
+#define MSTAT_HUGE_CLASS                                                      \
+	(MSTAT_FINE_CLASSES +                                                 \
+	 ((MSTAT_GEO_MAX_LG - MSTAT_GEO_MIN_LG + 1u) << MSTAT_GEO_SUB_SHIFT))
+#define MSTAT_CLASS_COUNT (MSTAT_HUGE_CLASS + 1u)
+
+/* The class that counts an allocation of `size` usable bytes. */
+static inline unsigned
+mstat_size_class(uint64_t size)
+{
+	if (size <= MSTAT_FINE_MAX)
+		return (unsigned)((size + (1u << MSTAT_FINE_SHIFT) - 1) >>
+				  MSTAT_FINE_SHIFT);
+	uint64_t x = size - 1;
+	unsigned lg = 63u - (unsigned)__builtin_clzll(x); /* x >= 256: lg >= 8 */
+	if (lg > MSTAT_GEO_MAX_LG)
+		return MSTAT_HUGE_CLASS;
+	unsigned sub = (unsigned)(x >> (lg - MSTAT_GEO_SUB_SHIFT)) &
+		       ((1u << MSTAT_GEO_SUB_SHIFT) - 1);
+	return MSTAT_FINE_CLASSES +
+	       ((lg - MSTAT_GEO_MIN_LG) << MSTAT_GEO_SUB_SHIFT) + sub;
+}
+
+/* The largest size counted in class `c` (UINT64_MAX for the huge class). */
+static inline uint64_t
+mstat_class_max_size(unsigned c)
+{
+	if (c < MSTAT_FINE_CLASSES)
+		return (uint64_t)c << MSTAT_FINE_SHIFT;
+	if (c >= MSTAT_HUGE_CLASS)
+		return UINT64_MAX;
+	unsigned g = c - MSTAT_FINE_CLASSES;
+	unsigned lg = MSTAT_GEO_MIN_LG + (g >> MSTAT_GEO_SUB_SHIFT);
+	unsigned sub = g & ((1u << MSTAT_GEO_SUB_SHIFT) - 1);
+	return (UINT64_C(1) << lg) +
+	       ((uint64_t)(sub + 1) << (lg - MSTAT_GEO_SUB_SHIFT));
+}
+
+#endif /* MSTAT_SHM_SIZECLASS_H */

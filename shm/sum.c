@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/* sum.c - adding up the counters of slots; see sum.h. */
+#include "sum.h"
+
+/* The bits of touched-bitmap word `w` that stand for rows below `rows`. */
+static uint64_t
+row_mask(unsigned rows, unsigned w)
+{
+	if (rows >= (w + 1) * 64)
+		return UINT64_MAX;
+	if (rows <= w * 64)
+		return 0;
+	return (UINT64_C(1) << (rows - w * 64)) - 1;
+}
+
+void
+mstat_sum_generation(const unsigned char *slots, uint32_t slot_size, uint32_t n,
+		     uint32_t class_count, unsigned gen,
+		     uint64_t (*sum)[MSTAT_ROW_COUNTERS])
+{
+	const unsigned rows = MSTAT_ROWS(class_count);
+	const unsigned totals = class_count; /* the last row, always read */
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct mstat_shm_slot *s =
+			(const struct mstat_shm_slot *)(slots + (size_t)i * slot_size);
+
+		for (unsigned w = 0; w < MSTAT_TOUCHED_WORDS; w++) {
+			uint64_t bits = atomic_load_explicit(&s->head.touched[w],
+							     memory_order_relaxed);
+			bits &= row_mask(rows, w); /* a bad bitmap reads no further */
+			bits |= row_mask(totals + 1, w) & ~row_mask(totals, w);
+			while (bits) {
+				unsigned row = w * 64 + (unsigned)__builtin_ctzll(bits);
+				const _Atomic uint64_t *c =
+					s->acc + (size_t)row * MSTAT_ROW_STRIDE +
+					gen * MSTAT_ROW_COUNTERS;
+				bits &= bits - 1;
+				for (unsigned k = 0; k < MSTAT_ROW_COUNTERS; k++)
+					sum[row][k] += atomic_load_explicit(
+						&c[k], memory_order_relaxed);
+			}
+		}
+	}
+}

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sum.h - adding up the counters of slots.
+ *
+ * Used by readers (one generation at a time, see reader.c) and by a forked
+ * child, which adds up its parent's slots to learn the heap it inherited.
+ */
+#ifndef MSTAT_SHM_SUM_H
+#define MSTAT_SHM_SUM_H
+
+#include <stdint.h>
+
+#include "layout.h"
+
+/* Adds generation `gen` of `n` slots starting at `slots`, each `slot_size`
+ * bytes, into sum[row][counter] (rows = class_count + 1).  Rows a slot never
+ * wrote are zero in every generation and are skipped.  Loads are relaxed:
+ * the caller orders them (the handshake, or a fork). */
+void mstat_sum_generation(const unsigned char *slots, uint32_t slot_size,
+			  uint32_t n, uint32_t class_count, unsigned gen,
+			  uint64_t (*sum)[MSTAT_ROW_COUNTERS]);
+
+#endif /* MSTAT_SHM_SUM_H */

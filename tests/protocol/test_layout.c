@@ -1,0 +1,243 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_layout.c - size classes, segment names, and every reason a reader
+ * refuses a segment.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "layout.h"
+#include "name.h"
+#include "sizeclass.h"
+#include "validate.h"
+
+static void
+size_classes_cover_every_size(void **state)
+{
+	(void)state;
+	assert_int_equal(mstat_size_class(0), 0);
+	assert_int_equal(mstat_size_class(1), 1);
+	assert_int_equal(mstat_size_class(16), 1);
+	assert_int_equal(mstat_size_class(17), 2);
+	assert_int_equal(mstat_size_class(256), 16);
+	assert_int_equal(mstat_size_class(257), 17);
+	assert_int_equal(mstat_size_class(320), 17);
+	assert_int_equal(mstat_size_class(321), 18);
+	assert_int_equal(mstat_size_class(UINT64_C(1) << 40), MSTAT_HUGE_CLASS - 1);
+	assert_int_equal(mstat_size_class((UINT64_C(1) << 40) + 1), MSTAT_HUGE_CLASS);
+	assert_int_equal(mstat_size_class(UINT64_MAX), MSTAT_HUGE_CLASS);
+	assert_true(MSTAT_CLASS_COUNT <= MSTAT_MAX_CLASSES);
+
+	/* Every class is the class of its own bounds, and only of them. */
+	for (unsigned c = 0; c < MSTAT_CLASS_COUNT; c++) {
+		uint64_t max = mstat_class_max_size(c);
+		assert_int_equal(mstat_size_class(max), c);
+		if (c + 1 < MSTAT_CLASS_COUNT)
+			assert_int_equal(mstat_size_class(max + 1), c + 1);
+		if (c > 0)
+			assert_true(max > mstat_class_max_size(c - 1));
+	}
+	/* Exhaustively over small sizes, and at each power of two around. */
+	for (uint64_t s = 1; s < 70000; s++) {
+		unsigned c = mstat_size_class(s);
+		assert_true(s <= mstat_class_max_size(c));
+		assert_true(s > mstat_class_max_size(c - 1));
+	}
+	for (unsigned lg = 8; lg < 64; lg++)
+		for (int d = -1; d <= 1; d++) {
+			uint64_t s = (UINT64_C(1) << lg) + (uint64_t)d;
+			unsigned c = mstat_size_class(s);
+			assert_true(s <= mstat_class_max_size(c));
+			assert_true(s > mstat_class_max_size(c - 1));
+		}
+}
+
+static void
+names_round_trip_and_reject_garbage(void **state)
+{
+	char buf[MSTAT_SHM_NAME_MAX];
+	pid_t pid;
+	uint64_t st;
+
+	(void)state;
+	assert_int_equal(mstat_shm_name(buf, sizeof(buf), 4242, 987654321), 20);
+	assert_string_equal(buf, "mstat.4242.987654321");
+	assert_int_equal(mstat_shm_parse_name(buf, &pid, &st), 0);
+	assert_int_equal(pid, 4242);
+	assert_int_equal(st, 987654321);
+	assert_int_equal(mstat_shm_name(buf, 8, 4242, 1), -ENAMETOOLONG);
+
+	const char *bad[] = {
+		"mstat.", "mstat.1", "mstat.1.", "mstat..1", "mstat.0.1",
+		"mstat.01.1", "mstat.1.01", "mstat.-1.1", "mstat.1.2.3",
+		"mstat.1.2x", "mstat.99999999999.1", "mstat.1.99999999999999999999",
+		"xstat.1.2", "mstat.1.2/../x", "",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(mstat_shm_parse_name(bad[i], &pid, &st), -EINVAL);
+
+	assert_int_equal(mstat_proc_start_time(0, &st), 0);
+	assert_true(st > 0);
+	uint64_t st2;
+	assert_int_equal(mstat_proc_start_time(getpid(), &st2), 0);
+	assert_int_equal(st, st2);
+}
+
+/* A header as the writer makes it, for a file of the right size. */
+static struct mstat_shm_header
+good_header(void)
+{
+	struct mstat_shm_header h;
+
+	memset(&h, 0, sizeof(h));
+	atomic_init(&h.magic, MSTAT_SHM_MAGIC);
+	h.version_major = MSTAT_SHM_VERSION_MAJOR;
+	h.version_minor = MSTAT_SHM_VERSION_MINOR;
+	h.header_size = sizeof(h);
+	h.class_count = MSTAT_CLASS_COUNT;
+	h.row_counters = MSTAT_ROW_COUNTERS;
+	h.classes_offset = MSTAT_CLASSES_OFFSET;
+	h.slots_offset = MSTAT_SLOTS_OFFSET(MSTAT_CLASS_COUNT);
+	h.slot_size = MSTAT_SLOT_SIZE(MSTAT_CLASS_COUNT);
+	h.slot_count = 8;
+	h.segment_size = MSTAT_SEGMENT_SIZE(MSTAT_CLASS_COUNT, 8);
+	h.writer_mode = MSTAT_MODE_FENCED;
+	h.pid = 42;
+	h.uid = 1000;
+	strcpy(h.name, "svc");
+	return h;
+}
+
+#define REFUSED(h, size, rc, why)                                            \
+	do {                                                                 \
+		char err_[200] = "";                                         \
+		assert_int_equal(mstat_validate_header(&(h), (size), 1000,   \
+						       err_, sizeof(err_)),  \
+				 (rc));                                      \
+		assert_non_null(strstr(err_, (why)));                        \
+	} while (0)
+
+static void
+headers_are_refused_for_every_reason(void **state)
+{
+	struct mstat_shm_header h = good_header();
+	uint64_t size = h.segment_size;
+	char err[200];
+
+	(void)state;
+	assert_int_equal(mstat_validate_header(&h, size, 1000, err, sizeof(err)), 0);
+
+	h = good_header(); atomic_init(&h.magic, 0);
+	REFUSED(h, size, -EAGAIN, "not initialised");
+	h = good_header(); atomic_init(&h.magic, 0x1234);
+	REFUSED(h, size, -EPROTO, "bad magic");
+	h = good_header(); h.version_major = 2;
+	REFUSED(h, size, -EPROTONOSUPPORT, "version 2.0");
+	h = good_header(); h.version_minor = 7; /* newer minor: accepted */
+	assert_int_equal(mstat_validate_header(&h, size, 1000, err, sizeof(err)), 0);
+	h = good_header(); h.header_size = 16;
+	REFUSED(h, size, -EPROTO, "header size");
+	h = good_header(); h.header_size = MSTAT_PAGE + 1;
+	REFUSED(h, size, -EPROTO, "header size");
+	h = good_header(); h.row_counters = 3;
+	REFUSED(h, size, -EPROTO, "counters per class");
+	h = good_header(); h.class_count = 0;
+	REFUSED(h, size, -EPROTO, "size classes");
+	h = good_header(); h.class_count = MSTAT_MAX_CLASSES + 1;
+	REFUSED(h, size, -EPROTO, "size classes");
+	h = good_header(); h.slot_count = 1;
+	REFUSED(h, size, -EPROTO, "slots (");
+	h = good_header(); h.slot_count = MSTAT_SLOTS_MAX + 1;
+	REFUSED(h, size, -EPROTO, "slots (");
+	h = good_header(); h.slot_size -= 64;
+	REFUSED(h, size, -EPROTO, "slot size");
+	h = good_header(); h.classes_offset = 64;
+	REFUSED(h, size, -EPROTO, "class table");
+	h = good_header(); h.classes_offset = MSTAT_PAGE + 4;
+	REFUSED(h, size, -EPROTO, "class table");
+	h = good_header(); h.slots_offset = MSTAT_PAGE;
+	REFUSED(h, size, -EPROTO, "slots at offset");
+	h = good_header(); h.slots_offset += 8;
+	REFUSED(h, size, -EPROTO, "slots at offset");
+	h = good_header(); h.segment_size += 64;
+	REFUSED(h, size, -EPROTO, "layout needs");
+	h = good_header();
+	REFUSED(h, size - 64, -EPROTO, "its header says");
+	h = good_header(); h.writer_mode = 3;
+	REFUSED(h, size, -EPROTO, "writer mode");
+	h = good_header(); h.pid = 0;
+	REFUSED(h, size, -EPROTO, "pid 0");
+	h = good_header(); h.uid = 0;
+	REFUSED(h, size, -EPERM, "uid 0");
+	h = good_header(); memset(h.name, 'x', sizeof(h.name));
+	REFUSED(h, size, -EPROTO, "unterminated name");
+}
+
+static void
+files_are_refused_for_every_reason(void **state)
+{
+	struct stat st;
+	char err[200];
+
+	(void)state;
+	memset(&st, 0, sizeof(st));
+	st.st_mode = S_IFREG | 0600;
+	st.st_uid = 1000;
+	st.st_size = 1 << 20;
+	assert_int_equal(mstat_validate_stat(&st, 1000, err, sizeof(err)), 0);
+
+	st.st_mode = S_IFLNK | 0777;
+	assert_int_equal(mstat_validate_stat(&st, 1000, err, sizeof(err)), -ELOOP);
+	assert_non_null(strstr(err, "symbolic link"));
+	st.st_mode = S_IFDIR | 0700;
+	assert_int_equal(mstat_validate_stat(&st, 1000, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "not a regular file"));
+	st.st_mode = S_IFREG | 0600;
+	st.st_uid = 0;
+	assert_int_equal(mstat_validate_stat(&st, 1000, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "owned by uid 0"));
+	st.st_uid = 1000;
+	st.st_mode = S_IFREG | 0644;
+	assert_int_equal(mstat_validate_stat(&st, 1000, err, sizeof(err)), -EPERM);
+	assert_non_null(strstr(err, "mode 0644"));
+	st.st_mode = S_IFREG | 0600;
+	st.st_size = 100;
+	assert_int_equal(mstat_validate_stat(&st, 1000, err, sizeof(err)), -EPROTO);
+	assert_non_null(strstr(err, "smaller than a header"));
+}
+
+static void
+class_tables_out_of_order_are_refused(void **state)
+{
+	uint64_t t[MSTAT_CLASS_COUNT];
+	char err[200];
+
+	(void)state;
+	for (unsigned c = 0; c < MSTAT_CLASS_COUNT; c++)
+		t[c] = mstat_class_max_size(c);
+	assert_int_equal(mstat_validate_classes(t, MSTAT_CLASS_COUNT, err, sizeof(err)), 0);
+	t[5] = t[4];
+	assert_int_equal(mstat_validate_classes(t, MSTAT_CLASS_COUNT, err, sizeof(err)),
+			 -EPROTO);
+	assert_non_null(strstr(err, "out of order at class 5"));
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(size_classes_cover_every_size),
+		cmocka_unit_test(names_round_trip_and_reject_garbage),
+		cmocka_unit_test(headers_are_refused_for_every_reason),
+		cmocka_unit_test(files_are_refused_for_every_reason),
+		cmocka_unit_test(class_tables_out_of_order_are_refused),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
