@@ -90,6 +90,12 @@ writer_go(struct writer *w)
 	assert_int_equal(write(w->to, "g", 1), 1);
 }
 
+void
+writer_stop(struct writer *w)
+{
+	assert_int_equal(write(w->to, "s", 1), 1);
+}
+
 static void
 read_truth(struct writer *w)
 {

@@ -64,30 +64,34 @@ check_causal(const struct mstat_snapshot *s)
 				 (unsigned long long)s->classes[c].alloc_count);
 }
 
-static void
-two_processes_never_show_a_torn_section(void **state)
+/* Snapshots of running `pairs` writers: each must be whole.  The writers
+ * run at least their minimum and on until the reader has cut through them
+ * `mid_run` times, so the test is never vacuous however the machine is
+ * loaded.  Returns the snapshots taken. */
+static unsigned long
+read_pairs_until(struct writer *w, size_t n, unsigned long min_sections,
+		 unsigned long mid_run)
 {
-	const char *mode = *state;
-	char n[32];
-	snprintf(n, sizeof(n), "%lu", sections(250000));
-	const char *args[] = { "pairs", "2", n, NULL };
-	struct writer w[2];
 	struct mstat_reader *rs[2];
 	struct mstat_snapshot snaps[2];
 	int rcs[2];
 	unsigned long taken = 0, moving = 0;
 	uint64_t last[2] = { 0, 0 };
+	bool stopped = false;
 
-	for (int i = 0; i < 2; i++) {
-		writer_start(&w[i], mode, 0, args);
+	assert_true(n <= 2);
+	for (size_t i = 0; i < n; i++) {
 		rs[i] = w[i].r;
+		writer_go(&w[i]);
 	}
-	writer_go(&w[0]);
-	writer_go(&w[1]);
-	/* As fast as it can, both targets per tick, as mstat-top does. */
-	while (!(writer_poll_done(&w[0]) && writer_poll_done(&w[1]))) {
-		mstat_reader_snapshot_many(rs, 2, snaps, rcs, 10000);
-		for (int i = 0; i < 2; i++) {
+	for (;;) {
+		bool done = true, enough = true;
+		for (size_t i = 0; i < n; i++)
+			done &= writer_poll_done(&w[i]);
+		if (done)
+			break;
+		mstat_reader_snapshot_many(rs, n, snaps, rcs, 10000);
+		for (size_t i = 0; i < n; i++) {
 			if (rcs[i] == -EAGAIN)
 				continue;
 			if (rcs[i] != 0)
@@ -95,20 +99,41 @@ two_processes_never_show_a_torn_section(void **state)
 			check_pairs(&snaps[i]);
 			taken++;
 			uint64_t a = snaps[i].classes[MSTAT_HUGE_CLASS - 1].alloc_count;
-			moving += a != last[i] && a != 2 * strtoul(n, NULL, 10);
+			moving += !stopped && a != last[i];
 			last[i] = a;
+			enough &= a >= min_sections;
+		}
+		if (!stopped && enough && moving >= mid_run) {
+			for (size_t i = 0; i < n; i++)
+				writer_stop(&w[i]);
+			stopped = true;
 		}
 	}
+	return taken;
+}
+
+static void
+two_processes_never_show_a_torn_section(void **state)
+{
+	const char *mode = *state;
+	unsigned long per_thread = sections(250000);
+	char n[32];
+	snprintf(n, sizeof(n), "%lu", per_thread);
+	const char *args[] = { "pairs", "2", n, NULL };
+	struct writer w[2];
+	struct mstat_snapshot s;
+
+	/* 2 processes x 2 threads x 250000: 10^6 sections at least. */
+	for (int i = 0; i < 2; i++)
+		writer_start(&w[i], mode, 0, args);
+	unsigned long taken = read_pairs_until(w, 2, 2 * per_thread, 1000);
 	for (int i = 0; i < 2; i++) {
-		snapshot_ok(w[i].r, &snaps[i]);
-		check_pairs(&snaps[i]);
-		expect_truth(&snaps[i], &w[i]);
+		snapshot_ok(w[i].r, &s);
+		check_pairs(&s);
+		expect_truth(&s, &w[i]);
 		writer_finish(&w[i]);
 	}
-	print_message("# %s: %lu snapshots, %lu of them mid-run\n", mode, taken,
-		      moving);
-	/* Not vacuous: the reader did cut through running writers. */
-	assert_true(moving >= 10);
+	print_message("# %s: %lu snapshots\n", mode, taken);
 }
 
 static void
@@ -141,15 +166,18 @@ frees_never_precede_their_allocations(void **state)
 	assert_true(taken >= 10);
 }
 
-/* A reader process: snapshots until the target's work is all counted,
- * writes each epoch it saw to `fd`, exits 0 if all was well. */
+/* A reader process: snapshots as fast as it can, each whole and each at a
+ * later epoch than the last, and writes every epoch to `out`.  When the
+ * final count arrives on `ctl`, its last snapshot must show exactly that.
+ * Exits 0 if all was well. */
 static void
-reader_process(pid_t target, uint64_t final_allocs, int fd)
+reader_process(pid_t target, int ctl, int out)
 {
 	struct mstat_reader *r;
 	struct mstat_snapshot s;
 	char err[256];
-	uint64_t last = 0;
+	uint64_t last = 0, final = 0;
+	bool ending = false;
 
 	if (mstat_reader_open_pid(&r, target, err, sizeof(err)) < 0)
 		_exit(10);
@@ -166,15 +194,24 @@ reader_process(pid_t target, uint64_t final_allocs, int fd)
 		if (s.epoch <= last)
 			_exit(13); /* epochs go forward */
 		last = s.epoch;
-		if (write(fd, &s.epoch, sizeof(s.epoch)) != sizeof(s.epoch))
+		if (write(out, &s.epoch, sizeof(s.epoch)) != sizeof(s.epoch))
 			_exit(14);
-		if (a->alloc_count == final_allocs)
-			break;
-		if (a->alloc_count > final_allocs)
-			_exit(15);
+		if (ending)
+			_exit(a->alloc_count == final ? 0 : 15);
+		ending = read(ctl, &final, sizeof(final)) == sizeof(final);
 	}
-	mstat_reader_close(r);
-	_exit(0);
+}
+
+static void
+drain(int fd, uint64_t **epochs, size_t *count, size_t *cap)
+{
+	uint64_t e;
+
+	while (read(fd, &e, sizeof(e)) == sizeof(e)) {
+		if (*count == *cap)
+			*epochs = realloc(*epochs, (*cap *= 2) * sizeof(**epochs));
+		(*epochs)[(*count)++] = e;
+	}
 }
 
 static int
@@ -195,37 +232,55 @@ two_reader_processes_are_serialised_and_exact(void **state)
 	struct writer w;
 	struct mstat_snapshot s;
 	pid_t readers[2];
-	int fds[2][2];
+	int out[2][2], ctl[2][2];
+	size_t cap = 1 << 16, count = 0, seen[2] = { 0, 0 };
+	uint64_t *epochs = malloc(cap * sizeof(*epochs));
 
 	writer_start(&w, mode, 0, args);
 	for (int i = 0; i < 2; i++) {
-		assert_int_equal(pipe2(fds[i], O_CLOEXEC), 0);
+		assert_int_equal(pipe2(out[i], O_CLOEXEC), 0);
+		assert_int_equal(pipe2(ctl[i], O_CLOEXEC | O_NONBLOCK), 0);
 		readers[i] = fork();
 		assert_true(readers[i] >= 0);
-		if (readers[i] == 0) {
-			close(fds[i][0]);
-			reader_process(w.pid, 2 * per_thread, fds[i][1]);
-		}
-		close(fds[i][1]);
+		if (readers[i] == 0)
+			reader_process(w.pid, ctl[i][0], out[i][1]);
+		close(out[i][1]);
+		close(ctl[i][0]);
+		fcntl(out[i][0], F_SETFL, O_NONBLOCK);
 	}
 	writer_go(&w);
 
-	/* Collect both readers' epochs: each must be distinct. */
-	size_t cap = 1 << 16, count = 0;
-	uint64_t *epochs = malloc(cap * sizeof(*epochs));
-	for (int i = 0; i < 2; i++) {
-		uint64_t e;
-		while (read(fds[i][0], &e, sizeof(e)) == sizeof(e)) {
-			if (count == cap)
-				epochs = realloc(epochs, (cap *= 2) * sizeof(*epochs));
-			epochs[count++] = e;
+	/* A third reader, this process, paces the run: the writer stops once
+	 * it did its minimum and both readers took 200 snapshots. */
+	for (;;) {
+		for (int i = 0; i < 2; i++) {
+			size_t before = count;
+			drain(out[i][0], &epochs, &count, &cap);
+			seen[i] += count - before;
 		}
-		close(fds[i][0]);
+		snapshot_ok(w.r, &s);
+		if (s.classes[MSTAT_HUGE_CLASS - 1].alloc_count >= 2 * per_thread &&
+		    seen[0] >= 200 && seen[1] >= 200)
+			break;
+	}
+	writer_stop(&w);
+	writer_wait_done(&w);
+	uint64_t final = w.truth[MSTAT_HUGE_CLASS - 1][0];
+	for (int i = 0; i < 2; i++) {
 		int status;
+		assert_int_equal(write(ctl[i][1], &final, sizeof(final)),
+				 sizeof(final));
+		fcntl(out[i][0], F_SETFL, 0);
+		drain(out[i][0], &epochs, &count, &cap);
 		assert_int_equal(waitpid(readers[i], &status, 0), readers[i]);
 		assert_true(WIFEXITED(status));
 		assert_int_equal(WEXITSTATUS(status), 0);
+		close(out[i][0]);
+		close(ctl[i][1]);
 	}
+	/* Serialised: no two snapshots of the three readers at one epoch
+	 * (this process's own epochs are not collected; its reads are
+	 * serialised by the same lock). */
 	qsort(epochs, count, sizeof(*epochs), cmp_u64);
 	for (size_t i = 1; i < count; i++)
 		if (epochs[i] == epochs[i - 1])
@@ -233,11 +288,10 @@ two_reader_processes_are_serialised_and_exact(void **state)
 				 (unsigned long long)epochs[i]);
 	free(epochs);
 
-	writer_wait_done(&w);
 	snapshot_ok(w.r, &s);
 	expect_truth(&s, &w);
 	writer_finish(&w);
-	print_message("# %s: %zu snapshots by two readers\n", mode, count);
+	print_message("# %s: %zu snapshots by two reader processes\n", mode, count);
 }
 
 int

@@ -3,8 +3,9 @@
  * writer.c - mstat-test-writer, a target process for the protocol tests.
  *
  *   mstat-test-writer pairs THREADS SECTIONS
- *	each thread runs SECTIONS reallocs from a huge block to a class-144
- *	block: one section bumping two counters that must always be equal
+ *	each thread runs reallocs from a huge block to a class-144 block
+ *	(one section bumping two counters that must always be equal): at
+ *	least SECTIONS of them, and on until a second byte arrives on stdin
  *   mstat-test-writer handoff PAIRS OBJECTS
  *	producer threads allocate, consumer threads free what they are
  *	handed: per class, frees never exceed allocations
@@ -96,13 +97,31 @@ static unsigned long arg_n[3];
 
 /* ---- pairs ---- */
 
+static _Atomic int stop;
+
 static void *
 pairs_thread(void *unused)
 {
 	(void)unused;
-	for (unsigned long i = 0; i < arg_n[1]; i++)
+	for (unsigned long i = 0; i < arg_n[1] || !atomic_load(&stop); i++)
 		do_realloc(test_size[3], test_size[2]);
 	return NULL;
+}
+
+static void
+run_pairs(void)
+{
+	pthread_t *t = calloc(arg_n[0], sizeof(*t));
+	char byte;
+
+	for (unsigned long i = 0; i < arg_n[0]; i++)
+		pthread_create(&t[i], NULL, pairs_thread, NULL);
+	if (read(0, &byte, 1) != 1)
+		exit(3);
+	atomic_store(&stop, 1);
+	for (unsigned long i = 0; i < arg_n[0]; i++)
+		pthread_join(t[i], NULL);
+	free(t);
 }
 
 /* ---- handoff ---- */
@@ -189,7 +208,7 @@ run_threads(unsigned long n, void *(*fn)(void *), void *arg, int vary)
 /* ---- stall and spin: a section left open, through the internal API ---- */
 
 static void
-open_section_and(int stop)
+open_section_and(int stop_inside)
 {
 	/* The first count gives this thread a slot of its own. */
 	do_alloc(test_size[0]);
@@ -202,7 +221,7 @@ open_section_and(int stop)
 		slot, mstat_writer_config.epoch, mstat_writer_config.fenced);
 	unsigned c = mstat_size_class(test_size[2]);
 	mstat_wsection_add(gen, c, MSTAT_C_ALLOC_COUNT, 1);
-	if (!stop)
+	if (!stop_inside)
 		for (;;)
 			pause();
 	raise(SIGSTOP); /* inside the section, half of it done */
@@ -257,7 +276,7 @@ main(int argc, char **argv)
 		return 0;
 
 	if (strcmp(argv[1], "pairs") == 0) {
-		run_threads(arg_n[0], pairs_thread, NULL, 0);
+		run_pairs();
 	} else if (strcmp(argv[1], "handoff") == 0) {
 		struct handoff *h = calloc(arg_n[0], sizeof(*h));
 		pthread_t *t = calloc(2 * arg_n[0], sizeof(*t));
