@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_stall.c - a writer stuck inside an update section cannot hang a
+ * reader.
+ *
+ *  - stopped (SIGSTOP) inside a section: reads return -EAGAIN within their
+ *    wait budget and name the slot; a tick over it and a healthy target
+ *    serves the healthy one; after SIGCONT the next read is exact;
+ *  - killed (SIGKILL) inside a section: reads keep returning -EAGAIN,
+ *    promptly, for good.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "harness.h"
+#include "reader.h"
+
+static double
+now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* A read of a stuck target: -EAGAIN naming the slot, and no hang. */
+static void
+expect_stalled(struct writer *w)
+{
+	struct mstat_snapshot s;
+	double t0 = now_ms();
+
+	mstat_reader_set_wait_budget(w->r, 2000);
+	assert_int_equal(mstat_reader_snapshot(w->r, &s), -EAGAIN);
+	assert_non_null(strstr(mstat_reader_error(w->r), "slot 1 (tid "));
+	print_message("# stalled read returned after %.1f ms: %s\n",
+		      now_ms() - t0, mstat_reader_error(w->r));
+}
+
+static void
+stopped_writer_stalls_reads_until_continued(void **state)
+{
+	const char *mode = *state;
+	const char *stall_args[] = { "stall", NULL };
+	const char *pairs_args[] = { "pairs", "1", "1000", NULL };
+	struct writer w, healthy;
+	struct mstat_snapshot s, snaps[2];
+	int status, rcs[2];
+
+	writer_start(&w, mode, 0, stall_args);
+	writer_start(&healthy, mode, 0, pairs_args);
+	writer_go(&w);
+	assert_int_equal(waitpid(w.pid, &status, WUNTRACED), w.pid);
+	assert_true(WIFSTOPPED(status)); /* inside its section */
+
+	expect_stalled(&w);
+	expect_stalled(&w); /* the catching-up read stalls the same way */
+
+	/* One tick over both: the stuck target costs the tick one wait
+	 * budget, and the healthy one is read. */
+	writer_go(&healthy);
+	struct mstat_reader *rs[2] = { w.r, healthy.r };
+	mstat_reader_snapshot_many(rs, 2, snaps, rcs, 2000);
+	assert_int_equal(rcs[0], -EAGAIN);
+	assert_int_equal(rcs[1], 0);
+	writer_stop(&healthy);
+	writer_wait_done(&healthy);
+	snapshot_ok(healthy.r, &s);
+	expect_truth(&s, &healthy);
+	writer_finish(&healthy);
+
+	/* Continued, it finishes its section; the next read is exact. */
+	kill(w.pid, SIGCONT);
+	writer_wait_done(&w);
+	mstat_reader_set_wait_budget(w.r, 10000);
+	snapshot_ok(w.r, &s);
+	expect_truth(&s, &w);
+	writer_finish(&w);
+}
+
+static void
+killed_writer_never_hangs_reads(void **state)
+{
+	const char *mode = *state;
+	const char *args[] = { "spin", NULL };
+	struct writer w;
+	struct mstat_snapshot s;
+	char shm_name[64];
+	int rc;
+
+	writer_start(&w, mode, 0, args);
+	strcpy(shm_name, mstat_reader_info(w.r)->shm_name);
+	writer_go(&w);
+	/* Wait until it sits inside its section. */
+	mstat_reader_set_wait_budget(w.r, 1000);
+	while ((rc = mstat_reader_snapshot(w.r, &s)) == 0)
+		usleep(1000);
+	assert_int_equal(rc, -EAGAIN);
+	kill(w.pid, SIGKILL);
+	writer_finish(&w); /* reaps it; the reader stays usable below */
+
+	struct mstat_reader *r;
+	char err[256];
+	assert_int_equal(mstat_reader_open_name(&r, shm_name, err, sizeof(err)), 0);
+	mstat_reader_set_wait_budget(r, 2000);
+	for (int i = 0; i < 3; i++) {
+		double t0 = now_ms();
+		assert_int_equal(mstat_reader_snapshot(r, &s), -EAGAIN);
+		print_message("# dead writer: read returned after %.1f ms\n",
+			      now_ms() - t0);
+	}
+	mstat_reader_close(r);
+	shm_unlink(shm_name); /* what mstat-top --gc would do */
+}
+
+int
+main(void)
+{
+	void *fenced = (void *)harness_modes[0];
+	void *membarrier = (void *)harness_modes[1];
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_prestate(stopped_writer_stalls_reads_until_continued, fenced),
+		cmocka_unit_test_prestate(stopped_writer_stalls_reads_until_continued, membarrier),
+		cmocka_unit_test_prestate(killed_writer_never_hangs_reads, fenced),
+		cmocka_unit_test_prestate(killed_writer_never_hangs_reads, membarrier),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
