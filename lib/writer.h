@@ -19,6 +19,8 @@
 #include "section.h"
 
 #define MSTAT_HIDDEN __attribute__((visibility("hidden")))
+/* The fast path must inline into each caller, so `op` is a constant. */
+#define MSTAT_INLINE static inline __attribute__((always_inline))
 
 enum mstat_op {
 	MSTAT_OP_ALLOC,
@@ -43,7 +45,7 @@ void mstat_count_slow(enum mstat_op op, uint64_t freed, uint64_t size,
 
 /* One section on `slot`: the free of a block of `freed` usable bytes
  * and/or the allocation of one of `size` usable bytes (`requested` asked). */
-static inline void
+MSTAT_INLINE void
 mstat_count_on(struct mstat_shm_slot *slot, enum mstat_op op, uint64_t freed,
 	       uint64_t size, uint64_t requested)
 {
@@ -67,7 +69,7 @@ mstat_count_on(struct mstat_shm_slot *slot, enum mstat_op op, uint64_t freed,
 	mstat_wsection_end(slot);
 }
 
-static inline void
+MSTAT_INLINE void
 mstat_count(enum mstat_op op, uint64_t freed, uint64_t size, uint64_t requested)
 {
 	struct mstat_shm_slot *slot = mstat_thread_slot;

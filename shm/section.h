@@ -49,8 +49,10 @@ mstat_wsection_begin(struct mstat_shm_slot *slot, _Atomic uint64_t *epoch,
 		 * full fence on this CPU whenever it matters. */
 		atomic_store_explicit(&slot->head.seq, s + 1, memory_order_relaxed);
 		atomic_signal_fence(memory_order_seq_cst);
-		/* (B') pairs with (D)+(M). */
-		e = atomic_load_explicit(epoch, memory_order_relaxed);
+		/* (B') pairs with (D)+(M); acquire, like (B), so that the adds
+		 * below happen after (D) when it reads the new epoch: a base
+		 * read before (D) never sees them.  A plain mov on x86. */
+		e = atomic_load_explicit(epoch, memory_order_acquire);
 	}
 	/* `epoch` is reader-written: reduce it before it indexes anything. */
 	return slot->acc + (e % MSTAT_GENS) * MSTAT_ROW_COUNTERS;
