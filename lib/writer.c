@@ -33,7 +33,7 @@
 #include "sum.h"
 
 #ifndef MSTAT_DEFAULT_MODE
-#define MSTAT_DEFAULT_MODE MSTAT_MODE_FENCED
+#define MSTAT_DEFAULT_MODE MSTAT_MODE_MEMBARRIER
 #endif
 
 struct mstat_writer_config mstat_writer_config;
