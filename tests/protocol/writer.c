@@ -10,8 +10,9 @@
  *	producer threads allocate, consumer threads free what they are
  *	handed: per class, frees never exceed allocations
  *   mstat-test-writer exact WAVES THREADS OPS
- *	WAVES waves of THREADS threads (run with a small MSTAT_SLOTS to go
- *	past the slot capacity) doing a mix of counts, then exiting
+ *	WAVES waves of THREADS threads, all alive at once (run with a small
+ *	MSTAT_SLOTS to go past the slot capacity), doing a mix of counts,
+ *	then exiting
  *   mstat-test-writer stall
  *	counts once, enters an update section and stops itself (SIGSTOP)
  *	inside it; once continued, finishes the section
@@ -171,11 +172,17 @@ consumer(void *arg)
 
 /* ---- exact ---- */
 
+static pthread_barrier_t wave;
+
 static void *
 exact_thread(void *arg)
 {
 	unsigned long seed = (unsigned long)(uintptr_t)arg;
 
+	/* Every thread of the wave holds its slot (or found none) before any
+	 * goes on: more threads than slots do overflow, whatever the load. */
+	do_alloc(test_size[seed % TEST_SIZES]);
+	pthread_barrier_wait(&wave);
 	for (unsigned long i = 0; i < arg_n[2]; i++) {
 		uint64_t a = test_size[(seed + i) % TEST_SIZES];
 		uint64_t b = test_size[(seed * 7 + i) % TEST_SIZES];
@@ -291,6 +298,7 @@ main(int argc, char **argv)
 		free(t);
 		free(h);
 	} else if (strcmp(argv[1], "exact") == 0) {
+		pthread_barrier_init(&wave, NULL, (unsigned)arg_n[1]);
 		for (unsigned long w = 0; w < arg_n[0]; w++)
 			run_threads(arg_n[1], exact_thread, NULL, 1);
 	} else if (strcmp(argv[1], "stall") == 0) {
