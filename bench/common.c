@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+#include "common.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+uint64_t
+mbench_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t
+mbench_thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void
+mbench_sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000u),
+			       (long)(ns % 1000000000u) };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+void
+mbench_gate_init(struct mbench_gate *g)
+{
+	atomic_init(&g->arrived, 0);
+	atomic_init(&g->open, 0);
+	atomic_init(&g->stop, 0);
+}
+
+void
+mbench_gate_wait(struct mbench_gate *g)
+{
+	atomic_fetch_add_explicit(&g->arrived, 1, memory_order_acq_rel);
+	while (!atomic_load_explicit(&g->open, memory_order_acquire))
+		sched_yield();
+}
+
+void
+mbench_gate_open(struct mbench_gate *g, unsigned n)
+{
+	while (atomic_load_explicit(&g->arrived, memory_order_acquire) < n)
+		sched_yield();
+	atomic_store_explicit(&g->open, 1, memory_order_release);
+}
+
+void
+mbench_gate_stop(struct mbench_gate *g)
+{
+	atomic_store_explicit(&g->stop, 1, memory_order_relaxed);
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+void
+mbench_sort(double *v, size_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+}
+
+double
+mbench_quantile(const double *v, size_t n, double q)
+{
+	if (n == 0)
+		return 0;
+	double pos = q * (double)(n - 1);
+	size_t i = (size_t)pos;
+	if (i + 1 >= n)
+		return v[n - 1];
+	return v[i] + (pos - (double)i) * (v[i + 1] - v[i]);
+}
+
+double
+mbench_median(double *v, size_t n)
+{
+	mbench_sort(v, n);
+	return mbench_quantile(v, n, 0.5);
+}
+
+static int
+dropped(const char *e)
+{
+	static const char *const prefixes[] = {
+		"LD_PRELOAD=", "MALLOC_", "GLIBC_TUNABLES=", "MSTAT_",
+	};
+
+	for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+		if (strncmp(e, prefixes[i], strlen(prefixes[i])) == 0)
+			return 1;
+	return 0;
+}
+
+char **
+mbench_env(const char *const *extra)
+{
+	size_t n = 0, m = 0, k = 0;
+
+	while (environ[n])
+		n++;
+	while (extra && extra[m])
+		m++;
+	char **env = calloc(n + m + 1, sizeof(*env));
+	if (!env)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (!dropped(environ[i]))
+			env[k++] = strdup(environ[i]);
+	for (size_t i = 0; i < m; i++)
+		env[k++] = strdup(extra[i]);
+	env[k] = NULL;
+	return env;
+}
+
+void
+mbench_env_free(char **env)
+{
+	for (size_t i = 0; env && env[i]; i++)
+		free(env[i]);
+	free(env);
+}
+
+int
+mbench_run(char *const argv[], char *const env[], char *buf, size_t len,
+	   int quiet)
+{
+	posix_spawn_file_actions_t fa;
+	int fds[2], status = -1;
+	size_t got = 0;
+	pid_t pid;
+
+	if (pipe(fds) < 0)
+		return -1;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
+	posix_spawn_file_actions_addclose(&fa, fds[0]);
+	posix_spawn_file_actions_addclose(&fa, fds[1]);
+	if (quiet)
+		posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null",
+						 O_WRONLY, 0);
+	int rc = posix_spawn(&pid, argv[0], &fa, NULL, argv, env);
+	posix_spawn_file_actions_destroy(&fa);
+	close(fds[1]);
+	if (rc != 0) {
+		close(fds[0]);
+		return -1;
+	}
+	for (;;) {
+		char tmp[4096];
+		ssize_t r = read(fds[0], tmp, sizeof(tmp));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		size_t take = (size_t)r;
+		if (got + take > len - 1)
+			take = len - 1 - got;
+		memcpy(buf + got, tmp, take);
+		got += take;
+	}
+	buf[got] = '\0';
+	close(fds[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return status;
+}
+
+double
+mbench_field(const char *s, const char *tag, const char *key)
+{
+	size_t tl = strlen(tag), kl = strlen(key);
+
+	for (const char *line = s; line && *line;) {
+		const char *end = strchr(line, '\n');
+		if (strncmp(line, tag, tl) == 0) {
+			for (const char *p = line; p && (!end || p < end);
+			     p = strchr(p + 1, ' ')) {
+				const char *w = *p == ' ' ? p + 1 : p;
+				if (strncmp(w, key, kl) == 0 && w[kl] == '=')
+					return strtod(w + kl + 1, NULL);
+			}
+		}
+		line = end ? end + 1 : NULL;
+	}
+	return -1;
+}
