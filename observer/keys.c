@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * keys.c - the keys of mstat-top: one table that both dispatches and makes
+ * the help screen, so the two cannot disagree.
+ */
+#include <curses.h>
+#include <string.h>
+
+#include "ui.h"
+
+#define KEY_ESC 27
+#define KEY_CTRL_U 21
+
+static int
+move_by(struct mstat_ui *ui, long d)
+{
+	if (ui->detail) {
+		long s = (long)ui->detail_scroll + d;
+		ui->detail_scroll = s < 0 ? 0 : (size_t)s;
+		return MSTAT_KEY_REDRAW;
+	}
+	if (ui->nrows == 0)
+		return MSTAT_KEY_IGNORED;
+	long s = (long)ui->sel + d;
+	if (s < 0)
+		s = 0;
+	if (s >= (long)ui->nrows)
+		s = (long)ui->nrows - 1;
+	ui->sel = (size_t)s;
+	snprintf(ui->sel_key, sizeof(ui->sel_key), "%s", ui->rows[ui->sel]->key);
+	return MSTAT_KEY_REDRAW;
+}
+
+static long
+page(const struct mstat_ui *ui)
+{
+	return ui->page > 1 ? (long)ui->page - 1 : 1;
+}
+
+static int key_up(struct mstat_ui *ui) { return move_by(ui, -1); }
+static int key_down(struct mstat_ui *ui) { return move_by(ui, 1); }
+static int key_pgup(struct mstat_ui *ui) { return move_by(ui, -page(ui)); }
+static int key_pgdn(struct mstat_ui *ui) { return move_by(ui, page(ui)); }
+static int key_home(struct mstat_ui *ui) { return move_by(ui, -(long)ui->nrows - (long)ui->detail_scroll); }
+static int key_end(struct mstat_ui *ui) { return move_by(ui, (long)ui->nrows + 1000); }
+
+static int
+key_enter(struct mstat_ui *ui)
+{
+	if (!ui->detail && !mstat_ui_selected(ui))
+		return MSTAT_KEY_IGNORED;
+	ui->detail = !ui->detail;
+	ui->detail_scroll = 0;
+	return MSTAT_KEY_REDRAW;
+}
+
+static int
+key_back(struct mstat_ui *ui)
+{
+	if (!ui->detail)
+		return MSTAT_KEY_IGNORED;
+	ui->detail = false;
+	return MSTAT_KEY_REDRAW;
+}
+
+static int
+key_sort_next(struct mstat_ui *ui)
+{
+	ui->sort = (ui->sort + 1) % MSTAT_SORT_COUNT;
+	return MSTAT_KEY_RESELECT;
+}
+
+static int
+key_sort_prev(struct mstat_ui *ui)
+{
+	ui->sort = (ui->sort + MSTAT_SORT_COUNT - 1) % MSTAT_SORT_COUNT;
+	return MSTAT_KEY_RESELECT;
+}
+
+static int
+key_reverse(struct mstat_ui *ui)
+{
+	ui->reverse = !ui->reverse;
+	return MSTAT_KEY_RESELECT;
+}
+
+static int
+key_filter(struct mstat_ui *ui)
+{
+	ui->editing = true;
+	snprintf(ui->edit, sizeof(ui->edit), "%s", ui->filter);
+	return MSTAT_KEY_REDRAW;
+}
+
+static int
+key_pause(struct mstat_ui *ui)
+{
+	ui->paused = !ui->paused;
+	return MSTAT_KEY_REDRAW;
+}
+
+static int
+set_interval(struct mstat_ui *ui, unsigned ms)
+{
+	if (ms < 100)
+		ms = 100;
+	if (ms > 60000)
+		ms = 60000;
+	ui->interval_ms = ms;
+	atomic_store(&ui->top->interval_ms, ms);
+	mstat_top_wake(ui->top);
+	return MSTAT_KEY_REDRAW;
+}
+
+static int key_slower(struct mstat_ui *ui) { return set_interval(ui, ui->interval_ms * 2); }
+static int key_faster(struct mstat_ui *ui) { return set_interval(ui, ui->interval_ms / 2); }
+
+static int
+key_gc(struct mstat_ui *ui)
+{
+	atomic_store(&ui->top->gc_request, true);
+	mstat_top_wake(ui->top);
+	return MSTAT_KEY_REDRAW;
+}
+
+static int
+key_help(struct mstat_ui *ui)
+{
+	ui->help = !ui->help;
+	return MSTAT_KEY_REDRAW;
+}
+
+static int
+key_quit(struct mstat_ui *ui)
+{
+	ui->quit = true;
+	return MSTAT_KEY_REDRAW;
+}
+
+static const struct mstat_key_binding table[] = {
+	{ { KEY_UP, 'k' }, "Up k", "move up (in a process: scroll)", key_up },
+	{ { KEY_DOWN, 'j' }, "Down j", "move down (in a process: scroll)", key_down },
+	{ { KEY_PPAGE }, "PgUp", "a page up", key_pgup },
+	{ { KEY_NPAGE }, "PgDn", "a page down", key_pgdn },
+	{ { KEY_HOME, 'g' }, "Home g", "first row", key_home },
+	{ { KEY_END, 'G' }, "End G", "last row", key_end },
+	{ { '\n', KEY_ENTER, '\r' }, "Enter", "open the process: size classes, history; again to close", key_enter },
+	{ { KEY_ESC, KEY_BACKSPACE, KEY_LEFT }, "Esc Left", "back to the process table", key_back },
+	{ { KEY_F(6), '>' }, "F6 >", "sort by the next column", key_sort_next },
+	{ { '<' }, "<", "sort by the previous column", key_sort_prev },
+	{ { 'r' }, "r", "reverse the order", key_reverse },
+	{ { '/' }, "/", "filter by name or pid (Enter keeps, Esc clears)", key_filter },
+	{ { ' ' }, "Space", "pause or resume the display", key_pause },
+	{ { '+' }, "+", "longer interval (x2)", key_slower },
+	{ { '-' }, "-", "shorter interval (/2)", key_faster },
+	{ { 'D' }, "D", "remove stale segments (processes that died)", key_gc },
+	{ { 'h', '?', KEY_F(1) }, "h ? F1", "this help; any key closes it", key_help },
+	{ { 'q', KEY_F(10) }, "q F10", "quit", key_quit },
+};
+
+const struct mstat_key_binding *
+mstat_keys_table(size_t *n)
+{
+	*n = sizeof(table) / sizeof(table[0]);
+	return table;
+}
+
+/* Typing a filter: printable characters, Backspace, Ctrl-U, Enter, Esc. */
+static int
+edit_key(struct mstat_ui *ui, int ch)
+{
+	size_t len = strlen(ui->edit);
+
+	if (ch == '\n' || ch == '\r' || ch == KEY_ENTER) {
+		snprintf(ui->filter, sizeof(ui->filter), "%s", ui->edit);
+		ui->editing = false;
+		return MSTAT_KEY_RESELECT;
+	}
+	if (ch == KEY_ESC) {
+		ui->filter[0] = ui->edit[0] = '\0';
+		ui->editing = false;
+		return MSTAT_KEY_RESELECT;
+	}
+	if (ch == KEY_BACKSPACE || ch == 127 || ch == 8) {
+		if (len)
+			ui->edit[len - 1] = '\0';
+	} else if (ch == KEY_CTRL_U) {
+		ui->edit[0] = '\0';
+	} else if (ch >= 0x20 && ch < 0x7f && len + 1 < sizeof(ui->edit)) {
+		ui->edit[len] = (char)ch;
+		ui->edit[len + 1] = '\0';
+	} else {
+		return MSTAT_KEY_IGNORED;
+	}
+	/* The table follows the filter as it is typed. */
+	snprintf(ui->filter, sizeof(ui->filter), "%s", ui->edit);
+	return MSTAT_KEY_RESELECT;
+}
+
+int
+mstat_keys_dispatch(struct mstat_ui *ui, int ch)
+{
+	if (ui->editing)
+		return edit_key(ui, ch);
+	if (ui->help) {
+		ui->help = false;
+		if (ch == 'q')
+			ui->quit = true;
+		return MSTAT_KEY_REDRAW;
+	}
+	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+		for (size_t k = 0; k < 3 && table[i].keys[k]; k++)
+			if (table[i].keys[k] == ch)
+				return table[i].fn(ui);
+	return MSTAT_KEY_IGNORED;
+}

@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * output.c - table, JSON and OpenMetrics renderings of the model's rows.
+ *
+ * Counter names come from MSTAT_CLASS_COUNTERS, so a counter added to the
+ * list appears in JSON and OpenMetrics without an edit here.  The formats
+ * are documented in docs/mstat-top-json.md and docs/mstat-top-openmetrics.md:
+ * change them together.
+ */
+#include "output.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <string.h>
+#include <time.h>
+
+int
+mstat_output_parse_format(const char *s)
+{
+	if (strcmp(s, "table") == 0)
+		return MSTAT_FORMAT_TABLE;
+	if (strcmp(s, "json") == 0)
+		return MSTAT_FORMAT_JSON;
+	if (strcmp(s, "openmetrics") == 0)
+		return MSTAT_FORMAT_OPENMETRICS;
+	return -1;
+}
+
+void
+mstat_output_human(char *buf, size_t len, double v)
+{
+	static const char units[] = " KMGTPE";
+	double a = fabs(v);
+	unsigned u = 0;
+
+	while (a >= 9999.5 && u + 1 < sizeof(units) - 1) {
+		a /= 1024.0;
+		v /= 1024.0;
+		u++;
+	}
+	if (u == 0)
+		snprintf(buf, len, "%.0f", v);
+	else
+		snprintf(buf, len, "%.*f%c", a < 99.95 ? 1 : 0, v, units[u]);
+}
+
+/* Length of the valid UTF-8 sequence at s, or 0. */
+static size_t
+utf8_len(const unsigned char *s)
+{
+	size_t n;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+/*
+ * Writes `s` quoted for JSON (`json`) or as an OpenMetrics label value.
+ * A name is whatever the target wrote: bytes that are not UTF-8 become
+ * '?', so the output stays valid in both formats.
+ */
+static void
+put_quoted(FILE *f, const char *str, bool json)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	fputc('"', f);
+	while (*s) {
+		size_t n = utf8_len(s);
+		if (n == 0) {
+			fputc('?', f);
+			s++;
+			continue;
+		}
+		if (n > 1) {
+			fwrite(s, 1, n, f);
+			s += n;
+			continue;
+		}
+		unsigned char c = *s++;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c == '\n')
+			fputs("\\n", f);
+		else if (c < 0x20 || c == 0x7f)
+			json ? fprintf(f, "\\u%04x", c) : fputc('?', f);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static int
+done(FILE *f)
+{
+	return ferror(f) ? -EIO : 0;
+}
+
+/* ---- table ---- */
+
+int
+mstat_output_table(FILE *f, const struct mstat_output_tick *t,
+		   const struct mstat_model_row *const *rows, size_t n)
+{
+	struct mstat_model_totals tot;
+	char when[32], lb[16], ar[16], fr[16], nr[16];
+	time_t secs = (time_t)(t->time_ms / 1000);
+	struct tm tm;
+
+	mstat_model_totals(rows, n, &tot);
+	gmtime_r(&secs, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	mstat_output_human(lb, sizeof(lb), (double)tot.live_bytes);
+	mstat_output_human(ar, sizeof(ar), tot.alloc_rate);
+	mstat_output_human(fr, sizeof(fr), tot.free_rate);
+	mstat_output_human(nr, sizeof(nr), tot.net_bytes_rate);
+	fprintf(f, "tick %" PRIu64 " at %s, %zu processes, live %sB, "
+		   "%s allocs/s, %s frees/s, net %sB/s\n",
+		t->seq, when, tot.processes, lb, ar, fr, nr);
+	fprintf(f, "%7s %-16s %7s %10s %12s %9s %9s %9s %s\n", "PID", "NAME",
+		"THREADS", "LIVE-BYTES", "LIVE-OBJECTS", "ALLOC/s", "FREE/s",
+		"NET/s", "STATE");
+	for (size_t i = 0; i < n; i++) {
+		const struct mstat_model_row *r = rows[i];
+		fprintf(f, "%7d %-16.16s %7" PRIu32 " %10" PRIu64 " %12" PRIu64
+			   " %9.0f %9.0f %9.0f %s%s%s\n",
+			(int)r->pid, r->name, r->threads,
+			mstat_model_live_bytes(r), mstat_model_live_objects(r),
+			r->alloc_rate, r->free_rate, r->net_bytes_rate,
+			mstat_model_live_name(r->live), r->err[0] ? ": " : "",
+			r->err);
+	}
+	fputc('\n', f);
+	return done(f);
+}
+
+/* ---- JSON ---- */
+
+static void
+json_rate(FILE *f, const char *name, bool have, double v)
+{
+	if (have)
+		fprintf(f, ",\"%s\":%.3f", name, v);
+	else
+		fprintf(f, ",\"%s\":null", name);
+}
+
+static void
+json_row(FILE *f, const struct mstat_model_row *r)
+{
+	fprintf(f, "{\"pid\":%d,\"name\":", (int)r->pid);
+	put_quoted(f, r->name, true);
+	fprintf(f, ",\"state\":\"%s\",\"error\":", mstat_model_live_name(r->live));
+	if (r->err[0])
+		put_quoted(f, r->err, true);
+	else
+		fputs("null", f);
+	fprintf(f, ",\"threads\":%" PRIu32, r->threads);
+#define MSTAT_X(e, fld, h) fprintf(f, ",\"" #fld "\":%" PRIu64, r->total.fld);
+	MSTAT_CLASS_COUNTERS(MSTAT_X)
+#undef MSTAT_X
+	fprintf(f, ",\"requested_bytes\":%" PRIu64 ",\"live_objects\":%" PRIu64
+		   ",\"live_bytes\":%" PRIu64,
+		r->requested_bytes, mstat_model_live_objects(r),
+		mstat_model_live_bytes(r));
+	json_rate(f, "alloc_rate", r->have_rates, r->alloc_rate);
+	json_rate(f, "free_rate", r->have_rates, r->free_rate);
+	json_rate(f, "alloc_bytes_rate", r->have_rates, r->alloc_bytes_rate);
+	json_rate(f, "free_bytes_rate", r->have_rates, r->free_bytes_rate);
+	json_rate(f, "net_bytes_rate", r->have_rates, r->net_bytes_rate);
+	fputs(",\"classes\":[", f);
+	bool first = true;
+	for (uint32_t c = 0; c < r->class_count; c++) {
+		const struct mstat_model_class *k = &r->classes[c];
+		if (k->c.alloc_count == 0)
+			continue; /* never used: documented as omitted */
+		fputs(first ? "{\"size\":" : ",{\"size\":", f);
+		first = false;
+		if (k->max_size == UINT64_MAX)
+			fputs("null", f);
+		else
+			fprintf(f, "%" PRIu64, k->max_size);
+#define MSTAT_X(e, fld, h) fprintf(f, ",\"" #fld "\":%" PRIu64, k->c.fld);
+		MSTAT_CLASS_COUNTERS(MSTAT_X)
+#undef MSTAT_X
+		fputc('}', f);
+	}
+	fputs("]}", f);
+}
+
+int
+mstat_output_json(FILE *f, const struct mstat_output_tick *t,
+		  const struct mstat_model_row *const *rows, size_t n)
+{
+	fprintf(f, "{\"version\":%d,\"tick\":%" PRIu64 ",\"time_ms\":%" PRIu64
+		   ",\"interval_s\":%.3f,\"processes\":[",
+		MSTAT_JSON_VERSION, t->seq, t->time_ms, t->interval_s);
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			fputc(',', f);
+		json_row(f, rows[i]);
+	}
+	fputs("]}\n", f);
+	return done(f);
+}
+
+/* ---- OpenMetrics ---- */
+
+/* Metric names of the class counters: "allocs" reads better than
+ * "alloc_count_total", and a name ending in _count would collide with the
+ * suffix of summaries and histograms. */
+#define OM_NAME_alloc_count "allocs"
+#define OM_NAME_alloc_bytes "alloc_bytes"
+#define OM_NAME_free_count "frees"
+#define OM_NAME_free_bytes "free_bytes"
+
+static void
+om_labels(FILE *f, const struct mstat_model_row *r)
+{
+	fprintf(f, "{pid=\"%d\",name=", (int)r->pid);
+	put_quoted(f, r->name, false);
+}
+
+static void
+om_class_size(FILE *f, uint64_t max_size)
+{
+	if (max_size == UINT64_MAX)
+		fputs(",size=\"+Inf\"}", f);
+	else
+		fprintf(f, ",size=\"%" PRIu64 "\"}", max_size);
+}
+
+int
+mstat_output_openmetrics(FILE *f, const struct mstat_output_tick *t,
+			 const struct mstat_model_row *const *rows, size_t n)
+{
+	/* One family at a time, every sample of it together: both the
+	 * OpenMetrics grammar and the Prometheus text parser want that. */
+#define MSTAT_X(e, fld, h)                                                   \
+	fputs("# HELP mstat_" OM_NAME_##fld "_total " h "\n"                  \
+	      "# TYPE mstat_" OM_NAME_##fld "_total counter\n", f);           \
+	for (size_t i = 0; i < n; i++) {                                     \
+		fputs("mstat_" OM_NAME_##fld "_total", f);                    \
+		om_labels(f, rows[i]);                                       \
+		fprintf(f, "} %" PRIu64 "\n", rows[i]->total.fld);            \
+	}
+	MSTAT_CLASS_COUNTERS(MSTAT_X)
+#undef MSTAT_X
+#define MSTAT_X(e, fld, h)                                                   \
+	fputs("# HELP mstat_class_" OM_NAME_##fld "_total " h                 \
+	      ", per size class (size: its largest size)\n"                   \
+	      "# TYPE mstat_class_" OM_NAME_##fld "_total counter\n", f);     \
+	for (size_t i = 0; i < n; i++)                                       \
+		for (uint32_t c = 0; c < rows[i]->class_count; c++) {         \
+			const struct mstat_model_class *k = &rows[i]->classes[c]; \
+			if (k->c.alloc_count == 0)                            \
+				continue;                                     \
+			fputs("mstat_class_" OM_NAME_##fld "_total", f);      \
+			om_labels(f, rows[i]);                               \
+			om_class_size(f, k->max_size);                       \
+			fprintf(f, " %" PRIu64 "\n", k->c.fld);               \
+		}
+	MSTAT_CLASS_COUNTERS(MSTAT_X)
+#undef MSTAT_X
+	static const struct {
+		const char *name, *help;
+	} gauges[] = {
+		{ "live_bytes", "bytes allocated and not yet freed" },
+		{ "live_objects", "allocations not yet freed" },
+		{ "threads", "threads counting into a slot of their own" },
+		{ "running", "1 while the process runs, 0 once it exited or died" },
+	};
+	for (size_t g = 0; g < sizeof(gauges) / sizeof(gauges[0]); g++) {
+		fprintf(f, "# HELP mstat_%s %s\n# TYPE mstat_%s gauge\n",
+			gauges[g].name, gauges[g].help, gauges[g].name);
+		for (size_t i = 0; i < n; i++) {
+			const struct mstat_model_row *r = rows[i];
+			uint64_t v = g == 0 ? mstat_model_live_bytes(r)
+				   : g == 1 ? mstat_model_live_objects(r)
+				   : g == 2 ? r->threads
+				   : r->live != MSTAT_LIVE_EXITED &&
+					     r->live != MSTAT_LIVE_STALE;
+			fprintf(f, "mstat_%s", gauges[g].name);
+			om_labels(f, r);
+			fprintf(f, "} %" PRIu64 "\n", v);
+		}
+	}
+	(void)t;
+	fputs("# EOF\n", f);
+	return done(f);
+}
+
+int
+mstat_output_write(FILE *f, enum mstat_output_format fmt,
+		   const struct mstat_output_tick *t,
+		   const struct mstat_model_row *const *rows, size_t n)
+{
+	switch (fmt) {
+	case MSTAT_FORMAT_JSON: return mstat_output_json(f, t, rows, n);
+	case MSTAT_FORMAT_OPENMETRICS: return mstat_output_openmetrics(f, t, rows, n);
+	case MSTAT_FORMAT_TABLE: break;
+	}
+	return mstat_output_table(f, t, rows, n);
+}

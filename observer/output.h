@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * output.h - batch outputs of mstat-top, all from the model: a plain
+ * table, JSON (one object per tick, docs/mstat-top-json.md) and OpenMetrics
+ * text (docs/mstat-top-openmetrics.md).
+ *
+ * Each function writes one tick's worth of rows to `f` and returns 0, or
+ * -EIO if the stream failed.  They print only what is in the rows they are
+ * given, so the same rows give the same bytes.
+ */
+#ifndef MSTAT_OBSERVER_OUTPUT_H
+#define MSTAT_OBSERVER_OUTPUT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "model.h"
+
+enum mstat_output_format {
+	MSTAT_FORMAT_TABLE = 0,
+	MSTAT_FORMAT_JSON,
+	MSTAT_FORMAT_OPENMETRICS,
+};
+
+#define MSTAT_JSON_VERSION 1
+
+/* What a tick is, apart from its rows. */
+struct mstat_output_tick {
+	uint64_t seq;         /* 1 for the first tick printed */
+	uint64_t time_ms;     /* CLOCK_REALTIME, milliseconds since the epoch */
+	double interval_s;    /* the sampling interval */
+};
+
+/* "table", "json", "openmetrics" -> the format, or -1. */
+int mstat_output_parse_format(const char *s);
+
+int mstat_output_table(FILE *f, const struct mstat_output_tick *t,
+		       const struct mstat_model_row *const *rows, size_t n);
+int mstat_output_json(FILE *f, const struct mstat_output_tick *t,
+		      const struct mstat_model_row *const *rows, size_t n);
+int mstat_output_openmetrics(FILE *f, const struct mstat_output_tick *t,
+			     const struct mstat_model_row *const *rows, size_t n);
+int mstat_output_write(FILE *f, enum mstat_output_format fmt,
+		       const struct mstat_output_tick *t,
+		       const struct mstat_model_row *const *rows, size_t n);
+
+/* "1.5K", "12.0M": at most 6 characters, for narrow columns. */
+void mstat_output_human(char *buf, size_t len, double v);
+
+#endif /* MSTAT_OBSERVER_OUTPUT_H */

@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sampler.c - the tick: read every target once, publish what was read; the
+ * sampler thread; and the consumer's side, mstat_top_collect().  The
+ * sharing rules are in top.h.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "reader.h"
+#include "top.h"
+
+uint64_t
+mstat_top_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+int
+mstat_top_init(struct mstat_top *top, const struct mstat_top_options *opt)
+{
+	memset(top, 0, sizeof(*top));
+	top->opt = *opt;
+	CDS_INIT_LIST_HEAD(&top->targets);
+	atomic_init(&top->interval_ms, opt->interval_ms);
+	top->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (top->wake_fd < 0)
+		return -errno;
+	return 0;
+}
+
+void
+mstat_top_target_free(struct rcu_head *head)
+{
+	struct mstat_top_target *t =
+		caa_container_of(head, struct mstat_top_target, rcu);
+
+	mstat_reader_close(t->reader);
+	if (t->pidfd >= 0)
+		close(t->pidfd);
+	/* Its last sample was reachable only through it. */
+	free(t->sample);
+	free(t);
+}
+
+static void
+free_sample(struct rcu_head *head)
+{
+	free(caa_container_of(head, struct mstat_top_sample, rcu));
+}
+
+void
+mstat_top_status_free(struct rcu_head *head)
+{
+	free(caa_container_of(head, struct mstat_top_status, rcu));
+}
+
+/* The bytes of a snapshot that hold something: the classes past
+ * class_count are zero and nobody reads them. */
+static size_t
+snap_used(const struct mstat_snapshot *s)
+{
+	return offsetof(struct mstat_snapshot, classes) +
+	       s->class_count * sizeof(struct mstat_counts);
+}
+
+static int
+grow(struct mstat_top *top, size_t n)
+{
+	if (n <= top->cap)
+		return 0;
+	size_t cap = n < 16 ? 16 : 2 * n;
+	void *b = realloc(top->batch, cap * sizeof(*top->batch));
+	if (b)
+		top->batch = b;
+	void *r = realloc(top->readers, cap * sizeof(*top->readers));
+	if (r)
+		top->readers = r;
+	void *s = realloc(top->snaps, cap * sizeof(*top->snaps));
+	if (s)
+		top->snaps = s;
+	void *c = realloc(top->rcs, cap * sizeof(*top->rcs));
+	if (c)
+		top->rcs = c;
+	if (!b || !r || !s || !c)
+		return -ENOMEM;
+	top->cap = cap;
+	return 0;
+}
+
+struct read_all {
+	struct mstat_top *top;
+	size_t n;
+};
+
+static void
+read_all(void *arg)
+{
+	struct read_all *a = arg;
+
+	mstat_reader_snapshot_many(a->top->readers, a->n, a->top->snaps,
+				   a->top->rcs, a->top->opt.wait_budget_us);
+}
+
+/* A SIGBUS cut the tick short: some segment shrank under its mapping.
+ * Detach the targets whose segment changed size; leave the others to
+ * catch up on the next tick. */
+static void
+after_sigbus(struct mstat_top *top, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct mstat_reader *r = top->readers[i];
+		struct stat st;
+
+		if (fstat(r->fd, &st) < 0 || (uint64_t)st.st_size != r->size) {
+			top->rcs[i] = -EFAULT;
+			snprintf(r->err, sizeof(r->err),
+				 "%s: truncated while being read (SIGBUS)",
+				 r->info.shm_name);
+			continue;
+		}
+		if (r->rotated)
+			mstat_reader_abandon(r);
+		top->rcs[i] = -EAGAIN;
+	}
+}
+
+static enum mstat_model_live
+live_of(const struct mstat_top_target *t, int rc,
+	const struct mstat_top_sample *s)
+{
+	bool exiting = s->have_snap && s->snap.state == MSTAT_EXITING;
+
+	if (t->gone)
+		return exiting ? MSTAT_LIVE_EXITED : MSTAT_LIVE_STALE;
+	if (rc == -EAGAIN)
+		return MSTAT_LIVE_STALLED;
+	if (rc == -EBUSY)
+		return MSTAT_LIVE_BUSY;
+	return exiting ? MSTAT_LIVE_EXITING : MSTAT_LIVE_RUNNING;
+}
+
+static void
+publish(struct mstat_top *top, size_t i, uint64_t t_ns)
+{
+	struct mstat_top_target *t = top->batch[i];
+	struct mstat_top_sample *old = t->sample, *s;
+	int rc = top->rcs[i];
+
+	t->final_read = false;
+	if (rc != 0 && rc != -EAGAIN && rc != -EBUSY) {
+		/* -EPROTO, -EFAULT: the segment cannot be trusted any more. */
+		mstat_top_note(top, "dropped %s", mstat_reader_error(t->reader));
+		mstat_discover_detach(top, t);
+		return;
+	}
+	s = malloc(sizeof(*s));
+	if (!s)
+		return;
+	s->err[0] = '\0';
+	if (rc == 0) {
+		memcpy(&s->snap, &top->snaps[i], snap_used(&top->snaps[i]));
+		s->have_snap = true;
+		s->t_ns = t_ns;
+	} else {
+		s->have_snap = old && old->have_snap;
+		if (s->have_snap)
+			memcpy(&s->snap, &old->snap, snap_used(&old->snap));
+		s->t_ns = old ? old->t_ns : 0;
+		snprintf(s->err, sizeof(s->err), "%s",
+			 mstat_reader_error(t->reader));
+	}
+	s->live = live_of(t, rc, s);
+	/* Publishes the filled sample: pairs with rcu_dereference() in
+	 * mstat_top_collect(). */
+	rcu_assign_pointer(t->sample, s);
+	if (old)
+		call_rcu(&old->rcu, free_sample);
+}
+
+void
+mstat_top_tick(struct mstat_top *top)
+{
+	struct mstat_top_target *t, *tmp;
+	uint64_t now = mstat_top_now_ns();
+	size_t n = 0;
+
+	mstat_discover_scan(top);
+	mstat_discover_liveness(top, now);
+	if (atomic_exchange(&top->gc_request, false))
+		mstat_discover_gc(top);
+
+	cds_list_for_each_entry(t, &top->targets, node)
+		n += !t->gone || t->final_read;
+	if (grow(top, n) < 0)
+		return;
+	n = 0;
+	cds_list_for_each_entry(t, &top->targets, node) {
+		if (t->gone && !t->final_read)
+			continue;
+		top->batch[n] = t;
+		top->readers[n] = t->reader;
+		n++;
+	}
+	struct read_all a = { top, n };
+	if (mstat_top_guarded(read_all, &a) < 0)
+		after_sigbus(top, n);
+	uint64_t t_ns = mstat_top_now_ns();
+	for (size_t i = 0; i < n; i++)
+		publish(top, i, t_ns);
+
+	/* Exited targets have shown their final totals long enough. */
+	cds_list_for_each_entry_safe(t, tmp, &top->targets, node)
+		if (t->gone && t->sample && t->sample->live == MSTAT_LIVE_EXITED &&
+		    t_ns - t->gone_ns >= top->opt.linger_ns)
+			mstat_discover_detach(top, t);
+	atomic_fetch_add_explicit(&top->ticks, 1, memory_order_release);
+}
+
+static void *
+sampler_main(void *arg)
+{
+	struct mstat_top *top = arg;
+
+	rcu_register_thread();
+	while (!atomic_load(&top->stop)) {
+		mstat_top_tick(top);
+		struct pollfd p = { .fd = top->wake_fd, .events = POLLIN };
+		if (poll(&p, 1, (int)atomic_load(&top->interval_ms)) > 0) {
+			uint64_t v;
+			if (read(top->wake_fd, &v, sizeof(v)) < 0)
+				continue;
+		}
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
+
+int
+mstat_top_start(struct mstat_top *top)
+{
+	int rc = pthread_create(&top->thread, NULL, sampler_main, top);
+
+	if (rc != 0)
+		return -rc;
+	top->thread_started = true;
+	return 0;
+}
+
+void
+mstat_top_wake(struct mstat_top *top)
+{
+	uint64_t one = 1;
+
+	if (write(top->wake_fd, &one, sizeof(one)) < 0)
+		return; /* the counter is full: the sampler is awake anyway */
+}
+
+void
+mstat_top_fini(struct mstat_top *top)
+{
+	struct mstat_top_target *t, *tmp;
+
+	if (top->thread_started) {
+		atomic_store(&top->stop, true);
+		mstat_top_wake(top);
+		pthread_join(top->thread, NULL);
+		top->thread_started = false;
+	}
+	/* The sampler has stopped: this thread is the updater now. */
+	cds_list_for_each_entry_safe(t, tmp, &top->targets, node)
+		mstat_discover_detach(top, t);
+	struct mstat_top_status *s = top->status;
+	rcu_assign_pointer(top->status, NULL);
+	if (s)
+		call_rcu(&s->rcu, mstat_top_status_free);
+	rcu_barrier(); /* every call_rcu callback has run */
+	free(top->batch);
+	free(top->readers);
+	free(top->snaps);
+	free(top->rcs);
+	free(top->refused);
+	if (top->wake_fd >= 0)
+		close(top->wake_fd);
+	top->wake_fd = -1;
+}
+
+int
+mstat_top_collect(struct mstat_top *top, struct mstat_model *m,
+		  struct mstat_top_scratch *sc, uint64_t now_ns)
+{
+	struct mstat_top_target *t;
+	size_t n = 0;
+	int rc = 0;
+
+	rcu_read_lock();
+	cds_list_for_each_entry_rcu(t, &top->targets, node) {
+		const struct mstat_top_sample *s = rcu_dereference(t->sample);
+		if (!s)
+			continue; /* not read yet */
+		if (n == sc->cap) {
+			size_t cap = sc->cap ? 2 * sc->cap : 16;
+			void *p = realloc(sc->in, cap * sizeof(*sc->in));
+			if (!p) {
+				rc = -ENOMEM;
+				break;
+			}
+			sc->in = p;
+			sc->cap = cap;
+		}
+		sc->in[n++] = (struct mstat_model_input){
+			.key = t->key,
+			.pid = t->pid,
+			.name = t->name,
+			.live = s->live,
+			.err = s->err,
+			.t_ns = s->t_ns,
+			.snap = s->have_snap ? &s->snap : NULL,
+		};
+	}
+	/* The inputs point into samples: fold them in before unlocking. */
+	if (rc == 0)
+		rc = mstat_model_update(m, sc->in, n, now_ns);
+	rcu_read_unlock();
+	return rc;
+}
+
+uint64_t
+mstat_top_status(struct mstat_top *top, char *buf, size_t len)
+{
+	uint64_t seq = 0;
+
+	rcu_read_lock();
+	const struct mstat_top_status *s = rcu_dereference(top->status);
+	if (s) {
+		snprintf(buf, len, "%s", s->line);
+		seq = s->seq;
+	} else if (len) {
+		buf[0] = '\0';
+	}
+	rcu_read_unlock();
+	return seq;
+}

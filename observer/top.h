@@ -1,0 +1,183 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * top.h - the state mstat-top's threads share, and the sampler's side.
+ *
+ * Two roles:
+ *   the sampler (a thread in interactive mode; the main thread in batch
+ *     mode) discovers segments, attaches and detaches targets, reads them
+ *     all once per tick and publishes each target's latest sample;
+ *   the consumer (the drawing or printing thread) folds the latest samples
+ *     into its model with mstat_top_collect().
+ *
+ * Sharing, through liburcu (memb flavour):
+ *   - `targets` is an RCU list.  Only the sampler adds (cds_list_add_rcu)
+ *     and removes (cds_list_del_rcu); a removed target is closed and freed
+ *     by call_rcu, after every consumer that could see it has left its
+ *     read-side critical section.  Consumers never wait for the sampler.
+ *   - `target->sample` is published with rcu_assign_pointer() once filled
+ *     and never changed after; consumers rcu_dereference() it.  The sample
+ *     it replaces is freed by call_rcu.
+ *   - `status` (the last one-line note) is published the same way.
+ *   - Requests from the consumer (interval, gc, stop) are atomics, plus a
+ *     write to `wake_fd` so that the sampler acts on them at once.
+ * Every thread that takes rcu_read_lock() must be rcu_register_thread()ed.
+ */
+#ifndef MSTAT_OBSERVER_TOP_H
+#define MSTAT_OBSERVER_TOP_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <urcu.h>
+#include <urcu/rculist.h>
+
+#include "model.h"
+#include "mstatshm.h"
+
+struct mstat_reader;
+
+/* What a consumer may read of one target's latest read. Immutable once
+ * published. */
+struct mstat_top_sample {
+	struct rcu_head rcu;
+	uint64_t t_ns;              /* CLOCK_MONOTONIC of `snap` */
+	enum mstat_model_live live;
+	bool have_snap;             /* false until a read succeeded */
+	char err[MSTAT_MODEL_ERR_MAX]; /* why the last read failed, or "" */
+	struct mstat_snapshot snap; /* the last good snapshot */
+};
+
+struct mstat_top_target {
+	struct cds_list_head node;  /* in mstat_top.targets (RCU) */
+	struct rcu_head rcu;
+	/* Set before the target is published, never changed after. */
+	char key[MSTAT_MODEL_KEY_MAX]; /* "<segment name>:<inode>" */
+	char shm_name[64];
+	pid_t pid;
+	char name[64];
+	/* RCU-published. */
+	struct mstat_top_sample *sample;
+	/* The sampler's own. */
+	struct mstat_reader *reader;
+	uint64_t ino;
+	int pidfd;                  /* -1: liveness by kill(pid, 0) */
+	bool in_scan;               /* its name was in the last scan */
+	bool gone;                  /* the process is gone: nothing to read */
+	bool final_read;            /* gone, but not read since */
+	uint64_t gone_ns;           /* when it was found gone */
+};
+
+struct mstat_top_status {
+	struct rcu_head rcu;
+	uint64_t seq;               /* increases with every note */
+	char line[256];
+};
+
+/* A segment discovery refused, so that it is reported once. */
+struct mstat_top_refusal {
+	char name[64];
+	uint64_t ino;
+	int rc;
+	bool in_scan;
+};
+
+struct mstat_top_options {
+	const pid_t *pids;          /* attach only these, if npids > 0 */
+	size_t npids;
+	unsigned interval_ms;
+	unsigned wait_budget_us;    /* for stalled targets, per tick */
+	uint64_t linger_ns;         /* how long exited targets stay */
+	/* Called with each one-line note (a refusal, a removal); in the
+	 * sampler's thread.  NULL: publish it as `status`. */
+	void (*note)(void *arg, const char *line);
+	void *note_arg;
+};
+
+struct mstat_top {
+	struct mstat_top_options opt;
+
+	/* Shared, see above. */
+	struct cds_list_head targets;
+	struct mstat_top_status *status;
+	_Atomic uint64_t ticks;         /* ticks completed */
+	_Atomic unsigned interval_ms;
+	_Atomic bool gc_request;
+	_Atomic bool stop;
+	int wake_fd;                    /* eventfd */
+
+	/* The sampler's own. */
+	pthread_t thread;
+	bool thread_started;
+	struct mstat_top_refusal *refused;
+	size_t nrefused, caprefused;
+	size_t cap;                     /* of the arrays below */
+	struct mstat_top_target **batch;
+	struct mstat_reader **readers;
+	struct mstat_snapshot *snaps;
+	int *rcs;
+	uint64_t status_seq;
+};
+
+/* 0 or -errno.  Does not start a thread. */
+int mstat_top_init(struct mstat_top *top, const struct mstat_top_options *opt);
+/* Stops the sampler thread if running, detaches every target and waits for
+ * call_rcu to have freed them. */
+void mstat_top_fini(struct mstat_top *top);
+
+/* One tick: discover, check liveness, read every target, publish.  Only
+ * from the sampler (the thread, or the main thread in batch mode). */
+void mstat_top_tick(struct mstat_top *top);
+
+/* Runs mstat_top_tick() every interval in a thread of its own. */
+int mstat_top_start(struct mstat_top *top);
+/* Asks the sampler to act at once (after a change of interval or gc). */
+void mstat_top_wake(struct mstat_top *top);
+
+/* Folds the latest samples into `m` (consumer side; never blocks on the
+ * sampler).  `scratch` grows as needed.  0 or -ENOMEM. */
+struct mstat_top_scratch {
+	struct mstat_model_input *in;
+	size_t cap;
+};
+int mstat_top_collect(struct mstat_top *top, struct mstat_model *m,
+		      struct mstat_top_scratch *scratch, uint64_t now_ns);
+
+/* The call_rcu callback that frees a replaced status. */
+void mstat_top_status_free(struct rcu_head *head);
+/* Copies the last note into buf (empty if none); returns its seq. */
+uint64_t mstat_top_status(struct mstat_top *top, char *buf, size_t len);
+
+/* ---- discover.c: segments in /dev/shm ---- */
+
+/* Scans /dev/shm: attaches new segments, refuses bad ones (one note each),
+ * marks which targets' names are still there. */
+void mstat_discover_scan(struct mstat_top *top);
+/* Marks targets whose process is gone (pidfd readable, or no such pid). */
+void mstat_discover_liveness(struct mstat_top *top, uint64_t now_ns);
+/* Removes the segments of targets that are stale (process gone without
+ * exiting); one note each.  Returns how many. */
+size_t mstat_discover_gc(struct mstat_top *top);
+/* Closes and frees a target: the call_rcu callback of a detach. */
+void mstat_top_target_free(struct rcu_head *head);
+/* Unlinks a target from the list; call_rcu frees it. */
+void mstat_discover_detach(struct mstat_top *top, struct mstat_top_target *t);
+/* Reports a one-line note (printf-like). */
+void mstat_top_note(struct mstat_top *top, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* ---- guard.c: reading a mapping that may be truncated under us ---- */
+
+/* Installs the SIGBUS handler mstat_top_guarded() needs: once, before any
+ * thread starts.  0 or -errno. */
+int mstat_top_guard_install(void);
+/* Runs fn(arg); if it raises SIGBUS (a segment shrunk under a mapping),
+ * returns -EFAULT instead of dying.  fn must hold no lock of its own and
+ * allocate nothing: it is cut short where it stands. */
+int mstat_top_guarded(void (*fn)(void *), void *arg);
+
+uint64_t mstat_top_now_ns(void);
+
+#endif /* MSTAT_OBSERVER_TOP_H */

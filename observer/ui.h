@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ui.h - the interactive side of mstat-top: what the screen shows and the
+ * keys change.  Owned by the main thread.
+ *
+ *   main.c  folds new samples into the model, picks the rows to show
+ *   keys.c  one table of keys: it dispatches and it prints the help screen
+ *   view.c  draws `struct mstat_ui` with ncurses, and nothing else
+ */
+#ifndef MSTAT_OBSERVER_UI_H
+#define MSTAT_OBSERVER_UI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+#include "top.h"
+
+#define MSTAT_UI_FILTER_MAX 64
+
+struct mstat_ui {
+	struct mstat_top *top;
+	struct mstat_model model;
+	struct mstat_top_scratch scratch;
+
+	/* The process table: the model's rows that match, in order. */
+	const struct mstat_model_row **rows;
+	size_t nrows, caprows;
+	size_t sel, scroll;                   /* selected row, first shown */
+	char sel_key[MSTAT_MODEL_KEY_MAX];    /* follows the process on re-sort */
+	size_t page;                          /* rows on screen, set by the view */
+
+	enum mstat_model_sort sort;
+	bool reverse;
+	char filter[MSTAT_UI_FILTER_MAX];
+	bool editing;                         /* typing a filter */
+	char edit[MSTAT_UI_FILTER_MAX];
+
+	bool paused, help, quit;
+	bool detail;                          /* one process's classes */
+	size_t detail_scroll;
+
+	char status[256];                     /* last note of the sampler */
+	uint64_t status_seq;
+	uint64_t tick_wall_ms;                /* when the model last changed */
+	unsigned interval_ms;
+};
+
+/* What a key did. */
+enum mstat_key_result {
+	MSTAT_KEY_IGNORED = 0,
+	MSTAT_KEY_REDRAW = 1,     /* the screen must be drawn again */
+	MSTAT_KEY_RESELECT = 2,   /* sort or filter changed: pick rows again */
+};
+
+struct mstat_key_binding {
+	int keys[3];              /* 0-terminated unless full */
+	const char *names;        /* as the help screen shows them */
+	const char *help;
+	int (*fn)(struct mstat_ui *ui); /* returns enum mstat_key_result bits */
+};
+
+/* The table, in help-screen order. */
+const struct mstat_key_binding *mstat_keys_table(size_t *n);
+/* Handles one key from getch(); returns enum mstat_key_result bits. */
+int mstat_keys_dispatch(struct mstat_ui *ui, int ch);
+
+/* Picks and orders the rows to show from the model; keeps the selection
+ * on the same process. */
+void mstat_ui_select_rows(struct mstat_ui *ui);
+/* The row selected, or NULL. */
+const struct mstat_model_row *mstat_ui_selected(const struct mstat_ui *ui);
+
+void mstat_view_draw(struct mstat_ui *ui);
+
+#endif /* MSTAT_OBSERVER_UI_H */
