@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Runs the benchmarks of docs/performance.md in their own build directory
+# (build-d, buildtype release), after installing what they need beyond the
+# default build (heaptrack, valgrind: benchmark-only, so not in
+# scripts/deps.sh).  Run as root on Debian.
+#
+#   bash bench/run.sh                 every benchmark
+#   bash bench/run.sh --suite writer  one suite (writer, section, latency,
+#                                     instructions, ...); any `meson test`
+#                                     arguments pass through
+#
+# The full output is kept in build-d/meson-logs/benchmarklog.txt; the
+# summary lines (BENCH ...) are printed at the end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+missing=()
+for p in heaptrack valgrind; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+		missing+=("$p")
+done
+if ((${#missing[@]})); then
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+[ -d build-d ] || meson setup build-d --buildtype=release
+meson compile -C build-d
+out=build-d/bench-output.txt
+meson test -C build-d --benchmark --verbose "$@" | tee "$out"
+echo
+echo "---- summary ($(nproc) CPUs, $(date -u +%FT%TZ)) ----"
+grep -o 'BENCH .*' "$out" || true
