@@ -119,6 +119,18 @@ hist_quantile(const struct hist *h, double q)
 	return (double)h->max;
 }
 
+/* Samples above `t` ticks (to bucket resolution). */
+static uint64_t
+hist_above(const struct hist *h, double t)
+{
+	uint64_t n = 0;
+
+	for (unsigned b = 0; b < NBUCKETS; b++)
+		if (bucket_value(b) > t)
+			n += h->b[b];
+	return n;
+}
+
 static void
 fill_sizes(uint32_t *sizes)
 {
@@ -288,23 +300,32 @@ run_mode(const char *self, const char *lib, const char *mode, unsigned phases,
 	       "timer floor)\n", mode, c->explicit_api ? "explicit-api" : "interposed",
 	       c->malloc_from, c->timer_floor_ticks / tpn, tpn);
 	static const char *const opn[OPS] = { "malloc", "free" };
-	static const double qs[] = { 0.5, 0.99, 0.999 };
+	static const double qs[] = { 0.5, 0.99, 0.999, 0.9999 };
+	/* Each phase kind had half the phases. */
+	double secs = (double)(phases / 2) * phase_ms / 1000.0;
 	for (int op = 0; op < OPS; op++) {
-		double v[2][4];
+		double v[2][6];
 		for (int obs = 0; obs < 2; obs++) {
 			const struct hist *h = &c->h[obs][op];
-			for (int k = 0; k < 3; k++)
+			for (int k = 0; k < 4; k++)
 				v[obs][k] = hist_quantile(h, qs[k]) / tpn;
-			v[obs][3] = (double)h->max / tpn;
+			v[obs][4] = (double)h->max / tpn;
+			/* Calls slower than 2 us, per second of the phase: an
+			 * interrupt (a membarrier IPI, a timer tick) or a
+			 * preemption landed inside them. */
+			v[obs][5] = (double)hist_above(h, 2000 * tpn) / secs;
 			printf("BENCH latency mode=%s op=%s observer=%s p50_ns=%.1f "
-			       "p99_ns=%.1f p999_ns=%.1f max_ns=%.0f samples=%llu\n",
+			       "p99_ns=%.1f p999_ns=%.1f p9999_ns=%.1f max_ns=%.0f "
+			       "over_2us_per_s=%.1f samples=%llu\n",
 			       mode, opn[op], obs ? "on" : "off", v[obs][0], v[obs][1],
-			       v[obs][2], v[obs][3], (unsigned long long)h->n);
+			       v[obs][2], v[obs][3], v[obs][4], v[obs][5],
+			       (unsigned long long)h->n);
 		}
 		printf("BENCH latency-delta mode=%s op=%s p50=%+.1f p99=%+.1f "
-		       "p999=%+.1f max=%+.0f (ns, observer on minus off)\n", mode,
-		       opn[op], v[1][0] - v[0][0], v[1][1] - v[0][1],
-		       v[1][2] - v[0][2], v[1][3] - v[0][3]);
+		       "p999=%+.1f p9999=%+.1f max=%+.0f over_2us_per_s=%+.1f "
+		       "(observer on minus off)\n", mode, opn[op], v[1][0] - v[0][0],
+		       v[1][1] - v[0][1], v[1][2] - v[0][2], v[1][3] - v[0][3],
+		       v[1][4] - v[0][4], v[1][5] - v[0][5]);
 	}
 	mbench_sort(snap_us, nsnap);
 	printf("BENCH latency-observer mode=%s hz=%u snapshots=%u errors=%u "
