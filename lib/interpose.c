@@ -1,0 +1,406 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * interpose.c - malloc and its family, counted, then forwarded to the next
+ * allocator in the RTLD_NEXT chain (glibc, or jemalloc / tcmalloc preloaded
+ * after this library).
+ *
+ * Contract of every function here:
+ *   - it behaves as the next allocator's function of the same name (for
+ *     reallocarray, valloc, pvalloc: as glibc's, built on the next
+ *     allocator's realloc and memalign, so that a block never comes from an
+ *     allocator other than the one that frees it);
+ *   - a block is counted with its usable size as the next allocator reports
+ *     it, the same number at its allocation and at its free, so live bytes
+ *     return to exactly 0 when everything is freed;
+ *   - a failed allocation, free(NULL) and a failed realloc count nothing;
+ *     realloc is one update section (MSTAT_OP_REALLOC): no snapshot sees
+ *     its free without its allocation;
+ *   - nothing here takes a lock, allocates, uses stdio or aborts, except the
+ *     one-time resolution of the next allocator (dlsym, which may itself
+ *     call calloc: such calls are served from a static arena).
+ *
+ * Sizes.  Asking the next allocator for malloc_usable_size() on both the
+ * allocation and the free is what makes a straightforward interposer slow
+ * (a call of about 2 ns each).  When the next allocator is glibc's, and a
+ * self-test at resolution shows that its chunk header gives exactly what
+ * its malloc_usable_size() returns for a live block, the size is read from
+ * the header instead (glibc_usable()): the word before the block holds the
+ * chunk size, with IS_MMAPPED in bit 1.  That is the computation glibc's
+ * own musable() makes for an in-use chunk, so the count is the same number,
+ * without the call.  Any other allocator, or a glibc whose layout fails the
+ * self-test (for instance with memory tagging), is asked through its
+ * malloc_usable_size().
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "writer.h"
+
+#define MSTAT_EXPORT __attribute__((visibility("default")))
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+
+/* The next allocator, and how to size its blocks.  Written once, before
+ * `state` becomes READY; read-mostly, on one cache line. */
+enum next_state { NEXT_NONE, NEXT_RESOLVING, NEXT_READY, NEXT_FAILED };
+
+static alignas(MSTAT_CACHELINE) struct {
+	_Atomic int state;  /* enum next_state */
+	bool glibc_layout;  /* usable sizes read from glibc's chunk header */
+	size_t page;
+	void *(*malloc)(size_t);
+	void (*free)(void *);
+	void *(*calloc)(size_t, size_t);
+	void *(*realloc)(void *, size_t);
+	int (*posix_memalign)(void **, size_t, size_t);
+	void *(*aligned_alloc)(size_t, size_t);
+	void *(*memalign)(size_t, size_t);
+	size_t (*usable)(void *);
+} next;
+
+/* ---- the bootstrap arena ---- */
+
+/*
+ * Allocations made while the next allocator is not known yet: dlsym's own
+ * calloc, and any thread that allocates while another one resolves.  Each
+ * block has its usable size in the word before it; blocks are never reused
+ * (a free is counted, the memory stays).  Lock-free: a bump pointer.
+ */
+#define ARENA_SIZE (64u * 1024u)
+#define ARENA_ALIGN 16u
+
+static alignas(4096) unsigned char arena[ARENA_SIZE];
+static _Atomic size_t arena_used;
+
+static inline bool
+in_arena(const void *p)
+{
+	return (uintptr_t)p - (uintptr_t)arena < ARENA_SIZE;
+}
+
+static inline size_t
+arena_usable(const void *p)
+{
+	return ((const size_t *)p)[-1];
+}
+
+/* A zeroed block of `n` bytes aligned to `align` (a power of two), or NULL
+ * with errno ENOMEM when the arena is used up. */
+static void *
+arena_alloc(size_t n, size_t align)
+{
+	size_t used = atomic_load_explicit(&arena_used, memory_order_relaxed);
+	size_t start, size;
+
+	if (align < ARENA_ALIGN)
+		align = ARENA_ALIGN;
+	if (n > ARENA_SIZE || align > ARENA_SIZE / 4)
+		goto full;
+	size = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+	do {
+		start = (used + sizeof(size_t) + align - 1) & ~(align - 1);
+		if (start + size > ARENA_SIZE)
+			goto full;
+		/* Relaxed: a block is used only by the thread that took it. */
+	} while (!atomic_compare_exchange_weak_explicit(
+		&arena_used, &used, start + size, memory_order_relaxed,
+		memory_order_relaxed));
+	((size_t *)(arena + start))[-1] = size;
+	void *p = arena + start;
+	mstat_count(MSTAT_OP_ALLOC, 0, size, n);
+	return p;
+full:
+	errno = ENOMEM;
+	return NULL;
+}
+
+/* ---- finding the next allocator ---- */
+
+/* Not on every thread's stack: set while this thread is inside dlsym. */
+static _Thread_local bool resolving __attribute__((tls_model("initial-exec")));
+
+/* What glibc's malloc_usable_size() returns for an in-use chunk: its size
+ * (low three bits are flags) less the header, 16 bytes for an mmapped
+ * chunk (IS_MMAPPED, bit 1), 8 otherwise. */
+static inline size_t
+glibc_usable(const void *p)
+{
+	size_t h = ((const size_t *)p)[-1];
+
+	return (h & ~(size_t)7) - ((h & 2) ? 16 : 8);
+}
+
+/* Whether the next allocator is glibc's and its header says what its
+ * malloc_usable_size() says, on small, large, mmapped, aligned and calloc'd
+ * blocks.  Allocates from the next allocator directly: nothing is counted. */
+static bool
+glibc_layout_holds(void)
+{
+	static const size_t sizes[] = { 0, 1, 24, 25, 100, 1000, 4096, 70000,
+					300000, 4u << 20 };
+	Dl_info m, u;
+	bool ok = true;
+
+	if (sizeof(size_t) != 8 ||
+	    !dladdr(*(void **)&next.malloc, &m) || !m.dli_fname ||
+	    !dladdr(*(void **)&next.usable, &u) || m.dli_fbase != u.dli_fbase)
+		return false;
+	const char *base = strrchr(m.dli_fname, '/');
+	if (strcmp(base ? base + 1 : m.dli_fname, "libc.so.6") != 0)
+		return false;
+	for (size_t i = 0; ok && i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		void *p[3] = { next.malloc(sizes[i]), next.calloc(1, sizes[i]),
+			       next.memalign(256, sizes[i]) };
+		for (int k = 0; k < 3; k++) {
+			if (p[k])
+				ok &= glibc_usable(p[k]) == next.usable(p[k]);
+			next.free(p[k]);
+		}
+	}
+	return ok;
+}
+
+#define NEXT(name)                                                           \
+	(*(void **)&next.name = dlsym(RTLD_NEXT, #name)) != NULL
+
+/* True once the next allocator is known.  False while this thread is in
+ * dlsym, while another thread resolves (it is never waited for: it may hold
+ * a loader lock this thread's caller holds too), or if resolution failed:
+ * the caller then allocates from the arena. */
+static bool
+resolve(void)
+{
+	int s = atomic_load_explicit(&next.state, memory_order_acquire);
+
+	if (s != NEXT_NONE || resolving)
+		return s == NEXT_READY;
+	if (!atomic_compare_exchange_strong_explicit(&next.state, &s,
+						     NEXT_RESOLVING,
+						     memory_order_relaxed,
+						     memory_order_relaxed))
+		return s == NEXT_READY;
+	resolving = true;
+	bool ok = NEXT(malloc) && NEXT(free) && NEXT(calloc) && NEXT(realloc) &&
+		  NEXT(posix_memalign) && NEXT(aligned_alloc) && NEXT(memalign);
+	*(void **)&next.usable = dlsym(RTLD_NEXT, "malloc_usable_size");
+	ok = ok && next.usable;
+	resolving = false;
+	if (!ok) {
+		static const char msg[] =
+			"mstatshm: no next malloc to forward to (RTLD_NEXT); "
+			"serving a small static arena only\n";
+		(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
+		atomic_store_explicit(&next.state, NEXT_FAILED, memory_order_release);
+		return false;
+	}
+	long page = sysconf(_SC_PAGESIZE);
+	next.page = page > 0 ? (size_t)page : 4096;
+	next.glibc_layout = glibc_layout_holds();
+	/* Release: publishes every field above; pairs with the acquire in
+	 * ready() and at the top of this function. */
+	atomic_store_explicit(&next.state, NEXT_READY, memory_order_release);
+	return true;
+}
+
+static inline bool
+ready(void)
+{
+	/* Acquire: pairs with the release in resolve().  A plain load on x86. */
+	return LIKELY(atomic_load_explicit(&next.state, memory_order_acquire) ==
+		      NEXT_READY) || resolve();
+}
+
+/* The usable size of a live block of the next allocator. */
+static inline size_t
+usable(void *p)
+{
+	if (LIKELY(next.glibc_layout))
+		return glibc_usable(p);
+	return next.usable(p);
+}
+
+/* ---- the family ---- */
+
+static inline void *
+counted(void *p, size_t requested)
+{
+	if (LIKELY(p != NULL))
+		mstat_count(MSTAT_OP_ALLOC, 0, usable(p), requested);
+	return p;
+}
+
+static inline void *
+do_malloc(size_t n)
+{
+	if (UNLIKELY(!ready()))
+		return arena_alloc(n, ARENA_ALIGN);
+	return counted(next.malloc(n), n);
+}
+
+MSTAT_EXPORT void *
+malloc(size_t n)
+{
+	return do_malloc(n);
+}
+
+MSTAT_EXPORT void
+free(void *p)
+{
+	if (UNLIKELY(p == NULL))
+		return;
+	if (UNLIKELY(in_arena(p))) {
+		mstat_count(MSTAT_OP_FREE, arena_usable(p), 0, 0);
+		return;
+	}
+	/* A block not from the arena came from the next allocator, which is
+	 * therefore known.  Counted first: the size must be read while the
+	 * block is still live. */
+	mstat_count(MSTAT_OP_FREE, usable(p), 0, 0);
+	next.free(p);
+}
+
+MSTAT_EXPORT void *
+calloc(size_t n, size_t size)
+{
+	size_t total;
+
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (UNLIKELY(!ready()))
+		return arena_alloc(total, ARENA_ALIGN); /* zeroed: never reused */
+	return counted(next.calloc(n, size), total);
+}
+
+/* realloc of an arena block: the next allocator gets a copy. */
+static void *
+arena_realloc(void *old, size_t n)
+{
+	size_t old_size = arena_usable(old);
+	void *p;
+
+	if (n == 0) {
+		mstat_count(MSTAT_OP_FREE, old_size, 0, 0);
+		return NULL;
+	}
+	p = ready() ? next.malloc(n) : arena_alloc(n, ARENA_ALIGN);
+	if (!p)
+		return NULL;
+	memcpy(p, old, n < old_size ? n : old_size);
+	if (!in_arena(p)) /* an arena block counted itself */
+		mstat_count(MSTAT_OP_REALLOC, old_size, usable(p), n);
+	else
+		mstat_count(MSTAT_OP_FREE, old_size, 0, 0);
+	return p;
+}
+
+MSTAT_EXPORT void *
+realloc(void *old, size_t n)
+{
+	if (old == NULL)
+		return do_malloc(n);
+	if (UNLIKELY(in_arena(old)))
+		return arena_realloc(old, n);
+	/* The old block is live and this thread's until next.realloc(). */
+	size_t old_size = usable(old);
+	void *p = next.realloc(old, n);
+
+	if (LIKELY(p != NULL))
+		mstat_count(MSTAT_OP_REALLOC, old_size, usable(p), n);
+	else if (n == 0) /* glibc: realloc(p, 0) frees p and returns NULL */
+		mstat_count(MSTAT_OP_FREE, old_size, 0, 0);
+	return p;
+}
+
+/* As glibc's: realloc(old, n * size) unless the product overflows. */
+MSTAT_EXPORT void *
+reallocarray(void *old, size_t n, size_t size)
+{
+	size_t total;
+
+	if (__builtin_mul_overflow(n, size, &total)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return realloc(old, total);
+}
+
+MSTAT_EXPORT int
+posix_memalign(void **out, size_t align, size_t n)
+{
+	void *p;
+	int rc;
+
+	if (UNLIKELY(!ready())) {
+		if (align == 0 || (align & (align - 1)) || align % sizeof(void *))
+			return EINVAL;
+		p = arena_alloc(n, align);
+		if (!p)
+			return ENOMEM;
+		*out = p;
+		return 0;
+	}
+	rc = next.posix_memalign(&p, align, n);
+	if (rc == 0)
+		*out = counted(p, n);
+	return rc;
+}
+
+MSTAT_EXPORT void *
+aligned_alloc(size_t align, size_t n)
+{
+	if (UNLIKELY(!ready()))
+		return align & (align - 1) ? NULL : arena_alloc(n, align);
+	return counted(next.aligned_alloc(align, n), n);
+}
+
+MSTAT_EXPORT void *
+memalign(size_t align, size_t n)
+{
+	if (UNLIKELY(!ready()))
+		return align & (align - 1) ? NULL : arena_alloc(n, align);
+	return counted(next.memalign(align, n), n);
+}
+
+/* As glibc's: memalign(page, n). */
+MSTAT_EXPORT void *
+valloc(size_t n)
+{
+	if (UNLIKELY(!ready()))
+		return arena_alloc(n, 4096);
+	return counted(next.memalign(next.page, n), n);
+}
+
+/* As glibc's: memalign(page, n rounded up to a page). */
+MSTAT_EXPORT void *
+pvalloc(size_t n)
+{
+	size_t rounded;
+
+	if (UNLIKELY(!ready()))
+		return arena_alloc(n, 4096);
+	if (__builtin_add_overflow(n, next.page - 1, &rounded)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	rounded &= ~(next.page - 1);
+	return counted(next.memalign(next.page, rounded), n);
+}
+
+MSTAT_EXPORT size_t
+malloc_usable_size(void *p)
+{
+	if (p == NULL)
+		return 0;
+	if (in_arena(p))
+		return arena_usable(p);
+	return ready() ? next.usable(p) : 0;
+}
