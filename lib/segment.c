@@ -116,7 +116,7 @@ mstat_segment_publish(struct mstat_segment *seg)
 }
 
 void
-mstat_segment_retire(struct mstat_segment *seg)
+mstat_segment_retire(struct mstat_segment *seg, bool unlink_name)
 {
 	struct timespec now;
 
@@ -129,7 +129,8 @@ mstat_segment_retire(struct mstat_segment *seg)
 			      memory_order_relaxed);
 	atomic_store_explicit(&seg->hdr->state, MSTAT_STATE_EXITING,
 			      memory_order_release);
-	shm_unlink(seg->shm_name);
+	if (unlink_name)
+		shm_unlink(seg->shm_name);
 }
 
 void

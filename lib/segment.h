@@ -8,6 +8,7 @@
 #ifndef MSTAT_LIB_SEGMENT_H
 #define MSTAT_LIB_SEGMENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,10 +31,12 @@ int mstat_segment_create(struct mstat_segment *seg, const char *name,
 /* Makes the segment visible to readers; call once its counters are set. */
 void mstat_segment_publish(struct mstat_segment *seg);
 
-/* Marks the target exiting and unlinks the name.  The mapping stays: what
- * the process frees from here to its end is still counted, and readers
- * that have it open see it. */
-void mstat_segment_retire(struct mstat_segment *seg);
+/* Marks the target exiting and, if `unlink_name`, unlinks the name.  The
+ * mapping stays: what the process frees from here to its end is still
+ * counted, and readers that have it open see it.  A name left in place is
+ * for mstat-run, which reads the final totals after the process has ended
+ * and then unlinks it. */
+void mstat_segment_retire(struct mstat_segment *seg, bool unlink_name);
 
 /* Unmaps a segment inherited from the parent (in a fork child). */
 void mstat_segment_forget(struct mstat_segment *seg);

@@ -65,6 +65,7 @@ static struct {
 	_Atomic unsigned char busy[MSTAT_SLOTS_MAX];
 	char name[MSTAT_NAME_MAX];
 	char status[200];
+	pid_t keep_pid;  /* MSTAT_KEEP_PID: this pid leaves its segment at exit */
 	pthread_mutex_t self_lock;  /* guards self_reader */
 	struct mstat_reader *self_reader;
 } proc = {
@@ -345,8 +346,9 @@ fork_child(void)
 static void
 retire(void)
 {
+	/* Compared now, not at start: a fork child has another pid. */
 	if (atomic_load_explicit(&proc.ready, memory_order_acquire))
-		mstat_segment_retire(&proc.seg);
+		mstat_segment_retire(&proc.seg, proc.keep_pid != getpid());
 }
 
 void
@@ -368,6 +370,9 @@ mstat_writer_start(void)
 			 "disabled by MSTAT_DISABLE");
 		return;
 	}
+	e = getenv("MSTAT_KEEP_PID"); /* set by mstat-run for its child */
+	if (e && *e)
+		proc.keep_pid = (pid_t)strtol(e, NULL, 10);
 	proc.slot_count = env_slots();
 	proc.writer_mode = env_mode();
 	proc.have_key = pthread_key_create(&proc.exit_key, give_back_slot) == 0;
