@@ -131,6 +131,22 @@ hist_above(const struct hist *h, double t)
 	return n;
 }
 
+/* The median of the samples above `t` ticks, or 0 if none. */
+static double
+hist_median_above(const struct hist *h, double t)
+{
+	uint64_t n = hist_above(h, t), seen = 0;
+
+	for (unsigned b = 0; n && b < NBUCKETS; b++) {
+		if (bucket_value(b) <= t)
+			continue;
+		seen += h->b[b];
+		if (seen > n / 2)
+			return bucket_value(b);
+	}
+	return 0;
+}
+
 static void
 fill_sizes(uint32_t *sizes)
 {
@@ -304,7 +320,7 @@ run_mode(const char *self, const char *lib, const char *mode, unsigned phases,
 	/* Each phase kind had half the phases. */
 	double secs = (double)(phases / 2) * phase_ms / 1000.0;
 	for (int op = 0; op < OPS; op++) {
-		double v[2][6];
+		double v[2][7];
 		for (int obs = 0; obs < 2; obs++) {
 			const struct hist *h = &c->h[obs][op];
 			for (int k = 0; k < 4; k++)
@@ -314,11 +330,12 @@ run_mode(const char *self, const char *lib, const char *mode, unsigned phases,
 			 * interrupt (a membarrier IPI, a timer tick) or a
 			 * preemption landed inside them. */
 			v[obs][5] = (double)hist_above(h, 2000 * tpn) / secs;
+			v[obs][6] = hist_median_above(h, 2000 * tpn) / tpn;
 			printf("BENCH latency mode=%s op=%s observer=%s p50_ns=%.1f "
 			       "p99_ns=%.1f p999_ns=%.1f p9999_ns=%.1f max_ns=%.0f "
-			       "over_2us_per_s=%.1f samples=%llu\n",
+			       "over_2us_per_s=%.1f their_p50_ns=%.0f samples=%llu\n",
 			       mode, opn[op], obs ? "on" : "off", v[obs][0], v[obs][1],
-			       v[obs][2], v[obs][3], v[obs][4], v[obs][5],
+			       v[obs][2], v[obs][3], v[obs][4], v[obs][5], v[obs][6],
 			       (unsigned long long)h->n);
 		}
 		printf("BENCH latency-delta mode=%s op=%s p50=%+.1f p99=%+.1f "
@@ -342,7 +359,7 @@ int
 main(int argc, char **argv)
 {
 	const char *lib = NULL, *modes[2] = { "fenced", "membarrier" };
-	unsigned nmodes = 2, phases = 10, phase_ms = 500, hz = 100;
+	unsigned nmodes = 2, phases = 10, phase_ms = 1000, hz = 100;
 
 	if (argc == 3 && strcmp(argv[1], "--target") == 0)
 		return target(atoi(argv[2]));
