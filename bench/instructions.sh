@@ -37,6 +37,7 @@ variants=(
 	"go|go|"
 	"sect-membarrier|sect-membarrier|"
 	"sect-fenced|sect-fenced|"
+	"lean-membarrier|lean-membarrier|"
 	"floor|floor|"
 	"usable|usable|"
 )

@@ -69,6 +69,8 @@ static struct variant variants[] = {
 	  .what = "per-thread section, fenced, no interposer" },
 	{ .name = "sect-membarrier", .loop = "sect-membarrier",
 	  .what = "per-thread section, membarrier, no interposer" },
+	{ .name = "lean-membarrier", .loop = "lean-membarrier",
+	  .what = "proposal: table class, no touch, no requested" },
 	{ .name = "floor", .loop = "floor", .what = "per-thread adds, no protocol" },
 	{ .name = "usable", .loop = "usable", .what = "one malloc_usable_size" },
 	{ .name = "forward", .loop = "plain", .preload = P_FORWARD,
