@@ -3,11 +3,11 @@
 # the same on a quiet and a busy machine.  Each variant runs the hot loop
 # for N and 2N pairs; the difference over N cancels start-up and exit.
 #
-#   bench/instructions.sh PAIRS_EXE LIBMSTATSHM_SO FORWARD_SO [N]
+#   bench/instructions.sh PAIRS_EXE LIBMSTATSHM_SO FORWARD_SO LEAN_SO [N]
 #
 # Prints "BENCH instructions variant=V ir_pair=X extra_ir=+Y" per variant.
 set -euo pipefail
-pairs=$1 lib=$2 fwd=$3 n=${4:-200000}
+pairs=$1 lib=$2 fwd=$3 lean=$4 n=${5:-200000}
 valgrind=$(command -v valgrind || true)
 if [ -z "$valgrind" ]; then
 	echo "BENCH instructions skipped: valgrind not installed (bench/run.sh installs it)"
@@ -34,6 +34,7 @@ variants=(
 	"plain|plain|"
 	"lib|plain|LD_PRELOAD=$lib"
 	"forward|plain|LD_PRELOAD=$fwd"
+	"lean-preload|plain|LD_PRELOAD=$lean"
 	"go|go|"
 	"sect-membarrier|sect-membarrier|"
 	"sect-fenced|sect-fenced|"

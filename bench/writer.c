@@ -3,7 +3,7 @@
  * writer.c - figure 1: what counting adds to a malloc+free pair.
  *
  *   mstat-bench-writer --pairs PATH --lib PATH --forward PATH
- *                      [--heaptrack PATH|none] [--rounds N] [--ms D]
+ *                      [--lean PATH] [--heaptrack PATH|none] [--rounds N] [--ms D]
  *                      [--heaptrack-rounds N]
  *
  * Runs mstat-bench-pairs (the hot loop) once per variant and thread count
@@ -34,7 +34,7 @@
 #define MAX_ROUNDS 64
 #define THREAD_COUNTS 2
 
-enum preload { P_NONE, P_LIB, P_FORWARD };
+enum preload { P_NONE, P_LIB, P_FORWARD, P_LEAN };
 
 struct variant {
 	const char *name;
@@ -75,13 +75,15 @@ static struct variant variants[] = {
 	{ .name = "usable", .loop = "usable", .what = "one malloc_usable_size" },
 	{ .name = "forward", .loop = "plain", .preload = P_FORWARD,
 	  .what = "RTLD_NEXT forwarder only" },
+	{ .name = "lean-preload", .loop = "plain", .preload = P_LEAN,
+	  .what = "proposal: lean counting interposer (bench/lean.c)" },
 	{ .name = "heaptrack", .loop = "plain", .heaptrack = true,
 	  .what = "heaptrack (ratio only)" },
 };
 #define NVARIANTS (sizeof(variants) / sizeof(variants[0]))
 
 static struct {
-	const char *pairs, *lib, *forward, *heaptrack;
+	const char *pairs, *lib, *forward, *lean, *heaptrack;
 	unsigned rounds, ms, ht_rounds;
 	char tmpdir[64];
 } opt = { .rounds = 9, .ms = 150, .ht_rounds = 3 };
@@ -109,7 +111,8 @@ run_once(const struct variant *v, unsigned threads, unsigned ms, char *out,
 	snprintf(msstr, sizeof(msstr), "%u", ms);
 	if (v->preload != P_NONE) {
 		snprintf(preload, sizeof(preload), "LD_PRELOAD=%s",
-			 v->preload == P_LIB ? opt.lib : opt.forward);
+			 v->preload == P_LIB ? opt.lib :
+			 v->preload == P_LEAN ? opt.lean : opt.forward);
 		extra[e++] = preload;
 	}
 	if (v->mode) {
@@ -259,6 +262,8 @@ main(int argc, char **argv)
 			opt.lib = val;
 		else if (strcmp(k, "--forward") == 0)
 			opt.forward = val;
+		else if (strcmp(k, "--lean") == 0)
+			opt.lean = val;
 		else if (strcmp(k, "--heaptrack") == 0)
 			opt.heaptrack = strcmp(val, "none") ? val : NULL;
 		else if (strcmp(k, "--rounds") == 0)
@@ -300,6 +305,7 @@ main(int argc, char **argv)
 		printf("BENCH writer-setup forward: malloc from %s, skipped\n", prov);
 		find("forward")->on = false;
 	}
+	find("lean-preload")->on = opt.lean != NULL;
 	find("heaptrack")->on = opt.heaptrack != NULL && opt.ht_rounds > 0;
 	if (!opt.heaptrack)
 		printf("BENCH writer-setup heaptrack: not installed, skipped "
