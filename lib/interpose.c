@@ -54,6 +54,7 @@ enum next_state { NEXT_NONE, NEXT_RESOLVING, NEXT_READY, NEXT_FAILED };
 static alignas(MSTAT_CACHELINE) struct {
 	_Atomic int state;  /* enum next_state */
 	bool glibc_layout;  /* usable sizes read from glibc's chunk header */
+	_Atomic unsigned unsized_live; /* entries in `unsized` */
 	size_t page;
 	void *(*malloc)(size_t);
 	void (*free)(void *);
@@ -226,13 +227,95 @@ usable(void *p)
 	return next.usable(p);
 }
 
+/* ---- blocks the next allocator cannot size yet ---- */
+
+/*
+ * tcmalloc's malloc_usable_size() returns 0 until its own initializer has
+ * run, yet its malloc works before that (a constructor that runs earlier,
+ * a program's .preinit_array).  The same block would then be counted with
+ * 0 bytes when made and its real size when freed, and live bytes would
+ * never return to 0.  Such a block is counted with its requested size and
+ * remembered here, and its free is counted with the same size.  The table
+ * is consulted only while it holds something.  If it is full, the block is
+ * counted with 0 bytes, unremembered.
+ */
+#define UNSIZED_MAX 1024u
+
+static struct {
+	_Atomic(void *) p;
+	size_t size;
+} unsized[UNSIZED_MAX];
+
+static size_t
+unsized_note(void *p, size_t requested)
+{
+	for (unsigned i = 0; i < UNSIZED_MAX; i++) {
+		void *none = NULL;
+		if (atomic_load_explicit(&unsized[i].p, memory_order_relaxed) ||
+		    !atomic_compare_exchange_strong_explicit(
+			    &unsized[i].p, &none, p, memory_order_acquire,
+			    memory_order_relaxed))
+			continue;
+		unsized[i].size = requested;
+		/* Relaxed: the block reaches a freeing thread only through the
+		 * program's own synchronisation, which orders this too. */
+		atomic_fetch_add_explicit(&next.unsized_live, 1, memory_order_relaxed);
+		return requested;
+	}
+	return 0;
+}
+
+/* If p was remembered: forgets it and gives the size it was counted with. */
+static bool
+unsized_forget(void *p, size_t *size)
+{
+	for (unsigned i = 0; i < UNSIZED_MAX; i++) {
+		if (atomic_load_explicit(&unsized[i].p, memory_order_relaxed) != p)
+			continue;
+		*size = unsized[i].size;
+		/* Release: the size is read before the entry is reused; pairs
+		 * with the acquire CAS in unsized_note(). */
+		atomic_store_explicit(&unsized[i].p, NULL, memory_order_release);
+		atomic_fetch_sub_explicit(&next.unsized_live, 1, memory_order_relaxed);
+		return true;
+	}
+	return false;
+}
+
+static inline bool
+unsized_any(void)
+{
+	return UNLIKELY(atomic_load_explicit(&next.unsized_live,
+					     memory_order_relaxed) != 0);
+}
+
+/* The size to count a live block with, at its free. */
+static inline size_t
+freed_size(void *p)
+{
+	size_t size;
+
+	if (unsized_any() && unsized_forget(p, &size))
+		return size;
+	return usable(p);
+}
+
+/* The size to count a new block with. */
+static inline size_t
+new_size(void *p, size_t requested)
+{
+	size_t u = usable(p);
+
+	return LIKELY(u != 0) ? u : unsized_note(p, requested);
+}
+
 /* ---- the family ---- */
 
 static inline void *
 counted(void *p, size_t requested)
 {
 	if (LIKELY(p != NULL))
-		mstat_count(MSTAT_OP_ALLOC, 0, usable(p), requested);
+		mstat_count(MSTAT_OP_ALLOC, 0, new_size(p, requested), requested);
 	return p;
 }
 
@@ -262,7 +345,7 @@ free(void *p)
 	/* A block not from the arena came from the next allocator, which is
 	 * therefore known.  Counted first: the size must be read while the
 	 * block is still live. */
-	mstat_count(MSTAT_OP_FREE, usable(p), 0, 0);
+	mstat_count(MSTAT_OP_FREE, freed_size(p), 0, 0);
 	next.free(p);
 }
 
@@ -296,7 +379,7 @@ arena_realloc(void *old, size_t n)
 		return NULL;
 	memcpy(p, old, n < old_size ? n : old_size);
 	if (!in_arena(p)) /* an arena block counted itself */
-		mstat_count(MSTAT_OP_REALLOC, old_size, usable(p), n);
+		mstat_count(MSTAT_OP_REALLOC, old_size, new_size(p, n), n);
 	else
 		mstat_count(MSTAT_OP_FREE, old_size, 0, 0);
 	return p;
@@ -310,13 +393,18 @@ realloc(void *old, size_t n)
 	if (UNLIKELY(in_arena(old)))
 		return arena_realloc(old, n);
 	/* The old block is live and this thread's until next.realloc(). */
-	size_t old_size = usable(old);
+	size_t old_size;
+	bool unsized_old = unsized_any() && unsized_forget(old, &old_size);
+	if (!unsized_old)
+		old_size = usable(old);
 	void *p = next.realloc(old, n);
 
 	if (LIKELY(p != NULL))
-		mstat_count(MSTAT_OP_REALLOC, old_size, usable(p), n);
+		mstat_count(MSTAT_OP_REALLOC, old_size, new_size(p, n), n);
 	else if (n == 0) /* glibc: realloc(p, 0) frees p and returns NULL */
 		mstat_count(MSTAT_OP_FREE, old_size, 0, 0);
+	else if (unsized_old) /* failed: old is still live, as it was */
+		unsized_note(old, old_size);
 	return p;
 }
 

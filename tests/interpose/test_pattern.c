@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_pattern.c - every interposed function, counted exactly.
+ *
+ * Each test takes a snapshot of the process's own counters, makes a known
+ * pattern of calls, takes another, and demands that the difference be
+ * exactly the pattern, per size class and counter, with the usable sizes
+ * the allocator reports.  Between the two snapshots the test allocates
+ * nothing else (the tally is static; a snapshot allocates nothing once the
+ * first one has opened the reader).
+ *
+ * Linked with libmstatshm (the pkg-config way).  The same program runs
+ * again with LD_PRELOAD="libmstatshm.so.0 libjemalloc.so.2" and with
+ * tcmalloc; MSTAT_TEST_NEXT names the allocator that must then sit behind
+ * the library, and the test checks that it really does.
+ *
+ * Allocations made before the library's constructor (from this program's
+ * .preinit_array, which runs before any shared object's constructor) must
+ * be in the counts too.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <malloc.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "truth.h"
+
+static struct truth t;
+/* Sizes no allocator can give, hidden from the compiler's size checks. */
+static volatile size_t huge = SIZE_MAX - 4096;
+static volatile size_t half = SIZE_MAX / 2;
+static struct mstat_snapshot s0, s1;
+
+static void
+snap(struct mstat_snapshot *s)
+{
+	int rc = mstat_self_snapshot(s);
+	if (rc != 0)
+		fail_msg("mstat_self_snapshot: %d (%s)", rc, mstat_self_status());
+}
+
+static void
+begin(void)
+{
+	truth_clear(&t);
+	snap(&s0);
+}
+
+static void
+end(void)
+{
+	snap(&s1);
+	assert_int_equal(truth_check(&s0, &s1, &t), 0);
+}
+
+/* ---- before the constructor ---- */
+
+#define EARLY_SIZE 777777u /* a class nothing else here uses */
+static int early_enabled = -1;
+static size_t early_usable[3];
+
+static void
+before_the_library(int argc, char **argv, char **envp)
+{
+	(void)argc, (void)argv, (void)envp;
+	early_enabled = mstat_self_enabled();
+	void *p[3];
+	for (int i = 0; i < 3; i++) {
+		p[i] = malloc(EARLY_SIZE);
+		early_usable[i] = p[i] ? malloc_usable_size(p[i]) : 0;
+	}
+	free(p[0]); /* p[1], p[2] stay: counted live */
+}
+__attribute__((section(".preinit_array"), used)) static void (*preinit)(
+	int, char **, char **) = before_the_library;
+
+static void
+test_before_constructor(void **state)
+{
+	(void)state;
+	struct mstat_snapshot *s = &s0;
+
+	snap(s);
+	assert_int_equal(early_enabled, 0); /* really before the constructor */
+	/* tcmalloc cannot size blocks before its initializer has run: the
+	 * library then counts the requested size. */
+	for (int i = 0; i < 3; i++)
+		if (early_usable[i] == 0)
+			early_usable[i] = EARLY_SIZE;
+	assert_true(early_usable[0] >= EARLY_SIZE);
+	unsigned c = mstat_size_class(early_usable[0]);
+	assert_int_equal(mstat_size_class(early_usable[1]), c);
+	assert_int_equal(s->classes[c].alloc_count, 3);
+	assert_int_equal(s->classes[c].alloc_bytes,
+			 early_usable[0] + early_usable[1] + early_usable[2]);
+	assert_int_equal(s->classes[c].free_count, 1);
+	assert_int_equal(s->classes[c].free_bytes, early_usable[0]);
+}
+
+/* ---- the family ---- */
+
+static void
+test_nothing_between(void **state)
+{
+	(void)state;
+	begin();
+	end();
+}
+
+static const size_t sizes[] = {
+	0, 1, 8, 16, 17, 24, 25, 100, 200, 256, 257, 300, 1000, 4096, 5000,
+	65536, 100000, 140000, 1u << 20, 3u << 20, 33u << 20,
+};
+#define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
+
+static void
+test_malloc_free(void **state)
+{
+	void *p[NSIZES];
+
+	(void)state;
+	begin();
+	for (size_t i = 0; i < NSIZES; i++) {
+		p[i] = malloc(sizes[i]);
+		assert_non_null(p[i]);
+		assert_true(malloc_usable_size(p[i]) >= sizes[i]);
+		truth_alloc(&t, p[i], sizes[i]);
+	}
+	for (size_t i = 0; i < NSIZES; i += 2)
+		truth_free_p(&t, p[i]);
+	end();
+	begin();
+	for (size_t i = 1; i < NSIZES; i += 2)
+		truth_free_p(&t, p[i]);
+	end();
+}
+
+/* Everything freed: every class back where it was, to the byte. */
+static void
+test_live_returns_to_start(void **state)
+{
+	void *p[NSIZES * 4];
+
+	(void)state;
+	snap(&s0);
+	for (size_t r = 0; r < 4; r++)
+		for (size_t i = 0; i < NSIZES; i++)
+			p[r * NSIZES + i] = r & 1 ? calloc(1, sizes[i])
+						  : malloc(sizes[i] + r);
+	for (size_t i = 0; i < NSIZES * 4; i++)
+		p[i] = realloc(p[i], sizes[(i * 7) % NSIZES] + 1);
+	for (size_t i = 0; i < NSIZES * 4; i++)
+		free(p[i]);
+	snap(&s1);
+	for (unsigned c = 0; c < MSTAT_CLASS_COUNT; c++) {
+		assert_int_equal(mstat_live_objects(&s1.classes[c]),
+				 mstat_live_objects(&s0.classes[c]));
+		assert_int_equal(mstat_live_bytes(&s1.classes[c]),
+				 mstat_live_bytes(&s0.classes[c]));
+	}
+}
+
+static void
+test_failures_count_nothing(void **state)
+{
+	void *p;
+
+	(void)state;
+	begin();
+	free(NULL);
+	errno = 0;
+	assert_null(malloc(huge));
+	assert_int_equal(errno, ENOMEM);
+	errno = 0;
+	assert_null(calloc(half, 4)); /* the product overflows */
+	assert_int_equal(errno, ENOMEM);
+	assert_null(calloc(1, huge));
+	assert_int_equal(posix_memalign(&p, 3, 64), EINVAL);
+	assert_int_equal(posix_memalign(&p, 64, huge), ENOMEM);
+	assert_null(aligned_alloc(64, huge));
+	assert_null(memalign(64, huge));
+	assert_null(valloc(huge));
+	errno = 0;
+	assert_null(pvalloc(huge + 4000)); /* rounding up overflows */
+	assert_int_equal(errno, ENOMEM);
+	end();
+}
+
+static void
+test_calloc_zeroes(void **state)
+{
+	unsigned char *p[4];
+
+	(void)state;
+	begin();
+	p[0] = calloc(10, 10);
+	p[1] = calloc(0, 7);
+	p[2] = calloc(1000, 1000);
+	p[3] = calloc(3, 33);
+	truth_alloc(&t, p[0], 100);
+	truth_alloc(&t, p[1], 0);
+	truth_alloc(&t, p[2], 1000000);
+	truth_alloc(&t, p[3], 99);
+	for (size_t i = 0; i < 1000000; i += 4093)
+		assert_int_equal(p[2][i], 0);
+	for (int i = 0; i < 4; i++)
+		truth_free_p(&t, p[i]);
+	end();
+}
+
+/* realloc(p, n): the free of the old block and the allocation of the new. */
+static void *
+tally_realloc(void *p, size_t n)
+{
+	size_t old = p ? malloc_usable_size(p) : 0;
+	void *q = realloc(p, n);
+
+	if (q) {
+		if (p)
+			truth_free(&t, old);
+		truth_alloc(&t, q, n);
+	} else if (p && n == 0) {
+		truth_free(&t, old); /* glibc: realloc(p, 0) frees p */
+	}
+	return q;
+}
+
+static void
+test_realloc_cases(void **state)
+{
+	(void)state;
+	begin();
+	char *p = tally_realloc(NULL, 10); /* an allocation */
+	assert_non_null(p);
+	memcpy(p, "abcdefghi", 10);
+	p = tally_realloc(p, 20);          /* grows, maybe in place */
+	p = tally_realloc(p, 5000);        /* another class */
+	p = tally_realloc(p, 300000);      /* mmapped with glibc */
+	p = tally_realloc(p, 2000000);
+	p = tally_realloc(p, 100);         /* shrinks */
+	p = tally_realloc(p, 100);         /* the same size */
+	assert_string_equal(p, "abcdefghi");
+	assert_null(realloc(p, huge)); /* fails: p untouched */
+	assert_string_equal(p, "abcdefghi");
+	p = tally_realloc(p, 0);           /* frees, or a minimal block */
+	if (p)
+		truth_free_p(&t, p);
+	end();
+}
+
+static void
+test_reallocarray(void **state)
+{
+	(void)state;
+	begin();
+	void *p = reallocarray(NULL, 10, 30);
+	truth_alloc(&t, p, 300);
+	size_t old = malloc_usable_size(p);
+	void *q = reallocarray(p, 1000, 30);
+	assert_non_null(q);
+	truth_free(&t, old);
+	truth_alloc(&t, q, 30000);
+	errno = 0;
+	void *volatile same = q; /* gcc cannot know that q survives */
+	assert_null(reallocarray(same, half, 3)); /* overflow: q stays */
+	assert_int_equal(errno, ENOMEM);
+	truth_free_p(&t, q);
+	end();
+}
+
+static void
+test_aligned(void **state)
+{
+	void *p[16];
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	int n = 0;
+
+	(void)state;
+	begin();
+	for (size_t a = 16; a <= 65536; a *= 16) {
+		assert_int_equal(posix_memalign(&p[n], a, 100), 0);
+		assert_int_equal((uintptr_t)p[n] % a, 0);
+		truth_alloc(&t, p[n++], 100);
+		p[n] = aligned_alloc(a, 3 * a);
+		assert_int_equal((uintptr_t)p[n] % a, 0);
+		truth_alloc(&t, p[n++], 3 * a);
+		p[n] = memalign(a, 1000);
+		assert_int_equal((uintptr_t)p[n] % a, 0);
+		truth_alloc(&t, p[n++], 1000);
+	}
+	p[n] = valloc(100);
+	assert_int_equal((uintptr_t)p[n] % page, 0);
+	truth_alloc(&t, p[n++], 100);
+	p[n] = pvalloc(100);
+	assert_int_equal((uintptr_t)p[n] % page, 0);
+	assert_true(malloc_usable_size(p[n]) >= page);
+	truth_alloc(&t, p[n++], 100);
+	for (int i = 0; i < n; i++)
+		truth_free_p(&t, p[i]);
+	end();
+}
+
+/* ---- the chain ---- */
+
+static void
+test_next_allocator(void **state)
+{
+	const char *want = getenv("MSTAT_TEST_NEXT");
+	Dl_info info;
+
+	(void)state;
+	/* The program's malloc is the library's. */
+	void *(*m)(size_t) = malloc;
+	assert_true(dladdr(*(void **)&m, &info) && info.dli_fname);
+	assert_non_null(strstr(info.dli_fname, "libmstatshm"));
+	if (!want)
+		return;
+	/* The allocator that must come next is loaded, and its sizes are the
+	 * ones passed through. */
+	void *h = dlopen(want, RTLD_NOW | RTLD_NOLOAD);
+	if (!h)
+		fail_msg("%s is not loaded: LD_PRELOAD did not take it", want);
+	size_t (*next_usable)(void *);
+	*(void **)&next_usable = dlsym(h, "malloc_usable_size");
+	assert_non_null(next_usable);
+	for (size_t i = 0; i < NSIZES; i++) {
+		void *p = malloc(sizes[i]);
+		assert_int_equal(malloc_usable_size(p), next_usable(p));
+		free(p);
+	}
+	dlclose(h);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_before_constructor),
+		cmocka_unit_test(test_next_allocator),
+		cmocka_unit_test(test_nothing_between),
+		cmocka_unit_test(test_malloc_free),
+		cmocka_unit_test(test_live_returns_to_start),
+		cmocka_unit_test(test_failures_count_nothing),
+		cmocka_unit_test(test_calloc_zeroes),
+		cmocka_unit_test(test_realloc_cases),
+		cmocka_unit_test(test_reallocarray),
+		cmocka_unit_test(test_aligned),
+	};
+
+	if (!mstat_self_enabled()) {
+		fprintf(stderr, "not counting: %s\n", mstat_self_status());
+		return 1;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * truth.h - ground truth for the interposition tests, kept apart from the
+ * library: a tally, per size class, of what a test did, made from the
+ * usable sizes the allocator reports (malloc_usable_size(), which the
+ * library passes through to the next allocator).  The tally lives in
+ * static memory, so keeping it allocates nothing.
+ */
+#ifndef MSTAT_TEST_TRUTH_H
+#define MSTAT_TEST_TRUTH_H
+
+#include <malloc.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mstatshm.h"
+#include "sizeclass.h"
+
+enum { T_ALLOC_COUNT, T_ALLOC_BYTES, T_FREE_COUNT, T_FREE_BYTES, T_COUNTERS };
+
+struct truth {
+	_Atomic uint64_t c[MSTAT_CLASS_COUNT][T_COUNTERS];
+	_Atomic uint64_t requested;
+};
+
+static inline void
+truth_clear(struct truth *t)
+{
+	memset(t, 0, sizeof(*t));
+}
+
+/* An allocation that returned p for `requested` bytes. */
+static inline void
+truth_alloc(struct truth *t, void *p, size_t requested)
+{
+	size_t u = malloc_usable_size(p);
+	unsigned c = mstat_size_class(u);
+
+	atomic_fetch_add(&t->c[c][T_ALLOC_COUNT], 1);
+	atomic_fetch_add(&t->c[c][T_ALLOC_BYTES], u);
+	atomic_fetch_add(&t->requested, requested);
+}
+
+/* The free of a block of `usable` bytes (ask before freeing). */
+static inline void
+truth_free(struct truth *t, size_t usable)
+{
+	unsigned c = mstat_size_class(usable);
+
+	atomic_fetch_add(&t->c[c][T_FREE_COUNT], 1);
+	atomic_fetch_add(&t->c[c][T_FREE_BYTES], usable);
+}
+
+/* free(p), tallied. */
+static inline void
+truth_free_p(struct truth *t, void *p)
+{
+	size_t u = malloc_usable_size(p);
+
+	free(p);
+	truth_free(t, u);
+}
+
+/*
+ * Compares b - a with the tally, every counter of every class and the
+ * requested bytes.  Prints each difference; returns how many there were.
+ */
+static inline int
+truth_check(const struct mstat_snapshot *a, const struct mstat_snapshot *b,
+	    const struct truth *t)
+{
+	int bad = 0;
+
+	for (unsigned c = 0; c < MSTAT_CLASS_COUNT; c++) {
+		const struct mstat_counts *x = &a->classes[c], *y = &b->classes[c];
+		const uint64_t got[T_COUNTERS] = {
+			y->alloc_count - x->alloc_count,
+			y->alloc_bytes - x->alloc_bytes,
+			y->free_count - x->free_count,
+			y->free_bytes - x->free_bytes,
+		};
+		for (int k = 0; k < T_COUNTERS; k++) {
+			uint64_t want = atomic_load(&t->c[c][k]);
+			if (got[k] != want) {
+				fprintf(stderr, "class %u (<= %llu) counter %d: "
+					"counted %llu, did %llu\n", c,
+					(unsigned long long)mstat_class_max_size(c),
+					k, (unsigned long long)got[k],
+					(unsigned long long)want);
+				bad++;
+			}
+		}
+	}
+	uint64_t req = b->requested_bytes - a->requested_bytes;
+	if (req != atomic_load(&t->requested)) {
+		fprintf(stderr, "requested bytes: counted %llu, did %llu\n",
+			(unsigned long long)req,
+			(unsigned long long)atomic_load(&t->requested));
+		bad++;
+	}
+	return bad;
+}
+
+#endif /* MSTAT_TEST_TRUTH_H */
