@@ -39,6 +39,9 @@ variants=(
 	"sect-membarrier|sect-membarrier|"
 	"sect-fenced|sect-fenced|"
 	"lean-membarrier|lean-membarrier|"
+	"lean+touch|lean+touch|"
+	"lean+requested|lean+requested|"
+	"lean+computed|lean+computed|"
 	"floor|floor|"
 	"usable|usable|"
 )

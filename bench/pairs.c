@@ -29,6 +29,10 @@
  *   api              the library's exported mstat_record_alloc/free (needs
  *                    libmstatshm loaded, e.g. preloaded)
  *   lean-membarrier  sect-membarrier trimmed (see lean_class): a proposal
+ *   lean+touch, lean+requested, lean+computed
+ *                    lean-membarrier with one trimmed piece put back (the
+ *                    touched bitmap, the requested-bytes add, the computed
+ *                    class): each one's cost, alone
  */
 #include <dlfcn.h>
 #include <malloc.h>
@@ -54,12 +58,15 @@ enum variant {
 	V_USABLE,
 	V_API,
 	V_LEAN,
+	V_LEAN_TOUCH,
+	V_LEAN_REQUESTED,
+	V_LEAN_COMPUTED,
 	V_COUNT
 };
 
 static const char *const variant_names[V_COUNT] = {
 	"plain", "go", "floor", "sect-fenced", "sect-membarrier", "usable", "api",
-	"lean-membarrier",
+	"lean-membarrier", "lean+touch", "lean+requested", "lean+computed",
 };
 
 /* lean-membarrier: what a trimmed writer path would cost (a proposal, not
@@ -181,15 +188,24 @@ account(struct worker *w, enum variant v, int op, void *p, size_t size)
 		if (op == 1)
 			w->sink += malloc_usable_size(p);
 		break;
-	case V_LEAN: {
-		unsigned c = size <= 1024 ? lean_class[(size + 15) >> 4]
-					  : mstat_size_class(size);
+	case V_LEAN:
+	case V_LEAN_TOUCH:
+	case V_LEAN_REQUESTED:
+	case V_LEAN_COMPUTED: {
+		unsigned c = size <= 1024 && v != V_LEAN_COMPUTED
+				     ? lean_class[(size + 15) >> 4]
+				     : mstat_size_class(size);
 		_Atomic uint64_t *gen = mstat_wsection_begin(
 			w->slot, &sect_epoch.epoch, false);
+		if (v == V_LEAN_TOUCH)
+			mstat_wsection_touch(w->slot, c);
 		mstat_wsection_add(gen, c, op == 0 ? MSTAT_C_ALLOC_COUNT
 						   : MSTAT_C_FREE_COUNT, 1);
 		mstat_wsection_add(gen, c, op == 0 ? MSTAT_C_ALLOC_BYTES
 						   : MSTAT_C_FREE_BYTES, size);
+		if (v == V_LEAN_REQUESTED && op == 0)
+			mstat_wsection_add(gen, MSTAT_CLASS_COUNT,
+					   MSTAT_T_REQUESTED_BYTES, size);
 		mstat_wsection_end(w->slot);
 		break;
 	}
@@ -242,6 +258,9 @@ run_variant(struct worker *w, uint64_t iters)
 	CASE(V_USABLE)
 	CASE(V_API)
 	CASE(V_LEAN)
+	CASE(V_LEAN_TOUCH)
+	CASE(V_LEAN_REQUESTED)
+	CASE(V_LEAN_COMPUTED)
 #undef CASE
 	case V_COUNT:
 		break;

@@ -3,7 +3,8 @@
  * writer.c - figure 1: what counting adds to a malloc+free pair.
  *
  *   mstat-bench-writer --pairs PATH --lib PATH --forward PATH
- *                      [--lean PATH] [--heaptrack PATH|none] [--rounds N] [--ms D]
+ *                      [--lean PATH] [--heaptrack PATH|none]
+ *                      [--breakdown yes] [--rounds N] [--ms D]
  *                      [--heaptrack-rounds N]
  *
  * Runs mstat-bench-pairs (the hot loop) once per variant and thread count
@@ -18,6 +19,8 @@
  *   BENCH writer-scaling variant=V extra_1t=.. extra_2t=.. ratio_2t_1t=..
  *   BENCH writer-goal variant=V ...
  *   BENCH writer-noise threads=T ...
+ * --breakdown yes runs instead, on one thread, the in-process variants
+ * that price each piece of the writer's section (lean+touch, ...).
  * Environment: MSTAT_BENCH_ROUNDS, MSTAT_BENCH_MS override the defaults.
  */
 #include <errno.h>
@@ -42,6 +45,7 @@ struct variant {
 	enum preload preload;
 	const char *mode;  /* MSTAT_MODE, or NULL */
 	bool heaptrack;
+	bool breakdown;    /* only with --breakdown */
 	bool on;
 	const char *what;  /* for the summary */
 	double ns[THREAD_COUNTS][MAX_ROUNDS];
@@ -71,6 +75,12 @@ static struct variant variants[] = {
 	  .what = "per-thread section, membarrier, no interposer" },
 	{ .name = "lean-membarrier", .loop = "lean-membarrier",
 	  .what = "proposal: table class, no touch, no requested" },
+	{ .name = "lean+touch", .loop = "lean+touch", .breakdown = true,
+	  .what = "lean-membarrier with the touched bitmap" },
+	{ .name = "lean+requested", .loop = "lean+requested", .breakdown = true,
+	  .what = "lean-membarrier with the requested-bytes add" },
+	{ .name = "lean+computed", .loop = "lean+computed", .breakdown = true,
+	  .what = "lean-membarrier with the computed class" },
 	{ .name = "floor", .loop = "floor", .what = "per-thread adds, no protocol" },
 	{ .name = "usable", .loop = "usable", .what = "one malloc_usable_size" },
 	{ .name = "forward", .loop = "plain", .preload = P_FORWARD,
@@ -85,6 +95,7 @@ static struct variant variants[] = {
 static struct {
 	const char *pairs, *lib, *forward, *lean, *heaptrack;
 	unsigned rounds, ms, ht_rounds;
+	bool breakdown;
 	char tmpdir[64];
 } opt = { .rounds = 9, .ms = 150, .ht_rounds = 3 };
 
@@ -187,6 +198,8 @@ report(void)
 
 	for (unsigned t = 0; t < THREAD_COUNTS; t++) {
 		unsigned n = plain->n[t];
+		if (!n)
+			continue;
 		double mn = med(plain->ns[t], n, 0), mx = med(plain->ns[t], n, 1);
 		double m = med(plain->ns[t], n, 0.5);
 		printf("BENCH writer-noise threads=%u plain_ns_pair=%.2f min=%.2f "
@@ -270,6 +283,8 @@ main(int argc, char **argv)
 			opt.rounds = (unsigned)strtoul(val, NULL, 10);
 		else if (strcmp(k, "--ms") == 0)
 			opt.ms = (unsigned)strtoul(val, NULL, 10);
+		else if (strcmp(k, "--breakdown") == 0)
+			opt.breakdown = strcmp(val, "yes") == 0;
 		else if (strcmp(k, "--heaptrack-rounds") == 0)
 			opt.ht_rounds = (unsigned)strtoul(val, NULL, 10);
 	}
@@ -306,6 +321,17 @@ main(int argc, char **argv)
 		find("forward")->on = false;
 	}
 	find("lean-preload")->on = opt.lean != NULL;
+	/* --breakdown yes: the in-process variants that size each piece of
+	 * the section, nothing else. */
+	for (size_t i = 0; i < NVARIANTS; i++) {
+		struct variant *v = &variants[i];
+		bool piece = v->breakdown || strcmp(v->name, "plain") == 0 ||
+			     strcmp(v->name, "sect-membarrier") == 0 ||
+			     strcmp(v->name, "lean-membarrier") == 0 ||
+			     strcmp(v->name, "floor") == 0;
+		if (opt.breakdown ? !piece : v->breakdown)
+			v->on = false;
+	}
 	find("heaptrack")->on = opt.heaptrack != NULL && opt.ht_rounds > 0;
 	if (!opt.heaptrack)
 		printf("BENCH writer-setup heaptrack: not installed, skipped "
@@ -315,7 +341,7 @@ main(int argc, char **argv)
 	uint64_t t0 = mbench_now_ns();
 	unsigned retries = 0;
 	for (unsigned r = 0; r < opt.rounds; r++) {
-		for (unsigned t = 0; t < THREAD_COUNTS; t++) {
+		for (unsigned t = 0; t < (opt.breakdown ? 1u : THREAD_COUNTS); t++) {
 			double cur[NVARIANTS] = { 0 };
 			for (size_t k = 0; k < NVARIANTS; k++) {
 				size_t idx = (k + r) % NVARIANTS;
