@@ -84,6 +84,10 @@ refuse(struct mstat_top *top, const char *name, uint64_t ino, int rc,
 
 	if (f && f->rc == rc) {
 		f->in_scan = true;
+		/* Still not initialised a tick later: its creator died while
+		 * making it, or made it wrong.  Say so, once. */
+		if (rc == -EAGAIN && ++f->sightings == 2)
+			mstat_top_note(top, "skipped %s", why);
 		return;
 	}
 	if (!f) {
@@ -101,6 +105,7 @@ refuse(struct mstat_top *top, const char *name, uint64_t ino, int rc,
 	}
 	f->rc = rc;
 	f->in_scan = true;
+	f->sightings = 1;
 	/* A segment still being created is not worth a line. */
 	if (rc != -EAGAIN)
 		mstat_top_note(top, "skipped %s", why);

@@ -109,6 +109,27 @@ done(FILE *f)
 	return ferror(f) ? -EIO : 0;
 }
 
+void
+mstat_output_printable(char *dst, size_t len, const char *src)
+{
+	const unsigned char *s = (const unsigned char *)src;
+	size_t k = 0;
+
+	while (*s && k + 1 < len) {
+		size_t n = utf8_len(s);
+		if (n > 1 && k + n < len) {
+			memcpy(dst + k, s, n);
+			k += n;
+			s += n;
+			continue;
+		}
+		dst[k++] = n == 1 && *s >= 0x20 && *s != 0x7f ? (char)*s : '?';
+		s += n ? n : 1;
+	}
+	if (len)
+		dst[k] = '\0';
+}
+
 /* ---- table ---- */
 
 int
@@ -135,9 +156,11 @@ mstat_output_table(FILE *f, const struct mstat_output_tick *t,
 		"NET/s", "STATE");
 	for (size_t i = 0; i < n; i++) {
 		const struct mstat_model_row *r = rows[i];
+		char name[sizeof(r->name)];
+		mstat_output_printable(name, sizeof(name), r->name);
 		fprintf(f, "%7d %-16.16s %7" PRIu32 " %10" PRIu64 " %12" PRIu64
 			   " %9.0f %9.0f %9.0f %s%s%s\n",
-			(int)r->pid, r->name, r->threads,
+			(int)r->pid, name, r->threads,
 			mstat_model_live_bytes(r), mstat_model_live_objects(r),
 			r->alloc_rate, r->free_rate, r->net_bytes_rate,
 			mstat_model_live_name(r->live), r->err[0] ? ": " : "",

@@ -81,6 +81,7 @@ struct mstat_top_refusal {
 	char name[64];
 	uint64_t ino;
 	int rc;
+	unsigned sightings;         /* scans that refused it with `rc` */
 	bool in_scan;
 };
 

@@ -18,6 +18,7 @@
 /* Widths of the process table's columns; NAME takes what is left. */
 static const int widths[MSTAT_SORT_COUNT] = { 7, 0, 7, 10, 9, 7, 7, 7, 7 };
 #define NAME_MIN 8
+#define HEAD 3 /* lines above the tables: time and totals */
 
 /* Writes one line at y, cut to the screen's width. */
 static void
@@ -66,15 +67,15 @@ draw_header(struct mstat_ui *ui)
 	if (ui->tick_wall_ms && localtime_r(&secs, &tm))
 		strftime(when, sizeof(when), "%H:%M:%S", &tm);
 	mstat_model_totals(ui->rows, ui->nrows, &t);
-	line(0, A_BOLD, "mstat-top  %s  every %.2gs  sort %s%s  %zu processes, "
-			"%zu running%s",
-	     when, ui->interval_ms / 1000.0, mstat_model_sort_name(ui->sort),
-	     ui->reverse ? " (reversed)" : "", t.processes, t.running,
-	     ui->paused ? "  [paused]" : "");
-	line(1, A_NORMAL, "threads %u  live %sB in %s objects  allocs %s/s  "
-			  "frees %s/s  net %sB/s",
-	     t.threads, human(lb, sizeof(lb), (double)t.live_bytes),
-	     human(lo, sizeof(lo), (double)t.live_objects),
+	line(0, A_BOLD, "mstat-top  %s  every %.2gs  sort %s%s%s", when,
+	     ui->interval_ms / 1000.0, mstat_model_sort_name(ui->sort),
+	     ui->reverse ? " (reversed)" : "", ui->paused ? "  [paused]" : "");
+	line(1, A_NORMAL, "processes %zu, %zu running, %u threads; live %sB in "
+			  "%s objects",
+	     t.processes, t.running, t.threads,
+	     human(lb, sizeof(lb), (double)t.live_bytes),
+	     human(lo, sizeof(lo), (double)t.live_objects));
+	line(2, A_NORMAL, "allocs %s/s  frees %s/s  net %sB/s",
 	     human(ar, sizeof(ar), t.alloc_rate), human(fr, sizeof(fr), t.free_rate),
 	     human(nr, sizeof(nr), t.net_bytes_rate));
 }
@@ -82,11 +83,11 @@ draw_header(struct mstat_ui *ui)
 static void
 draw_table(struct mstat_ui *ui)
 {
-	int nw = name_width(), y0 = 3, rows = LINES - y0 - 1;
+	int nw = name_width(), y0 = HEAD + 1, rows = LINES - y0 - 1;
 
 	ui->page = rows > 0 ? (size_t)rows : 0;
 	/* The header: the sorted column underlined and bold. */
-	line(2, A_REVERSE, "%s", "");
+	line(HEAD, A_REVERSE, "%s", "");
 	for (int c = 0, x = 0; c < MSTAT_SORT_COUNT && x < COLS; c++) {
 		int w = c == MSTAT_SORT_NAME ? nw : widths[c];
 		char cell[64];
@@ -95,7 +96,7 @@ draw_table(struct mstat_ui *ui)
 		else
 			snprintf(cell, sizeof(cell), "%*s", w, mstat_model_sort_name(c));
 		attrset(A_REVERSE | (c == (int)ui->sort ? A_BOLD | A_UNDERLINE : 0));
-		mvaddnstr(2, x, cell, COLS - x);
+		mvaddnstr(HEAD, x, cell, COLS - x);
 		x += w + 1;
 	}
 	attrset(A_NORMAL);
@@ -109,10 +110,12 @@ draw_table(struct mstat_ui *ui)
 	for (int i = 0; i < rows && ui->scroll + (size_t)i < ui->nrows; i++) {
 		size_t k = ui->scroll + (size_t)i;
 		const struct mstat_model_row *r = ui->rows[k];
+		char name[sizeof(r->name)];
+		mstat_output_printable(name, sizeof(name), r->name);
 		char lb[16], lo[16], ar[16], fr[16], nr[16];
 		line(y0 + i, k == ui->sel ? A_REVERSE : A_NORMAL,
 		     "%7d %-*.*s %7u %10s %9s %7s %7s %7s %s", (int)r->pid, nw, nw,
-		     r->name, r->threads,
+		     name, r->threads,
 		     human(lb, sizeof(lb), (double)mstat_model_live_bytes(r)),
 		     human(lo, sizeof(lo), (double)mstat_model_live_objects(r)),
 		     human(ar, sizeof(ar), r->alloc_rate),
@@ -167,12 +170,14 @@ draw_detail(struct mstat_ui *ui)
 	uint64_t max = 0, max_b = 0, max_o = 0;
 
 	if (!r) {
-		line(2, A_NORMAL, "  the process is gone");
+		line(HEAD, A_NORMAL, "  the process is gone");
 		return;
 	}
-	line(2, A_BOLD, "pid %d %s: %s, %u threads, live %sB in %s objects, "
+	char name[sizeof(r->name)];
+	mstat_output_printable(name, sizeof(name), r->name);
+	line(HEAD, A_BOLD, "pid %d %s: %s, %u threads, live %sB in %s objects, "
 			"%s allocs/s, %s frees/s, net %sB/s",
-	     (int)r->pid, r->name, mstat_model_live_name(r->live), r->threads,
+	     (int)r->pid, name, mstat_model_live_name(r->live), r->threads,
 	     human(lb, sizeof(lb), (double)mstat_model_live_bytes(r)),
 	     human(lo, sizeof(lo), (double)mstat_model_live_objects(r)),
 	     human(ar, sizeof(ar), r->alloc_rate), human(fr, sizeof(fr), r->free_rate),
@@ -183,10 +188,10 @@ draw_detail(struct mstat_ui *ui)
 	if (sw < 1)
 		sw = 1;
 	sparkline(spark, sw, r->history, r->history_len, &max);
-	line(3, A_NORMAL, "live bytes (max %6s): %s",
+	line(HEAD + 1, A_NORMAL, "live bytes (max %6s): %s",
 	     human(lb, sizeof(lb), (double)max), spark);
 	if (r->err[0])
-		line(4, A_NORMAL, "%s", r->err);
+		line(HEAD + 2, A_NORMAL, "%s", r->err);
 
 	/* Bars: live bytes and objects of each class used, against the
 	 * largest class. */
@@ -201,9 +206,9 @@ draw_detail(struct mstat_ui *ui)
 		bw = 4;
 	if (bw > 60)
 		bw = 60;
-	line(5, A_REVERSE, "%7s %6s %-*s %6s %-*s %6s %6s %6s", "SIZE<=",
+	line(HEAD + 3, A_REVERSE, "%7s %6s %-*s %6s %-*s %6s %6s %6s", "SIZE<=",
 	     "LIVE-B", bw, "", "OBJS", bw, "", "ALLOC", "FREE", "NET/s");
-	int y = 6, rows = LINES - y - 1;
+	int y = HEAD + 4, rows = LINES - y - 1;
 	size_t used = 0;
 	for (uint32_t c = 0; c < r->class_count; c++)
 		used += r->classes[c].c.alloc_count != 0;
@@ -237,9 +242,9 @@ draw_help(void)
 	size_t n;
 	const struct mstat_key_binding *k = mstat_keys_table(&n);
 
-	line(2, A_BOLD, "Keys");
-	for (size_t i = 0; i < n && (int)i + 3 < LINES - 1; i++)
-		line((int)i + 3, A_NORMAL, "  %-10s %s", k[i].names, k[i].help);
+	line(HEAD, A_BOLD, "Keys");
+	for (size_t i = 0; i < n && (int)i + HEAD + 1 < LINES - 1; i++)
+		line((int)i + HEAD + 1, A_NORMAL, "  %-10s %s", k[i].names, k[i].help);
 }
 
 static void

@@ -1,0 +1,615 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""End-to-end tests of mstat-top against real instrumented processes.
+
+    e2e.py TEST     TEST: exact lifecycle stopped refusals gc json
+                          openmetrics interactive
+
+Environment (set by meson): MSTAT_TOP, MSTAT_TARGET (tests/observer/target.c),
+PROMTOOL and TMUX_BIN (empty when not installed).
+
+Every test watches only processes it started (by -p PID, or by a name
+filter unique to this run), so segments other programs leave in /dev/shm
+do not matter; planted bad segments use pids above the kernel's pid_max,
+which no process can have.  Nothing here asserts a duration: a hang shows
+as a subprocess timeout, generous enough for a loaded machine.
+"""
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+TOP = os.environ["MSTAT_TOP"]
+TARGET = os.environ["MSTAT_TARGET"]
+PROMTOOL = os.environ.get("PROMTOOL", "")
+TMUX = os.environ.get("TMUX_BIN", "")
+SRC = os.path.dirname(os.path.abspath(__file__))
+DOCS = os.path.join(SRC, "..", "..", "docs")
+TAG = "e2e%d" % os.getpid()  # unique names for this run
+TIMEOUT = 90  # a hang, not a slow machine
+
+children = []
+planted = []
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+class Target:
+    """An instrumented process; it exits cleanly when stop() closes stdin."""
+
+    def __init__(self, mode, name, env=None):
+        e = dict(os.environ, MSTAT_NAME=name)
+        e.update(env or {})
+        self.name = name
+        self.p = subprocess.Popen([TARGET, mode], stdin=subprocess.PIPE,
+                                  stdout=subprocess.PIPE, env=e)
+        children.append(self.p)
+        line = self.p.stdout.readline()
+        check(line == b"ready\n", "%s did not start: %r" % (mode, line))
+        self.pid = self.p.pid
+
+    def stop(self):
+        if self.p.poll() is None:
+            os.kill(self.pid, signal.SIGCONT)
+            self.p.stdin.close()
+            self.p.wait(timeout=TIMEOUT)
+
+
+def proc_state(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        return f.read().rsplit(")", 1)[1].split()[0]
+
+
+def wait_for(cond, what):
+    deadline = time.monotonic() + TIMEOUT
+    while not cond():
+        check(time.monotonic() < deadline, "timed out waiting for " + what)
+        time.sleep(0.05)
+
+
+def run_top(*args):
+    r = subprocess.run([TOP, "-b"] + list(args), stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=TIMEOUT)
+    check(r.returncode == 0, "mstat-top %s exited %d: %s" %
+          (" ".join(args), r.returncode, r.stderr.decode()))
+    return r.stdout.decode(), r.stderr.decode()
+
+
+def ticks(out):
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def by_pid(tick, pid):
+    found = [p for p in tick["processes"] if p["pid"] == pid]
+    return found[0] if found else None
+
+
+def segments_of(pid):
+    return [n for n in os.listdir("/dev/shm") if n.startswith("mstat.%d." % pid)]
+
+
+B = 1 << 37   # the size target.c's fixed and stall modes count
+LEAK = 1 << 38
+
+
+def cls(p, size):
+    found = [c for c in p["classes"] if c["size"] == size]
+    return found[0] if found else None
+
+
+def expect_fixed(p, what, n_alloc=10, n_free=3):
+    """The counts target.c's "fixed" mode makes, exactly, in their class;
+    the totals hold them and the process's own (small) allocations."""
+    c = cls(p, B)
+    want = {"size": B, "alloc_count": n_alloc, "alloc_bytes": n_alloc * B,
+            "free_count": n_free, "free_bytes": n_free * B}
+    check(c == want, "%s: class %r, not %r" % (what, c, want))
+    live = (n_alloc - n_free) * B
+    check(live <= p["live_bytes"] < live + (1 << 36),
+          "%s: live bytes %d" % (what, p["live_bytes"]))
+    check(p["alloc_count"] >= n_alloc and p["free_count"] >= n_free and
+          p["live_objects"] == p["alloc_count"] - p["free_count"] and
+          p["live_bytes"] == p["alloc_bytes"] - p["free_bytes"],
+          "%s: totals %r" % (what, p))
+    for k in ("alloc_count", "alloc_bytes", "free_count", "free_bytes"):
+        check(p[k] == sum(c[k] for c in p["classes"]),
+              "%s: %s is the sum of the classes" % (what, k))
+
+
+# ---- the tests ----
+
+def test_exact():
+    """Exact totals of a real process, in JSON and in the table."""
+    t = Target("fixed", TAG + "-fixed")
+    out, err = run_top("-o", "json", "-n", "2", "-d", "0.2", "-p", str(t.pid))
+    ts = ticks(out)
+    check(len(ts) == 2, "2 ticks, got %d" % len(ts))
+    for i, tick in enumerate(ts):
+        check(tick["version"] == 1 and tick["tick"] == i + 1, "tick header")
+        check(len(tick["processes"]) == 1, "only the -p process")
+        p = tick["processes"][0]
+        check(p["pid"] == t.pid and p["name"] == t.name, "pid and name")
+        check(p["state"] == "running" and p["threads"] == 1, "state/threads")
+        expect_fixed(p, "tick %d" % (i + 1))
+    check(ts[0]["processes"][0]["alloc_rate"] is None, "no rate on tick 1")
+    check(ts[1]["processes"][0]["alloc_rate"] == 0.0, "idle: rate 0")
+    out, _ = run_top("-n", "1", "-p", str(t.pid))
+    rows = [l.split() for l in out.splitlines() if l.split()[:1] == [str(t.pid)]]
+    check(rows and rows[0][1:3] == [t.name, "1"] and
+          int(rows[0][3]) == ts[1]["processes"][0]["live_bytes"] and
+          rows[0][8] == "running", "table row: %r" % rows)
+    t.stop()
+    check(not segments_of(t.pid), "a clean exit unlinks the segment")
+
+
+def test_lifecycle():
+    """Processes that start and exit while mstat-top runs: one appears by
+    itself, runs, shows as exited with its final totals (its leak), and
+    goes after --linger; one already running is there throughout."""
+    a = Target("steady", TAG + "-life-a")
+    top = subprocess.Popen([TOP, "-b", "-o", "json", "-d", "0.2", "-n", "400",
+                            "--linger", "0.6", "-F", TAG + "-life"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    children.append(top)
+    seen = []   # b's state per tick, None when absent
+    b = None
+    rates = []
+    try:
+        deadline = time.monotonic() + TIMEOUT
+        for line in top.stdout:
+            check(time.monotonic() < deadline, "lifecycle took too long")
+            tick = json.loads(line)
+            pa = by_pid(tick, a.pid)
+            check(pa is not None and pa["state"] == "running",
+                  "the steady process is in every tick")
+            if pa["alloc_rate"] is not None:
+                rates.append(pa["alloc_rate"])
+            if b is None:
+                check(len(tick["processes"]) == 1, "only a before b starts")
+                b = Target("leak", TAG + "-life-b",
+                           {"MSTAT_TEST_EXIT_MS": "700"})
+                continue
+            pb = by_pid(tick, b.pid)
+            seen.append(pb and pb["state"])
+            if pb and pb["state"] == "exited":
+                leak = cls(pb, LEAK)
+                check(leak and leak["free_count"] == 0 and
+                      leak["alloc_count"] > 0 and
+                      pb["live_bytes"] >= leak["alloc_bytes"] and
+                      pb["threads"] == 0,
+                      "exited row keeps its final totals: %r" % pb)
+                check(pb["alloc_rate"] == 0, "an exited process has no rate")
+                final = pb
+            if "exited" in seen and seen[-1] is None:
+                break
+    finally:
+        top.kill()
+        top.wait()
+    states = [s for i, s in enumerate(seen) if i == 0 or s != seen[i - 1]]
+    # b may be absent on the first tick after it started (the scan ran
+    # before its segment existed), then running, exited, and gone.
+    if states and states[0] is None:
+        states = states[1:]
+    check(states[:1] == ["running"] and "exited" in states and
+          states[-1] is None and states.index("exited") < len(states) - 1,
+          "b went running -> exited -> gone, got %r" % states)
+    check(rates and max(rates) > 0, "the steady process has a rate")
+    check(b.p.wait(timeout=TIMEOUT) == 0, "b exited cleanly")
+    a.stop()
+
+
+def test_stopped():
+    """A process stopped inside an update section shows as stalled, with a
+    reason, on every tick; the others are read exactly on every tick; once
+    continued it is read exactly too."""
+    s = Target("stall", TAG + "-stalled")
+    wait_for(lambda: proc_state(s.pid) == "T", "the target to stop itself")
+    f = Target("fixed", TAG + "-fixed")
+    g = Target("steady", TAG + "-steady")
+    pids = "%d,%d,%d" % (s.pid, f.pid, g.pid)
+    out, err = run_top("-o", "json", "-n", "4", "-d", "0.2", "-p", pids)
+    ts = ticks(out)
+    check(len(ts) == 4, "every tick printed")
+    last_g = -1
+    for tick in ts:
+        ps = by_pid(tick, s.pid)
+        check(ps and ps["state"] == "stalled" and
+              "stayed inside an update" in (ps["error"] or ""),
+              "stalled with a reason: %r" % ps)
+        expect_fixed(by_pid(tick, f.pid), "fixed, beside a stopped one")
+        pg = by_pid(tick, g.pid)
+        check(pg["state"] == "running", "steady runs")
+        check(pg["alloc_count"] >= last_g, "steady counts never go back")
+        last_g = pg["alloc_count"]
+    os.kill(s.pid, signal.SIGCONT)
+    wait_for(lambda: proc_state(s.pid) != "T", "the target to continue")
+    out, _ = run_top("-o", "json", "-n", "1", "-p", str(s.pid))
+    p = ticks(out)[0]["processes"][0]
+    # fixed's 10 + 3, the stall mode's own alloc and free, and the section
+    # that was held open: nothing lost, nothing doubled.
+    check(p["state"] == "running", "running again: %r" % p)
+    expect_fixed(p, "after the stall", 12, 4)
+    for t in (s, f, g):
+        t.stop()
+
+
+def plant(name, data, mode=0o600, uid=None):
+    path = "/dev/shm/" + name
+    fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, mode)
+    planted.append(path)
+    os.write(fd, data)
+    os.fchmod(fd, mode)
+    if uid is not None:
+        os.fchown(fd, uid, -1)
+    os.close(fd)
+
+
+def test_refusals():
+    """Bad segments are skipped, each with one line saying why, and the
+    good one beside them is still read."""
+    good = Target("fixed", TAG + "-good")
+    real = open("/dev/shm/" + segments_of(good.pid)[0], "rb").read()
+    base = 2000000000 + os.getpid() % 100000 * 10  # above any pid_max
+    names = {}
+
+    def name(k):
+        names[k] = "mstat.%d.1" % (base + len(names))
+        return names[k]
+
+    plant(name("truncated"), real[:100])
+    plant(name("mode"), real, mode=0o644)
+    plant(name("owner"), real, uid=65534)
+    plant(name("magic"), b"NOTMSTAT" + real[8:])
+    plant(name("version"), real[:8] + b"\x02\x00" + real[10:])
+    plant(name("size"), real[:16] + (1 << 40).to_bytes(8, "little") + real[24:])
+    plant(name("uninit"), b"\0" * 8 + real[8:])
+    os.symlink("/dev/shm/" + names["truncated"], "/dev/shm/" + name("symlink"))
+    planted.append("/dev/shm/" + names["symlink"])
+    os.mkdir("/dev/shm/" + name("directory"))
+    planted.append("/dev/shm/" + names["directory"])
+    plant("mstat.%s.garbage" % TAG, b"x")
+    why = {
+        "truncated": "smaller than a header",
+        "mode": "has mode 0644, not 0600",
+        "owner": "is owned by uid 65534",
+        "magic": "bad magic",
+        "version": "format version 2.0",
+        "size": "",
+        "uninit": "is not initialised yet",
+        "symlink": "symbolic link",
+        "directory": "",
+    }
+    # No -p: the observer looks at everything in /dev/shm, as it does by
+    # default.  Three ticks: each refusal is reported once.
+    out, err = run_top("-o", "json", "-n", "3", "-d", "0.2")
+    lines = err.splitlines()
+    for k, n in names.items():
+        mine = [l for l in lines if n in l]
+        check(len(mine) == 1, "%s: one line, got %r" % (k, mine))
+        check(mine[0].startswith("mstat-top: skipped ") and why[k] in mine[0],
+              "%s: reason %r" % (k, mine[0]))
+    garbage = [l for l in lines if ("mstat.%s.garbage" % TAG) in l]
+    check(len(garbage) == 1 and "not an mstat segment name" in garbage[0],
+          "garbage name: %r" % garbage)
+    for tick in ticks(out):
+        expect_fixed(by_pid(tick, good.pid), "good beside bad ones")
+        for p in tick["processes"]:
+            check(p["pid"] < 2000000000, "a planted segment was shown")
+    good.stop()
+
+
+def test_gc():
+    """A process killed outright leaves its segment: shown stale with its
+    last totals, removed by --gc; a running one is left alone."""
+    dead = Target("fixed", TAG + "-dead")
+    alive = Target("fixed", TAG + "-alive")
+    dead.p.kill()
+    dead.p.wait()
+    check(segments_of(dead.pid), "SIGKILL leaves the segment")
+    pids = "%d,%d" % (dead.pid, alive.pid)
+    out, _ = run_top("-o", "json", "-n", "1", "-p", pids)
+    p = by_pid(ticks(out)[0], dead.pid)
+    check(p and p["state"] == "stale", "stale: %r" % p)
+    expect_fixed(p, "stale keeps its last totals")
+    r = subprocess.run([TOP, "--gc", "-p", pids], stderr=subprocess.PIPE,
+                       stdout=subprocess.PIPE, timeout=TIMEOUT)
+    check(r.returncode == 0, "--gc exit %d" % r.returncode)
+    err = r.stderr.decode()
+    check(re.search(r"removed stale segment mstat\.%d\.\d+ \(pid %d, %s\)" %
+                    (dead.pid, dead.pid, dead.name), err), "--gc says: %r" % err)
+    check(not segments_of(dead.pid), "--gc removed it")
+    check(segments_of(alive.pid), "--gc left the running one")
+    check(str(alive.pid) not in err, "nothing said of the running one")
+    alive.stop()
+
+
+def documented_fields(doc):
+    """Field names from the tables of docs/mstat-top-json.md, by section."""
+    fields = {}
+    section = None
+    for line in open(doc):
+        m = re.match(r"^## (\S+)", line)
+        if m:
+            section = m.group(1)
+        m = re.match(r"^\| `([a-z_]+)` \|", line)
+        if m and section:
+            fields.setdefault(section, []).append(m.group(1))
+    return fields
+
+
+def test_json():
+    """The JSON output has exactly the fields docs/mstat-top-json.md
+    documents, in its order, at every level."""
+    t = Target("fixed", TAG + "-json")
+    out, _ = run_top("-o", "json", "-n", "2", "-d", "0.2", "-p", str(t.pid))
+    doc = documented_fields(os.path.join(DOCS, "mstat-top-json.md"))
+    for tick in ticks(out):
+        check(list(tick) == doc["tick"], "tick fields %r vs %r" %
+              (list(tick), doc["tick"]))
+        p = tick["processes"][0]
+        check(list(p) == doc["process"], "process fields %r vs %r" %
+              (list(p), doc["process"]))
+        check(list(p["classes"][0]) == doc["class"], "class fields")
+    t.stop()
+
+
+LABEL = r'[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*"'
+SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)\{(%s(?:,%s)*)\} (\S+)$" %
+                    (LABEL, LABEL))
+
+
+def strict_openmetrics(text):
+    """Our OpenMetrics subset, strictly: # HELP then # TYPE before each
+    family's samples, families contiguous and declared once, counters named
+    *_total, pid and name labels on every sample, no duplicate series,
+    numeric values, and a final # EOF."""
+    check(text.endswith("# EOF\n") and text.count("# EOF") == 1,
+          "ends with one # EOF")
+    families, family, kind, series = set(), None, None, set()
+    lines = text[:-len("# EOF\n")].split("\n")[:-1]
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        m = re.match(r"^# HELP ([a-zA-Z_:][a-zA-Z0-9_:]*) (.+)$", line)
+        if m:
+            family = m.group(1)
+            check(family not in families, "family %s declared twice" % family)
+            families.add(family)
+            t = re.match(r"^# TYPE (\S+) (counter|gauge)$", lines[i + 1])
+            check(t and t.group(1) == family, "TYPE after HELP: %r" % lines[i + 1])
+            kind = t.group(2)
+            check(kind != "counter" or family.endswith("_total"),
+                  "counter %s ends in _total" % family)
+            i += 2
+            continue
+        m = SAMPLE.match(line)
+        check(m, "not a sample line: %r" % line)
+        check(m.group(1) == family, "sample %s outside its family" % m.group(1))
+        labels = dict(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"',
+                                 m.group(2)))
+        check(set(labels) >= {"pid", "name"} and labels["pid"].isdigit(),
+              "pid and name labels: %r" % line)
+        float(m.group(3))
+        key = (m.group(1), m.group(2))
+        check(key not in series, "duplicate series %r" % line)
+        series.add(key)
+        i += 1
+    return families
+
+
+def test_openmetrics():
+    """The OpenMetrics output passes a strict parser and promtool, and
+    carries the exact counters."""
+    f = Target("fixed", TAG + "-om")
+    g = Target("steady", TAG + '-om "quoted"')
+    out, _ = run_top("-o", "openmetrics", "-n", "1", "-p",
+                     "%d,%d" % (f.pid, g.pid))
+    families = strict_openmetrics(out)
+    check({"mstat_allocs_total", "mstat_frees_total", "mstat_live_bytes",
+           "mstat_class_allocs_total"} <= families, "families: %r" % families)
+    check('mstat_class_allocs_total{pid="%d",name="%s",size="%d"} 10\n' %
+          (f.pid, f.name, B) in out, "exact class counter")
+    check('mstat_class_free_bytes_total{pid="%d",name="%s",size="%d"} %d\n' %
+          (f.pid, f.name, B, 3 * B) in out, "exact class bytes")
+    check('name="%s-om \\"quoted\\""' % TAG in out, "quotes escaped")
+    if PROMTOOL:
+        r = subprocess.run([PROMTOOL, "check", "metrics"], input=out.encode(),
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=TIMEOUT)
+        check(r.returncode == 0, "promtool: %s" % r.stdout.decode())
+    else:
+        print("promtool not installed: strict parser only")
+    # The strict parser itself must refuse what breaks the rules.
+    for bad in (out.replace("# EOF\n", ""),
+                out.replace("mstat_allocs_total counter", "mstat_allocs counter"),
+                out.replace('name="', 'name=', 1),
+                out + out):
+        try:
+            strict_openmetrics(bad)
+        except (Failure, ValueError):
+            continue
+        raise Failure("the strict parser accepted a broken text")
+    f.stop()
+    g.stop()
+
+
+class Tmux:
+    def __init__(self, cmd, w=80, h=24):
+        self.sock = "mstat-" + TAG
+        self.tmux("new-session", "-d", "-x", str(w), "-y", str(h), "-s", "t",
+                  cmd)
+
+    def tmux(self, *args):
+        return subprocess.run([TMUX, "-L", self.sock, "-f", "/dev/null"] +
+                              list(args), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=TIMEOUT)
+
+    def screen(self):
+        return self.tmux("capture-pane", "-p", "-t", "t").stdout.decode()
+
+    def keys(self, *k):
+        self.tmux("send-keys", "-t", "t", *k)
+
+    def wait(self, pred, what):
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            s = self.screen()
+            if pred(s):
+                return s
+            if time.monotonic() > deadline:
+                raise Failure("screen never showed %s:\n%s" % (what, s))
+            time.sleep(0.1)
+
+    def alive(self):
+        return self.tmux("has-session", "-t", "t").returncode == 0
+
+    def kill(self):
+        self.tmux("kill-server")
+
+
+def rows_of(screen, pids):
+    """The pids of the process table's rows, top to bottom."""
+    out = []
+    for line in screen.splitlines():
+        w = line.split()
+        if w and w[0].isdigit() and int(w[0]) in pids:
+            out.append(int(w[0]))
+    return out
+
+
+def test_interactive():
+    """mstat-top in a terminal (tmux, 80x24, no colours used): the table
+    shows the processes and every key does what the help says."""
+    if not TMUX:
+        print("tmux not installed")
+        sys.exit(77)
+    big = Target("fixed", TAG + "-fixed")      # most live bytes
+    small = Target("steady", TAG + "-steady")  # most live objects
+    pids = {big.pid, small.pid}
+    t = Tmux("TERM=screen %s -d 0.3 -F %s" % (TOP, TAG))
+    try:
+        s = t.wait(lambda s: rows_of(s, pids) and len(rows_of(s, pids)) == 2,
+                   "both processes")
+        check("PID" in s and "LIVE-BYTES" in s and "STATE" in s, "header")
+        check(len(s.splitlines()) <= 24 and
+              max(len(l) for l in s.splitlines()) <= 80, "fits 80x24")
+        # Default sort: live bytes, largest first.
+        check(rows_of(s, pids) == [big.pid, small.pid], "sorted by live bytes")
+        check("sort LIVE-BYTES" in s, "sort shown")
+        # < goes back to LIVE-BYTES' left neighbour THREADS, then NAME:
+        # "-fixed" sorts before "-steady"; r reverses.
+        t.keys("<", "<")
+        s = t.wait(lambda s: "sort NAME" in s, "sort by name")
+        check(rows_of(s, pids) == [big.pid, small.pid], "by name")
+        t.keys("r")
+        s = t.wait(lambda s: "(reversed)" in s, "reversed")
+        check(rows_of(s, pids) == [small.pid, big.pid], "by name, reversed")
+        t.keys("r", ">", ">", ">")
+        s = t.wait(lambda s: "sort LIVE-OBJS" in s and
+                   rows_of(s, pids) == [small.pid, big.pid],
+                   "sort by live objects")
+        # Filter: only the fixed one.
+        t.keys("/")
+        t.wait(lambda s: "filter: " in s, "the filter prompt")
+        t.keys("C-u", "fixed", "Enter")
+        s = t.wait(lambda s: rows_of(s, pids) == [big.pid], "filtered")
+        # Enter opens it: classes with bars, history.
+        t.keys("Enter")
+        s = t.wait(lambda s: "SIZE<=" in s, "the class table")
+        check("pid %d" % big.pid in s and "live bytes (max" in s, "detail")
+        row = [l for l in s.splitlines() if l.split()[:1] == ["128G"]]
+        check(row and row[0].split()[1] == "896G" and "#" in row[0],
+              "class 128G with 896G live bytes and a bar: %r" % row)
+        t.keys("Escape")
+        s = t.wait(lambda s: "SIZE<=" not in s and "LIVE-BYTES" in s, "back")
+        # Esc clears the filter (every process in /dev/shm shows: the
+        # status line says no filter), then back to this run's processes.
+        t.keys("/", "Escape")
+        t.wait(lambda s: "filter:" not in s and "h help" in s, "no filter")
+        t.keys("/", TAG, "Enter")
+        s = t.wait(lambda s: len(rows_of(s, pids)) == 2 and
+                   "filter: " + TAG in s, "filtered by the tag")
+        # Space pauses.
+        t.keys("Space")
+        t.wait(lambda s: "[paused]" in s, "paused")
+        t.keys("Space")
+        t.wait(lambda s: "[paused]" not in s, "resumed")
+        # + and - change the interval.
+        t.keys("+")
+        t.wait(lambda s: "every 0.6s" in s, "interval doubled")
+        t.keys("-", "-")
+        t.wait(lambda s: "every 0.15s" in s, "interval halved twice")
+        # Help, from the key table; any key closes it.
+        t.keys("h")
+        s = t.wait(lambda s: "Keys" in s, "help")
+        for word in ("quit", "filter", "sort by the next column", "pause"):
+            check(word in s, "help mentions %s" % word)
+        t.keys("j")
+        t.wait(lambda s: "Keys" not in s and "LIVE-BYTES" in s, "help closed")
+        # A resize is redrawn.
+        t.tmux("resize-window", "-t", "t", "-x", "100", "-y", "30")
+        t.wait(lambda s: len(s.splitlines()) >= 29 and
+               len(rows_of(s, pids)) == 2, "redrawn at 100x30")
+        t.tmux("resize-window", "-t", "t", "-x", "60", "-y", "12")
+        t.wait(lambda s: len(rows_of(s, pids)) == 2, "redrawn at 60x12")
+        t.keys("q")
+        wait_for(lambda: not t.alive(), "q to quit")
+    finally:
+        t.kill()
+    big.stop()
+    small.stop()
+
+
+def main():
+    name = sys.argv[1]
+    fn = globals().get("test_" + name)
+    if not fn:
+        print("no test %s" % name)
+        return 2
+    try:
+        fn()
+        print("ok %s" % name)
+        return 0
+    except Failure as e:
+        print("FAIL %s: %s" % (name, e))
+        return 1
+    finally:
+        for p in children:
+            if p.poll() is None:
+                try:
+                    os.kill(p.pid, signal.SIGCONT)
+                    p.kill()
+                    p.wait()
+                except ProcessLookupError:
+                    pass
+        for path in planted:
+            try:
+                if os.path.isdir(path) and not os.path.islink(path):
+                    os.rmdir(path)
+                else:
+                    os.unlink(path)
+            except FileNotFoundError:
+                pass
+        # Processes killed here leave their segments: remove ours.
+        for p in children:
+            if os.path.exists("/proc/%d" % p.pid):
+                continue  # not ours any more: the pid was reused
+            for n in segments_of(p.pid):
+                try:
+                    os.unlink("/dev/shm/" + n)
+                except FileNotFoundError:
+                    pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * target.c - mstat-observer-target, an instrumented process for the
+ * observer's end-to-end tests.  It counts through the explicit API.
+ *
+ *   mstat-observer-target fixed
+ *	counts 10 allocations of 2^37 bytes and 3 frees of them, then idles
+ *   mstat-observer-target steady
+ *	every 10 ms, 100 allocations of 64 bytes and 100 frees; 50 live
+ *   mstat-observer-target leak
+ *	every 10 ms, 10 allocations of 2^38 bytes, never freed
+ *   mstat-observer-target stall
+ *	like fixed, then one more allocation and free of 2^37 bytes, then
+ *	enters an update section (an allocation of 2^37 bytes) and stops
+ *	itself (SIGSTOP) inside it; once continued, finishes it and idles
+ *
+ * The library interposes malloc too, so the process's own allocations are
+ * counted as well: the exact counts are those of the classes of 2^37 and
+ * 2^38 bytes, which no real allocation reaches.
+ *
+ * Prints "ready" once its segment exists; exits (cleanly: atexit marks the
+ * segment exiting and unlinks it) when its stdin is closed, or after
+ * MSTAT_TEST_EXIT_MS milliseconds if that is set.
+ */
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mstatshm.h"
+#include "writer.h"
+
+#define FIXED_SIZE (UINT64_C(1) << 37)
+#define LEAK_SIZE (UINT64_C(1) << 38)
+
+static void
+stall_inside_section(void)
+{
+	/* A count first, so that this thread has a slot of its own. */
+	mstat_record_alloc(FIXED_SIZE, FIXED_SIZE);
+	mstat_record_free(FIXED_SIZE);
+	struct mstat_shm_slot *slot = mstat_thread_slot;
+	if (!slot) {
+		fprintf(stderr, "target: no slot\n");
+		exit(3);
+	}
+	_Atomic uint64_t *gen = mstat_wsection_begin(
+		slot, mstat_writer_config.epoch, mstat_writer_config.fenced);
+	unsigned c = mstat_size_class(FIXED_SIZE);
+	mstat_wsection_add(gen, c, MSTAT_C_ALLOC_COUNT, 1);
+	raise(SIGSTOP); /* inside the section */
+	mstat_wsection_add(gen, c, MSTAT_C_ALLOC_BYTES, FIXED_SIZE);
+	mstat_wsection_touch(slot, c);
+	mstat_wsection_end(slot);
+}
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+	const char *exit_ms = getenv("MSTAT_TEST_EXIT_MS");
+	uint64_t deadline = exit_ms ? now_ms() + strtoull(exit_ms, NULL, 10) : 0;
+	int steady = strcmp(mode, "steady") == 0, leak = strcmp(mode, "leak") == 0;
+
+	if (!steady && !leak && strcmp(mode, "fixed") && strcmp(mode, "stall")) {
+		fprintf(stderr, "usage: mstat-observer-target fixed|steady|leak|stall\n");
+		return 2;
+	}
+	if (!mstat_self_enabled()) {
+		fprintf(stderr, "target: %s\n", mstat_self_status());
+		return 3;
+	}
+	if (!steady && !leak) {
+		for (int i = 0; i < 10; i++)
+			mstat_record_alloc(FIXED_SIZE, FIXED_SIZE);
+		for (int i = 0; i < 3; i++)
+			mstat_record_free(FIXED_SIZE);
+	}
+	if (steady)
+		for (int i = 0; i < 50; i++)
+			mstat_record_alloc(64, 64);
+	/* write(), not stdio: no buffer to allocate. */
+	if (write(STDOUT_FILENO, "ready\n", 6) != 6)
+		return 3;
+	if (strcmp(mode, "stall") == 0)
+		stall_inside_section();
+
+	for (;;) {
+		struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
+		char buf[64];
+		if (poll(&p, 1, 10) > 0 && read(STDIN_FILENO, buf, sizeof(buf)) <= 0)
+			return 0; /* stdin closed */
+		if (deadline && now_ms() >= deadline)
+			return 0;
+		for (int i = 0; steady && i < 100; i++) {
+			mstat_record_alloc(64, 64);
+			mstat_record_free(64);
+		}
+		for (int i = 0; leak && i < 10; i++)
+			mstat_record_alloc(LEAK_SIZE, LEAK_SIZE);
+	}
+}

@@ -1,0 +1,520 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_model.c - the observer's model and outputs, on made-up snapshots:
+ * rates, history, sorting, filtering, lifecycle, and the exact bytes of
+ * the table, JSON and OpenMetrics renderings.  Also the SIGBUS guard.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "model.h"
+#include "output.h"
+#include "top.h"
+
+#define SEC UINT64_C(1000000000)
+
+/* A snapshot with two classes used: (0,16] and (96,112]. */
+static void
+snap_fill(struct mstat_snapshot *s, uint64_t a16, uint64_t f16, uint64_t a112,
+	  uint64_t f112, uint32_t threads, uint32_t state)
+{
+	memset(s, 0, sizeof(*s));
+	s->state = state;
+	s->threads = threads;
+	s->class_count = 8;
+	for (unsigned c = 0; c < 8; c++)
+		s->class_max_size[c] = c * 16;
+	s->class_max_size[7] = 112;
+	s->classes[1] = (struct mstat_counts){ .alloc_count = a16,
+		.alloc_bytes = a16 * 16, .free_count = f16, .free_bytes = f16 * 16 };
+	s->classes[7] = (struct mstat_counts){ .alloc_count = a112,
+		.alloc_bytes = a112 * 100, .free_count = f112,
+		.free_bytes = f112 * 100 };
+	for (unsigned c = 0; c < 8; c++) {
+		s->total.alloc_count += s->classes[c].alloc_count;
+		s->total.alloc_bytes += s->classes[c].alloc_bytes;
+		s->total.free_count += s->classes[c].free_count;
+		s->total.free_bytes += s->classes[c].free_bytes;
+	}
+	s->requested_bytes = s->total.alloc_bytes - a112;
+}
+
+static struct mstat_model_input
+input(const char *key, pid_t pid, const char *name, enum mstat_model_live l,
+      uint64_t t_ns, const struct mstat_snapshot *s)
+{
+	return (struct mstat_model_input){ .key = key, .pid = pid, .name = name,
+		.live = l, .err = "", .t_ns = t_ns, .snap = s };
+}
+
+static void
+test_rates(void **state)
+{
+	struct mstat_model m;
+	struct mstat_snapshot s;
+	struct mstat_model_input in;
+	(void)state;
+
+	mstat_model_init(&m, 5 * SEC);
+	snap_fill(&s, 100, 40, 0, 0, 2, MSTAT_RUNNING);
+	in = input("a", 10, "alpha", MSTAT_LIVE_RUNNING, 1 * SEC, &s);
+	assert_int_equal(mstat_model_update(&m, &in, 1, 1 * SEC), 0);
+	assert_int_equal(m.n, 1);
+	const struct mstat_model_row *r = mstat_model_find(&m, "a");
+	assert_non_null(r);
+	assert_false(r->have_rates); /* one snapshot: no rate yet */
+	assert_int_equal(mstat_model_live_bytes(r), 60 * 16);
+	assert_int_equal(mstat_model_live_objects(r), 60);
+
+	/* Two seconds later: +200 allocs (+3200 B), +60 frees (+960 B) in
+	 * class 16, and 10 allocations of 100 B in class 112. */
+	snap_fill(&s, 300, 100, 10, 0, 3, MSTAT_RUNNING);
+	in.t_ns = 3 * SEC;
+	assert_int_equal(mstat_model_update(&m, &in, 1, 3 * SEC), 0);
+	assert_true(r->have_rates);
+	assert_float_equal(r->alloc_rate, 105.0, 1e-9);
+	assert_float_equal(r->free_rate, 30.0, 1e-9);
+	assert_float_equal(r->alloc_bytes_rate, (3200.0 + 1000.0) / 2, 1e-9);
+	assert_float_equal(r->free_bytes_rate, 480.0, 1e-9);
+	assert_float_equal(r->net_bytes_rate, (3200.0 + 1000.0 - 960.0) / 2, 1e-9);
+	assert_float_equal(r->classes[1].alloc_rate, 100.0, 1e-9);
+	assert_float_equal(r->classes[1].free_rate, 30.0, 1e-9);
+	assert_float_equal(r->classes[1].net_bytes_rate, 1120.0, 1e-9);
+	assert_float_equal(r->classes[7].alloc_rate, 5.0, 1e-9);
+	assert_int_equal(r->classes[7].max_size, 112);
+	assert_int_equal(r->threads, 3);
+	assert_int_equal(r->history_len, 2);
+	assert_int_equal(r->history[0], 60 * 16);
+	assert_int_equal(r->history[1], 200 * 16 + 1000);
+
+	/* The same snapshot again (the display refreshed between ticks):
+	 * nothing moves, no history point. */
+	assert_int_equal(mstat_model_update(&m, &in, 1, 4 * SEC), 0);
+	assert_int_equal(r->history_len, 2);
+	assert_float_equal(r->alloc_rate, 105.0, 1e-9);
+
+	/* Frees outrun allocations: net growth is negative. */
+	snap_fill(&s, 300, 300, 10, 10, 3, MSTAT_RUNNING);
+	in.t_ns = 7 * SEC;
+	assert_int_equal(mstat_model_update(&m, &in, 1, 7 * SEC), 0);
+	assert_float_equal(r->net_bytes_rate, -(200.0 * 16 + 1000) / 4, 1e-9);
+	assert_float_equal(r->alloc_rate, 0.0, 1e-9);
+	mstat_model_fini(&m);
+}
+
+static void
+test_history_is_bounded(void **state)
+{
+	struct mstat_model m;
+	struct mstat_snapshot s;
+	(void)state;
+
+	mstat_model_init(&m, SEC);
+	for (unsigned i = 1; i <= MSTAT_MODEL_HISTORY + 10; i++) {
+		snap_fill(&s, i, 0, 0, 0, 1, MSTAT_RUNNING);
+		struct mstat_model_input in =
+			input("a", 1, "a", MSTAT_LIVE_RUNNING, i * SEC, &s);
+		assert_int_equal(mstat_model_update(&m, &in, 1, i * SEC), 0);
+	}
+	const struct mstat_model_row *r = m.rows[0];
+	assert_int_equal(r->history_len, MSTAT_MODEL_HISTORY);
+	assert_int_equal(r->history[0], 11 * 16);  /* oldest kept */
+	assert_int_equal(r->history[MSTAT_MODEL_HISTORY - 1],
+			 (MSTAT_MODEL_HISTORY + 10) * 16);
+	mstat_model_fini(&m);
+}
+
+/* Three processes; returns the pids in view order as a string. */
+static const char *
+order(struct mstat_model *m, const char *filter, enum mstat_model_sort k,
+      bool reverse)
+{
+	static char buf[64];
+	const struct mstat_model_row *rows[8];
+	size_t n = mstat_model_view(m, filter, k, reverse, rows);
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n; i++)
+		snprintf(buf + strlen(buf), sizeof(buf) - strlen(buf), "%s%d",
+			 i ? " " : "", (int)rows[i]->pid);
+	return buf;
+}
+
+static void
+three(struct mstat_model *m)
+{
+	static struct mstat_snapshot s[3][2];
+	struct mstat_model_input in[3];
+
+	mstat_model_init(m, 5 * SEC);
+	/* pid 30 "Zeta": most live bytes, fewest threads, growing fastest;
+	 * pid 10 "alpha": most objects, fastest allocating;
+	 * pid 20 "beta": stalled, most threads, shrinking. */
+	snap_fill(&s[0][0], 0, 0, 0, 0, 1, MSTAT_RUNNING);
+	snap_fill(&s[0][1], 0, 0, 50, 0, 1, MSTAT_RUNNING);     /* +5000 B */
+	snap_fill(&s[1][0], 0, 0, 0, 0, 2, MSTAT_RUNNING);
+	snap_fill(&s[1][1], 1000, 900, 0, 0, 2, MSTAT_RUNNING); /* +1600 B */
+	snap_fill(&s[2][0], 100, 0, 0, 0, 5, MSTAT_RUNNING);
+	snap_fill(&s[2][1], 140, 100, 0, 0, 5, MSTAT_RUNNING);  /* -960 B */
+	for (int t = 0; t < 2; t++) {
+		in[0] = input("z", 30, "Zeta", MSTAT_LIVE_RUNNING, (t + 1) * SEC, &s[0][t]);
+		in[1] = input("a", 10, "alpha", MSTAT_LIVE_RUNNING, (t + 1) * SEC, &s[1][t]);
+		in[2] = input("b", 20, "beta", t ? MSTAT_LIVE_STALLED : MSTAT_LIVE_RUNNING,
+			      (t + 1) * SEC, &s[2][t]);
+		assert_int_equal(mstat_model_update(m, in, 3, (t + 1) * SEC), 0);
+	}
+}
+
+static void
+test_sorting(void **state)
+{
+	struct mstat_model m;
+	(void)state;
+
+	three(&m);
+	assert_string_equal(order(&m, "", MSTAT_SORT_PID, false), "10 20 30");
+	assert_string_equal(order(&m, "", MSTAT_SORT_PID, true), "30 20 10");
+	assert_string_equal(order(&m, "", MSTAT_SORT_NAME, false), "30 10 20");
+	assert_string_equal(order(&m, "", MSTAT_SORT_THREADS, false), "20 10 30");
+	assert_string_equal(order(&m, "", MSTAT_SORT_LIVE_BYTES, false), "30 10 20");
+	assert_string_equal(order(&m, "", MSTAT_SORT_LIVE_OBJECTS, false), "10 30 20");
+	assert_string_equal(order(&m, "", MSTAT_SORT_ALLOC_RATE, false), "10 30 20");
+	assert_string_equal(order(&m, "", MSTAT_SORT_FREE_RATE, false), "10 20 30");
+	assert_string_equal(order(&m, "", MSTAT_SORT_NET_RATE, false), "30 10 20");
+	assert_string_equal(order(&m, "", MSTAT_SORT_STATE, false), "10 30 20");
+	assert_string_equal(order(&m, "", MSTAT_SORT_STATE, true), "20 30 10");
+
+	assert_int_equal(mstat_model_parse_sort("live-bytes"), MSTAT_SORT_LIVE_BYTES);
+	assert_int_equal(mstat_model_parse_sort("NET/s"), MSTAT_SORT_NET_RATE);
+	assert_int_equal(mstat_model_parse_sort("live_objs"), MSTAT_SORT_LIVE_OBJECTS);
+	assert_int_equal(mstat_model_parse_sort("live"), -1);
+	mstat_model_fini(&m);
+}
+
+static void
+test_filtering(void **state)
+{
+	struct mstat_model m;
+	(void)state;
+
+	three(&m);
+	assert_string_equal(order(&m, "ETA", MSTAT_SORT_PID, false), "20 30");
+	assert_string_equal(order(&m, "alp", MSTAT_SORT_PID, false), "10");
+	assert_string_equal(order(&m, "20", MSTAT_SORT_PID, false), "20");
+	assert_string_equal(order(&m, "2", MSTAT_SORT_PID, false), ""); /* pid: whole */
+	assert_string_equal(order(&m, "nothing", MSTAT_SORT_PID, false), "");
+	assert_string_equal(order(&m, NULL, MSTAT_SORT_PID, false), "10 20 30");
+
+	struct mstat_model_totals t;
+	const struct mstat_model_row *rows[3];
+	size_t n = mstat_model_view(&m, "", MSTAT_SORT_PID, false, rows);
+	mstat_model_totals(rows, n, &t);
+	assert_int_equal(t.processes, 3);
+	assert_int_equal(t.running, 3);
+	assert_int_equal(t.threads, 8);
+	assert_int_equal(t.live_bytes, 5000 + 1600 + 640);
+	assert_float_equal(t.net_bytes_rate, 5000.0 + 1600.0 - 960.0, 1e-9);
+	mstat_model_fini(&m);
+}
+
+static void
+test_lifecycle(void **state)
+{
+	struct mstat_model m;
+	struct mstat_snapshot s1, s2;
+	struct mstat_model_input in[2];
+	(void)state;
+
+	mstat_model_init(&m, 5 * SEC);
+	snap_fill(&s1, 10, 0, 0, 0, 1, MSTAT_RUNNING);
+	snap_fill(&s2, 20, 5, 0, 0, 1, MSTAT_RUNNING);
+	in[0] = input("run", 1, "runner", MSTAT_LIVE_RUNNING, 1 * SEC, &s1);
+	in[1] = input("exit", 2, "leaver", MSTAT_LIVE_RUNNING, 1 * SEC, &s1);
+	assert_int_equal(mstat_model_update(&m, in, 2, 1 * SEC), 0);
+
+	/* "exit" exits: its final totals stay, its rates and threads drop. */
+	snap_fill(&s2, 20, 5, 0, 0, 0, MSTAT_EXITING);
+	in[1] = input("exit", 2, "leaver", MSTAT_LIVE_EXITED, 2 * SEC, &s2);
+	assert_int_equal(mstat_model_update(&m, in, 2, 2 * SEC), 0);
+	const struct mstat_model_row *e = mstat_model_find(&m, "exit");
+	assert_non_null(e);
+	assert_int_equal(e->live, MSTAT_LIVE_EXITED);
+	assert_int_equal(mstat_model_live_bytes(e), 15 * 16); /* leaked */
+	assert_float_equal(e->alloc_rate, 0.0, 0);
+	assert_int_equal(e->threads, 0);
+
+	/* Its target is detached; the row lingers 5 s from when it was
+	 * first seen exited, with its totals. */
+	assert_int_equal(mstat_model_update(&m, in, 1, 6 * SEC), 0);
+	assert_non_null(mstat_model_find(&m, "exit"));
+	assert_int_equal(mstat_model_live_bytes(mstat_model_find(&m, "exit")), 240);
+	assert_int_equal(mstat_model_update(&m, in, 1, 7 * SEC - 1), 0);
+	assert_non_null(mstat_model_find(&m, "exit"));
+	assert_int_equal(mstat_model_update(&m, in, 1, 7 * SEC), 0);
+	assert_null(mstat_model_find(&m, "exit"));
+
+	/* A running target that disappears (gc'd, or dropped as corrupt)
+	 * goes at once; a stale one stays while it is there. */
+	in[0].live = MSTAT_LIVE_STALE;
+	assert_int_equal(mstat_model_update(&m, in, 1, 8 * SEC), 0);
+	assert_non_null(mstat_model_find(&m, "run"));
+	assert_int_equal(mstat_model_update(&m, in, 0, 60 * SEC), 0);
+	assert_int_equal(m.n, 0);
+
+	/* A target with no snapshot yet (its first read stalled) has a row
+	 * with a reason and no counters. */
+	in[0] = input("new", 3, "fresh", MSTAT_LIVE_STALLED, 0, NULL);
+	in[0].err = "pid 3: slot 1 (tid 4) stayed inside an update";
+	assert_int_equal(mstat_model_update(&m, in, 1, 61 * SEC), 0);
+	e = mstat_model_find(&m, "new");
+	assert_false(e->have_snap);
+	assert_string_equal(e->err, in[0].err);
+	mstat_model_fini(&m);
+}
+
+/* Renders into a string with open_memstream. */
+static char *
+render(int fmt, struct mstat_model *m, enum mstat_model_sort k)
+{
+	const struct mstat_model_row *rows[8];
+	size_t n = mstat_model_view(m, "", k, false, rows);
+	struct mstat_output_tick t = { 7, 1700000000123u, 1.0 };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	assert_int_equal(mstat_output_write(f, fmt, &t, rows, n), 0);
+	fclose(f);
+	return buf;
+}
+
+/* Two rows: one with rates and a name that needs quoting, one whose
+ * first read stalled. */
+static void
+two(struct mstat_model *m)
+{
+	static struct mstat_snapshot s[2];
+	struct mstat_model_input in[2];
+
+	mstat_model_init(m, 5 * SEC);
+	snap_fill(&s[0], 4, 1, 0, 0, 2, MSTAT_RUNNING);
+	snap_fill(&s[1], 6, 1, 2, 0, 2, MSTAT_RUNNING);
+	s[1].class_max_size[1] = UINT64_MAX; /* as the huge class is */
+	in[0] = input("q", 42, "we\"b\\1\n\xff", MSTAT_LIVE_RUNNING, 1 * SEC, &s[0]);
+	in[1] = input("s", 7, "sleepy", MSTAT_LIVE_STALLED, 0, NULL);
+	in[1].err = "pid 7: stuck";
+	assert_int_equal(mstat_model_update(m, in, 2, 1 * SEC), 0);
+	in[0].t_ns = 3 * SEC;
+	in[0].snap = &s[1];
+	assert_int_equal(mstat_model_update(m, in, 2, 3 * SEC), 0);
+}
+
+static void
+test_json(void **state)
+{
+	struct mstat_model m;
+	(void)state;
+
+	two(&m);
+	char *out = render(MSTAT_FORMAT_JSON, &m, MSTAT_SORT_PID);
+	assert_string_equal(out,
+		"{\"version\":1,\"tick\":7,\"time_ms\":1700000000123,"
+		"\"interval_s\":1.000,\"processes\":["
+		"{\"pid\":7,\"name\":\"sleepy\",\"state\":\"stalled\","
+		"\"error\":\"pid 7: stuck\",\"threads\":0,\"alloc_count\":0,"
+		"\"alloc_bytes\":0,\"free_count\":0,\"free_bytes\":0,"
+		"\"requested_bytes\":0,\"live_objects\":0,\"live_bytes\":0,"
+		"\"alloc_rate\":null,\"free_rate\":null,\"alloc_bytes_rate\":null,"
+		"\"free_bytes_rate\":null,\"net_bytes_rate\":null,\"classes\":[]},"
+		"{\"pid\":42,\"name\":\"we\\\"b\\\\1\\n?\",\"state\":\"running\","
+		"\"error\":null,\"threads\":2,\"alloc_count\":8,"
+		"\"alloc_bytes\":296,\"free_count\":1,\"free_bytes\":16,"
+		"\"requested_bytes\":294,\"live_objects\":7,\"live_bytes\":280,"
+		"\"alloc_rate\":2.000,\"free_rate\":0.000,"
+		"\"alloc_bytes_rate\":116.000,\"free_bytes_rate\":0.000,"
+		"\"net_bytes_rate\":116.000,\"classes\":["
+		"{\"size\":null,\"alloc_count\":6,\"alloc_bytes\":96,"
+		"\"free_count\":1,\"free_bytes\":16},"
+		"{\"size\":112,\"alloc_count\":2,\"alloc_bytes\":200,"
+		"\"free_count\":0,\"free_bytes\":0}]}]}\n");
+	free(out);
+	mstat_model_fini(&m);
+}
+
+static void
+test_openmetrics(void **state)
+{
+	struct mstat_model m;
+	(void)state;
+
+	two(&m);
+	char *out = render(MSTAT_FORMAT_OPENMETRICS, &m, MSTAT_SORT_PID);
+	assert_string_equal(out,
+		"# HELP mstat_allocs_total allocations made\n"
+		"# TYPE mstat_allocs_total counter\n"
+		"mstat_allocs_total{pid=\"7\",name=\"sleepy\"} 0\n"
+		"mstat_allocs_total{pid=\"42\",name=\"we\\\"b\\\\1\\n?\"} 8\n"
+		"# HELP mstat_alloc_bytes_total bytes allocated (usable size)\n"
+		"# TYPE mstat_alloc_bytes_total counter\n"
+		"mstat_alloc_bytes_total{pid=\"7\",name=\"sleepy\"} 0\n"
+		"mstat_alloc_bytes_total{pid=\"42\",name=\"we\\\"b\\\\1\\n?\"} 296\n"
+		"# HELP mstat_frees_total allocations freed\n"
+		"# TYPE mstat_frees_total counter\n"
+		"mstat_frees_total{pid=\"7\",name=\"sleepy\"} 0\n"
+		"mstat_frees_total{pid=\"42\",name=\"we\\\"b\\\\1\\n?\"} 1\n"
+		"# HELP mstat_free_bytes_total bytes freed (usable size)\n"
+		"# TYPE mstat_free_bytes_total counter\n"
+		"mstat_free_bytes_total{pid=\"7\",name=\"sleepy\"} 0\n"
+		"mstat_free_bytes_total{pid=\"42\",name=\"we\\\"b\\\\1\\n?\"} 16\n"
+		"# HELP mstat_class_allocs_total allocations made, per size class (size: its largest size)\n"
+		"# TYPE mstat_class_allocs_total counter\n"
+		"mstat_class_allocs_total{pid=\"42\",name=\"we\\\"b\\\\1\\n?\",size=\"+Inf\"} 6\n"
+		"mstat_class_allocs_total{pid=\"42\",name=\"we\\\"b\\\\1\\n?\",size=\"112\"} 2\n"
+		"# HELP mstat_class_alloc_bytes_total bytes allocated (usable size), per size class (size: its largest size)\n"
+		"# TYPE mstat_class_alloc_bytes_total counter\n"
+		"mstat_class_alloc_bytes_total{pid=\"42\",name=\"we\\\"b\\\\1\\n?\",size=\"+Inf\"} 96\n"
+		"mstat_class_alloc_bytes_total{pid=\"42\",name=\"we\\\"b\\\\1\\n?\",size=\"112\"} 200\n"
+		"# HELP mstat_class_frees_total allocations freed, per size class (size: its largest size)\n"
+		"# TYPE mstat_class_frees_total counter\n"
+		"mstat_class_frees_total{pid=\"42\",name=\"we\\\"b\\\\1\\n?\",size=\"+Inf\"} 1\n"
+		"mstat_class_frees_total{pid=\"42\",name=\"we\\\"b\\\\1\\n?\",size=\"112\"} 0\n"
+		"# HELP mstat_class_free_bytes_total bytes freed (usable size), per size class (size: its largest size)\n"
+		"# TYPE mstat_class_free_bytes_total counter\n"
+		"mstat_class_free_bytes_total{pid=\"42\",name=\"we\\\"b\\\\1\\n?\",size=\"+Inf\"} 16\n"
+		"mstat_class_free_bytes_total{pid=\"42\",name=\"we\\\"b\\\\1\\n?\",size=\"112\"} 0\n"
+		"# HELP mstat_live_bytes bytes allocated and not yet freed\n"
+		"# TYPE mstat_live_bytes gauge\n"
+		"mstat_live_bytes{pid=\"7\",name=\"sleepy\"} 0\n"
+		"mstat_live_bytes{pid=\"42\",name=\"we\\\"b\\\\1\\n?\"} 280\n"
+		"# HELP mstat_live_objects allocations not yet freed\n"
+		"# TYPE mstat_live_objects gauge\n"
+		"mstat_live_objects{pid=\"7\",name=\"sleepy\"} 0\n"
+		"mstat_live_objects{pid=\"42\",name=\"we\\\"b\\\\1\\n?\"} 7\n"
+		"# HELP mstat_threads threads counting into a slot of their own\n"
+		"# TYPE mstat_threads gauge\n"
+		"mstat_threads{pid=\"7\",name=\"sleepy\"} 0\n"
+		"mstat_threads{pid=\"42\",name=\"we\\\"b\\\\1\\n?\"} 2\n"
+		"# HELP mstat_running 1 while the process runs, 0 once it exited or died\n"
+		"# TYPE mstat_running gauge\n"
+		"mstat_running{pid=\"7\",name=\"sleepy\"} 1\n"
+		"mstat_running{pid=\"42\",name=\"we\\\"b\\\\1\\n?\"} 1\n"
+		"# EOF\n");
+	free(out);
+	mstat_model_fini(&m);
+}
+
+static void
+test_table(void **state)
+{
+	struct mstat_model m;
+	(void)state;
+
+	two(&m);
+	char *out = render(MSTAT_FORMAT_TABLE, &m, MSTAT_SORT_LIVE_BYTES);
+	assert_string_equal(out,
+		"tick 7 at 2023-11-14T22:13:20Z, 2 processes, live 280B, "
+		"2 allocs/s, 0 frees/s, net 116B/s\n"
+		"    PID NAME             THREADS LIVE-BYTES LIVE-OBJECTS"
+		"   ALLOC/s    FREE/s     NET/s STATE\n"
+		"     42 we\"b\\1??               2        280            7"
+		"         2         0       116 running\n"
+		"      7 sleepy                 0          0            0"
+		"         0         0         0 stalled: pid 7: stuck\n\n");
+	free(out);
+	mstat_model_fini(&m);
+}
+
+static void
+test_human(void **state)
+{
+	char b[16];
+	(void)state;
+
+	mstat_output_human(b, sizeof(b), 0);
+	assert_string_equal(b, "0");
+	mstat_output_human(b, sizeof(b), 9999);
+	assert_string_equal(b, "9999");
+	mstat_output_human(b, sizeof(b), 10000);
+	assert_string_equal(b, "9.8K");
+	mstat_output_human(b, sizeof(b), 1536.0 * 1024);
+	assert_string_equal(b, "1536K");
+	mstat_output_human(b, sizeof(b), 150.0 * 1024 * 1024);
+	assert_string_equal(b, "150M");
+	mstat_output_human(b, sizeof(b), -20000);
+	assert_string_equal(b, "-19.5K");
+	mstat_output_human(b, sizeof(b), 1e30);
+	assert_true(strlen(b) <= 16);
+}
+
+/* ---- the SIGBUS guard ---- */
+
+struct touch {
+	volatile const unsigned char *p;
+	unsigned sum;
+};
+
+static void
+touch_page(void *arg)
+{
+	struct touch *t = arg;
+	t->sum += t->p[0];
+}
+
+static void
+test_guard_survives_truncation(void **state)
+{
+	char path[] = "/tmp/mstat-guard-XXXXXX";
+	int fd = mkstemp(path);
+	long pg = sysconf(_SC_PAGESIZE);
+	(void)state;
+
+	assert_true(fd >= 0);
+	unlink(path);
+	assert_int_equal(ftruncate(fd, 2 * pg), 0);
+	unsigned char *m = mmap(NULL, 2 * (size_t)pg, PROT_READ, MAP_SHARED, fd, 0);
+	assert_true(m != MAP_FAILED);
+	assert_int_equal(mstat_top_guard_install(), 0);
+
+	struct touch t = { m + pg, 0 };
+	assert_int_equal(mstat_top_guarded(touch_page, &t), 0);
+	/* Someone shrinks the file under the mapping: the next load of the
+	 * second page raises SIGBUS, which the guard turns into -EFAULT. */
+	assert_int_equal(ftruncate(fd, pg), 0);
+	assert_int_equal(mstat_top_guarded(touch_page, &t), -EFAULT);
+	/* And again: the handler is still in place, SIGBUS not blocked. */
+	assert_int_equal(mstat_top_guarded(touch_page, &t), -EFAULT);
+	t.p = m;
+	assert_int_equal(mstat_top_guarded(touch_page, &t), 0);
+	munmap(m, 2 * (size_t)pg);
+	close(fd);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_rates),
+		cmocka_unit_test(test_history_is_bounded),
+		cmocka_unit_test(test_sorting),
+		cmocka_unit_test(test_filtering),
+		cmocka_unit_test(test_lifecycle),
+		cmocka_unit_test(test_json),
+		cmocka_unit_test(test_openmetrics),
+		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_human),
+		cmocka_unit_test(test_guard_survives_truncation),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
