@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_fork.c - processes: fork, exec, a realloc seen from outside, and a
+ * process killed by a signal.
+ *
+ *   fork: the child's first snapshot is exactly the heap it inherited (a
+ *   single-threaded parent): per class, the parent's live objects and bytes
+ *   as allocations, no frees.  What the child does afterwards is in its
+ *   own segment and never in the parent's.
+ *   exec: the new image starts from nothing, under the same segment name.
+ *   realloc: another process, reading a target that reallocates one block
+ *   back and forth between two classes as fast as it can, never sees the
+ *   block in both classes or in neither.
+ *   killed: a target killed by SIGKILL leaves a segment that names its pid
+ *   and start time, and that a reader still opens.
+ *
+ * The test program re-executes itself for exec (argument "after-exec").
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "name.h"
+#include "truth.h"
+
+#define CHILD_SIZE (5u << 20)   /* what the fork child allocates */
+#define EXEC_SIZE (9u << 20)    /* what the parent holds across exec */
+#define SIZE_A 3000u
+#define SIZE_B 6000u
+
+static struct mstat_snapshot sp, sp2, sc0, sc1;
+
+static void
+snap(struct mstat_snapshot *s)
+{
+	int rc = mstat_self_snapshot(s);
+	if (rc != 0)
+		fail_msg("mstat_self_snapshot: %d (%s)", rc, mstat_self_status());
+}
+
+static void
+open_child(struct mstat_reader **r, pid_t pid)
+{
+	char err[256];
+
+	if (mstat_reader_open_pid(r, pid, err, sizeof(err)) != 0)
+		fail_msg("reader on pid %d: %s", (int)pid, err);
+}
+
+static void
+rsnap(struct mstat_reader *r, struct mstat_snapshot *s)
+{
+	if (mstat_reader_snapshot(r, s) != 0)
+		fail_msg("snapshot: %s", mstat_reader_error(r));
+}
+
+/* A child dies with the test, even one that fails half-way. */
+static pid_t
+fork_child(void)
+{
+	pid_t pid = fork();
+
+	if (pid == 0)
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+	assert_true(pid >= 0);
+	return pid;
+}
+
+static void
+put(int fd, char c)
+{
+	assert_int_equal(write(fd, &c, 1), 1);
+}
+
+static char
+get(int fd)
+{
+	char c = 0;
+	assert_int_equal(read(fd, &c, 1), 1);
+	return c;
+}
+
+/* ---- fork ---- */
+
+static void
+test_fork_child_starts_from_inherited_heap(void **state)
+{
+	int up[2], down[2];
+	void *keep[64];
+
+	(void)state;
+	snap(&sp); /* opens this process's own reader first */
+	for (int i = 0; i < 64; i++)
+		keep[i] = malloc(16 + (size_t)i * 97);
+	for (int i = 0; i < 64; i += 3)
+		free(keep[i]);
+	assert_int_equal(pipe(up), 0);
+	assert_int_equal(pipe(down), 0);
+	snap(&sp);
+	pid_t pid = fork_child();
+	if (pid == 0) {
+		static void *mine[100];
+		put(up[1], 'r');
+		get(down[0]);
+		for (int i = 0; i < 100; i++)
+			mine[i] = malloc(CHILD_SIZE);
+		put(up[1], mine[99] ? 'd' : 'x');
+		get(down[0]);
+		_exit(0);
+	}
+	assert_int_equal(get(up[0]), 'r');
+
+	struct mstat_reader *r;
+	open_child(&r, pid);
+	assert_int_equal(mstat_reader_info(r)->pid, pid);
+	rsnap(r, &sc0);
+	for (unsigned c = 0; c < MSTAT_CLASS_COUNT; c++) {
+		if (sc0.classes[c].alloc_count != mstat_live_objects(&sp.classes[c]) ||
+		    sc0.classes[c].alloc_bytes != mstat_live_bytes(&sp.classes[c]) ||
+		    sc0.classes[c].free_count || sc0.classes[c].free_bytes)
+			fail_msg("class %u: child starts with %llu/%llu allocs/bytes "
+				 "and %llu frees; parent had %llu/%llu live", c,
+				 (unsigned long long)sc0.classes[c].alloc_count,
+				 (unsigned long long)sc0.classes[c].alloc_bytes,
+				 (unsigned long long)sc0.classes[c].free_count,
+				 (unsigned long long)mstat_live_objects(&sp.classes[c]),
+				 (unsigned long long)mstat_live_bytes(&sp.classes[c]));
+	}
+
+	put(down[1], 'g');
+	assert_int_equal(get(up[0]), 'd');
+	rsnap(r, &sc1);
+	snap(&sp2);
+	void *probe = malloc(CHILD_SIZE);
+	unsigned cc = mstat_size_class(malloc_usable_size(probe));
+	free(probe);
+	assert_int_equal(sc1.classes[cc].alloc_count - sc0.classes[cc].alloc_count, 100);
+	/* The parent's segment never saw the child's allocations. */
+	assert_int_equal(sp2.classes[cc].alloc_count, sp.classes[cc].alloc_count);
+
+	mstat_reader_close(r);
+	put(down[1], 'q');
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	for (int i = 0; i < 64; i++)
+		if (i % 3)
+			free(keep[i]);
+	close(up[0]), close(up[1]), close(down[0]), close(down[1]);
+}
+
+/* ---- exec ---- */
+
+static unsigned
+exec_class(void)
+{
+	void *p = malloc(EXEC_SIZE);
+	unsigned c = mstat_size_class(malloc_usable_size(p));
+	free(p);
+	return c;
+}
+
+/* The image after exec: reports on fd what it sees of itself. */
+static int
+after_exec(int fd)
+{
+	char prefix[40];
+	int segments = 0;
+	struct dirent *de;
+
+	/* Counted from its own start: nothing in the class the image before
+	 * exec held 20 blocks of. */
+	snap(&sp);
+	unsigned c = exec_class();
+	snprintf(prefix, sizeof(prefix), "mstat.%d.", (int)getpid());
+	DIR *d = opendir("/dev/shm");
+	while (d && (de = readdir(d)))
+		segments += strncmp(de->d_name, prefix, strlen(prefix)) == 0;
+	if (d)
+		closedir(d);
+	dprintf(fd, "%llu %d\n", (unsigned long long)sp.classes[c].alloc_count,
+		segments);
+	return 0;
+}
+
+static void
+test_exec_starts_fresh(void **state)
+{
+	int out[2];
+	void *held[20];
+
+	(void)state;
+	for (int i = 0; i < 20; i++)
+		held[i] = malloc(EXEC_SIZE);
+	assert_int_equal(pipe(out), 0);
+	pid_t pid = fork_child();
+	if (pid == 0) {
+		char fd[16];
+		struct mstat_snapshot *s = &sc0;
+		/* Before exec, the child does count the inherited blocks. */
+		if (mstat_self_snapshot(s) != 0 ||
+		    s->classes[exec_class()].alloc_count < 20)
+			_exit(3);
+		snprintf(fd, sizeof(fd), "%d", out[1]);
+		execl("/proc/self/exe", "test-interpose-fork", "after-exec", fd,
+		      (char *)NULL);
+		_exit(4);
+	}
+	close(out[1]);
+	char buf[64] = "";
+	assert_true(read(out[0], buf, sizeof(buf) - 1) > 0);
+	unsigned long long count;
+	int segments;
+	assert_int_equal(sscanf(buf, "%llu %d", &count, &segments), 2);
+	assert_int_equal(count, 0);
+	assert_int_equal(segments, 1); /* the one before exec was replaced */
+	int status;
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(out[0]);
+	for (int i = 0; i < 20; i++)
+		free(held[i]);
+}
+
+/* ---- realloc from outside, and a killed target ---- */
+
+static void
+test_realloc_is_one_update(void **state)
+{
+	int up[2];
+
+	(void)state;
+	assert_int_equal(pipe(up), 0);
+	pid_t pid = fork_child();
+	if (pid == 0) {
+		void *p = malloc(SIZE_A);
+		put(up[1], 'r');
+		for (;;) {
+			p = realloc(p, SIZE_B);
+			p = realloc(p, SIZE_A);
+		}
+	}
+	assert_int_equal(get(up[0]), 'r');
+	void *pa = malloc(SIZE_A), *pb = malloc(SIZE_B);
+	unsigned ca = mstat_size_class(malloc_usable_size(pa));
+	unsigned cb = mstat_size_class(malloc_usable_size(pb));
+	free(pa), free(pb);
+	assert_int_not_equal(ca, cb);
+
+	struct mstat_reader *r;
+	open_child(&r, pid);
+	uint64_t in_a = 0, in_b = 0, first = 0;
+	for (int i = 0; i < 20000; i++) {
+		rsnap(r, &sc0);
+		uint64_t la = mstat_live_objects(&sc0.classes[ca]);
+		uint64_t lb = mstat_live_objects(&sc0.classes[cb]);
+		if (i == 0)
+			first = la + lb;
+		if (la + lb != first)
+			fail_msg("snapshot %d: %llu live in class %u and %llu in "
+				 "class %u, not %llu together: half a realloc", i,
+				 (unsigned long long)la, ca, (unsigned long long)lb,
+				 cb, (unsigned long long)first);
+		in_a += sc0.classes[ca].alloc_count != sc1.classes[ca].alloc_count;
+		in_b += sc0.classes[cb].alloc_count != sc1.classes[cb].alloc_count;
+		sc1 = sc0;
+	}
+	assert_true(in_a > 0 && in_b > 0); /* the target was moving */
+
+	/* Killed by a signal: its segment stays, stale but identifiable. */
+	struct mstat_target_info info = *mstat_reader_info(r);
+	mstat_reader_close(r);
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	pid_t np;
+	uint64_t nstart;
+	assert_int_equal(mstat_shm_parse_name(info.shm_name, &np, &nstart), 0);
+	assert_int_equal(np, pid);
+	assert_int_equal(nstart, info.start_time);
+	assert_int_equal(kill(pid, 0), -1);
+	assert_int_equal(errno, ESRCH);
+	char err[256];
+	assert_int_equal(mstat_reader_open_name(&r, info.shm_name, err, sizeof(err)), 0);
+	assert_int_equal(mstat_reader_info(r)->pid, pid);
+	assert_int_equal(mstat_reader_info(r)->start_time, nstart);
+	mstat_reader_close(r);
+	assert_int_equal(shm_unlink(info.shm_name), 0);
+	close(up[0]), close(up[1]);
+}
+
+int
+main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fork_child_starts_from_inherited_heap),
+		cmocka_unit_test(test_exec_starts_fresh),
+		cmocka_unit_test(test_realloc_is_one_update),
+	};
+
+	if (argc == 3 && strcmp(argv[1], "after-exec") == 0)
+		return after_exec(atoi(argv[2]));
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
