@@ -1,20 +1,63 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * workload.c - a demo process with a recognisable heap behaviour.
+ * workload.c - a demo process with a recognisable heap behaviour, for
+ * watching with mstat-top.  It calls plain malloc and free: run it under
+ * the library (mstat-run, or LD_PRELOAD=libmstatshm.so) to count them.
  *
- *   mstat-demo-workload steady    allocates and frees at a steady rate
- *   mstat-demo-workload leaking   keeps a little of what it allocates
+ *   mstat-demo-workload steady    a working set of constant size, renewed
+ *                                 at a steady rate (1 thread)
  *   mstat-demo-workload churning  bursts of many short-lived objects
- *
- * It counts through the explicit API (mstat_record_*), so it shows the
- * segment and the reader at work without malloc interposition.
+ *                                 (4 threads): high rates, little live
+ *   mstat-demo-workload leaking   like steady, but keeps one object in 16
+ *                                 (2 threads): live bytes grow; it exits
+ *                                 once it has leaked 64 MiB
+ *   mstat-demo-workload short     churns and leaks a little for a few
+ *                                 seconds, then exits
  */
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "mstatshm.h"
+#define SLOTS 4096
+#define LEAK_LIMIT (64u << 20)
+
+struct worker {
+	const char *mode;
+	uint64_t rng;
+	size_t leaked;
+};
+
+static uint64_t
+next(struct worker *w)
+{
+	/* xorshift64 */
+	w->rng ^= w->rng << 13;
+	w->rng ^= w->rng >> 7;
+	w->rng ^= w->rng << 17;
+	return w->rng;
+}
+
+/* Sizes spread over the classes: 16 bytes to 16 KiB, small ones likelier. */
+static size_t
+some_size(struct worker *w)
+{
+	unsigned a = (unsigned)(next(w) % 64), b = (unsigned)(next(w) % 64);
+	unsigned lg = 4 + a * b / 400; /* 4..13 */
+	return ((size_t)1 << lg) + next(w) % ((size_t)1 << lg);
+}
+
+static void *
+fresh(size_t size)
+{
+	char *p = malloc(size);
+	if (p)
+		memset(p, 1, size < 64 ? size : 64); /* used, so kept */
+	return p;
+}
 
 static void
 pause_ms(long ms)
@@ -23,26 +66,92 @@ pause_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
+/* steady and leaking: renew 100 random slots of the working set every 5 ms;
+ * leaking drops one renewed object in 16 instead of freeing it. */
+static void
+renew(struct worker *w, bool leak, long rounds)
+{
+	void **slot = calloc(SLOTS, sizeof(*slot));
+
+	for (long r = 0; slot && (rounds < 0 || r < rounds); r++) {
+		for (int i = 0; i < 100; i++) {
+			size_t k = next(w) % SLOTS;
+			size_t size = some_size(w);
+			if (leak && next(w) % 16 == 0) {
+				w->leaked += size; /* the old one is lost */
+			} else {
+				free(slot[k]);
+			}
+			slot[k] = fresh(size);
+		}
+		if (leak && w->leaked >= LEAK_LIMIT)
+			break;
+		pause_ms(5);
+	}
+	for (size_t k = 0; slot && k < SLOTS; k++)
+		free(slot[k]);
+	free(slot);
+}
+
+/* churning: 5000 objects allocated, then all freed, every 10 ms. */
+static void
+churn(struct worker *w, long rounds)
+{
+	static _Thread_local void *burst[5000];
+
+	for (long r = 0; rounds < 0 || r < rounds; r++) {
+		for (int i = 0; i < 5000; i++)
+			burst[i] = fresh(32 + next(w) % 480);
+		for (int i = 0; i < 5000; i++)
+			free(burst[i]);
+		pause_ms(10);
+	}
+}
+
+static void *
+run(void *arg)
+{
+	struct worker *w = arg;
+
+	if (strcmp(w->mode, "steady") == 0)
+		renew(w, false, -1);
+	else if (strcmp(w->mode, "leaking") == 0)
+		renew(w, true, -1);
+	else if (strcmp(w->mode, "churning") == 0)
+		churn(w, -1);
+	else { /* short: a few seconds */
+		churn(w, 150 + (long)(next(w) % 150));
+		for (int i = 0; i < 200; i++)
+			(void)fresh(some_size(w)); /* leaked at exit */
+	}
+	return NULL;
+}
+
 int
 main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "steady";
-	unsigned seed = 1;
+	int threads;
 
-	if (strcmp(mode, "steady") && strcmp(mode, "leaking") &&
-	    strcmp(mode, "churning")) {
-		fprintf(stderr, "usage: %s steady|leaking|churning\n", argv[0]);
+	if (strcmp(mode, "steady") == 0 || strcmp(mode, "short") == 0)
+		threads = 1;
+	else if (strcmp(mode, "leaking") == 0)
+		threads = 2;
+	else if (strcmp(mode, "churning") == 0)
+		threads = 4;
+	else {
+		fprintf(stderr, "usage: %s steady|churning|leaking|short\n", argv[0]);
 		return 2;
 	}
-	fprintf(stderr, "%s: %s\n", mode, mstat_self_status());
-	for (;;) {
-		int burst = strcmp(mode, "churning") == 0 ? 20000 : 2000;
-		for (int i = 0; i < burst; i++) {
-			size_t size = 16u << (rand_r(&seed) % 8);
-			mstat_record_alloc(size, size);
-			if (strcmp(mode, "leaking") || i % 64)
-				mstat_record_free(size);
-		}
-		pause_ms(10);
+	pthread_t t[4];
+	struct worker w[4];
+	for (int i = 0; i < threads; i++) {
+		w[i] = (struct worker){ mode, 0x9e3779b97f4a7c15u * (uint64_t)(i + 1) ^
+					       (uint64_t)time(NULL), 0 };
+		if (pthread_create(&t[i], NULL, run, &w[i]) != 0)
+			return 1;
 	}
+	for (int i = 0; i < threads; i++)
+		pthread_join(t[i], NULL);
+	return 0;
 }

@@ -1,13 +1,37 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds, starts demo workloads and watches them.
+# The main job: installs dependencies, builds, starts demo workloads with
+# different heap behaviour under the library, and watches them with
+# mstat-top (interactive on a terminal; a few batch ticks otherwise).
+#   steady      a working set renewed at a steady rate
+#   churning    bursts of short-lived objects on 4 threads
+#   leaking     keeps one object in 16; exits after 64 MiB (its row then
+#               shows the leak as its final live bytes)
+#   short       lives a few seconds and exits, again and again
+# MSTAT_BUILD names the build directory (default: build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
-[ -d build ] || meson setup build
-meson compile -C build
+build=${MSTAT_BUILD:-build}
+[ -d "$build" ] || meson setup "$build"
+meson compile -C "$build"
+
+run="$build/launcher/mstat-run"
+work="$build/demo/mstat-demo-workload"
 pids=()
-trap 'kill "${pids[@]}" 2>/dev/null || true' EXIT
-MSTAT_NAME=steady ./build/demo/mstat-demo-workload steady & pids+=($!)
-MSTAT_NAME=leaky ./build/demo/mstat-demo-workload leaking & pids+=($!)
+cleanup() {
+	kill "${pids[@]}" 2>/dev/null || true
+	wait 2>/dev/null || true
+}
+trap cleanup EXIT
+for mode in steady churning leaking; do
+	"$run" --name "demo-$mode" -- "$work" "$mode" & pids+=($!)
+done
+(while :; do "$run" --name demo-short -- "$work" short; sleep 1; done) &
+pids+=($!)
 sleep 0.5
-./build/demo/mstat-peek "${pids[@]}"
+
+if [ -t 0 ] && [ -t 1 ]; then
+	"$build/observer/mstat-top" -F demo-
+else
+	"$build/observer/mstat-top" -b -n 5 -F demo-
+fi
