@@ -2,7 +2,9 @@
 # Installs what building and testing need on Debian (run as root).
 set -euo pipefail
 pkgs=(gcc g++ meson ninja-build pkg-config liburcu-dev libcmocka-dev
-      libncurses-dev spin)
+      libncurses-dev spin
+      tmux python3 prometheus) # mstat-top's tests: tmux drives the view,
+                               # promtool (prometheus) checks OpenMetrics
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
