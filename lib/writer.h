@@ -52,17 +52,12 @@ mstat_count_on(struct mstat_shm_slot *slot, enum mstat_op op, uint64_t freed,
 	_Atomic uint64_t *gen = mstat_wsection_begin(
 		slot, mstat_writer_config.epoch, mstat_writer_config.fenced);
 
-	if (op != MSTAT_OP_ALLOC) {
-		unsigned c = mstat_size_class(freed);
-		mstat_wsection_touch(slot, c);
-		mstat_wsection_add(gen, c, MSTAT_C_FREE_COUNT, 1);
-		mstat_wsection_add(gen, c, MSTAT_C_FREE_BYTES, freed);
-	}
+	if (op != MSTAT_OP_ALLOC)
+		mstat_wsection_count(slot, gen, mstat_size_class(freed),
+				     MSTAT_C_FREE_COUNT, freed);
 	if (op != MSTAT_OP_FREE) {
-		unsigned c = mstat_size_class(size);
-		mstat_wsection_touch(slot, c);
-		mstat_wsection_add(gen, c, MSTAT_C_ALLOC_COUNT, 1);
-		mstat_wsection_add(gen, c, MSTAT_C_ALLOC_BYTES, size);
+		mstat_wsection_count(slot, gen, mstat_size_class(size),
+				     MSTAT_C_ALLOC_COUNT, size);
 		mstat_wsection_add(gen, MSTAT_CLASS_COUNT, MSTAT_T_REQUESTED_BYTES,
 				   requested);
 	}

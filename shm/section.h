@@ -6,7 +6,8 @@
  * shared slot, whoever holds the process-local shared lock).  A section is
  *
  *	gen = mstat_wsection_begin(slot, epoch, fenced);
- *	mstat_wsection_add(slot, gen, row, counter, n);   (any number)
+ *	mstat_wsection_count(slot, gen, row, counter, bytes);   (any number)
+ *	mstat_wsection_add(gen, row, counter, n);               (any number)
  *	mstat_wsection_end(slot);
  *
  * and readers see all of its adds or none of them.  No lock, no system
@@ -67,7 +68,7 @@ mstat_wsection_touch(struct mstat_shm_slot *slot, unsigned row)
 	uint64_t v = atomic_load_explicit(w, memory_order_relaxed);
 
 	/* Single writer; published to readers by (C) like the counters. */
-	if (__builtin_expect(!(v & bit), 0))
+	if (!(v & bit))
 		atomic_store_explicit(w, v | bit, memory_order_relaxed);
 }
 
@@ -82,6 +83,30 @@ mstat_wsection_add(_Atomic uint64_t *gen, unsigned row, unsigned k, uint64_t n)
 	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
 			      memory_order_relaxed);
 }
+
+/* Count one object of `bytes` in row `row`: counter `k` (ALLOC_COUNT or
+ * FREE_COUNT) and the bytes counter after it.  The row is noted as
+ * touched when the count it adds to was 0, which is the first count the
+ * slot ever makes in the row (and once per generation after): the test
+ * is on a value loaded anyway, where a test of the bitmap would cost a
+ * load of its own on every count. */
+static inline void
+mstat_wsection_count(struct mstat_shm_slot *slot, _Atomic uint64_t *gen,
+		     unsigned row, unsigned k, uint64_t bytes)
+{
+	_Atomic uint64_t *c = gen + (uint64_t)row * MSTAT_ROW_STRIDE + k;
+	uint64_t n = atomic_load_explicit(&c[0], memory_order_relaxed);
+
+	atomic_store_explicit(&c[0], n + 1, memory_order_relaxed);
+	atomic_store_explicit(&c[1], atomic_load_explicit(&c[1], memory_order_relaxed) +
+					     bytes, memory_order_relaxed);
+	if (__builtin_expect(n == 0, 0))
+		mstat_wsection_touch(slot, row);
+}
+
+_Static_assert(MSTAT_C_ALLOC_BYTES == MSTAT_C_ALLOC_COUNT + 1 &&
+		       MSTAT_C_FREE_BYTES == MSTAT_C_FREE_COUNT + 1,
+	       "each count is followed by its bytes");
 
 static inline void
 mstat_wsection_end(struct mstat_shm_slot *slot)

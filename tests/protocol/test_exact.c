@@ -30,7 +30,9 @@ exact_with(const char *mode, unsigned slots, const char *waves,
 		mstat_reader_snapshot(w.r, &s); /* read while it runs, too */
 	snapshot_ok(w.r, &s);
 	expect_truth(&s, &w);
-	assert_int_equal(s.threads, 0); /* every thread gave its slot back */
+	/* Every worker gave its slot back; the main thread may hold one for
+	 * its own mallocs (printf, thread arrays) once malloc is counted. */
+	assert_true(s.threads <= 1);
 	assert_true(s.slots_used <= (slots ? slots : 128));
 	if (slots && (unsigned)atoi(threads) >= slots)
 		assert_true(s.overflowed > 0);

@@ -44,6 +44,9 @@ size_classes_cover_every_size(void **state)
 		if (c > 0)
 			assert_true(max > mstat_class_max_size(c - 1));
 	}
+	/* The table agrees with the computation wherever it is used. */
+	for (uint64_t s = 0; s <= MSTAT_TABLE_MAX + 64; s++)
+		assert_int_equal(mstat_size_class(s), mstat_size_class_computed(s));
 	/* Exhaustively over small sizes, and at each power of two around. */
 	for (uint64_t s = 1; s < 70000; s++) {
 		unsigned c = mstat_size_class(s);
