@@ -19,6 +19,10 @@
  *     one-time resolution of the next allocator (dlsym, which may itself
  *     call calloc: such calls are served from a static arena).
  *
+ * A block the next allocator cannot size (0 from its malloc_usable_size(),
+ * or made from inside that function) is counted with its requested size
+ * and remembered, so that its free is counted with the same size.
+ *
  * Sizes.  Asking the next allocator for malloc_usable_size() on both the
  * allocation and the free is what makes a straightforward interposer slow
  * (a call of about 2 ns each).  When the next allocator is glibc's, and a
@@ -218,13 +222,28 @@ ready(void)
 		      NEXT_READY) || resolve();
 }
 
+/* Set while this thread is inside the next allocator's
+ * malloc_usable_size(), which may allocate (tcmalloc's does, through
+ * operator new, on its first call): such a block is not sized by asking
+ * again, which would recurse without end. */
+static _Thread_local bool sizing __attribute__((tls_model("initial-exec")));
+
+static size_t
+ask_usable(void *p)
+{
+	sizing = true;
+	size_t u = next.usable(p);
+	sizing = false;
+	return u;
+}
+
 /* The usable size of a live block of the next allocator. */
 static inline size_t
 usable(void *p)
 {
 	if (LIKELY(next.glibc_layout))
 		return glibc_usable(p);
-	return next.usable(p);
+	return ask_usable(p);
 }
 
 /* ---- blocks the next allocator cannot size yet ---- */
@@ -263,6 +282,18 @@ unsized_note(void *p, size_t requested)
 		return requested;
 	}
 	return 0;
+}
+
+/* If p is remembered: the size it was counted with. */
+static bool
+unsized_find(void *p, size_t *size)
+{
+	for (unsigned i = 0; i < UNSIZED_MAX; i++)
+		if (atomic_load_explicit(&unsized[i].p, memory_order_relaxed) == p) {
+			*size = unsized[i].size;
+			return true;
+		}
+	return false;
 }
 
 /* If p was remembered: forgets it and gives the size it was counted with. */
@@ -304,8 +335,14 @@ freed_size(void *p)
 static inline size_t
 new_size(void *p, size_t requested)
 {
-	size_t u = usable(p);
+	size_t u;
 
+	if (LIKELY(next.glibc_layout))
+		u = glibc_usable(p);
+	else if (UNLIKELY(sizing))
+		u = 0; /* made inside the next malloc_usable_size() */
+	else
+		u = ask_usable(p);
 	return LIKELY(u != 0) ? u : unsized_note(p, requested);
 }
 
@@ -492,3 +529,167 @@ malloc_usable_size(void *p)
 		return arena_usable(p);
 	return ready() ? next.usable(p) : 0;
 }
+
+/* ---- C++ operator new and delete ---- */
+
+/*
+ * libstdc++'s operators call malloc and free, which count.  jemalloc and
+ * tcmalloc define the operators themselves, and theirs never call malloc:
+ * a C++ program stacked on them would go uncounted.  So the library
+ * defines the operators too (under their mangled names; the C names are
+ * mstat_cxx_*) and forwards each to the next definition in the chain.  It
+ * counts in the operator only when that next definition lives in the same
+ * object as the next malloc (an allocator that implements both), and
+ * leaves the counting to malloc and free otherwise.  Even an allocator's
+ * own operator may call its public malloc family through the PLT, that
+ * is, this library's (jemalloc's aligned new calls aligned_alloc, its
+ * aligned nothrow delete calls free): the operator then sees its thread's
+ * slot `seq` move during the call and does not count again.  A thread
+ * without a slot of its own cannot see that; it goes by what the operator
+ * learned on threads that could (and counts if nothing was learned yet).
+ * A std::bad_alloc thrown by the next operator new unwinds through
+ * these C frames (the library is built with -fexceptions).
+ */
+struct cxx_next {
+	_Atomic(void *) fn;
+	_Atomic bool counts; /* stored before fn */
+	_Atomic int inner;   /* the next operator counted itself: 0 not known,
+			      * 1 yes, 2 no */
+};
+
+/* Where this thread's counting stands, before a call to the next operator. */
+struct cxx_mark {
+	struct mstat_shm_slot *slot;
+	uint64_t seq;
+};
+
+static inline struct cxx_mark
+cxx_mark(void)
+{
+	struct cxx_mark m = { mstat_thread_slot, 0 };
+
+	if (m.slot) /* this thread's own: a relaxed load sees its last store */
+		m.seq = atomic_load_explicit(&m.slot->head.seq, memory_order_relaxed);
+	return m;
+}
+
+/* After the call: whether a section was counted during it. */
+static bool
+cxx_counted_inside(struct cxx_next *n, struct cxx_mark m)
+{
+	struct mstat_shm_slot *now = mstat_thread_slot;
+	bool inside;
+
+	if (now && now == m.slot)
+		inside = atomic_load_explicit(&now->head.seq,
+					      memory_order_relaxed) != m.seq;
+	else if (now && !m.slot)
+		inside = true; /* the call claimed the thread's first slot */
+	else
+		return atomic_load_explicit(&n->inner, memory_order_relaxed) == 1;
+	atomic_store_explicit(&n->inner, inside ? 1 : 2, memory_order_relaxed);
+	return inside;
+}
+
+/* The next definition of `sym`, or NULL if there is none (no C++ runtime
+ * loaded).  Resolved on first use: a C++ library dlopen()ed later is
+ * found then. */
+static void *
+cxx_next(struct cxx_next *n, const char *sym, bool *counts)
+{
+	/* Acquire: pairs with the release below; `counts` is then set. */
+	void *fn = atomic_load_explicit(&n->fn, memory_order_acquire);
+	Dl_info a, b;
+
+	if (UNLIKELY(!fn)) {
+		if (!ready() || !(fn = dlsym(RTLD_NEXT, sym)))
+			return NULL;
+		atomic_store_explicit(&n->counts,
+				      dladdr(fn, &a) &&
+					      dladdr(*(void **)&next.malloc, &b) &&
+					      a.dli_fbase == b.dli_fbase,
+				      memory_order_relaxed);
+		atomic_store_explicit(&n->fn, fn, memory_order_release);
+	}
+	*counts = atomic_load_explicit(&n->counts, memory_order_relaxed);
+	return fn;
+}
+
+/* Without a next definition, plain malloc and free stand in. */
+#define CXX_NEW(e, sym, params, args, n, align)                              \
+	MSTAT_EXPORT void *mstat_cxx_##e params __asm__(sym);                \
+	void *mstat_cxx_##e params                                           \
+	{                                                                    \
+		static struct cxx_next nx;                                   \
+		bool counts;                                                 \
+		void *(*f) params;                                           \
+		*(void **)&f = cxx_next(&nx, sym, &counts);                  \
+		if (UNLIKELY(!f))                                            \
+			return align ? memalign(align, n) : do_malloc(n);    \
+		if (!counts)                                                 \
+			return f args;                                       \
+		struct cxx_mark m = cxx_mark();                              \
+		void *p = f args;                                            \
+		if (p && !cxx_counted_inside(&nx, m))                        \
+			mstat_count(MSTAT_OP_ALLOC, 0, new_size(p, n), n);   \
+		return p;                                                    \
+	}
+
+#define CXX_DELETE(e, sym, params, args)                                     \
+	MSTAT_EXPORT void mstat_cxx_##e params __asm__(sym);                 \
+	void mstat_cxx_##e params                                            \
+	{                                                                    \
+		static struct cxx_next nx;                                   \
+		bool counts;                                                 \
+		void (*f) params;                                            \
+		*(void **)&f = cxx_next(&nx, sym, &counts);                  \
+		if (UNLIKELY(!f)) {                                          \
+			free(p);                                             \
+			return;                                              \
+		}                                                            \
+		if (!counts || !p) {                                         \
+			f args;                                              \
+			return;                                              \
+		}                                                            \
+		/* Sized while p is live; counted once the call shows        \
+		 * whether free() already did. */                            \
+		size_t size;                                                 \
+		bool uns = unsized_any() && unsized_find(p, &size);          \
+		if (!uns)                                                    \
+			size = usable(p);                                    \
+		struct cxx_mark m = cxx_mark();                              \
+		f args;                                                      \
+		if (!cxx_counted_inside(&nx, m)) {                           \
+			if (uns)                                             \
+				unsized_forget(p, &size);                    \
+			mstat_count(MSTAT_OP_FREE, size, 0, 0);              \
+		}                                                            \
+	}
+
+CXX_NEW(nw, "_Znwm", (size_t n), (n), n, 0)
+CXX_NEW(na, "_Znam", (size_t n), (n), n, 0)
+CXX_NEW(nw_nt, "_ZnwmRKSt9nothrow_t", (size_t n, const void *nt), (n, nt), n, 0)
+CXX_NEW(na_nt, "_ZnamRKSt9nothrow_t", (size_t n, const void *nt), (n, nt), n, 0)
+CXX_NEW(nw_al, "_ZnwmSt11align_val_t", (size_t n, size_t al), (n, al), n, al)
+CXX_NEW(na_al, "_ZnamSt11align_val_t", (size_t n, size_t al), (n, al), n, al)
+CXX_NEW(nw_al_nt, "_ZnwmSt11align_val_tRKSt9nothrow_t",
+	(size_t n, size_t al, const void *nt), (n, al, nt), n, al)
+CXX_NEW(na_al_nt, "_ZnamSt11align_val_tRKSt9nothrow_t",
+	(size_t n, size_t al, const void *nt), (n, al, nt), n, al)
+
+CXX_DELETE(dl, "_ZdlPv", (void *p), (p))
+CXX_DELETE(da, "_ZdaPv", (void *p), (p))
+CXX_DELETE(dl_sz, "_ZdlPvm", (void *p, size_t n), (p, n))
+CXX_DELETE(da_sz, "_ZdaPvm", (void *p, size_t n), (p, n))
+CXX_DELETE(dl_nt, "_ZdlPvRKSt9nothrow_t", (void *p, const void *nt), (p, nt))
+CXX_DELETE(da_nt, "_ZdaPvRKSt9nothrow_t", (void *p, const void *nt), (p, nt))
+CXX_DELETE(dl_al, "_ZdlPvSt11align_val_t", (void *p, size_t al), (p, al))
+CXX_DELETE(da_al, "_ZdaPvSt11align_val_t", (void *p, size_t al), (p, al))
+CXX_DELETE(dl_sz_al, "_ZdlPvmSt11align_val_t", (void *p, size_t n, size_t al),
+	   (p, n, al))
+CXX_DELETE(da_sz_al, "_ZdaPvmSt11align_val_t", (void *p, size_t n, size_t al),
+	   (p, n, al))
+CXX_DELETE(dl_al_nt, "_ZdlPvSt11align_val_tRKSt9nothrow_t",
+	   (void *p, size_t al, const void *nt), (p, al, nt))
+CXX_DELETE(da_al_nt, "_ZdaPvSt11align_val_tRKSt9nothrow_t",
+	   (void *p, size_t al, const void *nt), (p, al, nt))
