@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# mstat-run: counts, exact final totals in versioned JSON, exit status,
+# signals, children inheriting the preload, bad input, cleanup.
+# Usage: launcher.sh MSTAT_RUN LEAKER
+set -euo pipefail
+run=$1 leaker=$2
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# Checks a summary: version 1, counted, and exactly N live blocks (no
+# frees) in the class of a USABLE-byte block.
+check_json() { # file n usable
+	python3 - "$@" <<'PY'
+import json, sys
+f, n, usable = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+s = json.load(open(f))
+assert s["version"] == 1, s["version"]
+assert s["counted"] is True, s
+cls = [c for c in s["classes"] if c["max_size"] is None or c["max_size"] >= usable]
+c = min(cls, key=lambda c: c["class"])
+assert c["alloc_count"] == n and c["free_count"] == 0, c
+assert c["alloc_bytes"] == n * usable, c
+t = s["total"]
+assert t["live_objects"] == t["alloc_count"] - t["free_count"]
+assert t["live_bytes"] == sum(k["live_bytes"] for k in s["classes"])
+assert s["requested_bytes"] > 0
+PY
+}
+
+# A plain run: exact totals, the child's exit code, the segment removed.
+out=$("$run" --summary "$tmp/a.json" -- "$leaker" leak 7 1234567 3) && rc=0 || rc=$?
+[ "$rc" = 3 ] || fail "exit code $rc, not the child's 3"
+usable=${out#usable }
+check_json "$tmp/a.json" 7 "$usable" || fail "summary: $(cat "$tmp/a.json")"
+pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$tmp/a.json")
+python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["exit"] == {"code": 3}' "$tmp/a.json"
+ls /dev/shm | grep -q "^mstat\.$pid\." && fail "segment of $pid left in /dev/shm"
+
+# --name, and stacking in front of an LD_PRELOAD already set.
+LD_PRELOAD=libjemalloc.so.2 "$run" --name my-app --summary "$tmp/b.json" -- "$leaker" leak 5 300000 >"$tmp/b.out"
+usable=$(sed -n 's/^usable //p' "$tmp/b.out")
+check_json "$tmp/b.json" 5 "$usable" || fail "jemalloc summary: $(cat "$tmp/b.json")"
+python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["name"] == "my-app"' "$tmp/b.json" ||
+	fail "name not my-app"
+
+# Killed by a signal: 128 + 9, and still the exact totals up to then.
+"$run" --summary "$tmp/c.json" -- "$leaker" kill 4 1234567 >"$tmp/c.out" && rc=0 || rc=$?
+[ "$rc" = 137 ] || fail "exit status $rc after SIGKILL"
+check_json "$tmp/c.json" 4 "$(sed -n 's/^usable //p' "$tmp/c.out")" || fail "killed summary"
+python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["exit"] == {"signal": 9}' "$tmp/c.json"
+pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$tmp/c.json")
+ls /dev/shm | grep -q "^mstat\.$pid\." && fail "segment of killed $pid left in /dev/shm"
+
+# Children inherit the preload (and count: they see themselves counted).
+"$run" -- sh -c "\"$leaker\" status" >"$tmp/d.out"
+grep -q '^status: counting into' "$tmp/d.out" || fail "grandchild: $(cat "$tmp/d.out")"
+
+# Not counted (MSTAT_DISABLE): said so, in the summary too.
+MSTAT_DISABLE=1 "$run" --summary "$tmp/e.json" -- "$leaker" leak 1 10 >/dev/null 2>"$tmp/e.err"
+python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); assert s["version"] == 1 and s["counted"] is False and s["reason"]' "$tmp/e.json" ||
+	fail "disabled summary: $(cat "$tmp/e.json")"
+
+# Bad input: a clear message and mstat-run's own status.
+"$run" >/dev/null 2>"$tmp/f.err" && rc=0 || rc=$?
+[ "$rc" = 125 ] && grep -q 'no command' "$tmp/f.err" || fail "no command: $rc"
+"$run" --bogus -- true 2>/dev/null && rc=0 || rc=$?
+[ "$rc" = 125 ] || fail "bad option: $rc"
+"$run" -- /nonexistent/cmd 2>"$tmp/g.err" && rc=0 || rc=$?
+[ "$rc" = 127 ] && grep -q '/nonexistent/cmd' "$tmp/g.err" || fail "missing command: $rc"
+"$run" --summary /nonexistent/dir/x.json -- true 2>/dev/null && rc=0 || rc=$?
+[ "$rc" = 125 ] || fail "unwritable summary: $rc"
+echo ok

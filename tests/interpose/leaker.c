@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * leaker.c - a plain program (not linked with libmstatshm) for the shell
+ * tests, run under LD_PRELOAD or mstat-run.
+ *
+ *   leaker leak N SIZE [CODE]  allocates N blocks of SIZE bytes, keeps them,
+ *                              prints "usable U" and exits with CODE
+ *   leaker kill N SIZE         the same, then kills itself with SIGKILL
+ *   leaker status              prints what the library says of itself
+ *                              ("not preloaded" without it) and how many
+ *                              segments in /dev/shm carry its pid
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <malloc.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int
+status(void)
+{
+	const char *(*self_status)(void);
+	char prefix[40];
+	int n = 0;
+	struct dirent *de;
+
+	*(void **)&self_status = dlsym(RTLD_DEFAULT, "mstat_self_status");
+	printf("status: %s\n", self_status ? self_status() : "not preloaded");
+	snprintf(prefix, sizeof(prefix), "mstat.%d.", (int)getpid());
+	DIR *d = opendir("/dev/shm");
+	while (d && (de = readdir(d)))
+		n += strncmp(de->d_name, prefix, strlen(prefix)) == 0;
+	if (d)
+		closedir(d);
+	printf("segments: %d\n", n);
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc == 2 && strcmp(argv[1], "status") == 0)
+		return status();
+	if (argc < 4 || (strcmp(argv[1], "leak") && strcmp(argv[1], "kill"))) {
+		fprintf(stderr, "usage: leaker leak|kill N SIZE [CODE] | status\n");
+		return 2;
+	}
+	long n = atol(argv[2]);
+	size_t size = (size_t)atol(argv[3]);
+	void *p = NULL;
+	for (long i = 0; i < n; i++) {
+		p = malloc(size);
+		if (!p)
+			return 3;
+	}
+	printf("usable %zu\n", p ? malloc_usable_size(p) : (size_t)0);
+	fflush(stdout);
+	if (strcmp(argv[1], "kill") == 0)
+		raise(SIGKILL);
+	return argc > 4 ? atoi(argv[4]) : 0;
+}
