@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Real third-party programs (python3, sqlite3, jq, xmllint) produce
+# Real third-party programs (Debian's python3, sqlite3, jq, xmllint) produce
 # byte-identical output and exit status with and without the library
 # preloaded, alone and stacked in front of jemalloc and tcmalloc, and are
 # really counted meanwhile.
@@ -36,7 +36,7 @@ for i in range(5000): print("<item id=\"%d\"><v>%d</v><s>%s</s></item>" % (i, i 
 print("</root>")' >"$tmp/in.xml"
 
 cmds=(
-	"python3 $tmp/work.py"
+	"/usr/bin/python3 $tmp/work.py"
 	"sqlite3 :memory: .read $tmp/work.sql"
 	"jq -S -c [.[]|select(.v%3==0)]|length,(map(.v)|add),(group_by(.v%7)|map(length)) $tmp/in.json"
 	"xmllint --format $tmp/in.xml"
