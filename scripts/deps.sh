@@ -3,8 +3,11 @@
 set -euo pipefail
 pkgs=(gcc g++ meson ninja-build pkg-config liburcu-dev libcmocka-dev
       libncurses-dev spin
-      tmux python3 prometheus) # mstat-top's tests: tmux drives the view,
-                               # promtool (prometheus) checks OpenMetrics
+      tmux python3 prometheus # mstat-top's tests: tmux drives the view,
+                              # promtool (prometheus) checks OpenMetrics
+      libjemalloc2 libtcmalloc-minimal4 sqlite3 jq libxml2-utils
+      util-linux binutils) # interposition tests: allocators to stack on,
+                           # real programs, unshare/setpriv, nm
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
