@@ -325,15 +325,18 @@ unsized_any(void)
 					     memory_order_relaxed) != 0);
 }
 
-/* The size to count a live block with, at its free. */
+/* The size to count a live block with, at its free.  With glibc's header
+ * no block is ever unsized (its usable size is never 0). */
 static inline size_t
 freed_size(void *p)
 {
 	size_t size;
 
+	if (LIKELY(next.glibc_layout))
+		return glibc_usable(p);
 	if (unsized_any() && unsized_forget(p, &size))
 		return size;
-	return usable(p);
+	return ask_usable(p);
 }
 
 /* The size to count a new block with. */
@@ -343,17 +346,17 @@ new_size(void *p, size_t requested)
 	size_t u;
 
 	if (LIKELY(next.glibc_layout))
-		u = glibc_usable(p);
-	else if (UNLIKELY(sizing))
+		return glibc_usable(p);
+	if (UNLIKELY(sizing))
 		u = 0; /* made inside the next malloc_usable_size() */
 	else
 		u = ask_usable(p);
-	return LIKELY(u != 0) ? u : unsized_note(p, requested);
+	return u != 0 ? u : unsized_note(p, requested);
 }
 
 /* ---- the family ---- */
 
-static inline void *
+static inline __attribute__((always_inline)) void *
 counted(void *p, size_t requested)
 {
 	if (LIKELY(p != NULL))
