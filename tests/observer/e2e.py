@@ -496,7 +496,13 @@ def test_interactive():
     big = Target("fixed", TAG + "-fixed")      # most live bytes
     small = Target("steady", TAG + "-steady")  # most live objects
     pids = {big.pid, small.pid}
-    t = Tmux("TERM=screen %s -d 0.3 -F %s" % (TOP, TAG))
+    # Its stderr and exit status go to files: a sanitizer's report (and
+    # its exit status) would otherwise vanish with the pane.
+    err = "/tmp/mstat-top-%s.err" % TAG
+    status = "/tmp/mstat-top-%s.status" % TAG
+    tsan = os.environ.get("TSAN_OPTIONS", "")
+    t = Tmux("TERM=screen TSAN_OPTIONS='%s' %s -d 0.3 -F %s 2>%s; echo $? >%s"
+             % (tsan, TOP, TAG, err, status))
     try:
         s = t.wait(lambda s: rows_of(s, pids) and len(rows_of(s, pids)) == 2,
                    "both processes")
@@ -564,8 +570,14 @@ def test_interactive():
         t.wait(lambda s: len(rows_of(s, pids)) == 2, "redrawn at 60x12")
         t.keys("q")
         wait_for(lambda: not t.alive(), "q to quit")
+        check(open(status).read().strip() == "0" and
+              open(err).read() == "", "exit status %s, stderr:\n%s" %
+              (open(status).read().strip(), open(err).read()))
     finally:
         t.kill()
+        for f in (err, status):
+            if os.path.exists(f):
+                os.unlink(f)
     big.stop()
     small.stop()
 
