@@ -8,8 +8,8 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,6 +150,7 @@ attach(struct mstat_top *top, const char *name, uint64_t dir_ino)
 	const struct mstat_target_info *in = mstat_reader_info(r);
 	t->reader = r;
 	t->ino = (uint64_t)st.st_ino;
+	t->start_time = in->start_time;
 	t->pid = in->pid;
 	snprintf(t->shm_name, sizeof(t->shm_name), "%s", name);
 	snprintf(t->name, sizeof(t->name), "%s", in->name);
@@ -225,6 +226,33 @@ mstat_discover_scan(struct mstat_top *top)
 	top->nrefused = kept;
 }
 
+/* Without a pidfd (a kernel before 5.3, or valgrind): the process is gone
+ * if /proc no longer has it, if it is a zombie (it has exited: a pidfd
+ * would say so too), or if its pid now names a later process. */
+static bool
+proc_gone(const struct mstat_top_target *t)
+{
+	char path[32], buf[512];
+	uint64_t start;
+	ssize_t len;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)t->pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return false;
+	buf[len] = '\0';
+	const char *p = strrchr(buf, ')'); /* the name may hold anything */
+	if (p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'))
+		return true;
+	return mstat_proc_start_time(t->pid, &start) == 0 &&
+	       start != t->start_time;
+}
+
 void
 mstat_discover_liveness(struct mstat_top *top, uint64_t now_ns)
 {
@@ -254,7 +282,7 @@ mstat_discover_liveness(struct mstat_top *top, uint64_t now_ns)
 			continue;
 		bool dead = t->pidfd >= 0
 				    ? (fds[i].revents & (POLLIN | POLLHUP)) != 0
-				    : kill(t->pid, 0) < 0 && errno == ESRCH;
+				    : proc_gone(t);
 		i++;
 		if (!dead)
 			continue;

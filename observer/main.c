@@ -171,6 +171,22 @@ sleep_s(double s)
 
 /* ---- batch ---- */
 
+/* -p names a process with no segment: say so once, or the output is just
+ * empty. */
+static void
+note_missing(const struct options *o, const struct mstat_model *m)
+{
+	for (size_t k = 0; k < o->npids; k++) {
+		bool found = false;
+		for (size_t i = 0; i < m->n && !found; i++)
+			found = m->rows[i]->pid == o->pids[k];
+		if (!found)
+			fprintf(stderr, "mstat-top: pid %d: no segment (is it "
+					"counting with libmstatshm?)\n",
+				(int)o->pids[k]);
+	}
+}
+
 static int
 run_batch(struct mstat_top *top, const struct options *o)
 {
@@ -190,6 +206,8 @@ run_batch(struct mstat_top *top, const struct options *o)
 			rc = 1;
 			break;
 		}
+		if (i == 0)
+			note_missing(o, &m);
 		size_t n = mstat_model_view(&m, o->filter, o->sort, false, rows);
 		struct mstat_output_tick t = { (uint64_t)i + 1, wall_ms(), o->delay_s };
 		if (mstat_output_write(stdout, o->format, &t, rows, n) < 0 ||

@@ -57,6 +57,7 @@ struct mstat_top_target {
 	char key[MSTAT_MODEL_KEY_MAX]; /* "<segment name>:<inode>" */
 	char shm_name[64];
 	pid_t pid;
+	uint64_t start_time;        /* of the process, from the header */
 	char name[64];
 	/* RCU-published. */
 	struct mstat_top_sample *sample;

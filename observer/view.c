@@ -103,6 +103,9 @@ draw_table(struct mstat_ui *ui)
 
 	if (rows <= 0)
 		return;
+	/* Keep the selection in sight and the window full. */
+	if (ui->scroll + (size_t)rows > ui->nrows)
+		ui->scroll = ui->nrows > (size_t)rows ? ui->nrows - (size_t)rows : 0;
 	if (ui->sel < ui->scroll)
 		ui->scroll = ui->sel;
 	if (ui->sel >= ui->scroll + (size_t)rows)
