@@ -217,6 +217,21 @@ mstat_discover_scan(struct mstat_top *top)
 	}
 	closedir(d);
 
+	/* A process that exec()s replaces its segment under the same name:
+	 * the old one will never change again and its row would show the
+	 * same pid twice.  Drop it; the new one is attached already. */
+	struct mstat_top_target *old, *tmp;
+	cds_list_for_each_entry_safe(old, tmp, &top->targets, node) {
+		if (old->in_scan)
+			continue;
+		cds_list_for_each_entry(t, &top->targets, node)
+			if (t != old && t->in_scan &&
+			    strcmp(t->shm_name, old->shm_name) == 0) {
+				mstat_discover_detach(top, old);
+				break;
+			}
+	}
+
 	/* Forget refusals whose segment went away: a new one with the same
 	 * name is looked at afresh. */
 	size_t kept = 0;

@@ -215,6 +215,42 @@ def test_lifecycle():
     a.stop()
 
 
+def test_exec():
+    """A process that exec()s gets a new segment under the same name; a
+    running mstat-top shows the new image once, not a frozen old row
+    beside it."""
+    t = Target("exec", TAG + "-exec")
+    top = subprocess.Popen([TOP, "-b", "-o", "json", "-d", "0.2", "-n",
+                            str(TIMEOUT * 5), "-p", str(t.pid)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    children.append(top)
+    after = 0
+    try:
+        for line in top.stdout:
+            rows = [p for p in json.loads(line)["processes"]
+                    if p["pid"] == t.pid]
+            if not after and rows and rows[0]["name"] == t.name:
+                t.p.stdin.write(b"x\n")
+                t.p.stdin.flush()
+                check(t.p.stdout.readline() == b"ready\n", "exec'd")
+                after = 1
+                continue
+            if after:
+                names = [p["name"] for p in rows]
+                if names == [t.name]:
+                    continue  # the scan before the exec
+                check(names == [t.name + "-after"], "one row: %r" % names)
+                expect_fixed(rows[0], "the new image")
+                after += 1
+                if after == 4:
+                    break
+    finally:
+        top.kill()
+        top.wait()
+    check(after == 4, "saw the new image")
+    t.stop()
+
+
 def test_stopped():
     """A process stopped inside an update section shows as stalled, with a
     reason, on every tick; the others are read exactly on every tick; once

@@ -9,6 +9,9 @@
  *	every 10 ms, 100 allocations of 64 bytes and 100 frees; 50 live
  *   mstat-observer-target leak
  *	every 10 ms, 10 allocations of 2^38 bytes, never freed
+ *   mstat-observer-target exec
+ *	like fixed; on a line on stdin, exec()s itself as "fixed" with
+ *	MSTAT_NAME=<name>-after (the library replaces the segment)
  *   mstat-observer-target stall
  *	like fixed, then one more allocation and free of 2^37 bytes, then
  *	enters an update section (an allocation of 2^37 bytes) and stops
@@ -74,8 +77,11 @@ main(int argc, char **argv)
 	uint64_t deadline = exit_ms ? now_ms() + strtoull(exit_ms, NULL, 10) : 0;
 	int steady = strcmp(mode, "steady") == 0, leak = strcmp(mode, "leak") == 0;
 
-	if (!steady && !leak && strcmp(mode, "fixed") && strcmp(mode, "stall")) {
-		fprintf(stderr, "usage: mstat-observer-target fixed|steady|leak|stall\n");
+	int exec_mode = strcmp(mode, "exec") == 0;
+
+	if (!steady && !leak && !exec_mode && strcmp(mode, "fixed") &&
+	    strcmp(mode, "stall")) {
+		fprintf(stderr, "usage: mstat-observer-target fixed|steady|leak|stall|exec\n");
 		return 2;
 	}
 	if (!mstat_self_enabled()) {
@@ -100,8 +106,18 @@ main(int argc, char **argv)
 	for (;;) {
 		struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
 		char buf[64];
-		if (poll(&p, 1, 10) > 0 && read(STDIN_FILENO, buf, sizeof(buf)) <= 0)
-			return 0; /* stdin closed */
+		if (poll(&p, 1, 10) > 0) {
+			if (read(STDIN_FILENO, buf, sizeof(buf)) <= 0)
+				return 0; /* stdin closed */
+			if (exec_mode) {
+				char name[128];
+				snprintf(name, sizeof(name), "%s-after",
+					 getenv("MSTAT_NAME") ? getenv("MSTAT_NAME") : "");
+				setenv("MSTAT_NAME", name, 1);
+				execl("/proc/self/exe", argv[0], "fixed", (char *)NULL);
+				return 4;
+			}
+		}
 		if (deadline && now_ms() >= deadline)
 			return 0;
 		for (int i = 0; steady && i < 100; i++) {
