@@ -114,7 +114,9 @@ main(int argc, char **argv)
 				snprintf(name, sizeof(name), "%s-after",
 					 getenv("MSTAT_NAME") ? getenv("MSTAT_NAME") : "");
 				setenv("MSTAT_NAME", name, 1);
-				execl("/proc/self/exe", argv[0], "fixed", (char *)NULL);
+				/* argv[0], not /proc/self/exe: under valgrind
+				 * that names valgrind. */
+				execl(argv[0], argv[0], "fixed", (char *)NULL);
 				return 4;
 			}
 		}
