@@ -116,6 +116,7 @@ main(void)
 		cmocka_unit_test(test_arena_full),
 	};
 
+	skip_under_valgrind();
 	if (!mstat_self_enabled()) {
 		fprintf(stderr, "not counting: %s\n", mstat_self_status());
 		return 1;

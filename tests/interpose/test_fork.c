@@ -310,6 +310,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_realloc_is_one_update),
 	};
 
+	skip_under_valgrind();
 	if (argc == 3 && strcmp(argv[1], "after-exec") == 0)
 		return after_exec(atoi(argv[2]));
 	return cmocka_run_group_tests(tests, NULL, NULL);

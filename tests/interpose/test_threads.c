@@ -92,5 +92,6 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_short_lived_threads),
 	};
+	skip_under_valgrind();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

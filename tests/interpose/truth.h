@@ -13,10 +13,29 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mstatshm.h"
 #include "sizeclass.h"
+
+/*
+ * Valgrind's memcheck replaces malloc in every object, this library's
+ * included: under it the interposer is never called, and nothing it does
+ * can be tested.  Such a run is skipped (exit 77); test_race, which runs
+ * the interposer renamed, is how valgrind sees its code.
+ */
+static inline void
+skip_under_valgrind(void)
+{
+	const char *preload = getenv("LD_PRELOAD");
+
+	if (preload && strstr(preload, "vgpreload")) {
+		fprintf(stderr, "SKIP: valgrind replaces malloc everywhere; "
+				"the interposer cannot run under it\n");
+		exit(77);
+	}
+}
 
 enum { T_ALLOC_COUNT, T_ALLOC_BYTES, T_FREE_COUNT, T_FREE_BYTES, T_COUNTERS };
 
