@@ -651,7 +651,7 @@ cxx_next(struct cxx_next *n, const char *sym, bool *counts)
 		bool counts;                                                 \
 		void (*f) params;                                            \
 		*(void **)&f = cxx_next(&nx, sym, &counts);                  \
-		if (UNLIKELY(!f)) {                                          \
+		if (UNLIKELY(!f || in_arena(p))) { /* new fell back */       \
 			free(p);                                             \
 			return;                                              \
 		}                                                            \
