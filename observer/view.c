@@ -250,18 +250,20 @@ draw_help(void)
 		line((int)i + HEAD + 1, A_NORMAL, "  %-10s %s", k[i].names, k[i].help);
 }
 
+/* The last line: the filter being typed; else the filter in force, then
+ * the last note or, without one, the main keys. */
 static void
 draw_status(struct mstat_ui *ui)
 {
-	if (ui->editing)
+	if (ui->editing) {
 		line(LINES - 1, A_BOLD, "filter: %s_", ui->edit);
-	else if (ui->status[0])
-		line(LINES - 1, A_NORMAL, "%s", ui->status);
-	else if (ui->filter[0])
-		line(LINES - 1, A_NORMAL, "filter: %s   (/ to change)", ui->filter);
-	else
-		line(LINES - 1, A_NORMAL, "h help  Enter open  F6 sort  / filter"
-					  "  Space pause  q quit");
+		return;
+	}
+	line(LINES - 1, A_NORMAL, "%s%s%s%s", ui->filter[0] ? "filter: " : "",
+	     ui->filter, ui->filter[0] ? "  " : "",
+	     ui->status[0] ? ui->status
+			   : "h help  Enter open  F6 sort  / filter  Space pause"
+			     "  q quit");
 }
 
 void
