@@ -10,6 +10,7 @@
 
 #define KEY_ESC 27
 #define KEY_CTRL_U 21
+#define FAR (1L << 30) /* further than any table: move_by() clamps */
 
 static int
 move_by(struct mstat_ui *ui, long d)
@@ -37,12 +38,41 @@ page(const struct mstat_ui *ui)
 	return ui->page > 1 ? (long)ui->page - 1 : 1;
 }
 
-static int key_up(struct mstat_ui *ui) { return move_by(ui, -1); }
-static int key_down(struct mstat_ui *ui) { return move_by(ui, 1); }
-static int key_pgup(struct mstat_ui *ui) { return move_by(ui, -page(ui)); }
-static int key_pgdn(struct mstat_ui *ui) { return move_by(ui, page(ui)); }
-static int key_home(struct mstat_ui *ui) { return move_by(ui, -(long)ui->nrows - (long)ui->detail_scroll); }
-static int key_end(struct mstat_ui *ui) { return move_by(ui, (long)ui->nrows + 1000); }
+static int
+key_up(struct mstat_ui *ui)
+{
+	return move_by(ui, -1);
+}
+
+static int
+key_down(struct mstat_ui *ui)
+{
+	return move_by(ui, 1);
+}
+
+static int
+key_pgup(struct mstat_ui *ui)
+{
+	return move_by(ui, -page(ui));
+}
+
+static int
+key_pgdn(struct mstat_ui *ui)
+{
+	return move_by(ui, page(ui));
+}
+
+static int
+key_home(struct mstat_ui *ui)
+{
+	return move_by(ui, -FAR);
+}
+
+static int
+key_end(struct mstat_ui *ui)
+{
+	return move_by(ui, FAR);
+}
 
 static int
 key_enter(struct mstat_ui *ui)
@@ -112,8 +142,17 @@ set_interval(struct mstat_ui *ui, unsigned ms)
 	return MSTAT_KEY_REDRAW;
 }
 
-static int key_slower(struct mstat_ui *ui) { return set_interval(ui, ui->interval_ms * 2); }
-static int key_faster(struct mstat_ui *ui) { return set_interval(ui, ui->interval_ms / 2); }
+static int
+key_slower(struct mstat_ui *ui)
+{
+	return set_interval(ui, ui->interval_ms * 2);
+}
+
+static int
+key_faster(struct mstat_ui *ui)
+{
+	return set_interval(ui, ui->interval_ms / 2);
+}
 
 static int
 key_gc(struct mstat_ui *ui)

@@ -566,6 +566,15 @@ def test_interactive():
         # Default sort: live bytes, largest first.
         check(rows_of(s, pids) == [big.pid, small.pid], "sorted by live bytes")
         check("sort LIVE-BYTES" in s, "sort shown")
+        # j/k and End/Home move the selection: Enter opens the one selected.
+        for keys, pid in ((["j"], small.pid), (["k"], big.pid),
+                          (["End"], small.pid), (["Home"], big.pid)):
+            t.keys(*keys)
+            t.keys("Enter")
+            t.wait(lambda s: "SIZE<=" in s and "pid %d " % pid in s,
+                   "%s opens pid %d" % (keys, pid))
+            t.keys("Escape")
+            t.wait(lambda s: "SIZE<=" not in s, "back")
         # < goes back to LIVE-BYTES' left neighbour THREADS, then NAME:
         # "-fixed" sorts before "-steady"; r reverses.
         t.keys("<", "<")
