@@ -52,12 +52,17 @@
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* The next allocator, and how to size its blocks.  Written once, before
- * `state` becomes READY; read-mostly, on one cache line. */
-enum next_state { NEXT_NONE, NEXT_RESOLVING, NEXT_READY, NEXT_FAILED };
+ * `state` becomes ready; read-mostly, on one cache line. */
+enum next_state {
+	NEXT_NONE,      /* not looked up yet */
+	NEXT_RESOLVING, /* a thread is looking it up */
+	NEXT_FAILED,    /* there is none: the arena serves, until full */
+	NEXT_ASK,       /* ready; sizes are asked (malloc_usable_size) */
+	NEXT_HEADER,    /* ready; sizes are read from glibc's chunk header */
+};
 
 static alignas(MSTAT_CACHELINE) struct {
 	_Atomic int state;  /* enum next_state */
-	bool glibc_layout;  /* usable sizes read from glibc's chunk header */
 	_Atomic unsigned unsized_live; /* entries in `unsized` */
 	size_t page;
 	void *(*malloc)(size_t);
@@ -190,12 +195,12 @@ resolve(void)
 	int s = atomic_load_explicit(&next.state, memory_order_acquire);
 
 	if (s != NEXT_NONE || resolving)
-		return s == NEXT_READY;
+		return s >= NEXT_ASK;
 	if (!atomic_compare_exchange_strong_explicit(&next.state, &s,
 						     NEXT_RESOLVING,
 						     memory_order_relaxed,
 						     memory_order_relaxed))
-		return s == NEXT_READY;
+		return s >= NEXT_ASK;
 	resolving = true;
 	bool ok = NEXT(malloc) && NEXT(free) && NEXT(calloc) && NEXT(realloc) &&
 		  NEXT(posix_memalign) && NEXT(aligned_alloc) && NEXT(memalign);
@@ -212,19 +217,32 @@ resolve(void)
 	}
 	long page = sysconf(_SC_PAGESIZE);
 	next.page = page > 0 ? (size_t)page : 4096;
-	next.glibc_layout = glibc_layout_holds();
 	/* Release: publishes every field above; pairs with the acquire in
-	 * ready() and at the top of this function. */
-	atomic_store_explicit(&next.state, NEXT_READY, memory_order_release);
+	 * state_now() and at the top of this function. */
+	atomic_store_explicit(&next.state,
+			      glibc_layout_holds() ? NEXT_HEADER : NEXT_ASK,
+			      memory_order_release);
 	return true;
+}
+
+static inline int
+state_now(void)
+{
+	/* Acquire: pairs with the release in resolve().  A plain load on x86. */
+	return atomic_load_explicit(&next.state, memory_order_acquire);
 }
 
 static inline bool
 ready(void)
 {
-	/* Acquire: pairs with the release in resolve().  A plain load on x86. */
-	return LIKELY(atomic_load_explicit(&next.state, memory_order_acquire) ==
-		      NEXT_READY) || resolve();
+	return LIKELY(state_now() >= NEXT_ASK) || resolve();
+}
+
+/* Whether sizes come from glibc's header; only once ready. */
+static inline bool
+header_sizes(void)
+{
+	return LIKELY(state_now() == NEXT_HEADER);
 }
 
 /* Set while this thread is inside the next allocator's
@@ -246,7 +264,7 @@ ask_usable(void *p)
 static inline size_t
 usable(void *p)
 {
-	if (LIKELY(next.glibc_layout))
+	if (header_sizes())
 		return glibc_usable(p);
 	return ask_usable(p);
 }
@@ -332,7 +350,7 @@ freed_size(void *p)
 {
 	size_t size;
 
-	if (LIKELY(next.glibc_layout))
+	if (header_sizes())
 		return glibc_usable(p);
 	if (unsized_any() && unsized_forget(p, &size))
 		return size;
@@ -345,7 +363,7 @@ new_size(void *p, size_t requested)
 {
 	size_t u;
 
-	if (LIKELY(next.glibc_layout))
+	if (header_sizes())
 		return glibc_usable(p);
 	if (UNLIKELY(sizing))
 		u = 0; /* made inside the next malloc_usable_size() */
@@ -364,12 +382,27 @@ counted(void *p, size_t requested)
 	return p;
 }
 
-static inline void *
-do_malloc(size_t n)
+/* malloc and free have a fast path for the common case, glibc behind the
+ * library: one load of `state` decides, and the rest stays out of line. */
+
+static __attribute__((noinline)) void *
+malloc_other(size_t n)
 {
 	if (UNLIKELY(!ready()))
 		return arena_alloc(n, ARENA_ALIGN);
 	return counted(next.malloc(n), n);
+}
+
+static inline void *
+do_malloc(size_t n)
+{
+	if (LIKELY(state_now() == NEXT_HEADER)) {
+		void *p = next.malloc(n);
+		if (LIKELY(p != NULL))
+			mstat_count(MSTAT_OP_ALLOC, 0, glibc_usable(p), n);
+		return p;
+	}
+	return malloc_other(n);
 }
 
 MSTAT_EXPORT void *
@@ -378,8 +411,8 @@ malloc(size_t n)
 	return do_malloc(n);
 }
 
-MSTAT_EXPORT void
-free(void *p)
+static __attribute__((noinline)) void
+free_other(void *p)
 {
 	if (UNLIKELY(p == NULL))
 		return;
@@ -388,10 +421,22 @@ free(void *p)
 		return;
 	}
 	/* A block not from the arena came from the next allocator, which is
-	 * therefore known.  Counted first: the size must be read while the
-	 * block is still live. */
+	 * therefore known. */
 	mstat_count(MSTAT_OP_FREE, freed_size(p), 0, 0);
 	next.free(p);
+}
+
+MSTAT_EXPORT void
+free(void *p)
+{
+	if (LIKELY(state_now() == NEXT_HEADER) && LIKELY(p != NULL) &&
+	    LIKELY(!in_arena(p))) {
+		/* Counted first: the size is read while the block is live. */
+		mstat_count(MSTAT_OP_FREE, glibc_usable(p), 0, 0);
+		next.free(p);
+		return;
+	}
+	free_other(p);
 }
 
 MSTAT_EXPORT void *

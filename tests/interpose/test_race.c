@@ -38,6 +38,7 @@
 #define BLOCKS 60 /* all of them fit the arena twice */
 
 static pthread_barrier_t gate;
+static int ready_state; /* what resolving found */
 static unsigned char *blocks[THREADS][BLOCKS];
 static size_t sizes[THREADS][BLOCKS];
 
@@ -99,7 +100,8 @@ test_resolve_race(void **state)
 	(void)state;
 	assert_int_equal(atomic_load(&next.state), NEXT_NONE);
 	race(); /* the first calls of all: one thread resolves */
-	assert_int_equal(atomic_load(&next.state), NEXT_READY);
+	assert_true(atomic_load(&next.state) >= NEXT_ASK);
+	ready_state = atomic_load(&next.state);
 }
 
 static void
@@ -108,7 +110,7 @@ test_arena_race(void **state)
 	(void)state;
 	atomic_store(&next.state, NEXT_RESOLVING); /* all served by the arena */
 	race();
-	atomic_store(&next.state, NEXT_READY);
+	atomic_store(&next.state, ready_state);
 	for (int t = 0; t < THREADS; t++)
 		for (int i = 0; i < BLOCKS; i++)
 			assert_true(in_arena(blocks[t][i]));
