@@ -32,7 +32,7 @@ test_arena_while_resolving(void **state)
 	(void)state;
 	assert_true(ready_state >= NEXT_ASK);
 	truth_clear(&t);
-	assert_int_equal(mstat_self_snapshot(&s0), 0);
+	assert_int_equal(self_snapshot(&s0), 0);
 
 	/* Another thread is resolving: never waited for, the arena serves. */
 	atomic_store(&next.state, NEXT_RESOLVING);
@@ -91,7 +91,7 @@ test_arena_while_resolving(void **state)
 	truth_free_p(&t, d);
 	truth_free_p(&t, e);
 	truth_free_p(&t, g);
-	assert_int_equal(mstat_self_snapshot(&s1), 0);
+	assert_int_equal(self_snapshot(&s1), 0);
 	assert_int_equal(truth_check(&s0, &s1, &t), 0);
 }
 

@@ -46,7 +46,7 @@ static struct mstat_snapshot sp, sp2, sc0, sc1;
 static void
 snap(struct mstat_snapshot *s)
 {
-	int rc = mstat_self_snapshot(s);
+	int rc = self_snapshot(s);
 	if (rc != 0)
 		fail_msg("mstat_self_snapshot: %d (%s)", rc, mstat_self_status());
 }
@@ -63,7 +63,7 @@ open_child(struct mstat_reader **r, pid_t pid)
 static void
 rsnap(struct mstat_reader *r, struct mstat_snapshot *s)
 {
-	if (mstat_reader_snapshot(r, s) != 0)
+	if (reader_snapshot(r, s) != 0)
 		fail_msg("snapshot: %s", mstat_reader_error(r));
 }
 
@@ -211,7 +211,7 @@ test_exec_starts_fresh(void **state)
 		char fd[16];
 		struct mstat_snapshot *s = &sc0;
 		/* Before exec, the child does count the inherited blocks. */
-		if (mstat_self_snapshot(s) != 0 ||
+		if (self_snapshot(s) != 0 ||
 		    s->classes[exec_class()].alloc_count < 20)
 			_exit(3);
 		snprintf(fd, sizeof(fd), "%d", out[1]);

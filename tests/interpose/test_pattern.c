@@ -42,7 +42,7 @@ static struct mstat_snapshot s0, s1;
 static void
 snap(struct mstat_snapshot *s)
 {
-	int rc = mstat_self_snapshot(s);
+	int rc = self_snapshot(s);
 	if (rc != 0)
 		fail_msg("mstat_self_snapshot: %d (%s)", rc, mstat_self_status());
 }

@@ -34,6 +34,8 @@
 
 #include <cmocka.h>
 
+#include "truth.h"
+
 #define THREADS 4
 #define BLOCKS 60 /* all of them fit the arena twice */
 
@@ -69,7 +71,7 @@ race(void)
 	pthread_t th[THREADS];
 	uint64_t count = 0, bytes = 0;
 
-	assert_int_equal(mstat_self_snapshot(&s0), 0);
+	assert_int_equal(self_snapshot(&s0), 0);
 	pthread_barrier_init(&gate, NULL, THREADS);
 	for (uintptr_t t = 0; t < THREADS; t++)
 		pthread_create(&th[t], NULL, allocate, (void *)t);
@@ -87,7 +89,7 @@ race(void)
 			mstat_t_free(p);
 		}
 	}
-	assert_int_equal(mstat_self_snapshot(&s1), 0);
+	assert_int_equal(self_snapshot(&s1), 0);
 	assert_int_equal(s1.total.alloc_count - s0.total.alloc_count, count);
 	assert_int_equal(s1.total.alloc_bytes - s0.total.alloc_bytes, bytes);
 	assert_int_equal(s1.total.free_count - s0.total.free_count, count);

@@ -62,7 +62,7 @@ test_short_lived_threads(void **state)
 
 	(void)state;
 	truth_clear(&t);
-	assert_int_equal(mstat_self_snapshot(&s0), 0);
+	assert_int_equal(self_snapshot(&s0), 0);
 	for (uintptr_t n = 0; n < THREADS; n += BATCH) {
 		for (uintptr_t k = 0; k < BATCH; k++)
 			assert_int_equal(pthread_create(&th[k], NULL, worker,
@@ -73,7 +73,7 @@ test_short_lived_threads(void **state)
 			truth_free_p(&t, c);
 		}
 	}
-	assert_int_equal(mstat_self_snapshot(&s1), 0);
+	assert_int_equal(self_snapshot(&s1), 0);
 	assert_int_equal(truth_check_classes(&s0, &s1, &t, 1), 0);
 	/* Exited threads gave their slots back. */
 	assert_int_equal(s1.threads, s0.threads);

@@ -9,6 +9,7 @@
 #ifndef MSTAT_TEST_TRUTH_H
 #define MSTAT_TEST_TRUTH_H
 
+#include <errno.h>
 #include <malloc.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -35,6 +36,31 @@ skip_under_valgrind(void)
 				"the interposer cannot run under it\n");
 		exit(77);
 	}
+}
+
+/*
+ * Snapshots, retried while another reader holds the segment (-EBUSY): a
+ * mstat-top running on the same machine reads every segment of the user,
+ * this test's too, and that is not this test's failure.
+ */
+static inline int
+self_snapshot(struct mstat_snapshot *s)
+{
+	int rc;
+
+	for (int i = 0; (rc = mstat_self_snapshot(s)) == -EBUSY && i < 30; i++)
+		;
+	return rc;
+}
+
+static inline int
+reader_snapshot(struct mstat_reader *r, struct mstat_snapshot *s)
+{
+	int rc;
+
+	for (int i = 0; (rc = mstat_reader_snapshot(r, s)) == -EBUSY && i < 30; i++)
+		;
+	return rc;
 }
 
 enum { T_ALLOC_COUNT, T_ALLOC_BYTES, T_FREE_COUNT, T_FREE_BYTES, T_COUNTERS };
