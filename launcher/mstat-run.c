@@ -231,7 +231,9 @@ collect(pid_t pid, struct mstat_snapshot *s, char *name, size_t namelen,
 	/* The writer is gone: a slot still odd was killed inside a section
 	 * and will stay so; do not wait long for it. */
 	mstat_reader_set_wait_budget(r, 1000);
-	rc = mstat_reader_snapshot(r, s);
+	/* Another reader (a mstat-top) may hold it for a moment. */
+	for (int i = 0; (rc = mstat_reader_snapshot(r, s)) == -EBUSY && i < 10; i++)
+		;
 	snprintf(name, namelen, "%s", mstat_reader_info(r)->name);
 	if (rc < 0)
 		snprintf(why, whylen, "%s", mstat_reader_error(r));
