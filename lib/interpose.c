@@ -17,7 +17,8 @@
  *     its free without its allocation;
  *   - nothing here takes a lock, allocates, uses stdio or aborts, except the
  *     one-time resolution of the next allocator (dlsym, which may itself
- *     call calloc: such calls are served from a static arena).
+ *     call calloc: such calls are served from a static arena) and of each
+ *     C++ operator on its first call.
  *
  * A block the next allocator cannot size (0 from its malloc_usable_size(),
  * or made from inside that function) is counted with its requested size
@@ -33,7 +34,8 @@
  * own musable() makes for an in-use chunk, so the count is the same number,
  * without the call.  Any other allocator, or a glibc whose layout fails the
  * self-test (for instance with memory tagging), is asked through its
- * malloc_usable_size().
+ * malloc_usable_size().  Under valgrind, whose blocks have no such header,
+ * sizes are asked too.
  */
 #include <dlfcn.h>
 #include <errno.h>
