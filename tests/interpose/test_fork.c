@@ -7,6 +7,8 @@
  *   single-threaded parent): per class, the parent's live objects and bytes
  *   as allocations, no frees.  What the child does afterwards is in its
  *   own segment and never in the parent's.
+ *   fork, threads: a parent whose other threads allocate and free while it
+ *   forks gives a child whose counts are within one object per such thread.
  *   exec: the new image starts from nothing, under the same segment name.
  *   realloc: another process, reading a target that reallocates one block
  *   back and forth between two classes as fast as it can, never sees the
@@ -18,6 +20,8 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -160,6 +164,64 @@ test_fork_child_starts_from_inherited_heap(void **state)
 		if (i % 3)
 			free(keep[i]);
 	close(up[0]), close(up[1]), close(down[0]), close(down[1]);
+}
+
+/* ---- fork of a parent with threads ---- */
+
+#define CHURN_SIZE 40000u /* a class nothing else here uses */
+#define HELD 5
+static _Atomic int churn_stop;
+
+static void *
+churn(void *arg)
+{
+	(void)arg;
+	while (!atomic_load_explicit(&churn_stop, memory_order_relaxed)) {
+		void *volatile p = malloc(CHURN_SIZE);
+		free(p);
+	}
+	return NULL;
+}
+
+/* Forks while two other threads allocate and free in one class, each
+ * holding at most one block of it: the heap the child inherits holds HELD
+ * to HELD + 2 such blocks.  The child's count of that class may be off by
+ * one object per other thread (a section, or a malloc/free and its count,
+ * cut in two by the fork), never more, and never below zero. */
+static void
+test_fork_of_threaded_parent_within_bound(void **state)
+{
+	pthread_t th[2];
+	void *held[HELD];
+
+	(void)state;
+	for (int i = 0; i < HELD; i++)
+		held[i] = malloc(CHURN_SIZE);
+	unsigned c = mstat_size_class(malloc_usable_size(held[0]));
+	atomic_store(&churn_stop, 0);
+	for (int t = 0; t < 2; t++)
+		assert_int_equal(pthread_create(&th[t], NULL, churn, NULL), 0);
+	for (int i = 0; i < 30; i++) {
+		pid_t pid = fork_child();
+		if (pid == 0) {
+			struct mstat_snapshot *s = &sc0;
+			if (self_snapshot(s) != 0)
+				_exit(2);
+			uint64_t live = mstat_live_objects(&s->classes[c]);
+			_exit(live + 2 >= HELD && live <= HELD + 2 + 2 &&
+					      s->classes[c].free_count == 0
+				      ? 0 : 1);
+		}
+		int status;
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+	}
+	atomic_store(&churn_stop, 1);
+	for (int t = 0; t < 2; t++)
+		pthread_join(th[t], NULL);
+	for (int i = 0; i < HELD; i++)
+		free(held[i]);
 }
 
 /* ---- exec ---- */
@@ -307,6 +369,7 @@ main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fork_child_starts_from_inherited_heap),
 		cmocka_unit_test(test_exec_starts_fresh),
+		cmocka_unit_test(test_fork_of_threaded_parent_within_bound),
 		cmocka_unit_test(test_realloc_is_one_update),
 	};
 
