@@ -59,9 +59,15 @@ wanted(const struct mstat_top *top, const char *name)
 		return true;
 	if (mstat_shm_parse_name(name, &pid, &start) < 0)
 		return false;
-	for (size_t i = 0; i < top->opt.npids; i++)
-		if (top->opt.pids[i] == pid)
-			return true;
+	for (size_t i = 0; i < top->opt.npids; i++) {
+		if (top->opt.pids[i] != pid)
+			continue;
+		/* -p names processes: while the pid runs, only its own
+		 * segment, not one an earlier process with the same pid left
+		 * behind; once it is gone, whatever it left. */
+		uint64_t now;
+		return mstat_proc_start_time(pid, &now) < 0 || now == start;
+	}
 	return false;
 }
 

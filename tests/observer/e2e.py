@@ -153,6 +153,20 @@ def test_exact():
         expect_fixed(p, "tick %d" % (i + 1))
     check(ts[0]["processes"][0]["alloc_rate"] is None, "no rate on tick 1")
     check(ts[1]["processes"][0]["alloc_rate"] == 0.0, "idle: rate 0")
+    # A segment an earlier process with the same pid left behind (same
+    # pid, another start time) is not this process: -p shows only the
+    # live one, and the old one is stale.
+    seg = segments_of(t.pid)[0]
+    start = int(seg.rsplit(".", 1)[1])
+    real = open("/dev/shm/" + seg, "rb").read()
+    plant("mstat.%d.%d" % (t.pid, start - 1),
+          real[:64] + (start - 1).to_bytes(8, "little") + real[72:])
+    out, _ = run_top("-o", "json", "-n", "1", "-p", str(t.pid))
+    check([p["state"] for p in ticks(out)[0]["processes"]] == ["running"],
+          "-p: the live process only: %s" % out)
+    out, _ = run_top("-o", "json", "-n", "1", "-F", t.name)
+    check(sorted(p["state"] for p in ticks(out)[0]["processes"]) ==
+          ["running", "stale"], "by name: both: %s" % out)
     # A pid with no segment is named on stderr; the others are shown.
     out, err = run_top("-n", "1", "-p", "%d,2000000001" % t.pid)
     check(ours(err) == "mstat-top: pid 2000000001: no segment (is it counting "
@@ -162,7 +176,8 @@ def test_exact():
           int(rows[0][3]) == ts[1]["processes"][0]["live_bytes"] and
           rows[0][8] == "running", "table row: %r" % rows)
     t.stop()
-    check(not segments_of(t.pid), "a clean exit unlinks the segment")
+    check(not os.path.exists("/dev/shm/" + seg),
+          "a clean exit unlinks the segment")
 
 
 def test_lifecycle():
