@@ -99,8 +99,11 @@ def ticks(out):
     return [json.loads(line) for line in out.splitlines()]
 
 
-def by_pid(tick, pid):
-    found = [p for p in tick["processes"] if p["pid"] == pid]
+def find(tick, t):
+    """Target t's row: its pid and its name (pids recycle, and segments of
+    dead processes with the same pid may be about)."""
+    found = [p for p in tick["processes"]
+             if p["pid"] == t.pid and p["name"] == t.name]
     return found[0] if found else None
 
 
@@ -198,7 +201,7 @@ def test_lifecycle():
         for line in top.stdout:
             check(time.monotonic() < deadline, "lifecycle took too long")
             tick = json.loads(line)
-            pa = by_pid(tick, a.pid)
+            pa = find(tick, a)
             check(pa is not None and pa["state"] == "running",
                   "the steady process is in every tick")
             if pa["alloc_rate"] is not None:
@@ -208,7 +211,7 @@ def test_lifecycle():
                 b = Target("leak", TAG + "-life-b",
                            {"MSTAT_TEST_EXIT_MS": "700"})
                 continue
-            pb = by_pid(tick, b.pid)
+            pb = find(tick, b)
             seen.append(pb and pb["state"])
             if pb and pb["state"] == "exited":
                 leak = cls(pb, LEAK)
@@ -287,12 +290,12 @@ def test_stopped():
     check(len(ts) == 4, "every tick printed")
     last_g = -1
     for tick in ts:
-        ps = by_pid(tick, s.pid)
+        ps = find(tick, s)
         check(ps and ps["state"] == "stalled" and
               "stayed inside an update" in (ps["error"] or ""),
               "stalled with a reason: %r" % ps)
-        expect_fixed(by_pid(tick, f.pid), "fixed, beside a stopped one")
-        pg = by_pid(tick, g.pid)
+        expect_fixed(find(tick, f), "fixed, beside a stopped one")
+        pg = find(tick, g)
         check(pg["state"] == "running", "steady runs")
         check(pg["alloc_count"] >= last_g, "steady counts never go back")
         last_g = pg["alloc_count"]
@@ -367,7 +370,7 @@ def test_refusals():
     check(len(garbage) == 1 and "not an mstat segment name" in garbage[0],
           "garbage name: %r" % garbage)
     for tick in ticks(out):
-        expect_fixed(by_pid(tick, good.pid), "good beside bad ones")
+        expect_fixed(find(tick, good), "good beside bad ones")
         for p in tick["processes"]:
             check(p["pid"] < 2000000000, "a planted segment was shown")
     good.stop()
@@ -383,7 +386,7 @@ def test_gc():
     check(segments_of(dead.pid), "SIGKILL leaves the segment")
     pids = "%d,%d" % (dead.pid, alive.pid)
     out, _ = run_top("-o", "json", "-n", "1", "-p", pids)
-    p = by_pid(ticks(out)[0], dead.pid)
+    p = find(ticks(out)[0], dead)
     check(p and p["state"] == "stale", "stale: %r" % p)
     expect_fixed(p, "stale keeps its last totals")
     r = subprocess.run([TOP, "--gc", "-p", pids], stderr=subprocess.PIPE,
