@@ -146,7 +146,7 @@ glibc_usable(const void *p)
 {
 	size_t h = ((const size_t *)p)[-1];
 
-	return (h & ~(size_t)7) - ((h & 2) ? 16 : 8);
+	return (h & ~(size_t)7) - 8 - ((h & 2) << 2);
 }
 
 /* Whether the next allocator is glibc's and its header says what its
@@ -395,7 +395,7 @@ malloc_other(size_t n)
 	return counted(next.malloc(n), n);
 }
 
-static inline void *
+static inline __attribute__((always_inline)) void *
 do_malloc(size_t n)
 {
 	if (LIKELY(state_now() == NEXT_HEADER)) {
