@@ -563,6 +563,9 @@ def test_interactive():
         sys.exit(77)
     big = Target("fixed", TAG + "-fixed")      # most live bytes
     small = Target("steady", TAG + "-steady")  # most live objects
+    doomed = Target("fixed", TAG + "-doomed")  # killed: stale, for D
+    doomed.p.kill()
+    doomed.p.wait()
     pids = {big.pid, small.pid}
     # Its stderr and exit status go to files: a sanitizer's report (and
     # its exit status) would otherwise vanish with the pane.
@@ -573,8 +576,10 @@ def test_interactive():
     # meson.build skips them): mstat-top is run under memcheck by name.
     vg = ("valgrind -q --error-exitcode=9 --leak-check=full --suppressions=%s "
           % os.path.join(SRC, "valgrind.supp")) if VALGRIND else ""
-    t = Tmux("TERM=screen TSAN_OPTIONS='%s' %s%s -d 0.3 -F %s 2>%s; echo $? >%s"
-             % (tsan, vg, TOP, TAG, err, status))
+    # -p: D must remove no stale segment but this test's.
+    t = Tmux("TERM=screen TSAN_OPTIONS='%s' %s%s -d 0.3 -F %s -p %d,%d,%d "
+             "2>%s; echo $? >%s" % (tsan, vg, TOP, TAG, big.pid, small.pid,
+                                    doomed.pid, err, status))
     try:
         s = t.wait(lambda s: rows_of(s, pids) and len(rows_of(s, pids)) == 2,
                    "both processes")
@@ -584,6 +589,16 @@ def test_interactive():
         # Default sort: live bytes, largest first.
         check(rows_of(s, pids) == [big.pid, small.pid], "sorted by live bytes")
         check("sort LIVE-BYTES" in s, "sort shown")
+        # The killed one is stale; D removes its segment.
+        s = t.wait(lambda s: rows_of(s, {doomed.pid}), "the stale one")
+        check([l.split()[-1] for l in s.splitlines()
+               if l.split()[:1] == [str(doomed.pid)]] == ["stale"], "stale")
+        check(segments_of(doomed.pid), "its segment is there")
+        t.keys("D")
+        s = t.wait(lambda s: not rows_of(s, {doomed.pid}) and
+                   "removed stale segment mstat.%d." % doomed.pid in s,
+                   "D removed the stale one")
+        check(not segments_of(doomed.pid), "D unlinked its segment")
         # j/k and End/Home move the selection: Enter opens the one selected.
         for keys, pid in ((["j"], small.pid), (["k"], big.pid),
                           (["End"], small.pid), (["Home"], big.pid)):
