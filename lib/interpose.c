@@ -283,24 +283,43 @@ usable(void *p)
  * is consulted only while it holds something.  If it is full, the block is
  * counted with 0 bytes, unremembered.
  */
-#define UNSIZED_MAX 1024u
+#define UNSIZED_MAX 1024u           /* a power of two */
+#define UNSIZED_GONE ((void *)1)    /* a forgotten entry */
 
+/*
+ * Open addressing from a hash of the pointer, probing linearly.  An entry
+ * goes NULL -> block -> GONE -> another block ...; it never becomes NULL
+ * again, so a lookup may stop at the first NULL: a block is never stored
+ * past one.  The table stays consulted while one block is remembered (a
+ * block tcmalloc made before its initializer, kept for good, is usual), so
+ * a lookup for a block that is not in it must cost one load, not a scan.
+ */
 static struct {
 	_Atomic(void *) p;
 	size_t size;
 } unsized[UNSIZED_MAX];
 
+static inline unsigned
+unsized_hash(const void *p)
+{
+	return (unsigned)((((uintptr_t)p >> 4) * UINT64_C(0x9e3779b97f4a7c15)) >> 54) &
+	       (UNSIZED_MAX - 1);
+}
+
 static size_t
 unsized_note(void *p, size_t requested)
 {
+	unsigned h = unsized_hash(p);
+
 	for (unsigned i = 0; i < UNSIZED_MAX; i++) {
-		void *none = NULL;
-		if (atomic_load_explicit(&unsized[i].p, memory_order_relaxed) ||
+		unsigned k = (h + i) & (UNSIZED_MAX - 1);
+		void *cur = atomic_load_explicit(&unsized[k].p, memory_order_relaxed);
+		if ((cur != NULL && cur != UNSIZED_GONE) ||
 		    !atomic_compare_exchange_strong_explicit(
-			    &unsized[i].p, &none, p, memory_order_acquire,
+			    &unsized[k].p, &cur, p, memory_order_acquire,
 			    memory_order_relaxed))
 			continue;
-		unsized[i].size = requested;
+		unsized[k].size = requested;
 		/* Relaxed: the block reaches a freeing thread only through the
 		 * program's own synchronisation, which orders this too. */
 		atomic_fetch_add_explicit(&next.unsized_live, 1, memory_order_relaxed);
@@ -309,33 +328,49 @@ unsized_note(void *p, size_t requested)
 	return 0;
 }
 
+/* The entry holding p, or -1. */
+static int
+unsized_slot(const void *p)
+{
+	unsigned h = unsized_hash(p);
+
+	for (unsigned i = 0; i < UNSIZED_MAX; i++) {
+		unsigned k = (h + i) & (UNSIZED_MAX - 1);
+		void *cur = atomic_load_explicit(&unsized[k].p, memory_order_relaxed);
+		if (cur == p)
+			return (int)k;
+		if (cur == NULL)
+			break;
+	}
+	return -1;
+}
+
 /* If p is remembered: the size it was counted with. */
 static bool
 unsized_find(void *p, size_t *size)
 {
-	for (unsigned i = 0; i < UNSIZED_MAX; i++)
-		if (atomic_load_explicit(&unsized[i].p, memory_order_relaxed) == p) {
-			*size = unsized[i].size;
-			return true;
-		}
-	return false;
+	int k = unsized_slot(p);
+
+	if (k < 0)
+		return false;
+	*size = unsized[k].size;
+	return true;
 }
 
 /* If p was remembered: forgets it and gives the size it was counted with. */
 static bool
 unsized_forget(void *p, size_t *size)
 {
-	for (unsigned i = 0; i < UNSIZED_MAX; i++) {
-		if (atomic_load_explicit(&unsized[i].p, memory_order_relaxed) != p)
-			continue;
-		*size = unsized[i].size;
-		/* Release: the size is read before the entry is reused; pairs
-		 * with the acquire CAS in unsized_note(). */
-		atomic_store_explicit(&unsized[i].p, NULL, memory_order_release);
-		atomic_fetch_sub_explicit(&next.unsized_live, 1, memory_order_relaxed);
-		return true;
-	}
-	return false;
+	int k = unsized_slot(p);
+
+	if (k < 0)
+		return false;
+	*size = unsized[k].size;
+	/* Release: the size is read before the entry is reused; pairs with the
+	 * acquire CAS in unsized_note(). */
+	atomic_store_explicit(&unsized[k].p, UNSIZED_GONE, memory_order_release);
+	atomic_fetch_sub_explicit(&next.unsized_live, 1, memory_order_relaxed);
+	return true;
 }
 
 static inline bool
