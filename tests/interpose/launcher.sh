@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # mstat-run: counts, exact final totals in versioned JSON, exit status,
 # signals, children inheriting the preload, bad input, cleanup.
-# Usage: launcher.sh MSTAT_RUN LEAKER
+# Usage: launcher.sh MSTAT_RUN LEAKER [BUILD_ROOT]
+# With BUILD_ROOT, also installs the build into a scratch prefix and runs
+# the installed mstat-run, which must find the installed library.
 set -euo pipefail
 # Under valgrind (meson test --setup valgrind) the interposer never runs
 # (valgrind replaces malloc everywhere) and bash reports its own leaks:
 # skip, from a process that is not bash.
 [[ ${LD_PRELOAD:-} != *vgpreload* ]] ||
 	exec /bin/sh -c 'echo "SKIP: valgrind replaces malloc everywhere"; exit 77'
-run=$1 leaker=$2
+run=$1 leaker=$2 build=${3:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -75,4 +77,13 @@ python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); assert s["version"]
 [ "$rc" = 127 ] && grep -q '/nonexistent/cmd' "$tmp/g.err" || fail "missing command: $rc"
 "$run" --summary /nonexistent/dir/x.json -- true 2>/dev/null && rc=0 || rc=$?
 [ "$rc" = 125 ] || fail "unwritable summary: $rc"
+# Installed: bin/mstat-run finds lib/<multiarch>/libmstatshm.so.0.
+if [ -n "$build" ] && command -v meson >/dev/null; then
+	meson install -C "$build" --destdir "$tmp/inst" --no-rebuild --quiet >/dev/null 2>&1 ||
+		fail "meson install into $tmp/inst"
+	inst=$(find "$tmp/inst" -path '*/bin/mstat-run' | head -n 1)
+	[ -x "$inst" ] || fail "no installed mstat-run"
+	out=$("$inst" --summary "$tmp/i.json" -- "$leaker" leak 2 1234567)
+	check_json "$tmp/i.json" 2 "${out#usable }" || fail "installed: $(cat "$tmp/i.json")"
+fi
 echo ok
