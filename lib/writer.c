@@ -10,7 +10,10 @@
  *     taken, threads past their exit, and (folded in when the segment is
  *     made) the counts made before it existed;
  *   - before the segment exists, counts go to `early`, process memory,
- *     under the same lock.
+ *     under the same lock;
+ *   - while a thread forks, its counts go to `forking`, process memory
+ *     that fork copies, under `fork_lock`: neither the parent's segment
+ *     nor a lock is touched across fork (see fork_prepare()).
  *
  * Inside a host process: nothing here aborts, and nothing allocates except
  * pthread_setspecific() on a thread's first count, which may recurse into
@@ -49,6 +52,11 @@ enum thread_state {
 };
 static _Thread_local unsigned char thread_state __attribute__((tls_model("initial-exec")));
 static _Thread_local uint32_t thread_slot_index __attribute__((tls_model("initial-exec")));
+/* Between fork_prepare() and fork_parent()/fork_child(), in the forking
+ * thread: its slot is set aside and its counts go to proc.forking. */
+static _Thread_local bool thread_forking __attribute__((tls_model("initial-exec")));
+static _Thread_local struct mstat_shm_slot *slot_before_fork
+	__attribute__((tls_model("initial-exec")));
 
 static struct {
 	_Atomic int ready;       /* (R) the segment is published */
@@ -61,6 +69,11 @@ static struct {
 	pthread_mutex_t shared_lock;
 	/* Counts made before the segment exists, under shared_lock. */
 	uint64_t early[MSTAT_ROWS(MSTAT_CLASS_COUNT)][MSTAT_ROW_COUNTERS];
+	/* Counts of the thread that is forking, and the live heap when it
+	 * began to fork, under fork_lock. */
+	pthread_mutex_t fork_lock;
+	uint64_t forking[MSTAT_ROWS(MSTAT_CLASS_COUNT)][MSTAT_ROW_COUNTERS];
+	uint64_t inherit[MSTAT_ROWS(MSTAT_CLASS_COUNT)][MSTAT_ROW_COUNTERS];
 	/* (H) slot i is owned by a live thread; process-local. */
 	_Atomic unsigned char busy[MSTAT_SLOTS_MAX];
 	char name[MSTAT_NAME_MAX];
@@ -70,25 +83,57 @@ static struct {
 	struct mstat_reader *self_reader;
 } proc = {
 	.shared_lock = PTHREAD_MUTEX_INITIALIZER,
+	.fork_lock = PTHREAD_MUTEX_INITIALIZER,
 	.self_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
+typedef uint64_t mstat_rows[MSTAT_ROWS(MSTAT_CLASS_COUNT)][MSTAT_ROW_COUNTERS];
+
 /* ---- the shared slot and the early counts ---- */
 
+/* Counts into process memory `acc` (early or forking counts). */
 static void
-count_early(enum mstat_op op, uint64_t freed, uint64_t size, uint64_t requested)
+count_into(mstat_rows acc, enum mstat_op op, uint64_t freed, uint64_t size,
+	   uint64_t requested)
 {
 	if (op != MSTAT_OP_ALLOC) {
 		unsigned c = mstat_size_class(freed);
-		proc.early[c][MSTAT_C_FREE_COUNT] += 1;
-		proc.early[c][MSTAT_C_FREE_BYTES] += freed;
+		acc[c][MSTAT_C_FREE_COUNT] += 1;
+		acc[c][MSTAT_C_FREE_BYTES] += freed;
 	}
 	if (op != MSTAT_OP_FREE) {
 		unsigned c = mstat_size_class(size);
-		proc.early[c][MSTAT_C_ALLOC_COUNT] += 1;
-		proc.early[c][MSTAT_C_ALLOC_BYTES] += size;
-		proc.early[MSTAT_CLASS_COUNT][MSTAT_T_REQUESTED_BYTES] += requested;
+		acc[c][MSTAT_C_ALLOC_COUNT] += 1;
+		acc[c][MSTAT_C_ALLOC_BYTES] += size;
+		acc[MSTAT_CLASS_COUNT][MSTAT_T_REQUESTED_BYTES] += requested;
 	}
+}
+
+/* Adds counts kept in process memory to `slot` in one section. */
+static void
+add_rows(struct mstat_shm_slot *slot, mstat_rows acc)
+{
+	_Atomic uint64_t *gen = mstat_wsection_begin(
+		slot, mstat_writer_config.epoch, mstat_writer_config.fenced);
+
+	for (unsigned row = 0; row < MSTAT_ROWS(MSTAT_CLASS_COUNT); row++) {
+		bool any = false;
+		for (unsigned k = 0; k < MSTAT_ROW_COUNTERS; k++) {
+			mstat_wsection_add(gen, row, k, acc[row][k]);
+			any |= acc[row][k] != 0;
+		}
+		if (any && row < MSTAT_CLASS_COUNT)
+			mstat_wsection_touch(slot, row);
+	}
+	mstat_wsection_end(slot);
+}
+
+static void
+add_into(mstat_rows to, mstat_rows from)
+{
+	for (unsigned row = 0; row < MSTAT_ROWS(MSTAT_CLASS_COUNT); row++)
+		for (unsigned k = 0; k < MSTAT_ROW_COUNTERS; k++)
+			to[row][k] += from[row][k];
 }
 
 static void
@@ -99,7 +144,7 @@ count_shared(enum mstat_op op, uint64_t freed, uint64_t size, uint64_t requested
 		mstat_count_on(mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT),
 			       op, freed, size, requested);
 	else if (!proc.disabled)
-		count_early(op, freed, size, requested);
+		count_into(proc.early, op, freed, size, requested);
 	pthread_mutex_unlock(&proc.shared_lock);
 }
 
@@ -178,6 +223,10 @@ mstat_count_slow(enum mstat_op op, uint64_t freed, uint64_t size,
 {
 	if (proc.disabled)
 		return;
+	if (thread_forking) {
+		count_into(proc.forking, op, freed, size, requested);
+		return;
+	}
 	/* (R) acquire: pairs with the release in start(); the segment and
 	 * mstat_writer_config are complete once ready is seen. */
 	if (thread_state == THREAD_NEW &&
@@ -266,21 +315,11 @@ start(void)
 
 	pthread_mutex_lock(&proc.shared_lock);
 	proc.seg = seg;
-	struct mstat_shm_slot *shared = mstat_segment_slot(&seg, MSTAT_SHARED_SLOT);
-	for (unsigned row = 0; row < MSTAT_ROWS(MSTAT_CLASS_COUNT); row++) {
-		bool any = false;
-		for (unsigned k = 0; k < MSTAT_ROW_COUNTERS; k++) {
-			/* Generation 0 of a slot no reader can see yet. */
-			atomic_store_explicit(&shared->acc[(size_t)row * MSTAT_ROW_STRIDE + k],
-					      proc.early[row][k], memory_order_relaxed);
-			any |= proc.early[row][k] != 0;
-		}
-		if (any && row < MSTAT_CLASS_COUNT)
-			mstat_wsection_touch(shared, row);
-	}
-	memset(proc.early, 0, sizeof(proc.early));
 	mstat_writer_config.epoch = &seg.hdr->epoch;
 	mstat_writer_config.fenced = mode == MSTAT_MODE_FENCED;
+	/* A section on a segment no reader can see yet: epoch 0, gen 0. */
+	add_rows(mstat_segment_slot(&seg, MSTAT_SHARED_SLOT), proc.early);
+	memset(proc.early, 0, sizeof(proc.early));
 	mstat_segment_publish(&seg);
 	/* (R) release: pairs with the acquire in mstat_count_slow(). */
 	atomic_store_explicit(&proc.ready, 1, memory_order_release);
@@ -289,56 +328,99 @@ start(void)
 		 seg.shm_name, mode == MSTAT_MODE_FENCED ? "fenced" : "membarrier");
 }
 
+/*
+ * Across fork(), the forking thread counts into proc.forking, from our
+ * prepare handler to our parent or child handler.  Handlers of other
+ * libraries may allocate in between, on either side: in the child, those
+ * registered before ours run before ours, while the thread's slot pointer
+ * still points into the parent's segment, which the child shares.  Writing
+ * there would make two writers of one slot.  No lock is held across fork
+ * either (a prepare handler that runs after ours and allocates on a thread
+ * without a slot would otherwise deadlock on shared_lock).  fork_lock only
+ * keeps two threads forking at once from sharing proc.forking; it is never
+ * taken while counting.
+ *
+ * The child's counts start from the heap it inherits: per class, the live
+ * objects and bytes of the parent as allocations.  They are added up here,
+ * before the fork, into process memory the child gets a copy of: the
+ * segment itself is shared, and by the time the child could read it the
+ * parent has moved on.  Exact when the parent has one thread.  Otherwise
+ * what other threads count between this handler and the fork itself is
+ * missing or partly there, and slots are read at slightly different
+ * moments; live counts are kept from going below zero.
+ */
 static void
 fork_prepare(void)
 {
-	/* Nobody is in the shared slot or in `early` while the process is
-	 * copied. */
-	pthread_mutex_lock(&proc.shared_lock);
+	pthread_mutex_lock(&proc.fork_lock);
+	memset(proc.forking, 0, sizeof(proc.forking));
+	memset(proc.inherit, 0, sizeof(proc.inherit));
+	if (atomic_load_explicit(&proc.ready, memory_order_acquire)) {
+		struct mstat_shm_header *h = proc.seg.hdr;
+		uint32_t used = atomic_load_explicit(&h->slots_used,
+						     memory_order_relaxed);
+		if (used > proc.slot_count)
+			used = proc.slot_count;
+		for (unsigned g = 0; g < MSTAT_GENS; g++)
+			mstat_sum_generation((const unsigned char *)h + h->slots_offset,
+					     h->slot_size, used, MSTAT_CLASS_COUNT, g,
+					     proc.inherit);
+	}
+	slot_before_fork = mstat_thread_slot;
+	mstat_thread_slot = NULL;
+	thread_forking = true;
 }
 
 static void
 fork_parent(void)
 {
-	pthread_mutex_unlock(&proc.shared_lock);
+	thread_forking = false;
+	mstat_thread_slot = slot_before_fork;
+	if (mstat_thread_slot) {
+		add_rows(mstat_thread_slot, proc.forking);
+	} else {
+		pthread_mutex_lock(&proc.shared_lock);
+		if (atomic_load_explicit(&proc.ready, memory_order_relaxed))
+			add_rows(mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT),
+				 proc.forking);
+		else if (!proc.disabled)
+			add_into(proc.early, proc.forking);
+		pthread_mutex_unlock(&proc.shared_lock);
+	}
+	pthread_mutex_unlock(&proc.fork_lock);
 }
 
-/*
- * The child must not write into its parent's segment (its slots belong to
- * the parent's threads).  It makes its own, whose counts start from the
- * heap it inherited: per class, the parent's live objects and bytes as
- * allocations.  Exact when the parent had one thread; otherwise each other
- * parent thread can have been inside one section at the fork, so each class
- * is off by at most one allocation per such thread.
- */
+/* The child must not write into its parent's segment (its slots belong to
+ * the parent's threads): it makes its own, starting from proc.inherit and
+ * what was counted while forking. */
 static void
 fork_child(void)
 {
-	uint64_t sum[MSTAT_ROWS(MSTAT_CLASS_COUNT)][MSTAT_ROW_COUNTERS];
-
+	/* Whoever held these in the parent does not exist here. */
 	pthread_mutex_init(&proc.shared_lock, NULL);
+	pthread_mutex_init(&proc.fork_lock, NULL);
 	pthread_mutex_init(&proc.self_lock, NULL);
+	thread_forking = false;
+	mstat_thread_slot = NULL;
 	proc.self_reader = NULL; /* the parent's; its memory is ours to leak */
-	if (proc.disabled || !atomic_load_explicit(&proc.ready, memory_order_relaxed))
-		return; /* counting into `early` still; start() will fold it */
+	if (proc.disabled)
+		return;
+	add_into(proc.early, proc.forking);
+	if (!atomic_load_explicit(&proc.ready, memory_order_relaxed))
+		return; /* start() will fold `early` */
 
-	struct mstat_shm_header *h = proc.seg.hdr;
-	memset(sum, 0, sizeof(sum));
-	uint32_t used = atomic_load_explicit(&h->slots_used, memory_order_relaxed);
-	for (unsigned g = 0; g < MSTAT_GENS; g++)
-		mstat_sum_generation((const unsigned char *)h + h->slots_offset,
-				     h->slot_size, used, MSTAT_CLASS_COUNT, g, sum);
 	for (unsigned c = 0; c < MSTAT_CLASS_COUNT; c++) {
-		proc.early[c][MSTAT_C_ALLOC_COUNT] =
-			sum[c][MSTAT_C_ALLOC_COUNT] - sum[c][MSTAT_C_FREE_COUNT];
-		proc.early[c][MSTAT_C_ALLOC_BYTES] =
-			sum[c][MSTAT_C_ALLOC_BYTES] - sum[c][MSTAT_C_FREE_BYTES];
+		uint64_t *in = proc.inherit[c];
+		if (in[MSTAT_C_ALLOC_COUNT] > in[MSTAT_C_FREE_COUNT])
+			proc.early[c][MSTAT_C_ALLOC_COUNT] +=
+				in[MSTAT_C_ALLOC_COUNT] - in[MSTAT_C_FREE_COUNT];
+		if (in[MSTAT_C_ALLOC_BYTES] > in[MSTAT_C_FREE_BYTES])
+			proc.early[c][MSTAT_C_ALLOC_BYTES] +=
+				in[MSTAT_C_ALLOC_BYTES] - in[MSTAT_C_FREE_BYTES];
 	}
-
 	atomic_store_explicit(&proc.ready, 0, memory_order_relaxed);
 	mstat_segment_forget(&proc.seg);
 	memset((void *)proc.busy, 0, sizeof(proc.busy));
-	mstat_thread_slot = NULL;
 	thread_state = THREAD_NEW;
 	start();
 }
