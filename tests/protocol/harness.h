@@ -45,7 +45,8 @@ void writer_finish(struct writer *w);
 void expect_truth(const struct mstat_snapshot *s, const struct writer *w);
 
 /* A snapshot, retried while a writer thread is merely descheduled
- * inside a section (-EAGAIN) for up to ~10 s; asserts success. */
+ * inside a section (-EAGAIN) or another reader holds the segment (-EBUSY);
+ * asserts success within 1000 tries. */
 void snapshot_ok(struct mstat_reader *r, struct mstat_snapshot *s);
 
 /* The first class the writers use; classes below it are left to malloc. */

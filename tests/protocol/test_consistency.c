@@ -104,7 +104,7 @@ read_pairs_until(struct writer *w, size_t n, unsigned long min_sections,
 			break;
 		mstat_reader_snapshot_many(rs, n, snaps, rcs, 10000);
 		for (size_t i = 0; i < n; i++) {
-			if (rcs[i] == -EAGAIN)
+			if (rcs[i] == -EAGAIN || rcs[i] == -EBUSY)
 				continue;
 			if (rcs[i] != 0)
 				fail_msg("%s", mstat_reader_error(rs[i]));
@@ -163,7 +163,7 @@ frees_never_precede_their_allocations(void **state)
 	writer_go(&w);
 	while (!writer_poll_done(&w)) {
 		int rc = mstat_reader_snapshot(w.r, &s);
-		if (rc == -EAGAIN)
+		if (rc == -EAGAIN || rc == -EBUSY)
 			continue;
 		if (rc != 0)
 			fail_msg("%s", mstat_reader_error(w.r));
