@@ -191,8 +191,8 @@ def test_lifecycle():
     top = subprocess.Popen([TOP, "-b", "-o", "json", "-d", "0.2", "-n",
                             str(TIMEOUT * 5),
                             "--linger", "0.6", "-F", TAG + "-life"],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    children.append(top)
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    children.append(top)  # stderr unread: a pipe would fill and block it
     seen = []   # b's state per tick, None when absent
     b = None
     rates = []
@@ -247,8 +247,8 @@ def test_exec():
     t = Target("exec", TAG + "-exec")
     top = subprocess.Popen([TOP, "-b", "-o", "json", "-d", "0.2", "-n",
                             str(TIMEOUT * 5), "-p", str(t.pid)],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    children.append(top)
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    children.append(top)  # stderr unread: a pipe would fill and block it
     after = 0
     try:
         for line in top.stdout:
