@@ -164,10 +164,11 @@ attach(struct mstat_top *top, const char *name, uint64_t dir_ino)
 		 (unsigned long long)t->ino);
 	t->in_scan = true;
 	if (!pin_process(t, in->start_time)) {
-		/* Its process is gone: read it once, then it shows as stale
-		 * (or exited, if it got that far). */
+		/* Its process is gone: read it once, then it shows as stale,
+		 * even if it got as far as exiting: nobody will unlink it. */
 		t->gone = true;
 		t->final_read = true;
+		t->dead_at_attach = true;
 		t->gone_ns = mstat_top_now_ns();
 	}
 	mstat_reader_set_wait_budget(r, top->opt.wait_budget_us);

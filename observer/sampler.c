@@ -141,8 +141,15 @@ live_of(const struct mstat_top_target *t, int rc,
 {
 	bool exiting = s->have_snap && s->snap.state == MSTAT_EXITING;
 
+	/* Exited: we saw it run and then go, after it began to exit.  A
+	 * segment whose process was gone before we attached is a leftover
+	 * (killed, or left on purpose, as mstat-run's MSTAT_KEEP_PID does,
+	 * by a process that then died): stale, so that --gc removes it,
+	 * where an exited one would be detached, found again by the next
+	 * scan and shown as exited again, forever. */
 	if (t->gone)
-		return exiting ? MSTAT_LIVE_EXITED : MSTAT_LIVE_STALE;
+		return exiting && !t->dead_at_attach ? MSTAT_LIVE_EXITED
+						     : MSTAT_LIVE_STALE;
 	if (rc == -EAGAIN)
 		return MSTAT_LIVE_STALLED;
 	if (rc == -EBUSY)

@@ -68,6 +68,7 @@ struct mstat_top_target {
 	bool in_scan;               /* its name was in the last scan */
 	bool gone;                  /* the process is gone: nothing to read */
 	bool final_read;            /* gone, but not read since */
+	bool dead_at_attach;        /* gone before we saw it run: a leftover */
 	uint64_t gone_ns;           /* when it was found gone */
 };
 

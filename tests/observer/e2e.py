@@ -401,6 +401,31 @@ def test_gc():
     alive.stop()
 
 
+def test_leftover():
+    """A segment left by a process that began to exit but never unlinked
+    it (mstat-run's MSTAT_KEEP_PID, then nobody read it) is stale on
+    every tick, not an exited row that goes and comes back, and --gc
+    removes it."""
+    e = dict(os.environ, MSTAT_NAME=TAG + "-kept")
+    p = subprocess.Popen(["sh", "-c", 'MSTAT_KEEP_PID=$$ exec "$0" fixed',
+                          TARGET], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, env=e)
+    children.append(p)
+    check(p.stdout.readline() == b"ready\n", "started")
+    p.stdin.close()
+    check(p.wait(timeout=TIMEOUT) == 0, "exited cleanly")
+    check(segments_of(p.pid), "the segment was kept")
+    out, _ = run_top("-o", "json", "-n", "6", "-d", "0.2", "--linger", "0.2",
+                     "-p", str(p.pid))
+    for tick in ticks(out):
+        rows = [r for r in tick["processes"] if r["name"] == TAG + "-kept"]
+        check([r["state"] for r in rows] == ["stale"],
+              "tick %d: %r" % (tick["tick"], rows))
+    r = subprocess.run([TOP, "--gc", "-p", str(p.pid)], stderr=subprocess.PIPE,
+                       stdout=subprocess.PIPE, timeout=TIMEOUT)
+    check(r.returncode == 0 and not segments_of(p.pid), "--gc removed it")
+
+
 def documented_fields(doc):
     """Field names from the tables of docs/mstat-top-json.md, by section."""
     fields = {}
