@@ -23,6 +23,7 @@
 #include "name.h"
 #include "reader.h"
 #include "top.h"
+#include "tsan.h"
 
 #define SHM_DIR "/dev/shm"
 
@@ -44,6 +45,7 @@ mstat_top_note(struct mstat_top *top, const char *fmt, ...)
 		return;
 	s->seq = ++top->status_seq;
 	snprintf(s->line, sizeof(s->line), "%s", line);
+	MSTAT_PUBLISHING(s);
 	rcu_assign_pointer(top->status, s);
 	if (old)
 		call_rcu(&old->rcu, mstat_top_status_free);
@@ -172,6 +174,7 @@ attach(struct mstat_top *top, const char *name, uint64_t dir_ino)
 		t->gone_ns = mstat_top_now_ns();
 	}
 	mstat_reader_set_wait_budget(r, top->opt.wait_budget_us);
+	MSTAT_PUBLISHING(t);
 	cds_list_add_tail_rcu(&t->node, &top->targets);
 }
 

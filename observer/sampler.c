@@ -16,6 +16,7 @@
 
 #include "reader.h"
 #include "top.h"
+#include "tsan.h"
 
 uint64_t
 mstat_top_now_ns(void)
@@ -190,6 +191,7 @@ publish(struct mstat_top *top, size_t i, uint64_t t_ns)
 	s->live = live_of(t, rc, s);
 	/* Publishes the filled sample: pairs with rcu_dereference() in
 	 * mstat_top_collect(). */
+	MSTAT_PUBLISHING(s);
 	rcu_assign_pointer(t->sample, s);
 	if (old)
 		call_rcu(&old->rcu, free_sample);
@@ -312,9 +314,11 @@ mstat_top_collect(struct mstat_top *top, struct mstat_model *m,
 
 	rcu_read_lock();
 	cds_list_for_each_entry_rcu(t, &top->targets, node) {
+		MSTAT_RECEIVED(t);
 		const struct mstat_top_sample *s = rcu_dereference(t->sample);
 		if (!s)
 			continue; /* not read yet */
+		MSTAT_RECEIVED(s);
 		if (n == sc->cap) {
 			size_t cap = sc->cap ? 2 * sc->cap : 16;
 			void *p = realloc(sc->in, cap * sizeof(*sc->in));
@@ -350,6 +354,7 @@ mstat_top_status(struct mstat_top *top, char *buf, size_t len)
 	rcu_read_lock();
 	const struct mstat_top_status *s = rcu_dereference(top->status);
 	if (s) {
+		MSTAT_RECEIVED(s);
 		snprintf(buf, len, "%s", s->line);
 		seq = s->seq;
 	} else if (len) {
