@@ -203,3 +203,17 @@ snapshot_ok(struct mstat_reader *r, struct mstat_snapshot *s)
 	}
 	fail_msg("snapshot stalled 1000 times: %s", mstat_reader_error(r));
 }
+
+void
+check_pairs(const struct mstat_snapshot *s)
+{
+	const struct mstat_counts *f = &s->classes[MSTAT_HUGE_CLASS];
+	const struct mstat_counts *a = &s->classes[MSTAT_HUGE_CLASS - 1];
+
+	if (f->free_count != a->alloc_count ||
+	    f->free_bytes != a->alloc_bytes + a->alloc_count)
+		fail_msg("torn snapshot at epoch %llu: %llu frees, %llu allocs",
+			 (unsigned long long)s->epoch,
+			 (unsigned long long)f->free_count,
+			 (unsigned long long)a->alloc_count);
+}

@@ -49,6 +49,11 @@ void expect_truth(const struct mstat_snapshot *s, const struct writer *w);
  * asserts success within 1000 tries. */
 void snapshot_ok(struct mstat_reader *r, struct mstat_snapshot *s);
 
+/* Asserts a snapshot of a `pairs` writer is whole: its section frees
+ * 2^40 + 1 bytes (the huge class) and allocates 2^40 (class 144); counters
+ * wrap at 2^64, and the check holds modulo 2^64. */
+void check_pairs(const struct mstat_snapshot *s);
+
 /* The first class the writers use; classes below it are left to malloc. */
 #define TEST_FIRST_CLASS (mstat_size_class((UINT64_C(1) << 36) + 1))
 

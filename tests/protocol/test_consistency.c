@@ -35,22 +35,6 @@ sections(unsigned long dflt)
 	return s && *s ? strtoul(s, NULL, 10) : dflt;
 }
 
-/* The writer's `pairs` section: a free of 2^40 + 1 bytes (the huge class)
- * and an allocation of 2^40 (class 144), always together. */
-static void
-check_pairs(const struct mstat_snapshot *s)
-{
-	const struct mstat_counts *f = &s->classes[MSTAT_HUGE_CLASS];
-	const struct mstat_counts *a = &s->classes[MSTAT_HUGE_CLASS - 1];
-
-	if (f->free_count != a->alloc_count ||
-	    f->free_bytes != a->alloc_bytes + a->alloc_count)
-		fail_msg("torn snapshot at epoch %llu: %llu frees, %llu allocs",
-			 (unsigned long long)s->epoch,
-			 (unsigned long long)f->free_count,
-			 (unsigned long long)a->alloc_count);
-}
-
 /* The `handoff` writer allocates and frees test sizes, one per class.
  * Counters wrap at 2^64 (these sizes reach it in the stress suite), so
  * bytes are checked against counts modulo 2^64 and order on counts. */

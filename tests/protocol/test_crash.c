@@ -52,10 +52,13 @@ kill_at(enum mstat_read_step s, void *arg)
 		raise(SIGKILL);
 }
 
-/* Forks a reader of `pid` that dies at `kp`; true if it did die there
- * (a read that needs no catching up never reaches CAUGHT_UP). */
+/* Forks a reader of `pid` that dies at `kp` if its read gets there, and
+ * says whether it died.  With `retry`, a read that finds a stalled slot is
+ * tried again until it ends; without, the reader reads once (a read that
+ * needs no catching up never reaches CAUGHT_UP; one that finds a stalled
+ * slot stops before BASE_READ). */
 static bool
-reader_killed_at(pid_t pid, struct kill_point kp)
+reader_killed_at(pid_t pid, struct kill_point kp, bool retry)
 {
 	pid_t child = fork();
 	int status;
@@ -64,14 +67,16 @@ reader_killed_at(pid_t pid, struct kill_point kp)
 	if (child == 0) {
 		struct mstat_reader *r;
 		struct mstat_snapshot s;
+		int rc;
 		if (mstat_reader_open_pid(&r, pid, NULL, 0) < 0)
 			_exit(10);
+		if (!retry)
+			mstat_reader_set_wait_budget(r, 1000);
 		armed = kp;
 		mstat_reader_set_step_hook(kill_at, NULL);
-		int rc;
-		while ((rc = mstat_reader_snapshot(r, &s)) == -EAGAIN)
+		while ((rc = mstat_reader_snapshot(r, &s)) == -EAGAIN && retry)
 			memset(reached, 0, sizeof(reached));
-		_exit(rc == 0 ? 0 : 11);
+		_exit(rc == 0 || !retry ? 0 : 11);
 	}
 	assert_int_equal(waitpid(child, &status, 0), child);
 	if (WIFSIGNALED(status)) {
@@ -81,19 +86,6 @@ reader_killed_at(pid_t pid, struct kill_point kp)
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
 	return false;
-}
-
-static void
-check_pairs(const struct mstat_snapshot *s)
-{
-	const struct mstat_counts *f = &s->classes[MSTAT_HUGE_CLASS];
-	const struct mstat_counts *a = &s->classes[MSTAT_HUGE_CLASS - 1];
-
-	if (f->free_count != a->alloc_count)
-		fail_msg("torn snapshot at epoch %llu: %llu frees, %llu allocs",
-			 (unsigned long long)s->epoch,
-			 (unsigned long long)f->free_count,
-			 (unsigned long long)a->alloc_count);
 }
 
 static void
@@ -110,8 +102,8 @@ reader_killed_at_every_pair_of_steps(void **state)
 	writer_go(&w);
 	for (size_t i = 0; i < NPOINTS; i++) {
 		for (size_t j = 0; j < NPOINTS; j++) {
-			kills[i] += reader_killed_at(w.pid, points[i]);
-			kills[j] += reader_killed_at(w.pid, points[j]);
+			kills[i] += reader_killed_at(w.pid, points[i], true);
+			kills[j] += reader_killed_at(w.pid, points[j], true);
 			/* The next reader, in this process, is whole and goes
 			 * forward from where the dead ones left. */
 			snapshot_ok(w.r, &s);
@@ -170,26 +162,6 @@ readers_killed_at_random_moments(void **state)
 	writer_finish(&w);
 }
 
-/* Forks a reader that reads once and dies at `kp` if it gets there. */
-static void
-reader_once_killed_at(pid_t pid, struct kill_point kp)
-{
-	pid_t child = fork();
-
-	assert_true(child >= 0);
-	if (child == 0) {
-		struct mstat_reader *r;
-		struct mstat_snapshot s;
-		if (mstat_reader_open_pid(&r, pid, NULL, 0) < 0)
-			_exit(10);
-		mstat_reader_set_wait_budget(r, 1000);
-		armed = kp;
-		mstat_reader_set_step_hook(kill_at, NULL);
-		_exit(mstat_reader_snapshot(r, &s) == 0 ? 0 : 11);
-	}
-	assert_int_equal(waitpid(child, NULL, 0), child);
-}
-
 static struct writer *resumed;
 
 /* At BASE_READ: let the stopped writer finish its section now. */
@@ -221,8 +193,8 @@ catching_up_waits_for_a_dead_readers_writers(void **state)
 	assert_true(WIFSTOPPED(status));
 	/* Two readers rotate and die before their handshake ends (the
 	 * second, catching up, cannot pass the stopped writer). */
-	reader_once_killed_at(w.pid, rotated);
-	reader_once_killed_at(w.pid, rotated);
+	reader_killed_at(w.pid, rotated, false);
+	reader_killed_at(w.pid, rotated, false);
 	/* A third read: if it read its base without catching up, that base
 	 * is the stopped section's generation; the section ends right after
 	 * (the hook), and the snapshot would hold half of it. */
