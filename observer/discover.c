@@ -51,26 +51,35 @@ mstat_top_note(struct mstat_top *top, const char *fmt, ...)
 		call_rcu(&old->rcu, mstat_top_status_free);
 }
 
+/* With -p, whether a name in /dev/shm is of a pid asked for: cheap, for
+ * every name on every tick (a binary search). */
 static bool
-wanted(const struct mstat_top *top, const char *name)
+pid_wanted(const struct mstat_top *top, const char *name)
 {
 	pid_t pid;
 	uint64_t start;
 
 	if (top->opt.npids == 0)
 		return true;
+	return mstat_shm_parse_name(name, &pid, &start) == 0 &&
+	       bsearch(&pid, top->pids, top->opt.npids, sizeof(pid_t),
+		       mstat_top_cmp_pid) != NULL;
+}
+
+/* With -p, before attaching: -p names processes.  While the pid runs, only
+ * its own segment, not one an earlier process with the same pid left
+ * behind; once it is gone, whatever it left. */
+static bool
+process_wanted(const struct mstat_top *top, const char *name)
+{
+	pid_t pid;
+	uint64_t start, now;
+
+	if (top->opt.npids == 0)
+		return true;
 	if (mstat_shm_parse_name(name, &pid, &start) < 0)
 		return false;
-	for (size_t i = 0; i < top->opt.npids; i++) {
-		if (top->opt.pids[i] != pid)
-			continue;
-		/* -p names processes: while the pid runs, only its own
-		 * segment, not one an earlier process with the same pid left
-		 * behind; once it is gone, whatever it left. */
-		uint64_t now;
-		return mstat_proc_start_time(pid, &now) < 0 || now == start;
-	}
-	return false;
+	return mstat_proc_start_time(pid, &now) < 0 || now == start;
 }
 
 static struct mstat_top_refusal *
@@ -212,11 +221,13 @@ mstat_discover_scan(struct mstat_top *top)
 
 		if (strncmp(name, MSTAT_SHM_PREFIX, strlen(MSTAT_SHM_PREFIX)) != 0)
 			continue;
+		if (!pid_wanted(top, name))
+			continue;
 		if ((t = find_target(top, name, ino))) {
 			t->in_scan = true;
 			continue;
 		}
-		if (!wanted(top, name))
+		if (!process_wanted(top, name))
 			continue;
 		struct mstat_top_refusal *f = find_refusal(top, name, ino);
 		if (f && f->rc != -EAGAIN) {

@@ -28,15 +28,33 @@ mstat_top_now_ns(void)
 }
 
 int
+mstat_top_cmp_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+int
 mstat_top_init(struct mstat_top *top, const struct mstat_top_options *opt)
 {
 	memset(top, 0, sizeof(*top));
 	top->opt = *opt;
 	CDS_INIT_LIST_HEAD(&top->targets);
 	atomic_init(&top->interval_ms, opt->interval_ms);
+	top->wake_fd = -1;
+	if (opt->npids) {
+		top->pids = malloc(opt->npids * sizeof(pid_t));
+		if (!top->pids)
+			return -ENOMEM;
+		memcpy(top->pids, opt->pids, opt->npids * sizeof(pid_t));
+		qsort(top->pids, opt->npids, sizeof(pid_t), mstat_top_cmp_pid);
+	}
 	top->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (top->wake_fd < 0)
+	if (top->wake_fd < 0) {
+		free(top->pids);
 		return -errno;
+	}
 	return 0;
 }
 
@@ -299,6 +317,7 @@ mstat_top_fini(struct mstat_top *top)
 	free(top->snaps);
 	free(top->rcs);
 	free(top->refused);
+	free(top->pids);
 	if (top->wake_fd >= 0)
 		close(top->wake_fd);
 	top->wake_fd = -1;

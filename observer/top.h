@@ -112,6 +112,7 @@ struct mstat_top {
 	int wake_fd;                    /* eventfd */
 
 	/* The sampler's own. */
+	pid_t *pids;                    /* opt.pids, sorted */
 	pthread_t thread;
 	bool thread_started;
 	struct mstat_top_refusal *refused;
@@ -123,6 +124,9 @@ struct mstat_top {
 	int *rcs;
 	uint64_t status_seq;
 };
+
+/* Orders pids, for qsort() and bsearch(). */
+int mstat_top_cmp_pid(const void *a, const void *b);
 
 /* 0 or -errno.  Does not start a thread. */
 int mstat_top_init(struct mstat_top *top, const struct mstat_top_options *opt);
