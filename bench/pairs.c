@@ -151,15 +151,12 @@ slot_adds(struct mstat_shm_slot *slot, _Atomic uint64_t *gen, int op,
 {
 	unsigned c = mstat_size_class(size);
 
-	mstat_wsection_touch(slot, c);
 	if (op == 0) {
-		mstat_wsection_add(gen, c, MSTAT_C_ALLOC_COUNT, 1);
-		mstat_wsection_add(gen, c, MSTAT_C_ALLOC_BYTES, size);
+		mstat_wsection_count(slot, gen, c, MSTAT_C_ALLOC_COUNT, size);
 		mstat_wsection_add(gen, MSTAT_CLASS_COUNT, MSTAT_T_REQUESTED_BYTES,
 				   size);
 	} else {
-		mstat_wsection_add(gen, c, MSTAT_C_FREE_COUNT, 1);
-		mstat_wsection_add(gen, c, MSTAT_C_FREE_BYTES, size);
+		mstat_wsection_count(slot, gen, c, MSTAT_C_FREE_COUNT, size);
 	}
 }
 

@@ -93,9 +93,7 @@ one_section(struct worker *w, enum kind k, size_t size)
 		gen = mstat_wsection_begin(w->slot, w->epoch, k == K_FENCED);
 		break;
 	}
-	mstat_wsection_touch(w->slot, c);
-	mstat_wsection_add(gen, c, MSTAT_C_ALLOC_COUNT, 1);
-	mstat_wsection_add(gen, c, MSTAT_C_ALLOC_BYTES, size);
+	mstat_wsection_count(w->slot, gen, c, MSTAT_C_ALLOC_COUNT, size);
 	mstat_wsection_add(gen, MSTAT_CLASS_COUNT, MSTAT_T_REQUESTED_BYTES, size);
 	if (k != K_FLOOR)
 		mstat_wsection_end(w->slot);
