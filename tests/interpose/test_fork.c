@@ -71,10 +71,13 @@ rsnap(struct mstat_reader *r, struct mstat_snapshot *s)
 		fail_msg("snapshot: %s", mstat_reader_error(r));
 }
 
-/* A child dies with the test, even one that fails half-way. */
+/* A child dies with the test, even one that fails half-way.  Children
+ * end with exit(), so that the library's exit handler unlinks their
+ * segments; stdio is flushed first so nothing buffered prints twice. */
 static pid_t
 fork_child(void)
 {
+	fflush(NULL);
 	pid_t pid = fork();
 
 	if (pid == 0)
@@ -123,7 +126,7 @@ test_fork_child_starts_from_inherited_heap(void **state)
 			mine[i] = malloc(CHILD_SIZE);
 		put(up[1], mine[99] ? 'd' : 'x');
 		get(down[0]);
-		_exit(0);
+		exit(0);
 	}
 	assert_int_equal(get(up[0]), 'r');
 
@@ -206,9 +209,9 @@ test_fork_of_threaded_parent_within_bound(void **state)
 		if (pid == 0) {
 			struct mstat_snapshot *s = &sc0;
 			if (self_snapshot(s) != 0)
-				_exit(2);
+				exit(2);
 			uint64_t live = mstat_live_objects(&s->classes[c]);
-			_exit(live + 2 >= HELD && live <= HELD + 2 + 2 &&
+			exit(live + 2 >= HELD && live <= HELD + 2 + 2 &&
 					      s->classes[c].free_count == 0
 				      ? 0 : 1);
 		}
