@@ -81,6 +81,7 @@ static struct {
 	pid_t keep_pid;  /* MSTAT_KEEP_PID: this pid leaves its segment at exit */
 	pthread_mutex_t self_lock;  /* guards self_reader */
 	struct mstat_reader *self_reader;
+	struct mstat_reader *parent_reader; /* a fork child's, unmapped */
 } proc = {
 	.shared_lock = PTHREAD_MUTEX_INITIALIZER,
 	.fork_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -396,17 +397,29 @@ fork_parent(void)
 static void
 fork_child(void)
 {
+	bool was_ready = atomic_load_explicit(&proc.ready, memory_order_relaxed);
+
+	/* From here until start(), counts go to `early`, never to the
+	 * parent's segment. */
+	atomic_store_explicit(&proc.ready, 0, memory_order_relaxed);
+	thread_forking = false;
+	thread_state = THREAD_NEW;
+	mstat_thread_slot = NULL;
+	/* The parent's reader of itself: drop the copies of its mapping and
+	 * fd, keep its memory (inherited heap, still reachable from here). */
+	if (proc.self_reader) {
+		mstat_reader_unmap(proc.self_reader);
+		proc.parent_reader = proc.self_reader;
+		proc.self_reader = NULL;
+	}
 	/* Whoever held these in the parent does not exist here. */
 	pthread_mutex_init(&proc.shared_lock, NULL);
 	pthread_mutex_init(&proc.fork_lock, NULL);
 	pthread_mutex_init(&proc.self_lock, NULL);
-	thread_forking = false;
-	mstat_thread_slot = NULL;
-	proc.self_reader = NULL; /* the parent's; its memory is ours to leak */
 	if (proc.disabled)
 		return;
 	add_into(proc.early, proc.forking);
-	if (!atomic_load_explicit(&proc.ready, memory_order_relaxed))
+	if (!was_ready)
 		return; /* start() will fold `early` */
 
 	for (unsigned c = 0; c < MSTAT_CLASS_COUNT; c++) {
@@ -418,10 +431,8 @@ fork_child(void)
 			proc.early[c][MSTAT_C_ALLOC_BYTES] +=
 				in[MSTAT_C_ALLOC_BYTES] - in[MSTAT_C_FREE_BYTES];
 	}
-	atomic_store_explicit(&proc.ready, 0, memory_order_relaxed);
 	mstat_segment_forget(&proc.seg);
 	memset((void *)proc.busy, 0, sizeof(proc.busy));
-	thread_state = THREAD_NEW;
 	start();
 }
 

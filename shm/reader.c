@@ -99,8 +99,8 @@ slot_at(const struct mstat_reader *r, uint32_t i)
 
 /* ---- open and close ---- */
 
-static void
-unmap(struct mstat_reader *r)
+void
+mstat_reader_unmap(struct mstat_reader *r)
 {
 	if (r->data)
 		munmap((void *)r->data, r->size - MSTAT_PAGE);
@@ -215,7 +215,7 @@ mstat_reader_open_name(struct mstat_reader **out, const char *shm_name,
 	rc = attach(r, shm_name);
 	if (rc < 0) {
 		copy_err(err, errlen, r->err);
-		unmap(r);
+		mstat_reader_unmap(r);
 		free(r);
 		return rc;
 	}
@@ -284,7 +284,7 @@ mstat_reader_close(struct mstat_reader *r)
 {
 	if (!r || r->magic != MSTAT_READER_MAGIC)
 		return;
-	unmap(r);
+	mstat_reader_unmap(r);
 	r->magic = 0;
 	free(r);
 }

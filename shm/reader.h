@@ -63,6 +63,12 @@ enum mstat_read_step {
 void mstat_reader_set_step_hook(void (*hook)(enum mstat_read_step, void *),
 				void *arg);
 
+/* Unmaps a reader's segment and closes its fd, keeping the reader's
+ * memory (a fork child drops its parent's reader this way: the memory is
+ * inherited heap, and freeing it would count a free the child never
+ * made).  Only mstat_reader_close() may follow. */
+void mstat_reader_unmap(struct mstat_reader *r);
+
 /* Lock, catch up with a reader that died mid-read (waiting for it at most
  * `catchup_budget_us`), read the base generation and rotate.  0, or -EBUSY
  * (another reader holds the lock; not waited for), -EAGAIN (catching up
