@@ -194,6 +194,8 @@ glibc_layout_holds(void)
 static bool
 resolve(void)
 {
+	/* Acquire: pairs with the releases below (NEXT_FAILED, and the
+	 * publication of the resolved pointers); a state seen is complete. */
 	int s = atomic_load_explicit(&next.state, memory_order_acquire);
 
 	if (s != NEXT_NONE || resolving)
@@ -214,6 +216,7 @@ resolve(void)
 			"mstatshm: no next malloc to forward to (RTLD_NEXT); "
 			"serving a small static arena only\n";
 		(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
+		/* Release: pairs with the acquire loads of next.state. */
 		atomic_store_explicit(&next.state, NEXT_FAILED, memory_order_release);
 		return false;
 	}
@@ -314,6 +317,8 @@ unsized_note(void *p, size_t requested)
 	for (unsigned i = 0; i < UNSIZED_MAX; i++) {
 		unsigned k = (h + i) & (UNSIZED_MAX - 1);
 		void *cur = atomic_load_explicit(&unsized[k].p, memory_order_relaxed);
+		/* The CAS acquires: pairs with the release in unsized_forget(),
+		 * so the entry's old size was read before it is reused. */
 		if ((cur != NULL && cur != UNSIZED_GONE) ||
 		    !atomic_compare_exchange_strong_explicit(
 			    &unsized[k].p, &cur, p, memory_order_acquire,

@@ -284,6 +284,8 @@ run_interactive(struct mstat_top *top, const struct options *o)
 		return 1;
 	}
 	while (!ui.quit) {
+		/* Acquire: pairs with the sampler's release at the end of a
+		 * tick; that tick's published samples are then visible. */
 		uint64_t ticks = atomic_load_explicit(&top->ticks,
 						      memory_order_acquire);
 		if (!ui.paused && ticks != seen_ticks) {

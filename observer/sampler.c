@@ -251,6 +251,8 @@ mstat_top_tick(struct mstat_top *top)
 		if (t->gone && t->sample && t->sample->live == MSTAT_LIVE_EXITED &&
 		    t_ns - t->gone_ns >= top->opt.linger_ns)
 			mstat_discover_detach(top, t);
+	/* Release: the tick is complete; pairs with the view's acquire load
+	 * of ticks (observer/main.c), which then redraws. */
 	atomic_fetch_add_explicit(&top->ticks, 1, memory_order_release);
 }
 
