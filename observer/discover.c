@@ -359,5 +359,33 @@ mstat_discover_gc(struct mstat_top *top)
 		mstat_discover_detach(top, t);
 		removed++;
 	}
+	/* Segments never published (their creator died while making them)
+	 * are refused as not initialised and never attached: removed once
+	 * the process their name gives is gone, if they are this user's. */
+	for (size_t i = 0; i < top->nrefused; i++) {
+		const struct mstat_top_refusal *f = &top->refused[i];
+		char path[sizeof(SHM_DIR) + sizeof(f->name)];
+		uint64_t start, now;
+		struct stat st;
+		pid_t pid;
+
+		if (f->rc != -EAGAIN || !f->in_scan ||
+		    mstat_shm_parse_name(f->name, &pid, &start) < 0)
+			continue;
+		if (mstat_proc_start_time(pid, &now) == 0 && now == start)
+			continue; /* still being made */
+		snprintf(path, sizeof(path), "%s/%s", SHM_DIR, f->name);
+		if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) ||
+		    st.st_uid != geteuid() || (uint64_t)st.st_ino != f->ino)
+			continue;
+		if (shm_unlink(f->name) < 0) {
+			mstat_top_note(top, "%s: cannot remove: %s", f->name,
+				       strerror(errno));
+			continue;
+		}
+		mstat_top_note(top, "removed unpublished segment %s (pid %d gone)",
+			       f->name, (int)pid);
+		removed++;
+	}
 	return removed;
 }

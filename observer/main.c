@@ -49,7 +49,8 @@ usage(FILE *f)
 	      "                         alloc/s, free/s, net/s, state\n"
 	      "      --linger=SECONDS   keep exited processes this long (default 5)\n"
 	      "      --gc               remove stale segments (of processes that\n"
-	      "                         died without exiting), then exit\n"
+	      "                         died without exiting, or while making\n"
+	      "                         them), then exit\n"
 	      "  -h, --help             this text\n", f);
 }
 

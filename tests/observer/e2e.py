@@ -426,6 +426,36 @@ def test_leftover():
     check(r.returncode == 0 and not segments_of(p.pid), "--gc removed it")
 
 
+def test_unpublished():
+    """A segment whose creator died before publishing it (magic still 0)
+    is refused as not initialised; --gc removes it once the process its
+    name gives is gone, and leaves one whose process lives, or of another
+    user."""
+    good = Target("fixed", TAG + "-pub")
+    real = open("/dev/shm/" + segments_of(good.pid)[0], "rb").read()
+    unpublished = b"\0" * 8 + real[8:]
+    dead = 2000000000 + os.getpid() % 100000 * 10 + 7  # above any pid_max
+    start = open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19]
+    names = {"dead": "mstat.%d.1" % dead,
+             "live": "mstat.%d.%s" % (os.getpid(), start),
+             "other": "mstat.%d.1" % (dead + 1)}
+    plant(names["dead"], unpublished)
+    plant(names["live"], unpublished)
+    plant(names["other"], unpublished, uid=65534)
+    pids = "%d,%d,%d" % (dead, os.getpid(), dead + 1)
+    r = subprocess.run([TOP, "--gc", "-b", "-n", "1", "-p", pids],
+                       stderr=subprocess.PIPE, stdout=subprocess.PIPE,
+                       timeout=TIMEOUT)
+    err = r.stderr.decode()
+    check(r.returncode == 0, "--gc exit %d" % r.returncode)
+    check("removed unpublished segment %s" % names["dead"] in err,
+          "--gc says: %r" % err)
+    check(not os.path.exists("/dev/shm/" + names["dead"]), "removed")
+    check(os.path.exists("/dev/shm/" + names["live"]), "live creator's kept")
+    check(os.path.exists("/dev/shm/" + names["other"]), "other user's kept")
+    good.stop()
+
+
 def documented_fields(doc):
     """Field names from the tables of docs/mstat-top-json.md, by section."""
     fields = {}
