@@ -210,3 +210,16 @@ mbench_field(const char *s, const char *tag, const char *key)
 	}
 	return -1;
 }
+
+void
+mbench_fill_sizes(uint32_t sizes[MBENCH_SIZES])
+{
+	uint32_t x = 2463534242u;
+
+	for (unsigned i = 0; i < MBENCH_SIZES; i++) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		sizes[i] = 16 + x % (1024 - 16 + 1);
+	}
+}

@@ -50,6 +50,11 @@ double mbench_quantile(const double *v, size_t n, double q);
 /* Median of v[0..n); v is sorted in place. */
 double mbench_median(double *v, size_t n);
 
+/* The hot loops' sizes: MBENCH_SIZES sizes of 16..1024 bytes from a fixed
+ * xorshift sequence, the same in every benchmark and every run. */
+#define MBENCH_SIZES 1024u /* a power of two: index with & (MBENCH_SIZES - 1) */
+void mbench_fill_sizes(uint32_t sizes[MBENCH_SIZES]);
+
 /* An environment for a child: the caller's, without the variables that
  * change how malloc behaves (LD_PRELOAD, MALLOC_*, GLIBC_TUNABLES, MSTAT_*),
  * plus `extra` (NULL-terminated "NAME=value" strings).  Free with

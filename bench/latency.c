@@ -38,7 +38,7 @@
 #include "common.h"
 #include "mstatshm.h"
 
-#define SIZES 1024u
+#define SIZES MBENCH_SIZES
 #define BATCH 256u
 #define LINEAR 1024u /* ticks counted one by one */
 #define SUB 64u      /* buckets per doubling above */
@@ -147,19 +147,6 @@ hist_median_above(const struct hist *h, double t)
 	return 0;
 }
 
-static void
-fill_sizes(uint32_t *sizes)
-{
-	uint32_t x = 2463534242u;
-
-	for (unsigned i = 0; i < SIZES; i++) {
-		x ^= x << 13;
-		x ^= x >> 17;
-		x ^= x << 5;
-		sizes[i] = 16 + x % (1024 - 16 + 1);
-	}
-}
-
 /* ---- the target ---- */
 
 static int
@@ -174,7 +161,7 @@ target(int fd)
 
 	if (c == MAP_FAILED)
 		return 1;
-	fill_sizes(sizes);
+	mbench_fill_sizes(sizes);
 	void *m = dlsym(RTLD_DEFAULT, "malloc");
 	const char *from = m && dladdr(m, &info) && info.dli_fname ? info.dli_fname : "?";
 	snprintf(c->malloc_from, sizeof(c->malloc_from), "%s",

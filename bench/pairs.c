@@ -46,7 +46,7 @@
 #include "section.h"
 #include "sizeclass.h"
 
-#define SIZES 1024u /* entries in the size table, a power of two */
+#define SIZES MBENCH_SIZES /* entries in the size table, a power of two */
 #define BATCH 256u  /* pairs between two looks at the stop flag */
 
 enum variant {
@@ -349,13 +349,7 @@ main(int argc, char **argv)
 		}
 	/* 16..1024 bytes, a fixed xorshift sequence: every run sees the same
 	 * sizes in the same order. */
-	uint32_t x = 2463534242u;
-	for (unsigned i = 0; i < SIZES; i++) {
-		x ^= x << 13;
-		x ^= x >> 17;
-		x ^= x << 5;
-		sizes[i] = 16 + x % (1024 - 16 + 1);
-	}
+	mbench_fill_sizes(sizes);
 
 	struct worker *ws = aligned_alloc(MBENCH_CACHELINE,
 					  threads * sizeof(struct worker));

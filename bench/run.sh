@@ -13,17 +13,7 @@
 # summary lines (BENCH ...) are printed at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/deps.sh
-missing=()
-for p in heaptrack valgrind; do
-	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
-		missing+=("$p")
-done
-if ((${#missing[@]})); then
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq
-	apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+bash scripts/deps.sh heaptrack valgrind # benchmark-only packages
 [ -d build-d ] || meson setup build-d --buildtype=release
 meson compile -C build-d
 out=build-d/bench-output.txt

@@ -40,7 +40,7 @@
 #include "section.h"
 #include "sizeclass.h"
 
-#define SIZES 1024u
+#define SIZES MBENCH_SIZES
 #define BATCH 256u
 #define MAX_ROUNDS 64
 
@@ -425,13 +425,7 @@ main(int argc, char **argv)
 				"[--ms D] [--calls K]\n");
 		return 2;
 	}
-	uint32_t x = 2463534242u;
-	for (unsigned i = 0; i < SIZES; i++) {
-		x ^= x << 13;
-		x ^= x >> 17;
-		x ^= x << 5;
-		sizes[i] = 16 + x % (1024 - 16 + 1);
-	}
+	mbench_fill_sizes(sizes);
 	uint64_t t0 = mbench_now_ns();
 	part_sections(rounds, ms);
 	fflush(stdout);

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what building and testing need on Debian (run as root).
+# Installs what building and testing need on Debian (run as root), and
+# any further packages named as arguments (bench/run.sh names its own).
 set -euo pipefail
 pkgs=(gcc g++ meson ninja-build pkg-config liburcu-dev libcmocka-dev
       libncurses-dev spin
@@ -8,6 +9,7 @@ pkgs=(gcc g++ meson ninja-build pkg-config liburcu-dev libcmocka-dev
       libjemalloc2 libtcmalloc-minimal4 sqlite3 jq libxml2-utils
       util-linux binutils) # interposition tests: allocators to stack on,
                            # real programs, unshare/setpriv, nm
+pkgs+=("$@")
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
