@@ -104,6 +104,9 @@ glibc_usable(const void *p)
 	return (h & ~(size_t)7) - ((h & 2) ? 16 : 8);
 }
 
+/* The writer's stop word, never set here. */
+static _Atomic unsigned char no_stop;
+
 static inline void
 count(unsigned counter0, size_t size)
 {
@@ -113,7 +116,9 @@ count(unsigned counter0, size_t size)
 		return;
 	unsigned c = size <= 1024 ? small_class[(size + 15) >> 4]
 				  : mstat_size_class(size);
-	_Atomic uint64_t *gen = mstat_wsection_begin(s, epoch_ptr, false);
+	_Atomic uint64_t *gen;
+	if (mstat_wsection_begin(s, epoch_ptr, &no_stop, false, &gen) != MSTAT_WS_OPEN)
+		return;
 	mstat_wsection_add(gen, c, counter0, 1);
 	mstat_wsection_add(gen, c, counter0 + 1, size);
 	mstat_wsection_end(s);

@@ -160,6 +160,9 @@ slot_adds(struct mstat_shm_slot *slot, _Atomic uint64_t *gen, int op,
 	}
 }
 
+/* The writer's stop word, never set here. */
+static _Atomic unsigned char no_stop;
+
 static inline __attribute__((always_inline)) void
 account(struct worker *w, enum variant v, int op, void *p, size_t size)
 {
@@ -174,8 +177,10 @@ account(struct worker *w, enum variant v, int op, void *p, size_t size)
 		break;
 	case V_SECT_FENCED:
 	case V_SECT_MEMBARRIER: {
-		_Atomic uint64_t *gen = mstat_wsection_begin(
-			w->slot, &sect_epoch.epoch, v == V_SECT_FENCED);
+		_Atomic uint64_t *gen;
+		if (mstat_wsection_begin(w->slot, &sect_epoch.epoch, &no_stop,
+					 v == V_SECT_FENCED, &gen) != MSTAT_WS_OPEN)
+			break;
 		slot_adds(w->slot, gen, op, size);
 		mstat_wsection_end(w->slot);
 		break;
@@ -192,8 +197,10 @@ account(struct worker *w, enum variant v, int op, void *p, size_t size)
 		unsigned c = size <= 1024 && v != V_LEAN_COMPUTED
 				     ? lean_class[(size + 15) >> 4]
 				     : mstat_size_class(size);
-		_Atomic uint64_t *gen = mstat_wsection_begin(
-			w->slot, &sect_epoch.epoch, false);
+		_Atomic uint64_t *gen;
+		if (mstat_wsection_begin(w->slot, &sect_epoch.epoch, &no_stop,
+					 false, &gen) != MSTAT_WS_OPEN)
+			break;
 		if (v == V_LEAN_TOUCH)
 			mstat_wsection_touch(w->slot, c);
 		mstat_wsection_add(gen, c, op == 0 ? MSTAT_C_ALLOC_COUNT

@@ -70,6 +70,9 @@ struct worker {
 	pthread_t th;
 };
 
+/* The writer's stop word, never set here. */
+static _Atomic unsigned char no_stop;
+
 static inline __attribute__((always_inline)) void
 one_section(struct worker *w, enum kind k, size_t size)
 {
@@ -90,7 +93,10 @@ one_section(struct worker *w, enum kind k, size_t size)
 		gen = w->slot->acc;
 		break;
 	default:
-		gen = mstat_wsection_begin(w->slot, w->epoch, k == K_FENCED);
+		/* Never stopped or nested here: the writer's own stop word. */
+		if (mstat_wsection_begin(w->slot, w->epoch, &no_stop, k == K_FENCED,
+					 &gen) != MSTAT_WS_OPEN)
+			return;
 		break;
 	}
 	mstat_wsection_count(w->slot, gen, c, MSTAT_C_ALLOC_COUNT, size);

@@ -8,19 +8,26 @@
  * LD_PRELOAD already held, so `LD_PRELOAD=libjemalloc.so.2 mstat-run ...`
  * counts jemalloc's allocations), and its children inherit it.
  *
- * Final totals: the library unlinks its segment at exit, so a reader that
- * arrives late finds nothing.  mstat-run sets MSTAT_KEEP_PID to CMD's pid:
- * that one process marks its segment exiting but leaves it in /dev/shm.
- * Once CMD has ended, mstat-run (still holding it as a zombie, so its pid
- * and start time cannot be reused) opens the segment by its exact name,
- * takes the snapshot, writes it as JSON and unlinks the segment.  Nothing
- * of CMD can still write by then: the totals are exact and final.
+ * Final totals: the library unlinks its segment when CMD exits, and a
+ * segment left by a CMD that was killed is removed by whoever finds it
+ * first, so a reader that comes late finds nothing.  Instead, CMD hands its
+ * segment over as it starts: mstat-run listens on an abstract unix socket
+ * named in MSTAT_REPORT, and the library of the process whose pid is
+ * MSTAT_REPORT_PID (CMD, and each image it exec()s) sends it a descriptor
+ * of its segment (SCM_RIGHTS).  The descriptor keeps the segment readable
+ * after its name is gone.  Once CMD has ended, mstat-run takes the last
+ * segment CMD sent, reads it (its owner is gone, so the counts are final),
+ * writes them as JSON, and removes what CMD left in /dev/shm.  If
+ * mstat-run is killed, the socket goes with it and CMD runs on as any
+ * other process: nothing is left behind either way.
  *
  * mstat-run itself links only the reader, never libmstatshm: it does not
  * count itself.  Exit status: CMD's, 128 + N if a signal N ended it, 125
- * if mstat-run itself failed, 126/127 if CMD could not be run.
+ * if mstat-run itself failed, 126/127 if CMD could not be run (not
+ * executable / not found).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
@@ -29,11 +36,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "layout.h"
 #include "mstatshm.h"
 #include "name.h"
+#include "owner.h"
+#include "reader.h"
 
 #define LIB_NAME "libmstatshm.so.0"
 #define EXIT_OWN 125
@@ -164,6 +177,8 @@ write_summary(const char *file, char **cmd, pid_t pid, int status,
 		fprintf(f, ",\n  \"reason\": ");
 		json_string(f, why);
 	} else {
+		fprintf(f, ",\n  \"state\": \"%s\",\n  \"cut\": %u",
+			s->state == MSTAT_KILLED ? "killed" : "exited", s->cut);
 		fprintf(f, ",\n  \"slots_used\": %u,\n  \"threads_overflowed\": %u",
 			s->slots_used, s->overflowed);
 #define MSTAT_X(e, field, h) fprintf(f, ",\n  \"" #field "\": %llu", \
@@ -199,46 +214,131 @@ write_summary(const char *file, char **cmd, pid_t pid, int status,
 	return 0;
 }
 
+/* The socket CMD reports its segment to: SOCK_SEQPACKET, listening, on
+ * an abstract name made unique with our pid and the clock.  Its name goes
+ * into `name` (without the leading NUL), for MSTAT_REPORT. */
+static int
+listen_for_report(char *name, size_t len)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timespec ts;
+	int s;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	snprintf(name, len, "mstat-run.%d.%llx", (int)getpid(),
+		 (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
+	size_t n = strlen(name);
+	memcpy(sa.sun_path + 1, name, n);
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s < 0)
+		return -1;
+	if (bind(s, (struct sockaddr *)&sa,
+		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) < 0 ||
+	    listen(s, 64) < 0) {
+		close(s);
+		return -1;
+	}
+	return s;
+}
+
+/* The descriptor in one report, or -1. */
+static int
+receive_fd(int conn)
+{
+	char byte;
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct msghdr msg = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = ctl.buf,
+		.msg_controllen = sizeof(ctl.buf),
+	};
+	int fd = -1;
+
+	if (recvmsg(conn, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) <= 0)
+		return -1;
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+		    c->cmsg_len == CMSG_LEN(sizeof(int)))
+			memcpy(&fd, CMSG_DATA(c), sizeof(int));
+	return fd;
+}
+
+/* The segment the process `pid` reported last (an exec()ed image reports
+ * its own), or -1.  Reports of other processes are dropped. */
+static int
+last_report(int listener, pid_t pid)
+{
+	int conn, last = -1;
+
+	while ((conn = accept4(listener, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+		struct ucred peer;
+		socklen_t plen = sizeof(peer);
+		int fd = receive_fd(conn);
+
+		if (fd >= 0 && getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer,
+					  &plen) == 0 &&
+		    peer.pid == pid && peer.uid == geteuid()) {
+			if (last >= 0)
+				close(last);
+			last = fd;
+		} else if (fd >= 0) {
+			close(fd);
+		}
+		close(conn);
+	}
+	return last;
+}
+
+/* Removes whatever segments CMD left under its names (it was killed, or
+ * exec()ed): their owner is gone now. */
+static void
+remove_left(const struct mstat_target_info *in)
+{
+	char name[MSTAT_SHM_NAME_MAX];
+	int dirfd = open(MSTAT_SHM_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (dirfd < 0)
+		return;
+	for (unsigned i = 0; i < MSTAT_SHM_SUFFIXES; i++)
+		if (mstat_shm_name(name, sizeof(name), in->pid, in->start_time, i) > 0)
+			(void)mstat_reap_at(dirfd, name, geteuid(), NULL, NULL);
+	close(dirfd);
+}
+
 /*
- * CMD (pid) has ended and is not reaped yet.  Takes its final snapshot from
- * the segment it left and unlinks it.  0, or -1 with the reason in `why`.
+ * CMD (pid) has ended.  Takes its final snapshot from the segment it
+ * reported last.  0, or -1 with the reason in `why`.
  */
 static int
-collect(pid_t pid, struct mstat_snapshot *s, char *name, size_t namelen,
-	char *why, size_t whylen)
+collect(int listener, pid_t pid, struct mstat_snapshot *s, char *name,
+	size_t namelen, char *why, size_t whylen)
 {
-	char shm_name[MSTAT_SHM_NAME_MAX];
 	struct mstat_reader *r;
-	uint64_t start;
-	int rc;
+	char label[64];
+	int fd = last_report(listener, pid), rc;
 
-	/* A zombie keeps its /proc/<pid>/stat, start time included. */
-	rc = mstat_proc_start_time(pid, &start);
-	if (rc < 0) {
-		snprintf(why, whylen, "/proc/%d/stat: %s", (int)pid, strerror(-rc));
+	if (fd < 0) {
+		snprintf(why, whylen, "the command made no segment: it was not "
+			 "counted (statically linked, set-user-ID, MSTAT_DISABLE, "
+			 "no usable /dev/shm, or another network namespace)");
 		return -1;
 	}
-	mstat_shm_name(shm_name, sizeof(shm_name), pid, start);
-	rc = mstat_reader_open_name(&r, shm_name, why, whylen);
-	if (rc == -ENOENT) {
-		snprintf(why, whylen, "no segment /dev/shm/%s: the command was not "
-			 "counted (statically linked, setuid, MSTAT_DISABLE, or "
-			 "no usable /dev/shm)", shm_name);
-		return -1;
-	}
+	snprintf(label, sizeof(label), "segment of pid %d", (int)pid);
+	rc = mstat_reader_open_fd(&r, fd, label, why, whylen);
 	if (rc < 0)
 		return -1;
-	/* The writer is gone: a slot still odd was killed inside a section
-	 * and will stay so; do not wait long for it. */
-	mstat_reader_set_wait_budget(r, 1000);
-	/* Another reader (a mstat-top) may hold it for a moment. */
-	for (int i = 0; (rc = mstat_reader_snapshot(r, s)) == -EBUSY && i < 10; i++)
-		;
+	/* Its owner is gone: a final read, no waiting. */
+	rc = mstat_reader_snapshot(r, s);
 	snprintf(name, namelen, "%s", mstat_reader_info(r)->name);
 	if (rc < 0)
 		snprintf(why, whylen, "%s", mstat_reader_error(r));
+	remove_left(mstat_reader_info(r));
 	mstat_reader_close(r);
-	shm_unlink(shm_name);
 	return rc < 0 ? -1 : 0;
 }
 
@@ -292,6 +392,21 @@ main(int argc, char **argv)
 		return EXIT_OWN;
 	free(lib);
 
+	char report[80];
+	int listener = listen_for_report(report, sizeof(report));
+	if (listener < 0 || setenv("MSTAT_REPORT", report, 1) < 0) {
+		perror("mstat-run: report socket");
+		return EXIT_OWN;
+	}
+	/* CMD's exec() failing is told apart from CMD exiting 126 or 127:
+	 * the errno comes through this pipe, which a successful exec()
+	 * closes. */
+	int exec_pipe[2];
+	if (pipe2(exec_pipe, O_CLOEXEC) < 0) {
+		perror("mstat-run: pipe");
+		return EXIT_OWN;
+	}
+
 	/* As system() does: the terminal's SIGINT and SIGQUIT reach CMD, which
 	 * shares our process group; a signal sent to us alone is passed on. */
 	signal(SIGINT, SIG_IGN);
@@ -313,12 +428,21 @@ main(int argc, char **argv)
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
 		snprintf(pid, sizeof(pid), "%d", (int)getpid());
-		setenv("MSTAT_KEEP_PID", pid, 1);
+		setenv("MSTAT_REPORT_PID", pid, 1);
 		execvp(cmd[0], cmd);
 		int err = errno;
-		fprintf(stderr, "mstat-run: %s: %s\n", cmd[0], strerror(err));
+		(void)!write(exec_pipe[1], &err, sizeof(err));
 		_exit(err == ENOENT ? 127 : 126);
 	}
+	close(exec_pipe[1]);
+	int exec_err = 0;
+	ssize_t got;
+	while ((got = read(exec_pipe[0], &exec_err, sizeof(exec_err))) < 0 &&
+	       errno == EINTR)
+		;
+	close(exec_pipe[0]);
+	if (got != sizeof(exec_err))
+		exec_err = 0;
 
 	/* Wait for CMD's end without reaping it: its pid stays ours. */
 	siginfo_t si;
@@ -333,10 +457,16 @@ main(int argc, char **argv)
 
 	struct mstat_snapshot *snap = malloc(sizeof(*snap));
 	char seg_name[64], why[300];
-	bool counted = snap && collect(child, snap, seg_name, sizeof(seg_name),
-				       why, sizeof(why)) == 0;
-	if (!snap)
+	bool counted = false;
+	if (exec_err)
+		snprintf(why, sizeof(why), "cannot run %s: %s", cmd[0],
+			 strerror(exec_err));
+	else if (!snap)
 		snprintf(why, sizeof(why), "out of memory");
+	else
+		counted = collect(listener, child, snap, seg_name,
+				  sizeof(seg_name), why, sizeof(why)) == 0;
+	close(listener);
 
 	int status;
 	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
@@ -345,15 +475,14 @@ main(int argc, char **argv)
 
 	int result = WIFSIGNALED(status) ? 128 + WTERMSIG(status)
 					 : WEXITSTATUS(status);
-	if (summary) {
-		if (!counted)
-			fprintf(stderr, "mstat-run: %s\n", why);
-		if (write_summary(summary, cmd, si.si_pid, status,
-				  counted ? seg_name : name ? name : cmd[0],
-				  counted ? snap : NULL,
-				  why) < 0)
-			result = EXIT_OWN;
-	}
+	if (exec_err)
+		fprintf(stderr, "mstat-run: %s\n", why);
+	else if (summary && !counted)
+		fprintf(stderr, "mstat-run: %s\n", why);
+	if (summary && write_summary(summary, cmd, si.si_pid, status,
+				     counted ? seg_name : name ? name : cmd[0],
+				     counted ? snap : NULL, why) < 0)
+		result = EXIT_OWN;
 	free(snap);
 	return result;
 }

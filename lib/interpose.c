@@ -15,6 +15,12 @@
  *   - a failed allocation, free(NULL) and a failed realloc count nothing;
  *     realloc is one update section (MSTAT_OP_REALLOC): no snapshot sees
  *     its free without its allocation;
+ *   - when sizes come from glibc's header (below), the section is opened
+ *     before the call to the next allocator and closed after it, so that
+ *     the allocation and its count are one update: a fork or the exit,
+ *     which wait for open sections, never see one without the other.
+ *     With another allocator the count follows the call (that allocator
+ *     may call back into this library from inside its malloc);
  *   - nothing here takes a lock, allocates, uses stdio or aborts, except the
  *     one-time resolution of the next allocator (dlsym, which may itself
  *     call calloc: such calls are served from a static arena) and of each
@@ -435,6 +441,13 @@ counted(void *p, size_t requested)
 	return p;
 }
 
+/*
+ * An allocation `expr` from the next allocator, `requested` bytes asked,
+ * into `result`: with glibc's header, one section around the call and the
+ * count; otherwise the call, then the count.
+ */
+#define ALLOCATE(result, expr, requested)                                    	do {                                                                 		struct mstat_section sec_;                                   		if (LIKELY(header_sizes()) && LIKELY(mstat_section_open(&sec_))) { 			(result) = (expr);                                   			if (LIKELY((result) != NULL))                        				mstat_section_count(&sec_, MSTAT_OP_ALLOC, 0, 						    glibc_usable(result),   						    (requested));            			mstat_section_close(&sec_);                          		} else {                                                     			(result) = counted((expr), (requested));             		}                                                            	} while (0)
+
 /* malloc and free have a fast path for the common case, glibc behind the
  * library: one load of `state` decides, and the rest stays out of line. */
 
@@ -449,10 +462,13 @@ malloc_other(size_t n)
 static inline __attribute__((always_inline)) void *
 do_malloc(size_t n)
 {
-	if (LIKELY(state_now() == NEXT_HEADER)) {
+	struct mstat_section sec;
+
+	if (LIKELY(state_now() == NEXT_HEADER) && LIKELY(mstat_section_open(&sec))) {
 		void *p = next.malloc(n);
 		if (LIKELY(p != NULL))
-			mstat_count(MSTAT_OP_ALLOC, 0, glibc_usable(p), n);
+			mstat_section_count(&sec, MSTAT_OP_ALLOC, 0, glibc_usable(p), n);
+		mstat_section_close(&sec);
 		return p;
 	}
 	return malloc_other(n);
@@ -482,11 +498,14 @@ free_other(void *p)
 MSTAT_EXPORT void
 free(void *p)
 {
+	struct mstat_section sec;
+
 	if (LIKELY(state_now() == NEXT_HEADER) && LIKELY(p != NULL) &&
-	    LIKELY(!in_arena(p))) {
+	    LIKELY(!in_arena(p)) && LIKELY(mstat_section_open(&sec))) {
 		/* Counted first: the size is read while the block is live. */
-		mstat_count(MSTAT_OP_FREE, glibc_usable(p), 0, 0);
+		mstat_section_count(&sec, MSTAT_OP_FREE, glibc_usable(p), 0, 0);
 		next.free(p);
+		mstat_section_close(&sec);
 		return;
 	}
 	free_other(p);
@@ -503,7 +522,9 @@ calloc(size_t n, size_t size)
 	}
 	if (UNLIKELY(!ready()))
 		return arena_alloc(total, ARENA_ALIGN); /* zeroed: never reused */
-	return counted(next.calloc(n, size), total);
+	void *p;
+	ALLOCATE(p, next.calloc(n, size), total);
+	return p;
 }
 
 /* realloc of an arena block: the next allocator gets a copy. */
@@ -531,20 +552,33 @@ arena_realloc(void *old, size_t n)
 MSTAT_EXPORT void *
 realloc(void *old, size_t n)
 {
+	struct mstat_section sec;
+	size_t old_size;
+	void *p;
+
 	if (old == NULL)
 		return do_malloc(n);
 	if (UNLIKELY(in_arena(old)))
 		return arena_realloc(old, n);
 	/* The old block is live and this thread's until next.realloc(). */
-	size_t old_size;
+	if (LIKELY(header_sizes()) && LIKELY(mstat_section_open(&sec))) {
+		old_size = glibc_usable(old);
+		p = next.realloc(old, n);
+		if (LIKELY(p != NULL))
+			mstat_section_count(&sec, MSTAT_OP_REALLOC, old_size,
+					    glibc_usable(p), n);
+		else if (n == 0) /* glibc: realloc(p, 0) frees p, returns NULL */
+			mstat_section_count(&sec, MSTAT_OP_FREE, old_size, 0, 0);
+		mstat_section_close(&sec);
+		return p;
+	}
 	bool unsized_old = unsized_any() && unsized_forget(old, &old_size);
 	if (!unsized_old)
 		old_size = usable(old);
-	void *p = next.realloc(old, n);
-
+	p = next.realloc(old, n);
 	if (LIKELY(p != NULL))
 		mstat_count(MSTAT_OP_REALLOC, old_size, new_size(p, n), n);
-	else if (n == 0) /* glibc: realloc(p, 0) frees p and returns NULL */
+	else if (n == 0)
 		mstat_count(MSTAT_OP_FREE, old_size, 0, 0);
 	else if (unsized_old) /* failed: old is still live, as it was */
 		unsized_note(old, old_size);
@@ -579,9 +613,19 @@ posix_memalign(void **out, size_t align, size_t n)
 		*out = p;
 		return 0;
 	}
-	rc = next.posix_memalign(&p, align, n);
+	struct mstat_section sec;
+	if (LIKELY(header_sizes()) && LIKELY(mstat_section_open(&sec))) {
+		rc = next.posix_memalign(&p, align, n);
+		if (rc == 0)
+			mstat_section_count(&sec, MSTAT_OP_ALLOC, 0, glibc_usable(p), n);
+		mstat_section_close(&sec);
+	} else {
+		rc = next.posix_memalign(&p, align, n);
+		if (rc == 0)
+			p = counted(p, n);
+	}
 	if (rc == 0)
-		*out = counted(p, n);
+		*out = p;
 	return rc;
 }
 
@@ -590,7 +634,9 @@ aligned_alloc(size_t align, size_t n)
 {
 	if (UNLIKELY(!ready()))
 		return align & (align - 1) ? NULL : arena_alloc(n, align);
-	return counted(next.aligned_alloc(align, n), n);
+	void *p;
+	ALLOCATE(p, next.aligned_alloc(align, n), n);
+	return p;
 }
 
 MSTAT_EXPORT void *
@@ -598,7 +644,9 @@ memalign(size_t align, size_t n)
 {
 	if (UNLIKELY(!ready()))
 		return align & (align - 1) ? NULL : arena_alloc(n, align);
-	return counted(next.memalign(align, n), n);
+	void *p;
+	ALLOCATE(p, next.memalign(align, n), n);
+	return p;
 }
 
 /* As glibc's: memalign(page, n). */
@@ -607,7 +655,9 @@ valloc(size_t n)
 {
 	if (UNLIKELY(!ready()))
 		return arena_alloc(n, 4096);
-	return counted(next.memalign(next.page, n), n);
+	void *p;
+	ALLOCATE(p, next.memalign(next.page, n), n);
+	return p;
 }
 
 /* As glibc's: memalign(page, n rounded up to a page). */
@@ -623,7 +673,9 @@ pvalloc(size_t n)
 		return NULL;
 	}
 	rounded &= ~(next.page - 1);
-	return counted(next.memalign(next.page, rounded), n);
+	void *p;
+	ALLOCATE(p, next.memalign(next.page, rounded), n);
+	return p;
 }
 
 MSTAT_EXPORT size_t

@@ -25,26 +25,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "mstatshm_counters.h" /* the counter lists, defined once */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 #define MSTATSHM_API_VERSION 1
-
-/*
- * The counters, defined once: X(ENUM_NAME, field_name, "description").
- * Per size class, and per process for those that are not per class.
- */
-#define MSTAT_CLASS_COUNTERS(X)                                              \
-	X(ALLOC_COUNT, alloc_count, "allocations made")                       \
-	X(ALLOC_BYTES, alloc_bytes, "bytes allocated (usable size)")          \
-	X(FREE_COUNT, free_count, "allocations freed")                        \
-	X(FREE_BYTES, free_bytes, "bytes freed (usable size)")
-
-#define MSTAT_TOTAL_COUNTERS(X)                                              \
-	X(REQUESTED_BYTES, requested_bytes, "bytes requested by callers")
-
-#define MSTAT_MAX_CLASSES 191 /* a snapshot holds at most this many */
 
 struct mstat_counts {
 #define MSTAT_X(e, f, h) uint64_t f;
@@ -67,7 +54,10 @@ mstat_live_bytes(const struct mstat_counts *c)
 
 enum mstat_state {
 	MSTAT_RUNNING = 1,
-	MSTAT_EXITING = 2, /* the process has begun to exit */
+	MSTAT_EXITING = 2, /* exit has begun: the counts are final */
+	MSTAT_EXITED = 3,  /* gone, after exit(), _exit() or a return from main */
+	MSTAT_KILLED = 4,  /* gone without exiting: a signal, SIGKILL */
+	MSTAT_EXECED = 5,  /* replaced by exec(): a new segment counts on */
 };
 
 struct mstat_snapshot {
@@ -77,7 +67,9 @@ struct mstat_snapshot {
 	uint32_t slots_used;    /* slots ever used, including the shared one */
 	uint32_t overflowed;    /* threads that found every slot taken */
 	uint32_t class_count;   /* entries used in the arrays below */
-	uint32_t reserved0;
+	uint32_t cut;           /* updates the process's death cut short (a
+				 * thread killed inside malloc or free): 0, or
+				 * the counts may be off by that many */
 #define MSTAT_X(e, f, h) uint64_t f;
 	MSTAT_TOTAL_COUNTERS(MSTAT_X)
 #undef MSTAT_X
@@ -95,6 +87,8 @@ struct mstat_target_info {
 	uint32_t writer_mode; /* 1 fenced, 2 membarrier */
 	uint32_t slot_count;
 	uint32_t version_major, version_minor;
+	uint64_t pid_ns;      /* inode of the target's pid namespace; `pid` is
+			       * that namespace's (0: not known) */
 	char name[64];
 	char shm_name[64];    /* the segment's name in /dev/shm */
 };

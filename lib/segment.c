@@ -7,9 +7,13 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "owner.h"
 
 static int
 fail(char *err, size_t errlen, int rc, const char *what)
@@ -18,18 +22,56 @@ fail(char *err, size_t errlen, int rc, const char *what)
 	return rc;
 }
 
-/* Opens the name exclusively.  A segment left under it can only be this
- * very process's own, from before an exec (same pid, same start time):
- * exec starts afresh, so it is replaced. */
-static int
-open_exclusive(const char *shm_name)
+static uint64_t
+realtime_ns(void)
 {
-	int fd = shm_open(shm_name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
-				    O_CLOEXEC, 0600);
-	if (fd < 0 && errno == EEXIST && shm_unlink(shm_name) == 0)
-		fd = shm_open(shm_name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW |
-					O_CLOEXEC, 0600);
-	return fd < 0 ? -errno : fd;
+	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
+/*
+ * Makes and locks a new file for the segment in `dirfd`: the first of the
+ * names mstat.<pid>.<start>[.<n>] that is free, or held by a process that
+ * is gone (then it is removed first).  Returns the descriptor, or -errno.
+ */
+static int
+open_new(int dirfd, struct mstat_segment *seg, const struct mstat_reaped *self)
+{
+	unsigned suffix = 0, tries = 0;
+
+	while (suffix < MSTAT_SHM_SUFFIXES && tries++ < 4 * MSTAT_SHM_SUFFIXES) {
+		struct stat st;
+		int fd, rc;
+
+		rc = mstat_shm_name(seg->shm_name, sizeof(seg->shm_name),
+				    self->pid, self->start_time, suffix);
+		if (rc < 0)
+			return rc;
+		fd = openat(dirfd, seg->shm_name,
+			    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0) {
+			if (errno != EEXIST)
+				return -errno;
+			/* Ours from before an exec, a dead process's, or a
+			 * live one's (another pid namespace, or squatted). */
+			if (mstat_reap_at(dirfd, seg->shm_name, geteuid(), self,
+					  NULL) != MSTAT_REAP_REMOVED)
+				suffix++;
+			continue;
+		}
+		/* A remover may have found the file unlocked between its
+		 * creation and this lock: then it holds the byte, or has
+		 * unlinked the file already.  Make another. */
+		rc = mstat_owner_lock(fd);
+		if (rc == 0 && fstat(fd, &st) == 0 && st.st_nlink > 0)
+			return fd;
+		close(fd);
+		if (rc < 0 && rc != -EAGAIN)
+			return rc;
+	}
+	return -EEXIST;
 }
 
 int
@@ -39,37 +81,47 @@ mstat_segment_create(struct mstat_segment *seg, const char *name,
 {
 	const uint32_t classes = MSTAT_CLASS_COUNT;
 	const uint64_t size = MSTAT_SEGMENT_SIZE(classes, slot_count);
-	uint64_t start_time;
-	struct timespec now;
-	int fd, rc;
+	struct mstat_reaped self = { .published = true, .pid = getpid() };
+	int dirfd, fd, rc;
 
 	memset(seg, 0, sizeof(*seg));
-	rc = mstat_proc_start_time(0, &start_time);
+	seg->fd = -1;
+	rc = mstat_proc_start_time(0, &self.start_time);
 	if (rc < 0)
 		return fail(err, errlen, rc, "/proc/self/stat");
-	rc = mstat_shm_name(seg->shm_name, sizeof(seg->shm_name), getpid(),
-			    start_time);
-	if (rc < 0)
-		return fail(err, errlen, rc, "segment name");
+	(void)mstat_pid_ns(&self.pid_ns); /* 0 if unknown */
 
-	fd = open_exclusive(seg->shm_name);
-	if (fd < 0)
-		return fail(err, errlen, fd, "/dev/shm");
+	dirfd = open(MSTAT_SHM_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return fail(err, errlen, -errno, MSTAT_SHM_DIR);
+	fd = open_new(dirfd, seg, &self);
+	if (fd < 0) {
+		close(dirfd);
+		return fail(err, errlen, fd, fd == -EEXIST
+				     ? MSTAT_SHM_DIR ": every name of this process is taken"
+				     : MSTAT_SHM_DIR);
+	}
 	/* The umask may have narrowed the mode; readers demand exactly 0600. */
-	if (fchmod(fd, 0600) < 0) {
+	if (fchmod(fd, 0600) < 0 || ftruncate(fd, (off_t)size) < 0) {
 		rc = -errno;
 		goto unlink;
 	}
-	/* posix_fallocate returns the error rather than setting errno. */
-	rc = -posix_fallocate(fd, 0, (off_t)size);
-	if (rc < 0)
+	seg->fd = fd;
+	seg->slots_offset = MSTAT_SLOTS_OFFSET(classes);
+	seg->slot_size = MSTAT_SLOT_SIZE(classes);
+	seg->slot_count = slot_count;
+	/* Pages for the control page, the class table and slot 0; the rest
+	 * stays a hole until a thread claims its slot. */
+	if (fallocate(fd, 0, 0, (off_t)seg->slots_offset + seg->slot_size) < 0) {
+		rc = -errno;
 		goto unlink;
+	}
 	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (p == MAP_FAILED) {
 		rc = -errno;
 		goto unlink;
 	}
-	close(fd);
+	close(dirfd);
 
 	/* Fresh pages are zero: slots, counters and epochs start at 0. */
 	struct mstat_shm_header *h = p;
@@ -80,17 +132,17 @@ mstat_segment_create(struct mstat_segment *seg, const char *name,
 	h->class_count = classes;
 	h->row_counters = MSTAT_ROW_COUNTERS;
 	h->classes_offset = MSTAT_CLASSES_OFFSET;
-	h->slots_offset = MSTAT_SLOTS_OFFSET(classes);
-	h->slot_size = MSTAT_SLOT_SIZE(classes);
+	h->slots_offset = seg->slots_offset;
+	h->slot_size = seg->slot_size;
 	h->slot_count = slot_count;
 	h->writer_mode = writer_mode;
-	h->pid = getpid();
+	h->pid = self.pid;
 	h->uid = geteuid();
-	h->start_time = start_time;
-	clock_gettime(CLOCK_REALTIME, &now);
-	h->created_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	h->start_time = self.start_time;
+	h->created_ns = realtime_ns();
+	h->pid_ns = self.pid_ns;
 	strncpy(h->name, name, sizeof(h->name) - 1);
-	uint64_t *max_size = (uint64_t *)((char *)p + h->classes_offset);
+	uint64_t *max_size = (uint64_t *)((char *)p + MSTAT_CLASSES_OFFSET);
 	for (uint32_t c = 0; c < classes; c++)
 		max_size[c] = mstat_class_max_size(c);
 	atomic_store_explicit(&h->state, MSTAT_STATE_RUNNING, memory_order_relaxed);
@@ -99,12 +151,27 @@ mstat_segment_create(struct mstat_segment *seg, const char *name,
 
 	seg->hdr = h;
 	seg->size = size;
+	seg->pid = self.pid;
 	return 0;
 
 unlink:
-	shm_unlink(seg->shm_name);
+	/* Still unpublished and locked by us: no reader uses it. */
+	unlinkat(dirfd, seg->shm_name, 0);
 	close(fd);
+	close(dirfd);
+	seg->fd = -1;
 	return fail(err, errlen, rc, seg->shm_name);
+}
+
+int
+mstat_segment_reserve(const struct mstat_segment *seg, uint32_t i)
+{
+	if (i >= seg->slot_count)
+		return -ENOSPC;
+	if (fallocate(seg->fd, 0, (off_t)seg->slots_offset + (off_t)i * seg->slot_size,
+		      seg->slot_size) < 0)
+		return -errno;
+	return 0;
 }
 
 void
@@ -115,22 +182,84 @@ mstat_segment_publish(struct mstat_segment *seg)
 	atomic_store_explicit(&seg->hdr->magic, MSTAT_SHM_MAGIC, memory_order_release);
 }
 
-void
-mstat_segment_retire(struct mstat_segment *seg, bool unlink_name)
+int
+mstat_segment_report(const struct mstat_segment *seg, const char *socket_name)
 {
-	struct timespec now;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t n = strlen(socket_name);
+	struct ucred peer;
+	socklen_t plen = sizeof(peer);
+	char path[sizeof(MSTAT_SHM_DIR) + MSTAT_SHM_NAME_MAX];
+	int s, fd, rc = 0;
 
+	/* An abstract name: sun_path[0] is NUL, the rest is the name. */
+	if (n == 0 || n >= sizeof(sa.sun_path) - 1)
+		return -EINVAL;
+	memcpy(sa.sun_path + 1, socket_name, n);
+	/* A descriptor of its own, not seg->fd: the owner lock belongs to the
+	 * open file of seg->fd, and a copy of that held by the receiver would
+	 * keep the lock, and so this process, alive after its death. */
+	snprintf(path, sizeof(path), "%s/%s", MSTAT_SHM_DIR, seg->shm_name);
+	fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (s < 0) {
+		rc = -errno;
+		close(fd);
+		return rc;
+	}
+	if (connect(s, (struct sockaddr *)&sa,
+		    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) < 0 ||
+	    getsockopt(s, SOL_SOCKET, SO_PEERCRED, &peer, &plen) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	/* Abstract names are open to every user of the network namespace:
+	 * hand the segment only to a listener of this user. */
+	if (peer.uid != geteuid()) {
+		rc = -EPERM;
+		goto out;
+	}
+	char byte = 's';
+	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} ctl;
+	struct msghdr msg = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = ctl.buf,
+		.msg_controllen = sizeof(ctl.buf),
+	};
+	struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	if (sendmsg(s, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+		rc = -errno;
+out:
+	close(s);
+	close(fd);
+	return rc;
+}
+
+void
+mstat_segment_retire(struct mstat_segment *seg)
+{
 	if (!seg->hdr)
 		return;
-	clock_gettime(CLOCK_REALTIME, &now);
-	atomic_store_explicit(&seg->hdr->exit_ns,
-			      (uint64_t)now.tv_sec * 1000000000u +
-				      (uint64_t)now.tv_nsec,
-			      memory_order_relaxed);
+	atomic_store_explicit(&seg->hdr->exit_ns, realtime_ns(), memory_order_relaxed);
+	/* Release: a reader that sees EXITING sees the final counters (the
+	 * writer has stopped counting before this; see retire()). */
 	atomic_store_explicit(&seg->hdr->state, MSTAT_STATE_EXITING,
 			      memory_order_release);
-	if (unlink_name)
-		shm_unlink(seg->shm_name);
+	/* We hold the owner lock: no remover can be unlinking it now. */
+	char path[sizeof(MSTAT_SHM_DIR) + MSTAT_SHM_NAME_MAX];
+	snprintf(path, sizeof(path), "%s/%s", MSTAT_SHM_DIR, seg->shm_name);
+	unlink(path);
 }
 
 void
@@ -138,5 +267,8 @@ mstat_segment_forget(struct mstat_segment *seg)
 {
 	if (seg->hdr)
 		munmap(seg->hdr, seg->size);
+	if (seg->fd >= 0)
+		close(seg->fd);
 	memset(seg, 0, sizeof(*seg));
+	seg->fd = -1;
 }

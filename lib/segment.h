@@ -1,9 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * segment.h - the target's side of a segment: create, publish, retire.
+ * segment.h - the target's side of a segment: create, reserve slots,
+ * publish, report, retire.
  *
- * Runs inside the host process, during its start-up, fork or exit, possibly
- * from within malloc: never aborts, never allocates, never uses stdio.
+ * Runs inside the host process, during its start-up, a thread's first
+ * count, fork or exit, possibly from within malloc: never aborts, never
+ * allocates, never uses stdio.
+ *
+ * The writer never trusts the segment's header for its own layout: a
+ * reader may write there (it maps the control page read-write).  What the
+ * writer needs is copied here, in process memory, when the segment is
+ * made.
  */
 #ifndef MSTAT_LIB_SEGMENT_H
 #define MSTAT_LIB_SEGMENT_H
@@ -11,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "layout.h"
 #include "name.h"
@@ -18,35 +26,54 @@
 struct mstat_segment {
 	struct mstat_shm_header *hdr; /* the whole segment, mapped read-write */
 	uint64_t size;
+	int fd;                /* kept open: it holds the owner lock */
+	pid_t pid;             /* of the process that made it */
+	uint32_t slots_offset; /* private copies of the layout */
+	uint32_t slot_size;
+	uint32_t slot_count;
 	char shm_name[MSTAT_SHM_NAME_MAX];
 };
 
-/* Creates, sizes (pages allocated now: a full /dev/shm fails here, never
- * later as SIGBUS) and maps this process's segment, and fills in its
- * identity, everything but `magic`.  0, or -errno with a reason in `err`. */
+/*
+ * Creates this process's segment (sparse; the control page, the class
+ * table and slot 0 get their pages now, so a full /dev/shm fails here,
+ * never later as SIGBUS), takes its owner lock, maps it and fills in its
+ * identity, everything but `magic`.  A name taken by a live process is
+ * left to it and the next suffix is tried; a dead one is removed, and if
+ * it was this process's image before an exec, marked so.  0, or -errno
+ * with a reason in `err`.
+ */
 int mstat_segment_create(struct mstat_segment *seg, const char *name,
 			 uint32_t slot_count, uint32_t writer_mode, char *err,
 			 size_t errlen);
 
+/* Gives slot `i` its pages: 0, or -errno (-ENOSPC: /dev/shm is full). */
+int mstat_segment_reserve(const struct mstat_segment *seg, uint32_t i);
+
 /* Makes the segment visible to readers; call once its counters are set. */
 void mstat_segment_publish(struct mstat_segment *seg);
 
-/* Marks the target exiting and, if `unlink_name`, unlinks the name.  The
- * mapping stays: what the process frees from here to its end is still
- * counted, and readers that have it open see it.  A name left in place is
- * for mstat-run, which reads the final totals after the process has ended
- * and then unlinks it. */
-void mstat_segment_retire(struct mstat_segment *seg, bool unlink_name);
+/* Sends the segment's descriptor to whoever listens on the abstract unix
+ * socket `socket_name` (mstat-run, which reads the final totals from it
+ * after the process has ended), if its user is this one.  0 or -errno. */
+int mstat_segment_report(const struct mstat_segment *seg,
+			 const char *socket_name);
 
-/* Unmaps a segment inherited from the parent (in a fork child). */
+/* Marks the target exiting, with the time, and unlinks the name.  The
+ * mapping and the owner lock stay until the process ends: readers that
+ * have it open see the final totals, and it is `exiting`, not gone. */
+void mstat_segment_retire(struct mstat_segment *seg);
+
+/* Unmaps and closes a segment inherited from the parent (in a fork
+ * child).  The parent's owner lock is the parent's: it stays held. */
 void mstat_segment_forget(struct mstat_segment *seg);
 
 static inline struct mstat_shm_slot *
 mstat_segment_slot(const struct mstat_segment *seg, uint32_t i)
 {
 	return (struct mstat_shm_slot *)((unsigned char *)seg->hdr +
-					 seg->hdr->slots_offset +
-					 (size_t)i * seg->hdr->slot_size);
+					 seg->slots_offset +
+					 (size_t)i * seg->slot_size);
 }
 
 #endif /* MSTAT_LIB_SEGMENT_H */

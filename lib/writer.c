@@ -7,13 +7,15 @@
  *   - a thread with a slot of its own writes it lock-free (writer.h);
  *   - everything else writes the shared slot 0 under `shared_lock`, a
  *     process-local lock readers never take: threads that found every slot
- *     taken, threads past their exit, and (folded in when the segment is
- *     made) the counts made before it existed;
+ *     taken or could not get pages for one, threads past their exit, and
+ *     (folded in when the segment is made) the counts made before it
+ *     existed;
  *   - before the segment exists, counts go to `early`, process memory,
  *     under the same lock;
- *   - while a thread forks, its counts go to `forking`, process memory
- *     that fork copies, under `fork_lock`: neither the parent's segment
- *     nor a lock is touched across fork (see fork_prepare()).
+ *   - while a thread forks, its own counts go to `forking`, process memory
+ *     that fork copies, and every other thread's sections are stopped
+ *     until the fork is done (see fork_prepare());
+ *   - once the process exits, nothing is counted: the totals are final.
  *
  * Inside a host process: nothing here aborts, and nothing allocates except
  * pthread_setspecific() on a thread's first count, which may recurse into
@@ -21,16 +23,20 @@
  */
 #include "writer.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "handshake.h"
 #include "mstatshm.h"
+#include "owner.h"
 #include "reader.h"
 #include "segment.h"
 #include "sum.h"
@@ -39,16 +45,24 @@
 #define MSTAT_DEFAULT_MODE MSTAT_MODE_MEMBARRIER
 #endif
 
+/* How long a fork or the exit waits for a thread to leave its section
+ * (it is inside malloc or free: microseconds, unless it is stopped). */
+#define DRAIN_BUDGET_US 50000u
+/* Dead segments a starting process may look at (mstat_reap_some()). */
+#define REAP_PROBES 8u
+
+#define EXPORT __attribute__((visibility("default")))
+
 struct mstat_writer_config mstat_writer_config;
 _Thread_local struct mstat_shm_slot *mstat_thread_slot
 	__attribute__((tls_model("initial-exec")));
 
 /* Where a thread stands, besides its slot pointer. */
 enum thread_state {
-	THREAD_NEW = 0, /* has not counted yet */
+	THREAD_NEW = 0, /* has no slot yet; tries to claim one when it counts */
 	THREAD_CLAIMING, /* taking a slot: a count now takes the shared path */
 	THREAD_OWN,      /* has a slot of its own */
-	THREAD_SHARED,   /* no slot was free, or it has exited */
+	THREAD_SHARED,   /* no slot could be had, or it has exited */
 };
 static _Thread_local unsigned char thread_state __attribute__((tls_model("initial-exec")));
 static _Thread_local uint32_t thread_slot_index __attribute__((tls_model("initial-exec")));
@@ -58,9 +72,12 @@ static _Thread_local bool thread_forking __attribute__((tls_model("initial-exec"
 static _Thread_local struct mstat_shm_slot *slot_before_fork
 	__attribute__((tls_model("initial-exec")));
 
+typedef uint64_t mstat_rows[MSTAT_ROWS(MSTAT_CLASS_COUNT)][MSTAT_ROW_COUNTERS];
+
 static struct {
 	_Atomic int ready;       /* (R) the segment is published */
 	bool disabled;           /* not counting, for good */
+	_Atomic bool retired;    /* the exit has stopped counting */
 	struct mstat_segment seg;
 	uint32_t slot_count;
 	uint32_t writer_mode;
@@ -68,17 +85,26 @@ static struct {
 	bool have_key;
 	pthread_mutex_t shared_lock;
 	/* Counts made before the segment exists, under shared_lock. */
-	uint64_t early[MSTAT_ROWS(MSTAT_CLASS_COUNT)][MSTAT_ROW_COUNTERS];
-	/* Counts of the thread that is forking, and the live heap when it
-	 * began to fork, under fork_lock. */
+	mstat_rows early;
+	/* Held by a forking thread from its prepare handler to its parent or
+	 * child handler; stopped sections wait on it.  Also keeps two threads
+	 * forking at once from sharing `forking` and `inherit`. */
 	pthread_mutex_t fork_lock;
-	uint64_t forking[MSTAT_ROWS(MSTAT_CLASS_COUNT)][MSTAT_ROW_COUNTERS];
-	uint64_t inherit[MSTAT_ROWS(MSTAT_CLASS_COUNT)][MSTAT_ROW_COUNTERS];
+	mstat_rows forking;      /* the forking thread's counts meanwhile */
+	mstat_rows inherit;      /* every slot, summed once sections stopped */
+	/* Slots 0 .. reserved - 1 have pages (slot 0 from creation).  One
+	 * thread at a time reserves the next; (S) release/acquire. */
+	_Atomic uint32_t reserved;
+	_Atomic bool reserving;
+	_Atomic bool reserve_failed; /* /dev/shm is full: no more slots */
 	/* (H) slot i is owned by a live thread; process-local. */
 	_Atomic unsigned char busy[MSTAT_SLOTS_MAX];
+	bool private_barrier;    /* registered for the private membarrier */
+	void (*real_exit)(int);  /* the next _exit */
 	char name[MSTAT_NAME_MAX];
 	char status[200];
-	pid_t keep_pid;  /* MSTAT_KEEP_PID: this pid leaves its segment at exit */
+	char report[100];        /* MSTAT_REPORT: where mstat-run listens */
+	pid_t report_pid;        /* MSTAT_REPORT_PID: which process reports */
 	pthread_mutex_t self_lock;  /* guards self_reader */
 	struct mstat_reader *self_reader;
 	struct mstat_reader *parent_reader; /* a fork child's, unmapped */
@@ -88,9 +114,7 @@ static struct {
 	.self_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
-typedef uint64_t mstat_rows[MSTAT_ROWS(MSTAT_CLASS_COUNT)][MSTAT_ROW_COUNTERS];
-
-/* ---- the shared slot and the early counts ---- */
+/* ---- counts kept in process memory ---- */
 
 /* Counts into process memory `acc` (early or forking counts). */
 static void
@@ -110,13 +134,18 @@ count_into(mstat_rows acc, enum mstat_op op, uint64_t freed, uint64_t size,
 	}
 }
 
-/* Adds counts kept in process memory to `slot` in one section. */
 static void
-add_rows(struct mstat_shm_slot *slot, mstat_rows acc)
+add_into(mstat_rows to, mstat_rows from)
 {
-	_Atomic uint64_t *gen = mstat_wsection_begin(
-		slot, mstat_writer_config.epoch, mstat_writer_config.fenced);
+	for (unsigned row = 0; row < MSTAT_ROWS(MSTAT_CLASS_COUNT); row++)
+		for (unsigned k = 0; k < MSTAT_ROW_COUNTERS; k++)
+			to[row][k] += from[row][k];
+}
 
+/* Adds counts kept in process memory into an open section. */
+static void
+add_rows(struct mstat_shm_slot *slot, _Atomic uint64_t *gen, mstat_rows acc)
+{
 	for (unsigned row = 0; row < MSTAT_ROWS(MSTAT_CLASS_COUNT); row++) {
 		bool any = false;
 		for (unsigned k = 0; k < MSTAT_ROW_COUNTERS; k++) {
@@ -126,52 +155,214 @@ add_rows(struct mstat_shm_slot *slot, mstat_rows acc)
 		if (any && row < MSTAT_CLASS_COUNT)
 			mstat_wsection_touch(slot, row);
 	}
-	mstat_wsection_end(slot);
 }
 
-static void
-add_into(mstat_rows to, mstat_rows from)
+/* ---- stopping sections: fork and exit ---- */
+
+/* A section found `stop` set.  While a fork is in progress, waits for it
+ * to end (the forking thread holds fork_lock) and says to try again; once
+ * the process exits, says to count nothing more. */
+static bool
+wait_stopped(void)
 {
-	for (unsigned row = 0; row < MSTAT_ROWS(MSTAT_CLASS_COUNT); row++)
-		for (unsigned k = 0; k < MSTAT_ROW_COUNTERS; k++)
-			to[row][k] += from[row][k];
+	unsigned char s = atomic_load_explicit(&mstat_writer_config.stop,
+					       memory_order_relaxed);
+
+	if (s & MSTAT_STOP_EXIT)
+		return false;
+	if (s & MSTAT_STOP_FORK) {
+		pthread_mutex_lock(&proc.fork_lock);
+		pthread_mutex_unlock(&proc.fork_lock);
+	}
+	return true;
 }
 
+/* (M') a full barrier on every CPU running a thread of this process. */
 static void
-count_shared(enum mstat_op op, uint64_t freed, uint64_t size, uint64_t requested)
+barrier_threads(void)
 {
-	pthread_mutex_lock(&proc.shared_lock);
-	if (atomic_load_explicit(&proc.ready, memory_order_relaxed))
-		mstat_count_on(mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT),
-			       op, freed, size, requested);
-	else if (!proc.disabled)
-		count_into(proc.early, op, freed, size, requested);
+	if (!proc.private_barrier)
+		proc.private_barrier = syscall(SYS_membarrier,
+			MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+	if (proc.private_barrier &&
+	    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
+		return;
+	/* Membarrier mode registered the process for this one at start. */
+	(void)syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0);
+}
+
+/*
+ * Sets `bit` in `stop` and waits, at most DRAIN_BUDGET_US, until every
+ * section that did not see it has ended.  Afterwards no thread writes a
+ * slot until the bit is cleared.  Returns false if a thread stayed inside
+ * a section (stopped in a debugger, or this very thread, interrupted by
+ * the signal handler that called us).
+ */
+static bool
+stop_sections(unsigned char bit)
+{
+	struct mstat_handshake hs;
+
+	/* (V) seq_cst RMW: pairs with the writers' (V) loads after (A);
+	 * Dekker with the (E) loads of the handshake, as (D) with (B). */
+	atomic_fetch_or_explicit(&mstat_writer_config.stop, bit,
+				 memory_order_seq_cst);
+	if (__libc_single_threaded)
+		return true; /* no other thread has ever run */
+	if (!mstat_writer_config.fenced)
+		barrier_threads(); /* (M') pairs with the compiler barrier
+				    * between (A') and (V') */
+	mstat_handshake_start(&hs, (const unsigned char *)mstat_segment_slot(&proc.seg, 0),
+			      proc.seg.slot_size,
+			      atomic_load_explicit(&proc.reserved, memory_order_acquire));
+	return mstat_handshake_wait(&hs, DRAIN_BUDGET_US);
+}
+
+/* ---- the shared slot ---- */
+
+enum shared {
+	SHARED_SLOT,  /* a section is open on slot 0; shared_lock held */
+	SHARED_EARLY, /* no segment yet: count into `early`; shared_lock held */
+	SHARED_NONE,  /* count nothing; no lock held */
+};
+
+static enum shared
+shared_open(_Atomic uint64_t **gen)
+{
+	for (;;) {
+		pthread_mutex_lock(&proc.shared_lock);
+		if (!atomic_load_explicit(&proc.ready, memory_order_relaxed)) {
+			if (!proc.disabled)
+				return SHARED_EARLY;
+			break;
+		}
+		if (mstat_wsection_begin(mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT),
+					 mstat_writer_config.epoch,
+					 &mstat_writer_config.stop,
+					 mstat_writer_config.fenced, gen) == MSTAT_WS_OPEN)
+			return SHARED_SLOT;
+		/* Never wait for a fork holding shared_lock: the forking
+		 * thread may need it in its parent handler. */
+		pthread_mutex_unlock(&proc.shared_lock);
+		if (!wait_stopped())
+			return SHARED_NONE;
+	}
 	pthread_mutex_unlock(&proc.shared_lock);
+	return SHARED_NONE;
+}
+
+static void
+shared_close(enum shared s)
+{
+	if (s == SHARED_SLOT)
+		mstat_wsection_end(mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT));
+	if (s != SHARED_NONE)
+		pthread_mutex_unlock(&proc.shared_lock);
+}
+
+/* Adds rows kept in process memory where this thread counts. */
+static void
+count_rows(mstat_rows acc)
+{
+	struct mstat_section sec;
+	_Atomic uint64_t *gen;
+	enum shared s;
+
+	if (mstat_section_open(&sec)) {
+		add_rows(sec.slot, sec.gen, acc);
+		mstat_section_close(&sec);
+		return;
+	}
+	if (thread_forking) {
+		add_into(proc.forking, acc);
+		return;
+	}
+	s = shared_open(&gen);
+	if (s == SHARED_SLOT)
+		add_rows(mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT), gen, acc);
+	else if (s == SHARED_EARLY)
+		add_into(proc.early, acc);
+	shared_close(s);
+}
+
+void
+mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
+		      uint64_t requested)
+{
+	_Atomic uint64_t *gen;
+	enum shared s;
+
+	if (proc.disabled)
+		return;
+	if (thread_forking) {
+		count_into(proc.forking, op, freed, size, requested);
+		return;
+	}
+	s = shared_open(&gen);
+	if (s == SHARED_SLOT) {
+		struct mstat_section sec = {
+			mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT), gen
+		};
+		mstat_section_count(&sec, op, freed, size, requested);
+	} else if (s == SHARED_EARLY) {
+		count_into(proc.early, op, freed, size, requested);
+	}
+	shared_close(s);
 }
 
 /* ---- thread slots ---- */
 
 static void
-raise_slots_used(uint32_t n)
+take_slot(uint32_t i)
 {
-	_Atomic uint32_t *used = &proc.seg.hdr->slots_used;
-	uint32_t cur = atomic_load_explicit(used, memory_order_relaxed);
+	struct mstat_shm_slot *s = mstat_segment_slot(&proc.seg, i);
 
-	/* (F) seq_cst, before this thread's first section in the slot: pairs
-	 * with the reader's load of slots_used after its rotation (D). */
-	while (cur < n && !atomic_compare_exchange_weak_explicit(
-				  used, &cur, n, memory_order_seq_cst,
-				  memory_order_relaxed))
-		;
+	atomic_store_explicit(&s->head.tid, (uint32_t)gettid(), memory_order_relaxed);
+	atomic_fetch_add_explicit(&proc.seg.hdr->threads, 1, memory_order_relaxed);
+	/* May allocate (keys past the first 32): that count sees
+	 * THREAD_CLAIMING and takes the shared path. */
+	if (proc.have_key)
+		pthread_setspecific(proc.exit_key, (void *)1);
+	thread_slot_index = i;
+	thread_state = THREAD_OWN;
+	mstat_thread_slot = s;
 }
 
+/* Gives slot `n`, the next without pages, its pages; false if another
+ * thread is doing so now, or they cannot be had. */
+static bool
+reserve_slot(uint32_t n)
+{
+	if (atomic_exchange_explicit(&proc.reserving, true, memory_order_acquire))
+		return false;
+	bool ok = n == atomic_load_explicit(&proc.reserved, memory_order_relaxed) &&
+		  mstat_segment_reserve(&proc.seg, n) == 0;
+	if (ok) {
+		atomic_store_explicit(&proc.busy[n], 1, memory_order_relaxed);
+		/* (F) seq_cst, before this thread's first section in the
+		 * slot: pairs with the reader's load of slots_used after its
+		 * rotation (D).  Only the reserving thread raises it. */
+		atomic_store_explicit(&proc.seg.hdr->slots_used, n + 1,
+				      memory_order_seq_cst);
+		/* (S) release: the slot's pages and busy flag before the
+		 * count that lets other threads scan it. */
+		atomic_store_explicit(&proc.reserved, n + 1, memory_order_release);
+	} else if (n == atomic_load_explicit(&proc.reserved, memory_order_relaxed)) {
+		atomic_store_explicit(&proc.reserve_failed, true, memory_order_relaxed);
+	}
+	atomic_store_explicit(&proc.reserving, false, memory_order_release);
+	return ok;
+}
+
+/* Takes a free slot that has pages, or gives the next one pages. */
 static void
 claim_slot(void)
 {
-	struct mstat_shm_header *h = proc.seg.hdr;
+	/* (S) acquire: pairs with the release in reserve_slot(). */
+	uint32_t n = atomic_load_explicit(&proc.reserved, memory_order_acquire);
 
 	thread_state = THREAD_CLAIMING;
-	for (uint32_t i = 1; i < proc.slot_count; i++) {
+	for (uint32_t i = 1; i < n; i++) {
 		unsigned char free_ = 0;
 
 		if (atomic_load_explicit(&proc.busy[i], memory_order_relaxed) ||
@@ -181,21 +372,22 @@ claim_slot(void)
 			    &proc.busy[i], &free_, 1, memory_order_acquire,
 			    memory_order_relaxed))
 			continue;
-		struct mstat_shm_slot *s = mstat_segment_slot(&proc.seg, i);
-		raise_slots_used(i + 1);
-		atomic_store_explicit(&s->head.tid, (uint32_t)gettid(),
-				      memory_order_relaxed);
-		atomic_fetch_add_explicit(&h->threads, 1, memory_order_relaxed);
-		/* May allocate (keys past the first 32): that count sees
-		 * THREAD_CLAIMING and takes the shared path. */
-		if (proc.have_key)
-			pthread_setspecific(proc.exit_key, (void *)1);
-		thread_slot_index = i;
-		thread_state = THREAD_OWN;
-		mstat_thread_slot = s;
+		take_slot(i);
 		return;
 	}
-	atomic_fetch_add_explicit(&h->overflowed, 1, memory_order_relaxed);
+	if (n < proc.slot_count &&
+	    !atomic_load_explicit(&proc.reserve_failed, memory_order_relaxed)) {
+		if (reserve_slot(n)) {
+			take_slot(n);
+			return;
+		}
+		if (!atomic_load_explicit(&proc.reserve_failed, memory_order_relaxed)) {
+			/* Another thread is reserving: try again next time. */
+			thread_state = THREAD_NEW;
+			return;
+		}
+	}
+	atomic_fetch_add_explicit(&proc.seg.hdr->overflowed, 1, memory_order_relaxed);
 	thread_state = THREAD_SHARED;
 }
 
@@ -218,30 +410,40 @@ give_back_slot(void *unused)
 	atomic_store_explicit(&proc.busy[thread_slot_index], 0, memory_order_release);
 }
 
-void
-mstat_count_slow(enum mstat_op op, uint64_t freed, uint64_t size,
-		 uint64_t requested)
+bool
+mstat_section_open_slow(struct mstat_section *sec)
 {
-	if (proc.disabled)
-		return;
-	if (thread_forking) {
-		count_into(proc.forking, op, freed, size, requested);
-		return;
-	}
-	/* (R) acquire: pairs with the release in start(); the segment and
-	 * mstat_writer_config are complete once ready is seen. */
-	if (thread_state == THREAD_NEW &&
-	    atomic_load_explicit(&proc.ready, memory_order_acquire)) {
-		claim_slot();
-		if (mstat_thread_slot) {
-			mstat_count_on(mstat_thread_slot, op, freed, size, requested);
-			return;
+	for (;;) {
+		struct mstat_shm_slot *slot = mstat_thread_slot;
+
+		if (!slot) {
+			if (thread_forking || thread_state != THREAD_NEW ||
+			    /* (R) acquire: pairs with the release in start();
+			     * the segment and the config are complete. */
+			    !atomic_load_explicit(&proc.ready, memory_order_acquire))
+				return false;
+			claim_slot();
+			if (!mstat_thread_slot)
+				return false;
+			continue;
+		}
+		switch (mstat_wsection_begin(slot, mstat_writer_config.epoch,
+					     &mstat_writer_config.stop,
+					     mstat_writer_config.fenced, &sec->gen)) {
+		case MSTAT_WS_OPEN:
+			sec->slot = slot;
+			return true;
+		case MSTAT_WS_NESTED:
+			return false;
+		case MSTAT_WS_STOPPED:
+			if (!wait_stopped())
+				return false;
+			break;
 		}
 	}
-	count_shared(op, freed, size, requested);
 }
 
-/* ---- start-up, fork, exit ---- */
+/* ---- start-up ---- */
 
 static void
 say(const char *what, const char *why)
@@ -300,6 +502,8 @@ start(void)
 		    strerror(errno));
 		mode = MSTAT_MODE_FENCED;
 	}
+	/* Whoever starts removes a few segments of processes that are gone. */
+	mstat_reap_some(geteuid(), REAP_PROBES);
 	/* Made outside shared_lock: creating may allocate (it should not,
 	 * but a count from in here must not deadlock), counted as early. */
 	struct mstat_segment seg;
@@ -316,39 +520,60 @@ start(void)
 
 	pthread_mutex_lock(&proc.shared_lock);
 	proc.seg = seg;
+	atomic_store_explicit(&proc.reserved, 1, memory_order_relaxed);
 	mstat_writer_config.epoch = &seg.hdr->epoch;
 	mstat_writer_config.fenced = mode == MSTAT_MODE_FENCED;
-	/* A section on a segment no reader can see yet: epoch 0, gen 0. */
-	add_rows(mstat_segment_slot(&seg, MSTAT_SHARED_SLOT), proc.early);
+	/* A section on a segment no reader can see yet, which nothing can
+	 * stop: epoch 0, generation 0. */
+	_Atomic uint64_t *gen = mstat_segment_slot(&seg, MSTAT_SHARED_SLOT)->acc;
+	add_rows(mstat_segment_slot(&seg, MSTAT_SHARED_SLOT), gen, proc.early);
 	memset(proc.early, 0, sizeof(proc.early));
 	mstat_segment_publish(&seg);
-	/* (R) release: pairs with the acquire in mstat_count_slow(). */
+	/* (R) release: pairs with the acquire in mstat_section_open_slow(). */
 	atomic_store_explicit(&proc.ready, 1, memory_order_release);
 	pthread_mutex_unlock(&proc.shared_lock);
-	snprintf(proc.status, sizeof(proc.status), "counting into /dev/shm/%s (%s)",
-		 seg.shm_name, mode == MSTAT_MODE_FENCED ? "fenced" : "membarrier");
+	snprintf(proc.status, sizeof(proc.status), "counting into %s/%s (%s)",
+		 MSTAT_SHM_DIR, seg.shm_name,
+		 mode == MSTAT_MODE_FENCED ? "fenced" : "membarrier");
+	if (proc.report[0] && getpid() == proc.report_pid)
+		(void)mstat_segment_report(&proc.seg, proc.report);
+}
+
+/* ---- fork ---- */
+
+/* Every slot with pages, all generations: the counts so far.  Exact once
+ * stop_sections() has returned true. */
+static void
+sum_slots(mstat_rows out)
+{
+	uint32_t n = atomic_load_explicit(&proc.reserved, memory_order_acquire);
+
+	for (unsigned g = 0; g < MSTAT_GENS; g++)
+		mstat_sum_generation((const unsigned char *)mstat_segment_slot(&proc.seg, 0),
+				     proc.seg.slot_size, n, MSTAT_CLASS_COUNT, g, out);
 }
 
 /*
- * Across fork(), the forking thread counts into proc.forking, from our
- * prepare handler to our parent or child handler.  Handlers of other
- * libraries may allocate in between, on either side: in the child, those
- * registered before ours run before ours, while the thread's slot pointer
- * still points into the parent's segment, which the child shares.  Writing
- * there would make two writers of one slot.  No lock is held across fork
- * either (a prepare handler that runs after ours and allocates on a thread
- * without a slot would otherwise deadlock on shared_lock).  fork_lock only
- * keeps two threads forking at once from sharing proc.forking; it is never
- * taken while counting.
+ * Across fork(), the child gets its own segment, starting from the heap it
+ * inherits: per class, the parent's live objects and bytes, as
+ * allocations.  For that sum to be the heap the child gets, no count may
+ * be in flight when it is taken, nor start before the copy:
  *
- * The child's counts start from the heap it inherits: per class, the live
- * objects and bytes of the parent as allocations.  They are added up here,
- * before the fork, into process memory the child gets a copy of: the
- * segment itself is shared, and by the time the child could read it the
- * parent has moved on.  Exact when the parent has one thread.  Otherwise
- * what other threads count between this handler and the fork itself is
- * missing or partly there, and slots are read at slightly different
- * moments; live counts are kept from going below zero.
+ *   - the prepare handler sets MSTAT_STOP_FORK and drains: every section
+ *     open then (a malloc or free on its way, the allocator's call
+ *     included) ends, and every later one is refused before it calls the
+ *     allocator and waits on fork_lock, which this thread holds until its
+ *     parent handler.  glibc takes its arena locks after the prepare
+ *     handlers, so no allocation can happen uncounted before the copy;
+ *   - then it sums every slot into `inherit`, process memory the child
+ *     gets a copy of.
+ *
+ * The forking thread itself counts into `forking` from here to its parent
+ * or child handler: handlers of other libraries may allocate on either
+ * side of the fork, and in the child those registered before ours run
+ * while the thread's slot pointer still points into the parent's
+ * segment, which the child shares.  Writing there would make two writers
+ * of one slot.
  */
 static void
 fork_prepare(void)
@@ -356,39 +581,32 @@ fork_prepare(void)
 	pthread_mutex_lock(&proc.fork_lock);
 	memset(proc.forking, 0, sizeof(proc.forking));
 	memset(proc.inherit, 0, sizeof(proc.inherit));
-	if (atomic_load_explicit(&proc.ready, memory_order_acquire)) {
-		struct mstat_shm_header *h = proc.seg.hdr;
-		uint32_t used = atomic_load_explicit(&h->slots_used,
-						     memory_order_relaxed);
-		if (used > proc.slot_count)
-			used = proc.slot_count;
-		for (unsigned g = 0; g < MSTAT_GENS; g++)
-			mstat_sum_generation((const unsigned char *)h + h->slots_offset,
-					     h->slot_size, used, MSTAT_CLASS_COUNT, g,
-					     proc.inherit);
-	}
 	slot_before_fork = mstat_thread_slot;
 	mstat_thread_slot = NULL;
 	thread_forking = true;
+	if (!atomic_load_explicit(&proc.ready, memory_order_acquire))
+		return;
+	(void)stop_sections(MSTAT_STOP_FORK);
+	sum_slots(proc.inherit);
 }
 
 static void
 fork_parent(void)
 {
+	mstat_rows *mine = &proc.forking;
+	mstat_rows copy;
+
+	/* Release: with the unlock below, stopped threads see the bit
+	 * cleared once they hold fork_lock. */
+	atomic_fetch_and_explicit(&mstat_writer_config.stop,
+				  (unsigned char)~MSTAT_STOP_FORK, memory_order_release);
 	thread_forking = false;
 	mstat_thread_slot = slot_before_fork;
-	if (mstat_thread_slot) {
-		add_rows(mstat_thread_slot, proc.forking);
-	} else {
-		pthread_mutex_lock(&proc.shared_lock);
-		if (atomic_load_explicit(&proc.ready, memory_order_relaxed))
-			add_rows(mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT),
-				 proc.forking);
-		else if (!proc.disabled)
-			add_into(proc.early, proc.forking);
-		pthread_mutex_unlock(&proc.shared_lock);
-	}
+	/* Counted after the unlock: if this thread has no slot, it needs
+	 * shared_lock, which a stopped thread may hold while it waits. */
+	memcpy(copy, *mine, sizeof(copy));
 	pthread_mutex_unlock(&proc.fork_lock);
+	count_rows(copy);
 }
 
 /* The child must not write into its parent's segment (its slots belong to
@@ -402,6 +620,7 @@ fork_child(void)
 	/* From here until start(), counts go to `early`, never to the
 	 * parent's segment. */
 	atomic_store_explicit(&proc.ready, 0, memory_order_relaxed);
+	atomic_store_explicit(&mstat_writer_config.stop, 0, memory_order_relaxed);
 	thread_forking = false;
 	thread_state = THREAD_NEW;
 	mstat_thread_slot = NULL;
@@ -424,6 +643,8 @@ fork_child(void)
 
 	for (unsigned c = 0; c < MSTAT_CLASS_COUNT; c++) {
 		uint64_t *in = proc.inherit[c];
+		/* The drain makes frees never exceed allocations; kept from
+		 * going below zero should a stopped thread have defeated it. */
 		if (in[MSTAT_C_ALLOC_COUNT] > in[MSTAT_C_FREE_COUNT])
 			proc.early[c][MSTAT_C_ALLOC_COUNT] +=
 				in[MSTAT_C_ALLOC_COUNT] - in[MSTAT_C_FREE_COUNT];
@@ -431,17 +652,61 @@ fork_child(void)
 			proc.early[c][MSTAT_C_ALLOC_BYTES] +=
 				in[MSTAT_C_ALLOC_BYTES] - in[MSTAT_C_FREE_BYTES];
 	}
+	/* The parent's descriptor goes; its owner lock is the parent's and
+	 * stays held by the parent's copy. */
 	mstat_segment_forget(&proc.seg);
+	atomic_store_explicit(&proc.reserved, 0, memory_order_relaxed);
+	atomic_store_explicit(&proc.reserving, false, memory_order_relaxed);
+	atomic_store_explicit(&proc.reserve_failed, false, memory_order_relaxed);
 	memset((void *)proc.busy, 0, sizeof(proc.busy));
+	atomic_store_explicit(&proc.retired, false, memory_order_relaxed);
 	start();
 }
 
+/* ---- exit ---- */
+
+/*
+ * Every way out that runs code of ours: exit() and a return from main
+ * (atexit), quick_exit() (at_quick_exit), _exit() and _Exit() (defined
+ * below).  Counting stops, every section in flight is waited for, and the
+ * segment is marked exiting and unlinked: the totals readers see from now
+ * on are final and consistent.  What the process frees after this point
+ * is not counted; it is on its way out.  A process that dies by a signal
+ * runs none of this: its owner lock goes with it, and the next process
+ * that starts, or an observer, removes the segment.
+ */
 static void
 retire(void)
 {
-	/* Compared now, not at start: a fork child has another pid. */
-	if (atomic_load_explicit(&proc.ready, memory_order_acquire))
-		mstat_segment_retire(&proc.seg, proc.keep_pid != getpid());
+	if (!atomic_load_explicit(&proc.ready, memory_order_acquire) ||
+	    getpid() != proc.seg.pid || /* a vfork child, sharing our memory */
+	    atomic_exchange_explicit(&proc.retired, true, memory_order_relaxed))
+		return;
+	(void)stop_sections(MSTAT_STOP_EXIT);
+	mstat_segment_retire(&proc.seg);
+}
+
+/* _exit() and _Exit(): the library's exit path, then the next _exit. */
+static __attribute__((noreturn)) void
+exit_now(int status)
+{
+	retire();
+	if (proc.real_exit)
+		proc.real_exit(status);
+	for (;;)
+		syscall(SYS_exit_group, status);
+}
+
+EXPORT void
+_exit(int status)
+{
+	exit_now(status);
+}
+
+EXPORT void
+_Exit(int status)
+{
+	exit_now(status);
 }
 
 void
@@ -463,14 +728,20 @@ mstat_writer_start(void)
 			 "disabled by MSTAT_DISABLE");
 		return;
 	}
-	e = getenv("MSTAT_KEEP_PID"); /* set by mstat-run for its child */
-	if (e && *e)
-		proc.keep_pid = (pid_t)strtol(e, NULL, 10);
+	/* Set by mstat-run for the command it runs (see mstat-run.c). */
+	e = getenv("MSTAT_REPORT");
+	if (e && *e && strlen(e) < sizeof(proc.report)) {
+		const char *p = getenv("MSTAT_REPORT_PID");
+		snprintf(proc.report, sizeof(proc.report), "%s", e);
+		proc.report_pid = p ? (pid_t)strtol(p, NULL, 10) : 0;
+	}
+	*(void **)&proc.real_exit = dlsym(RTLD_NEXT, "_exit");
 	proc.slot_count = env_slots();
 	proc.writer_mode = env_mode();
 	proc.have_key = pthread_key_create(&proc.exit_key, give_back_slot) == 0;
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	atexit(retire);
+	at_quick_exit(retire);
 	start();
 }
 

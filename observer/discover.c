@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * discover.c - finding segments in /dev/shm, attaching, refusing, telling
- * live processes from exited and dead ones, removing stale segments.
+ * discover.c - finding segments in /dev/shm, attaching, refusing, and
+ * removing the segments of processes that are gone.
  *
  * Sampler only: these functions change the target list, which only the
  * sampler does, so they walk it without rcu_read_lock().
@@ -9,23 +9,20 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "layout.h"
 #include "name.h"
+#include "owner.h"
 #include "reader.h"
 #include "top.h"
 #include "tsan.h"
-
-#define SHM_DIR "/dev/shm"
 
 void
 mstat_top_note(struct mstat_top *top, const char *fmt, ...)
@@ -128,23 +125,6 @@ refuse(struct mstat_top *top, const char *name, uint64_t ino, int rc,
 		mstat_top_note(top, "skipped %s", why);
 }
 
-/* Whether the process that made the segment is still this pid: a pidfd
- * taken before the start-time check pins the process that passed it. */
-static bool
-pin_process(struct mstat_top_target *t, uint64_t start_time)
-{
-	uint64_t now_start;
-
-	t->pidfd = (int)syscall(SYS_pidfd_open, t->pid, 0);
-	if (mstat_proc_start_time(t->pid, &now_start) == 0 &&
-	    now_start == start_time)
-		return true;
-	if (t->pidfd >= 0)
-		close(t->pidfd);
-	t->pidfd = -1;
-	return false;
-}
-
 static void
 attach(struct mstat_top *top, const char *name, uint64_t dir_ino)
 {
@@ -174,14 +154,6 @@ attach(struct mstat_top *top, const char *name, uint64_t dir_ino)
 	snprintf(t->key, sizeof(t->key), "%.40s:%llu", name,
 		 (unsigned long long)t->ino);
 	t->in_scan = true;
-	if (!pin_process(t, in->start_time)) {
-		/* Its process is gone: read it once, then it shows as stale,
-		 * even if it got as far as exiting: nobody will unlink it. */
-		t->gone = true;
-		t->final_read = true;
-		t->dead_at_attach = true;
-		t->gone_ns = mstat_top_now_ns();
-	}
 	mstat_reader_set_wait_budget(r, top->opt.wait_budget_us);
 	MSTAT_PUBLISHING(t);
 	cds_list_add_tail_rcu(&t->node, &top->targets);
@@ -210,9 +182,9 @@ mstat_discover_scan(struct mstat_top *top)
 	for (size_t i = 0; i < top->nrefused; i++)
 		top->refused[i].in_scan = false;
 
-	d = opendir(SHM_DIR);
+	d = opendir(MSTAT_SHM_DIR);
 	if (!d) {
-		mstat_top_note(top, "%s: %s", SHM_DIR, strerror(errno));
+		mstat_top_note(top, "%s: %s", MSTAT_SHM_DIR, strerror(errno));
 		return;
 	}
 	while ((de = readdir(d))) {
@@ -236,7 +208,6 @@ mstat_discover_scan(struct mstat_top *top)
 		}
 		attach(top, name, ino);
 	}
-	closedir(d);
 
 	/* A process that exec()s replaces its segment under the same name:
 	 * the old one will never change again and its row would show the
@@ -253,6 +224,20 @@ mstat_discover_scan(struct mstat_top *top)
 			}
 	}
 
+	/* A segment not initialised yet whose creator is gone (it died while
+	 * making it) is removed; one still being made is left alone. */
+	for (size_t i = 0; i < top->nrefused; i++) {
+		struct mstat_top_refusal *f = &top->refused[i];
+		if (f->in_scan && f->rc == -EAGAIN &&
+		    mstat_reap_at(dirfd(d), f->name, geteuid(), NULL, NULL) ==
+			    MSTAT_REAP_REMOVED) {
+			mstat_top_note(top, "removed %s: its creator died making it",
+				       f->name);
+			f->in_scan = false;
+		}
+	}
+	closedir(d);
+
 	/* Forget refusals whose segment went away: a new one with the same
 	 * name is looked at afresh. */
 	size_t kept = 0;
@@ -260,73 +245,6 @@ mstat_discover_scan(struct mstat_top *top)
 		if (top->refused[i].in_scan)
 			top->refused[kept++] = top->refused[i];
 	top->nrefused = kept;
-}
-
-/* Without a pidfd (a kernel before 5.3, or valgrind): the process is gone
- * if /proc no longer has it, if it is a zombie (it has exited: a pidfd
- * would say so too), or if its pid now names a later process. */
-static bool
-proc_gone(const struct mstat_top_target *t)
-{
-	char path[32], buf[512];
-	uint64_t start;
-	ssize_t len;
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)t->pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT;
-	len = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (len <= 0)
-		return false;
-	buf[len] = '\0';
-	const char *p = strrchr(buf, ')'); /* the name may hold anything */
-	if (p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X'))
-		return true;
-	return mstat_proc_start_time(t->pid, &start) == 0 &&
-	       start != t->start_time;
-}
-
-void
-mstat_discover_liveness(struct mstat_top *top, uint64_t now_ns)
-{
-	struct mstat_top_target *t;
-	struct pollfd *fds;
-	size_t n = 0, i = 0;
-
-	cds_list_for_each_entry(t, &top->targets, node)
-		n += !t->gone;
-	fds = n ? calloc(n, sizeof(*fds)) : NULL;
-	if (n && !fds)
-		return;
-	/* One poll() for every pidfd: a pidfd is readable once its process
-	 * has exited. */
-	cds_list_for_each_entry(t, &top->targets, node) {
-		if (t->gone)
-			continue;
-		fds[i].fd = t->pidfd; /* -1 is ignored by poll() */
-		fds[i].events = POLLIN;
-		i++;
-	}
-	if (n && poll(fds, n, 0) < 0)
-		memset(fds, 0, n * sizeof(*fds));
-	i = 0;
-	cds_list_for_each_entry(t, &top->targets, node) {
-		if (t->gone)
-			continue;
-		bool dead = t->pidfd >= 0
-				    ? (fds[i].revents & (POLLIN | POLLHUP)) != 0
-				    : proc_gone(t);
-		i++;
-		if (!dead)
-			continue;
-		t->gone = true;
-		t->final_read = true;
-		t->gone_ns = now_ns;
-	}
-	free(fds);
 }
 
 void
@@ -337,55 +255,59 @@ mstat_discover_detach(struct mstat_top *top, struct mstat_top_target *t)
 	call_rcu(&t->rcu, mstat_top_target_free);
 }
 
+void
+mstat_discover_reap(struct mstat_top *top, struct mstat_top_target *t)
+{
+	int dirfd, rc;
+
+	if (!t->in_scan)
+		return; /* its name is gone already */
+	dirfd = open(MSTAT_SHM_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return;
+	rc = mstat_reap_fd(dirfd, t->shm_name, mstat_reader_fd(t->reader));
+	close(dirfd);
+	if (rc < 0)
+		mstat_top_note(top, "%s: cannot remove: %s", t->shm_name,
+			       strerror(-rc));
+}
+
 size_t
 mstat_discover_gc(struct mstat_top *top)
 {
-	struct mstat_top_target *t, *tmp;
+	static const char *const how[] = {
+		[MSTAT_STATE_RUNNING] = "killed",
+		[MSTAT_STATE_EXITING] = "exited",
+		[MSTAT_STATE_EXECED] = "exec'd",
+	};
+	struct dirent *de;
 	size_t removed = 0;
+	DIR *d = opendir(MSTAT_SHM_DIR);
 
-	cds_list_for_each_entry_safe(t, tmp, &top->targets, node) {
-		const struct mstat_top_sample *s = t->sample;
-		if (!t->gone || !s || s->live != MSTAT_LIVE_STALE)
-			continue;
-		/* Only the segment we validated: its name must still lead to
-		 * the inode we mapped. */
-		if (t->in_scan && shm_unlink(t->shm_name) < 0) {
-			mstat_top_note(top, "%s: cannot remove: %s", t->shm_name,
-				       strerror(errno));
-			continue;
-		}
-		mstat_top_note(top, "removed stale segment %s (pid %d, %s)",
-			       t->shm_name, (int)t->pid, t->name);
-		mstat_discover_detach(top, t);
-		removed++;
+	if (!d) {
+		mstat_top_note(top, "%s: %s", MSTAT_SHM_DIR, strerror(errno));
+		return 0;
 	}
-	/* Segments never published (their creator died while making them)
-	 * are refused as not initialised and never attached: removed once
-	 * the process their name gives is gone, if they are this user's. */
-	for (size_t i = 0; i < top->nrefused; i++) {
-		const struct mstat_top_refusal *f = &top->refused[i];
-		char path[sizeof(SHM_DIR) + sizeof(f->name)];
-		uint64_t start, now;
-		struct stat st;
+	while ((de = readdir(d))) {
+		struct mstat_reaped r;
 		pid_t pid;
+		uint64_t start;
 
-		if (f->rc != -EAGAIN || !f->in_scan ||
-		    mstat_shm_parse_name(f->name, &pid, &start) < 0)
+		if (mstat_shm_parse_name(de->d_name, &pid, &start) < 0)
 			continue;
-		if (mstat_proc_start_time(pid, &now) == 0 && now == start)
-			continue; /* still being made */
-		snprintf(path, sizeof(path), "%s/%s", SHM_DIR, f->name);
-		if (lstat(path, &st) < 0 || !S_ISREG(st.st_mode) ||
-		    st.st_uid != geteuid() || (uint64_t)st.st_ino != f->ino)
-			continue;
-		if (shm_unlink(f->name) < 0) {
-			mstat_top_note(top, "%s: cannot remove: %s", f->name,
-				       strerror(errno));
-			continue;
+		int rc = mstat_reap_at(dirfd(d), de->d_name, geteuid(), NULL, &r);
+		if (rc < 0) {
+			mstat_top_note(top, "%s: cannot remove: %s", de->d_name,
+				       strerror(-rc));
+		} else if (rc == MSTAT_REAP_REMOVED) {
+			mstat_top_note(top, "removed %s (pid %d, %s)", de->d_name,
+				       (int)pid, !r.published ? "never published"
+				       : r.state < sizeof(how) / sizeof(how[0]) &&
+						       how[r.state] ? how[r.state]
+				       : "gone");
+			removed++;
 		}
-		mstat_top_note(top, "removed unpublished segment %s (pid %d gone)",
-			       f->name, (int)pid);
-		removed++;
 	}
+	closedir(d);
 	return removed;
 }

@@ -155,14 +155,6 @@ key_faster(struct mstat_ui *ui)
 }
 
 static int
-key_gc(struct mstat_ui *ui)
-{
-	atomic_store(&ui->top->gc_request, true);
-	mstat_top_wake(ui->top);
-	return MSTAT_KEY_REDRAW;
-}
-
-static int
 key_help(struct mstat_ui *ui)
 {
 	ui->help = !ui->help;
@@ -192,7 +184,6 @@ static const struct mstat_key_binding table[] = {
 	{ { ' ' }, "Space", "pause or resume the display", key_pause },
 	{ { '+' }, "+", "longer interval (x2)", key_slower },
 	{ { '-' }, "-", "shorter interval (/2)", key_faster },
-	{ { 'D' }, "D", "remove stale segments (processes that died)", key_gc },
 	{ { 'h', '?', KEY_F(1) }, "h ? F1", "this help; any key closes it", key_help },
 	{ { 'q', KEY_F(10) }, "q F10", "quit", key_quit },
 };

@@ -47,10 +47,11 @@ usage(FILE *f)
 	      "  -F, --filter=TEXT      show only names containing TEXT (or pid TEXT)\n"
 	      "  -s, --sort=COLUMN      pid, name, threads, live-bytes, live-objs,\n"
 	      "                         alloc/s, free/s, net/s, state\n"
-	      "      --linger=SECONDS   keep exited processes this long (default 5)\n"
-	      "      --gc               remove stale segments (of processes that\n"
-	      "                         died without exiting, or while making\n"
-	      "                         them), then exit\n"
+	      "      --linger=SECONDS   keep exited and killed processes this long\n"
+	      "                         (default 5)\n"
+	      "      --gc               remove every segment of a process that is\n"
+	      "                         gone, then exit (each tick removes those it\n"
+	      "                         reads anyway)\n"
 	      "  -h, --help             this text\n", f);
 }
 
@@ -351,9 +352,7 @@ main(int argc, char **argv)
 	}
 	rcu_register_thread();
 	if (o.gc) {
-		mstat_top_tick(&top); /* attach, and find who is gone */
-		atomic_store(&top.gc_request, true);
-		mstat_top_tick(&top);
+		mstat_discover_gc(&top);
 		rc = 0;
 	} else if (o.batch) {
 		rc = run_batch(&top, &o);

@@ -18,7 +18,7 @@ static const char *const live_names[MSTAT_LIVE_COUNT] = {
 	[MSTAT_LIVE_BUSY] = "busy",
 	[MSTAT_LIVE_EXITING] = "exiting",
 	[MSTAT_LIVE_EXITED] = "exited",
-	[MSTAT_LIVE_STALE] = "stale",
+	[MSTAT_LIVE_KILLED] = "killed",
 };
 
 const char *
@@ -156,7 +156,7 @@ fold_input(struct mstat_model_row *r, const struct mstat_model_input *in,
 	r->live = in->live;
 	if (in->snap && (!r->have_snap || in->t_ns > r->t_ns))
 		fold_snapshot(r, in->snap, in->t_ns);
-	if (r->live == MSTAT_LIVE_EXITED || r->live == MSTAT_LIVE_STALE) {
+	if (mstat_model_gone(r->live)) {
 		/* Gone: nothing moves any more. */
 		r->threads = 0;
 		r->alloc_rate = r->free_rate = 0;
@@ -165,7 +165,8 @@ fold_input(struct mstat_model_row *r, const struct mstat_model_input *in,
 			r->classes[c].alloc_rate = r->classes[c].free_rate =
 				r->classes[c].net_bytes_rate = 0;
 	}
-	r->gone_ns = r->live == MSTAT_LIVE_EXITED ? now_ns : 0;
+	r->gone_ns = mstat_model_gone(r->live) ? now_ns : 0;
+	r->end_ns = in->end_ns;
 }
 
 int
@@ -183,19 +184,20 @@ mstat_model_update(struct mstat_model *m, const struct mstat_model_input *in,
 			rc = -ENOMEM;
 			continue;
 		}
-		/* An exited row keeps the time it was first seen gone. */
+		/* A row gone keeps the time it was first seen gone. */
 		uint64_t gone = r->gone_ns;
 		fold_input(r, &in[i], now_ns);
 		if (gone && r->gone_ns)
 			r->gone_ns = gone;
 		r->seen = true;
 	}
-	/* Lifecycle: rows not seen go, unless they exited and still linger;
-	 * exited rows go once they have lingered long enough. */
+	/* Lifecycle: rows not seen go, unless they are gone (exited or
+	 * killed) and still linger; those go once they have lingered long
+	 * enough. */
 	size_t kept = 0;
 	for (size_t i = 0; i < m->n; i++) {
 		struct mstat_model_row *r = m->rows[i];
-		bool keep = r->live == MSTAT_LIVE_EXITED
+		bool keep = mstat_model_gone(r->live)
 				    ? now_ns - r->gone_ns < m->linger_ns
 				    : r->seen;
 		if (keep)
@@ -329,7 +331,7 @@ mstat_model_totals(const struct mstat_model_row *const *rows, size_t n,
 	for (size_t i = 0; i < n; i++) {
 		const struct mstat_model_row *r = rows[i];
 		t->processes++;
-		if (r->live != MSTAT_LIVE_EXITED && r->live != MSTAT_LIVE_STALE)
+		if (!mstat_model_gone(r->live))
 			t->running++;
 		t->threads += r->threads;
 		t->live_bytes += mstat_model_live_bytes(r);

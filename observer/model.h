@@ -32,13 +32,20 @@ enum mstat_model_live {
 	MSTAT_LIVE_STALLED,  /* a thread stayed inside an update (-EAGAIN) */
 	MSTAT_LIVE_BUSY,     /* another reader held the segment (-EBUSY) */
 	MSTAT_LIVE_EXITING,  /* exit has begun; the process still exists */
-	MSTAT_LIVE_EXITED,   /* gone after a clean exit: final totals */
-	MSTAT_LIVE_STALE,    /* gone without exiting; its segment is left */
+	MSTAT_LIVE_EXITED,   /* gone after exit(), _exit(): final totals */
+	MSTAT_LIVE_KILLED,   /* gone without exiting (a signal): final totals */
 	MSTAT_LIVE_COUNT
 };
 
 /* "running", "stalled", ...: the word shown in STATE columns and output. */
 const char *mstat_model_live_name(enum mstat_model_live l);
+
+/* Whether the process is gone (its row shows final totals). */
+static inline bool
+mstat_model_gone(enum mstat_model_live l)
+{
+	return l == MSTAT_LIVE_EXITED || l == MSTAT_LIVE_KILLED;
+}
 
 /* One target as the sampler last saw it. */
 struct mstat_model_input {
@@ -48,6 +55,7 @@ struct mstat_model_input {
 	enum mstat_model_live live;
 	const char *err;     /* why the last read failed, or "" */
 	uint64_t t_ns;       /* CLOCK_MONOTONIC when `snap` was taken */
+	uint64_t end_ns;     /* CLOCK_REALTIME the process ended, 0 if not */
 	const struct mstat_snapshot *snap; /* last good snapshot, or NULL */
 };
 
@@ -69,7 +77,8 @@ struct mstat_model_row {
 	bool have_snap;        /* false until a first snapshot succeeded */
 	uint64_t t_ns;         /* of the snapshot the counters come from */
 	uint64_t epoch;        /* of that snapshot */
-	uint64_t gone_ns;      /* when last seen, once exited; else 0 */
+	uint64_t gone_ns;      /* CLOCK_MONOTONIC when first seen gone; else 0 */
+	uint64_t end_ns;       /* CLOCK_REALTIME the process ended; else 0 */
 	struct mstat_counts total;
 	uint64_t requested_bytes;
 	bool have_rates;       /* two snapshots seen: rates are meaningful */

@@ -221,7 +221,12 @@ json_row(FILE *f, const struct mstat_model_row *r)
 #undef MSTAT_X
 		fputc('}', f);
 	}
-	fputs("]}", f);
+	fputc(']', f);
+	if (r->end_ns)
+		fprintf(f, ",\"end_time_s\":%.3f", (double)r->end_ns / 1e9);
+	else
+		fputs(",\"end_time_s\":null", f);
+	fputc('}', f);
 }
 
 int
@@ -314,8 +319,7 @@ mstat_output_openmetrics(FILE *f, const struct mstat_output_tick *t,
 			uint64_t v = g == 0 ? mstat_model_live_bytes(r)
 				   : g == 1 ? mstat_model_live_objects(r)
 				   : g == 2 ? r->threads
-				   : r->live != MSTAT_LIVE_EXITED &&
-					     r->live != MSTAT_LIVE_STALE;
+				   : !mstat_model_gone(r->live);
 			fprintf(f, "mstat_%s", gauges[g].name);
 			om_labels(f, r);
 			fprintf(f, "} %" PRIu64 "\n", v);

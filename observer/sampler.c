@@ -65,8 +65,6 @@ mstat_top_target_free(struct rcu_head *head)
 		caa_container_of(head, struct mstat_top_target, rcu);
 
 	mstat_reader_close(t->reader);
-	if (t->pidfd >= 0)
-		close(t->pidfd);
 	/* Its last sample was reachable only through it. */
 	free(t->sample);
 	free(t);
@@ -155,25 +153,32 @@ after_sigbus(struct mstat_top *top, size_t n)
 }
 
 static enum mstat_model_live
-live_of(const struct mstat_top_target *t, int rc,
-	const struct mstat_top_sample *s)
+live_of(int rc, const struct mstat_top_sample *s)
 {
-	bool exiting = s->have_snap && s->snap.state == MSTAT_EXITING;
-
-	/* Exited: we saw it run and then go, after it began to exit.  A
-	 * segment whose process was gone before we attached is a leftover
-	 * (killed, or left on purpose, as mstat-run's MSTAT_KEEP_PID does,
-	 * by a process that then died): stale, so that --gc removes it,
-	 * where an exited one would be detached, found again by the next
-	 * scan and shown as exited again, forever. */
-	if (t->gone)
-		return exiting && !t->dead_at_attach ? MSTAT_LIVE_EXITED
-						     : MSTAT_LIVE_STALE;
+	if (s->have_snap && s->snap.state == MSTAT_EXITED)
+		return MSTAT_LIVE_EXITED;
+	if (s->have_snap && s->snap.state == MSTAT_KILLED)
+		return MSTAT_LIVE_KILLED;
 	if (rc == -EAGAIN)
 		return MSTAT_LIVE_STALLED;
 	if (rc == -EBUSY)
 		return MSTAT_LIVE_BUSY;
-	return exiting ? MSTAT_LIVE_EXITING : MSTAT_LIVE_RUNNING;
+	return s->have_snap && s->snap.state == MSTAT_EXITING ? MSTAT_LIVE_EXITING
+							      : MSTAT_LIVE_RUNNING;
+}
+
+/* When the process ended, CLOCK_REALTIME: the time it began to exit, as
+ * it wrote it, or, killed, when we first found it gone. */
+static uint64_t
+end_time(const struct mstat_top_target *t, enum mstat_model_live live)
+{
+	struct timespec ts;
+	uint64_t exit_ns = mstat_reader_exit_ns(t->reader);
+
+	if (live == MSTAT_LIVE_EXITED && exit_ns)
+		return exit_ns;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 static void
@@ -183,10 +188,15 @@ publish(struct mstat_top *top, size_t i, uint64_t t_ns)
 	struct mstat_top_sample *old = t->sample, *s;
 	int rc = top->rcs[i];
 
-	t->final_read = false;
 	if (rc != 0 && rc != -EAGAIN && rc != -EBUSY) {
 		/* -EPROTO, -EFAULT: the segment cannot be trusted any more. */
 		mstat_top_note(top, "dropped %s", mstat_reader_error(t->reader));
+		mstat_discover_detach(top, t);
+		return;
+	}
+	if (rc == 0 && top->snaps[i].state == MSTAT_EXECED) {
+		/* Its process exec()ed: the new image has a segment of its
+		 * own, found by the scan as a new target. */
 		mstat_discover_detach(top, t);
 		return;
 	}
@@ -194,6 +204,7 @@ publish(struct mstat_top *top, size_t i, uint64_t t_ns)
 	if (!s)
 		return;
 	s->err[0] = '\0';
+	s->end_ns = 0;
 	if (rc == 0) {
 		memcpy(&s->snap, &top->snaps[i], snap_used(&top->snaps[i]));
 		s->have_snap = true;
@@ -206,7 +217,15 @@ publish(struct mstat_top *top, size_t i, uint64_t t_ns)
 		snprintf(s->err, sizeof(s->err), "%s",
 			 mstat_reader_error(t->reader));
 	}
-	s->live = live_of(t, rc, s);
+	s->live = live_of(rc, s);
+	if (s->live == MSTAT_LIVE_EXITED || s->live == MSTAT_LIVE_KILLED) {
+		/* Gone: these counts are final.  Its name goes now; the
+		 * mapping stays until the row has lingered. */
+		t->final = true;
+		t->end_ns = t_ns;
+		s->end_ns = end_time(t, s->live);
+		mstat_discover_reap(top, t);
+	}
 	/* Publishes the filled sample: pairs with rcu_dereference() in
 	 * mstat_top_collect(). */
 	MSTAT_PUBLISHING(s);
@@ -219,21 +238,16 @@ void
 mstat_top_tick(struct mstat_top *top)
 {
 	struct mstat_top_target *t, *tmp;
-	uint64_t now = mstat_top_now_ns();
 	size_t n = 0;
 
 	mstat_discover_scan(top);
-	mstat_discover_liveness(top, now);
-	if (atomic_exchange(&top->gc_request, false))
-		mstat_discover_gc(top);
-
 	cds_list_for_each_entry(t, &top->targets, node)
-		n += !t->gone || t->final_read;
+		n += !t->final;
 	if (grow(top, n) < 0)
 		return;
 	n = 0;
 	cds_list_for_each_entry(t, &top->targets, node) {
-		if (t->gone && !t->final_read)
+		if (t->final)
 			continue;
 		top->batch[n] = t;
 		top->readers[n] = t->reader;
@@ -246,10 +260,10 @@ mstat_top_tick(struct mstat_top *top)
 	for (size_t i = 0; i < n; i++)
 		publish(top, i, t_ns);
 
-	/* Exited targets have shown their final totals long enough. */
+	/* Exited and killed targets have shown their final totals long
+	 * enough. */
 	cds_list_for_each_entry_safe(t, tmp, &top->targets, node)
-		if (t->gone && t->sample && t->sample->live == MSTAT_LIVE_EXITED &&
-		    t_ns - t->gone_ns >= top->opt.linger_ns)
+		if (t->final && t_ns - t->end_ns >= top->opt.linger_ns)
 			mstat_discover_detach(top, t);
 	/* Release: the tick is complete; pairs with the view's acquire load
 	 * of ticks (observer/main.c), which then redraws. */
@@ -357,6 +371,7 @@ mstat_top_collect(struct mstat_top *top, struct mstat_model *m,
 			.live = s->live,
 			.err = s->err,
 			.t_ns = s->t_ns,
+			.end_ns = s->end_ns,
 			.snap = s->have_snap ? &s->snap : NULL,
 		};
 	}

@@ -18,7 +18,7 @@
  *     and never changed after; consumers rcu_dereference() it.  The sample
  *     it replaces is freed by call_rcu.
  *   - `status` (the last one-line note) is published the same way.
- *   - Requests from the consumer (interval, gc, stop) are atomics, plus a
+ *   - Requests from the consumer (interval, stop) are atomics, plus a
  *     write to `wake_fd` so that the sampler acts on them at once.
  * Every thread that takes rcu_read_lock() must be rcu_register_thread()ed.
  */
@@ -47,6 +47,7 @@ struct mstat_top_sample {
 	enum mstat_model_live live;
 	bool have_snap;             /* false until a read succeeded */
 	char err[MSTAT_MODEL_ERR_MAX]; /* why the last read failed, or "" */
+	uint64_t end_ns;            /* CLOCK_REALTIME the process ended, or 0 */
 	struct mstat_snapshot snap; /* the last good snapshot */
 };
 
@@ -64,12 +65,10 @@ struct mstat_top_target {
 	/* The sampler's own. */
 	struct mstat_reader *reader;
 	uint64_t ino;
-	int pidfd;                  /* -1: liveness by kill(pid, 0) */
 	bool in_scan;               /* its name was in the last scan */
-	bool gone;                  /* the process is gone: nothing to read */
-	bool final_read;            /* gone, but not read since */
-	bool dead_at_attach;        /* gone before we saw it run: a leftover */
-	uint64_t gone_ns;           /* when it was found gone */
+	bool final;                 /* its process is gone and its final
+				     * counts are read: nothing more to read */
+	uint64_t end_ns;            /* CLOCK_MONOTONIC when found gone */
 };
 
 struct mstat_top_status {
@@ -92,7 +91,7 @@ struct mstat_top_options {
 	size_t npids;
 	unsigned interval_ms;
 	unsigned wait_budget_us;    /* for stalled targets, per tick */
-	uint64_t linger_ns;         /* how long exited targets stay */
+	uint64_t linger_ns;         /* how long exited and killed targets stay */
 	/* Called with each one-line note (a refusal, a removal); in the
 	 * sampler's thread.  NULL: publish it as `status`. */
 	void (*note)(void *arg, const char *line);
@@ -107,7 +106,6 @@ struct mstat_top {
 	struct mstat_top_status *status;
 	_Atomic uint64_t ticks;         /* ticks completed */
 	_Atomic unsigned interval_ms;
-	_Atomic bool gc_request;
 	_Atomic bool stop;
 	int wake_fd;                    /* eventfd */
 
@@ -134,13 +132,14 @@ int mstat_top_init(struct mstat_top *top, const struct mstat_top_options *opt);
  * call_rcu to have freed them. */
 void mstat_top_fini(struct mstat_top *top);
 
-/* One tick: discover, check liveness, read every target, publish.  Only
- * from the sampler (the thread, or the main thread in batch mode). */
+/* One tick: discover, read every target, publish, remove the segments
+ * of targets found gone.  Only from the sampler (the thread, or the main
+ * thread in batch mode). */
 void mstat_top_tick(struct mstat_top *top);
 
 /* Runs mstat_top_tick() every interval in a thread of its own. */
 int mstat_top_start(struct mstat_top *top);
-/* Asks the sampler to act at once (after a change of interval or gc). */
+/* Asks the sampler to act at once (after a change of interval). */
 void mstat_top_wake(struct mstat_top *top);
 
 /* Folds the latest samples into `m` (consumer side; never blocks on the
@@ -162,10 +161,11 @@ uint64_t mstat_top_status(struct mstat_top *top, char *buf, size_t len);
 /* Scans /dev/shm: attaches new segments, refuses bad ones (one note each),
  * marks which targets' names are still there. */
 void mstat_discover_scan(struct mstat_top *top);
-/* Marks targets whose process is gone (pidfd readable, or no such pid). */
-void mstat_discover_liveness(struct mstat_top *top, uint64_t now_ns);
-/* Removes the segments of targets that are stale (process gone without
- * exiting); one note each.  Returns how many. */
+/* Unlinks the name of a target whose process is gone, if the name still
+ * leads to it; the target keeps its mapping and its final counts. */
+void mstat_discover_reap(struct mstat_top *top, struct mstat_top_target *t);
+/* Removes every segment of this user in /dev/shm whose process is gone;
+ * one note each.  Returns how many. */
 size_t mstat_discover_gc(struct mstat_top *top);
 /* Closes and frees a target: the call_rcu callback of a detach. */
 void mstat_top_target_free(struct rcu_head *head);

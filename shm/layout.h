@@ -5,15 +5,29 @@
  * Not a public API: this is the wire format between a target process (the
  * writer, lib/) and its readers (shm/reader.c, observer/).  It holds no code
  * and no pointers, only sizes and offsets, so that two programs built apart
- * agree on it byte for byte.  The protocol that runs over it is described in
- * docs/design.md; the accesses named (A)..(H) there are marked where the
- * fields are declared.
+ * agree on it byte for byte.  It depends on nothing above it.  The protocol
+ * that runs over it is described in docs/design.md; the accesses named
+ * (A)..(R) there are marked where the fields are declared.
  *
- * A segment is one POSIX shm object, /dev/shm/mstat.<pid>.<starttime>:
+ * A segment is one POSIX shm object, /dev/shm/mstat.<pid>.<starttime>
+ * (or with a suffix .1 ... .7 when that name is taken by a live process):
  *
  *   offset 0                 control page (struct mstat_shm_header)
  *   offset MSTAT_PAGE        size-class table: class_count x uint64_t
- *   offset slots_offset      slot_count x struct mstat_shm_slot
+ *   offset slots_offset      slot_count x struct mstat_shm_slot, each a
+ *                            whole number of pages
+ *
+ * The object is sparse: the control page, the class table and slot 0 have
+ * pages when it is created, and a thread's slot gets its pages when the
+ * thread claims it.  Nobody touches a slot at or beyond `slots_used`: its
+ * pages may not exist.
+ *
+ * Liveness: the target holds an open-file-description read lock
+ * (F_OFD_SETLK, F_RDLCK) on byte MSTAT_OWNER_LOCK_BYTE for as long as it
+ * lives; the kernel drops it when the process dies, whatever the way.
+ * Whoever can take a write lock on that byte knows the owner is gone.
+ * Readers serialise among themselves with flock() on the whole file, a
+ * lock of another kind that never conflicts with it.
  *
  * Readers map the control page read-write (they write only `epoch` and
  * `synced_epoch`) and everything else read-only.
@@ -26,21 +40,27 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mstatshm.h"
+#include "mstatshm_counters.h"
 #include "sizeclass.h"
 
 /* "MSTATSHM" in memory order on a little-endian machine. */
 #define MSTAT_SHM_MAGIC UINT64_C(0x4d48535441545348)
-#define MSTAT_SHM_VERSION_MAJOR 1 /* readers refuse another major */
+/* Any change to this file bumps the major version; readers refuse a major
+ * they do not know.  1: dense, slots of any size, liveness by pid.
+ * 2: sparse, slots of whole pages, liveness by the owner lock. */
+#define MSTAT_SHM_VERSION_MAJOR 2
 #define MSTAT_SHM_VERSION_MINOR 0 /* readers accept any minor */
 
-#define MSTAT_SHM_PREFIX "mstat."  /* shm names: mstat.<pid>.<starttime> */
-#define MSTAT_PAGE 4096u            /* size of the control page */
+#define MSTAT_SHM_DIR "/dev/shm"
+#define MSTAT_SHM_PREFIX "mstat."   /* shm names: mstat.<pid>.<starttime> */
+#define MSTAT_SHM_SUFFIXES 8u        /* the name, then .1 ... .7 */
+#define MSTAT_PAGE 4096u             /* the unit of a segment's parts */
 #define MSTAT_CACHELINE 64u
-#define MSTAT_NAME_MAX 64u          /* bytes of the name, with its NUL */
-#define MSTAT_SLOTS_MIN 2u          /* the shared slot and one thread slot */
+#define MSTAT_NAME_MAX 64u           /* bytes of the name, with its NUL */
+#define MSTAT_SLOTS_MIN 2u           /* the shared slot and one thread slot */
 #define MSTAT_SLOTS_MAX 4096u
-#define MSTAT_SLOTS_DEFAULT 128u
+#define MSTAT_SLOTS_DEFAULT 4096u    /* capacity costs address space only */
+#define MSTAT_OWNER_LOCK_BYTE 0      /* the byte the owner lock covers */
 
 /* Slot 0 is shared: threads beyond the slot capacity, threads that already
  * gave their slot back, and everything counted before the segment existed.
@@ -57,13 +77,17 @@ enum mstat_writer_mode {
 /* Target lifecycle, in `state`. */
 enum mstat_target_state {
 	MSTAT_STATE_RUNNING = 1,
-	MSTAT_STATE_EXITING = 2, /* exit() has begun; the name is unlinked */
+	MSTAT_STATE_EXITING = 2, /* exit began: counts are final, the name is
+				  * unlinked; the process may still run */
+	MSTAT_STATE_EXECED = 3,  /* replaced by exec(): the new image, same
+				  * pid and start time, set this and made a
+				  * segment of its own */
 };
 
 /*
- * Counters: the lists MSTAT_CLASS_COUNTERS and MSTAT_TOTAL_COUNTERS of the
- * public header, defined once.  Every size class has one row of counters;
- * one more row after the last class holds the per-process totals.
+ * Counters: the lists MSTAT_CLASS_COUNTERS and MSTAT_TOTAL_COUNTERS of
+ * mstatshm_counters.h.  Every size class has one row of counters; one more
+ * row after the last class holds the per-process totals.
  */
 enum mstat_class_counter {
 #define MSTAT_X(e, f, h) MSTAT_C_##e,
@@ -97,21 +121,24 @@ struct mstat_shm_header {
 	uint32_t class_count;    /* rows = class_count + 1 */
 	uint32_t row_counters;   /* MSTAT_ROW_COUNTERS */
 	uint32_t classes_offset; /* uint64_t upper bound of each class */
-	uint32_t slots_offset;
-	uint32_t slot_size;
+	uint32_t slots_offset;   /* a multiple of MSTAT_PAGE */
+	uint32_t slot_size;      /* a multiple of MSTAT_PAGE */
 	uint32_t slot_count;     /* including the shared slot 0 */
 	uint32_t writer_mode;    /* enum mstat_writer_mode */
-	int32_t pid;
+	int32_t pid;             /* in the pid namespace `pid_ns` */
 	uint32_t uid;
 	uint32_t reserved0;
 	uint64_t start_time;     /* /proc/<pid>/stat field 22, clock ticks */
 	uint64_t created_ns;     /* CLOCK_REALTIME */
+	uint64_t pid_ns;         /* inode of /proc/self/ns/pid, 0 if unknown:
+				  * `pid` means something to a reader whose
+				  * namespace has the same inode */
 	char name[MSTAT_NAME_MAX]; /* NUL-terminated */
 
 	/* Written by the target while it runs; readers only load them. */
 	alignas(MSTAT_CACHELINE) _Atomic uint32_t state; /* mstat_target_state */
 	_Atomic uint32_t threads;    /* threads holding a slot of their own */
-	_Atomic uint32_t slots_used; /* (F) high-water mark of slots ever used */
+	_Atomic uint32_t slots_used; /* (F) slots with pages, ever used */
 	_Atomic uint32_t overflowed; /* threads that found every slot taken */
 	_Atomic uint64_t exit_ns;    /* CLOCK_REALTIME when exiting began */
 
@@ -142,17 +169,18 @@ struct mstat_shm_slot {
 	alignas(MSTAT_CACHELINE) _Atomic uint64_t acc[];
 };
 
-/* Bytes of one slot for a given class count, rounded to a cache line. */
-#define MSTAT_SLOT_SIZE(classes)                                             \
-	((offsetof(struct mstat_shm_slot, acc) +                             \
-	  MSTAT_ROWS(classes) * MSTAT_ROW_STRIDE * sizeof(uint64_t) +        \
-	  MSTAT_CACHELINE - 1) / MSTAT_CACHELINE * MSTAT_CACHELINE)
-
 #define MSTAT_ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
+/* Bytes of one slot for a given class count: whole pages, so that a slot's
+ * pages can be reserved on their own. */
+#define MSTAT_SLOT_SIZE(classes)                                             \
+	MSTAT_ALIGN_UP(offsetof(struct mstat_shm_slot, acc) +                \
+			       MSTAT_ROWS(classes) * MSTAT_ROW_STRIDE *      \
+				       sizeof(uint64_t),                     \
+		       MSTAT_PAGE)
 #define MSTAT_CLASSES_OFFSET MSTAT_PAGE
 #define MSTAT_SLOTS_OFFSET(classes)                                          \
 	MSTAT_ALIGN_UP(MSTAT_CLASSES_OFFSET + (classes) * sizeof(uint64_t),  \
-		       MSTAT_CACHELINE)
+		       MSTAT_PAGE)
 #define MSTAT_SEGMENT_SIZE(classes, slots)                                   \
 	(MSTAT_SLOTS_OFFSET(classes) + (uint64_t)(slots) * MSTAT_SLOT_SIZE(classes))
 
@@ -163,7 +191,7 @@ _Static_assert(sizeof(struct mstat_shm_header) <= MSTAT_PAGE,
 	       "the header fits the control page");
 _Static_assert(offsetof(struct mstat_shm_header, epoch) % MSTAT_CACHELINE == 0,
 	       "epoch starts its own cache line");
-_Static_assert(offsetof(struct mstat_shm_header, name) == 80,
+_Static_assert(offsetof(struct mstat_shm_header, name) == 88,
 	       "identity fields are packed without holes");
 _Static_assert(sizeof(struct mstat_shm_slot_head) <= MSTAT_CACHELINE,
 	       "seq and the touched bitmap share one cache line");
@@ -175,7 +203,7 @@ _Static_assert(MSTAT_CLASS_COUNT <= MSTAT_MAX_CLASSES,
 	       "a snapshot holds every class");
 _Static_assert((int)MSTAT_TOTAL_COUNTER_COUNT <= (int)MSTAT_ROW_COUNTERS,
 	       "the totals fit one row");
-_Static_assert(MSTAT_SLOT_SIZE(MSTAT_CLASS_COUNT) % MSTAT_CACHELINE == 0,
-	       "slots start on cache lines");
+_Static_assert(MSTAT_SLOT_SIZE(MSTAT_CLASS_COUNT) == 4 * MSTAT_PAGE,
+	       "a slot is 16 KiB: what a thread costs in /dev/shm");
 
 #endif /* MSTAT_SHM_LAYOUT_H */

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -26,7 +27,8 @@ mstat_utoa(char *buf, uint64_t v)
 }
 
 int
-mstat_shm_name(char *buf, size_t len, pid_t pid, uint64_t start_time)
+mstat_shm_name(char *buf, size_t len, pid_t pid, uint64_t start_time,
+	       unsigned suffix)
 {
 	char tmp[MSTAT_SHM_NAME_MAX];
 	size_t n = sizeof(MSTAT_SHM_PREFIX) - 1;
@@ -35,28 +37,33 @@ mstat_shm_name(char *buf, size_t len, pid_t pid, uint64_t start_time)
 	n += mstat_utoa(tmp + n, (uint64_t)pid);
 	tmp[n++] = '.';
 	n += mstat_utoa(tmp + n, start_time);
+	if (suffix) {
+		tmp[n++] = '.';
+		n += mstat_utoa(tmp + n, suffix);
+	}
 	if (n + 1 > len)
 		return -ENAMETOOLONG;
 	memcpy(buf, tmp, n + 1);
 	return (int)n;
 }
 
-/* Parses a decimal number without sign or leading zeros up to `end`. */
+/* Parses a decimal number without sign or leading zeros, ending at '.' or
+ * at the end of the string. */
 static int
-parse_u64(const char **p, char end, uint64_t max, uint64_t *out)
+parse_u64(const char **p, uint64_t max, uint64_t *out)
 {
 	const char *s = *p;
 	uint64_t v = 0;
 
-	if (*s < '0' || *s > '9' || (*s == '0' && s[1] != end))
+	if (*s < '0' || *s > '9' || (*s == '0' && s[1] >= '0' && s[1] <= '9'))
 		return -EINVAL;
 	for (; *s >= '0' && *s <= '9'; s++) {
 		unsigned d = (unsigned)(*s - '0');
-		if (v > (max - d) / 10)
+		if (d > max || v > (max - d) / 10)
 			return -EINVAL;
 		v = v * 10 + d;
 	}
-	if (*s != end)
+	if (*s != '.' && *s != '\0')
 		return -EINVAL;
 	*p = s;
 	*out = v;
@@ -67,16 +74,21 @@ int
 mstat_shm_parse_name(const char *name, pid_t *pid, uint64_t *start_time)
 {
 	size_t n = sizeof(MSTAT_SHM_PREFIX) - 1;
-	uint64_t p, st;
+	uint64_t p, st, suffix = 0;
 
 	if (strncmp(name, MSTAT_SHM_PREFIX, n) != 0)
 		return -EINVAL;
 	name += n;
-	if (parse_u64(&name, '.', INT32_MAX, &p) < 0 || p == 0)
+	if (parse_u64(&name, INT32_MAX, &p) < 0 || p == 0 || *name++ != '.')
 		return -EINVAL;
-	name++;
-	if (parse_u64(&name, '\0', UINT64_MAX, &st) < 0)
+	if (parse_u64(&name, UINT64_MAX, &st) < 0)
 		return -EINVAL;
+	if (*name == '.') {
+		name++;
+		if (parse_u64(&name, MSTAT_SHM_SUFFIXES - 1, &suffix) < 0 ||
+		    suffix == 0 || *name != '\0')
+			return -EINVAL;
+	}
 	*pid = (pid_t)p;
 	*start_time = st;
 	return 0;
@@ -125,5 +137,16 @@ mstat_proc_start_time(pid_t pid, uint64_t *start_time)
 	for (; *p >= '0' && *p <= '9'; p++)
 		v = v * 10 + (uint64_t)(*p - '0');
 	*start_time = v;
+	return 0;
+}
+
+int
+mstat_pid_ns(uint64_t *ino)
+{
+	struct stat st;
+
+	if (stat("/proc/self/ns/pid", &st) < 0)
+		return -errno;
+	*ino = (uint64_t)st.st_ino;
 	return 0;
 }

@@ -4,8 +4,12 @@
  * one with the same pid.
  *
  * A segment is /dev/shm/mstat.<pid>.<starttime>, starttime being field 22
- * of /proc/<pid>/stat: the pair names one process for the life of the
- * machine, so a reused pid never finds or takes another's segment.
+ * of /proc/<pid>/stat: within one pid namespace the pair names one process
+ * for the life of the machine.  Processes in other pid namespaces sharing
+ * /dev/shm can collide with it, and anyone may create a name first: the
+ * creator then takes the same name with a suffix, .1 to .7.  Names say
+ * who made a segment; whether its maker lives is the owner lock's to say
+ * (owner.h), never the pid's.
  *
  * These functions neither allocate nor use stdio: the writer calls them
  * while it sets up, from inside malloc.
@@ -19,15 +23,21 @@
 
 #define MSTAT_SHM_NAME_MAX 64 /* with the NUL */
 
-/* Writes "mstat.<pid>.<start_time>" into buf; returns its length, or
- * -ENAMETOOLONG. */
-int mstat_shm_name(char *buf, size_t len, pid_t pid, uint64_t start_time);
+/* Writes "mstat.<pid>.<start_time>", and ".<suffix>" if suffix is not 0,
+ * into buf; returns its length, or -ENAMETOOLONG. */
+int mstat_shm_name(char *buf, size_t len, pid_t pid, uint64_t start_time,
+		   unsigned suffix);
 
 /* Parses a name made by mstat_shm_name(), and nothing else: 0 or -EINVAL. */
 int mstat_shm_parse_name(const char *name, pid_t *pid, uint64_t *start_time);
 
 /* The start time of `pid` (0: this process), from /proc: 0 or -errno. */
 int mstat_proc_start_time(pid_t pid, uint64_t *start_time);
+
+/* The inode of this process's pid namespace (/proc/self/ns/pid): 0 or
+ * -errno.  Two processes whose namespaces have the same inode see the
+ * same pids. */
+int mstat_pid_ns(uint64_t *ino);
 
 /* Formats v in decimal at buf (at least 21 bytes); returns the length. */
 size_t mstat_utoa(char *buf, uint64_t v);

@@ -17,6 +17,11 @@
  * A reader writes nothing but `epoch` and `synced_epoch`, and merges or
  * clears nothing, so dying at any point leaves a segment the next reader
  * reads exactly.  docs/design.md gives the argument.
+ *
+ * Once the target is gone (its owner lock is free, owner.h), there is no
+ * writer left to wait for: a read adds up the three generations as they
+ * are.  A slot still odd then was cut by the process's death inside an
+ * update, and is counted in `cut`.
  */
 #include "reader.h"
 
@@ -37,10 +42,9 @@
 #include <unistd.h>
 
 #include "name.h"
+#include "owner.h"
 #include "sum.h"
 #include "validate.h"
-
-#define SHM_DIR "/dev/shm"
 
 static void (*step_hook)(enum mstat_read_step, void *);
 static void *step_hook_arg;
@@ -70,25 +74,6 @@ fail(struct mstat_reader *r, int rc, const char *fmt, ...)
 	return rc;
 }
 
-static uint64_t
-now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-static void
-cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#else
-	atomic_signal_fence(memory_order_seq_cst);
-#endif
-}
-
 static const struct mstat_shm_slot *
 slot_at(const struct mstat_reader *r, uint32_t i)
 {
@@ -113,34 +98,26 @@ mstat_reader_unmap(struct mstat_reader *r)
 	r->fd = -1;
 }
 
+/* Validates and maps the segment open at r->fd, called `label`. */
 static int
-attach(struct mstat_reader *r, const char *shm_name)
+attach_fd(struct mstat_reader *r, const char *label)
 {
 	struct mstat_shm_header h;
 	struct stat st;
-	pid_t name_pid;
-	uint64_t name_start;
 	char why[200];
 	int rc;
 
-	if (mstat_shm_parse_name(shm_name, &name_pid, &name_start) < 0)
-		return fail(r, -EINVAL, "%s: not an mstat segment name", shm_name);
-
-	/* O_NOFOLLOW: a symlink planted in /dev/shm is refused, not followed. */
-	r->fd = shm_open(shm_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
-	if (r->fd < 0)
-		return fail(r, -errno, "%s: %s", shm_name, strerror(errno));
 	if (fstat(r->fd, &st) < 0)
-		return fail(r, -errno, "%s: %s", shm_name, strerror(errno));
+		return fail(r, -errno, "%s: %s", label, strerror(errno));
 	rc = mstat_validate_stat(&st, geteuid(), why, sizeof(why));
 	if (rc < 0)
-		return fail(r, rc, "%s: %s", shm_name, why);
+		return fail(r, rc, "%s: %s", label, why);
 
 	r->ctl = mmap(NULL, MSTAT_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED,
 		      r->fd, 0);
 	if (r->ctl == MAP_FAILED) {
 		r->ctl = NULL;
-		return fail(r, -errno, "%s: mmap: %s", shm_name, strerror(errno));
+		return fail(r, -errno, "%s: mmap: %s", label, strerror(errno));
 	}
 	/* (P) acquire: pairs with the creator's release of magic; the
 	 * identity fields written before it are then complete. */
@@ -152,19 +129,14 @@ attach(struct mstat_reader *r, const char *shm_name)
 	rc = mstat_validate_header(&h, (uint64_t)st.st_size, geteuid(), why,
 				   sizeof(why));
 	if (rc < 0)
-		return fail(r, rc, "%s: %s", shm_name, why);
-	if (h.pid != name_pid || h.start_time != name_start)
-		return fail(r, -EPROTO,
-			    "%s: says it belongs to pid %d started at %llu",
-			    shm_name, (int)h.pid,
-			    (unsigned long long)h.start_time);
+		return fail(r, rc, "%s: %s", label, why);
 
 	r->size = h.segment_size;
 	r->data = mmap(NULL, r->size - MSTAT_PAGE, PROT_READ, MAP_SHARED, r->fd,
 		       MSTAT_PAGE);
 	if (r->data == MAP_FAILED) {
 		r->data = NULL;
-		return fail(r, -errno, "%s: mmap: %s", shm_name, strerror(errno));
+		return fail(r, -errno, "%s: mmap: %s", label, strerror(errno));
 	}
 	r->class_count = h.class_count;
 	r->slot_count = h.slot_count;
@@ -174,7 +146,7 @@ attach(struct mstat_reader *r, const char *shm_name)
 	       (size_t)h.class_count * sizeof(uint64_t));
 	rc = mstat_validate_classes(r->class_max, h.class_count, why, sizeof(why));
 	if (rc < 0)
-		return fail(r, rc, "%s: %s", shm_name, why);
+		return fail(r, rc, "%s: %s", label, why);
 
 	struct mstat_target_info *in = &r->info;
 	in->pid = h.pid;
@@ -185,8 +157,34 @@ attach(struct mstat_reader *r, const char *shm_name)
 	in->slot_count = h.slot_count;
 	in->version_major = h.version_major;
 	in->version_minor = h.version_minor;
+	in->pid_ns = h.pid_ns;
 	memcpy(in->name, h.name, sizeof(in->name)); /* NUL checked above */
-	snprintf(in->shm_name, sizeof(in->shm_name), "%s", shm_name);
+	snprintf(in->shm_name, sizeof(in->shm_name), "%s", label);
+	return 0;
+}
+
+static int
+attach(struct mstat_reader *r, const char *shm_name)
+{
+	pid_t name_pid;
+	uint64_t name_start;
+	int rc;
+
+	if (mstat_shm_parse_name(shm_name, &name_pid, &name_start) < 0)
+		return fail(r, -EINVAL, "%s: not an mstat segment name", shm_name);
+
+	/* O_NOFOLLOW: a symlink planted in /dev/shm is refused, not followed. */
+	r->fd = shm_open(shm_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
+	if (r->fd < 0)
+		return fail(r, -errno, "%s: %s", shm_name, strerror(errno));
+	rc = attach_fd(r, shm_name);
+	if (rc < 0)
+		return rc;
+	if (r->info.pid != name_pid || r->info.start_time != name_start)
+		return fail(r, -EPROTO,
+			    "%s: says it belongs to pid %d started at %llu",
+			    shm_name, (int)r->info.pid,
+			    (unsigned long long)r->info.start_time);
 	return 0;
 }
 
@@ -197,22 +195,25 @@ copy_err(char *err, size_t errlen, const char *msg)
 		snprintf(err, errlen, "%s", msg);
 }
 
-int
-mstat_reader_open_name(struct mstat_reader **out, const char *shm_name,
-		       char *err, size_t errlen)
+static struct mstat_reader *
+reader_new(char *err, size_t errlen)
 {
 	struct mstat_reader *r = calloc(1, sizeof(*r));
-	int rc;
 
-	*out = NULL;
 	if (!r) {
 		copy_err(err, errlen, "out of memory");
-		return -ENOMEM;
+		return NULL;
 	}
 	r->magic = MSTAT_READER_MAGIC;
 	r->fd = -1;
 	r->wait_budget_us = MSTAT_WAIT_BUDGET_DEFAULT_US;
-	rc = attach(r, shm_name);
+	return r;
+}
+
+static int
+opened(struct mstat_reader **out, struct mstat_reader *r, int rc, char *err,
+       size_t errlen)
+{
 	if (rc < 0) {
 		copy_err(err, errlen, r->err);
 		mstat_reader_unmap(r);
@@ -224,12 +225,39 @@ mstat_reader_open_name(struct mstat_reader **out, const char *shm_name,
 }
 
 int
+mstat_reader_open_name(struct mstat_reader **out, const char *shm_name,
+		       char *err, size_t errlen)
+{
+	struct mstat_reader *r = reader_new(err, errlen);
+
+	*out = NULL;
+	if (!r)
+		return -ENOMEM;
+	return opened(out, r, attach(r, shm_name), err, errlen);
+}
+
+int
+mstat_reader_open_fd(struct mstat_reader **out, int fd, const char *label,
+		     char *err, size_t errlen)
+{
+	struct mstat_reader *r = reader_new(err, errlen);
+
+	*out = NULL;
+	if (!r) {
+		close(fd);
+		return -ENOMEM;
+	}
+	r->fd = fd;
+	return opened(out, r, attach_fd(r, label), err, errlen);
+}
+
+int
 mstat_reader_open_pid(struct mstat_reader **out, pid_t pid, char *err,
 		      size_t errlen)
 {
-	char found[MSTAT_SHM_NAME_MAX] = "";
+	char found[MSTAT_SHM_SUFFIXES][MSTAT_SHM_NAME_MAX];
 	uint64_t start = 0;
-	int have_start, matches = 0;
+	int have_start, matches = 0, rc = -ENOENT;
 	struct dirent *de;
 	DIR *d;
 
@@ -242,14 +270,14 @@ mstat_reader_open_pid(struct mstat_reader **out, pid_t pid, char *err,
 	/* A live process is matched by start time: a segment left by an
 	 * earlier process with the same pid is not it. */
 	have_start = mstat_proc_start_time(pid, &start) == 0;
-	d = opendir(SHM_DIR);
+	d = opendir(MSTAT_SHM_DIR);
 	if (!d) {
-		int rc = -errno;
+		rc = -errno;
 		if (err && errlen)
-			snprintf(err, errlen, "%s: %s", SHM_DIR, strerror(errno));
+			snprintf(err, errlen, "%s: %s", MSTAT_SHM_DIR, strerror(errno));
 		return rc;
 	}
-	while ((de = readdir(d))) {
+	while ((de = readdir(d)) && matches < (int)MSTAT_SHM_SUFFIXES) {
 		pid_t p;
 		uint64_t st;
 
@@ -257,9 +285,8 @@ mstat_reader_open_pid(struct mstat_reader **out, pid_t pid, char *err,
 			continue;
 		if (have_start && st != start)
 			continue;
-		if (strlen(de->d_name) < sizeof(found))
-			strcpy(found, de->d_name);
-		matches++;
+		if (strlen(de->d_name) < sizeof(found[0]))
+			strcpy(found[matches++], de->d_name);
 	}
 	closedir(d);
 	if (matches == 0) {
@@ -269,14 +296,27 @@ mstat_reader_open_pid(struct mstat_reader **out, pid_t pid, char *err,
 				 (int)pid, have_start ? "running" : "alive");
 		return -ENOENT;
 	}
-	if (matches > 1) {
+	/* Names with a suffix exist when the plain one was taken (another
+	 * pid namespace, or squatted): the one whose owner lives is it. */
+	for (int i = 0; i < matches; i++) {
+		struct mstat_reader *r;
+		rc = mstat_reader_open_name(&r, found[i], err, errlen);
+		if (rc < 0)
+			continue;
+		if (matches == 1 || mstat_reader_alive(r) == 1) {
+			*out = r;
+			return 0;
+		}
+		mstat_reader_close(r);
+	}
+	if (rc == 0) {
 		if (err && errlen)
 			snprintf(err, errlen,
 				 "pid %d is gone and left %d segments; open one by name",
 				 (int)pid, matches);
-		return -ENOENT;
+		rc = -ENOENT;
 	}
-	return mstat_reader_open_name(out, found, err, errlen);
+	return rc;
 }
 
 void
@@ -349,58 +389,42 @@ add_generation(const struct mstat_reader *r, uint32_t n, unsigned gen,
 }
 
 static void
+on_slot(void *unused)
+{
+	(void)unused;
+	step(MSTAT_STEP_HANDSHAKE);
+}
+
+static void
 handshake_start(struct mstat_reader *r)
 {
-	r->hs_next = 0;
-	r->hs_odd = 0;
+	mstat_handshake_start(&r->hs, r->data + (r->slots_offset - MSTAT_PAGE),
+			      r->slot_size, r->used);
+	r->hs.on_slot = on_slot;
 }
 
 bool
 mstat_reader_poll(struct mstat_reader *r)
 {
-	while (r->hs_next < r->used) {
-		const struct mstat_shm_slot *s = slot_at(r, r->hs_next);
-		/* (E) seq_cst: with (D) against the writer's (A)/(B), if this
-		 * load misses a section's odd seq, that section loads the new
-		 * epoch.  Also acquire: pairs with (C), so the counters of every
-		 * section that ended before are visible to the sum. */
-		uint64_t v = atomic_load_explicit(&s->head.seq, memory_order_seq_cst);
-
-		step(MSTAT_STEP_HANDSHAKE);
-		/* Even: not in a section, any section after this one loads the
-		 * new epoch.  Odd but moved since first seen: the section seen
-		 * then has ended (seq is a counter, not a flag). */
-		if (!(v & 1) || (r->hs_odd && v != r->hs_odd)) {
-			r->hs_next++;
-			r->hs_odd = 0;
-			continue;
-		}
-		r->hs_odd = v;
-		return true;
-	}
-	return false;
+	return !r->dead && mstat_handshake_poll(&r->hs);
 }
 
-/* Polls until the handshake is done or `budget_us` has passed. */
-static bool
-handshake_wait(struct mstat_reader *r, unsigned budget_us)
+int
+mstat_reader_alive(const struct mstat_reader *r)
 {
-	uint64_t deadline = 0;
-	unsigned spins = 0;
+	return mstat_owner_alive(r->fd);
+}
 
-	while (mstat_reader_poll(r)) {
-		if (++spins < 128) {
-			cpu_relax();
-			continue;
-		}
-		uint64_t t = now_us();
-		if (!deadline)
-			deadline = t + budget_us;
-		if (t >= deadline)
-			return false;
-		sched_yield(); /* on a busy CPU the writer may need ours */
-	}
-	return true;
+int
+mstat_reader_fd(const struct mstat_reader *r)
+{
+	return r->fd;
+}
+
+uint64_t
+mstat_reader_exit_ns(const struct mstat_reader *r)
+{
+	return atomic_load_explicit(&r->ctl->exit_ns, memory_order_relaxed);
 }
 
 int
@@ -417,7 +441,7 @@ mstat_reader_barrier(void)
 bool
 mstat_reader_needs_barrier(const struct mstat_reader *r)
 {
-	return r->info.writer_mode == MSTAT_MODE_MEMBARRIER;
+	return !r->dead && r->info.writer_mode == MSTAT_MODE_MEMBARRIER;
 }
 
 static int
@@ -437,6 +461,19 @@ mstat_reader_begin(struct mstat_reader *r, unsigned catchup_budget_us)
 
 	if (r->rotated)
 		unlock_with(r, 0);
+	r->dead = false;
+	rc = check_live(r);
+	if (rc < 0)
+		return rc;
+	rc = mstat_reader_alive(r);
+	if (rc < 0)
+		return fail(r, rc, "%s: owner lock: %s", r->info.shm_name,
+			    strerror(-rc));
+	if (rc == 0) {
+		/* No writer is left: nothing to rotate or wait for. */
+		r->dead = true;
+		return load_used(r, &r->used);
+	}
 	if (flock(r->fd, LOCK_EX | LOCK_NB) < 0) {
 		if (errno == EWOULDBLOCK)
 			return fail(r, -EBUSY, "%s: another reader is reading it",
@@ -445,9 +482,6 @@ mstat_reader_begin(struct mstat_reader *r, unsigned catchup_budget_us)
 			    strerror(errno));
 	}
 	step(MSTAT_STEP_LOCKED);
-	rc = check_live(r);
-	if (rc < 0)
-		return unlock_with(r, rc);
 
 	e = atomic_load_explicit(&r->ctl->epoch, memory_order_seq_cst);
 	/* (G) acquire: pairs with the release of the last reader that
@@ -463,7 +497,7 @@ mstat_reader_begin(struct mstat_reader *r, unsigned catchup_budget_us)
 		if ((rc = load_used(r, &r->used)) < 0)
 			return unlock_with(r, rc);
 		handshake_start(r);
-		if (!handshake_wait(r, catchup_budget_us))
+		if (!mstat_handshake_wait(&r->hs, catchup_budget_us))
 			return mstat_reader_abandon(r);
 		atomic_store_explicit(&r->ctl->synced_epoch, e, memory_order_release);
 		step(MSTAT_STEP_CAUGHT_UP);
@@ -491,25 +525,56 @@ mstat_reader_begin(struct mstat_reader *r, unsigned catchup_budget_us)
 static int
 handshake_begin(struct mstat_reader *r)
 {
-	int rc = load_used(r, &r->used);
+	int rc = r->dead ? 0 : load_used(r, &r->used);
 
 	if (rc < 0)
 		return unlock_with(r, rc);
 	handshake_start(r);
+	if (r->dead)
+		r->hs.used = 0; /* no writer left to wait for */
 	return 0;
 }
 
 int
 mstat_reader_abandon(struct mstat_reader *r)
 {
-	const struct mstat_shm_slot *s = slot_at(r, r->hs_next);
+	const struct mstat_shm_slot *s = slot_at(r, r->hs.next);
 	unsigned tid = atomic_load_explicit(&s->head.tid, memory_order_relaxed);
 
 	fail(r, -EAGAIN,
-	     "pid %d: slot %u (tid %u) stayed inside an update (stopped or "
-	     "killed there?); will finish on a later read",
-	     (int)r->info.pid, r->hs_next, tid);
+	     "pid %d: slot %u (tid %u) stayed inside an update (stopped?); "
+	     "will finish on a later read", (int)r->info.pid, r->hs.next, tid);
 	return unlock_with(r, -EAGAIN);
+}
+
+/* The public state: the target's own word, and whether it lives. */
+static uint32_t
+public_state(const struct mstat_reader *r)
+{
+	uint32_t s = atomic_load_explicit(&r->ctl->state, memory_order_relaxed);
+
+	if (s == MSTAT_STATE_EXECED)
+		return MSTAT_EXECED;
+	if (!r->dead)
+		return s == MSTAT_STATE_EXITING ? MSTAT_EXITING : MSTAT_RUNNING;
+	return s == MSTAT_STATE_EXITING ? MSTAT_EXITED : MSTAT_KILLED;
+}
+
+/* A final read: every generation as it is; slots still odd were cut by
+ * the process's death inside an update. */
+static uint32_t
+sum_final(struct mstat_reader *r)
+{
+	uint32_t cut = 0;
+
+	memset(r->base, 0, sizeof(r->base));
+	for (unsigned g = 0; g < MSTAT_GENS; g++)
+		add_generation(r, r->used, g, r->base);
+	for (uint32_t i = 0; i < r->used; i++)
+		cut += atomic_load_explicit(&slot_at(r, i)->head.seq,
+					    memory_order_acquire) & 1;
+	r->epoch = atomic_load_explicit(&r->ctl->epoch, memory_order_relaxed);
+	return cut;
 }
 
 void
@@ -517,17 +582,24 @@ mstat_reader_finish(struct mstat_reader *r, struct mstat_snapshot *out)
 {
 	uint64_t (*acc)[MSTAT_ROW_COUNTERS] = r->base;
 	const unsigned cc = r->class_count;
+	uint32_t cut = 0;
 
-	/* Step 5: the two generations no writer can touch now, added to the
-	 * base.  Still under the lock: the next rotation makes one of them
-	 * writable again. */
-	add_generation(r, r->used, (unsigned)((r->epoch + 2) % MSTAT_GENS), acc);
-	add_generation(r, r->used, (unsigned)((r->epoch + 1) % MSTAT_GENS), acc);
+	if (r->dead) {
+		cut = sum_final(r);
+	} else {
+		/* Step 5: the two generations no writer can touch now, added
+		 * to the base.  Still under the lock: the next rotation makes
+		 * one of them writable again. */
+		add_generation(r, r->used, (unsigned)((r->epoch + 2) % MSTAT_GENS), acc);
+		add_generation(r, r->used, (unsigned)((r->epoch + 1) % MSTAT_GENS), acc);
+	}
 
 	memset(out, 0, sizeof(*out));
 	out->epoch = r->epoch;
-	out->state = atomic_load_explicit(&r->ctl->state, memory_order_relaxed);
-	out->threads = atomic_load_explicit(&r->ctl->threads, memory_order_relaxed);
+	out->state = public_state(r);
+	out->cut = cut;
+	out->threads = r->dead ? 0 : atomic_load_explicit(&r->ctl->threads,
+							  memory_order_relaxed);
 	out->overflowed = atomic_load_explicit(&r->ctl->overflowed,
 					       memory_order_relaxed);
 	out->slots_used = r->used;
@@ -544,6 +616,8 @@ mstat_reader_finish(struct mstat_reader *r, struct mstat_snapshot *out)
 	MSTAT_TOTAL_COUNTERS(MSTAT_X)
 #undef MSTAT_X
 	step(MSTAT_STEP_SUMMED);
+	if (r->dead)
+		return;
 
 	/* (G) release: the next reader's acquire finds this epoch synced. */
 	atomic_store_explicit(&r->ctl->synced_epoch, r->epoch, memory_order_release);
@@ -554,13 +628,13 @@ mstat_reader_finish(struct mstat_reader *r, struct mstat_snapshot *out)
 int
 mstat_reader_snapshot(struct mstat_reader *r, struct mstat_snapshot *out)
 {
-	uint64_t deadline = now_us() + MSTAT_LOCK_BUDGET_US;
+	uint64_t deadline = mstat_now_us() + MSTAT_LOCK_BUDGET_US;
 	int rc;
 
 	if (!r || r->magic != MSTAT_READER_MAGIC)
 		return -EINVAL;
 	while ((rc = mstat_reader_begin(r, r->wait_budget_us)) == -EBUSY) {
-		if (now_us() >= deadline)
+		if (mstat_now_us() >= deadline)
 			return rc;
 		struct timespec ts = { 0, 200000 };
 		nanosleep(&ts, NULL);
@@ -571,7 +645,7 @@ mstat_reader_snapshot(struct mstat_reader *r, struct mstat_snapshot *out)
 		return unlock_with(r, fail(r, rc, "membarrier: %s", strerror(-rc)));
 	if ((rc = handshake_begin(r)) < 0)
 		return rc;
-	if (!handshake_wait(r, r->wait_budget_us))
+	if (!mstat_handshake_wait(&r->hs, r->wait_budget_us))
 		return mstat_reader_abandon(r);
 	mstat_reader_finish(r, out);
 	return 0;
@@ -583,7 +657,7 @@ mstat_reader_snapshot_many(struct mstat_reader **rs, size_t n,
 			   unsigned budget_us)
 {
 	bool barrier = false, pending = true;
-	uint64_t deadline = 0;
+	uint64_t deadline;
 	unsigned spins = 0;
 
 	/* Catching up is not waited for here: a slot still stalled is
@@ -604,7 +678,9 @@ mstat_reader_snapshot_many(struct mstat_reader **rs, size_t n,
 		if (rcs[i] == 0)
 			rcs[i] = handshake_begin(rs[i]);
 
-	/* One wait for all: a stalled target costs the tick one budget. */
+	/* One wait for all: a stalled target costs the tick one budget,
+	 * counted from here. */
+	deadline = mstat_now_us() + budget_us;
 	while (pending) {
 		pending = false;
 		for (size_t i = 0; i < n; i++)
@@ -613,13 +689,10 @@ mstat_reader_snapshot_many(struct mstat_reader **rs, size_t n,
 		if (!pending)
 			break;
 		if (++spins < 128) {
-			cpu_relax();
+			mstat_cpu_relax();
 			continue;
 		}
-		uint64_t t = now_us();
-		if (!deadline)
-			deadline = t + budget_us;
-		if (t >= deadline)
+		if (mstat_now_us() >= deadline)
 			break;
 		sched_yield();
 	}

@@ -20,6 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "handshake.h"
 #include "layout.h"
 #include "mstatshm.h"
 
@@ -40,10 +41,10 @@ struct mstat_reader {
 
 	/* The read in progress, between begin and finish. */
 	bool rotated;
+	bool dead;           /* the owner is gone: a final read, no rotation */
 	uint64_t epoch;      /* the epoch this read rotated to */
 	uint32_t used;       /* slots to handshake and sum */
-	uint32_t hs_next;    /* slots below this have left the old epoch */
-	uint64_t hs_odd;     /* odd seq seen at slot hs_next, 0 if none */
+	struct mstat_handshake hs;
 	uint64_t base[MSTAT_MAX_CLASSES + 1][MSTAT_ROW_COUNTERS];
 
 	char err[256];
@@ -63,6 +64,12 @@ enum mstat_read_step {
 void mstat_reader_set_step_hook(void (*hook)(enum mstat_read_step, void *),
 				void *arg);
 
+/* Attaches to the segment open at `fd` (which the reader then owns and
+ * closes), named `label` in messages.  For a descriptor received from the
+ * target itself (mstat-run). */
+int mstat_reader_open_fd(struct mstat_reader **out, int fd, const char *label,
+			 char *err, size_t errlen);
+
 /* Unmaps a reader's segment and closes its fd, keeping the reader's
  * memory (a fork child drops its parent's reader this way: the memory is
  * inherited heap, and freeing it would count a free the child never
@@ -72,7 +79,8 @@ void mstat_reader_unmap(struct mstat_reader *r);
 /* Lock, catch up with a reader that died mid-read (waiting for it at most
  * `catchup_budget_us`), read the base generation and rotate.  0, or -EBUSY
  * (another reader holds the lock; not waited for), -EAGAIN (catching up
- * found a stalled slot), -EPROTO. */
+ * found a stalled slot), -EPROTO.  If the owner is gone, none of that: the
+ * counters are final, and finish reads them as they are. */
 int mstat_reader_begin(struct mstat_reader *r, unsigned catchup_budget_us);
 
 /* Whether a target begun needs mstat_reader_barrier() before polling. */
@@ -84,6 +92,15 @@ int mstat_reader_barrier(void);
 /* Looks at the slots not yet seen leaving the old epoch: true while one is
  * still inside a section begun before the rotation. */
 bool mstat_reader_poll(struct mstat_reader *r);
+
+/* Whether the segment's owner lives: 1, 0, or -errno. */
+int mstat_reader_alive(const struct mstat_reader *r);
+
+/* The segment's descriptor (to remove it, owner.h). */
+int mstat_reader_fd(const struct mstat_reader *r);
+
+/* When the target began to exit (CLOCK_REALTIME ns), 0 if it has not. */
+uint64_t mstat_reader_exit_ns(const struct mstat_reader *r);
 
 /* Handshake done: sum the snapshot, record it as synced, unlock. */
 void mstat_reader_finish(struct mstat_reader *r, struct mstat_snapshot *out);

@@ -85,7 +85,7 @@ mstat_validate_header(const struct mstat_shm_header *h, uint64_t file_size,
 	/* All in 64 bits: each term is bounded above, none can wrap. */
 	if ((uint64_t)h->classes_offset + (uint64_t)h->class_count * 8 >
 		    h->slots_offset ||
-	    h->slots_offset % MSTAT_CACHELINE)
+	    h->slots_offset % MSTAT_PAGE)
 		return refuse(-EPROTO, err, errlen,
 			      "has its slots at offset %u", h->slots_offset);
 	uint64_t want = (uint64_t)h->slots_offset +

@@ -42,9 +42,10 @@ case_() {
 	echo "ok: $name: $(cat "$tmp/err")"
 }
 
-case_ "full /dev/shm" "mount -t tmpfs -o size=64k mstat-test /dev/shm"
+case_ "full /dev/shm" "mount -t tmpfs -o size=64k mstat-test /dev/shm
+	dd if=/dev/zero of=/dev/shm/filler bs=4k count=16 status=none 2>/dev/null || true"
 case_ "/dev/shm with room for a part of the segment" \
-	"mount -t tmpfs -o size=1m mstat-test /dev/shm"
+	"mount -t tmpfs -o size=16k mstat-test /dev/shm"
 case_ "no /dev/shm" "mount -t tmpfs -o size=1m mstat-test /dev"
 case_ "read-only /dev/shm" "mount -t tmpfs -o ro,size=16m mstat-test /dev/shm"
 case_ "/dev/shm not writable" "mount -t tmpfs -o size=16m,mode=755 mstat-test /dev/shm" \

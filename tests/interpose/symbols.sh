@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # libmstatshm.so exports exactly its API (versioned MSTATSHM_1), the
-# malloc family and the C++ operators (unversioned: a versioned malloc
-# would never bind to a program's malloc@GLIBC_2.2.5), and nothing else.
+# malloc family, the C++ operators and _exit/_Exit (unversioned: a
+# versioned malloc would never bind to a program's malloc@GLIBC_2.2.5),
+# and nothing else.
 # Usage: symbols.sh LIBMSTATSHM
 set -euo pipefail
 # Under valgrind (meson test --setup valgrind) the interposer never runs
@@ -36,6 +37,8 @@ memalign
 valloc
 pvalloc
 malloc_usable_size
+_exit
+_Exit
 _Znwm
 _Znam
 _ZnwmRKSt9nothrow_t

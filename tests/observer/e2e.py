@@ -2,17 +2,19 @@
 # SPDX-License-Identifier: MIT
 """End-to-end tests of mstat-top against real instrumented processes.
 
-    e2e.py TEST     TEST: exact lifecycle stopped refusals gc json
-                          openmetrics interactive
+    e2e.py TEST     TEST: exact lifecycle stopped refusals gc pidns
+                          unpublished json openmetrics interactive
 
 Environment (set by meson): MSTAT_TOP, MSTAT_TARGET (tests/observer/target.c),
 PROMTOOL and TMUX_BIN (empty when not installed).
 
 Every test watches only processes it started (by -p PID, or by a name
 filter unique to this run), so segments other programs leave in /dev/shm
-do not matter; planted bad segments use pids above the kernel's pid_max,
-which no process can have.  Nothing here asserts a duration: a hang shows
-as a subprocess timeout, generous enough for a loaded machine.
+do not matter.  Planted segments are named with the pid of this script,
+which lives: a starting instrumented process removes dead segments only
+of pids that do not exist, so none races with the test for them.
+Nothing here asserts a duration: a hang shows as a subprocess timeout,
+generous enough for a loaded machine.
 """
 import json
 import os
@@ -111,6 +113,32 @@ def segments_of(pid):
     return [n for n in os.listdir("/dev/shm") if n.startswith("mstat.%d." % pid)]
 
 
+def segment_head(pid):
+    """The control page and class table of pid's segment, and its size."""
+    path = "/dev/shm/" + segments_of(pid)[0]
+    with open(path, "rb") as f:
+        return f.read(8192), os.fstat(f.fileno()).st_size
+
+
+def with_identity(head, pid, start):
+    """A header saying it belongs to pid, started at start."""
+    return (head[:52] + pid.to_bytes(4, "little") + head[56:64] +
+            start.to_bytes(8, "little") + head[72:])
+
+
+def hold_owner_lock(path):
+    """Takes the owner lock on a segment, as its creator does (an open
+    file description read lock on byte 0), for as long as the returned
+    descriptor is open."""
+    import fcntl
+    import struct
+    fd = os.open(path, os.O_RDWR)
+    F_OFD_SETLK = 37
+    fcntl.fcntl(fd, F_OFD_SETLK, struct.pack("hhxxxxqqixxxx",
+                                             fcntl.F_RDLCK, 0, 0, 1, 0))
+    return fd
+
+
 B = 1 << 37   # the size target.c's fixed and stall modes count
 LEAK = 1 << 38
 
@@ -158,18 +186,21 @@ def test_exact():
     check(ts[1]["processes"][0]["alloc_rate"] == 0.0, "idle: rate 0")
     # A segment an earlier process with the same pid left behind (same
     # pid, another start time) is not this process: -p shows only the
-    # live one, and the old one is stale.
+    # live one; by name, the old one is killed (nobody holds its owner
+    # lock) with its final counts, and its segment is removed.
     seg = segments_of(t.pid)[0]
     start = int(seg.rsplit(".", 1)[1])
-    real = open("/dev/shm/" + seg, "rb").read()
-    plant("mstat.%d.%d" % (t.pid, start - 1),
-          real[:64] + (start - 1).to_bytes(8, "little") + real[72:])
+    head, size = segment_head(t.pid)
+    old = "mstat.%d.%d" % (t.pid, start - 1)
+    plant(old, with_identity(head, t.pid, start - 1), size)
     out, _ = run_top("-o", "json", "-n", "1", "-p", str(t.pid))
     check([p["state"] for p in ticks(out)[0]["processes"]] == ["running"],
           "-p: the live process only: %s" % out)
     out, _ = run_top("-o", "json", "-n", "1", "-F", t.name)
     check(sorted(p["state"] for p in ticks(out)[0]["processes"]) ==
-          ["running", "stale"], "by name: both: %s" % out)
+          ["killed", "running"], "by name: both: %s" % out)
+    check(not os.path.exists("/dev/shm/" + old),
+          "the dead one's segment was removed")
     # A pid with no segment is named on stderr; the others are shown.
     out, err = run_top("-n", "1", "-p", "%d,2000000001" % t.pid)
     check(ours(err) == "mstat-top: pid 2000000001: no segment (is it counting "
@@ -300,9 +331,13 @@ def test_stopped():
         check(pg["alloc_count"] >= last_g, "steady counts never go back")
         last_g = pg["alloc_count"]
     os.kill(s.pid, signal.SIGCONT)
-    wait_for(lambda: proc_state(s.pid) != "T", "the target to continue")
-    out, _ = run_top("-o", "json", "-n", "1", "-p", str(s.pid))
-    p = ticks(out)[0]["processes"][0]
+    # Continued, it ends its section once it is scheduled: a read may
+    # still find it inside, and say so.
+    def read_once():
+        out, _ = run_top("-o", "json", "-n", "1", "-p", str(s.pid))
+        return ticks(out)[0]["processes"][0]
+    wait_for(lambda: read_once()["state"] == "running", "it to run again")
+    p = read_once()
     # fixed's 10 + 3, the stall mode's own alloc and free, and the section
     # that was held open: nothing lost, nothing doubled.
     check(p["state"] == "running", "running again: %r" % p)
@@ -311,11 +346,14 @@ def test_stopped():
         t.stop()
 
 
-def plant(name, data, mode=0o600, uid=None):
+def plant(name, data, size=None, mode=0o600, uid=None):
+    """A file in /dev/shm: data, then a hole up to size."""
     path = "/dev/shm/" + name
     fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, mode)
     planted.append(path)
     os.write(fd, data)
+    if size is not None:
+        os.ftruncate(fd, size)
     os.fchmod(fd, mode)
     if uid is not None:
         os.fchown(fd, uid, -1)
@@ -326,21 +364,23 @@ def test_refusals():
     """Bad segments are skipped, each with one line saying why, and the
     good one beside them is still read."""
     good = Target("fixed", TAG + "-good")
-    real = open("/dev/shm/" + segments_of(good.pid)[0], "rb").read()
-    base = 2000000000 + os.getpid() % 100000 * 10  # above any pid_max
+    head, size = segment_head(good.pid)
+    base = 1 << 40  # start times: names of this script's pid
     names = {}
 
     def name(k):
-        names[k] = "mstat.%d.1" % (base + len(names))
+        names[k] = "mstat.%d.%d" % (os.getpid(), base + len(names))
         return names[k]
 
-    plant(name("truncated"), real[:100])
-    plant(name("mode"), real, mode=0o644)
-    plant(name("owner"), real, uid=65534)
-    plant(name("magic"), b"NOTMSTAT" + real[8:])
-    plant(name("version"), real[:8] + b"\x02\x00" + real[10:])
-    plant(name("size"), real[:16] + (1 << 40).to_bytes(8, "little") + real[24:])
-    plant(name("uninit"), b"\0" * 8 + real[8:])
+    plant(name("truncated"), head[:100])
+    plant(name("mode"), head, size, mode=0o644)
+    plant(name("owner"), head, size, uid=65534)
+    plant(name("magic"), b"NOTMSTAT" + head[8:], size)
+    plant(name("version"), head[:8] + b"\x03\x00" + head[10:], size)
+    plant(name("oldversion"), head[:8] + b"\x01\x00" + head[10:], size)
+    plant(name("size"), head[:16] + (1 << 40).to_bytes(8, "little") + head[24:],
+          size)
+    plant(name("identity"), head, size)  # says it is good.pid's
     os.symlink("/dev/shm/" + names["truncated"], "/dev/shm/" + name("symlink"))
     planted.append("/dev/shm/" + names["symlink"])
     os.mkdir("/dev/shm/" + name("directory"))
@@ -351,9 +391,10 @@ def test_refusals():
         "mode": "has mode 0644, not 0600",
         "owner": "is owned by uid 65534",
         "magic": "bad magic",
-        "version": "format version 2.0",
+        "version": "format version 3.0; this reader reads 2.x",
+        "oldversion": "format version 1.0; this reader reads 2.x",
         "size": "",
-        "uninit": "is not initialised yet",
+        "identity": "says it belongs to pid %d" % good.pid,
         "symlink": "symbolic link",
         "directory": "",
     }
@@ -372,87 +413,121 @@ def test_refusals():
     for tick in ticks(out):
         expect_fixed(find(tick, good), "good beside bad ones")
         for p in tick["processes"]:
-            check(p["pid"] < 2000000000, "a planted segment was shown")
+            check(p["pid"] != os.getpid(), "a planted segment was shown")
     good.stop()
 
 
 def test_gc():
-    """A process killed outright leaves its segment: shown stale with its
-    last totals, removed by --gc; a running one is left alone."""
+    """A process killed while mstat-top watches shows as killed, with its
+    final totals and when, and its segment is removed on that tick;
+    --gc removes the segments of processes that are gone and leaves the
+    live ones."""
     dead = Target("fixed", TAG + "-dead")
     alive = Target("fixed", TAG + "-alive")
-    dead.p.kill()
-    dead.p.wait()
-    check(segments_of(dead.pid), "SIGKILL leaves the segment")
     pids = "%d,%d" % (dead.pid, alive.pid)
-    out, _ = run_top("-o", "json", "-n", "1", "-p", pids)
-    p = find(ticks(out)[0], dead)
-    check(p and p["state"] == "stale", "stale: %r" % p)
-    expect_fixed(p, "stale keeps its last totals")
-    r = subprocess.run([TOP, "--gc", "-p", pids], stderr=subprocess.PIPE,
+    top = subprocess.Popen([TOP, "-b", "-o", "json", "-d", "0.2", "-n",
+                            str(TIMEOUT * 5), "--linger", "30", "-p", pids],
+                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    children.append(top)
+    killed = None
+    try:
+        for line in top.stdout:
+            p = find(json.loads(line), dead)
+            if p and p["state"] == "running" and dead.p.poll() is None:
+                dead.p.kill()
+                dead.p.wait()
+                t_kill = time.time()
+            if p and p["state"] == "killed":
+                killed = p
+                break
+    finally:
+        top.kill()
+        top.wait()
+    check(killed, "the killed process was shown killed")
+    expect_fixed(killed, "killed keeps its final totals")
+    check(killed["threads"] == 0 and killed["alloc_rate"] in (0, None),
+          "nothing moves: %r" % killed)
+    check(abs(killed["end_time_s"] - t_kill) < 30, "when: %r" % killed)
+    check(not segments_of(dead.pid), "its segment was removed")
+
+    # A dead segment nobody watched, named with a live pid (ours, so that
+    # no starting process removes it first), and one being made.
+    head, size = segment_head(alive.pid)
+    gone = "mstat.%d.%d" % (os.getpid(), 1 << 41)
+    plant(gone, with_identity(head, os.getpid(), 1 << 41), size)
+    r = subprocess.run([TOP, "--gc"], stderr=subprocess.PIPE,
                        stdout=subprocess.PIPE, timeout=TIMEOUT)
     check(r.returncode == 0, "--gc exit %d" % r.returncode)
     err = r.stderr.decode()
-    check(re.search(r"removed stale segment mstat\.%d\.\d+ \(pid %d, %s\)" %
-                    (dead.pid, dead.pid, dead.name), err), "--gc says: %r" % err)
-    check(not segments_of(dead.pid), "--gc removed it")
+    check("removed %s (pid %d, killed)" % (gone, os.getpid()) in err,
+          "--gc says: %r" % err)
+    check(not os.path.exists("/dev/shm/" + gone), "--gc removed it")
     check(segments_of(alive.pid), "--gc left the running one")
     check(str(alive.pid) not in err, "nothing said of the running one")
     alive.stop()
 
 
-def test_leftover():
-    """A segment left by a process that began to exit but never unlinked
-    it (mstat-run's MSTAT_KEEP_PID, then nobody read it) is stale on
-    every tick, not an exited row that goes and comes back, and --gc
-    removes it."""
-    e = dict(os.environ, MSTAT_NAME=TAG + "-kept")
-    p = subprocess.Popen(["sh", "-c", 'MSTAT_KEEP_PID=$$ exec "$0" fixed',
-                          TARGET], stdin=subprocess.PIPE,
+def test_pidns():
+    """A process in another pid namespace (sharing /dev/shm) is alive as
+    long as it runs, whatever its pid means here: shown running, kept by
+    --gc; once killed, it is removed."""
+    if subprocess.run(["unshare", "-p", "--fork", "true"],
+                      stderr=subprocess.DEVNULL).returncode != 0:
+        print("needs root for unshare -p")
+        sys.exit(77)
+    e = dict(os.environ, MSTAT_NAME=TAG + "-ns")
+    p = subprocess.Popen(["unshare", "-p", "--fork", "--kill-child", TARGET,
+                          "fixed"], stdin=subprocess.PIPE,
                          stdout=subprocess.PIPE, env=e)
     children.append(p)
     check(p.stdout.readline() == b"ready\n", "started")
-    p.stdin.close()
-    check(p.wait(timeout=TIMEOUT) == 0, "exited cleanly")
-    check(segments_of(p.pid), "the segment was kept")
-    out, _ = run_top("-o", "json", "-n", "6", "-d", "0.2", "--linger", "0.2",
-                     "-p", str(p.pid))
+    out, _ = run_top("-o", "json", "-n", "2", "-d", "0.2", "-F", TAG + "-ns")
     for tick in ticks(out):
-        rows = [r for r in tick["processes"] if r["name"] == TAG + "-kept"]
-        check([r["state"] for r in rows] == ["stale"],
-              "tick %d: %r" % (tick["tick"], rows))
-    r = subprocess.run([TOP, "--gc", "-p", str(p.pid)], stderr=subprocess.PIPE,
+        rows = tick["processes"]
+        check(len(rows) == 1 and rows[0]["state"] == "running" and
+              rows[0]["pid"] == 1, "running, as pid 1 of its namespace: %r"
+              % rows)
+        expect_fixed(rows[0], "in another pid namespace")
+    seg = [n for n in os.listdir("/dev/shm") if n.startswith("mstat.1.")]
+    r = subprocess.run([TOP, "--gc"], stderr=subprocess.PIPE,
                        stdout=subprocess.PIPE, timeout=TIMEOUT)
-    check(r.returncode == 0 and not segments_of(p.pid), "--gc removed it")
+    check(r.returncode == 0 and "mstat.1." not in r.stderr.decode(),
+          "--gc left it: %r" % r.stderr)
+    check([n for n in seg if os.path.exists("/dev/shm/" + n)] == seg,
+          "its segment is there")
+    p.kill()  # unshare, and with it (--kill-child) the target
+    p.wait()
+    wait_for(lambda: subprocess.run([TOP, "--gc"], stderr=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL).returncode == 0
+             and not [n for n in seg if os.path.exists("/dev/shm/" + n)],
+             "its segment to be removed once it is gone")
 
 
 def test_unpublished():
     """A segment whose creator died before publishing it (magic still 0)
-    is refused as not initialised; --gc removes it once the process its
-    name gives is gone, and leaves one whose process lives, or of another
-    user."""
+    is removed by the next tick; one whose creator still holds it (it is
+    being made) is kept, and so is one of another user."""
     good = Target("fixed", TAG + "-pub")
-    real = open("/dev/shm/" + segments_of(good.pid)[0], "rb").read()
-    unpublished = b"\0" * 8 + real[8:]
-    dead = 2000000000 + os.getpid() % 100000 * 10 + 7  # above any pid_max
-    start = open("/proc/self/stat").read().rsplit(")", 1)[1].split()[19]
-    names = {"dead": "mstat.%d.1" % dead,
-             "live": "mstat.%d.%s" % (os.getpid(), start),
-             "other": "mstat.%d.1" % (dead + 1)}
-    plant(names["dead"], unpublished)
-    plant(names["live"], unpublished)
-    plant(names["other"], unpublished, uid=65534)
-    pids = "%d,%d,%d" % (dead, os.getpid(), dead + 1)
-    r = subprocess.run([TOP, "--gc", "-b", "-n", "1", "-p", pids],
-                       stderr=subprocess.PIPE, stdout=subprocess.PIPE,
-                       timeout=TIMEOUT)
-    err = r.stderr.decode()
-    check(r.returncode == 0, "--gc exit %d" % r.returncode)
-    check("removed unpublished segment %s" % names["dead"] in err,
-          "--gc says: %r" % err)
-    check(not os.path.exists("/dev/shm/" + names["dead"]), "removed")
-    check(os.path.exists("/dev/shm/" + names["live"]), "live creator's kept")
-    check(os.path.exists("/dev/shm/" + names["other"]), "other user's kept")
+    head, size = segment_head(good.pid)
+    unpublished = b"\0" * 8 + head[8:]
+    names = {k: "mstat.%d.%d" % (os.getpid(), (1 << 42) + i)
+             for i, k in enumerate(("dead", "making", "other"))}
+    plant(names["dead"], unpublished, size)
+    plant(names["making"], unpublished, size)
+    plant(names["other"], unpublished, size, uid=65534)
+    lock = hold_owner_lock("/dev/shm/" + names["making"])
+    try:
+        out, err = run_top("-o", "json", "-n", "2", "-d", "0.2",
+                           "-F", TAG + "-none")
+        check("removed %s: its creator died making it" % names["dead"] in err,
+              "the tick says: %r" % err)
+        check(not os.path.exists("/dev/shm/" + names["dead"]), "removed")
+        check(os.path.exists("/dev/shm/" + names["making"]),
+              "the one being made is kept")
+        check(os.path.exists("/dev/shm/" + names["other"]),
+              "other user's kept")
+    finally:
+        os.close(lock)
     good.stop()
 
 
@@ -623,9 +698,7 @@ def test_interactive():
         sys.exit(77)
     big = Target("fixed", TAG + "-fixed")      # most live bytes
     small = Target("steady", TAG + "-steady")  # most live objects
-    doomed = Target("fixed", TAG + "-doomed")  # killed: stale, for D
-    doomed.p.kill()
-    doomed.p.wait()
+    doomed = Target("fixed", TAG + "-doomed")  # killed while watched
     pids = {big.pid, small.pid}
     # Its stderr and exit status go to files: a sanitizer's report (and
     # its exit status) would otherwise vanish with the pane.
@@ -636,29 +709,28 @@ def test_interactive():
     # meson.build skips them): mstat-top is run under memcheck by name.
     vg = ("valgrind -q --error-exitcode=9 --leak-check=full --suppressions=%s "
           % os.path.join(SRC, "valgrind.supp")) if VALGRIND else ""
-    # -p: D must remove no stale segment but this test's.
-    t = Tmux("TERM=screen TSAN_OPTIONS='%s' %s%s -d 0.3 -F %s -p %d,%d,%d "
+    t = Tmux("TERM=screen TSAN_OPTIONS='%s' %s%s -d 0.3 --linger 2 -F %s "
+             "-p %d,%d,%d "
              "2>%s; echo $? >%s" % (tsan, vg, TOP, TAG, big.pid, small.pid,
                                     doomed.pid, err, status))
     try:
-        s = t.wait(lambda s: rows_of(s, pids) and len(rows_of(s, pids)) == 2,
-                   "both processes")
+        s = t.wait(lambda s: rows_of(s, pids) and len(rows_of(s, pids)) == 2
+                   and rows_of(s, {doomed.pid}), "the three processes")
         check("PID" in s and "LIVE-BYTES" in s and "STATE" in s, "header")
         check(len(s.splitlines()) <= 24 and
               max(len(l) for l in s.splitlines()) <= 80, "fits 80x24")
         # Default sort: live bytes, largest first.
         check(rows_of(s, pids) == [big.pid, small.pid], "sorted by live bytes")
         check("sort LIVE-BYTES" in s, "sort shown")
-        # The killed one is stale; D removes its segment.
-        s = t.wait(lambda s: rows_of(s, {doomed.pid}), "the stale one")
-        check([l.split()[-1] for l in s.splitlines()
-               if l.split()[:1] == [str(doomed.pid)]] == ["stale"], "stale")
-        check(segments_of(doomed.pid), "its segment is there")
-        t.keys("D")
-        s = t.wait(lambda s: not rows_of(s, {doomed.pid}) and
-                   "removed stale segment mstat.%d." % doomed.pid in s,
-                   "D removed the stale one")
-        check(not segments_of(doomed.pid), "D unlinked its segment")
+        # Killed, a process shows as killed, lingers, and goes; its
+        # segment goes at once.
+        doomed.p.kill()
+        doomed.p.wait()
+        t.wait(lambda s: [l.split()[-1] for l in s.splitlines()
+                          if l.split()[:1] == [str(doomed.pid)]] == ["killed"],
+               "the killed one")
+        check(not segments_of(doomed.pid), "its segment was removed")
+        t.wait(lambda s: not rows_of(s, {doomed.pid}), "it to go after --linger")
         # j/k and End/Home move the selection: Enter opens the one selected.
         for keys, pid in ((["j"], small.pid), (["k"], big.pid),
                           (["End"], small.pid), (["Home"], big.pid)):

@@ -45,19 +45,17 @@ stall_inside_section(void)
 	/* A count first, so that this thread has a slot of its own. */
 	mstat_record_alloc(FIXED_SIZE, FIXED_SIZE);
 	mstat_record_free(FIXED_SIZE);
-	struct mstat_shm_slot *slot = mstat_thread_slot;
-	if (!slot) {
+	struct mstat_section sec;
+	if (!mstat_thread_slot || !mstat_section_open(&sec)) {
 		fprintf(stderr, "target: no slot\n");
 		exit(3);
 	}
-	_Atomic uint64_t *gen = mstat_wsection_begin(
-		slot, mstat_writer_config.epoch, mstat_writer_config.fenced);
 	unsigned c = mstat_size_class(FIXED_SIZE);
-	mstat_wsection_add(gen, c, MSTAT_C_ALLOC_COUNT, 1);
+	mstat_wsection_add(sec.gen, c, MSTAT_C_ALLOC_COUNT, 1);
 	raise(SIGSTOP); /* inside the section */
-	mstat_wsection_add(gen, c, MSTAT_C_ALLOC_BYTES, FIXED_SIZE);
-	mstat_wsection_touch(slot, c);
-	mstat_wsection_end(slot);
+	mstat_wsection_add(sec.gen, c, MSTAT_C_ALLOC_BYTES, FIXED_SIZE);
+	mstat_wsection_touch(sec.slot, c);
+	mstat_section_close(&sec);
 }
 
 static uint64_t

@@ -264,12 +264,14 @@ test_lifecycle(void **state)
 	assert_int_equal(mstat_model_update(&m, in, 1, 7 * SEC), 0);
 	assert_null(mstat_model_find(&m, "exit"));
 
-	/* A running target that disappears (gc'd, or dropped as corrupt)
-	 * goes at once; a stale one stays while it is there. */
-	in[0].live = MSTAT_LIVE_STALE;
+	/* A running target that disappears (dropped as corrupt) goes at
+	 * once; a killed one lingers as an exited one does. */
+	in[0].live = MSTAT_LIVE_KILLED;
 	assert_int_equal(mstat_model_update(&m, in, 1, 8 * SEC), 0);
 	assert_non_null(mstat_model_find(&m, "run"));
-	assert_int_equal(mstat_model_update(&m, in, 0, 60 * SEC), 0);
+	assert_int_equal(mstat_model_update(&m, in, 0, 13 * SEC - 1), 0);
+	assert_non_null(mstat_model_find(&m, "run"));
+	assert_int_equal(mstat_model_update(&m, in, 0, 13 * SEC), 0);
 	assert_int_equal(m.n, 0);
 
 	/* A target with no snapshot yet (its first read stalled) has a row
@@ -337,7 +339,7 @@ test_json(void **state)
 		"\"alloc_bytes\":0,\"free_count\":0,\"free_bytes\":0,"
 		"\"requested_bytes\":0,\"live_objects\":0,\"live_bytes\":0,"
 		"\"alloc_rate\":null,\"free_rate\":null,\"alloc_bytes_rate\":null,"
-		"\"free_bytes_rate\":null,\"net_bytes_rate\":null,\"classes\":[]},"
+		"\"free_bytes_rate\":null,\"net_bytes_rate\":null,\"classes\":[],\"end_time_s\":null},"
 		"{\"pid\":42,\"name\":\"we\\\"b\\\\1\\n?\",\"state\":\"running\","
 		"\"error\":null,\"threads\":2,\"alloc_count\":8,"
 		"\"alloc_bytes\":296,\"free_count\":1,\"free_bytes\":16,"
@@ -348,7 +350,7 @@ test_json(void **state)
 		"{\"size\":null,\"alloc_count\":6,\"alloc_bytes\":96,"
 		"\"free_count\":1,\"free_bytes\":16},"
 		"{\"size\":112,\"alloc_count\":2,\"alloc_bytes\":200,"
-		"\"free_count\":0,\"free_bytes\":0}]}]}\n");
+		"\"free_count\":0,\"free_bytes\":0}],\"end_time_s\":null}]}\n");
 	free(out);
 	mstat_model_fini(&m);
 }

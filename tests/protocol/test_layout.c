@@ -70,16 +70,23 @@ names_round_trip_and_reject_garbage(void **state)
 	uint64_t st;
 
 	(void)state;
-	assert_int_equal(mstat_shm_name(buf, sizeof(buf), 4242, 987654321), 20);
+	assert_int_equal(mstat_shm_name(buf, sizeof(buf), 4242, 987654321, 0), 20);
 	assert_string_equal(buf, "mstat.4242.987654321");
 	assert_int_equal(mstat_shm_parse_name(buf, &pid, &st), 0);
 	assert_int_equal(pid, 4242);
 	assert_int_equal(st, 987654321);
-	assert_int_equal(mstat_shm_name(buf, 8, 4242, 1), -ENAMETOOLONG);
+	assert_int_equal(mstat_shm_name(buf, 8, 4242, 1, 0), -ENAMETOOLONG);
+	/* The names a creator falls back to when the first is taken. */
+	assert_int_equal(mstat_shm_name(buf, sizeof(buf), 4242, 987654321, 7), 22);
+	assert_string_equal(buf, "mstat.4242.987654321.7");
+	assert_int_equal(mstat_shm_parse_name(buf, &pid, &st), 0);
+	assert_int_equal(pid, 4242);
+	assert_int_equal(st, 987654321);
 
 	const char *bad[] = {
 		"mstat.", "mstat.1", "mstat.1.", "mstat..1", "mstat.0.1",
-		"mstat.01.1", "mstat.1.01", "mstat.-1.1", "mstat.1.2.3",
+		"mstat.01.1", "mstat.1.01", "mstat.-1.1", "mstat.1.2.0",
+		"mstat.1.2.8", "mstat.1.2.01", "mstat.1.2.3.4", "mstat.1.2.",
 		"mstat.1.2x", "mstat.99999999999.1", "mstat.1.99999999999999999999",
 		"xstat.1.2", "mstat.1.2/../x", "",
 	};
@@ -141,8 +148,10 @@ headers_are_refused_for_every_reason(void **state)
 	REFUSED(h, size, -EAGAIN, "not initialised");
 	h = good_header(); atomic_init(&h.magic, 0x1234);
 	REFUSED(h, size, -EPROTO, "bad magic");
-	h = good_header(); h.version_major = 2;
-	REFUSED(h, size, -EPROTONOSUPPORT, "version 2.0");
+	h = good_header(); h.version_major = 1; /* dense, liveness by pid */
+	REFUSED(h, size, -EPROTONOSUPPORT, "version 1.0; this reader reads 2.x");
+	h = good_header(); h.version_major = 3;
+	REFUSED(h, size, -EPROTONOSUPPORT, "version 3.0");
 	h = good_header(); h.version_minor = 7; /* newer minor: accepted */
 	assert_int_equal(mstat_validate_header(&h, size, 1000, err, sizeof(err)), 0);
 	h = good_header(); h.header_size = 16;

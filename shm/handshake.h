@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * handshake.h - waiting until no slot is inside a section begun before a
+ * point: step 4 of a read (shm/reader.c), and the drain a target makes
+ * before a fork or its exit (lib/writer.c).
+ *
+ * The caller first makes its change visible (a rotation (D) and (M) for a
+ * reader, the `stop` word and its barrier for the target); then every
+ * section that could have missed the change has its odd seq visible to
+ * the loads here, (E).  A slot whose seq is odd is waited on until seq
+ * changes: seq is a counter, so a change means the section seen has ended.
+ *
+ * No allocation, no stdio: the target runs it inside fork() and exit().
+ */
+#ifndef MSTAT_SHM_HANDSHAKE_H
+#define MSTAT_SHM_HANDSHAKE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct mstat_handshake {
+	const unsigned char *slots; /* slot 0 */
+	uint32_t slot_size;
+	uint32_t used;              /* slots to look at */
+	uint32_t next;              /* slots below this have been seen out */
+	uint64_t odd;               /* odd seq seen at slot `next`, 0 if none */
+	void (*on_slot)(void *);    /* called at each look, if not NULL */
+	void *on_slot_arg;
+};
+
+void mstat_handshake_start(struct mstat_handshake *h, const unsigned char *slots,
+			   uint32_t slot_size, uint32_t used);
+
+/* Looks at the slots not yet seen out: true while one is still inside a
+ * section it was in when first seen. */
+bool mstat_handshake_poll(struct mstat_handshake *h);
+
+/* Polls until done (true) or `budget_us` have passed (false).  Spins a
+ * little, then yields: on a busy CPU the writer may need this one. */
+bool mstat_handshake_wait(struct mstat_handshake *h, unsigned budget_us);
+
+/* CLOCK_MONOTONIC in microseconds. */
+uint64_t mstat_now_us(void);
+
+/* A pause in a spin loop. */
+void mstat_cpu_relax(void);
+
+#endif /* MSTAT_SHM_HANDSHAKE_H */
