@@ -22,6 +22,19 @@ fail(char *err, size_t errlen, int rc, const char *what)
 	return rc;
 }
 
+/* MSTAT_SHM_DIR "/" name into path; no stdio (retire runs in _exit). */
+static void
+path_of(char *path, size_t len, const char *name)
+{
+	size_t d = sizeof(MSTAT_SHM_DIR) - 1, n = strlen(name);
+
+	if (d + 1 + n + 1 > len)
+		n = len - d - 2;
+	memcpy(path, MSTAT_SHM_DIR "/", d + 1);
+	memcpy(path + d + 1, name, n);
+	path[d + 1 + n] = '\0';
+}
+
 static uint64_t
 realtime_ns(void)
 {
@@ -199,7 +212,7 @@ mstat_segment_report(const struct mstat_segment *seg, const char *socket_name)
 	/* A descriptor of its own, not seg->fd: the owner lock belongs to the
 	 * open file of seg->fd, and a copy of that held by the receiver would
 	 * keep the lock, and so this process, alive after its death. */
-	snprintf(path, sizeof(path), "%s/%s", MSTAT_SHM_DIR, seg->shm_name);
+	path_of(path, sizeof(path), seg->shm_name);
 	fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
@@ -258,7 +271,7 @@ mstat_segment_retire(struct mstat_segment *seg)
 			      memory_order_release);
 	/* We hold the owner lock: no remover can be unlinking it now. */
 	char path[sizeof(MSTAT_SHM_DIR) + MSTAT_SHM_NAME_MAX];
-	snprintf(path, sizeof(path), "%s/%s", MSTAT_SHM_DIR, seg->shm_name);
+	path_of(path, sizeof(path), seg->shm_name);
 	unlink(path);
 }
 

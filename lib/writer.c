@@ -11,7 +11,9 @@
  *     (folded in when the segment is made) the counts made before it
  *     existed;
  *   - before the segment exists, counts go to `early`, process memory,
- *     under the same lock;
+ *     under the same lock.  The segment is made only once the process is
+ *     worth watching (see publish_due()): a command that runs for a
+ *     millisecond never pays for one;
  *   - while a thread forks, its own counts go to `forking`, process memory
  *     that fork copies, and every other thread's sections are stopped
  *     until the fork is done (see fork_prepare());
@@ -23,7 +25,6 @@
  */
 #include "writer.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
@@ -32,6 +33,7 @@
 #include <string.h>
 #include <sys/single_threaded.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "handshake.h"
@@ -48,8 +50,15 @@
 /* How long a fork or the exit waits for a thread to leave its section
  * (it is inside malloc or free: microseconds, unless it is stopped). */
 #define DRAIN_BUDGET_US 50000u
-/* Dead segments a starting process may look at (mstat_reap_some()). */
+/* Dead segments a process may look at when it makes its segment
+ * (mstat_reap_some()). */
 #define REAP_PROBES 8u
+/* When the segment is made, unless MSTAT_EAGER=1: at the first count after
+ * this much of the process's life, or once it has counted this much, or
+ * when a second thread counts (publish_due()). */
+#define PUBLISH_AFTER_NS (10u * 1000u * 1000u)
+#define PUBLISH_AFTER_COUNTS 4096u
+#define PUBLISH_AFTER_BYTES (1u << 20)
 
 #define EXPORT __attribute__((visibility("default")))
 
@@ -71,43 +80,55 @@ static _Thread_local uint32_t thread_slot_index __attribute__((tls_model("initia
 static _Thread_local bool thread_forking __attribute__((tls_model("initial-exec")));
 static _Thread_local struct mstat_shm_slot *slot_before_fork
 	__attribute__((tls_model("initial-exec")));
+/* This thread has counted before the segment existed. */
+static _Thread_local bool thread_counted_early __attribute__((tls_model("initial-exec")));
 
 typedef uint64_t mstat_rows[MSTAT_ROWS(MSTAT_CLASS_COUNT)][MSTAT_ROW_COUNTERS];
 
+/* The small fields first and the large tables last: a process that
+ * starts touches only the first pages of this, each page a fault. */
 static struct {
 	_Atomic int ready;       /* (R) the segment is published */
+	bool started;            /* the constructor has run */
 	bool disabled;           /* not counting, for good */
+	bool eager;              /* make the segment at start */
+	_Atomic bool starting;   /* start() has been called */
 	_Atomic bool retired;    /* the exit has stopped counting */
-	struct mstat_segment seg;
+	bool have_key;
+	bool private_barrier;    /* registered for the private membarrier */
+	bool fork_holds_shared;  /* a fork before the segment holds shared_lock */
 	uint32_t slot_count;
 	uint32_t writer_mode;
 	pthread_key_t exit_key;  /* its destructor gives a thread's slot back */
-	bool have_key;
-	pthread_mutex_t shared_lock;
-	/* Counts made before the segment exists, under shared_lock. */
-	mstat_rows early;
-	/* Held by a forking thread from its prepare handler to its parent or
-	 * child handler; stopped sections wait on it.  Also keeps two threads
-	 * forking at once from sharing `forking` and `inherit`. */
-	pthread_mutex_t fork_lock;
-	mstat_rows forking;      /* the forking thread's counts meanwhile */
-	mstat_rows inherit;      /* every slot, summed once sections stopped */
+	pid_t report_pid;        /* MSTAT_REPORT_PID: which process reports */
+	struct mstat_segment seg;
 	/* Slots 0 .. reserved - 1 have pages (slot 0 from creation).  One
 	 * thread at a time reserves the next; (S) release/acquire. */
 	_Atomic uint32_t reserved;
 	_Atomic bool reserving;
 	_Atomic bool reserve_failed; /* /dev/shm is full: no more slots */
-	/* (H) slot i is owned by a live thread; process-local. */
-	_Atomic unsigned char busy[MSTAT_SLOTS_MAX];
-	bool private_barrier;    /* registered for the private membarrier */
-	void (*real_exit)(int);  /* the next _exit */
-	char name[MSTAT_NAME_MAX];
-	char status[200];
-	char report[100];        /* MSTAT_REPORT: where mstat-run listens */
-	pid_t report_pid;        /* MSTAT_REPORT_PID: which process reports */
+	pthread_mutex_t shared_lock;
+	/* Held by a forking thread from its prepare handler to its parent or
+	 * child handler; stopped sections wait on it.  Also keeps two threads
+	 * forking at once from sharing `forking` and `inherit`. */
+	pthread_mutex_t fork_lock;
 	pthread_mutex_t self_lock;  /* guards self_reader */
 	struct mstat_reader *self_reader;
 	struct mstat_reader *parent_reader; /* a fork child's, unmapped */
+	/* How much was counted before the segment exists, under shared_lock;
+	 * when the process (or fork child) began. */
+	uint64_t early_counts, early_bytes;
+	unsigned early_threads;
+	uint64_t born_ns;
+	char name[MSTAT_NAME_MAX];
+	char status[200];
+	char report[100];        /* MSTAT_REPORT: where mstat-run listens */
+	/* The counts made before the segment exists, under shared_lock. */
+	mstat_rows early;
+	mstat_rows forking;      /* the forking thread's counts meanwhile */
+	mstat_rows inherit;      /* every slot, summed once sections stopped */
+	/* (H) slot i is owned by a live thread; process-local. */
+	_Atomic unsigned char busy[MSTAT_SLOTS_MAX];
 } proc = {
 	.shared_lock = PTHREAD_MUTEX_INITIALIZER,
 	.fork_lock = PTHREAD_MUTEX_INITIALIZER,
@@ -260,6 +281,49 @@ shared_close(enum shared s)
 		pthread_mutex_unlock(&proc.shared_lock);
 }
 
+static uint64_t
+monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Under shared_lock, after an early count of `bytes` allocated: whether
+ * the process is worth a segment now.  A process that lives 10 ms, counts
+ * 4096 times, allocates 1 MiB or runs a second thread will be watched;
+ * one that does none of that (a shell's `true`, `sed` on a small file)
+ * ends before any observer could see it, and never pays for a segment:
+ * its counts stay in process memory.
+ */
+static bool
+publish_due(uint64_t bytes)
+{
+	if (!thread_counted_early) {
+		thread_counted_early = true;
+		proc.early_threads++;
+	}
+	proc.early_counts++;
+	proc.early_bytes += bytes;
+	return proc.early_threads > 1 || proc.early_counts >= PUBLISH_AFTER_COUNTS ||
+	       proc.early_bytes >= PUBLISH_AFTER_BYTES ||
+	       monotonic_ns() - proc.born_ns >= PUBLISH_AFTER_NS;
+}
+
+static void start(void);
+
+/* Makes the segment, once, if the library has started and counts. */
+static void
+publish(void)
+{
+	if (!proc.started || proc.disabled ||
+	    atomic_exchange_explicit(&proc.starting, true, memory_order_relaxed))
+		return;
+	start();
+}
+
 /* Adds rows kept in process memory where this thread counts. */
 static void
 count_rows(mstat_rows acc)
@@ -298,6 +362,7 @@ mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
 		count_into(proc.forking, op, freed, size, requested);
 		return;
 	}
+	bool due = false;
 	s = shared_open(&gen);
 	if (s == SHARED_SLOT) {
 		struct mstat_section sec = {
@@ -306,8 +371,11 @@ mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
 		mstat_section_count(&sec, op, freed, size, requested);
 	} else if (s == SHARED_EARLY) {
 		count_into(proc.early, op, freed, size, requested);
+		due = publish_due(op == MSTAT_OP_FREE ? 0 : size);
 	}
 	shared_close(s);
+	if (due)
+		publish();
 }
 
 /* ---- thread slots ---- */
@@ -445,16 +513,29 @@ mstat_section_open_slow(struct mstat_section *sec)
 
 /* ---- start-up ---- */
 
+/* Joins NULL-terminated `parts` into dst (len bytes, truncated).  Not
+ * snprintf: a starting process need not fault in stdio's code for it. */
+static void
+join(char *dst, size_t len, const char *const *parts)
+{
+	size_t n = 0;
+
+	for (; *parts; parts++)
+		for (const char *p = *parts; *p && n + 1 < len; p++)
+			dst[n++] = *p;
+	dst[n] = '\0';
+}
+
 static void
 say(const char *what, const char *why)
 {
-	char line[400];
-	int n = snprintf(line, sizeof(line), "mstatshm: %s[%d]: %s%s%s\n",
-			 proc.name, (int)getpid(), what, why ? ": " : "",
-			 why ? why : "");
-	if (n > 0)
-		(void)!write(STDERR_FILENO, line,
-			     (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1);
+	char line[400], pid[24];
+
+	mstat_utoa(pid, (uint64_t)getpid());
+	join(line, sizeof(line), (const char *const[]){
+		"mstatshm: ", proc.name, "[", pid, "]: ", what,
+		why ? ": " : "", why ? why : "", "\n", NULL });
+	(void)!write(STDERR_FILENO, line, strlen(line));
 }
 
 static uint32_t
@@ -513,7 +594,8 @@ start(void)
 		pthread_mutex_lock(&proc.shared_lock);
 		proc.disabled = true;
 		pthread_mutex_unlock(&proc.shared_lock);
-		snprintf(proc.status, sizeof(proc.status), "not counting: %s", err);
+		join(proc.status, sizeof(proc.status),
+		     (const char *const[]){ "not counting: ", err, NULL });
 		say("not counting", err);
 		return;
 	}
@@ -532,9 +614,9 @@ start(void)
 	/* (R) release: pairs with the acquire in mstat_section_open_slow(). */
 	atomic_store_explicit(&proc.ready, 1, memory_order_release);
 	pthread_mutex_unlock(&proc.shared_lock);
-	snprintf(proc.status, sizeof(proc.status), "counting into %s/%s (%s)",
-		 MSTAT_SHM_DIR, seg.shm_name,
-		 mode == MSTAT_MODE_FENCED ? "fenced" : "membarrier");
+	join(proc.status, sizeof(proc.status), (const char *const[]){
+		"counting into " MSTAT_SHM_DIR "/", seg.shm_name,
+		mode == MSTAT_MODE_FENCED ? " (fenced)" : " (membarrier)", NULL });
 	if (proc.report[0] && getpid() == proc.report_pid)
 		(void)mstat_segment_report(&proc.seg, proc.report);
 }
@@ -584,8 +666,16 @@ fork_prepare(void)
 	slot_before_fork = mstat_thread_slot;
 	mstat_thread_slot = NULL;
 	thread_forking = true;
-	if (!atomic_load_explicit(&proc.ready, memory_order_acquire))
+	/* No segment yet: the counts are `early`, which other threads write
+	 * under shared_lock.  Held across the fork, as glibc holds its arena
+	 * locks, the child gets a copy no thread was half-way through.  (The
+	 * segment cannot be published meanwhile: that takes the lock too.) */
+	pthread_mutex_lock(&proc.shared_lock);
+	if (!atomic_load_explicit(&proc.ready, memory_order_acquire)) {
+		proc.fork_holds_shared = true;
 		return;
+	}
+	pthread_mutex_unlock(&proc.shared_lock);
 	(void)stop_sections(MSTAT_STOP_FORK);
 	sum_slots(proc.inherit);
 }
@@ -602,8 +692,12 @@ fork_parent(void)
 				  (unsigned char)~MSTAT_STOP_FORK, memory_order_release);
 	thread_forking = false;
 	mstat_thread_slot = slot_before_fork;
-	/* Counted after the unlock: if this thread has no slot, it needs
-	 * shared_lock, which a stopped thread may hold while it waits. */
+	if (proc.fork_holds_shared) {
+		proc.fork_holds_shared = false;
+		pthread_mutex_unlock(&proc.shared_lock);
+	}
+	/* Counted once fork_lock is free, where this thread counts (its
+	 * slot, the shared one, or `early`, which takes shared_lock). */
 	memcpy(copy, *mine, sizeof(copy));
 	pthread_mutex_unlock(&proc.fork_lock);
 	count_rows(copy);
@@ -624,6 +718,7 @@ fork_child(void)
 	thread_forking = false;
 	thread_state = THREAD_NEW;
 	mstat_thread_slot = NULL;
+	proc.fork_holds_shared = false;
 	/* The parent's reader of itself: drop the copies of its mapping and
 	 * fd, keep its memory (inherited heap, still reachable from here). */
 	if (proc.self_reader) {
@@ -660,7 +755,15 @@ fork_child(void)
 	atomic_store_explicit(&proc.reserve_failed, false, memory_order_relaxed);
 	memset((void *)proc.busy, 0, sizeof(proc.busy));
 	atomic_store_explicit(&proc.retired, false, memory_order_relaxed);
-	start();
+	/* A segment of its own when it is worth one, as for any process: a
+	 * shell's child that exec()s at once never makes one. */
+	proc.born_ns = monotonic_ns();
+	proc.early_counts = proc.early_bytes = 0;
+	proc.early_threads = 0;
+	thread_counted_early = false;
+	atomic_store_explicit(&proc.starting, false, memory_order_relaxed);
+	if (proc.eager)
+		publish();
 }
 
 /* ---- exit ---- */
@@ -686,13 +789,13 @@ retire(void)
 	mstat_segment_retire(&proc.seg);
 }
 
-/* _exit() and _Exit(): the library's exit path, then the next _exit. */
+/* _exit() and _Exit(): the library's exit path, then what glibc's _exit
+ * does.  Async-signal-safe, as _exit must be: retire() takes no lock and
+ * allocates nothing. */
 static __attribute__((noreturn)) void
 exit_now(int status)
 {
 	retire();
-	if (proc.real_exit)
-		proc.real_exit(status);
 	for (;;)
 		syscall(SYS_exit_group, status);
 }
@@ -718,31 +821,40 @@ mstat_writer_start(void)
 	if (started)
 		return;
 	started = true;
+	proc.born_ns = monotonic_ns();
 	e = getenv("MSTAT_NAME");
-	snprintf(proc.name, sizeof(proc.name), "%s",
-		 e && *e ? e : program_invocation_short_name);
+	join(proc.name, sizeof(proc.name), (const char *const[]){
+		e && *e ? e : program_invocation_short_name, NULL });
 	e = getenv("MSTAT_DISABLE");
 	if (e && *e && strcmp(e, "0") != 0) {
 		proc.disabled = true;
-		snprintf(proc.status, sizeof(proc.status),
-			 "disabled by MSTAT_DISABLE");
+		join(proc.status, sizeof(proc.status),
+		     (const char *const[]){ "disabled by MSTAT_DISABLE", NULL });
 		return;
 	}
-	/* Set by mstat-run for the command it runs (see mstat-run.c). */
+	e = getenv("MSTAT_EAGER");
+	proc.eager = e && *e && strcmp(e, "0") != 0;
+	/* Set by mstat-run for the command it runs (see mstat-run.c): that
+	 * process sends its segment as it makes it, at once. */
 	e = getenv("MSTAT_REPORT");
 	if (e && *e && strlen(e) < sizeof(proc.report)) {
 		const char *p = getenv("MSTAT_REPORT_PID");
-		snprintf(proc.report, sizeof(proc.report), "%s", e);
+		join(proc.report, sizeof(proc.report), (const char *const[]){ e, NULL });
 		proc.report_pid = p ? (pid_t)strtol(p, NULL, 10) : 0;
+		proc.eager |= proc.report_pid == getpid();
 	}
-	*(void **)&proc.real_exit = dlsym(RTLD_NEXT, "_exit");
 	proc.slot_count = env_slots();
 	proc.writer_mode = env_mode();
 	proc.have_key = pthread_key_create(&proc.exit_key, give_back_slot) == 0;
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	atexit(retire);
 	at_quick_exit(retire);
-	start();
+	join(proc.status, sizeof(proc.status), (const char *const[]){
+		"counting in process memory; the segment is made once the "
+		"process is worth watching", NULL });
+	proc.started = true;
+	if (proc.eager)
+		publish();
 }
 
 __attribute__((constructor)) static void
@@ -771,9 +883,11 @@ mstat_record_realloc(size_t old_size, size_t new_size, size_t requested)
 	mstat_count(MSTAT_OP_REALLOC, old_size, new_size, requested);
 }
 
+/* Asking about itself is a reason to be seen: the segment is made now. */
 int
 mstat_self_enabled(void)
 {
+	publish();
 	return atomic_load_explicit(&proc.ready, memory_order_acquire) &&
 	       !proc.disabled;
 }
@@ -781,7 +895,7 @@ mstat_self_enabled(void)
 const char *
 mstat_self_status(void)
 {
-	return proc.status[0] ? proc.status : "not started";
+	return proc.started || proc.disabled ? proc.status : "not started";
 }
 
 int

@@ -6,9 +6,10 @@
  *   leaker leak N SIZE [CODE]  allocates N blocks of SIZE bytes, keeps them,
  *                              prints "usable U" and exits with CODE
  *   leaker kill N SIZE         the same, then kills itself with SIGKILL
- *   leaker status              prints what the library says of itself
- *                              ("not preloaded" without it) and how many
- *                              segments in /dev/shm carry its pid
+ *   leaker status              asks the library whether it counts (which
+ *                              makes its segment), prints what it says of
+ *                              itself ("not preloaded" without it) and how
+ *                              many segments in /dev/shm carry its pid
  */
 #include <dirent.h>
 #include <dlfcn.h>
@@ -23,11 +24,15 @@ static int
 status(void)
 {
 	const char *(*self_status)(void);
+	int (*self_enabled)(void);
 	char prefix[40];
 	int n = 0;
 	struct dirent *de;
 
+	*(void **)&self_enabled = dlsym(RTLD_DEFAULT, "mstat_self_enabled");
 	*(void **)&self_status = dlsym(RTLD_DEFAULT, "mstat_self_status");
+	if (self_enabled)
+		self_enabled();
 	printf("status: %s\n", self_status ? self_status() : "not preloaded");
 	snprintf(prefix, sizeof(prefix), "mstat.%d.", (int)getpid());
 	DIR *d = opendir("/dev/shm");

@@ -7,8 +7,10 @@
  *   single-threaded parent): per class, the parent's live objects and bytes
  *   as allocations, no frees.  What the child does afterwards is in its
  *   own segment and never in the parent's.
- *   fork, threads: a parent whose other threads allocate and free while it
- *   forks gives a child whose counts are within one object per such thread.
+ *   fork, threads: a parent whose four other threads allocate and free
+ *   while it forks, 100 times, gives children whose counts are their heap:
+ *   what they can reach, and nothing they cannot but a block a churning
+ *   thread held in its hand.
  *   exec: the new image starts from nothing, under the same segment name.
  *   realloc: another process, reading a target that reallocates one block
  *   back and forth between two classes as fast as it can, never sees the
@@ -120,6 +122,10 @@ test_fork_child_starts_from_inherited_heap(void **state)
 	pid_t pid = fork_child();
 	if (pid == 0) {
 		static void *mine[100];
+		/* Asking makes its segment now, rather than once it is worth
+		 * watching: the parent reads it next. */
+		if (!mstat_self_enabled())
+			exit(2);
 		put(up[1], 'r');
 		get(down[0]);
 		for (int i = 0; i < 100; i++)
@@ -171,60 +177,118 @@ test_fork_child_starts_from_inherited_heap(void **state)
 
 /* ---- fork of a parent with threads ---- */
 
-#define CHURN_SIZE 40000u /* a class nothing else here uses */
-#define HELD 5
+/*
+ * Four threads churn, each in a class of its own: a ring of blocks, each
+ * freed and replaced in turn (the slot is emptied before the free and
+ * filled after the malloc).  The parent forks again and again while they
+ * run; each child frees every block it finds in the rings it inherited.
+ *
+ * The child's counts must be its heap: per churning class, its inherited
+ * live objects are the blocks in its rings, plus at most one that its
+ * churning thread held in its hand at the fork (allocated and not yet in
+ * the ring, or taken out and not yet freed: live in the child's heap, and
+ * unreachable).  Once it has freed the rings, 0 or 1 remain, never fewer:
+ * a free is never counted without its allocation, and no allocation made
+ * before the copy is missing.
+ */
+#define CHURNERS 4
+#define RING 64
+#define FORKS 100
+static const size_t churn_size[CHURNERS] = { 33000, 45000, 53000, 61000 };
+static _Atomic(void *) ring[CHURNERS][RING];
 static _Atomic int churn_stop;
 
 static void *
 churn(void *arg)
 {
-	(void)arg;
-	while (!atomic_load_explicit(&churn_stop, memory_order_relaxed)) {
-		void *volatile p = malloc(CHURN_SIZE);
-		free(p);
+	unsigned t = (unsigned)(uintptr_t)arg;
+
+	for (unsigned i = 0; !atomic_load_explicit(&churn_stop, memory_order_relaxed);
+	     i = (i + 1) % RING) {
+		free(atomic_exchange(&ring[t][i], NULL));
+		atomic_store(&ring[t][i], malloc(churn_size[t]));
 	}
 	return NULL;
 }
 
-/* Forks while two other threads allocate and free in one class, each
- * holding at most one block of it: the heap the child inherits holds HELD
- * to HELD + 2 such blocks.  The child's count of that class may be off by
- * one object per other thread (a section, or a malloc/free and its count,
- * cut in two by the fork), never more, and never below zero. */
-static void
-test_fork_of_threaded_parent_within_bound(void **state)
+static unsigned churn_class[CHURNERS];
+static size_t churn_usable[CHURNERS];
+
+/* In the child: 0, or the number of the check that failed. */
+static int
+child_frees_the_rings(void)
 {
-	pthread_t th[2];
-	void *held[HELD];
+	struct mstat_snapshot *s0 = &sc0, *s1 = &sc1;
+	unsigned reachable[CHURNERS] = { 0 };
+
+	if (self_snapshot(s0) != 0)
+		return 2;
+	for (unsigned t = 0; t < CHURNERS; t++) {
+		const struct mstat_counts *k = &s0->classes[churn_class[t]];
+		for (unsigned i = 0; i < RING; i++)
+			reachable[t] += atomic_load(&ring[t][i]) != NULL;
+		if (k->free_count > k->alloc_count || k->free_bytes > k->alloc_bytes)
+			return 3;
+		uint64_t live = mstat_live_objects(k);
+		if (live < reachable[t] || live > reachable[t] + 1)
+			return 4;
+	}
+	for (unsigned t = 0; t < CHURNERS; t++)
+		for (unsigned i = 0; i < RING; i++)
+			free(atomic_exchange(&ring[t][i], NULL));
+	if (self_snapshot(s1) != 0)
+		return 5;
+	for (unsigned t = 0; t < CHURNERS; t++) {
+		const struct mstat_counts *k0 = &s0->classes[churn_class[t]];
+		const struct mstat_counts *k1 = &s1->classes[churn_class[t]];
+		uint64_t left = mstat_live_objects(k1);
+		if (k1->free_count > k1->alloc_count ||
+		    k1->free_count - k0->free_count != reachable[t] ||
+		    left > 1 || mstat_live_bytes(k1) != left * churn_usable[t])
+			return 6;
+	}
+	return 0;
+}
+
+static void
+test_fork_of_threaded_parent_is_exact(void **state)
+{
+	pthread_t th[CHURNERS];
+	int failed[7] = { 0 };
 
 	(void)state;
-	for (int i = 0; i < HELD; i++)
-		held[i] = malloc(CHURN_SIZE);
-	unsigned c = mstat_size_class(malloc_usable_size(held[0]));
+	for (unsigned t = 0; t < CHURNERS; t++) {
+		void *p = malloc(churn_size[t]);
+		churn_usable[t] = malloc_usable_size(p);
+		churn_class[t] = mstat_size_class(churn_usable[t]);
+		free(p);
+		for (unsigned u = 0; u < t; u++)
+			assert_int_not_equal(churn_class[u], churn_class[t]);
+	}
 	atomic_store(&churn_stop, 0);
-	for (int t = 0; t < 2; t++)
-		assert_int_equal(pthread_create(&th[t], NULL, churn, NULL), 0);
-	for (int i = 0; i < 30; i++) {
+	for (unsigned t = 0; t < CHURNERS; t++)
+		assert_int_equal(pthread_create(&th[t], NULL, churn,
+						(void *)(uintptr_t)t), 0);
+	for (int i = 0; i < FORKS; i++) {
 		pid_t pid = fork_child();
-		if (pid == 0) {
-			struct mstat_snapshot *s = &sc0;
-			if (self_snapshot(s) != 0)
-				exit(2);
-			uint64_t live = mstat_live_objects(&s->classes[c]);
-			exit(live + 2 >= HELD && live <= HELD + 2 + 2 &&
-					      s->classes[c].free_count == 0
-				      ? 0 : 1);
-		}
+		if (pid == 0)
+			exit(child_frees_the_rings());
 		int status;
 		assert_int_equal(waitpid(pid, &status, 0), pid);
-		assert_true(WIFEXITED(status));
-		assert_int_equal(WEXITSTATUS(status), 0);
+		assert_true(WIFEXITED(status) && WEXITSTATUS(status) < 7);
+		failed[WEXITSTATUS(status)]++;
 	}
 	atomic_store(&churn_stop, 1);
-	for (int t = 0; t < 2; t++)
+	for (unsigned t = 0; t < CHURNERS; t++)
 		pthread_join(th[t], NULL);
-	for (int i = 0; i < HELD; i++)
-		free(held[i]);
+	for (unsigned t = 0; t < CHURNERS; t++)
+		for (unsigned i = 0; i < RING; i++)
+			free(atomic_exchange(&ring[t][i], NULL));
+	if (failed[0] != FORKS)
+		fail_msg("%d of %d children wrong: snapshot %d, frees over "
+			 "allocations %d, inherited not the rings %d, snapshot "
+			 "%d, after freeing %d", FORKS - failed[0], FORKS,
+			 failed[2], failed[3], failed[4], failed[5], failed[6]);
 }
 
 /* ---- exec ---- */
@@ -312,6 +376,8 @@ test_realloc_is_one_update(void **state)
 	pid_t pid = fork_child();
 	if (pid == 0) {
 		void *p = malloc(SIZE_A);
+		if (!mstat_self_enabled()) /* its segment, now */
+			exit(2);
 		put(up[1], 'r');
 		for (;;) {
 			p = realloc(p, SIZE_B);
@@ -372,7 +438,7 @@ main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fork_child_starts_from_inherited_heap),
 		cmocka_unit_test(test_exec_starts_fresh),
-		cmocka_unit_test(test_fork_of_threaded_parent_within_bound),
+		cmocka_unit_test(test_fork_of_threaded_parent_is_exact),
 		cmocka_unit_test(test_realloc_is_one_update),
 	};
 

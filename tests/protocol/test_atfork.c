@@ -111,6 +111,7 @@ static void
 handlers_count_in_the_right_process(void **state)
 {
 	(void)state;
+	assert_true(mstat_self_enabled()); /* the segment, from here */
 	mstat_record_alloc(64, 64); /* this thread takes a slot, if any */
 	for (int i = 0; i < 3; i++)
 		fork_and_check(NULL);
@@ -123,6 +124,7 @@ fork_from_a_thread_without_a_slot(void **state)
 	struct mstat_snapshot s;
 
 	(void)state;
+	assert_true(mstat_self_enabled()); /* the segment, from here */
 	mstat_record_alloc(64, 64); /* main takes the only thread slot */
 	assert_int_equal(pthread_create(&t, NULL, fork_and_check, NULL), 0);
 	assert_int_equal(pthread_join(t, NULL), 0);

@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * start.c - what starting a process costs under the library, and where it
+ * goes.
+ *
+ *   mstat-bench-start --lib LIBMSTATSHM --forward FORWARD_SO [--runs N]
+ *                     [--rounds R]
+ *
+ * Whole starts: `dash -c true`, run N times in a row, in four variants
+ * interleaved round by round: plain; preloading an interposer that only
+ * forwards (bench/forward.c: the floor of any preloaded interposer);
+ * the library loaded but disabled (MSTAT_DISABLE=1: loading, relocation,
+ * resolving the next allocator and its self-test); and counting (the
+ * segment, its pages, the cleanup of dead segments, the exit path).  Wall
+ * time per start, median of R rounds.
+ *
+ * Pieces, in this process, each repeated and timed (median of R rounds):
+ * what start() and the exit do, one call at a time, on the real /dev/shm.
+ *
+ * Figures, never assertions: docs/performance.md says what they mean.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <linux/membarrier.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "name.h"
+#include "owner.h"
+#include "segment.h"
+
+#define MAX_ROUNDS 64
+
+enum variant { PLAIN, FORWARD, DISABLED, COUNTING, VARIANTS };
+static const char *const variant_name[VARIANTS] = {
+	"plain", "forward-only", "disabled", "counting"
+};
+
+static char *dash;
+
+/* `runs` starts of dash -c true: wall time and the children's CPU time
+ * (user and system, from wait4: what a busy machine's scheduling does not
+ * change), in ns per start. */
+static void
+starts(char **env, unsigned runs, double *wall, double *cpu)
+{
+	char *argv[] = { dash, "-c", "true", NULL };
+	uint64_t t0 = mbench_now_ns(), used = 0;
+
+	for (unsigned i = 0; i < runs; i++) {
+		struct rusage ru;
+		int status;
+		pid_t pid = fork();
+		if (pid == 0) {
+			execve(dash, argv, env);
+			_exit(127);
+		}
+		if (pid < 0 || wait4(pid, &status, 0, &ru) != pid ||
+		    !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+			fprintf(stderr, "mstat-bench-start: %s failed\n", dash);
+			exit(1);
+		}
+		used += (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u +
+			(uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
+	}
+	*wall = (double)(mbench_now_ns() - t0) / runs;
+	*cpu = (double)used / runs;
+}
+
+/* ---- the pieces ---- */
+
+static uint64_t sink;
+
+static void
+piece_start_time(void)
+{
+	uint64_t t;
+	if (mstat_proc_start_time(0, &t) == 0)
+		sink += t;
+}
+
+static void
+piece_pid_ns(void)
+{
+	uint64_t ino;
+	if (mstat_pid_ns(&ino) == 0)
+		sink += ino;
+}
+
+static void
+piece_reap(void)
+{
+	sink += mstat_reap_some(geteuid(), 8);
+}
+
+static void
+piece_membarrier(void)
+{
+	sink += (uint64_t)syscall(SYS_membarrier,
+				  MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0);
+}
+
+/* A whole segment's life, as a one-thread process has it: created with
+ * its first pages, a slot given pages, retired (unlinked), unmapped. */
+static void
+piece_segment(void)
+{
+	struct mstat_segment seg;
+	char err[160];
+
+	if (mstat_segment_create(&seg, "bench", MSTAT_SLOTS_DEFAULT,
+				 MSTAT_MODE_MEMBARRIER, err, sizeof(err)) < 0) {
+		fprintf(stderr, "mstat-bench-start: %s\n", err);
+		exit(1);
+	}
+	mstat_segment_publish(&seg);
+	if (mstat_segment_reserve(&seg, 1) < 0)
+		exit(1);
+	mstat_segment_retire(&seg);
+	mstat_segment_forget(&seg);
+}
+
+static const struct {
+	const char *name;
+	void (*fn)(void);
+	unsigned reps;
+} pieces[] = {
+	{ "start-time", piece_start_time, 2000 },
+	{ "pid-namespace", piece_pid_ns, 2000 },
+	{ "membarrier-register", piece_membarrier, 2000 },
+	{ "reap-some", piece_reap, 2000 },
+	{ "segment-life", piece_segment, 500 },
+};
+#define PIECES (sizeof(pieces) / sizeof(pieces[0]))
+
+static double
+time_piece(unsigned i)
+{
+	uint64_t t0 = mbench_now_ns();
+
+	for (unsigned k = 0; k < pieces[i].reps; k++)
+		pieces[i].fn();
+	return (double)(mbench_now_ns() - t0) / pieces[i].reps;
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "lib", required_argument, NULL, 'l' },
+		{ "forward", required_argument, NULL, 'f' },
+		{ "runs", required_argument, NULL, 'n' },
+		{ "rounds", required_argument, NULL, 'r' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *lib = NULL, *forward = NULL;
+	unsigned runs = 200, rounds = 9;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'l': lib = optarg; break;
+		case 'f': forward = optarg; break;
+		case 'n': runs = (unsigned)atoi(optarg); break;
+		case 'r': rounds = (unsigned)atoi(optarg); break;
+		default: return 2;
+		}
+	}
+	if (!lib || !forward || rounds == 0 || rounds > MAX_ROUNDS || runs == 0) {
+		fprintf(stderr, "usage: mstat-bench-start --lib LIB --forward SO "
+				"[--runs N] [--rounds R <= %d]\n", MAX_ROUNDS);
+		return 2;
+	}
+	dash = access("/bin/dash", X_OK) == 0 ? "/bin/dash" : "/bin/sh";
+
+	char preload[4200], fwd[4200];
+	char *extra_forward[] = { fwd, NULL };
+	char *extra_disabled[] = { preload, "MSTAT_DISABLE=1", NULL };
+	char *extra_counting[] = { preload, NULL };
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", lib);
+	snprintf(fwd, sizeof(fwd), "LD_PRELOAD=%s", forward);
+	char **env[VARIANTS] = {
+		mbench_env(NULL),
+		mbench_env((const char *const *)extra_forward),
+		mbench_env((const char *const *)extra_disabled),
+		mbench_env((const char *const *)extra_counting),
+	};
+	double wall[VARIANTS][MAX_ROUNDS], cpu[VARIANTS][MAX_ROUNDS];
+	double w, u;
+
+	starts(env[COUNTING], 20, &w, &u); /* warm the page cache */
+	for (unsigned r = 0; r < rounds; r++)
+		for (unsigned k = 0; k < VARIANTS; k++) {
+			unsigned v = (k + r) % VARIANTS;
+			starts(env[v], runs, &wall[v][r], &cpu[v][r]);
+		}
+	double mw[VARIANTS], mc[VARIANTS];
+	for (unsigned v = 0; v < VARIANTS; v++) {
+		mw[v] = mbench_median(wall[v], rounds);
+		mc[v] = mbench_median(cpu[v], rounds);
+		printf("BENCH start %s %s -c true: %.1f us wall, %.1f us CPU per "
+		       "start (medians of %u rounds of %u)\n", variant_name[v],
+		       dash, mw[v] / 1e3, mc[v] / 1e3, rounds, runs);
+	}
+	printf("BENCH start ratio counting/plain %.3f wall (goal <= 1.10), "
+	       "%.3f CPU; forward-only/plain %.3f wall, %.3f CPU\n",
+	       mw[COUNTING] / mw[PLAIN], mc[COUNTING] / mc[PLAIN],
+	       mw[FORWARD] / mw[PLAIN], mc[FORWARD] / mc[PLAIN]);
+	printf("BENCH start CPU per start: preloading an interposer +%.1f us, "
+	       "the library's loading and resolving +%.1f us, counting +%.1f us\n",
+	       (mc[FORWARD] - mc[PLAIN]) / 1e3, (mc[DISABLED] - mc[FORWARD]) / 1e3,
+	       (mc[COUNTING] - mc[DISABLED]) / 1e3);
+
+	double p[PIECES][MAX_ROUNDS];
+	for (unsigned r = 0; r < rounds; r++)
+		for (unsigned i = 0; i < PIECES; i++)
+			p[i][r] = time_piece(i);
+	for (unsigned i = 0; i < PIECES; i++)
+		printf("BENCH start piece %s: %.1f us (median of %u rounds of %u)\n",
+		       pieces[i].name, mbench_median(p[i], rounds) / 1e3, rounds,
+		       pieces[i].reps);
+	for (unsigned v = 0; v < VARIANTS; v++)
+		mbench_env_free(env[v]);
+	return (int)(sink & 0); /* keep the pieces' results alive */
+}

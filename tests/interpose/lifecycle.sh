@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# No segment outlives its process, a footprint that scales with threads,
+# and a full /dev/shm that hurts nobody.  In a private mount namespace with
+# a /dev/shm of its own (unshare -m, as root; skipped otherwise), so that
+# what is left there is exactly what these processes left.
+# Usage: lifecycle.sh LIBMSTATSHM ENDER MSTAT_RUN MSTAT_TOP
+set -euo pipefail
+# Under valgrind (meson test --setup valgrind) the interposer never runs
+# (valgrind replaces malloc everywhere) and bash reports its own leaks:
+# skip, from a process that is not bash.
+[[ ${LD_PRELOAD:-} != *vgpreload* ]] ||
+	exec /bin/sh -c 'echo "SKIP: valgrind replaces malloc everywhere"; exit 77'
+lib=$1 ender=$2 run=$3 top=$4
+if [ -z "${MSTAT_LIFECYCLE_PRIVATE:-}" ]; then
+	if ! unshare -m true 2>/dev/null; then
+		echo "SKIP: needs root for a private /dev/shm (unshare -m)"
+		exit 77
+	fi
+	exec unshare -m env MSTAT_LIFECYCLE_PRIVATE=1 bash "$0" "$@"
+fi
+mount -t tmpfs -o size=64m,mode=1777 mstat-lifecycle /dev/shm
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+ulimit -c 0
+fail() { echo "FAIL: $*" >&2; exit 1; }
+segs() { ls /dev/shm; }
+none_left() { [ -z "$(segs)" ] || fail "$1: left $(segs | tr '\n' ' ')"; }
+# MSTAT_EAGER=1: each process makes its segment at start.  By default a
+# process that ends within milliseconds never makes one (see below), and
+# nothing here would test the way it ends.
+pre() { MSTAT_EAGER=1 LD_PRELOAD=$lib "$@"; }
+
+# Every way out that runs code: nothing is left, at once.
+for m in exit _exit _Exit return quick_exit exec-fail fork-_exit vfork-_exit; do
+	pre "$ender" "$m" >/dev/null || fail "$m: exit status $?"
+	none_left "$m"
+done
+
+# Death by a signal runs nothing: the segment stays, its owner lock gone,
+# until the next process that makes its segment (or an observer) removes
+# it.
+for m in abort segv term kill; do
+	pre "$ender" "$m" 2>/dev/null && fail "$m: exit status 0"
+	[ "$(segs | wc -l)" = 1 ] || fail "$m: $(segs | wc -l) segments left"
+	pre /bin/true
+	none_left "$m, once another process started"
+done
+
+# A process in another pid namespace: its pid there (1) exists here too,
+# so starting processes leave it to observers, whose tick removes it.
+if unshare -p --fork true 2>/dev/null; then
+	pre unshare -p --fork "$ender" exit
+	none_left "exit in another pid namespace"
+	pre unshare -p --fork "$ender" kill 2>/dev/null || true
+	"$top" -b -n 1 >/dev/null 2>&1
+	none_left "killed in another pid namespace, after a tick"
+fi
+
+# A shell's every command: 1000 runs leave /dev/shm as it was, each
+# making its segment and removing it.  And by default, a command that ends
+# at once never makes one.
+for i in $(seq 1000); do
+	pre dash -c true
+done
+none_left "1000 runs of dash -c true"
+before=$(stat -c %y /dev/shm)
+for i in $(seq 100); do
+	LD_PRELOAD=$lib dash -c true
+done
+[ "$(stat -c %y /dev/shm)" = "$before" ] ||
+	fail "dash -c true made segments without MSTAT_EAGER"
+
+# mstat-run killed: its command runs on, counting, and leaves nothing.
+mkfifo "$tmp/in"
+"$run" -- "$ender" wait <"$tmp/in" >"$tmp/out" &
+run_pid=$!
+exec 3>"$tmp/in"
+for i in $(seq 200); do
+	grep -q ready "$tmp/out" 2>/dev/null && break
+	sleep 0.05
+done
+kill -9 "$run_pid"
+wait "$run_pid" 2>/dev/null || true
+[ "$(segs | wc -l)" = 1 ] || fail "the command of a killed mstat-run: not counting"
+exec 3>&-
+for i in $(seq 200); do
+	[ -z "$(segs)" ] && break
+	sleep 0.05
+done
+none_left "the command of a killed mstat-run, once it exited"
+
+# Footprint: a process with one thread, and with eight.
+one=$(pre "$ender" threads 0 | sed -n 's/^footprint //p')
+eight=$(pre "$ender" threads 7 | sed -n 's/^footprint //p')
+[ "$one" -gt 0 ] && [ "$one" -le 65536 ] ||
+	fail "one thread holds $one bytes of /dev/shm"
+[ "$eight" -le $((65536 + 7 * 16384)) ] ||
+	fail "eight threads hold $eight bytes of /dev/shm"
+echo "ok: footprint: one thread $one bytes, eight threads $eight bytes"
+
+# A full /dev/shm: room for the segment and one thread's slot.  The other
+# threads count through the shared slot, exactly, and nobody gets SIGBUS.
+umount /dev/shm
+mount -t tmpfs -o size=40k,mode=1777 mstat-lifecycle /dev/shm
+out=$(pre "$ender" exact 8) || fail "full /dev/shm: exit status $?: $out"
+[ "$out" = "exact slots_used 2 overflowed 8" ] || fail "full /dev/shm: $out"
+none_left "full /dev/shm"
+echo ok
