@@ -123,7 +123,7 @@ piece_segment(void)
 	mstat_segment_publish(&seg);
 	if (mstat_segment_reserve(&seg, 1) < 0)
 		exit(1);
-	mstat_segment_retire(&seg);
+	mstat_segment_retire(&seg, 0);
 	mstat_segment_forget(&seg);
 }
 

@@ -260,11 +260,12 @@ out:
 }
 
 void
-mstat_segment_retire(struct mstat_segment *seg)
+mstat_segment_retire(struct mstat_segment *seg, uint32_t cut)
 {
 	if (!seg->hdr)
 		return;
 	atomic_store_explicit(&seg->hdr->exit_ns, realtime_ns(), memory_order_relaxed);
+	atomic_store_explicit(&seg->hdr->exit_cut, cut, memory_order_relaxed);
 	/* Release: a reader that sees EXITING sees the final counters (the
 	 * writer has stopped counting before this; see retire()). */
 	atomic_store_explicit(&seg->hdr->state, MSTAT_STATE_EXITING,

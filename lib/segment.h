@@ -59,10 +59,11 @@ void mstat_segment_publish(struct mstat_segment *seg);
 int mstat_segment_report(const struct mstat_segment *seg,
 			 const char *socket_name);
 
-/* Marks the target exiting, with the time, and unlinks the name.  The
- * mapping and the owner lock stay until the process ends: readers that
- * have it open see the final totals, and it is `exiting`, not gone. */
-void mstat_segment_retire(struct mstat_segment *seg);
+/* Marks the target exiting, with the time and the slots whose update the
+ * exit could not wait for (`cut`), and unlinks the name.  The mapping and
+ * the owner lock stay until the process ends: readers that have it open
+ * see the final totals, and it is `exiting`, not gone. */
+void mstat_segment_retire(struct mstat_segment *seg, uint32_t cut);
 
 /* Unmaps and closes a segment inherited from the parent (in a fork
  * child).  The parent's owner lock is the parent's: it stays held. */

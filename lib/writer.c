@@ -215,11 +215,11 @@ barrier_threads(void)
 /*
  * Sets `bit` in `stop` and waits, at most DRAIN_BUDGET_US, until every
  * section that did not see it has ended.  Afterwards no thread writes a
- * slot until the bit is cleared.  Returns false if a thread stayed inside
- * a section (stopped in a debugger, or this very thread, interrupted by
- * the signal handler that called us).
+ * slot until the bit is cleared.  Returns how many slots stayed inside a
+ * section (a thread stopped in a debugger, or this very thread,
+ * interrupted by the signal handler that called us): normally 0.
  */
-static bool
+static uint32_t
 stop_sections(unsigned char bit)
 {
 	struct mstat_handshake hs;
@@ -229,14 +229,15 @@ stop_sections(unsigned char bit)
 	atomic_fetch_or_explicit(&mstat_writer_config.stop, bit,
 				 memory_order_seq_cst);
 	if (__libc_single_threaded)
-		return true; /* no other thread has ever run */
+		return 0; /* no other thread has ever run */
 	if (!mstat_writer_config.fenced)
 		barrier_threads(); /* (M') pairs with the compiler barrier
 				    * between (A') and (V') */
 	mstat_handshake_start(&hs, (const unsigned char *)mstat_segment_slot(&proc.seg, 0),
 			      proc.seg.slot_size,
 			      atomic_load_explicit(&proc.reserved, memory_order_acquire));
-	return mstat_handshake_wait(&hs, DRAIN_BUDGET_US);
+	return mstat_handshake_wait(&hs, DRAIN_BUDGET_US) ? 0
+							  : mstat_handshake_pending(&hs);
 }
 
 /* ---- the shared slot ---- */
@@ -785,8 +786,7 @@ retire(void)
 	    getpid() != proc.seg.pid || /* a vfork child, sharing our memory */
 	    atomic_exchange_explicit(&proc.retired, true, memory_order_relaxed))
 		return;
-	(void)stop_sections(MSTAT_STOP_EXIT);
-	mstat_segment_retire(&proc.seg);
+	mstat_segment_retire(&proc.seg, stop_sections(MSTAT_STOP_EXIT));
 }
 
 /* _exit() and _Exit(): the library's exit path, then what glibc's _exit

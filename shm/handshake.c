@@ -69,6 +69,19 @@ mstat_handshake_poll(struct mstat_handshake *h)
 	return false;
 }
 
+uint32_t
+mstat_handshake_pending(const struct mstat_handshake *h)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = h->next; i < h->used; i++) {
+		const struct mstat_shm_slot *s =
+			(const struct mstat_shm_slot *)(h->slots + (size_t)i * h->slot_size);
+		n += atomic_load_explicit(&s->head.seq, memory_order_relaxed) & 1;
+	}
+	return n;
+}
+
 bool
 mstat_handshake_wait(struct mstat_handshake *h, unsigned budget_us)
 {

@@ -39,6 +39,10 @@ bool mstat_handshake_poll(struct mstat_handshake *h);
  * little, then yields: on a busy CPU the writer may need this one. */
 bool mstat_handshake_wait(struct mstat_handshake *h, unsigned budget_us);
 
+/* After a wait that gave up: how many slots are still inside a section
+ * they were in when first seen, or when the wait ended. */
+uint32_t mstat_handshake_pending(const struct mstat_handshake *h);
+
 /* CLOCK_MONOTONIC in microseconds. */
 uint64_t mstat_now_us(void);
 

@@ -140,6 +140,12 @@ struct mstat_shm_header {
 	_Atomic uint32_t threads;    /* threads holding a slot of their own */
 	_Atomic uint32_t slots_used; /* (F) slots with pages, ever used */
 	_Atomic uint32_t overflowed; /* threads that found every slot taken */
+	/* Set with state EXITING: the exit stops counting and waits for the
+	 * updates in flight; any seq still odd after that belongs to an
+	 * update that added nothing, and the counts are whole, unless the
+	 * wait gave up on `exit_cut` slots (stopped threads). */
+	_Atomic uint32_t exit_cut;
+	uint32_t reserved1;
 	_Atomic uint64_t exit_ns;    /* CLOCK_REALTIME when exiting began */
 
 	/* The only words a reader writes.  Own cache line: every writer loads

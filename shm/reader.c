@@ -560,8 +560,11 @@ public_state(const struct mstat_reader *r)
 	return s == MSTAT_STATE_EXITING ? MSTAT_EXITED : MSTAT_KILLED;
 }
 
-/* A final read: every generation as it is; slots still odd were cut by
- * the process's death inside an update. */
+/* A final read: every generation as it is.  After an exit, the target
+ * waited for the updates in flight and says which it could not wait for
+ * (exit_cut); a seq still odd then is an update that stopped before it
+ * added anything.  A process killed says nothing: each slot still odd
+ * was cut by its death inside an update. */
 static uint32_t
 sum_final(struct mstat_reader *r)
 {
@@ -570,9 +573,18 @@ sum_final(struct mstat_reader *r)
 	memset(r->base, 0, sizeof(r->base));
 	for (unsigned g = 0; g < MSTAT_GENS; g++)
 		add_generation(r, r->used, g, r->base);
-	for (uint32_t i = 0; i < r->used; i++)
-		cut += atomic_load_explicit(&slot_at(r, i)->head.seq,
-					    memory_order_acquire) & 1;
+	/* (acquire, with the state) the target's exit_cut store is before its
+	 * release store of EXITING. */
+	if (atomic_load_explicit(&r->ctl->state, memory_order_acquire) ==
+	    MSTAT_STATE_EXITING) {
+		cut = atomic_load_explicit(&r->ctl->exit_cut, memory_order_relaxed);
+		if (cut > r->used)
+			cut = r->used;
+	} else {
+		for (uint32_t i = 0; i < r->used; i++)
+			cut += atomic_load_explicit(&slot_at(r, i)->head.seq,
+						    memory_order_acquire) & 1;
+	}
 	r->epoch = atomic_load_explicit(&r->ctl->epoch, memory_order_relaxed);
 	return cut;
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # mstat-run: counts, exact final totals in versioned JSON, exit status,
 # signals, children inheriting the preload, bad input, cleanup.
-# Usage: launcher.sh MSTAT_RUN LEAKER [BUILD_ROOT]
+# Usage: launcher.sh MSTAT_RUN LEAKER ENDER [BUILD_ROOT]
 # With BUILD_ROOT, also installs the build into a scratch prefix and runs
 # the installed mstat-run, which must find the installed library.
 set -euo pipefail
@@ -10,7 +10,7 @@ set -euo pipefail
 # skip, from a process that is not bash.
 [[ ${LD_PRELOAD:-} != *vgpreload* ]] ||
 	exec /bin/sh -c 'echo "SKIP: valgrind replaces malloc everywhere"; exit 77'
-run=$1 leaker=$2 build=${3:-}
+run=$1 leaker=$2 ender=$3 build=${4:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
@@ -58,6 +58,46 @@ check_json "$tmp/c.json" 4 "$(sed -n 's/^usable //p' "$tmp/c.out")" || fail "kil
 python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["exit"] == {"signal": 9}' "$tmp/c.json"
 pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$tmp/c.json")
 ls /dev/shm | grep -q "^mstat\.$pid\." && fail "segment of killed $pid left in /dev/shm"
+
+# Threads still inside malloc and free when the command exits: the exit
+# stops counting and waits for them, so the totals are whole (no update
+# cut), exact for what is left: frees never exceed allocations.
+for i in $(seq 30); do
+	"$run" --summary "$tmp/t.json" -- "$ender" churn 8 || fail "churn: exit $?"
+	python3 - "$tmp/t.json" <<'PY' || fail "churn run $i: $(cat "$tmp/t.json")"
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["counted"] is True and s["state"] == "exited" and s["cut"] == 0, s
+for c in s["classes"] + [s["total"]]:
+    assert c["free_count"] <= c["alloc_count"], c
+    assert c["free_bytes"] <= c["alloc_bytes"], c
+PY
+done
+
+# How it ended, in words: a code, a signal, 127 from a shell that found
+# no such command (counted: the shell ran), a command that could not be
+# run at all (not counted, and why).
+expect_end() { # json python-expression
+	python3 -c "import json,sys; s=json.load(open(sys.argv[1])); assert $2, s" "$1" ||
+		fail "$(cat "$1")"
+}
+"$run" --summary "$tmp/x1.json" -- sh -c 'exit 7' && rc=0 || rc=$?
+[ "$rc" = 7 ] || fail "exit 7: $rc"
+expect_end "$tmp/x1.json" 's["exit"] == {"code": 7} and s["counted"] is True'
+"$run" --summary "$tmp/x2.json" -- sh -c 'kill -TERM $$' && rc=0 || rc=$?
+[ "$rc" = 143 ] || fail "SIGTERM: $rc"
+expect_end "$tmp/x2.json" 's["exit"] == {"signal": 15} and s["counted"] is True and s["state"] == "killed"'
+"$run" --summary "$tmp/x3.json" -- sh -c 'no-such-command-here' 2>/dev/null && rc=0 || rc=$?
+[ "$rc" = 127 ] || fail "command not found: $rc"
+expect_end "$tmp/x3.json" 's["exit"] == {"code": 127} and s["counted"] is True'
+"$run" --summary "$tmp/x4.json" -- /nonexistent/cmd 2>"$tmp/x4.err" && rc=0 || rc=$?
+[ "$rc" = 127 ] || fail "exec failure: $rc"
+expect_end "$tmp/x4.json" 's["exit"] == {"code": 127} and s["counted"] is False and s["reason"] == "cannot run /nonexistent/cmd: No such file or directory"'
+grep -q 'cannot run /nonexistent/cmd: No such file or directory' "$tmp/x4.err" ||
+	fail "exec failure said: $(cat "$tmp/x4.err")"
+"$run" --summary "$tmp/x5.json" -- /etc/passwd 2>/dev/null && rc=0 || rc=$?
+[ "$rc" = 126 ] || fail "not executable: $rc"
+expect_end "$tmp/x5.json" 's["counted"] is False and "Permission denied" in s["reason"]'
 
 # Children inherit the preload (and count: they see themselves counted).
 "$run" -- sh -c "\"$leaker\" status" >"$tmp/d.out"
