@@ -6,13 +6,13 @@
  *   mstat-bench-start --lib LIBMSTATSHM --forward FORWARD_SO [--runs N]
  *                     [--rounds R]
  *
- * Whole starts: `dash -c true`, run N times in a row, in four variants
- * interleaved round by round: plain; preloading an interposer that only
+ * Whole starts: `dash -c true`, in four variants, one start of each in
+ * turn, N of each per round: plain; preloading an interposer that only
  * forwards (bench/forward.c: the floor of any preloaded interposer);
  * the library loaded but disabled (MSTAT_DISABLE=1: loading, relocation,
  * resolving the next allocator and its self-test); and counting (the
- * segment, its pages, the cleanup of dead segments, the exit path).  Wall
- * time per start, median of R rounds.
+ * segment, its pages, the cleanup of dead segments, the exit path, for a
+ * process that makes one).  Wall time per start, median of R rounds.
  *
  * Pieces, in this process, each repeated and timed (median of R rounds):
  * what start() and the exit do, one call at a time, on the real /dev/shm.
@@ -45,33 +45,29 @@ static const char *const variant_name[VARIANTS] = {
 
 static char *dash;
 
-/* `runs` starts of dash -c true: wall time and the children's CPU time
- * (user and system, from wait4: what a busy machine's scheduling does not
- * change), in ns per start. */
+/* One start of dash -c true: wall time and the child's CPU time (user
+ * and system, from wait4), in ns. */
 static void
-starts(char **env, unsigned runs, double *wall, double *cpu)
+one_start(char **env, double *wall, double *cpu)
 {
 	char *argv[] = { dash, "-c", "true", NULL };
-	uint64_t t0 = mbench_now_ns(), used = 0;
+	uint64_t t0 = mbench_now_ns();
+	struct rusage ru;
+	int status;
+	pid_t pid = fork();
 
-	for (unsigned i = 0; i < runs; i++) {
-		struct rusage ru;
-		int status;
-		pid_t pid = fork();
-		if (pid == 0) {
-			execve(dash, argv, env);
-			_exit(127);
-		}
-		if (pid < 0 || wait4(pid, &status, 0, &ru) != pid ||
-		    !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-			fprintf(stderr, "mstat-bench-start: %s failed\n", dash);
-			exit(1);
-		}
-		used += (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000u +
-			(uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000u;
+	if (pid == 0) {
+		execve(dash, argv, env);
+		_exit(127);
 	}
-	*wall = (double)(mbench_now_ns() - t0) / runs;
-	*cpu = (double)used / runs;
+	if (pid < 0 || wait4(pid, &status, 0, &ru) != pid ||
+	    !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		fprintf(stderr, "mstat-bench-start: %s failed\n", dash);
+		exit(1);
+	}
+	*wall += (double)(mbench_now_ns() - t0);
+	*cpu += (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e9 +
+		(double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e3;
 }
 
 /* ---- the pieces ---- */
@@ -192,27 +188,42 @@ main(int argc, char **argv)
 		mbench_env((const char *const *)extra_disabled),
 		mbench_env((const char *const *)extra_counting),
 	};
+	/* Each round runs `runs` starts of every variant, one of each in
+	 * turn (in an order rotated every start), so that the machine's
+	 * drifts fall on all variants alike; a round's figure per variant is
+	 * its mean, and the ratios are taken within a round. */
 	double wall[VARIANTS][MAX_ROUNDS], cpu[VARIANTS][MAX_ROUNDS];
-	double w, u;
+	double ratio[VARIANTS][MAX_ROUNDS];
+	double w = 0, u = 0;
 
-	starts(env[COUNTING], 20, &w, &u); /* warm the page cache */
-	for (unsigned r = 0; r < rounds; r++)
-		for (unsigned k = 0; k < VARIANTS; k++) {
-			unsigned v = (k + r) % VARIANTS;
-			starts(env[v], runs, &wall[v][r], &cpu[v][r]);
+	for (int i = 0; i < 20; i++)
+		one_start(env[COUNTING], &w, &u); /* warm the page cache */
+	for (unsigned r = 0; r < rounds; r++) {
+		for (unsigned v = 0; v < VARIANTS; v++)
+			wall[v][r] = cpu[v][r] = 0;
+		for (unsigned i = 0; i < runs; i++)
+			for (unsigned k = 0; k < VARIANTS; k++) {
+				unsigned v = (k + i) % VARIANTS;
+				one_start(env[v], &wall[v][r], &cpu[v][r]);
+			}
+		for (unsigned v = 0; v < VARIANTS; v++) {
+			wall[v][r] /= runs;
+			cpu[v][r] /= runs;
+			ratio[v][r] = wall[v][r] / wall[PLAIN][r];
 		}
-	double mw[VARIANTS], mc[VARIANTS];
+	}
+	double mw[VARIANTS], mc[VARIANTS], mr[VARIANTS];
 	for (unsigned v = 0; v < VARIANTS; v++) {
 		mw[v] = mbench_median(wall[v], rounds);
 		mc[v] = mbench_median(cpu[v], rounds);
+		mr[v] = mbench_median(ratio[v], rounds);
 		printf("BENCH start %s %s -c true: %.1f us wall, %.1f us CPU per "
 		       "start (medians of %u rounds of %u)\n", variant_name[v],
 		       dash, mw[v] / 1e3, mc[v] / 1e3, rounds, runs);
 	}
-	printf("BENCH start ratio counting/plain %.3f wall (goal <= 1.10), "
-	       "%.3f CPU; forward-only/plain %.3f wall, %.3f CPU\n",
-	       mw[COUNTING] / mw[PLAIN], mc[COUNTING] / mc[PLAIN],
-	       mw[FORWARD] / mw[PLAIN], mc[FORWARD] / mc[PLAIN]);
+	printf("BENCH start ratio counting/plain %.3f (goal <= 1.10), "
+	       "disabled/plain %.3f, forward-only/plain %.3f (wall, median of "
+	       "the rounds' ratios)\n", mr[COUNTING], mr[DISABLED], mr[FORWARD]);
 	printf("BENCH start CPU per start: preloading an interposer +%.1f us, "
 	       "the library's loading and resolving +%.1f us, counting +%.1f us\n",
 	       (mc[FORWARD] - mc[PLAIN]) / 1e3, (mc[DISABLED] - mc[FORWARD]) / 1e3,

@@ -73,7 +73,6 @@ enum next_state {
 static alignas(MSTAT_CACHELINE) struct {
 	_Atomic int state;  /* enum next_state */
 	_Atomic unsigned unsized_live; /* entries in `unsized` */
-	size_t page;
 	void *(*malloc)(size_t);
 	void (*free)(void *);
 	void *(*calloc)(size_t, size_t);
@@ -189,20 +188,25 @@ object_of(const void *fn)
 static bool
 glibc_layout_holds(void)
 {
-	static const size_t sizes[] = { 0, 1, 24, 25, 100, 1000, 4000 };
+	static const size_t sizes[] = { 0, 24, 25, 1000 };
 	const struct link_map *m = object_of(*(void **)&next.malloc);
 	bool ok = true;
 
-	/* Under valgrind, blocks are valgrind's, with no glibc header, and
-	 * reading before one is reported: its preload names itself. */
-	const char *preload = getenv("LD_PRELOAD");
-	if (preload && strstr(preload, "vgpreload"))
-		return false;
-	if (sizeof(size_t) != 8 || !m || !m->l_name ||
+	/* Under a valgrind tool that replaces malloc (memcheck, massif,
+	 * helgrind, ...), blocks are valgrind's, with no glibc header, and
+	 * reading before one is reported.  Such a tool preloads a
+	 * vgpreload_<tool> object besides vgpreload_core; callgrind and
+	 * cachegrind preload only the core, and run glibc's malloc. */
+	const char *v = getenv("LD_PRELOAD");
+	for (; v && *v; v++)
+		if (memcmp(v, "vgpreload_", 10) == 0 &&
+		    memcmp(v + 10, "core", 4) != 0)
+			return false;
+	/* glibc's: the object that defines getenv() too.  (The blocks
+	 * below decide; this only spares another allocator the trial.) */
+	char *(*libc_getenv)(const char *) = getenv;
+	if (sizeof(size_t) != 8 || !m || m != object_of(*(void **)&libc_getenv) ||
 	    object_of(*(void **)&next.usable) != m)
-		return false;
-	const char *base = strrchr(m->l_name, '/');
-	if (strcmp(base ? base + 1 : m->l_name, "libc.so.6") != 0)
 		return false;
 	for (size_t i = 0; ok && i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		void *p[3] = { next.malloc(sizes[i]), next.calloc(1, sizes[i]),
@@ -252,8 +256,6 @@ resolve(void)
 		atomic_store_explicit(&next.state, NEXT_FAILED, memory_order_release);
 		return false;
 	}
-	long page = sysconf(_SC_PAGESIZE);
-	next.page = page > 0 ? (size_t)page : 4096;
 	/* Release: publishes every field above; pairs with the acquire in
 	 * state_now() and at the top of this function. */
 	atomic_store_explicit(&next.state,
@@ -459,9 +461,29 @@ counted(void *p, size_t requested)
 /*
  * An allocation `expr` from the next allocator, `requested` bytes asked,
  * into `result`: with glibc's header, one section around the call and the
- * count; otherwise the call, then the count.
+ * count (or, when no section can be had, the count the slow way, without
+ * a second try); otherwise the call, then the count.
  */
-#define ALLOCATE(result, expr, requested)                                    	do {                                                                 		struct mstat_section sec_;                                   		if (LIKELY(header_sizes()) && LIKELY(mstat_section_open(&sec_))) { 			(result) = (expr);                                   			if (LIKELY((result) != NULL))                        				mstat_section_count(&sec_, MSTAT_OP_ALLOC, 0, 						    glibc_usable(result),   						    (requested));            			mstat_section_close(&sec_);                          		} else {                                                     			(result) = counted((expr), (requested));             		}                                                            	} while (0)
+#define ALLOCATE(result, expr, requested)                                    \
+	do {                                                                 \
+		struct mstat_section sec_;                                   \
+		if (LIKELY(header_sizes())) {                                \
+			bool open_ = mstat_section_open(&sec_);              \
+			(result) = (expr);                                   \
+			if (open_ && LIKELY((result) != NULL))               \
+				mstat_section_count(&sec_, MSTAT_OP_ALLOC, 0, \
+						    glibc_usable(result),   \
+						    (requested));            \
+			else if ((result) != NULL)                           \
+				mstat_count_unslotted(MSTAT_OP_ALLOC, 0,     \
+						      glibc_usable(result),  \
+						      (requested));          \
+			if (open_)                                           \
+				mstat_section_close(&sec_);                  \
+		} else {                                                     \
+			(result) = counted((expr), (requested));             \
+		}                                                            \
+	} while (0)
 
 /* malloc and free have a fast path for the common case, glibc behind the
  * library: one load of `state` decides, and the rest stays out of line. */
@@ -474,19 +496,33 @@ malloc_other(size_t n)
 	return counted(next.malloc(n), n);
 }
 
+/* Glibc's header, but no section of the thread's own (its first count, the
+ * shared slot, the first milliseconds): the open already tried the slow
+ * way, so the count goes straight to where it belongs. */
+static __attribute__((noinline)) void *
+malloc_unslotted(size_t n)
+{
+	void *p = next.malloc(n);
+
+	if (LIKELY(p != NULL))
+		mstat_count_unslotted(MSTAT_OP_ALLOC, 0, glibc_usable(p), n);
+	return p;
+}
+
 static inline __attribute__((always_inline)) void *
 do_malloc(size_t n)
 {
 	struct mstat_section sec;
 
-	if (LIKELY(state_now() == NEXT_HEADER) && LIKELY(mstat_section_open(&sec))) {
-		void *p = next.malloc(n);
-		if (LIKELY(p != NULL))
-			mstat_section_count(&sec, MSTAT_OP_ALLOC, 0, glibc_usable(p), n);
-		mstat_section_close(&sec);
-		return p;
-	}
-	return malloc_other(n);
+	if (UNLIKELY(state_now() != NEXT_HEADER))
+		return malloc_other(n);
+	if (UNLIKELY(!mstat_section_open(&sec)))
+		return malloc_unslotted(n);
+	void *p = next.malloc(n);
+	if (LIKELY(p != NULL))
+		mstat_section_count(&sec, MSTAT_OP_ALLOC, 0, glibc_usable(p), n);
+	mstat_section_close(&sec);
+	return p;
 }
 
 MSTAT_EXPORT void *
@@ -510,20 +546,31 @@ free_other(void *p)
 	next.free(p);
 }
 
+static __attribute__((noinline)) void
+free_unslotted(void *p)
+{
+	mstat_count_unslotted(MSTAT_OP_FREE, glibc_usable(p), 0, 0);
+	next.free(p);
+}
+
 MSTAT_EXPORT void
 free(void *p)
 {
 	struct mstat_section sec;
 
-	if (LIKELY(state_now() == NEXT_HEADER) && LIKELY(p != NULL) &&
-	    LIKELY(!in_arena(p)) && LIKELY(mstat_section_open(&sec))) {
-		/* Counted first: the size is read while the block is live. */
-		mstat_section_count(&sec, MSTAT_OP_FREE, glibc_usable(p), 0, 0);
-		next.free(p);
-		mstat_section_close(&sec);
+	if (UNLIKELY(state_now() != NEXT_HEADER) || UNLIKELY(p == NULL) ||
+	    UNLIKELY(in_arena(p))) {
+		free_other(p);
 		return;
 	}
-	free_other(p);
+	if (UNLIKELY(!mstat_section_open(&sec))) {
+		free_unslotted(p);
+		return;
+	}
+	/* Counted first: the size is read while the block is live. */
+	mstat_section_count(&sec, MSTAT_OP_FREE, glibc_usable(p), 0, 0);
+	next.free(p);
+	mstat_section_close(&sec);
 }
 
 MSTAT_EXPORT void *
@@ -576,15 +623,20 @@ realloc(void *old, size_t n)
 	if (UNLIKELY(in_arena(old)))
 		return arena_realloc(old, n);
 	/* The old block is live and this thread's until next.realloc(). */
-	if (LIKELY(header_sizes()) && LIKELY(mstat_section_open(&sec))) {
+	if (LIKELY(header_sizes())) {
+		bool open = mstat_section_open(&sec);
 		old_size = glibc_usable(old);
 		p = next.realloc(old, n);
-		if (LIKELY(p != NULL))
-			mstat_section_count(&sec, MSTAT_OP_REALLOC, old_size,
-					    glibc_usable(p), n);
-		else if (n == 0) /* glibc: realloc(p, 0) frees p, returns NULL */
-			mstat_section_count(&sec, MSTAT_OP_FREE, old_size, 0, 0);
-		mstat_section_close(&sec);
+		if (p || n == 0) { /* glibc: realloc(p, 0) frees p, gives NULL */
+			enum mstat_op op = p ? MSTAT_OP_REALLOC : MSTAT_OP_FREE;
+			uint64_t size = p ? glibc_usable(p) : 0;
+			if (LIKELY(open))
+				mstat_section_count(&sec, op, old_size, size, n);
+			else
+				mstat_count_unslotted(op, old_size, size, n);
+		}
+		if (LIKELY(open))
+			mstat_section_close(&sec);
 		return p;
 	}
 	bool unsized_old = unsized_any() && unsized_forget(old, &old_size);
@@ -629,11 +681,15 @@ posix_memalign(void **out, size_t align, size_t n)
 		return 0;
 	}
 	struct mstat_section sec;
-	if (LIKELY(header_sizes()) && LIKELY(mstat_section_open(&sec))) {
+	if (LIKELY(header_sizes())) {
+		bool open = mstat_section_open(&sec);
 		rc = next.posix_memalign(&p, align, n);
-		if (rc == 0)
+		if (rc == 0 && open)
 			mstat_section_count(&sec, MSTAT_OP_ALLOC, 0, glibc_usable(p), n);
-		mstat_section_close(&sec);
+		else if (rc == 0)
+			mstat_count_unslotted(MSTAT_OP_ALLOC, 0, glibc_usable(p), n);
+		if (open)
+			mstat_section_close(&sec);
 	} else {
 		rc = next.posix_memalign(&p, align, n);
 		if (rc == 0)
@@ -664,6 +720,21 @@ memalign(size_t align, size_t n)
 	return p;
 }
 
+/* The page size, for valloc() and pvalloc() only: asked on their first
+ * call, not at every start. */
+static size_t
+page_size(void)
+{
+	static _Atomic size_t page;
+	size_t p = atomic_load_explicit(&page, memory_order_relaxed);
+
+	if (!p) {
+		p = (size_t)getpagesize();
+		atomic_store_explicit(&page, p, memory_order_relaxed);
+	}
+	return p;
+}
+
 /* As glibc's: memalign(page, n). */
 MSTAT_EXPORT void *
 valloc(size_t n)
@@ -671,7 +742,7 @@ valloc(size_t n)
 	if (UNLIKELY(!ready()))
 		return arena_alloc(n, 4096);
 	void *p;
-	ALLOCATE(p, next.memalign(next.page, n), n);
+	ALLOCATE(p, next.memalign(page_size(), n), n);
 	return p;
 }
 
@@ -683,13 +754,14 @@ pvalloc(size_t n)
 
 	if (UNLIKELY(!ready()))
 		return arena_alloc(n, 4096);
-	if (__builtin_add_overflow(n, next.page - 1, &rounded)) {
+	size_t page = page_size();
+	if (__builtin_add_overflow(n, page - 1, &rounded)) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	rounded &= ~(next.page - 1);
+	rounded &= ~(page - 1);
 	void *p;
-	ALLOCATE(p, next.memalign(next.page, rounded), n);
+	ALLOCATE(p, next.memalign(page, rounded), n);
 	return p;
 }
 

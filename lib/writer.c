@@ -601,6 +601,11 @@ start(void)
 		return;
 	}
 
+	/* Its destructor gives an exiting thread's slot back; made here, not
+	 * at start, where most processes never need it.  Once: a fork child
+	 * inherits it. */
+	if (!proc.have_key)
+		proc.have_key = pthread_key_create(&proc.exit_key, give_back_slot) == 0;
 	pthread_mutex_lock(&proc.shared_lock);
 	proc.seg = seg;
 	atomic_store_explicit(&proc.reserved, 1, memory_order_relaxed);
@@ -845,7 +850,6 @@ mstat_writer_start(void)
 	}
 	proc.slot_count = env_slots();
 	proc.writer_mode = env_mode();
-	proc.have_key = pthread_key_create(&proc.exit_key, give_back_slot) == 0;
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	atexit(retire);
 	at_quick_exit(retire);
