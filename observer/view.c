@@ -193,8 +193,17 @@ draw_detail(struct mstat_ui *ui)
 	sparkline(spark, sw, r->history, r->history_len, &max);
 	line(HEAD + 1, A_NORMAL, "live bytes (max %6s): %s",
 	     human(lb, sizeof(lb), (double)max), spark);
-	if (r->err[0])
+	if (r->end_ns) {
+		/* When it ended: began to exit, or was found killed. */
+		char when[32];
+		time_t t = (time_t)(r->end_ns / 1000000000u);
+		struct tm tm;
+		strftime(when, sizeof(when), "%H:%M:%S", localtime_r(&t, &tm));
+		line(HEAD + 2, A_NORMAL, "%s at %s: its final counts; live is "
+		     "what it never freed", mstat_model_live_name(r->live), when);
+	} else if (r->err[0]) {
 		line(HEAD + 2, A_NORMAL, "%s", r->err);
+	}
 
 	/* Bars: live bytes and objects of each class used, against the
 	 * largest class. */
