@@ -25,6 +25,7 @@
  */
 #include "writer.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
@@ -97,6 +98,7 @@ static struct {
 	bool have_key;
 	bool private_barrier;    /* registered for the private membarrier */
 	bool fork_holds_shared;  /* a fork before the segment holds shared_lock */
+	void (*next_exit)(int);  /* the next _exit in the chain */
 	uint32_t slot_count;
 	uint32_t writer_mode;
 	pthread_key_t exit_key;  /* its destructor gives a thread's slot back */
@@ -794,13 +796,17 @@ retire(void)
 	mstat_segment_retire(&proc.seg, stop_sections(MSTAT_STOP_EXIT));
 }
 
-/* _exit() and _Exit(): the library's exit path, then what glibc's _exit
- * does.  Async-signal-safe, as _exit must be: retire() takes no lock and
- * allocates nothing. */
+/* _exit() and _Exit(): the library's exit path, then the next _exit
+ * (glibc's, or a tool's: valgrind's own interception of it is what keeps
+ * a fork child from reporting its parent's threads as leaks).
+ * Async-signal-safe, as _exit must be: retire() takes no lock and
+ * allocates nothing, and the next _exit was looked up at start. */
 static __attribute__((noreturn)) void
 exit_now(int status)
 {
 	retire();
+	if (proc.next_exit)
+		proc.next_exit(status);
 	for (;;)
 		syscall(SYS_exit_group, status);
 }
@@ -850,6 +856,7 @@ mstat_writer_start(void)
 	}
 	proc.slot_count = env_slots();
 	proc.writer_mode = env_mode();
+	*(void **)&proc.next_exit = dlsym(RTLD_NEXT, "_exit");
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	atexit(retire);
 	at_quick_exit(retire);

@@ -255,6 +255,19 @@ mstat_discover_detach(struct mstat_top *top, struct mstat_top_target *t)
 	call_rcu(&t->rcu, mstat_top_target_free);
 }
 
+bool
+mstat_discover_execed(const struct mstat_top *top,
+		      const struct mstat_top_target *t)
+{
+	uint64_t start;
+	char state;
+
+	/* A zombie is a process that died, not waited for yet. */
+	return top->pid_ns && mstat_reader_info(t->reader)->pid_ns == top->pid_ns &&
+	       mstat_proc_stat(t->pid, &start, &state) == 0 &&
+	       start == t->start_time && state != 'Z' && state != 'X';
+}
+
 void
 mstat_discover_reap(struct mstat_top *top, struct mstat_top_target *t)
 {

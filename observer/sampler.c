@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "name.h"
 #include "reader.h"
 #include "top.h"
 #include "tsan.h"
@@ -55,6 +56,7 @@ mstat_top_init(struct mstat_top *top, const struct mstat_top_options *opt)
 		free(top->pids);
 		return -errno;
 	}
+	(void)mstat_pid_ns(&top->pid_ns); /* 0 if unknown: pids mean nothing */
 	return 0;
 }
 
@@ -194,9 +196,13 @@ publish(struct mstat_top *top, size_t i, uint64_t t_ns)
 		mstat_discover_detach(top, t);
 		return;
 	}
-	if (rc == 0 && top->snaps[i].state == MSTAT_EXECED) {
-		/* Its process exec()ed: the new image has a segment of its
-		 * own, found by the scan as a new target. */
+	if (rc == 0 && (top->snaps[i].state == MSTAT_EXECED ||
+			(top->snaps[i].state == MSTAT_KILLED &&
+			 mstat_discover_execed(top, t)))) {
+		/* Its process exec()ed: the new image makes a segment of its
+		 * own, found by the scan as a new target.  Not a row of its
+		 * own, and not a kill. */
+		mstat_discover_reap(top, t);
 		mstat_discover_detach(top, t);
 		return;
 	}

@@ -110,6 +110,7 @@ struct mstat_top {
 	int wake_fd;                    /* eventfd */
 
 	/* The sampler's own. */
+	uint64_t pid_ns;                /* this process's pid namespace */
 	pid_t *pids;                    /* opt.pids, sorted */
 	pthread_t thread;
 	bool thread_started;
@@ -161,6 +162,11 @@ uint64_t mstat_top_status(struct mstat_top *top, char *buf, size_t len);
 /* Scans /dev/shm: attaches new segments, refuses bad ones (one note each),
  * marks which targets' names are still there. */
 void mstat_discover_scan(struct mstat_top *top);
+/* Whether a target whose owner is gone without exiting is in fact a
+ * process that exec()ed (its pid, in our pid namespace, still has its
+ * start time): the lock went with the old image's descriptors. */
+bool mstat_discover_execed(const struct mstat_top *top,
+			   const struct mstat_top_target *t);
 /* Unlinks the name of a target whose process is gone, if the name still
  * leads to it; the target keeps its mapping and its final counts. */
 void mstat_discover_reap(struct mstat_top *top, struct mstat_top_target *t);

@@ -95,7 +95,7 @@ mstat_shm_parse_name(const char *name, pid_t *pid, uint64_t *start_time)
 }
 
 int
-mstat_proc_start_time(pid_t pid, uint64_t *start_time)
+mstat_proc_stat(pid_t pid, uint64_t *start_time, char *state)
 {
 	char path[40] = "/proc/";
 	char buf[1024];
@@ -123,8 +123,10 @@ mstat_proc_start_time(pid_t pid, uint64_t *start_time)
 	/* "pid (comm) state ppid ...": comm may hold spaces and parentheses,
 	 * so fields are counted from the last ')'.  starttime is field 22. */
 	char *p = strrchr(buf, ')');
-	if (!p)
+	if (!p || p[1] != ' ' || !p[2])
 		return -EPROTO;
+	if (state)
+		*state = p[2];
 	for (int field = 2; field < 22; field++) {
 		p = strchr(p + 1, ' ');
 		if (!p)
@@ -138,6 +140,12 @@ mstat_proc_start_time(pid_t pid, uint64_t *start_time)
 		v = v * 10 + (uint64_t)(*p - '0');
 	*start_time = v;
 	return 0;
+}
+
+int
+mstat_proc_start_time(pid_t pid, uint64_t *start_time)
+{
+	return mstat_proc_stat(pid, start_time, NULL);
 }
 
 int

@@ -34,6 +34,9 @@ int mstat_shm_parse_name(const char *name, pid_t *pid, uint64_t *start_time);
 /* The start time of `pid` (0: this process), from /proc: 0 or -errno. */
 int mstat_proc_start_time(pid_t pid, uint64_t *start_time);
 
+/* The same, and its state letter (R, S, T, Z for a zombie, ...). */
+int mstat_proc_stat(pid_t pid, uint64_t *start_time, char *state);
+
 /* The inode of this process's pid namespace (/proc/self/ns/pid): 0 or
  * -errno.  Two processes whose namespaces have the same inode see the
  * same pids. */

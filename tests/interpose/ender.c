@@ -16,8 +16,10 @@
  *                          their own (above 1 MiB), free 20; prints "exact"
  *                          if a snapshot of itself says exactly that, and
  *                          its slots
- *   ender churn N          N threads allocate and free as fast as they can
- *                          until main() returns, 20 ms later
+ *   ender churn N          N threads allocate and free 200-byte blocks (200
+ *                          usable bytes on glibc, alone in their class) as
+ *                          fast as they can until main() returns, 20 ms
+ *                          later
  *   ender wait             prints "ready", exits once stdin is closed
  */
 #include <dlfcn.h>
@@ -142,7 +144,7 @@ churn(void *arg)
 {
 	(void)arg;
 	while (!atomic_load_explicit(&stop, memory_order_relaxed)) {
-		void *volatile p = malloc(48);
+		void *volatile p = malloc(200);
 		free(p);
 	}
 	return NULL;

@@ -61,7 +61,8 @@ ls /dev/shm | grep -q "^mstat\.$pid\." && fail "segment of killed $pid left in /
 
 # Threads still inside malloc and free when the command exits: the exit
 # stops counting and waits for them, so the totals are whole (no update
-# cut), exact for what is left: frees never exceed allocations.
+# cut, and in the churning class every count has its bytes: 200 usable
+# bytes each), and frees never exceed allocations.
 for i in $(seq 30); do
 	"$run" --summary "$tmp/t.json" -- "$ender" churn 8 || fail "churn: exit $?"
 	python3 - "$tmp/t.json" <<'PY' || fail "churn run $i: $(cat "$tmp/t.json")"
@@ -71,6 +72,9 @@ assert s["counted"] is True and s["state"] == "exited" and s["cut"] == 0, s
 for c in s["classes"] + [s["total"]]:
     assert c["free_count"] <= c["alloc_count"], c
     assert c["free_bytes"] <= c["alloc_bytes"], c
+churn = [c for c in s["classes"] if c["max_size"] == 208][0]
+assert churn["alloc_bytes"] == 200 * churn["alloc_count"], churn
+assert churn["free_bytes"] == 200 * churn["free_count"], churn
 PY
 done
 
