@@ -243,7 +243,6 @@ main(int argc, char **argv)
 		pids[i] = c[i].pid;
 	}
 	rcu_register_thread();
-	mstat_top_guard_install();
 	const size_t counts[] = { 1, 10, TARGETS };
 	for (size_t k = 0; k < 3 && rc == 0; k++)
 		if (measure(pids, counts[k], ticks) < 0)

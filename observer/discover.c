@@ -14,9 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "index.h"
 #include "layout.h"
 #include "name.h"
 #include "owner.h"
@@ -79,29 +81,14 @@ process_wanted(const struct mstat_top *top, const char *name)
 	return mstat_proc_start_time(pid, &now) < 0 || now == start;
 }
 
-static struct mstat_top_refusal *
-find_refusal(struct mstat_top *top, const char *name, uint64_t ino)
-{
-	for (size_t i = 0; i < top->nrefused; i++)
-		if (top->refused[i].ino == ino &&
-		    strcmp(top->refused[i].name, name) == 0)
-			return &top->refused[i];
-	return NULL;
-}
-
-/* Reports a refusal once per segment (and again if the reason changes). */
+/* Reports a refusal once per segment (and again if the reason changes).
+ * `f` is what was refused under this name and inode before, or NULL. */
 static void
-refuse(struct mstat_top *top, const char *name, uint64_t ino, int rc,
-       const char *why)
+refuse(struct mstat_top *top, struct mstat_top_refusal *f, const char *name,
+       uint64_t ino, int rc, const char *why)
 {
-	struct mstat_top_refusal *f = find_refusal(top, name, ino);
-
 	if (f && f->rc == rc) {
 		f->in_scan = true;
-		/* Still not initialised a tick later: its creator died while
-		 * making it, or made it wrong.  Say so, once. */
-		if (rc == -EAGAIN && ++f->sightings == 2)
-			mstat_top_note(top, "skipped %s", why);
 		return;
 	}
 	if (!f) {
@@ -113,20 +100,25 @@ refuse(struct mstat_top *top, const char *name, uint64_t ino, int rc,
 			top->refused = p;
 			top->caprefused = cap;
 		}
-		f = &top->refused[top->nrefused++];
-		snprintf(f->name, sizeof(f->name), "%s", name);
+		if (!(f = calloc(1, sizeof(*f))))
+			return;
+		top->refused[top->nrefused++] = f;
+		memcpy(f->name, name, strlen(name) + 1); /* shorter: scan */
 		f->ino = ino;
 	}
 	f->rc = rc;
 	f->in_scan = true;
-	f->sightings = 1;
-	/* A segment still being created is not worth a line. */
+	/* A segment still being made is not worth a line: it is looked at
+	 * again every scan, and removed if its creator dies (below). */
 	if (rc != -EAGAIN)
 		mstat_top_note(top, "skipped %s", why);
 }
 
-static void
-attach(struct mstat_top *top, const char *name, uint64_t dir_ino)
+/* Attaches the segment `name`; false if the process is out of file
+ * descriptors (nothing recorded: it is tried again next scan). */
+static bool
+attach(struct mstat_top *top, struct mstat_top_refusal *f, const char *name,
+       uint64_t dir_ino)
 {
 	struct mstat_reader *r;
 	struct mstat_top_target *t;
@@ -134,22 +126,24 @@ attach(struct mstat_top *top, const char *name, uint64_t dir_ino)
 	char err[256];
 	int rc = mstat_reader_open_name(&r, name, err, sizeof(err));
 
+	if (rc == -EMFILE || rc == -ENFILE)
+		return false;
 	if (rc < 0) {
-		refuse(top, name, dir_ino, rc, err);
-		return;
+		refuse(top, f, name, dir_ino, rc, err);
+		return true;
 	}
 	t = calloc(1, sizeof(*t));
-	if (!t || fstat(r->fd, &st) < 0) {
+	if (!t || fstat(mstat_reader_fd(r), &st) < 0) {
 		free(t);
 		mstat_reader_close(r);
-		return;
+		return true;
 	}
 	const struct mstat_target_info *in = mstat_reader_info(r);
 	t->reader = r;
 	t->ino = (uint64_t)st.st_ino;
 	t->start_time = in->start_time;
 	t->pid = in->pid;
-	snprintf(t->shm_name, sizeof(t->shm_name), "%s", name);
+	memcpy(t->shm_name, name, strlen(name) + 1); /* shorter: scan */
 	snprintf(t->name, sizeof(t->name), "%s", in->name);
 	snprintf(t->key, sizeof(t->key), "%.40s:%llu", name,
 		 (unsigned long long)t->ino);
@@ -157,77 +151,95 @@ attach(struct mstat_top *top, const char *name, uint64_t dir_ino)
 	mstat_reader_set_wait_budget(r, top->opt.wait_budget_us);
 	MSTAT_PUBLISHING(t);
 	cds_list_add_tail_rcu(&t->node, &top->targets);
+	return true;
 }
 
-static struct mstat_top_target *
-find_target(struct mstat_top *top, const char *name, uint64_t ino)
+static const char *
+target_name(const void *item)
 {
-	struct mstat_top_target *t;
+	return ((const struct mstat_top_target *)item)->shm_name;
+}
 
-	cds_list_for_each_entry(t, &top->targets, node)
-		if (t->ino == ino && strcmp(t->shm_name, name) == 0)
-			return t;
-	return NULL;
+static uint64_t
+target_ino(const void *item)
+{
+	return ((const struct mstat_top_target *)item)->ino;
+}
+
+static const char *
+refusal_name(const void *item)
+{
+	return ((const struct mstat_top_refusal *)item)->name;
+}
+
+static uint64_t
+refusal_ino(const void *item)
+{
+	return ((const struct mstat_top_refusal *)item)->ino;
 }
 
 void
 mstat_discover_scan(struct mstat_top *top)
 {
+	struct mstat_index targets, refusals;
 	struct mstat_top_target *t;
 	struct dirent *de;
+	size_t n = 0, no_fd = 0;
 	DIR *d;
 
-	cds_list_for_each_entry(t, &top->targets, node)
+	/* Lookups by name and inode: one pass over the directory is linear
+	 * in its size, however many targets there are. */
+	cds_list_for_each_entry(t, &top->targets, node) {
 		t->in_scan = false;
-	for (size_t i = 0; i < top->nrefused; i++)
-		top->refused[i].in_scan = false;
+		n++;
+	}
+	if (mstat_index_init(&targets, n, target_name, target_ino) < 0 ||
+	    mstat_index_init(&refusals, top->nrefused, refusal_name, refusal_ino) < 0) {
+		mstat_index_fini(&targets);
+		return;
+	}
+	cds_list_for_each_entry(t, &top->targets, node)
+		mstat_index_add(&targets, t);
+	for (size_t i = 0; i < top->nrefused; i++) {
+		top->refused[i]->in_scan = false;
+		mstat_index_add(&refusals, top->refused[i]);
+	}
 
 	d = opendir(MSTAT_SHM_DIR);
 	if (!d) {
 		mstat_top_note(top, "%s: %s", MSTAT_SHM_DIR, strerror(errno));
-		return;
+		goto out;
 	}
 	while ((de = readdir(d))) {
 		const char *name = de->d_name;
 		uint64_t ino = (uint64_t)de->d_ino;
 
-		if (strncmp(name, MSTAT_SHM_PREFIX, strlen(MSTAT_SHM_PREFIX)) != 0)
+		/* A name longer than any segment's is not one (and would not
+		 * fit the names kept below). */
+		if (strncmp(name, MSTAT_SHM_PREFIX, strlen(MSTAT_SHM_PREFIX)) != 0 ||
+		    strlen(name) >= MSTAT_SHM_NAME_MAX)
 			continue;
 		if (!pid_wanted(top, name))
 			continue;
-		if ((t = find_target(top, name, ino))) {
+		if ((t = (struct mstat_top_target *)mstat_index_find(&targets, name, ino))) {
 			t->in_scan = true;
 			continue;
 		}
 		if (!process_wanted(top, name))
 			continue;
-		struct mstat_top_refusal *f = find_refusal(top, name, ino);
+		struct mstat_top_refusal *f = (struct mstat_top_refusal *)
+			mstat_index_find(&refusals, name, ino);
 		if (f && f->rc != -EAGAIN) {
 			f->in_scan = true;
 			continue;
 		}
-		attach(top, name, ino);
-	}
-
-	/* A process that exec()s replaces its segment under the same name:
-	 * the old one will never change again and its row would show the
-	 * same pid twice.  Drop it; the new one is attached already. */
-	struct mstat_top_target *old, *tmp;
-	cds_list_for_each_entry_safe(old, tmp, &top->targets, node) {
-		if (old->in_scan)
-			continue;
-		cds_list_for_each_entry(t, &top->targets, node)
-			if (t != old && t->in_scan &&
-			    strcmp(t->shm_name, old->shm_name) == 0) {
-				mstat_discover_detach(top, old);
-				break;
-			}
+		no_fd += !attach(top, f, name, ino);
 	}
 
 	/* A segment not initialised yet whose creator is gone (it died while
 	 * making it) is removed; one still being made is left alone. */
 	for (size_t i = 0; i < top->nrefused; i++) {
-		struct mstat_top_refusal *f = &top->refused[i];
+		struct mstat_top_refusal *f = top->refused[i];
 		if (f->in_scan && f->rc == -EAGAIN &&
 		    mstat_reap_at(dirfd(d), f->name, geteuid(), NULL, NULL) ==
 			    MSTAT_REAP_REMOVED) {
@@ -237,14 +249,27 @@ mstat_discover_scan(struct mstat_top *top)
 		}
 	}
 	closedir(d);
+	if (no_fd) {
+		struct rlimit rl = { 0, 0 };
+		getrlimit(RLIMIT_NOFILE, &rl);
+		mstat_top_note(top, "%zu segments not read: out of file descriptors "
+			       "(limit %llu; raise it with ulimit -n)", no_fd,
+			       (unsigned long long)rl.rlim_cur);
+	}
 
 	/* Forget refusals whose segment went away: a new one with the same
 	 * name is looked at afresh. */
 	size_t kept = 0;
-	for (size_t i = 0; i < top->nrefused; i++)
-		if (top->refused[i].in_scan)
+	for (size_t i = 0; i < top->nrefused; i++) {
+		if (top->refused[i]->in_scan)
 			top->refused[kept++] = top->refused[i];
+		else
+			free(top->refused[i]);
+	}
 	top->nrefused = kept;
+out:
+	mstat_index_fini(&targets);
+	mstat_index_fini(&refusals);
 }
 
 void

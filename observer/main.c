@@ -345,8 +345,7 @@ main(int argc, char **argv)
 		 * interactive view on its status line. */
 		.note = o.batch || o.gc ? note_stderr : NULL,
 	};
-	if ((rc = mstat_top_guard_install()) < 0 ||
-	    (rc = mstat_top_init(&top, &to)) < 0) {
+	if ((rc = mstat_top_init(&top, &to)) < 0) {
 		fprintf(stderr, "mstat-top: %s\n", strerror(-rc));
 		return 1;
 	}

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <strings.h>
 
+#include "index.h"
+
 static const char *const live_names[MSTAT_LIVE_COUNT] = {
 	[MSTAT_LIVE_RUNNING] = "running",
 	[MSTAT_LIVE_STALLED] = "stalled",
@@ -169,17 +171,29 @@ fold_input(struct mstat_model_row *r, const struct mstat_model_input *in,
 	r->end_ns = in->end_ns;
 }
 
+static const char *
+row_key(const void *item)
+{
+	return ((const struct mstat_model_row *)item)->key;
+}
+
 int
 mstat_model_update(struct mstat_model *m, const struct mstat_model_input *in,
 		   size_t n, uint64_t now_ns)
 {
+	struct mstat_index rows;
 	int rc = 0;
 
-	for (size_t i = 0; i < m->n; i++)
+	/* Rows by key: an update is linear in the number of targets. */
+	if (mstat_index_init(&rows, m->n, row_key, NULL) < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->n; i++) {
 		m->rows[i]->seen = false;
+		mstat_index_add(&rows, m->rows[i]);
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct mstat_model_row *r =
-			(struct mstat_model_row *)mstat_model_find(m, in[i].key);
+			(struct mstat_model_row *)mstat_index_find(&rows, in[i].key, 0);
 		if (!r && !(r = row_add(m, &in[i]))) {
 			rc = -ENOMEM;
 			continue;
@@ -208,6 +222,7 @@ mstat_model_update(struct mstat_model *m, const struct mstat_model_input *in,
 	m->n = kept;
 	m->now_ns = now_ns;
 	m->updates++;
+	mstat_index_fini(&rows);
 	return rc;
 }
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -57,6 +58,12 @@ mstat_top_init(struct mstat_top *top, const struct mstat_top_options *opt)
 		return -errno;
 	}
 	(void)mstat_pid_ns(&top->pid_ns); /* 0 if unknown: pids mean nothing */
+	/* A target costs a descriptor: as many as the hard limit allows. */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
 	return 0;
 }
 
@@ -115,43 +122,6 @@ grow(struct mstat_top *top, size_t n)
 		return -ENOMEM;
 	top->cap = cap;
 	return 0;
-}
-
-struct read_all {
-	struct mstat_top *top;
-	size_t n;
-};
-
-static void
-read_all(void *arg)
-{
-	struct read_all *a = arg;
-
-	mstat_reader_snapshot_many(a->top->readers, a->n, a->top->snaps,
-				   a->top->rcs, a->top->opt.wait_budget_us);
-}
-
-/* A SIGBUS cut the tick short: some segment shrank under its mapping.
- * Detach the targets whose segment changed size; leave the others to
- * catch up on the next tick. */
-static void
-after_sigbus(struct mstat_top *top, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		struct mstat_reader *r = top->readers[i];
-		struct stat st;
-
-		if (fstat(r->fd, &st) < 0 || (uint64_t)st.st_size != r->size) {
-			top->rcs[i] = -EFAULT;
-			snprintf(r->err, sizeof(r->err),
-				 "%s: truncated while being read (SIGBUS)",
-				 r->info.shm_name);
-			continue;
-		}
-		if (r->rotated)
-			mstat_reader_abandon(r);
-		top->rcs[i] = -EAGAIN;
-	}
 }
 
 static enum mstat_model_live
@@ -259,9 +229,10 @@ mstat_top_tick(struct mstat_top *top)
 		top->readers[n] = t->reader;
 		n++;
 	}
-	struct read_all a = { top, n };
-	if (mstat_top_guarded(read_all, &a) < 0)
-		after_sigbus(top, n);
+	/* A segment truncated under its mapping fails its read with -EFAULT
+	 * (the reader's SIGBUS guard), and publish() drops it. */
+	mstat_reader_snapshot_many(top->readers, n, top->snaps, top->rcs,
+				   top->opt.wait_budget_us);
 	uint64_t t_ns = mstat_top_now_ns();
 	for (size_t i = 0; i < n; i++)
 		publish(top, i, t_ns);
@@ -338,6 +309,8 @@ mstat_top_fini(struct mstat_top *top)
 	free(top->readers);
 	free(top->snaps);
 	free(top->rcs);
+	for (size_t i = 0; i < top->nrefused; i++)
+		free(top->refused[i]);
 	free(top->refused);
 	free(top->pids);
 	if (top->wake_fd >= 0)

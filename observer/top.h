@@ -82,7 +82,6 @@ struct mstat_top_refusal {
 	char name[64];
 	uint64_t ino;
 	int rc;
-	unsigned sightings;         /* scans that refused it with `rc` */
 	bool in_scan;
 };
 
@@ -114,7 +113,7 @@ struct mstat_top {
 	pid_t *pids;                    /* opt.pids, sorted */
 	pthread_t thread;
 	bool thread_started;
-	struct mstat_top_refusal *refused;
+	struct mstat_top_refusal **refused;
 	size_t nrefused, caprefused;
 	size_t cap;                     /* of the arrays below */
 	struct mstat_top_target **batch;
@@ -180,16 +179,6 @@ void mstat_discover_detach(struct mstat_top *top, struct mstat_top_target *t);
 /* Reports a one-line note (printf-like). */
 void mstat_top_note(struct mstat_top *top, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-
-/* ---- guard.c: reading a mapping that may be truncated under us ---- */
-
-/* Installs the SIGBUS handler mstat_top_guarded() needs: once, before any
- * thread starts.  0 or -errno. */
-int mstat_top_guard_install(void);
-/* Runs fn(arg); if it raises SIGBUS (a segment shrunk under a mapping),
- * returns -EFAULT instead of dying.  fn must hold no lock of its own and
- * allocate nothing: it is cut short where it stands. */
-int mstat_top_guarded(void (*fn)(void *), void *arg);
 
 uint64_t mstat_top_now_ns(void);
 

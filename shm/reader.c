@@ -18,6 +18,10 @@
  * clears nothing, so dying at any point leaves a segment the next reader
  * reads exactly.  docs/design.md gives the argument.
  *
+ * Every load from segment memory runs under a guard (guard.h): a segment
+ * truncated after it was validated makes the call fail with -EFAULT, not
+ * the process die of SIGBUS.
+ *
  * Once the target is gone (its owner lock is free, owner.h), there is no
  * writer left to wait for: a read adds up the three generations as they
  * are.  A slot still odd then was cut by the process's death inside an
@@ -41,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "guard.h"
 #include "name.h"
 #include "owner.h"
 #include "sum.h"
@@ -98,6 +103,42 @@ mstat_reader_unmap(struct mstat_reader *r)
 	r->fd = -1;
 }
 
+struct copy_identity {
+	const struct mstat_shm_header *from;
+	struct mstat_shm_header *to;
+};
+
+/* Under a guard: a private copy of the identity part of the header. */
+static void
+copy_identity(void *arg)
+{
+	struct copy_identity *c = arg;
+	/* (P) acquire: pairs with the creator's release of magic; the
+	 * identity fields written before it are then complete. */
+	uint64_t magic = atomic_load_explicit(&c->from->magic, memory_order_acquire);
+
+	memset(c->to, 0, sizeof(*c->to));
+	memcpy((char *)c->to + sizeof(c->to->magic),
+	       (const char *)c->from + sizeof(c->to->magic),
+	       MSTAT_HEADER_IDENTITY_SIZE - sizeof(c->to->magic));
+	atomic_init(&c->to->magic, magic);
+}
+
+struct copy_classes {
+	struct mstat_reader *r;
+	uint32_t classes_offset;
+};
+
+/* Under a guard: a private copy of the class table (its size validated). */
+static void
+copy_classes(void *arg)
+{
+	struct copy_classes *c = arg;
+
+	memcpy(c->r->class_max, c->r->data + (c->classes_offset - MSTAT_PAGE),
+	       (size_t)c->r->class_count * sizeof(uint64_t));
+}
+
 /* Validates and maps the segment open at r->fd, called `label`. */
 static int
 attach_fd(struct mstat_reader *r, const char *label)
@@ -119,13 +160,9 @@ attach_fd(struct mstat_reader *r, const char *label)
 		r->ctl = NULL;
 		return fail(r, -errno, "%s: mmap: %s", label, strerror(errno));
 	}
-	/* (P) acquire: pairs with the creator's release of magic; the
-	 * identity fields written before it are then complete. */
-	uint64_t magic = atomic_load_explicit(&r->ctl->magic, memory_order_acquire);
-	memset(&h, 0, sizeof(h));
-	memcpy((char *)&h + sizeof(h.magic), (const char *)r->ctl + sizeof(h.magic),
-	       MSTAT_HEADER_IDENTITY_SIZE - sizeof(h.magic));
-	atomic_init(&h.magic, magic);
+	struct copy_identity ci = { r->ctl, &h };
+	if (mstat_guarded(copy_identity, &ci) < 0)
+		return fail(r, -EFAULT, "%s: truncated while being opened", label);
 	rc = mstat_validate_header(&h, (uint64_t)st.st_size, geteuid(), why,
 				   sizeof(why));
 	if (rc < 0)
@@ -142,8 +179,9 @@ attach_fd(struct mstat_reader *r, const char *label)
 	r->slot_count = h.slot_count;
 	r->slot_size = h.slot_size;
 	r->slots_offset = h.slots_offset;
-	memcpy(r->class_max, r->data + (h.classes_offset - MSTAT_PAGE),
-	       (size_t)h.class_count * sizeof(uint64_t));
+	struct copy_classes cc = { r, h.classes_offset };
+	if (mstat_guarded(copy_classes, &cc) < 0)
+		return fail(r, -EFAULT, "%s: truncated while being opened", label);
 	rc = mstat_validate_classes(r->class_max, h.class_count, why, sizeof(why));
 	if (rc < 0)
 		return fail(r, rc, "%s: %s", label, why);
@@ -370,13 +408,14 @@ check_live(struct mstat_reader *r)
 {
 	struct stat st;
 
+	/* The size first: a segment shrunk under us would fault the loads
+	 * below (they are guarded, but a clear refusal is better). */
+	if (fstat(r->fd, &st) < 0 || (uint64_t)st.st_size != r->size)
+		return fail(r, -EPROTO, "%s: was truncated", r->info.shm_name);
 	if (atomic_load_explicit(&r->ctl->magic, memory_order_relaxed) !=
 	    MSTAT_SHM_MAGIC)
 		return fail(r, -EPROTO, "%s: header was overwritten",
 			    r->info.shm_name);
-	/* A segment shrunk under us would raise SIGBUS on the next load. */
-	if (fstat(r->fd, &st) < 0 || (uint64_t)st.st_size != r->size)
-		return fail(r, -EPROTO, "%s: was truncated", r->info.shm_name);
 	return 0;
 }
 
@@ -421,10 +460,25 @@ mstat_reader_fd(const struct mstat_reader *r)
 	return r->fd;
 }
 
+struct load_exit {
+	const struct mstat_reader *r;
+	uint64_t ns;
+};
+
+static void
+load_exit(void *arg)
+{
+	struct load_exit *l = arg;
+
+	l->ns = atomic_load_explicit(&l->r->ctl->exit_ns, memory_order_relaxed);
+}
+
 uint64_t
 mstat_reader_exit_ns(const struct mstat_reader *r)
 {
-	return atomic_load_explicit(&r->ctl->exit_ns, memory_order_relaxed);
+	struct load_exit l = { r, 0 };
+
+	return mstat_guarded(load_exit, &l) == 0 ? l.ns : 0;
 }
 
 int
@@ -462,6 +516,7 @@ mstat_reader_begin(struct mstat_reader *r, unsigned catchup_budget_us)
 	if (r->rotated)
 		unlock_with(r, 0);
 	r->dead = false;
+	r->finished = false;
 	rc = check_live(r);
 	if (rc < 0)
 		return rc;
@@ -628,46 +683,102 @@ mstat_reader_finish(struct mstat_reader *r, struct mstat_snapshot *out)
 	MSTAT_TOTAL_COUNTERS(MSTAT_X)
 #undef MSTAT_X
 	step(MSTAT_STEP_SUMMED);
-	if (r->dead)
-		return;
+	if (!r->dead) {
+		/* (G) release: the next reader's acquire finds this epoch
+		 * synced. */
+		atomic_store_explicit(&r->ctl->synced_epoch, r->epoch,
+				      memory_order_release);
+		step(MSTAT_STEP_SYNCED);
+		unlock_with(r, 0);
+	}
+	r->finished = true;
+}
 
-	/* (G) release: the next reader's acquire finds this epoch synced. */
-	atomic_store_explicit(&r->ctl->synced_epoch, r->epoch, memory_order_release);
-	step(MSTAT_STEP_SYNCED);
-	unlock_with(r, 0);
+/* After a guarded read was cut short by SIGBUS: the segment no longer has
+ * the size it was validated with, and is not to be read again. */
+static int
+truncated(struct mstat_reader *r)
+{
+	if (r->rotated)
+		unlock_with(r, 0);
+	return fail(r, -EFAULT, "%s: truncated while being read",
+		    r->info.shm_name);
+}
+
+struct snapshot_one {
+	struct mstat_reader *r;
+	struct mstat_snapshot *out;
+	int rc;
+};
+
+static void
+snapshot_one(void *arg)
+{
+	struct snapshot_one *a = arg;
+	struct mstat_reader *r = a->r;
+	uint64_t deadline = mstat_now_us() + MSTAT_LOCK_BUDGET_US;
+	int rc;
+
+	while ((rc = mstat_reader_begin(r, r->wait_budget_us)) == -EBUSY) {
+		if (mstat_now_us() >= deadline) {
+			a->rc = rc;
+			return;
+		}
+		struct timespec ts = { 0, 200000 };
+		nanosleep(&ts, NULL);
+	}
+	if (rc < 0) {
+		a->rc = rc;
+		return;
+	}
+	if (mstat_reader_needs_barrier(r) && (rc = mstat_reader_barrier()) < 0) {
+		a->rc = unlock_with(r, fail(r, rc, "membarrier: %s", strerror(-rc)));
+		return;
+	}
+	if ((rc = handshake_begin(r)) < 0) {
+		a->rc = rc;
+		return;
+	}
+	if (!mstat_handshake_wait(&r->hs, r->wait_budget_us)) {
+		a->rc = mstat_reader_abandon(r);
+		return;
+	}
+	mstat_reader_finish(r, a->out);
+	a->rc = 0;
 }
 
 int
 mstat_reader_snapshot(struct mstat_reader *r, struct mstat_snapshot *out)
 {
-	uint64_t deadline = mstat_now_us() + MSTAT_LOCK_BUDGET_US;
+	struct snapshot_one a = { r, out, 0 };
 	int rc;
 
 	if (!r || r->magic != MSTAT_READER_MAGIC)
 		return -EINVAL;
-	while ((rc = mstat_reader_begin(r, r->wait_budget_us)) == -EBUSY) {
-		if (mstat_now_us() >= deadline)
-			return rc;
-		struct timespec ts = { 0, 200000 };
-		nanosleep(&ts, NULL);
-	}
+	if ((rc = mstat_guarded(snapshot_one, &a)) == -EFAULT)
+		return truncated(r);
 	if (rc < 0)
-		return rc;
-	if (mstat_reader_needs_barrier(r) && (rc = mstat_reader_barrier()) < 0)
-		return unlock_with(r, fail(r, rc, "membarrier: %s", strerror(-rc)));
-	if ((rc = handshake_begin(r)) < 0)
-		return rc;
-	if (!mstat_handshake_wait(&r->hs, r->wait_budget_us))
-		return mstat_reader_abandon(r);
-	mstat_reader_finish(r, out);
-	return 0;
+		return fail(r, rc, "SIGBUS guard: %s", strerror(-rc));
+	return a.rc;
 }
 
-void
-mstat_reader_snapshot_many(struct mstat_reader **rs, size_t n,
-			   struct mstat_snapshot *outs, int *rcs,
-			   unsigned budget_us)
+struct snapshot_many {
+	struct mstat_reader **rs;
+	size_t n;
+	struct mstat_snapshot *outs;
+	int *rcs;
+	unsigned budget_us;
+};
+
+static void
+snapshot_many(void *arg)
 {
+	struct snapshot_many *a = arg;
+	struct mstat_reader **rs = a->rs;
+	struct mstat_snapshot *outs = a->outs;
+	int *rcs = a->rcs;
+	size_t n = a->n;
+	unsigned budget_us = a->budget_us;
 	bool barrier = false, pending = true;
 	uint64_t deadline;
 	unsigned spins = 0;
@@ -715,5 +826,39 @@ mstat_reader_snapshot_many(struct mstat_reader **rs, size_t n,
 			rcs[i] = mstat_reader_abandon(rs[i]);
 		else
 			mstat_reader_finish(rs[i], &outs[i]);
+	}
+}
+
+void
+mstat_reader_snapshot_many(struct mstat_reader **rs, size_t n,
+			   struct mstat_snapshot *outs, int *rcs,
+			   unsigned budget_us)
+{
+	struct snapshot_many a = { rs, n, outs, rcs, budget_us };
+	int rc;
+
+	for (size_t i = 0; i < n; i++)
+		rcs[i] = -EINTR; /* not reached, if a SIGBUS cuts the pass */
+	if ((rc = mstat_guarded(snapshot_many, &a)) == 0)
+		return;
+	/* A SIGBUS cut the pass short: the segment that shrank under its
+	 * mapping is dropped; the others catch up on the next pass. */
+	for (size_t i = 0; i < n; i++) {
+		struct mstat_reader *r = rs[i];
+		struct stat st;
+
+		if (rc == -EFAULT &&
+		    (fstat(r->fd, &st) < 0 || (uint64_t)st.st_size != r->size)) {
+			rcs[i] = truncated(r);
+		} else if (rc == -EFAULT && r->finished && rcs[i] == 0) {
+			continue; /* read whole before the fault */
+		} else if (rc == -EFAULT) {
+			if (r->rotated)
+				mstat_reader_abandon(r);
+			rcs[i] = fail(r, -EAGAIN, "%s: read cut short by another "
+				      "segment's truncation", r->info.shm_name);
+		} else {
+			rcs[i] = fail(r, rc, "SIGBUS guard: %s", strerror(-rc));
+		}
 	}
 }

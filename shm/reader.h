@@ -42,6 +42,7 @@ struct mstat_reader {
 	/* The read in progress, between begin and finish. */
 	bool rotated;
 	bool dead;           /* the owner is gone: a final read, no rotation */
+	bool finished;       /* the last read that began got to its end */
 	uint64_t epoch;      /* the epoch this read rotated to */
 	uint32_t used;       /* slots to handshake and sum */
 	struct mstat_handshake hs;

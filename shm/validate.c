@@ -30,6 +30,10 @@ mstat_validate_stat(const struct stat *st, uid_t uid, char *err, size_t errlen)
 	if (st->st_uid != uid)
 		return refuse(-EPERM, err, errlen, "is owned by uid %u, not %u",
 			      (unsigned)st->st_uid, (unsigned)uid);
+	/* Empty: its creator has made it and not sized it yet (its mode may
+	 * still be the umask's).  Looked at again later. */
+	if (st->st_size == 0)
+		return refuse(-EAGAIN, err, errlen, "is empty: not initialised yet");
 	if ((st->st_mode & 07777) != 0600)
 		return refuse(-EPERM, err, errlen, "has mode %04o, not 0600",
 			      (unsigned)(st->st_mode & 07777));

@@ -7,7 +7,8 @@
  * in `err`:
  *   -ELOOP / -EINVAL  not a regular file (a symlink, a directory, ...)
  *   -EPERM            another owner, or a mode other than 0600
- *   -EAGAIN           the target has not finished creating it yet
+ *   -EAGAIN           the target has not finished creating it yet (empty,
+ *                     or not published)
  *   -EPROTONOSUPPORT  a major version this reader does not know
  *   -EPROTO           anything else that does not add up
  */

@@ -2,7 +2,7 @@
 /*
  * test_model.c - the observer's model and outputs, on made-up snapshots:
  * rates, history, sorting, filtering, lifecycle, and the exact bytes of
- * the table, JSON and OpenMetrics renderings.  Also the SIGBUS guard.
+ * the table, JSON and OpenMetrics renderings.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -460,49 +460,6 @@ test_human(void **state)
 	assert_true(strlen(b) <= 16);
 }
 
-/* ---- the SIGBUS guard ---- */
-
-struct touch {
-	volatile const unsigned char *p;
-	unsigned sum;
-};
-
-static void
-touch_page(void *arg)
-{
-	struct touch *t = arg;
-	t->sum += t->p[0];
-}
-
-static void
-test_guard_survives_truncation(void **state)
-{
-	char path[] = "/tmp/mstat-guard-XXXXXX";
-	int fd = mkstemp(path);
-	long pg = sysconf(_SC_PAGESIZE);
-	(void)state;
-
-	assert_true(fd >= 0);
-	unlink(path);
-	assert_int_equal(ftruncate(fd, 2 * pg), 0);
-	unsigned char *m = mmap(NULL, 2 * (size_t)pg, PROT_READ, MAP_SHARED, fd, 0);
-	assert_true(m != MAP_FAILED);
-	assert_int_equal(mstat_top_guard_install(), 0);
-
-	struct touch t = { m + pg, 0 };
-	assert_int_equal(mstat_top_guarded(touch_page, &t), 0);
-	/* Someone shrinks the file under the mapping: the next load of the
-	 * second page raises SIGBUS, which the guard turns into -EFAULT. */
-	assert_int_equal(ftruncate(fd, pg), 0);
-	assert_int_equal(mstat_top_guarded(touch_page, &t), -EFAULT);
-	/* And again: the handler is still in place, SIGBUS not blocked. */
-	assert_int_equal(mstat_top_guarded(touch_page, &t), -EFAULT);
-	t.p = m;
-	assert_int_equal(mstat_top_guarded(touch_page, &t), 0);
-	munmap(m, 2 * (size_t)pg);
-	close(fd);
-}
-
 int
 main(void)
 {
@@ -516,7 +473,6 @@ main(void)
 		cmocka_unit_test(test_openmetrics),
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_human),
-		cmocka_unit_test(test_guard_survives_truncation),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -120,7 +120,6 @@ test_truncated_while_read(void **state)
 		.wait_budget_us = 100000, .linger_ns = 1000000000u,
 		.note = keep_note, .note_arg = &notes,
 	};
-	assert_int_equal(mstat_top_guard_install(), 0);
 	assert_int_equal(mstat_top_init(&top, &o), 0);
 	rcu_register_thread();
 	mstat_top_tick(&top); /* attaches both, reads both */
@@ -156,7 +155,7 @@ test_truncated_while_read(void **state)
 	}
 	assert_int_equal(n, 1);
 	assert_int_equal(notes.n, 1);
-	assert_non_null(strstr(notes.text[0], "truncated while being read (SIGBUS)"));
+	assert_non_null(strstr(notes.text[0], "truncated while being read"));
 	mstat_top_tick(&top);
 	t = cds_list_first_entry(&top.targets, struct mstat_top_target, node);
 	assert_int_equal(t->sample->live, MSTAT_LIVE_RUNNING);

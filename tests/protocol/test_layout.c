@@ -223,6 +223,12 @@ files_are_refused_for_every_reason(void **state)
 	st.st_size = 100;
 	assert_int_equal(mstat_validate_stat(&st, 1000, err, sizeof(err)), -EPROTO);
 	assert_non_null(strstr(err, "smaller than a header"));
+	/* Empty, whatever its mode: a creator between making it and sizing
+	 * it, to be looked at again. */
+	st.st_size = 0;
+	st.st_mode = S_IFREG | 0400;
+	assert_int_equal(mstat_validate_stat(&st, 1000, err, sizeof(err)), -EAGAIN);
+	assert_non_null(strstr(err, "not initialised yet"));
 }
 
 static void
