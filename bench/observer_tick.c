@@ -168,10 +168,11 @@ measure(const pid_t *pids, size_t n, unsigned ticks)
 	uint64_t *wall = calloc(ticks, sizeof(*wall));
 	struct mstat_reader **rs = calloc(n, sizeof(*rs));
 	struct mstat_snapshot *snaps = calloc(n, sizeof(*snaps));
+	struct mstat_snapshot **outs = calloc(n, sizeof(*outs));
 	int *rcs = calloc(n, sizeof(*rcs));
 	size_t attached = 0, failed = 0;
 
-	if (!tick || !read || !wall || !rs || !snaps || !rcs ||
+	if (!tick || !read || !wall || !rs || !snaps || !outs || !rcs ||
 	    mstat_top_init(&top, &o) < 0)
 		return -1;
 	mstat_top_tick(&top); /* attaches */
@@ -188,7 +189,9 @@ measure(const pid_t *pids, size_t n, unsigned ticks)
 		tick[i] = cpu_ns() - c;
 		wall[i] = mstat_top_now_ns() - w;
 		c = cpu_ns();
-		mstat_reader_snapshot_many(rs, n, snaps, rcs,
+		for (size_t k = 0; k < n; k++)
+			outs[k] = &snaps[k];
+		mstat_reader_snapshot_many(rs, n, outs, rcs,
 					   MSTAT_WAIT_BUDGET_DEFAULT_US);
 		read[i] = cpu_ns() - c;
 		for (size_t k = 0; k < n; k++)

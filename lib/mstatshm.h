@@ -66,7 +66,8 @@ struct mstat_snapshot {
 	uint32_t threads;       /* threads counting into a slot of their own */
 	uint32_t slots_used;    /* slots ever used, including the shared one */
 	uint32_t overflowed;    /* threads that found every slot taken */
-	uint32_t class_count;   /* entries used in the arrays below */
+	uint32_t class_count;   /* entries used in the arrays below; a read
+				 * writes no others */
 	uint32_t cut;           /* updates the process's death cut short (a
 				 * thread killed inside malloc or free): 0, or
 				 * the counts may be off by that many */

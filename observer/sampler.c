@@ -91,13 +91,20 @@ mstat_top_status_free(struct rcu_head *head)
 	free(caa_container_of(head, struct mstat_top_status, rcu));
 }
 
-/* The bytes of a snapshot that hold something: the classes past
- * class_count are zero and nobody reads them. */
+/* The bytes of a snapshot of `classes` classes: a read writes no more,
+ * and nobody reads more. */
 static size_t
-snap_used(const struct mstat_snapshot *s)
+snap_size(uint32_t classes)
 {
 	return offsetof(struct mstat_snapshot, classes) +
-	       s->class_count * sizeof(struct mstat_counts);
+	       classes * sizeof(struct mstat_counts);
+}
+
+/* A sample with room for a snapshot of `classes` classes. */
+static struct mstat_top_sample *
+sample_new(uint32_t classes)
+{
+	return malloc(offsetof(struct mstat_top_sample, snap) + snap_size(classes));
 }
 
 static int
@@ -112,13 +119,16 @@ grow(struct mstat_top *top, size_t n)
 	void *r = realloc(top->readers, cap * sizeof(*top->readers));
 	if (r)
 		top->readers = r;
-	void *s = realloc(top->snaps, cap * sizeof(*top->snaps));
+	void *s = realloc(top->fresh, cap * sizeof(*top->fresh));
 	if (s)
-		top->snaps = s;
+		top->fresh = s;
+	void *o = realloc(top->outs, cap * sizeof(*top->outs));
+	if (o)
+		top->outs = o;
 	void *c = realloc(top->rcs, cap * sizeof(*top->rcs));
 	if (c)
 		top->rcs = c;
-	if (!b || !r || !s || !c)
+	if (!b || !r || !s || !o || !c)
 		return -ENOMEM;
 	top->cap = cap;
 	return 0;
@@ -153,42 +163,43 @@ end_time(const struct mstat_top_target *t, enum mstat_model_live live)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* The sample top->fresh[i], read into (its snapshot, if rc is 0), becomes
+ * the target's. */
 static void
 publish(struct mstat_top *top, size_t i, uint64_t t_ns)
 {
 	struct mstat_top_target *t = top->batch[i];
-	struct mstat_top_sample *old = t->sample, *s;
+	struct mstat_top_sample *old = t->sample, *s = top->fresh[i];
 	int rc = top->rcs[i];
 
 	if (rc != 0 && rc != -EAGAIN && rc != -EBUSY) {
 		/* -EPROTO, -EFAULT: the segment cannot be trusted any more. */
 		mstat_top_note(top, "dropped %s", mstat_reader_error(t->reader));
 		mstat_discover_detach(top, t);
+		free(s);
 		return;
 	}
-	if (rc == 0 && (top->snaps[i].state == MSTAT_EXECED ||
-			(top->snaps[i].state == MSTAT_KILLED &&
+	if (rc == 0 && (s->snap.state == MSTAT_EXECED ||
+			(s->snap.state == MSTAT_KILLED &&
 			 mstat_discover_execed(top, t)))) {
 		/* Its process exec()ed: the new image makes a segment of its
 		 * own, found by the scan as a new target.  Not a row of its
 		 * own, and not a kill. */
 		mstat_discover_reap(top, t);
 		mstat_discover_detach(top, t);
+		free(s);
 		return;
 	}
-	s = malloc(sizeof(*s));
-	if (!s)
-		return;
 	s->err[0] = '\0';
 	s->end_ns = 0;
 	if (rc == 0) {
-		memcpy(&s->snap, &top->snaps[i], snap_used(&top->snaps[i]));
 		s->have_snap = true;
 		s->t_ns = t_ns;
 	} else {
+		/* The last good snapshot, of the same segment: as many classes. */
 		s->have_snap = old && old->have_snap;
 		if (s->have_snap)
-			memcpy(&s->snap, &old->snap, snap_used(&old->snap));
+			memcpy(&s->snap, &old->snap, snap_size(old->snap.class_count));
 		s->t_ns = old ? old->t_ns : 0;
 		snprintf(s->err, sizeof(s->err), "%s",
 			 mstat_reader_error(t->reader));
@@ -225,13 +236,20 @@ mstat_top_tick(struct mstat_top *top)
 	cds_list_for_each_entry(t, &top->targets, node) {
 		if (t->final)
 			continue;
+		/* Read straight into the sample that will be published. */
+		struct mstat_top_sample *s =
+			sample_new(mstat_reader_class_count(t->reader));
+		if (!s)
+			continue; /* read on a later tick */
 		top->batch[n] = t;
 		top->readers[n] = t->reader;
+		top->fresh[n] = s;
+		top->outs[n] = &s->snap;
 		n++;
 	}
 	/* A segment truncated under its mapping fails its read with -EFAULT
 	 * (the reader's SIGBUS guard), and publish() drops it. */
-	mstat_reader_snapshot_many(top->readers, n, top->snaps, top->rcs,
+	mstat_reader_snapshot_many(top->readers, n, top->outs, top->rcs,
 				   top->opt.wait_budget_us);
 	uint64_t t_ns = mstat_top_now_ns();
 	for (size_t i = 0; i < n; i++)
@@ -307,7 +325,8 @@ mstat_top_fini(struct mstat_top *top)
 	rcu_barrier(); /* every call_rcu callback has run */
 	free(top->batch);
 	free(top->readers);
-	free(top->snaps);
+	free(top->fresh);
+	free(top->outs);
 	free(top->rcs);
 	for (size_t i = 0; i < top->nrefused; i++)
 		free(top->refused[i]);

@@ -48,7 +48,8 @@ struct mstat_top_sample {
 	bool have_snap;             /* false until a read succeeded */
 	char err[MSTAT_MODEL_ERR_MAX]; /* why the last read failed, or "" */
 	uint64_t end_ns;            /* CLOCK_REALTIME the process ended, or 0 */
-	struct mstat_snapshot snap; /* the last good snapshot */
+	struct mstat_snapshot snap; /* the last good snapshot; allocated with
+				     * room for its class_count classes only */
 };
 
 struct mstat_top_target {
@@ -118,7 +119,8 @@ struct mstat_top {
 	size_t cap;                     /* of the arrays below */
 	struct mstat_top_target **batch;
 	struct mstat_reader **readers;
-	struct mstat_snapshot *snaps;
+	struct mstat_top_sample **fresh; /* the samples this tick reads into */
+	struct mstat_snapshot **outs;     /* their snapshots */
 	int *rcs;
 	uint64_t status_seq;
 };

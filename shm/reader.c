@@ -408,8 +408,9 @@ check_live(struct mstat_reader *r)
 {
 	struct stat st;
 
-	/* The size first: a segment shrunk under us would fault the loads
-	 * below (they are guarded, but a clear refusal is better). */
+	/* Once refused for its size, always: a segment shrunk under us has
+	 * faulted a read (the guard), and one that shrank between reads is
+	 * found here.  One fstat per read. */
 	if (fstat(r->fd, &st) < 0 || (uint64_t)st.st_size != r->size)
 		return fail(r, -EPROTO, "%s: was truncated", r->info.shm_name);
 	if (atomic_load_explicit(&r->ctl->magic, memory_order_relaxed) !=
@@ -471,6 +472,12 @@ load_exit(void *arg)
 	struct load_exit *l = arg;
 
 	l->ns = atomic_load_explicit(&l->r->ctl->exit_ns, memory_order_relaxed);
+}
+
+uint32_t
+mstat_reader_class_count(const struct mstat_reader *r)
+{
+	return r->class_count;
 }
 
 uint64_t
@@ -563,7 +570,7 @@ mstat_reader_begin(struct mstat_reader *r, unsigned catchup_budget_us)
 	 * the rotation below. */
 	if ((rc = load_used(r, &used)) < 0)
 		return unlock_with(r, rc);
-	memset(r->base, 0, sizeof(r->base));
+	memset(r->base, 0, MSTAT_ROWS(r->class_count) * sizeof(r->base[0]));
 	add_generation(r, used, (unsigned)((e + 1) % MSTAT_GENS), r->base);
 	step(MSTAT_STEP_BASE_READ);
 
@@ -625,7 +632,7 @@ sum_final(struct mstat_reader *r)
 {
 	uint32_t cut = 0;
 
-	memset(r->base, 0, sizeof(r->base));
+	memset(r->base, 0, MSTAT_ROWS(r->class_count) * sizeof(r->base[0]));
 	for (unsigned g = 0; g < MSTAT_GENS; g++)
 		add_generation(r, r->used, g, r->base);
 	/* (acquire, with the state) the target's exit_cut store is before its
@@ -661,7 +668,10 @@ mstat_reader_finish(struct mstat_reader *r, struct mstat_snapshot *out)
 		add_generation(r, r->used, (unsigned)((r->epoch + 1) % MSTAT_GENS), acc);
 	}
 
-	memset(out, 0, sizeof(*out));
+	/* Only what the snapshot holds: its header and class_count classes
+	 * (a whole snapshot, zeroed, costs a tick over thousands of targets
+	 * more than the reads do). */
+	memset(out, 0, offsetof(struct mstat_snapshot, class_max_size));
 	out->epoch = r->epoch;
 	out->state = public_state(r);
 	out->cut = cut;
@@ -671,8 +681,8 @@ mstat_reader_finish(struct mstat_reader *r, struct mstat_snapshot *out)
 					       memory_order_relaxed);
 	out->slots_used = r->used;
 	out->class_count = cc;
+	memcpy(out->class_max_size, r->class_max, cc * sizeof(r->class_max[0]));
 	for (unsigned c = 0; c < cc; c++) {
-		out->class_max_size[c] = r->class_max[c];
 #define MSTAT_X(e, f, h)                                                     \
 	out->classes[c].f = acc[c][MSTAT_C_##e];                             \
 	out->total.f += acc[c][MSTAT_C_##e];
@@ -765,7 +775,7 @@ mstat_reader_snapshot(struct mstat_reader *r, struct mstat_snapshot *out)
 struct snapshot_many {
 	struct mstat_reader **rs;
 	size_t n;
-	struct mstat_snapshot *outs;
+	struct mstat_snapshot **outs;
 	int *rcs;
 	unsigned budget_us;
 };
@@ -775,7 +785,7 @@ snapshot_many(void *arg)
 {
 	struct snapshot_many *a = arg;
 	struct mstat_reader **rs = a->rs;
-	struct mstat_snapshot *outs = a->outs;
+	struct mstat_snapshot **outs = a->outs;
 	int *rcs = a->rcs;
 	size_t n = a->n;
 	unsigned budget_us = a->budget_us;
@@ -825,13 +835,13 @@ snapshot_many(void *arg)
 		if (mstat_reader_poll(rs[i]))
 			rcs[i] = mstat_reader_abandon(rs[i]);
 		else
-			mstat_reader_finish(rs[i], &outs[i]);
+			mstat_reader_finish(rs[i], outs[i]);
 	}
 }
 
 void
 mstat_reader_snapshot_many(struct mstat_reader **rs, size_t n,
-			   struct mstat_snapshot *outs, int *rcs,
+			   struct mstat_snapshot **outs, int *rcs,
 			   unsigned budget_us)
 {
 	struct snapshot_many a = { rs, n, outs, rcs, budget_us };

@@ -100,6 +100,10 @@ int mstat_reader_alive(const struct mstat_reader *r);
 /* The segment's descriptor (to remove it, owner.h). */
 int mstat_reader_fd(const struct mstat_reader *r);
 
+/* Classes in its snapshots: a snapshot needs room for this many entries
+ * in its arrays (mstatshm.h). */
+uint32_t mstat_reader_class_count(const struct mstat_reader *r);
+
 /* When the target began to exit (CLOCK_REALTIME ns), 0 if it has not. */
 uint64_t mstat_reader_exit_ns(const struct mstat_reader *r);
 
@@ -111,10 +115,10 @@ void mstat_reader_finish(struct mstat_reader *r, struct mstat_snapshot *out);
 int mstat_reader_abandon(struct mstat_reader *r);
 
 /* One tick over many targets: rcs[i] is what mstat_reader_snapshot() would
- * return for rs[i]; the whole call waits at most `budget_us` for stalled
- * slots, whatever their number. */
+ * return for rs[i], into *outs[i]; the whole call waits at most
+ * `budget_us` for stalled slots, whatever their number. */
 void mstat_reader_snapshot_many(struct mstat_reader **rs, size_t n,
-				struct mstat_snapshot *outs, int *rcs,
+				struct mstat_snapshot **outs, int *rcs,
 				unsigned budget_us);
 
 #endif /* MSTAT_SHM_READER_H */

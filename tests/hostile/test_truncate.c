@@ -176,7 +176,11 @@ public_api_survives_truncation_at_every_step(void **state)
 			writer_go(&w);
 			snprintf(name, sizeof(name), "%s",
 				 mstat_reader_info(w.r)->shm_name);
-			snapshot_ok(w.r, &s); /* whole, before the cut */
+			/* Whole, before the cut, and once the counting thread
+			 * has its slot: the handshake visits two. */
+			do
+				snapshot_ok(w.r, &s);
+			while (s.slots_used < 2 && usleep(1000) == 0);
 			struct cut c = { name, steps[i].at, steps[i].visit,
 					 sizes[k], 0, 0 };
 			mstat_reader_set_step_hook(cut_at, &c);

@@ -70,6 +70,7 @@ read_pairs_until(struct writer *w, size_t n, unsigned long min_sections,
 {
 	struct mstat_reader *rs[2];
 	struct mstat_snapshot snaps[2];
+	struct mstat_snapshot *outs[2] = { &snaps[0], &snaps[1] };
 	int rcs[2];
 	unsigned long taken = 0, moving = 0;
 	uint64_t last[2] = { 0, 0 };
@@ -86,7 +87,7 @@ read_pairs_until(struct writer *w, size_t n, unsigned long min_sections,
 			done &= writer_poll_done(&w[i]);
 		if (done)
 			break;
-		mstat_reader_snapshot_many(rs, n, snaps, rcs, 10000);
+		mstat_reader_snapshot_many(rs, n, outs, rcs, 10000);
 		for (size_t i = 0; i < n; i++) {
 			if (rcs[i] == -EAGAIN || rcs[i] == -EBUSY)
 				continue;

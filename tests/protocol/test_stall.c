@@ -71,7 +71,8 @@ stopped_writer_stalls_reads_until_continued(void **state)
 	 * budget, and the healthy one is read. */
 	writer_go(&healthy);
 	struct mstat_reader *rs[2] = { w.r, healthy.r };
-	mstat_reader_snapshot_many(rs, 2, snaps, rcs, 2000);
+	struct mstat_snapshot *outs[2] = { &snaps[0], &snaps[1] };
+	mstat_reader_snapshot_many(rs, 2, outs, rcs, 2000);
 	assert_int_equal(rcs[0], -EAGAIN);
 	assert_int_equal(rcs[1], 0);
 	writer_stop(&healthy);
