@@ -3,7 +3,8 @@
  * test_model.c - the observer's model and outputs, on made-up snapshots:
  * rates, history, sorting, filtering, lifecycle, and the exact bytes of
  * the table, JSON and OpenMetrics renderings.  Text a process or a file
- * name supplies is escaped in each of them.  Also the SIGBUS guard.
+ * name supplies is escaped in each of them, and in notes.  Also the
+ * SIGBUS guard.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -388,6 +389,30 @@ test_text_rules(void **state)
 	free(out);
 }
 
+static void
+keep_note(void *arg, const char *line)
+{
+	snprintf(arg, 256, "%s", line);
+}
+
+/* A note is escaped whole, whatever its caller passed. */
+static void
+test_note_escaped(void **state)
+{
+	struct mstat_top top;
+	char got[256];
+	(void)state;
+
+	memset(&top, 0, sizeof(top));
+	top.opt.note = keep_note;
+	top.opt.note_arg = got;
+	mstat_top_note(&top, "skipped %s: not an mstat segment name", PLANTED);
+	assert_string_equal(got, "skipped mstat.?[31m.1: not an mstat segment name");
+	mstat_top_note(&top, "%s\n%s", HOSTILE, "\x1b]0;title\x07");
+	assert_string_equal(got, HOSTILE_PLAIN "??]0;title?");
+	assert_true(clean(got));
+}
+
 /* Renders into a string with open_memstream. */
 static char *
 render(int fmt, struct mstat_model *m, enum mstat_model_sort k)
@@ -620,6 +645,7 @@ main(void)
 		cmocka_unit_test(test_filtering),
 		cmocka_unit_test(test_lifecycle),
 		cmocka_unit_test(test_text_rules),
+		cmocka_unit_test(test_note_escaped),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_openmetrics),
 		cmocka_unit_test(test_table),
