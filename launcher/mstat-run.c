@@ -31,6 +31,7 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +48,7 @@
 #include "name.h"
 #include "owner.h"
 #include "reader.h"
+#include "text.h"
 
 #define LIB_NAME "libmstatshm.so.0"
 #define EXIT_OWN 125
@@ -69,6 +71,23 @@ usage(FILE *f)
 	      "  --summary FILE  write CMD's final heap totals as JSON to FILE\n"
 	      "                  (- for standard output) when it exits\n",
 	      f);
+}
+
+/* A line on stderr.  It can hold the command's name, a file name or what
+ * the command's segment says: escaped by the plain rule of text.h, so that
+ * the terminal shows it rather than obeys it. */
+static void
+say(const char *fmt, ...)
+{
+	char raw[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	va_end(ap);
+	fputs("mstat-run: ", stderr);
+	mstat_text_put(stderr, raw, MSTAT_TEXT_PLAIN);
+	fputc('\n', stderr);
 }
 
 /* The absolute path of libmstatshm next to this executable, or NULL. */
@@ -102,8 +121,8 @@ set_preload(const char *lib)
 	char *v;
 
 	if (strpbrk(lib, " :\t\n")) {
-		fprintf(stderr, "mstat-run: %s: a path with spaces or colons cannot "
-				"go into LD_PRELOAD\n", lib);
+		say("%s: a path with spaces or colons cannot go into LD_PRELOAD",
+		    lib);
 		return -1;
 	}
 	if (asprintf(&v, "%s%s%s", lib, old && *old ? " " : "",
@@ -122,19 +141,14 @@ forward(int sig)
 		kill(child, sig);
 }
 
+/* The command line, the name and the reason, as mstat-top writes names:
+ * control characters and bytes that are not UTF-8 become '?' (text.h),
+ * so the summary is valid JSON and its strings are safe to print. */
 static void
 json_string(FILE *f, const char *s)
 {
 	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
+	mstat_text_put(f, s, MSTAT_TEXT_QUOTED);
 	fputc('"', f);
 }
 
@@ -158,7 +172,7 @@ write_summary(const char *file, char **cmd, pid_t pid, int status,
 	FILE *f = strcmp(file, "-") == 0 ? stdout : fopen(file, "w");
 
 	if (!f) {
-		fprintf(stderr, "mstat-run: %s: %s\n", file, strerror(errno));
+		say("%s: %s", file, strerror(errno));
 		return -1;
 	}
 	fprintf(f, "{\n  \"version\": 1,\n  \"command\": [");
@@ -208,7 +222,7 @@ write_summary(const char *file, char **cmd, pid_t pid, int status,
 	}
 	fprintf(f, "\n}\n");
 	if (f == stdout ? fflush(f) != 0 : fclose(f) != 0) {
-		fprintf(stderr, "mstat-run: %s: %s\n", file, strerror(errno));
+		say("%s: %s", file, strerror(errno));
 		return -1;
 	}
 	return 0;
@@ -475,10 +489,8 @@ main(int argc, char **argv)
 
 	int result = WIFSIGNALED(status) ? 128 + WTERMSIG(status)
 					 : WEXITSTATUS(status);
-	if (exec_err)
-		fprintf(stderr, "mstat-run: %s\n", why);
-	else if (summary && !counted)
-		fprintf(stderr, "mstat-run: %s\n", why);
+	if (exec_err || (summary && !counted))
+		say("%s", why);
 	if (summary && write_summary(summary, cmd, si.si_pid, status,
 				     counted ? seg_name : name ? name : cmd[0],
 				     counted ? snap : NULL, why) < 0)

@@ -23,18 +23,23 @@
 #include "name.h"
 #include "owner.h"
 #include "reader.h"
+#include "text.h"
 #include "top.h"
 #include "tsan.h"
 
 void
 mstat_top_note(struct mstat_top *top, const char *fmt, ...)
 {
-	char line[256];
+	char raw[256], line[256];
 	va_list ap;
 
 	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	/* The whole line, not its arguments: a note names files anyone can
+	 * plant in /dev/shm and quotes what segments say, and it goes to a
+	 * terminal (stderr, the status line). */
+	mstat_text_escape(line, sizeof(line), raw, MSTAT_TEXT_PLAIN);
 	if (top->opt.note) {
 		top->opt.note(top->opt.note_arg, line);
 		return;

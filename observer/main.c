@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <locale.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 
 #include "output.h"
 #include "reader.h"
+#include "text.h"
 #include "top.h"
 #include "ui.h"
 
@@ -53,6 +55,22 @@ usage(FILE *f)
 	      "                         gone, then exit (each tick removes those it\n"
 	      "                         reads anyway)\n"
 	      "  -h, --help             this text\n", f);
+}
+
+/* A line on stderr that quotes an argument: escaped as notes are, so that
+ * what it echoes is shown, not obeyed by the terminal. */
+static void
+complain(const char *fmt, ...)
+{
+	char raw[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	va_end(ap);
+	fputs("mstat-top: ", stderr);
+	mstat_text_put(stderr, raw, MSTAT_TEXT_PLAIN);
+	fputc('\n', stderr);
 }
 
 static int
@@ -134,15 +152,14 @@ parse_options(struct options *o, int argc, char **argv)
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, "mstat-top: unexpected argument '%s'\n", argv[optind]);
+		complain("unexpected argument '%s'", argv[optind]);
 		return -1;
 	}
 	if (!isatty(STDOUT_FILENO))
 		o->batch = true;
 	return 0;
 bad:
-	fprintf(stderr, "mstat-top: bad value '%s' for -%c\n", optarg,
-		c == 'L' ? 'L' : c);
+	complain("bad value '%s' for -%c", optarg, c == 'L' ? 'L' : c);
 	return -1;
 }
 

@@ -15,6 +15,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "text.h"
+
 int
 mstat_output_parse_format(const char *s)
 {
@@ -45,61 +47,17 @@ mstat_output_human(char *buf, size_t len, double v)
 		snprintf(buf, len, "%.*f%c", a < 99.95 ? 1 : 0, v, units[u]);
 }
 
-/* Length of the valid UTF-8 sequence at s, or 0. */
-static size_t
-utf8_len(const unsigned char *s)
-{
-	size_t n;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		n = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		n = 3;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		n = 4;
-	else
-		return 0;
-	for (size_t i = 1; i < n; i++)
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-	return n;
-}
-
 /*
- * Writes `s` quoted for JSON (`json`) or as an OpenMetrics label value.
- * A name is whatever the target wrote: bytes that are not UTF-8 become
- * '?', so the output stays valid in both formats.
+ * Writes `s` in double quotes, as a JSON string or an OpenMetrics label
+ * value: both quote the same way once text.c has replaced control
+ * characters and bytes that are not UTF-8 (a name is whatever its process
+ * wrote; an error can hold a file name from /dev/shm).
  */
 static void
-put_quoted(FILE *f, const char *str, bool json)
+put_quoted(FILE *f, const char *s)
 {
-	const unsigned char *s = (const unsigned char *)str;
-
 	fputc('"', f);
-	while (*s) {
-		size_t n = utf8_len(s);
-		if (n == 0) {
-			fputc('?', f);
-			s++;
-			continue;
-		}
-		if (n > 1) {
-			fwrite(s, 1, n, f);
-			s += n;
-			continue;
-		}
-		unsigned char c = *s++;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c == '\n')
-			fputs("\\n", f);
-		else if (c < 0x20 || c == 0x7f)
-			json ? fprintf(f, "\\u%04x", c) : fputc('?', f);
-		else
-			fputc(c, f);
-	}
+	mstat_text_put(f, s, MSTAT_TEXT_QUOTED);
 	fputc('"', f);
 }
 
@@ -107,27 +65,6 @@ static int
 done(FILE *f)
 {
 	return ferror(f) ? -EIO : 0;
-}
-
-void
-mstat_output_printable(char *dst, size_t len, const char *src)
-{
-	const unsigned char *s = (const unsigned char *)src;
-	size_t k = 0;
-
-	while (*s && k + 1 < len) {
-		size_t n = utf8_len(s);
-		if (n > 1 && k + n < len) {
-			memcpy(dst + k, s, n);
-			k += n;
-			s += n;
-			continue;
-		}
-		dst[k++] = n == 1 && *s >= 0x20 && *s != 0x7f ? (char)*s : '?';
-		s += n ? n : 1;
-	}
-	if (len)
-		dst[k] = '\0';
 }
 
 /* ---- table ---- */
@@ -156,15 +93,16 @@ mstat_output_table(FILE *f, const struct mstat_output_tick *t,
 		"NET/s", "STATE");
 	for (size_t i = 0; i < n; i++) {
 		const struct mstat_model_row *r = rows[i];
-		char name[sizeof(r->name)];
-		mstat_output_printable(name, sizeof(name), r->name);
-		fprintf(f, "%7d %-16.16s %7" PRIu32 " %10" PRIu64 " %12" PRIu64
+		/* Cut at 16 bytes without splitting a character. */
+		char name[17], err[sizeof(r->err)];
+		mstat_text_escape(name, sizeof(name), r->name, MSTAT_TEXT_PLAIN);
+		mstat_text_escape(err, sizeof(err), r->err, MSTAT_TEXT_PLAIN);
+		fprintf(f, "%7d %-16s %7" PRIu32 " %10" PRIu64 " %12" PRIu64
 			   " %9.0f %9.0f %9.0f %s%s%s\n",
 			(int)r->pid, name, r->threads,
 			mstat_model_live_bytes(r), mstat_model_live_objects(r),
 			r->alloc_rate, r->free_rate, r->net_bytes_rate,
-			mstat_model_live_name(r->live), r->err[0] ? ": " : "",
-			r->err);
+			mstat_model_live_name(r->live), err[0] ? ": " : "", err);
 	}
 	fputc('\n', f);
 	return done(f);
@@ -185,10 +123,10 @@ static void
 json_row(FILE *f, const struct mstat_model_row *r)
 {
 	fprintf(f, "{\"pid\":%d,\"name\":", (int)r->pid);
-	put_quoted(f, r->name, true);
+	put_quoted(f, r->name);
 	fprintf(f, ",\"state\":\"%s\",\"error\":", mstat_model_live_name(r->live));
 	if (r->err[0])
-		put_quoted(f, r->err, true);
+		put_quoted(f, r->err);
 	else
 		fputs("null", f);
 	fprintf(f, ",\"threads\":%" PRIu32, r->threads);
@@ -259,7 +197,7 @@ static void
 om_labels(FILE *f, const struct mstat_model_row *r)
 {
 	fprintf(f, "{pid=\"%d\",name=", (int)r->pid);
-	put_quoted(f, r->name, false);
+	put_quoted(f, r->name);
 }
 
 static void

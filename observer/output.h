@@ -44,10 +44,6 @@ int mstat_output_write(FILE *f, enum mstat_output_format fmt,
 		       const struct mstat_output_tick *t,
 		       const struct mstat_model_row *const *rows, size_t n);
 
-/* Copies `src` for a terminal: control characters and bytes that are not
- * UTF-8 become '?'.  A name is whatever its process wrote. */
-void mstat_output_printable(char *dst, size_t len, const char *src);
-
 /* "1.5K", "12.0M": at most 6 characters, for narrow columns. */
 void mstat_output_human(char *buf, size_t len, double v);
 

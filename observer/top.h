@@ -178,7 +178,8 @@ size_t mstat_discover_gc(struct mstat_top *top);
 void mstat_top_target_free(struct rcu_head *head);
 /* Unlinks a target from the list; call_rcu frees it. */
 void mstat_discover_detach(struct mstat_top *top, struct mstat_top_target *t);
-/* Reports a one-line note (printf-like). */
+/* Reports a one-line note (printf-like).  The whole line is escaped by
+ * the plain rule of text.h, whatever its arguments hold. */
 void mstat_top_note(struct mstat_top *top, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "output.h"
+#include "text.h"
 #include "ui.h"
 
 
@@ -20,18 +21,24 @@ static const int widths[MSTAT_SORT_COUNT] = { 7, 0, 7, 10, 9, 7, 7, 7, 7 };
 #define NAME_MIN 8
 #define HEAD 3 /* lines above the tables: time and totals */
 
-/* Writes one line at y, cut to the screen's width. */
+/*
+ * Writes one line at y, cut to the screen's width.  Every line goes
+ * through the plain rule of text.h, whatever it holds: names, errors and
+ * notes are what processes and files in /dev/shm say, and a control
+ * character reaching the terminal would be obeyed, not shown.
+ */
 static void
 line(int y, int attr, const char *fmt, ...)
 {
-	char buf[512];
+	char raw[512], buf[512];
 	va_list ap;
 
 	if (y < 0 || y >= LINES)
 		return;
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof(buf), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	mstat_text_escape(buf, sizeof(buf), raw, MSTAT_TEXT_PLAIN);
 	attrset(attr);
 	mvaddnstr(y, 0, buf, COLS);
 	if (attr & A_REVERSE) /* a bar across the whole width */
@@ -113,11 +120,14 @@ draw_table(struct mstat_ui *ui)
 	for (int i = 0; i < rows && ui->scroll + (size_t)i < ui->nrows; i++) {
 		size_t k = ui->scroll + (size_t)i;
 		const struct mstat_model_row *r = ui->rows[k];
+		/* Cut to the column without splitting a character. */
 		char name[sizeof(r->name)];
-		mstat_output_printable(name, sizeof(name), r->name);
+		mstat_text_escape(name, (size_t)nw + 1 < sizeof(name)
+				  ? (size_t)nw + 1 : sizeof(name),
+				  r->name, MSTAT_TEXT_PLAIN);
 		char lb[16], lo[16], ar[16], fr[16], nr[16];
 		line(y0 + i, k == ui->sel ? A_REVERSE : A_NORMAL,
-		     "%7d %-*.*s %7u %10s %9s %7s %7s %7s %s", (int)r->pid, nw, nw,
+		     "%7d %-*s %7u %10s %9s %7s %7s %7s %s", (int)r->pid, nw,
 		     name, r->threads,
 		     human(lb, sizeof(lb), (double)mstat_model_live_bytes(r)),
 		     human(lo, sizeof(lo), (double)mstat_model_live_objects(r)),
@@ -176,11 +186,9 @@ draw_detail(struct mstat_ui *ui)
 		line(HEAD, A_NORMAL, "  the process is gone");
 		return;
 	}
-	char name[sizeof(r->name)];
-	mstat_output_printable(name, sizeof(name), r->name);
 	line(HEAD, A_BOLD, "pid %d %s: %s, %u threads, live %sB in %s objects, "
 			"%s allocs/s, %s frees/s, net %sB/s",
-	     (int)r->pid, name, mstat_model_live_name(r->live), r->threads,
+	     (int)r->pid, r->name, mstat_model_live_name(r->live), r->threads,
 	     human(lb, sizeof(lb), (double)mstat_model_live_bytes(r)),
 	     human(lo, sizeof(lo), (double)mstat_model_live_objects(r)),
 	     human(ar, sizeof(ar), r->alloc_rate), human(fr, sizeof(fr), r->free_rate),

@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: MIT
 """End-to-end tests of mstat-top against real instrumented processes.
 
-    e2e.py TEST     TEST: exact lifecycle stopped refusals gc pidns
-                          unpublished json openmetrics interactive
+    e2e.py TEST     TEST: exact lifecycle exec stopped refusals gc pidns
+                          unpublished json openmetrics interactive escape
 
 Environment (set by meson): MSTAT_TOP, MSTAT_TARGET (tests/observer/target.c),
-PROMTOOL and TMUX_BIN (empty when not installed).
+MSTAT_RUN, PROMTOOL and TMUX_BIN (empty when not installed).
 
 Every test watches only processes it started (by -p PID, or by a name
 filter unique to this run), so segments other programs leave in /dev/shm
@@ -26,6 +26,7 @@ import time
 
 TOP = os.environ["MSTAT_TOP"]
 TARGET = os.environ["MSTAT_TARGET"]
+RUN = os.environ["MSTAT_RUN"]
 PROMTOOL = os.environ.get("PROMTOOL", "")
 TMUX = os.environ.get("TMUX_BIN", "")
 SRC = os.path.dirname(os.path.abspath(__file__))
@@ -350,8 +351,9 @@ def test_stopped():
 
 
 def plant(name, data, size=None, mode=0o600, uid=None):
-    """A file in /dev/shm: data, then a hole up to size."""
-    path = "/dev/shm/" + name
+    """A file in /dev/shm: data, then a hole up to size.  The name may be
+    bytes: a file name can hold any byte but / and NUL."""
+    path = (b"/dev/shm/" if isinstance(name, bytes) else "/dev/shm/") + name
     fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, mode)
     planted.append(path)
     os.write(fd, data)
@@ -810,6 +812,150 @@ def test_interactive():
                 os.unlink(f)
     big.stop()
     small.stop()
+
+
+# Text as hostile as a process can make it, and how every output must
+# show it: a screen clear, BEL, CSI as C1 (C2 9B), a byte that is not
+# UTF-8, DEL, a line feed, a quote, a backslash, an "é" that must stay,
+# an overlong CSI (E0 82 9B) and a surrogate (ED A0 80).  Each control
+# character and each byte that is not UTF-8 becomes one "?".
+HOSTILE = (b"\x1b[2J\x07\xc2\x9b1\xff\x7f\n\"\\\xc3\xa9"
+           b"\xe0\x82\x9b\xed\xa0\x80z")
+HOSTILE_SHOWN = '?[2J??1???"\\\u00e9??????z'
+
+
+def check_clean(data, what):
+    """data (bytes) is what a terminal shows and nothing it obeys: UTF-8
+    (Python's decoder refuses overlong forms and surrogates), and no
+    control character but the line feeds that end lines."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise Failure("%s is not UTF-8 (%s): %r" % (what, e, data))
+    bad = sorted({c for c in text
+                  if c != "\n" and (c < " " or "\x7f" <= c <= "\x9f")})
+    check(not bad, "%s carries control characters %r: %r" % (what, bad, data))
+    return text
+
+
+def run_raw(args, env=None):
+    r = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       env=env, timeout=TIMEOUT)
+    return r.returncode, r.stdout, r.stderr
+
+
+def test_escape():
+    """Text a process supplies (its name) and file names in /dev/shm reach
+    no output raw: the table, JSON, OpenMetrics, notes on stderr and the
+    terminal view show each control character and each byte that is not
+    UTF-8 as "?", and so does mstat-run's summary of a command with such
+    a name and arguments."""
+    t = Target("fixed", TAG.encode() + HOSTILE)
+    shown = TAG + HOSTILE_SHOWN
+    # A file anyone of this user can plant: refused for its name, and the
+    # note that says so names it.
+    planted_name = b"mstat.\x1b[31m\x07\xc2\x9b\xff\n." + TAG.encode()
+    plant(planted_name, b"x")
+    note = "skipped mstat.?[31m????.%s: not an mstat segment name" % TAG
+
+    # Batch, without -p (that would skip the planted name unread).
+    rc, out, err = run_raw([TOP, "-b", "-n", "1", "-F", TAG])
+    check(rc == 0, "table: exit %d" % rc)
+    table = check_clean(out, "the table")
+    check_clean(err, "stderr")
+    check(("mstat-top: %s\n" % note) in err.decode(), "the note: %r" % err)
+    cell = shown.encode()[:16].decode()  # its first 16 bytes, whole
+    rows = [l for l in table.splitlines() if l.split()[:1] == [str(t.pid)]]
+    check(len(rows) == 1 and rows[0].split(None, 1)[1].startswith(cell + " "),
+          "table row %r, name %r" % (rows, cell))
+
+    rc, out, err = run_raw([TOP, "-b", "-n", "1", "-o", "json", "-p",
+                            str(t.pid)])
+    check(rc == 0, "json: exit %d" % rc)
+    line = check_clean(out, "the JSON")
+    p = json.loads(line)["processes"][0]
+    check(p["pid"] == t.pid and p["name"] == shown, "JSON name %r" % p["name"])
+    check(p["name"].isprintable(), "JSON decodes to printable text")
+    check('"name":%s,' % json.dumps(shown, ensure_ascii=False) in line,
+          "the name as Python writes it: %r" % line)
+
+    rc, out, err = run_raw([TOP, "-b", "-n", "1", "-o", "openmetrics", "-p",
+                            str(t.pid)])
+    check(rc == 0, "openmetrics: exit %d" % rc)
+    om = check_clean(out, "the OpenMetrics text")
+    strict_openmetrics(om)
+    label = 'name="%s"' % shown.replace("\\", "\\\\").replace('"', '\\"')
+    check('mstat_allocs_total{pid="%d",%s}' % (t.pid, label) in om,
+          "label %s in %r" % (label, om))
+    if PROMTOOL:
+        r = subprocess.run([PROMTOOL, "check", "metrics"], input=out,
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           timeout=TIMEOUT)
+        check(r.returncode == 0, "promtool: %s" % r.stdout.decode())
+
+    # mstat-run: the name (from the command's segment) and the command
+    # line in its summary, and a command that cannot be run, in the
+    # summary's reason and on stderr.
+    arg = b"arg\x1b]0;title\x07\xc2\x9b\xff\n\"\\"
+    rc, out, err = run_raw([RUN, "--name", TAG.encode() + HOSTILE,
+                            "--summary", "-", "--", "sh", "-c", ":", arg],
+                           dict(os.environ, MSTAT_EAGER="1"))
+    check(rc == 0, "mstat-run: exit %d: %r" % (rc, err))
+    summary = json.loads(check_clean(out, "mstat-run's summary"))
+    check_clean(err, "mstat-run's stderr")
+    check(summary["counted"] and summary["name"] == shown,
+          "mstat-run's name: %r" % summary)
+    check(summary["command"] == ["sh", "-c", ":", 'arg?]0;title????"\\'],
+          "mstat-run's command: %r" % summary["command"])
+    rc, out, err = run_raw([RUN, "--summary", "-", "--",
+                            b"./no-such-\x1b[2J\xc2\x9b\xff"])
+    check(rc == 127, "mstat-run of nothing: exit %d" % rc)
+    summary = json.loads(check_clean(out, "mstat-run's summary"))
+    why = "cannot run ./no-such-?[2J??: No such file or directory"
+    check(summary["reason"] == why and
+          summary["command"] == ["./no-such-?[2J??"], "reason %r" % summary)
+    check(ours(check_clean(err, "mstat-run's stderr")) ==
+          "mstat-run: %s\n" % why, "mstat-run says %r" % err)
+
+    # The terminal: the row, the process's own view and the status line
+    # (the note).  Wide enough for the whole name.  tmux interprets what
+    # reaches it, so the test is what it shows: the replaced text, and no
+    # control character left in its cells.
+    if not TMUX:
+        print("tmux not installed: the terminal view is not checked")
+        t.stop()
+        return
+    err_file = "/tmp/mstat-top-%s.err" % TAG
+    tsan = os.environ.get("TSAN_OPTIONS", "")
+    vg = ("valgrind -q --error-exitcode=9 --leak-check=full --suppressions=%s "
+          % os.path.join(SRC, "valgrind.supp")) if VALGRIND else ""
+    tm = Tmux("TERM=screen LANG=C.UTF-8 TSAN_OPTIONS='%s' %s%s -d 0.3 -F %s "
+              "2>%s" % (tsan, vg, TOP, TAG, err_file), w=160)
+
+    def capture():
+        raw = tm.tmux("capture-pane", "-p", "-t", "t").stdout
+        return check_clean(raw, "the screen")
+    try:
+        s = tm.wait(lambda s: rows_of(s, {t.pid}) and note in s,
+                    "the row and the note")
+        s = capture()
+        row = [l for l in s.splitlines() if l.split()[:1] == [str(t.pid)]]
+        check(row and row[0].split(None, 1)[1].startswith(shown + " "),
+              "the row shows %r: %r" % (shown, row))
+        tm.keys("Enter")
+        tm.wait(lambda s: "SIZE<=" in s, "the process's view")
+        s = capture()
+        check("pid %d %s: " % (t.pid, shown) in s,
+              "its header shows %r:\n%s" % (shown, s))
+        tm.keys("q")
+        wait_for(lambda: not tm.alive(), "q to quit")
+        check(ours(open(err_file).read()) == "",
+              "stderr: %s" % open(err_file).read())
+    finally:
+        tm.kill()
+        if os.path.exists(err_file):
+            os.unlink(err_file)
+    t.stop()
 
 
 def main():

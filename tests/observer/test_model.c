@@ -2,7 +2,8 @@
 /*
  * test_model.c - the observer's model and outputs, on made-up snapshots:
  * rates, history, sorting, filtering, lifecycle, and the exact bytes of
- * the table, JSON and OpenMetrics renderings.
+ * the table, JSON and OpenMetrics renderings.  Text a process or a file
+ * name supplies is escaped in each of them, and in notes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -20,6 +21,7 @@
 
 #include "model.h"
 #include "output.h"
+#include "text.h"
 #include "top.h"
 
 #define SEC UINT64_C(1000000000)
@@ -285,6 +287,131 @@ test_lifecycle(void **state)
 	mstat_model_fini(&m);
 }
 
+/*
+ * A name as hostile as a process can write (MSTAT_NAME, or its header
+ * directly): a screen clear, BEL, CSI as C1 (C2 9B), a byte that is not
+ * UTF-8, DEL, a line feed, a quote, a backslash, an "é" that must stay,
+ * an overlong CSI (E0 82 9B) and a surrogate (ED A0 80).  Split into
+ * literals so that no hex escape runs into the next character.
+ */
+#define HOSTILE "we\x1b[2J" "\a" "\xc2\x9b" "1" "\xff" "\x7f" "\n" "\"" "\\" \
+	"\xc3\xa9" "\xe0\x82\x9b" "\xed\xa0\x80" "z"
+/* As terminals and logs get it: one '?' per control character and per
+ * byte that is not UTF-8. */
+#define HOSTILE_PLAIN "we?[2J??1???\"\\\xc3\xa9??????z"
+/* Inside a JSON string or an OpenMetrics label value. */
+#define HOSTILE_QUOTED "we?[2J??1???\\\"\\\\\xc3\xa9??????z"
+/* A note about a file planted in /dev/shm. */
+#define PLANTED "mstat.\x1b[31m.1"
+
+/* Whether s holds only what a terminal shows: line feeds ending lines,
+ * printable ASCII, and well-formed UTF-8 that is not C1.  Decoded here
+ * afresh, not with text.c's decoder. */
+static bool
+clean(const char *str)
+{
+	const unsigned char *s = (const unsigned char *)str;
+
+	while (*s) {
+		if (*s == '\n' || (*s >= 0x20 && *s < 0x7f)) {
+			s++;
+			continue;
+		}
+		unsigned n = *s >= 0xf0 ? 4 : *s >= 0xe0 ? 3 : *s >= 0xc0 ? 2 : 0;
+		if (n == 0 || *s > 0xf4)
+			return false;
+		uint32_t cp = *s & (0x7f >> n);
+		for (unsigned i = 1; i < n; i++) {
+			if ((s[i] & 0xc0) != 0x80)
+				return false;
+			cp = cp << 6 | (s[i] & 0x3f);
+		}
+		static const uint32_t least[] = { 0, 0, 0x80, 0x800, 0x10000 };
+		if (cp < least[n] || cp > 0x10ffff ||
+		    (cp >= 0xd800 && cp <= 0xdfff) || cp <= 0x9f)
+			return false;
+		s += n;
+	}
+	return true;
+}
+
+static void
+test_text_rules(void **state)
+{
+	char b[128];
+	(void)state;
+
+	assert_false(clean(HOSTILE));
+	assert_int_equal(mstat_text_escape(b, sizeof(b), HOSTILE, MSTAT_TEXT_PLAIN),
+			 strlen(HOSTILE_PLAIN));
+	assert_string_equal(b, HOSTILE_PLAIN);
+	assert_true(clean(b));
+	mstat_text_escape(b, sizeof(b), HOSTILE, MSTAT_TEXT_QUOTED);
+	assert_string_equal(b, HOSTILE_QUOTED);
+	assert_true(clean(b));
+
+	/* Plain text stays as it is, in any script; so does what the plain
+	 * rule made (it is idempotent). */
+	mstat_text_escape(b, sizeof(b), "api-\xe6\x97\xa5\xf0\x9f\x90\x8d ok",
+			  MSTAT_TEXT_PLAIN);
+	assert_string_equal(b, "api-\xe6\x97\xa5\xf0\x9f\x90\x8d ok");
+	mstat_text_escape(b, sizeof(b), HOSTILE_PLAIN, MSTAT_TEXT_PLAIN);
+	assert_string_equal(b, HOSTILE_PLAIN);
+
+	/* A character cut by the end of the text, or one above U+10FFFF, is
+	 * not UTF-8; U+00A0, just past C1, is printable. */
+	mstat_text_escape(b, sizeof(b), "x\xe6\x97", MSTAT_TEXT_PLAIN);
+	assert_string_equal(b, "x??");
+	mstat_text_escape(b, sizeof(b), "\xf4\x90\x80\x80|\xc2\x9f|\xc2\xa0",
+			  MSTAT_TEXT_PLAIN);
+	assert_string_equal(b, "????|?|\xc2\xa0");
+
+	/* Cut short, never inside a character or an escape: with room for
+	 * 15 bytes, 14 are written, as "é" needs two bytes and so does the
+	 * escape of '\\'. */
+	assert_int_equal(mstat_text_escape(b, 16, HOSTILE, MSTAT_TEXT_PLAIN), 14);
+	assert_string_equal(b, "we?[2J??1???\"\\");
+	assert_int_equal(mstat_text_escape(b, 16, HOSTILE, MSTAT_TEXT_QUOTED), 14);
+	assert_string_equal(b, "we?[2J??1???\\\"");
+	assert_int_equal(mstat_text_escape(b, 1, HOSTILE, MSTAT_TEXT_PLAIN), 0);
+	assert_string_equal(b, "");
+	assert_int_equal(mstat_text_escape(b, 0, HOSTILE, MSTAT_TEXT_PLAIN), 0);
+
+	/* The stream form writes the same bytes. */
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+	assert_non_null(f);
+	assert_int_equal(mstat_text_put(f, HOSTILE, MSTAT_TEXT_QUOTED), 0);
+	fclose(f);
+	assert_string_equal(out, HOSTILE_QUOTED);
+	free(out);
+}
+
+static void
+keep_note(void *arg, const char *line)
+{
+	snprintf(arg, 256, "%s", line);
+}
+
+/* A note is escaped whole, whatever its caller passed. */
+static void
+test_note_escaped(void **state)
+{
+	struct mstat_top top;
+	char got[256];
+	(void)state;
+
+	memset(&top, 0, sizeof(top));
+	top.opt.note = keep_note;
+	top.opt.note_arg = got;
+	mstat_top_note(&top, "skipped %s: not an mstat segment name", PLANTED);
+	assert_string_equal(got, "skipped mstat.?[31m.1: not an mstat segment name");
+	mstat_top_note(&top, "%s\n%s", HOSTILE, "\x1b]0;title\x07");
+	assert_string_equal(got, HOSTILE_PLAIN "??]0;title?");
+	assert_true(clean(got));
+}
+
 /* Renders into a string with open_memstream. */
 static char *
 render(int fmt, struct mstat_model *m, enum mstat_model_sort k)
@@ -302,8 +429,8 @@ render(int fmt, struct mstat_model *m, enum mstat_model_sort k)
 	return buf;
 }
 
-/* Two rows: one with rates and a name that needs quoting, one whose
- * first read stalled. */
+/* Two rows: one with rates and a hostile name, one whose first read
+ * stalled, with an error naming a file planted in /dev/shm. */
 static void
 two(struct mstat_model *m)
 {
@@ -314,9 +441,9 @@ two(struct mstat_model *m)
 	snap_fill(&s[0], 4, 1, 0, 0, 2, MSTAT_RUNNING);
 	snap_fill(&s[1], 6, 1, 2, 0, 2, MSTAT_RUNNING);
 	s[1].class_max_size[1] = UINT64_MAX; /* as the huge class is */
-	in[0] = input("q", 42, "we\"b\\1\n\xff", MSTAT_LIVE_RUNNING, 1 * SEC, &s[0]);
+	in[0] = input("q", 42, HOSTILE, MSTAT_LIVE_RUNNING, 1 * SEC, &s[0]);
 	in[1] = input("s", 7, "sleepy", MSTAT_LIVE_STALLED, 0, NULL);
-	in[1].err = "pid 7: stuck";
+	in[1].err = PLANTED ": is not initialised yet";
 	assert_int_equal(mstat_model_update(m, in, 2, 1 * SEC), 0);
 	in[0].t_ns = 3 * SEC;
 	in[0].snap = &s[1];
@@ -331,16 +458,17 @@ test_json(void **state)
 
 	two(&m);
 	char *out = render(MSTAT_FORMAT_JSON, &m, MSTAT_SORT_PID);
+	assert_true(clean(out));
 	assert_string_equal(out,
 		"{\"version\":1,\"tick\":7,\"time_ms\":1700000000123,"
 		"\"interval_s\":1.000,\"processes\":["
 		"{\"pid\":7,\"name\":\"sleepy\",\"state\":\"stalled\","
-		"\"error\":\"pid 7: stuck\",\"threads\":0,\"alloc_count\":0,"
+		"\"error\":\"mstat.?[31m.1: is not initialised yet\",\"threads\":0,\"alloc_count\":0,"
 		"\"alloc_bytes\":0,\"free_count\":0,\"free_bytes\":0,"
 		"\"requested_bytes\":0,\"live_objects\":0,\"live_bytes\":0,"
 		"\"alloc_rate\":null,\"free_rate\":null,\"alloc_bytes_rate\":null,"
 		"\"free_bytes_rate\":null,\"net_bytes_rate\":null,\"classes\":[],\"end_time_s\":null},"
-		"{\"pid\":42,\"name\":\"we\\\"b\\\\1\\n?\",\"state\":\"running\","
+		"{\"pid\":42,\"name\":\"" HOSTILE_QUOTED "\",\"state\":\"running\","
 		"\"error\":null,\"threads\":2,\"alloc_count\":8,"
 		"\"alloc_bytes\":296,\"free_count\":1,\"free_bytes\":16,"
 		"\"requested_bytes\":294,\"live_objects\":7,\"live_bytes\":280,"
@@ -363,55 +491,56 @@ test_openmetrics(void **state)
 
 	two(&m);
 	char *out = render(MSTAT_FORMAT_OPENMETRICS, &m, MSTAT_SORT_PID);
+	assert_true(clean(out));
 	assert_string_equal(out,
 		"# HELP mstat_allocs_total allocations made\n"
 		"# TYPE mstat_allocs_total counter\n"
 		"mstat_allocs_total{pid=\"7\",name=\"sleepy\"} 0\n"
-		"mstat_allocs_total{pid=\"42\",name=\"we\\\"b\\\\1\\n?\"} 8\n"
+		"mstat_allocs_total{pid=\"42\",name=\"" HOSTILE_QUOTED "\"} 8\n"
 		"# HELP mstat_alloc_bytes_total bytes allocated (usable size)\n"
 		"# TYPE mstat_alloc_bytes_total counter\n"
 		"mstat_alloc_bytes_total{pid=\"7\",name=\"sleepy\"} 0\n"
-		"mstat_alloc_bytes_total{pid=\"42\",name=\"we\\\"b\\\\1\\n?\"} 296\n"
+		"mstat_alloc_bytes_total{pid=\"42\",name=\"" HOSTILE_QUOTED "\"} 296\n"
 		"# HELP mstat_frees_total allocations freed\n"
 		"# TYPE mstat_frees_total counter\n"
 		"mstat_frees_total{pid=\"7\",name=\"sleepy\"} 0\n"
-		"mstat_frees_total{pid=\"42\",name=\"we\\\"b\\\\1\\n?\"} 1\n"
+		"mstat_frees_total{pid=\"42\",name=\"" HOSTILE_QUOTED "\"} 1\n"
 		"# HELP mstat_free_bytes_total bytes freed (usable size)\n"
 		"# TYPE mstat_free_bytes_total counter\n"
 		"mstat_free_bytes_total{pid=\"7\",name=\"sleepy\"} 0\n"
-		"mstat_free_bytes_total{pid=\"42\",name=\"we\\\"b\\\\1\\n?\"} 16\n"
+		"mstat_free_bytes_total{pid=\"42\",name=\"" HOSTILE_QUOTED "\"} 16\n"
 		"# HELP mstat_class_allocs_total allocations made, per size class (size: its largest size)\n"
 		"# TYPE mstat_class_allocs_total counter\n"
-		"mstat_class_allocs_total{pid=\"42\",name=\"we\\\"b\\\\1\\n?\",size=\"+Inf\"} 6\n"
-		"mstat_class_allocs_total{pid=\"42\",name=\"we\\\"b\\\\1\\n?\",size=\"112\"} 2\n"
+		"mstat_class_allocs_total{pid=\"42\",name=\"" HOSTILE_QUOTED "\",size=\"+Inf\"} 6\n"
+		"mstat_class_allocs_total{pid=\"42\",name=\"" HOSTILE_QUOTED "\",size=\"112\"} 2\n"
 		"# HELP mstat_class_alloc_bytes_total bytes allocated (usable size), per size class (size: its largest size)\n"
 		"# TYPE mstat_class_alloc_bytes_total counter\n"
-		"mstat_class_alloc_bytes_total{pid=\"42\",name=\"we\\\"b\\\\1\\n?\",size=\"+Inf\"} 96\n"
-		"mstat_class_alloc_bytes_total{pid=\"42\",name=\"we\\\"b\\\\1\\n?\",size=\"112\"} 200\n"
+		"mstat_class_alloc_bytes_total{pid=\"42\",name=\"" HOSTILE_QUOTED "\",size=\"+Inf\"} 96\n"
+		"mstat_class_alloc_bytes_total{pid=\"42\",name=\"" HOSTILE_QUOTED "\",size=\"112\"} 200\n"
 		"# HELP mstat_class_frees_total allocations freed, per size class (size: its largest size)\n"
 		"# TYPE mstat_class_frees_total counter\n"
-		"mstat_class_frees_total{pid=\"42\",name=\"we\\\"b\\\\1\\n?\",size=\"+Inf\"} 1\n"
-		"mstat_class_frees_total{pid=\"42\",name=\"we\\\"b\\\\1\\n?\",size=\"112\"} 0\n"
+		"mstat_class_frees_total{pid=\"42\",name=\"" HOSTILE_QUOTED "\",size=\"+Inf\"} 1\n"
+		"mstat_class_frees_total{pid=\"42\",name=\"" HOSTILE_QUOTED "\",size=\"112\"} 0\n"
 		"# HELP mstat_class_free_bytes_total bytes freed (usable size), per size class (size: its largest size)\n"
 		"# TYPE mstat_class_free_bytes_total counter\n"
-		"mstat_class_free_bytes_total{pid=\"42\",name=\"we\\\"b\\\\1\\n?\",size=\"+Inf\"} 16\n"
-		"mstat_class_free_bytes_total{pid=\"42\",name=\"we\\\"b\\\\1\\n?\",size=\"112\"} 0\n"
+		"mstat_class_free_bytes_total{pid=\"42\",name=\"" HOSTILE_QUOTED "\",size=\"+Inf\"} 16\n"
+		"mstat_class_free_bytes_total{pid=\"42\",name=\"" HOSTILE_QUOTED "\",size=\"112\"} 0\n"
 		"# HELP mstat_live_bytes bytes allocated and not yet freed\n"
 		"# TYPE mstat_live_bytes gauge\n"
 		"mstat_live_bytes{pid=\"7\",name=\"sleepy\"} 0\n"
-		"mstat_live_bytes{pid=\"42\",name=\"we\\\"b\\\\1\\n?\"} 280\n"
+		"mstat_live_bytes{pid=\"42\",name=\"" HOSTILE_QUOTED "\"} 280\n"
 		"# HELP mstat_live_objects allocations not yet freed\n"
 		"# TYPE mstat_live_objects gauge\n"
 		"mstat_live_objects{pid=\"7\",name=\"sleepy\"} 0\n"
-		"mstat_live_objects{pid=\"42\",name=\"we\\\"b\\\\1\\n?\"} 7\n"
+		"mstat_live_objects{pid=\"42\",name=\"" HOSTILE_QUOTED "\"} 7\n"
 		"# HELP mstat_threads threads counting into a slot of their own\n"
 		"# TYPE mstat_threads gauge\n"
 		"mstat_threads{pid=\"7\",name=\"sleepy\"} 0\n"
-		"mstat_threads{pid=\"42\",name=\"we\\\"b\\\\1\\n?\"} 2\n"
+		"mstat_threads{pid=\"42\",name=\"" HOSTILE_QUOTED "\"} 2\n"
 		"# HELP mstat_running 1 while the process runs, 0 once it exited or died\n"
 		"# TYPE mstat_running gauge\n"
 		"mstat_running{pid=\"7\",name=\"sleepy\"} 1\n"
-		"mstat_running{pid=\"42\",name=\"we\\\"b\\\\1\\n?\"} 1\n"
+		"mstat_running{pid=\"42\",name=\"" HOSTILE_QUOTED "\"} 1\n"
 		"# EOF\n");
 	free(out);
 	mstat_model_fini(&m);
@@ -425,15 +554,17 @@ test_table(void **state)
 
 	two(&m);
 	char *out = render(MSTAT_FORMAT_TABLE, &m, MSTAT_SORT_LIVE_BYTES);
+	assert_true(clean(out));
 	assert_string_equal(out,
 		"tick 7 at 2023-11-14T22:13:20Z, 2 processes, live 280B, "
 		"2 allocs/s, 0 frees/s, net 116B/s\n"
 		"    PID NAME             THREADS LIVE-BYTES LIVE-OBJECTS"
 		"   ALLOC/s    FREE/s     NET/s STATE\n"
-		"     42 we\"b\\1??               2        280            7"
+		"     42 we?[2J??1???\"\\\xc3\xa9       2        280            7"
 		"         2         0       116 running\n"
 		"      7 sleepy                 0          0            0"
-		"         0         0         0 stalled: pid 7: stuck\n\n");
+		"         0         0         0 stalled: mstat.?[31m.1: is not "
+		"initialised yet\n\n");
 	free(out);
 	mstat_model_fini(&m);
 }
@@ -469,6 +600,8 @@ main(void)
 		cmocka_unit_test(test_sorting),
 		cmocka_unit_test(test_filtering),
 		cmocka_unit_test(test_lifecycle),
+		cmocka_unit_test(test_text_rules),
+		cmocka_unit_test(test_note_escaped),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_openmetrics),
 		cmocka_unit_test(test_table),
