@@ -69,6 +69,26 @@ done(FILE *f)
 
 /* ---- table ---- */
 
+/* A cell of 24 bytes: the value, or "-" when it is not known (a process
+ * never read, a rate before its second snapshot). */
+static const char *
+count_cell(char *c, bool have, uint64_t v)
+{
+	if (!have)
+		return "-";
+	snprintf(c, 24, "%" PRIu64, v);
+	return c;
+}
+
+static const char *
+rate_cell(char *c, bool have, double v)
+{
+	if (!have)
+		return "-";
+	snprintf(c, 24, "%.0f", v);
+	return c;
+}
+
 int
 mstat_output_table(FILE *f, const struct mstat_output_tick *t,
 		   const struct mstat_model_row *const *rows, size_t n)
@@ -97,11 +117,15 @@ mstat_output_table(FILE *f, const struct mstat_output_tick *t,
 		char name[17], err[sizeof(r->err)];
 		mstat_text_escape(name, sizeof(name), r->name, MSTAT_TEXT_PLAIN);
 		mstat_text_escape(err, sizeof(err), r->err, MSTAT_TEXT_PLAIN);
-		fprintf(f, "%7d %-16s %7" PRIu32 " %10" PRIu64 " %12" PRIu64
-			   " %9.0f %9.0f %9.0f %s%s%s\n",
-			(int)r->pid, name, r->threads,
-			mstat_model_live_bytes(r), mstat_model_live_objects(r),
-			r->alloc_rate, r->free_rate, r->net_bytes_rate,
+		char c[6][24];
+		bool h = r->have_snap, hr = r->have_rates;
+		fprintf(f, "%7d %-16s %7s %10s %12s %9s %9s %9s %s%s%s\n",
+			(int)r->pid, name, count_cell(c[0], h, r->threads),
+			count_cell(c[1], h, mstat_model_live_bytes(r)),
+			count_cell(c[2], h, mstat_model_live_objects(r)),
+			rate_cell(c[3], hr, r->alloc_rate),
+			rate_cell(c[4], hr, r->free_rate),
+			rate_cell(c[5], hr, r->net_bytes_rate),
 			mstat_model_live_name(r->live), err[0] ? ": " : "", err);
 	}
 	fputc('\n', f);
@@ -120,6 +144,15 @@ json_rate(FILE *f, const char *name, bool have, double v)
 }
 
 static void
+json_count(FILE *f, const char *name, bool have, uint64_t v)
+{
+	if (have)
+		fprintf(f, ",\"%s\":%" PRIu64, name, v);
+	else
+		fprintf(f, ",\"%s\":null", name);
+}
+
+static void
 json_row(FILE *f, const struct mstat_model_row *r)
 {
 	fprintf(f, "{\"pid\":%d,\"name\":", (int)r->pid);
@@ -129,14 +162,16 @@ json_row(FILE *f, const struct mstat_model_row *r)
 		put_quoted(f, r->err);
 	else
 		fputs("null", f);
-	fprintf(f, ",\"threads\":%" PRIu32, r->threads);
-#define MSTAT_X(e, fld, h) fprintf(f, ",\"" #fld "\":%" PRIu64, r->total.fld);
+	/* Never read (stalled from the start, or refused): nothing is known,
+	 * which is not 0. */
+	bool h = r->have_snap;
+	json_count(f, "threads", h, r->threads);
+#define MSTAT_X(e, fld, _) json_count(f, #fld, h, r->total.fld);
 	MSTAT_CLASS_COUNTERS(MSTAT_X)
 #undef MSTAT_X
-	fprintf(f, ",\"requested_bytes\":%" PRIu64 ",\"live_objects\":%" PRIu64
-		   ",\"live_bytes\":%" PRIu64,
-		r->requested_bytes, mstat_model_live_objects(r),
-		mstat_model_live_bytes(r));
+	json_count(f, "requested_bytes", h, r->requested_bytes);
+	json_count(f, "live_objects", h, mstat_model_live_objects(r));
+	json_count(f, "live_bytes", h, mstat_model_live_bytes(r));
 	json_rate(f, "alloc_rate", r->have_rates, r->alloc_rate);
 	json_rate(f, "free_rate", r->have_rates, r->free_rate);
 	json_rate(f, "alloc_bytes_rate", r->have_rates, r->alloc_bytes_rate);
@@ -219,6 +254,8 @@ mstat_output_openmetrics(FILE *f, const struct mstat_output_tick *t,
 	fputs("# HELP mstat_" OM_NAME_##fld "_total " h "\n"                  \
 	      "# TYPE mstat_" OM_NAME_##fld "_total counter\n", f);           \
 	for (size_t i = 0; i < n; i++) {                                     \
+		if (!rows[i]->have_snap)                                     \
+			continue; /* nothing known: no sample */             \
 		fputs("mstat_" OM_NAME_##fld "_total", f);                    \
 		om_labels(f, rows[i]);                                       \
 		fprintf(f, "} %" PRIu64 "\n", rows[i]->total.fld);            \
@@ -254,6 +291,8 @@ mstat_output_openmetrics(FILE *f, const struct mstat_output_tick *t,
 			gauges[g].name, gauges[g].help, gauges[g].name);
 		for (size_t i = 0; i < n; i++) {
 			const struct mstat_model_row *r = rows[i];
+			if (!r->have_snap && g != 3)
+				continue; /* nothing known but that it runs */
 			uint64_t v = g == 0 ? mstat_model_live_bytes(r)
 				   : g == 1 ? mstat_model_live_objects(r)
 				   : g == 2 ? r->threads

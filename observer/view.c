@@ -54,6 +54,14 @@ human(char *buf, size_t len, double v)
 	return buf;
 }
 
+/* A 16-byte cell: human(v), or "-" when not known (never read; a rate
+ * before the second snapshot). */
+static const char *
+known(char *buf, bool have, double v)
+{
+	return have ? human(buf, 16, v) : "-";
+}
+
 static int
 name_width(void)
 {
@@ -125,15 +133,15 @@ draw_table(struct mstat_ui *ui)
 		mstat_text_escape(name, (size_t)nw + 1 < sizeof(name)
 				  ? (size_t)nw + 1 : sizeof(name),
 				  r->name, MSTAT_TEXT_PLAIN);
-		char lb[16], lo[16], ar[16], fr[16], nr[16];
+		char th[16], lb[16], lo[16], ar[16], fr[16], nr[16];
+		bool h = r->have_snap, hr = r->have_rates;
 		line(y0 + i, k == ui->sel ? A_REVERSE : A_NORMAL,
-		     "%7d %-*s %7u %10s %9s %7s %7s %7s %s", (int)r->pid, nw,
-		     name, r->threads,
-		     human(lb, sizeof(lb), (double)mstat_model_live_bytes(r)),
-		     human(lo, sizeof(lo), (double)mstat_model_live_objects(r)),
-		     human(ar, sizeof(ar), r->alloc_rate),
-		     human(fr, sizeof(fr), r->free_rate),
-		     human(nr, sizeof(nr), r->net_bytes_rate),
+		     "%7d %-*s %7s %10s %9s %7s %7s %7s %s", (int)r->pid, nw,
+		     name, known(th, h, r->threads),
+		     known(lb, h, (double)mstat_model_live_bytes(r)),
+		     known(lo, h, (double)mstat_model_live_objects(r)),
+		     known(ar, hr, r->alloc_rate), known(fr, hr, r->free_rate),
+		     known(nr, hr, r->net_bytes_rate),
 		     mstat_model_live_name(r->live));
 	}
 	if (ui->nrows == 0)
@@ -179,20 +187,22 @@ static void
 draw_detail(struct mstat_ui *ui)
 {
 	const struct mstat_model_row *r = mstat_ui_selected(ui);
-	char lb[16], lo[16], ar[16], fr[16], nr[16], spark[256];
+	char th[16], lb[16], lo[16], ar[16], fr[16], nr[16], spark[256];
 	uint64_t max = 0, max_b = 0, max_o = 0;
 
 	if (!r) {
 		line(HEAD, A_NORMAL, "  the process is gone");
 		return;
 	}
-	line(HEAD, A_BOLD, "pid %d %s: %s, %u threads, live %sB in %s objects, "
+	bool h = r->have_snap, hr = r->have_rates;
+	line(HEAD, A_BOLD, "pid %d %s: %s, %s threads, live %sB in %s objects, "
 			"%s allocs/s, %s frees/s, net %sB/s",
-	     (int)r->pid, r->name, mstat_model_live_name(r->live), r->threads,
-	     human(lb, sizeof(lb), (double)mstat_model_live_bytes(r)),
-	     human(lo, sizeof(lo), (double)mstat_model_live_objects(r)),
-	     human(ar, sizeof(ar), r->alloc_rate), human(fr, sizeof(fr), r->free_rate),
-	     human(nr, sizeof(nr), r->net_bytes_rate));
+	     (int)r->pid, r->name, mstat_model_live_name(r->live),
+	     known(th, h, r->threads),
+	     known(lb, h, (double)mstat_model_live_bytes(r)),
+	     known(lo, h, (double)mstat_model_live_objects(r)),
+	     known(ar, hr, r->alloc_rate), known(fr, hr, r->free_rate),
+	     known(nr, hr, r->net_bytes_rate));
 	int sw = COLS - 26;
 	if (sw > (int)sizeof(spark) - 1)
 		sw = (int)sizeof(spark) - 1;

@@ -329,6 +329,10 @@ def test_stopped():
         check(ps and ps["state"] == "stalled" and
               "stayed inside an update" in (ps["error"] or ""),
               "stalled with a reason: %r" % ps)
+        # Never read by this mstat-top: nothing known, which is not 0.
+        check(all(ps[k] is None for k in
+                  ("threads", "alloc_count", "live_bytes", "live_objects")),
+              "a process never read has null counters: %r" % ps)
         expect_fixed(find(tick, f), "fixed, beside a stopped one")
         pg = find(tick, g)
         check(pg["state"] == "running", "steady runs")
