@@ -172,8 +172,10 @@ publish(struct mstat_top *top, size_t i, uint64_t t_ns)
 	struct mstat_top_sample *old = t->sample, *s = top->fresh[i];
 	int rc = top->rcs[i];
 
-	if (rc != 0 && rc != -EAGAIN && rc != -EBUSY) {
-		/* -EPROTO, -EFAULT: the segment cannot be trusted any more. */
+	if (rc == -EPROTO || rc == -EFAULT) {
+		/* The segment cannot be trusted any more.  Other errors
+		 * (membarrier refused to us) are the reader's: the target
+		 * stays, and says why it is not read. */
 		mstat_top_note(top, "dropped %s", mstat_reader_error(t->reader));
 		mstat_discover_detach(top, t);
 		free(s);

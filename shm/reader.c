@@ -513,6 +513,18 @@ unlock_with(struct mstat_reader *r, int rc)
 	return rc;
 }
 
+/* This reader may not call membarrier (a seccomp profile, a kernel before
+ * 4.16): no target in membarrier mode can be read by it.  Said for each,
+ * with what to do. */
+static int
+barrier_failed(struct mstat_reader *r, int rc)
+{
+	return unlock_with(r, fail(r, rc, "membarrier refused to this reader "
+				   "(%s): allow the system call, or start the "
+				   "process with MSTAT_MODE=fenced",
+				   strerror(-rc)));
+}
+
 int
 mstat_reader_begin(struct mstat_reader *r, unsigned catchup_budget_us)
 {
@@ -554,8 +566,7 @@ mstat_reader_begin(struct mstat_reader *r, unsigned catchup_budget_us)
 		 * its handshake ended.  Finish it, or generation (e + 1) % 3
 		 * may still have a writer in it. */
 		if (mstat_reader_needs_barrier(r) && (rc = mstat_reader_barrier()) < 0)
-			return unlock_with(r, fail(r, rc, "membarrier: %s",
-						   strerror(-rc)));
+			return barrier_failed(r, rc);
 		if ((rc = load_used(r, &r->used)) < 0)
 			return unlock_with(r, rc);
 		handshake_start(r);
@@ -742,7 +753,7 @@ snapshot_one(void *arg)
 		return;
 	}
 	if (mstat_reader_needs_barrier(r) && (rc = mstat_reader_barrier()) < 0) {
-		a->rc = unlock_with(r, fail(r, rc, "membarrier: %s", strerror(-rc)));
+		a->rc = barrier_failed(r, rc);
 		return;
 	}
 	if ((rc = handshake_begin(r)) < 0) {
@@ -804,8 +815,7 @@ snapshot_many(void *arg)
 		int rc = mstat_reader_barrier();
 		for (size_t i = 0; rc < 0 && i < n; i++)
 			if (rcs[i] == 0 && mstat_reader_needs_barrier(rs[i]))
-				rcs[i] = unlock_with(rs[i], fail(rs[i], rc,
-					"membarrier: %s", strerror(-rc)));
+				rcs[i] = barrier_failed(rs[i], rc);
 	}
 	for (size_t i = 0; i < n; i++)
 		if (rcs[i] == 0)

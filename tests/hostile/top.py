@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""Discovery hides nothing: mstat-top against segments that are not ready
-yet, and against more segments than it has file descriptors for.
+"""mstat-top in a hostile environment: segments that are not ready yet,
+more segments than it has file descriptors for, a seccomp profile that
+refuses membarrier.
 
-    discovery.py TEST     TEST: transient fdlimit
+    top.py TEST     TEST: transient fdlimit nomembarrier
 
 The helpers (targets, planting, the owner lock) are tests/observer/e2e.py's;
-the environment is the same (MSTAT_TOP, MSTAT_TARGET).
+the environment is the same (MSTAT_TOP, MSTAT_TARGET), and NO_MEMBARRIER
+runs a command where membarrier(2) fails with EPERM.
 """
 import json
 import os
@@ -17,8 +19,9 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "observer"))
 import e2e  # noqa: E402
-from e2e import (TAG, TIMEOUT, TOP, Target, check, hold_owner_lock,  # noqa: E402
-                 plant, segment_head, ticks, with_identity)
+from e2e import (TAG, TIMEOUT, TOP, Target, check, expect_fixed,  # noqa: E402
+                 find, hold_owner_lock, plant, segment_head, ticks,
+                 with_identity)
 
 
 def named(head, name):
@@ -109,8 +112,41 @@ def test_fdlimit():
             os.close(fd)
 
 
+def test_nomembarrier():
+    """Where mstat-top may not call membarrier (a seccomp profile), a
+    target counting in membarrier mode cannot be read: its row says why
+    and what to do, on every tick, and is neither dropped nor shown as
+    zeros; a target in fenced mode is read exactly beside it."""
+    m = Target("fixed", TAG + "-membarrier")
+    f = Target("fixed", TAG + "-fenced", env={"MSTAT_MODE": "fenced"})
+    try:
+        r = subprocess.run([os.environ["NO_MEMBARRIER"], TOP, "-b", "-o",
+                            "json", "-n", "3", "-d", "0.1", "-p",
+                            "%d,%d" % (m.pid, f.pid)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=TIMEOUT)
+        check(r.returncode == 0, "mstat-top exit %d: %r" %
+              (r.returncode, r.stderr))
+        ts = ticks(r.stdout.decode())
+        check(len(ts) == 3, "every tick printed: %d" % len(ts))
+        for tick in ts:
+            pm = find(tick, m)
+            check(pm is not None, "the membarrier target is shown: %r" % tick)
+            check("membarrier" in (pm["error"] or "") and
+                  "MSTAT_MODE=fenced" in pm["error"],
+                  "says why and what to do: %r" % pm["error"])
+            check(pm["alloc_count"] is None and pm["live_bytes"] is None,
+                  "not shown as zeros: %r" % pm)
+            expect_fixed(find(tick, f), "the fenced one, beside it")
+        check(b"dropped" not in r.stderr,
+              "the segment is not dropped: %r" % r.stderr)
+    finally:
+        m.stop()
+        f.stop()
+
+
 if __name__ == "__main__":
-    sys.argv[0] = "discovery.py"
+    sys.argv[0] = "top.py"
     name = sys.argv[1]
     fn = globals().get("test_" + name)
     if not fn:
