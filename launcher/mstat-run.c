@@ -164,10 +164,12 @@ json_counts(FILE *f, const struct mstat_counts *c)
 		(unsigned long long)mstat_live_bytes(c));
 }
 
-/* Writes the summary; `s` is NULL when nothing was counted (`why`). */
+/* Writes the summary; `s` is NULL when nothing was counted (`why`);
+ * `library` is the status the command reported, or NULL. */
 static int
 write_summary(const char *file, char **cmd, pid_t pid, int status,
-	      const char *name, const struct mstat_snapshot *s, const char *why)
+	      const char *name, const struct mstat_snapshot *s, const char *why,
+	      const char *library)
 {
 	FILE *f = strcmp(file, "-") == 0 ? stdout : fopen(file, "w");
 
@@ -187,6 +189,10 @@ write_summary(const char *file, char **cmd, pid_t pid, int status,
 	else
 		fprintf(f, ",\n  \"exit\": {\"code\": %d}", WEXITSTATUS(status));
 	fprintf(f, ",\n  \"counted\": %s", s ? "true" : "false");
+	if (library) {
+		fprintf(f, ",\n  \"library\": ");
+		json_string(f, library);
+	}
 	if (!s) {
 		fprintf(f, ",\n  \"reason\": ");
 		json_string(f, why);
@@ -255,12 +261,19 @@ listen_for_report(char *name, size_t len)
 	return s;
 }
 
-/* The descriptor in one report, or -1. */
-static int
-receive_fd(int conn)
+/* What a process reports: the library's status line, and the descriptor
+ * of its segment, or -1 if it counts nothing. */
+struct report {
+	int fd;
+	char status[400];
+};
+
+/* One report; false if the connection carried none. */
+static bool
+receive(int conn, struct report *rep)
 {
-	char byte;
-	struct iovec iov = { .iov_base = &byte, .iov_len = 1 };
+	struct iovec iov = { .iov_base = rep->status,
+			     .iov_len = sizeof(rep->status) - 1 };
 	union {
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int))];
@@ -271,41 +284,47 @@ receive_fd(int conn)
 		.msg_control = ctl.buf,
 		.msg_controllen = sizeof(ctl.buf),
 	};
-	int fd = -1;
+	ssize_t n = recvmsg(conn, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 
-	if (recvmsg(conn, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC) <= 0)
-		return -1;
+	rep->fd = -1;
+	if (n <= 0)
+		return false;
+	rep->status[n] = '\0';
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
 		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
 		    c->cmsg_len == CMSG_LEN(sizeof(int)))
-			memcpy(&fd, CMSG_DATA(c), sizeof(int));
-	return fd;
+			memcpy(&rep->fd, CMSG_DATA(c), sizeof(int));
+	return true;
 }
 
-/* The segment the process `pid` reported last (an exec()ed image reports
- * its own), or -1.  Reports of other processes are dropped. */
-static int
-last_report(int listener, pid_t pid)
+/* What the process `pid` reported last (an exec()ed image reports its
+ * own) into `last`; false if it reported nothing.  Reports of other
+ * processes are dropped. */
+static bool
+last_report(int listener, pid_t pid, struct report *last)
 {
-	int conn, last = -1;
+	struct report rep;
+	bool have = false;
+	int conn;
 
+	last->fd = -1;
 	while ((conn = accept4(listener, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
 		struct ucred peer;
 		socklen_t plen = sizeof(peer);
-		int fd = receive_fd(conn);
 
-		if (fd >= 0 && getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer,
-					  &plen) == 0 &&
+		if (receive(conn, &rep) &&
+		    getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &plen) == 0 &&
 		    peer.pid == pid && peer.uid == geteuid()) {
-			if (last >= 0)
-				close(last);
-			last = fd;
-		} else if (fd >= 0) {
-			close(fd);
+			if (last->fd >= 0)
+				close(last->fd);
+			*last = rep;
+			have = true;
+		} else if (rep.fd >= 0) {
+			close(rep.fd);
 		}
 		close(conn);
 	}
-	return last;
+	return have;
 }
 
 /* Removes whatever segments CMD left under its names (it was killed, or
@@ -325,25 +344,30 @@ remove_left(const struct mstat_target_info *in)
 }
 
 /*
- * CMD (pid) has ended.  Takes its final snapshot from the segment it
- * reported last.  0, or -1 with the reason in `why`.
+ * CMD (pid) has ended, and reported `rep` last (NULL: nothing).  Takes its
+ * final snapshot from the segment reported.  0, or -1 with the reason in
+ * `why`.
  */
 static int
-collect(int listener, pid_t pid, struct mstat_snapshot *s, char *name,
-	size_t namelen, char *why, size_t whylen)
+collect(const struct report *rep, pid_t pid, struct mstat_snapshot *s,
+	char *name, size_t namelen, char *why, size_t whylen)
 {
 	struct mstat_reader *r;
 	char label[64];
-	int fd = last_report(listener, pid), rc;
+	int rc;
 
-	if (fd < 0) {
-		snprintf(why, whylen, "the command made no segment: it was not "
-			 "counted (statically linked, set-user-ID, MSTAT_DISABLE, "
-			 "no usable /dev/shm, or another network namespace)");
+	if (!rep) {
+		snprintf(why, whylen, "the command reported nothing: it was not "
+			 "counted (statically linked, set-user-ID, or in another "
+			 "network namespace)");
+		return -1;
+	}
+	if (rep->fd < 0) {
+		snprintf(why, whylen, "%s", rep->status); /* the library's why */
 		return -1;
 	}
 	snprintf(label, sizeof(label), "segment of pid %d", (int)pid);
-	rc = mstat_reader_open_fd(&r, fd, label, why, whylen);
+	rc = mstat_reader_open_fd(&r, rep->fd, label, why, whylen);
 	if (rc < 0)
 		return -1;
 	/* Its owner is gone: a final read, no waiting. */
@@ -470,7 +494,9 @@ main(int argc, char **argv)
 	}
 
 	struct mstat_snapshot *snap = malloc(sizeof(*snap));
-	char seg_name[64], why[300];
+	struct report rep;
+	bool reported = !exec_err && last_report(listener, child, &rep);
+	char seg_name[64], why[500];
 	bool counted = false;
 	if (exec_err)
 		snprintf(why, sizeof(why), "cannot run %s: %s", cmd[0],
@@ -478,7 +504,7 @@ main(int argc, char **argv)
 	else if (!snap)
 		snprintf(why, sizeof(why), "out of memory");
 	else
-		counted = collect(listener, child, snap, seg_name,
+		counted = collect(reported ? &rep : NULL, child, snap, seg_name,
 				  sizeof(seg_name), why, sizeof(why)) == 0;
 	close(listener);
 
@@ -489,11 +515,16 @@ main(int argc, char **argv)
 
 	int result = WIFSIGNALED(status) ? 128 + WTERMSIG(status)
 					 : WEXITSTATUS(status);
-	if (exec_err || (summary && !counted))
+	/* Run to be counted and not counted: said whether or not a summary
+	 * was asked for (the library itself says nothing unasked). */
+	if (exec_err)
 		say("%s", why);
+	else if (!counted)
+		say("%s was not counted: %s", cmd[0], why);
 	if (summary && write_summary(summary, cmd, si.si_pid, status,
 				     counted ? seg_name : name ? name : cmd[0],
-				     counted ? snap : NULL, why) < 0)
+				     counted ? snap : NULL, why,
+				     reported ? rep.status : NULL) < 0)
 		result = EXIT_OWN;
 	free(snap);
 	return result;

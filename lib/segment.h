@@ -53,11 +53,13 @@ int mstat_segment_reserve(const struct mstat_segment *seg, uint32_t i);
 /* Makes the segment visible to readers; call once its counters are set. */
 void mstat_segment_publish(struct mstat_segment *seg);
 
-/* Sends the segment's descriptor to whoever listens on the abstract unix
- * socket `socket_name` (mstat-run, which reads the final totals from it
- * after the process has ended), if its user is this one.  0 or -errno. */
+/* Sends `status` (the library's, one line) and the segment's descriptor,
+ * or no descriptor if `seg` is NULL (nothing is counted), to whoever
+ * listens on the abstract unix socket `socket_name` (mstat-run, which
+ * reads the final totals from it after the process has ended, or says
+ * why there are none), if its user is this one.  0 or -errno. */
 int mstat_segment_report(const struct mstat_segment *seg,
-			 const char *socket_name);
+			 const char *socket_name, const char *status);
 
 /* Marks the target exiting, with the time and the slots whose update the
  * exit could not wait for (`cut`), and unlinks the name.  The mapping and

@@ -27,6 +27,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -123,8 +124,10 @@ static struct {
 	unsigned early_threads;
 	uint64_t born_ns;
 	char name[MSTAT_NAME_MAX];
-	char status[200];
+	char status[400];        /* mstat_self_status() */
+	char warnings[200];      /* said once, kept in the status */
 	char report[100];        /* MSTAT_REPORT: where mstat-run listens */
+	char log[256];           /* MSTAT_LOG: "stderr", a file, or "" */
 	/* The counts made before the segment exists, under shared_lock. */
 	mstat_rows early;
 	mstat_rows forking;      /* the forking thread's counts meanwhile */
@@ -516,12 +519,13 @@ mstat_section_open_slow(struct mstat_section *sec)
 
 /* ---- start-up ---- */
 
-/* Joins NULL-terminated `parts` into dst (len bytes, truncated).  Not
- * snprintf: a starting process need not fault in stdio's code for it. */
+/* Appends NULL-terminated `parts` to the string in dst (len bytes,
+ * truncated).  Not snprintf: a starting process need not fault in stdio's
+ * code for it. */
 static void
-join(char *dst, size_t len, const char *const *parts)
+append(char *dst, size_t len, const char *const *parts)
 {
-	size_t n = 0;
+	size_t n = strlen(dst);
 
 	for (; *parts; parts++)
 		for (const char *p = *parts; *p && n + 1 < len; p++)
@@ -530,15 +534,63 @@ join(char *dst, size_t len, const char *const *parts)
 }
 
 static void
-say(const char *what, const char *why)
+join(char *dst, size_t len, const char *const *parts)
+{
+	dst[0] = '\0';
+	append(dst, len, parts);
+}
+
+/* One line where MSTAT_LOG asks (stderr, or appended to a file), and
+ * nowhere unasked: the program's descriptors are its own, and its stderr
+ * may be a data file or a protocol. */
+static void
+log_line(const char *what, const char *why)
 {
 	char line[400], pid[24];
+	int fd = STDERR_FILENO;
 
+	if (!proc.log[0])
+		return;
+	if (strcmp(proc.log, "stderr") != 0 &&
+	    (fd = open(proc.log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
+			       O_NOCTTY, 0600)) < 0)
+		return;
 	mstat_utoa(pid, (uint64_t)getpid());
 	join(line, sizeof(line), (const char *const[]){
-		"mstatshm: ", proc.name, "[", pid, "]: ", what,
-		why ? ": " : "", why ? why : "", "\n", NULL });
-	(void)!write(STDERR_FILENO, line, strlen(line));
+		"mstatshm: ", proc.name, "[", pid, "]: ", what, ": ", why, "\n",
+		NULL });
+	(void)!write(fd, line, strlen(line));
+	if (fd != STDERR_FILENO)
+		close(fd);
+}
+
+/* What the process should know but that does not stop it counting (a
+ * variable ignored, a fallback): in its status from now on, and logged. */
+static void
+warn(const char *what, const char *why)
+{
+	append(proc.warnings, sizeof(proc.warnings), (const char *const[]){
+		proc.warnings[0] ? "; " : "", what, ": ", why, NULL });
+	log_line(what, why);
+}
+
+/* mstat_self_status(): `parts`, then the warnings so far. */
+static void
+set_status(const char *const *parts)
+{
+	join(proc.status, sizeof(proc.status), parts);
+	if (proc.warnings[0])
+		append(proc.status, sizeof(proc.status),
+		       (const char *const[]){ "; ", proc.warnings, NULL });
+}
+
+/* Tells mstat-run, if it runs this process: the status, and the segment
+ * unless `seg` is NULL (nothing is counted). */
+static void
+report(const struct mstat_segment *seg)
+{
+	if (proc.report[0] && getpid() == proc.report_pid)
+		(void)mstat_segment_report(seg, proc.report, proc.status);
 }
 
 static uint32_t
@@ -551,7 +603,7 @@ env_slots(void)
 		return MSTAT_SLOTS_DEFAULT;
 	unsigned long v = strtoul(s, &end, 10);
 	if (*end || v < MSTAT_SLOTS_MIN || v > MSTAT_SLOTS_MAX) {
-		say("MSTAT_SLOTS ignored", "not a number in 2..4096");
+		warn("MSTAT_SLOTS ignored", "not a number in 2..4096");
 		return MSTAT_SLOTS_DEFAULT;
 	}
 	return (uint32_t)v;
@@ -568,7 +620,7 @@ env_mode(void)
 		return MSTAT_MODE_FENCED;
 	if (strcmp(s, "membarrier") == 0)
 		return MSTAT_MODE_MEMBARRIER;
-	say("MSTAT_MODE ignored", "use fenced or membarrier");
+	warn("MSTAT_MODE ignored", "use fenced or membarrier");
 	return MSTAT_DEFAULT_MODE;
 }
 
@@ -582,8 +634,8 @@ start(void)
 
 	if (mode == MSTAT_MODE_MEMBARRIER &&
 	    syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) < 0) {
-		say("membarrier unavailable, counting in fenced mode",
-		    strerror(errno));
+		warn("membarrier unavailable, counting in fenced mode",
+		     strerror(errno));
 		mode = MSTAT_MODE_FENCED;
 	}
 	/* Whoever starts removes a few segments of processes that are gone. */
@@ -597,9 +649,9 @@ start(void)
 		pthread_mutex_lock(&proc.shared_lock);
 		proc.disabled = true;
 		pthread_mutex_unlock(&proc.shared_lock);
-		join(proc.status, sizeof(proc.status),
-		     (const char *const[]){ "not counting: ", err, NULL });
-		say("not counting", err);
+		set_status((const char *const[]){ "not counting: ", err, NULL });
+		log_line("not counting", err);
+		report(NULL);
 		return;
 	}
 
@@ -622,11 +674,10 @@ start(void)
 	/* (R) release: pairs with the acquire in mstat_section_open_slow(). */
 	atomic_store_explicit(&proc.ready, 1, memory_order_release);
 	pthread_mutex_unlock(&proc.shared_lock);
-	join(proc.status, sizeof(proc.status), (const char *const[]){
+	set_status((const char *const[]){
 		"counting into " MSTAT_SHM_DIR "/", seg.shm_name,
 		mode == MSTAT_MODE_FENCED ? " (fenced)" : " (membarrier)", NULL });
-	if (proc.report[0] && getpid() == proc.report_pid)
-		(void)mstat_segment_report(&proc.seg, proc.report);
+	report(&proc.seg);
 }
 
 /* ---- fork ---- */
@@ -836,31 +887,35 @@ mstat_writer_start(void)
 	e = getenv("MSTAT_NAME");
 	join(proc.name, sizeof(proc.name), (const char *const[]){
 		e && *e ? e : program_invocation_short_name, NULL });
-	e = getenv("MSTAT_DISABLE");
-	if (e && *e && strcmp(e, "0") != 0) {
-		proc.disabled = true;
-		join(proc.status, sizeof(proc.status),
-		     (const char *const[]){ "disabled by MSTAT_DISABLE", NULL });
-		return;
-	}
-	e = getenv("MSTAT_EAGER");
-	proc.eager = e && *e && strcmp(e, "0") != 0;
+	e = getenv("MSTAT_LOG");
+	if (e && strlen(e) < sizeof(proc.log))
+		join(proc.log, sizeof(proc.log), (const char *const[]){ e, NULL });
 	/* Set by mstat-run for the command it runs (see mstat-run.c): that
-	 * process sends its segment as it makes it, at once. */
+	 * process sends its segment as it makes it, at once, or says why
+	 * there is none. */
 	e = getenv("MSTAT_REPORT");
 	if (e && *e && strlen(e) < sizeof(proc.report)) {
 		const char *p = getenv("MSTAT_REPORT_PID");
 		join(proc.report, sizeof(proc.report), (const char *const[]){ e, NULL });
 		proc.report_pid = p ? (pid_t)strtol(p, NULL, 10) : 0;
-		proc.eager |= proc.report_pid == getpid();
 	}
+	e = getenv("MSTAT_DISABLE");
+	if (e && *e && strcmp(e, "0") != 0) {
+		proc.disabled = true;
+		set_status((const char *const[]){ "disabled by MSTAT_DISABLE", NULL });
+		report(NULL);
+		return;
+	}
+	e = getenv("MSTAT_EAGER");
+	proc.eager = (e && *e && strcmp(e, "0") != 0) ||
+		     (proc.report[0] && proc.report_pid == getpid());
 	proc.slot_count = env_slots();
 	proc.writer_mode = env_mode();
 	*(void **)&proc.next_exit = dlsym(RTLD_NEXT, "_exit");
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
 	atexit(retire);
 	at_quick_exit(retire);
-	join(proc.status, sizeof(proc.status), (const char *const[]){
+	set_status((const char *const[]){
 		"counting in process memory; the segment is made once the "
 		"process is worth watching", NULL });
 	proc.started = true;
