@@ -218,9 +218,9 @@ barrier_threads(void)
 }
 
 /*
- * Sets `bit` in `stop` and waits, at most DRAIN_BUDGET_US, until every
- * section that did not see it has ended.  Afterwards no thread writes a
- * slot until the bit is cleared.  Returns how many slots stayed inside a
+ * Sets `bit` in `stop` and waits, at most DRAIN_BUDGET_US of its CPU
+ * time, until every section that did not see it has ended.  Afterwards no
+ * thread writes a slot until the bit is cleared.  Returns how many slots stayed inside a
  * section (a thread stopped in a debugger, or this very thread,
  * interrupted by the signal handler that called us): normally 0.
  */
@@ -241,8 +241,12 @@ stop_sections(unsigned char bit)
 	mstat_handshake_start(&hs, (const unsigned char *)mstat_segment_slot(&proc.seg, 0),
 			      proc.seg.slot_size,
 			      atomic_load_explicit(&proc.reserved, memory_order_acquire));
-	return mstat_handshake_wait(&hs, DRAIN_BUDGET_US) ? 0
-							  : mstat_handshake_pending(&hs);
+	/* The budget is this thread's CPU time: on a loaded CPU a section's
+	 * thread can wait many time slices to run again, and the wait must
+	 * last until it has (a copy or a sum taken before would hold half
+	 * of its update); one that cannot run ends the wait all the same. */
+	return mstat_handshake_wait(&hs, DRAIN_BUDGET_US, CLOCK_THREAD_CPUTIME_ID)
+		       ? 0 : mstat_handshake_pending(&hs);
 }
 
 /* ---- the shared slot ---- */

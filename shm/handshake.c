@@ -8,13 +8,19 @@
 
 #include "layout.h"
 
-uint64_t
-mstat_now_us(void)
+static uint64_t
+clock_us(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+uint64_t
+mstat_now_us(void)
+{
+	return clock_us(CLOCK_MONOTONIC);
 }
 
 void
@@ -83,20 +89,21 @@ mstat_handshake_pending(const struct mstat_handshake *h)
 }
 
 bool
-mstat_handshake_wait(struct mstat_handshake *h, unsigned budget_us)
+mstat_handshake_wait(struct mstat_handshake *h, unsigned budget_us,
+		     clockid_t clock)
 {
 	uint64_t deadline;
 	unsigned spins = 0;
 
 	if (!mstat_handshake_poll(h))
 		return true;
-	deadline = mstat_now_us() + budget_us;
+	deadline = clock_us(clock) + budget_us;
 	while (mstat_handshake_poll(h)) {
 		if (++spins < 128) {
 			mstat_cpu_relax();
 			continue;
 		}
-		if (mstat_now_us() >= deadline)
+		if (clock_us(clock) >= deadline)
 			return false;
 		sched_yield();
 	}

@@ -17,6 +17,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 struct mstat_handshake {
 	const unsigned char *slots; /* slot 0 */
@@ -35,9 +36,14 @@ void mstat_handshake_start(struct mstat_handshake *h, const unsigned char *slots
  * section it was in when first seen. */
 bool mstat_handshake_poll(struct mstat_handshake *h);
 
-/* Polls until done (true) or `budget_us` have passed (false).  Spins a
- * little, then yields: on a busy CPU the writer may need this one. */
-bool mstat_handshake_wait(struct mstat_handshake *h, unsigned budget_us);
+/* Polls until done (true) or `budget_us` have passed on `clock` (false).
+ * Spins a little, then yields: on a busy CPU the writer may need this
+ * one.  CLOCK_MONOTONIC bounds the wait; CLOCK_THREAD_CPUTIME_ID bounds
+ * the CPU it burns, so that a wait for a writer preempted on a loaded
+ * CPU (or in a cgroup out of quota) lasts until it runs again, and one
+ * for a writer that cannot run (stopped by a debugger) still ends. */
+bool mstat_handshake_wait(struct mstat_handshake *h, unsigned budget_us,
+			  clockid_t clock);
 
 /* After a wait that gave up: how many slots are still inside a section
  * they were in when first seen, or when the wait ended. */

@@ -570,7 +570,7 @@ mstat_reader_begin(struct mstat_reader *r, unsigned catchup_budget_us)
 		if ((rc = load_used(r, &r->used)) < 0)
 			return unlock_with(r, rc);
 		handshake_start(r);
-		if (!mstat_handshake_wait(&r->hs, catchup_budget_us))
+		if (!mstat_handshake_wait(&r->hs, catchup_budget_us, CLOCK_MONOTONIC))
 			return mstat_reader_abandon(r);
 		atomic_store_explicit(&r->ctl->synced_epoch, e, memory_order_release);
 		step(MSTAT_STEP_CAUGHT_UP);
@@ -760,7 +760,8 @@ snapshot_one(void *arg)
 		a->rc = rc;
 		return;
 	}
-	if (!mstat_handshake_wait(&r->hs, r->wait_budget_us)) {
+	if (!mstat_handshake_wait(&r->hs, r->wait_budget_us,
+				  CLOCK_MONOTONIC)) {
 		a->rc = mstat_reader_abandon(r);
 		return;
 	}

@@ -10,7 +10,8 @@
  *   fork, threads: a parent whose four other threads allocate and free
  *   while it forks, 100 times, gives children whose counts are their heap:
  *   what they can reach, and nothing they cannot but a block a churning
- *   thread held in its hand.
+ *   thread held in its hand.  The same on one CPU shared with threads
+ *   that take it from them.
  *   exec: the new image starts from nothing, under the same segment name.
  *   realloc: another process, reading a target that reallocates one block
  *   back and forth between two classes as fast as it can, never sees the
@@ -23,6 +24,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -250,13 +252,25 @@ child_frees_the_rings(void)
 	return 0;
 }
 
-static void
-test_fork_of_threaded_parent_is_exact(void **state)
+/* Threads that only take the CPU: no allocation, no count. */
+static void *
+hog(void *unused)
 {
-	pthread_t th[CHURNERS];
+	(void)unused;
+	while (!atomic_load_explicit(&churn_stop, memory_order_relaxed))
+		;
+	return NULL;
+}
+
+/* FORKS forks of a parent with CHURNERS churning threads and `hogs`
+ * threads that take the CPU from them. */
+static void
+forks_of_threaded_parent(unsigned hogs)
+{
+	pthread_t th[CHURNERS], hg[32];
 	int failed[7] = { 0 };
 
-	(void)state;
+	assert_true(hogs <= 32);
 	for (unsigned t = 0; t < CHURNERS; t++) {
 		void *p = malloc(churn_size[t]);
 		churn_usable[t] = malloc_usable_size(p);
@@ -269,6 +283,8 @@ test_fork_of_threaded_parent_is_exact(void **state)
 	for (unsigned t = 0; t < CHURNERS; t++)
 		assert_int_equal(pthread_create(&th[t], NULL, churn,
 						(void *)(uintptr_t)t), 0);
+	for (unsigned t = 0; t < hogs; t++)
+		assert_int_equal(pthread_create(&hg[t], NULL, hog, NULL), 0);
 	for (int i = 0; i < FORKS; i++) {
 		pid_t pid = fork_child();
 		if (pid == 0)
@@ -281,6 +297,8 @@ test_fork_of_threaded_parent_is_exact(void **state)
 	atomic_store(&churn_stop, 1);
 	for (unsigned t = 0; t < CHURNERS; t++)
 		pthread_join(th[t], NULL);
+	for (unsigned t = 0; t < hogs; t++)
+		pthread_join(hg[t], NULL);
 	for (unsigned t = 0; t < CHURNERS; t++)
 		for (unsigned i = 0; i < RING; i++)
 			free(atomic_exchange(&ring[t][i], NULL));
@@ -289,6 +307,37 @@ test_fork_of_threaded_parent_is_exact(void **state)
 			 "allocations %d, inherited not the rings %d, snapshot "
 			 "%d, after freeing %d", FORKS - failed[0], FORKS,
 			 failed[2], failed[3], failed[4], failed[5], failed[6]);
+}
+
+static void
+test_fork_of_threaded_parent_is_exact(void **state)
+{
+	(void)state;
+	forks_of_threaded_parent(0);
+}
+
+/*
+ * The same on one CPU shared with 24 threads that never yield it: a
+ * churning thread preempted inside its section waits for many time
+ * slices (as on a loaded machine, or in a container whose CPU quota is
+ * spent), and the fork must wait for it all the same.
+ */
+static void
+test_fork_of_threaded_parent_under_load(void **state)
+{
+	cpu_set_t all, one;
+
+	(void)state;
+	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
+	CPU_ZERO(&one);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &all)) {
+			CPU_SET(c, &one);
+			break;
+		}
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+	forks_of_threaded_parent(24);
+	assert_int_equal(sched_setaffinity(0, sizeof(all), &all), 0);
 }
 
 /* ---- exec ---- */
@@ -439,6 +488,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_fork_child_starts_from_inherited_heap),
 		cmocka_unit_test(test_exec_starts_fresh),
 		cmocka_unit_test(test_fork_of_threaded_parent_is_exact),
+		cmocka_unit_test(test_fork_of_threaded_parent_under_load),
 		cmocka_unit_test(test_realloc_is_one_update),
 	};
 
