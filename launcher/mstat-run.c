@@ -328,7 +328,8 @@ last_report(int listener, pid_t pid, struct report *last)
 }
 
 /* Removes whatever segments CMD left under its names (it was killed, or
- * exec()ed): their owner is gone now. */
+ * exec()ed): the one it reported, and those of the names it tried first.
+ * Their owner is gone now; files of other users are left alone. */
 static void
 remove_left(const struct mstat_target_info *in)
 {
@@ -337,6 +338,7 @@ remove_left(const struct mstat_target_info *in)
 
 	if (dirfd < 0)
 		return;
+	(void)mstat_reap_at(dirfd, in->shm_name, geteuid(), NULL, NULL);
 	for (unsigned i = 0; i < MSTAT_SHM_SUFFIXES; i++)
 		if (mstat_shm_name(name, sizeof(name), in->pid, in->start_time, i) > 0)
 			(void)mstat_reap_at(dirfd, name, geteuid(), NULL, NULL);

@@ -5,8 +5,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -44,22 +46,42 @@ realtime_ns(void)
 	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
 }
 
+/* A suffix nobody can have guessed, never 0 (the plain name). */
+static uint64_t
+random_suffix(void)
+{
+	uint64_t v = 0;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v)) {
+		/* Early boot: the clock and where the stack is, as good as
+		 * it gets without blocking. */
+		v = realtime_ns() ^ ((uint64_t)(uintptr_t)&v << 16);
+	}
+	return v ? v : 1;
+}
+
 /*
  * Makes and locks a new file for the segment in `dirfd`: the first of the
  * names mstat.<pid>.<start>[.<n>] that is free, or held by a process that
- * is gone (then it is removed first).  Returns the descriptor, or -errno.
+ * is gone (then it is removed first).  n runs 1 to 7, then is random: the
+ * names are easy to guess, and another user may have made them all first
+ * (their files are never used nor removed).  Returns the descriptor, or
+ * -errno.
  */
 static int
 open_new(int dirfd, struct mstat_segment *seg, const struct mstat_reaped *self)
 {
+	const unsigned max_tries = 4 * MSTAT_SHM_SUFFIXES;
 	unsigned suffix = 0, tries = 0;
 
-	while (suffix < MSTAT_SHM_SUFFIXES && tries++ < 4 * MSTAT_SHM_SUFFIXES) {
+	while (tries++ < max_tries) {
 		struct stat st;
 		int fd, rc;
 
 		rc = mstat_shm_name(seg->shm_name, sizeof(seg->shm_name),
-				    self->pid, self->start_time, suffix);
+				    self->pid, self->start_time,
+				    suffix < MSTAT_SHM_SUFFIXES ? suffix
+								: random_suffix());
 		if (rc < 0)
 			return rc;
 		fd = openat(dirfd, seg->shm_name,

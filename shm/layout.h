@@ -53,7 +53,8 @@
 
 #define MSTAT_SHM_DIR "/dev/shm"
 #define MSTAT_SHM_PREFIX "mstat."   /* shm names: mstat.<pid>.<starttime> */
-#define MSTAT_SHM_SUFFIXES 8u        /* the name, then .1 ... .7 */
+#define MSTAT_SHM_SUFFIXES 8u        /* the name, then .1 ... .7; then a
+					* random .<n> (shm/name.h) */
 #define MSTAT_PAGE 4096u             /* the unit of a segment's parts */
 #define MSTAT_CACHELINE 64u
 #define MSTAT_NAME_MAX 64u           /* bytes of the name, with its NUL */

@@ -28,7 +28,7 @@ mstat_utoa(char *buf, uint64_t v)
 
 int
 mstat_shm_name(char *buf, size_t len, pid_t pid, uint64_t start_time,
-	       unsigned suffix)
+	       uint64_t suffix)
 {
 	char tmp[MSTAT_SHM_NAME_MAX];
 	size_t n = sizeof(MSTAT_SHM_PREFIX) - 1;
@@ -85,7 +85,7 @@ mstat_shm_parse_name(const char *name, pid_t *pid, uint64_t *start_time)
 		return -EINVAL;
 	if (*name == '.') {
 		name++;
-		if (parse_u64(&name, MSTAT_SHM_SUFFIXES - 1, &suffix) < 0 ||
+		if (parse_u64(&name, UINT64_MAX, &suffix) < 0 ||
 		    suffix == 0 || *name != '\0')
 			return -EINVAL;
 	}

@@ -7,7 +7,8 @@
  * of /proc/<pid>/stat: within one pid namespace the pair names one process
  * for the life of the machine.  Processes in other pid namespaces sharing
  * /dev/shm can collide with it, and anyone may create a name first: the
- * creator then takes the same name with a suffix, .1 to .7.  Names say
+ * creator then takes the same name with a suffix, .1 to .7, and if those
+ * are taken too, a random one (64 bits), which nobody can guess.  Names say
  * who made a segment; whether its maker lives is the owner lock's to say
  * (owner.h), never the pid's.
  *
@@ -26,7 +27,7 @@
 /* Writes "mstat.<pid>.<start_time>", and ".<suffix>" if suffix is not 0,
  * into buf; returns its length, or -ENAMETOOLONG. */
 int mstat_shm_name(char *buf, size_t len, pid_t pid, uint64_t start_time,
-		   unsigned suffix);
+		   uint64_t suffix);
 
 /* Parses a name made by mstat_shm_name(), and nothing else: 0 or -EINVAL. */
 int mstat_shm_parse_name(const char *name, pid_t *pid, uint64_t *start_time);

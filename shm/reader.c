@@ -293,9 +293,9 @@ int
 mstat_reader_open_pid(struct mstat_reader **out, pid_t pid, char *err,
 		      size_t errlen)
 {
-	char found[MSTAT_SHM_SUFFIXES][MSTAT_SHM_NAME_MAX];
+	struct mstat_reader *dead = NULL;
 	uint64_t start = 0;
-	int have_start, matches = 0, rc = -ENOENT;
+	int have_start, matches = 0, opened = 0, rc = -ENOENT;
 	struct dirent *de;
 	DIR *d;
 
@@ -315,18 +315,40 @@ mstat_reader_open_pid(struct mstat_reader **out, pid_t pid, char *err,
 			snprintf(err, errlen, "%s: %s", MSTAT_SHM_DIR, strerror(errno));
 		return rc;
 	}
-	while ((de = readdir(d)) && matches < (int)MSTAT_SHM_SUFFIXES) {
+	/* Names with a suffix exist when the plain one was taken (another
+	 * pid namespace, or squatted: any number of names, which do not
+	 * validate): the segment whose owner lives is it.  Failing that, the
+	 * only one that opens (a process gone, for its final read). */
+	while ((de = readdir(d))) {
+		struct mstat_reader *r;
 		pid_t p;
 		uint64_t st;
 
-		if (mstat_shm_parse_name(de->d_name, &p, &st) < 0 || p != pid)
+		if (mstat_shm_parse_name(de->d_name, &p, &st) < 0 || p != pid ||
+		    (have_start && st != start))
 			continue;
-		if (have_start && st != start)
+		matches++;
+		rc = mstat_reader_open_name(&r, de->d_name, err, errlen);
+		if (rc < 0)
 			continue;
-		if (strlen(de->d_name) < sizeof(found[0]))
-			strcpy(found[matches++], de->d_name);
+		opened++;
+		if (mstat_reader_alive(r) == 1) {
+			mstat_reader_close(dead);
+			closedir(d);
+			*out = r;
+			return 0;
+		}
+		if (dead)
+			mstat_reader_close(r);
+		else
+			dead = r;
 	}
 	closedir(d);
+	if (opened == 1) {
+		*out = dead;
+		return 0;
+	}
+	mstat_reader_close(dead);
 	if (matches == 0) {
 		if (err && errlen)
 			snprintf(err, errlen,
@@ -334,24 +356,11 @@ mstat_reader_open_pid(struct mstat_reader **out, pid_t pid, char *err,
 				 (int)pid, have_start ? "running" : "alive");
 		return -ENOENT;
 	}
-	/* Names with a suffix exist when the plain one was taken (another
-	 * pid namespace, or squatted): the one whose owner lives is it. */
-	for (int i = 0; i < matches; i++) {
-		struct mstat_reader *r;
-		rc = mstat_reader_open_name(&r, found[i], err, errlen);
-		if (rc < 0)
-			continue;
-		if (matches == 1 || mstat_reader_alive(r) == 1) {
-			*out = r;
-			return 0;
-		}
-		mstat_reader_close(r);
-	}
-	if (rc == 0) {
+	if (opened > 1) {
 		if (err && errlen)
 			snprintf(err, errlen,
 				 "pid %d is gone and left %d segments; open one by name",
-				 (int)pid, matches);
+				 (int)pid, opened);
 		rc = -ENOENT;
 	}
 	return rc;

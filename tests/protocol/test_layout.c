@@ -82,11 +82,20 @@ names_round_trip_and_reject_garbage(void **state)
 	assert_int_equal(mstat_shm_parse_name(buf, &pid, &st), 0);
 	assert_int_equal(pid, 4242);
 	assert_int_equal(st, 987654321);
+	/* And then to a random one, which nobody can take first: the
+	 * longest name fits. */
+	assert_true(mstat_shm_name(buf, sizeof(buf), INT32_MAX, UINT64_MAX,
+				   UINT64_MAX) > 0);
+	assert_string_equal(buf, "mstat.2147483647.18446744073709551615."
+				 "18446744073709551615");
+	assert_int_equal(mstat_shm_parse_name(buf, &pid, &st), 0);
+	assert_int_equal(pid, INT32_MAX);
+	assert_int_equal(st, UINT64_MAX);
 
 	const char *bad[] = {
 		"mstat.", "mstat.1", "mstat.1.", "mstat..1", "mstat.0.1",
 		"mstat.01.1", "mstat.1.01", "mstat.-1.1", "mstat.1.2.0",
-		"mstat.1.2.8", "mstat.1.2.01", "mstat.1.2.3.4", "mstat.1.2.",
+		"mstat.1.2.18446744073709551616", "mstat.1.2.01", "mstat.1.2.3.4", "mstat.1.2.",
 		"mstat.1.2x", "mstat.99999999999.1", "mstat.1.99999999999999999999",
 		"xstat.1.2", "mstat.1.2/../x", "",
 	};
