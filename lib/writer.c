@@ -17,17 +17,24 @@
  *   - while a thread forks, its own counts go to `forking`, process memory
  *     that fork copies, and every other thread's sections are stopped
  *     until the fork is done (see fork_prepare());
- *   - once the process exits, nothing is counted: the totals are final.
+ *   - once the process exits, nothing is counted: the totals are final;
+ *   - a signal handler that counts while its thread holds `shared_lock` or
+ *     adds to `forking` cannot wait for itself: its count is deferred to
+ *     the thread's `deferred` ring, which that thread adds where it was
+ *     adding before it lets go (see defer()).
  *
  * Inside a host process: nothing here aborts, and nothing allocates except
  * pthread_setspecific() on a thread's first count, which may recurse into
  * malloc once; that count takes the shared path (see claim_slot()).
  */
 #include "writer.h"
+#include "ownlock.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -84,6 +91,28 @@ static _Thread_local struct mstat_shm_slot *slot_before_fork
 	__attribute__((tls_model("initial-exec")));
 /* This thread has counted before the segment existed. */
 static _Thread_local bool thread_counted_early __attribute__((tls_model("initial-exec")));
+/* Its id, as the shared lock knows its holder (0 until first needed). */
+static _Thread_local uint32_t thread_tid __attribute__((tls_model("initial-exec")));
+/* It is adding to proc.forking: a signal handler must not. */
+static _Thread_local bool thread_in_forking __attribute__((tls_model("initial-exec")));
+/* It is counting its deferred counts (count_deferred()): one deeper
+ * down does not start another loop. */
+static _Thread_local bool thread_draining __attribute__((tls_model("initial-exec")));
+
+/* A count a signal handler deferred (see defer()). */
+struct deferred {
+	uint64_t freed, size, requested;
+	enum mstat_op op;
+};
+#define DEFERRED_MAX 8u
+static _Thread_local struct deferred thread_deferred[DEFERRED_MAX]
+	__attribute__((tls_model("initial-exec")));
+/* Entries put in (by handlers) and taken out (by the thread), counting up:
+ * the ring holds in - out. */
+static _Thread_local _Atomic unsigned thread_deferred_in
+	__attribute__((tls_model("initial-exec")));
+static _Thread_local _Atomic unsigned thread_deferred_out
+	__attribute__((tls_model("initial-exec")));
 
 typedef uint64_t mstat_rows[MSTAT_ROWS(MSTAT_CLASS_COUNT)][MSTAT_ROW_COUNTERS];
 
@@ -110,11 +139,14 @@ static struct {
 	_Atomic uint32_t reserved;
 	_Atomic bool reserving;
 	_Atomic bool reserve_failed; /* /dev/shm is full: no more slots */
-	pthread_mutex_t shared_lock;
+	struct mstat_ownlock shared_lock;
 	/* Held by a forking thread from its prepare handler to its parent or
-	 * child handler; stopped sections wait on it.  Also keeps two threads
-	 * forking at once from sharing `forking` and `inherit`. */
+	 * child handler: keeps two threads forking at once from sharing
+	 * `forking` and `inherit`. */
 	pthread_mutex_t fork_lock;
+	/* Bumped as a fork ends; stopped sections sleep on it (a futex, which
+	 * a signal handler may wait on: no lock is held). */
+	_Atomic uint32_t forks_ended;
 	pthread_mutex_t self_lock;  /* guards self_reader */
 	struct mstat_reader *self_reader;
 	struct mstat_reader *parent_reader; /* a fork child's, unmapped */
@@ -132,32 +164,56 @@ static struct {
 	mstat_rows early;
 	mstat_rows forking;      /* the forking thread's counts meanwhile */
 	mstat_rows inherit;      /* every slot, summed once sections stopped */
+	/* Deferred counts that found their thread's ring full; see defer(). */
+	_Atomic bool spilled;
+	_Atomic uint64_t spill[MSTAT_ROWS(MSTAT_CLASS_COUNT)][MSTAT_ROW_COUNTERS];
 	/* (H) slot i is owned by a live thread; process-local. */
 	_Atomic unsigned char busy[MSTAT_SLOTS_MAX];
 } proc = {
-	.shared_lock = PTHREAD_MUTEX_INITIALIZER,
 	.fork_lock = PTHREAD_MUTEX_INITIALIZER,
 	.self_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
 /* ---- counts kept in process memory ---- */
 
+/* The counters one count adds to, and how much. */
+struct adds {
+	unsigned n;
+	struct {
+		unsigned row, k;
+		uint64_t v;
+	} a[5];
+};
+
+static void
+adds_of(struct adds *x, enum mstat_op op, uint64_t freed, uint64_t size,
+	uint64_t requested)
+{
+	x->n = 0;
+	if (op != MSTAT_OP_ALLOC) {
+		unsigned c = mstat_size_class(freed);
+		x->a[x->n++] = (__typeof__(x->a[0])){ c, MSTAT_C_FREE_COUNT, 1 };
+		x->a[x->n++] = (__typeof__(x->a[0])){ c, MSTAT_C_FREE_BYTES, freed };
+	}
+	if (op != MSTAT_OP_FREE) {
+		unsigned c = mstat_size_class(size);
+		x->a[x->n++] = (__typeof__(x->a[0])){ c, MSTAT_C_ALLOC_COUNT, 1 };
+		x->a[x->n++] = (__typeof__(x->a[0])){ c, MSTAT_C_ALLOC_BYTES, size };
+		x->a[x->n++] = (__typeof__(x->a[0])){
+			MSTAT_CLASS_COUNT, MSTAT_T_REQUESTED_BYTES, requested };
+	}
+}
+
 /* Counts into process memory `acc` (early or forking counts). */
 static void
 count_into(mstat_rows acc, enum mstat_op op, uint64_t freed, uint64_t size,
 	   uint64_t requested)
 {
-	if (op != MSTAT_OP_ALLOC) {
-		unsigned c = mstat_size_class(freed);
-		acc[c][MSTAT_C_FREE_COUNT] += 1;
-		acc[c][MSTAT_C_FREE_BYTES] += freed;
-	}
-	if (op != MSTAT_OP_FREE) {
-		unsigned c = mstat_size_class(size);
-		acc[c][MSTAT_C_ALLOC_COUNT] += 1;
-		acc[c][MSTAT_C_ALLOC_BYTES] += size;
-		acc[MSTAT_CLASS_COUNT][MSTAT_T_REQUESTED_BYTES] += requested;
-	}
+	struct adds x;
+
+	adds_of(&x, op, freed, size, requested);
+	for (unsigned i = 0; i < x.n; i++)
+		acc[x.a[i].row][x.a[i].k] += x.a[i].v;
 }
 
 static void
@@ -185,21 +241,25 @@ add_rows(struct mstat_shm_slot *slot, _Atomic uint64_t *gen, mstat_rows acc)
 
 /* ---- stopping sections: fork and exit ---- */
 
-/* A section found `stop` set.  While a fork is in progress, waits for it
- * to end (the forking thread holds fork_lock) and says to try again; once
- * the process exits, says to count nothing more. */
+/* A section found `stop` set.  While a fork is in progress, sleeps until
+ * it ends and says to try again; once the process exits, says to count
+ * nothing more.  Takes no lock: a signal handler may wait here, for a
+ * fork of another thread. */
 static bool
 wait_stopped(void)
 {
+	/* Acquire, before `stop`: pairs with the release increment in
+	 * fork_parent(), after it cleared the bit.  Seen unchanged, the
+	 * futex sleeps only while it still is. */
+	uint32_t ended = atomic_load_explicit(&proc.forks_ended, memory_order_acquire);
 	unsigned char s = atomic_load_explicit(&mstat_writer_config.stop,
 					       memory_order_relaxed);
 
 	if (s & MSTAT_STOP_EXIT)
 		return false;
-	if (s & MSTAT_STOP_FORK) {
-		pthread_mutex_lock(&proc.fork_lock);
-		pthread_mutex_unlock(&proc.fork_lock);
-	}
+	if (s & MSTAT_STOP_FORK)
+		syscall(SYS_futex, &proc.forks_ended, FUTEX_WAIT_PRIVATE, ended,
+			NULL, NULL, 0);
 	return true;
 }
 
@@ -249,7 +309,141 @@ stop_sections(unsigned char bit)
 		       ? 0 : mstat_handshake_pending(&hs);
 }
 
-/* ---- the shared slot ---- */
+/* ---- the shared lock, and counts of signal handlers ---- */
+
+static uint32_t
+my_tid(void)
+{
+	if (!thread_tid)
+		thread_tid = (uint32_t)gettid();
+	return thread_tid;
+}
+
+/*
+ * A count from a signal handler whose thread is inside one of our critical
+ * sections (holding shared_lock, adding to `forking`) must neither wait
+ * for that thread nor write what it is half-way through writing.  It goes
+ * into the thread's ring, and the thread takes it out before it lets go of
+ * what it holds, into the section or the rows it was adding to: visible
+ * to readers with the count the handler interrupted.  A handler that
+ * interrupts this one appends too: the entry is taken by a
+ * compare-and-swap, which no signal splits, and every handler ends before
+ * the code it interrupted goes on.
+ *
+ * Should a thread's ring be full (more than DEFERRED_MAX counts in
+ * handlers within one such section), the count goes to proc.spill, added
+ * atomically, and the next holder of shared_lock takes it out.  That is
+ * exact too, but two threads doing so at once may have a reader see half
+ * of one count until then.
+ */
+static bool
+must_defer(void)
+{
+	return thread_in_forking || mstat_ownlock_mine(&proc.shared_lock, my_tid());
+}
+
+static void
+defer(enum mstat_op op, uint64_t freed, uint64_t size, uint64_t requested)
+{
+	unsigned i = atomic_load_explicit(&thread_deferred_in, memory_order_relaxed);
+
+	do {
+		if (i - atomic_load_explicit(&thread_deferred_out,
+					     memory_order_relaxed) >= DEFERRED_MAX) {
+			struct adds x;
+			adds_of(&x, op, freed, size, requested);
+			for (unsigned k = 0; k < x.n; k++)
+				atomic_fetch_add_explicit(&proc.spill[x.a[k].row][x.a[k].k],
+							  x.a[k].v, memory_order_relaxed);
+			/* Release: pairs with the acquire exchange in
+			 * take_spill(); the adds are before it. */
+			atomic_store_explicit(&proc.spilled, true, memory_order_release);
+			return;
+		}
+	} while (!atomic_compare_exchange_weak_explicit(&thread_deferred_in, &i,
+							i + 1, memory_order_relaxed,
+							memory_order_relaxed));
+	thread_deferred[i % DEFERRED_MAX] = (struct deferred){ freed, size,
+							       requested, op };
+}
+
+/* Takes the oldest deferred count of this thread into *d; false if none. */
+static bool
+take_deferred(struct deferred *d)
+{
+	unsigned out = atomic_load_explicit(&thread_deferred_out, memory_order_relaxed);
+
+	if (out == atomic_load_explicit(&thread_deferred_in, memory_order_relaxed))
+		return false;
+	/* The handlers that put entries up to `in` have returned: their
+	 * stores are before this, for the compiler too. */
+	atomic_signal_fence(memory_order_acquire);
+	*d = thread_deferred[out % DEFERRED_MAX];
+	/* Copied before the entry is given back to a handler. */
+	atomic_signal_fence(memory_order_release);
+	atomic_store_explicit(&thread_deferred_out, out + 1, memory_order_relaxed);
+	return true;
+}
+
+/* Under shared_lock: the spilled counts, zeroed there, into the section
+ * open on `slot` (its generation `gen`), or into `acc` if slot is NULL. */
+static void
+take_spill(struct mstat_shm_slot *slot, _Atomic uint64_t *gen, mstat_rows acc)
+{
+	if (!atomic_load_explicit(&proc.spilled, memory_order_relaxed) ||
+	    /* Acquire: pairs with the release in defer(). */
+	    !atomic_exchange_explicit(&proc.spilled, false, memory_order_acquire))
+		return;
+	for (unsigned row = 0; row < MSTAT_ROWS(MSTAT_CLASS_COUNT); row++)
+		for (unsigned k = 0; k < MSTAT_ROW_COUNTERS; k++) {
+			uint64_t v = atomic_exchange_explicit(&proc.spill[row][k], 0,
+							      memory_order_relaxed);
+			if (!v)
+				continue;
+			if (!slot) {
+				acc[row][k] += v;
+				continue;
+			}
+			mstat_wsection_add(gen, row, k, v);
+			if (row < MSTAT_CLASS_COUNT)
+				mstat_wsection_touch(slot, row);
+		}
+}
+
+static bool publish_due(uint64_t bytes);
+
+/* Under shared_lock, before the segment exists: this thread's deferred
+ * counts into `early`.  Whether the segment is due (publish_due()). */
+static bool
+take_deferred_early(void)
+{
+	struct deferred d;
+	bool due = false;
+
+	while (take_deferred(&d)) {
+		count_into(proc.early, d.op, d.freed, d.size, d.requested);
+		due |= publish_due(d.op == MSTAT_OP_FREE ? 0 : d.size);
+	}
+	take_spill(NULL, NULL, proc.early);
+	return due;
+}
+
+static void
+shared_lock(void)
+{
+	mstat_ownlock_lock(&proc.shared_lock, my_tid());
+}
+
+static void count_deferred(void);
+
+/* Lets go of shared_lock; counts deferred after the holder took them out
+ * (a handler between that and this) are counted as any other. */
+static void
+shared_unlock(void)
+{
+	mstat_ownlock_unlock(&proc.shared_lock);
+	count_deferred();
+}
 
 enum shared {
 	SHARED_SLOT,  /* a section is open on slot 0; shared_lock held */
@@ -261,7 +455,7 @@ static enum shared
 shared_open(_Atomic uint64_t **gen)
 {
 	for (;;) {
-		pthread_mutex_lock(&proc.shared_lock);
+		shared_lock();
 		if (!atomic_load_explicit(&proc.ready, memory_order_relaxed)) {
 			if (!proc.disabled)
 				return SHARED_EARLY;
@@ -274,21 +468,39 @@ shared_open(_Atomic uint64_t **gen)
 			return SHARED_SLOT;
 		/* Never wait for a fork holding shared_lock: the forking
 		 * thread may need it in its parent handler. */
-		pthread_mutex_unlock(&proc.shared_lock);
+		mstat_ownlock_unlock(&proc.shared_lock);
 		if (!wait_stopped())
 			return SHARED_NONE;
 	}
-	pthread_mutex_unlock(&proc.shared_lock);
+	mstat_ownlock_unlock(&proc.shared_lock);
 	return SHARED_NONE;
 }
 
-static void
-shared_close(enum shared s)
+/* Ends what shared_open() began, with the counts this thread's handlers
+ * deferred meanwhile.  Returns whether the segment is due (publish_due()). */
+static bool
+shared_close(enum shared s, _Atomic uint64_t *gen)
 {
-	if (s == SHARED_SLOT)
-		mstat_wsection_end(mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT));
-	if (s != SHARED_NONE)
-		pthread_mutex_unlock(&proc.shared_lock);
+	struct deferred d;
+	bool due = false;
+
+	/* A handler meanwhile found the lock ours and deferred: taken here,
+	 * into the same section or rows. */
+	if (s == SHARED_EARLY) {
+		due = take_deferred_early();
+	} else if (s == SHARED_SLOT) {
+		struct mstat_section sec = {
+			mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT), gen
+		};
+		while (take_deferred(&d))
+			mstat_section_count(&sec, d.op, d.freed, d.size, d.requested);
+		take_spill(sec.slot, gen, NULL);
+		mstat_wsection_end(sec.slot);
+	} else {
+		return false;
+	}
+	shared_unlock();
+	return due;
 }
 
 static uint64_t
@@ -334,6 +546,23 @@ publish(void)
 	start();
 }
 
+/* Around the forking thread's adds to `forking`: a handler's count
+ * meanwhile is deferred, then counted (into `forking` too). */
+static void
+forking_begin(void)
+{
+	thread_in_forking = true;
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+static void
+forking_end(void)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	thread_in_forking = false;
+	count_deferred();
+}
+
 /* Adds rows kept in process memory where this thread counts. */
 static void
 count_rows(mstat_rows acc)
@@ -348,7 +577,9 @@ count_rows(mstat_rows acc)
 		return;
 	}
 	if (thread_forking) {
+		forking_begin();
 		add_into(proc.forking, acc);
+		forking_end();
 		return;
 	}
 	s = shared_open(&gen);
@@ -356,20 +587,28 @@ count_rows(mstat_rows acc)
 		add_rows(mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT), gen, acc);
 	else if (s == SHARED_EARLY)
 		add_into(proc.early, acc);
-	shared_close(s);
+	if (shared_close(s, gen))
+		publish();
 }
 
 void
 mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
 		      uint64_t requested)
 {
-	_Atomic uint64_t *gen;
+	_Atomic uint64_t *gen = NULL;
 	enum shared s;
 
 	if (proc.disabled)
 		return;
+	if (thread_forking ? thread_in_forking : must_defer()) {
+		/* A signal handler, and its thread is in our way. */
+		defer(op, freed, size, requested);
+		return;
+	}
 	if (thread_forking) {
+		forking_begin();
 		count_into(proc.forking, op, freed, size, requested);
+		forking_end();
 		return;
 	}
 	bool due = false;
@@ -383,9 +622,32 @@ mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
 		count_into(proc.early, op, freed, size, requested);
 		due = publish_due(op == MSTAT_OP_FREE ? 0 : size);
 	}
-	shared_close(s);
-	if (due)
+	if (shared_close(s, gen) || due)
 		publish();
+}
+
+/* Counts what this thread's handlers deferred while it held what it has
+ * just let go of, wherever it counts now; and any spill, through the
+ * shared slot (not while forking: the shared slot is stopped, by this
+ * very thread, and the spill waits for a later holder). */
+static void
+count_deferred(void)
+{
+	struct deferred d;
+
+	if (thread_draining)
+		return; /* the taker below goes on */
+	thread_draining = true;
+	while (take_deferred(&d))
+		mstat_count(d.op, d.freed, d.size, d.requested);
+	if (atomic_load_explicit(&proc.spilled, memory_order_relaxed) &&
+	    !thread_forking && !proc.disabled) {
+		_Atomic uint64_t *gen = NULL;
+		enum shared s = shared_open(&gen);
+		if (shared_close(s, gen))
+			publish();
+	}
+	thread_draining = false;
 }
 
 /* ---- thread slots ---- */
@@ -650,9 +912,9 @@ start(void)
 	int rc = mstat_segment_create(&seg, proc.name, proc.slot_count, mode, err,
 				      sizeof(err));
 	if (rc < 0) {
-		pthread_mutex_lock(&proc.shared_lock);
+		shared_lock();
 		proc.disabled = true;
-		pthread_mutex_unlock(&proc.shared_lock);
+		shared_unlock();
 		set_status((const char *const[]){ "not counting: ", err, NULL });
 		log_line("not counting", err);
 		report(NULL);
@@ -664,7 +926,7 @@ start(void)
 	 * inherits it. */
 	if (!proc.have_key)
 		proc.have_key = pthread_key_create(&proc.exit_key, give_back_slot) == 0;
-	pthread_mutex_lock(&proc.shared_lock);
+	shared_lock();
 	proc.seg = seg;
 	atomic_store_explicit(&proc.reserved, 1, memory_order_relaxed);
 	mstat_writer_config.epoch = &seg.hdr->epoch;
@@ -672,12 +934,13 @@ start(void)
 	/* A section on a segment no reader can see yet, which nothing can
 	 * stop: epoch 0, generation 0. */
 	_Atomic uint64_t *gen = mstat_segment_slot(&seg, MSTAT_SHARED_SLOT)->acc;
+	(void)take_deferred_early();
 	add_rows(mstat_segment_slot(&seg, MSTAT_SHARED_SLOT), gen, proc.early);
 	memset(proc.early, 0, sizeof(proc.early));
 	mstat_segment_publish(&seg);
 	/* (R) release: pairs with the acquire in mstat_section_open_slow(). */
 	atomic_store_explicit(&proc.ready, 1, memory_order_release);
-	pthread_mutex_unlock(&proc.shared_lock);
+	shared_unlock();
 	set_status((const char *const[]){
 		"counting into " MSTAT_SHM_DIR "/", seg.shm_name,
 		mode == MSTAT_MODE_FENCED ? " (fenced)" : " (membarrier)", NULL });
@@ -729,16 +992,17 @@ fork_prepare(void)
 	slot_before_fork = mstat_thread_slot;
 	mstat_thread_slot = NULL;
 	thread_forking = true;
+	atomic_signal_fence(memory_order_seq_cst); /* for this thread's handlers */
 	/* No segment yet: the counts are `early`, which other threads write
 	 * under shared_lock.  Held across the fork, as glibc holds its arena
 	 * locks, the child gets a copy no thread was half-way through.  (The
 	 * segment cannot be published meanwhile: that takes the lock too.) */
-	pthread_mutex_lock(&proc.shared_lock);
+	shared_lock();
 	if (!atomic_load_explicit(&proc.ready, memory_order_acquire)) {
 		proc.fork_holds_shared = true;
 		return;
 	}
-	pthread_mutex_unlock(&proc.shared_lock);
+	shared_unlock();
 	(void)stop_sections(MSTAT_STOP_FORK);
 	sum_slots(proc.inherit);
 }
@@ -749,21 +1013,27 @@ fork_parent(void)
 	mstat_rows *mine = &proc.forking;
 	mstat_rows copy;
 
-	/* Release: with the unlock below, stopped threads see the bit
-	 * cleared once they hold fork_lock. */
 	atomic_fetch_and_explicit(&mstat_writer_config.stop,
-				  (unsigned char)~MSTAT_STOP_FORK, memory_order_release);
+				  (unsigned char)~MSTAT_STOP_FORK, memory_order_relaxed);
+	/* Release, after the bit is cleared: pairs with the acquire in
+	 * wait_stopped(), whose sleepers are woken to find it so. */
+	atomic_fetch_add_explicit(&proc.forks_ended, 1, memory_order_release);
+	syscall(SYS_futex, &proc.forks_ended, FUTEX_WAKE_PRIVATE, INT_MAX,
+		NULL, NULL, 0);
 	thread_forking = false;
+	/* A handler's count into `forking` is before the copy below. */
+	atomic_signal_fence(memory_order_seq_cst);
 	mstat_thread_slot = slot_before_fork;
 	if (proc.fork_holds_shared) {
 		proc.fork_holds_shared = false;
-		pthread_mutex_unlock(&proc.shared_lock);
+		shared_unlock();
 	}
 	/* Counted once fork_lock is free, where this thread counts (its
 	 * slot, the shared one, or `early`, which takes shared_lock). */
 	memcpy(copy, *mine, sizeof(copy));
 	pthread_mutex_unlock(&proc.fork_lock);
 	count_rows(copy);
+	count_deferred(); /* a spill while it forked */
 }
 
 /* The child must not write into its parent's segment (its slots belong to
@@ -774,11 +1044,22 @@ fork_child(void)
 {
 	bool was_ready = atomic_load_explicit(&proc.ready, memory_order_relaxed);
 
+	/* Whoever held these in the parent does not exist here; this thread
+	 * has an id of its own.  Until thread_forking is cleared below, a
+	 * signal handler here counts into `forking`, taking no lock. */
+	mstat_ownlock_init(&proc.shared_lock);
+	thread_tid = (uint32_t)gettid();
+	pthread_mutex_init(&proc.fork_lock, NULL);
+	pthread_mutex_init(&proc.self_lock, NULL);
+	/* Held while `early` is made: a handler's count meanwhile is
+	 * deferred, and taken into it below. */
+	shared_lock();
 	/* From here until start(), counts go to `early`, never to the
 	 * parent's segment. */
 	atomic_store_explicit(&proc.ready, 0, memory_order_relaxed);
 	atomic_store_explicit(&mstat_writer_config.stop, 0, memory_order_relaxed);
 	thread_forking = false;
+	atomic_signal_fence(memory_order_seq_cst);
 	thread_state = THREAD_NEW;
 	mstat_thread_slot = NULL;
 	proc.fork_holds_shared = false;
@@ -789,15 +1070,17 @@ fork_child(void)
 		proc.parent_reader = proc.self_reader;
 		proc.self_reader = NULL;
 	}
-	/* Whoever held these in the parent does not exist here. */
-	pthread_mutex_init(&proc.shared_lock, NULL);
-	pthread_mutex_init(&proc.fork_lock, NULL);
-	pthread_mutex_init(&proc.self_lock, NULL);
-	if (proc.disabled)
+	if (proc.disabled) {
+		shared_unlock();
 		return;
+	}
 	add_into(proc.early, proc.forking);
-	if (!was_ready)
-		return; /* start() will fold `early` */
+	if (!was_ready) {
+		/* start() will fold `early` */
+		(void)take_deferred_early();
+		shared_unlock();
+		return;
+	}
 
 	for (unsigned c = 0; c < MSTAT_CLASS_COUNT; c++) {
 		uint64_t *in = proc.inherit[c];
@@ -825,6 +1108,8 @@ fork_child(void)
 	proc.early_threads = 0;
 	thread_counted_early = false;
 	atomic_store_explicit(&proc.starting, false, memory_order_relaxed);
+	(void)take_deferred_early();
+	shared_unlock();
 	if (proc.eager)
 		publish();
 }

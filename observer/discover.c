@@ -344,7 +344,7 @@ mstat_discover_gc(struct mstat_top *top)
 				       strerror(-rc));
 		} else if (rc == MSTAT_REAP_REMOVED) {
 			mstat_top_note(top, "removed %s (pid %d, %s)", de->d_name,
-				       (int)pid, !r.published ? "never published"
+				       (int)pid, !r.published ? "not a complete segment"
 				       : r.state < sizeof(how) / sizeof(how[0]) &&
 						       how[r.state] ? how[r.state]
 				       : "gone");

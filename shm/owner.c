@@ -47,7 +47,9 @@ mstat_owner_alive(int fd)
 }
 
 /* What the header at `fd` says; false if it is a segment of another
- * format or not a segment at all. */
+ * format, whose liveness is not ours to judge.  Bytes that are no
+ * segment of any format (a header someone wrote over) are judged as an
+ * unpublished one: by the lock alone. */
 static bool
 read_identity(int fd, struct mstat_reaped *out)
 {
@@ -59,10 +61,10 @@ read_identity(int fd, struct mstat_reaped *out)
 	if (n < (ssize_t)sizeof(h.magic))
 		return true; /* made, not yet sized: its creator died there */
 	uint64_t magic = atomic_load_explicit(&h.magic, memory_order_relaxed);
-	if (magic == 0)
-		return true; /* not published yet, and its creator is gone */
-	if (magic != MSTAT_SHM_MAGIC ||
-	    n < (ssize_t)offsetof(struct mstat_shm_header, name) ||
+	if (magic != MSTAT_SHM_MAGIC)
+		return true; /* not published yet, and its creator is gone;
+			      * or not a segment, and nobody holds it */
+	if (n < (ssize_t)offsetof(struct mstat_shm_header, name) ||
 	    h.version_major != MSTAT_SHM_VERSION_MAJOR)
 		return false; /* liveness by another format's rules */
 	if (pread(fd, &state, sizeof(state),
