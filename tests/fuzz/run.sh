@@ -24,7 +24,7 @@ secs=$1
 bash scripts/deps.sh clang libclang-rt-dev
 
 out=build-fuzz
-cc=${CC_FUZZ:-clang}
+cc=clang
 cflags=(-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer
 	-Wall -Wextra -Wno-unused-parameter -fno-strict-aliasing
 	-Ishm -Ilib)
