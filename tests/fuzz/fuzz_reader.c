@@ -44,6 +44,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -320,9 +321,9 @@ static struct mstat_snapshot final_a, final_b, live;
 
 /*
  * Whether one of the live reads below, which start at the input's epoch
- * `e` and at most two rotations later, meets the wrap of the epoch.  A
- * read that starts at x adds generations (x + 1) % 3, (x + 3) % 3 and
- * (x + 2) % 3 as reader.c computes them, in 64 bits; 2^64 is 1 modulo 3,
+ * `e` or one rotation later, meets the wrap of the epoch.  A read that
+ * starts at x adds generations (x + 1) % 3, (x + 3) % 3 and (x + 2) % 3
+ * as reader.c computes them, in 64 bits; 2^64 is 1 modulo 3,
  * so a read that starts at 2^64 - 3 or 2^64 - 2 adds one generation twice
  * and another not at all (and a writer's epoch % 3 does not move at the
  * wrap either).  A segment gets there only by a written epoch, never by
@@ -332,7 +333,7 @@ static struct mstat_snapshot final_a, final_b, live;
 static bool
 epoch_wraps(uint64_t e)
 {
-	return e >= UINT64_MAX - 4 && e != UINT64_MAX;
+	return e >= UINT64_MAX - 3 && e != UINT64_MAX;
 }
 
 /* A live read's result: 0, or a refusal the API documents, or the
@@ -358,6 +359,23 @@ check_live_rc(int rc, struct mstat_reader *r, const struct mstat_shm_header *h,
 	if (h->writer_mode == MSTAT_MODE_MEMBARRIER && rc == barrier_rc)
 		return;
 	die("live read: undocumented result %d (%s)", rc, mstat_reader_error(r));
+}
+
+/* Puts the two words readers write back as the input had them. */
+static void
+restore_epochs(int fd, const struct mstat_shm_header *h)
+{
+	uint64_t w[2] = {
+		atomic_load_explicit(&h->epoch, memory_order_relaxed),
+		atomic_load_explicit(&h->synced_epoch, memory_order_relaxed),
+	};
+
+	_Static_assert(offsetof(struct mstat_shm_header, synced_epoch) ==
+			       offsetof(struct mstat_shm_header, epoch) + 8,
+		       "the words readers write are adjacent");
+	if (pwrite(fd, w, sizeof(w), offsetof(struct mstat_shm_header, epoch)) !=
+	    (ssize_t)sizeof(w))
+		die("pwrite: %s", strerror(errno));
 }
 
 static void
@@ -386,14 +404,15 @@ read_segment(struct mstat_reader *r, int lockfd, const struct mstat_shm_header *
 	(void)mstat_reader_exit_ns(r);
 
 	/* The owner alive: rotation and handshake, first as mstat-top reads
-	 * (a slot inside an update is polled for, then given up on), then
-	 * twice as one target is read: a read that gave up leaves the next
-	 * one to catch up. */
+	 * (a slot inside an update is polled for, then given up on), then,
+	 * from the input's epochs again, twice as one target is read: a read
+	 * that gave up leaves the next one to catch up. */
 	owner_lock(lockfd, F_RDLCK);
 	if (mstat_reader_alive(r) != 1)
 		die("owner not alive while its lock is held");
 	mstat_reader_snapshot_many(&r, 1, &live, &rc_b, 0);
 	check_live_rc(rc_b, r, h, barrier_rc, rc);
+	restore_epochs(lockfd, h);
 	for (int i = 0; i < 2; i++) {
 		rc_b = mstat_reader_snapshot(r, &live);
 		check_live_rc(rc_b, r, h, barrier_rc, rc);
