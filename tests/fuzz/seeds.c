@@ -1,0 +1,399 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * seeds.c - writes the seed corpus of tests/fuzz/fuzz_reader.c into a
+ * directory: segments as a writer makes them, in the states a reader must
+ * handle, and segments one change away from those that the reader must
+ * refuse, so that the fuzzer starts where the reader's checks and read
+ * paths are, not in front of the magic number.
+ *
+ *	seeds DIR
+ *
+ * Each file is the start of a segment: the header, the class table and
+ * the first few slots (counters in every generation, touched bits, odd and
+ * even seqs); the fuzz target gives the file the size its header claims.
+ * Headers name the user running this, as a writer's do: run it as the
+ * user that runs the fuzzer.  Built from layout.h, so the seeds follow
+ * the format when it changes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "layout.h"
+#include "sizeclass.h"
+
+struct seg {
+	unsigned char *buf;         /* the start of the segment */
+	size_t len;                 /* bytes of it written to the file */
+	struct mstat_shm_header *h; /* at buf */
+};
+
+static const char *dir;
+static unsigned written;
+
+static void
+die(const char *what)
+{
+	fprintf(stderr, "seeds: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+/* A segment as a writer makes it: `classes` classes, `slots` slots, the
+ * first `in_file` of them in the file; every slot with pages in use.  The
+ * class table at `classes_offset`, the slots on the page after it. */
+static struct seg
+seg_at(uint32_t classes, uint32_t slots, uint32_t in_file, uint32_t mode,
+       uint32_t classes_offset)
+{
+	struct seg s;
+	struct mstat_shm_header *h;
+	uint64_t *table;
+	uint32_t slots_offset = MSTAT_ALIGN_UP(classes_offset + classes * 8,
+					       MSTAT_PAGE);
+
+	s.len = slots_offset + (size_t)in_file * MSTAT_SLOT_SIZE(classes);
+	/* Page-aligned: the header and slots hold aligned atomics. */
+	s.buf = aligned_alloc(MSTAT_PAGE, s.len);
+	if (!s.buf)
+		die("aligned_alloc");
+	memset(s.buf, 0, s.len);
+	s.h = h = (struct mstat_shm_header *)s.buf;
+	h->version_major = MSTAT_SHM_VERSION_MAJOR;
+	h->version_minor = MSTAT_SHM_VERSION_MINOR;
+	h->header_size = sizeof(*h);
+	h->class_count = classes;
+	h->row_counters = MSTAT_ROW_COUNTERS;
+	h->classes_offset = classes_offset;
+	h->slots_offset = slots_offset;
+	h->slot_size = MSTAT_SLOT_SIZE(classes);
+	h->slot_count = slots;
+	h->segment_size = slots_offset + (uint64_t)slots * h->slot_size;
+	h->writer_mode = mode;
+	h->pid = 4242;
+	h->uid = (uint32_t)geteuid();
+	h->start_time = 987654321;
+	h->created_ns = UINT64_C(1700000000000000000);
+	h->pid_ns = 4026531836u;
+	strcpy(h->name, "svc");
+	atomic_store_explicit(&h->state, MSTAT_STATE_RUNNING, memory_order_relaxed);
+	atomic_store_explicit(&h->threads, in_file ? in_file - 1 : 0,
+			      memory_order_relaxed);
+	atomic_store_explicit(&h->slots_used, in_file, memory_order_relaxed);
+	atomic_store_explicit(&h->epoch, 6, memory_order_relaxed);
+	atomic_store_explicit(&h->synced_epoch, 6, memory_order_relaxed);
+
+	/* The real bounds for the real class count; strictly increasing
+	 * ones otherwise. */
+	table = (uint64_t *)(s.buf + classes_offset);
+	for (uint32_t c = 0; c < classes; c++)
+		table[c] = classes == MSTAT_CLASS_COUNT ? mstat_class_max_size(c)
+							: (uint64_t)c * 16;
+	atomic_store_explicit(&h->magic, MSTAT_SHM_MAGIC, memory_order_relaxed);
+	return s;
+}
+
+static struct seg
+seg_new(uint32_t classes, uint32_t slots, uint32_t in_file, uint32_t mode)
+{
+	return seg_at(classes, slots, in_file, mode, MSTAT_CLASSES_OFFSET);
+}
+
+static struct mstat_shm_slot *
+slot(struct seg *s, uint32_t i)
+{
+	return (struct mstat_shm_slot *)(s->buf + s->h->slots_offset +
+					 (size_t)i * s->h->slot_size);
+}
+
+/* Adds to one row of one generation of a slot, marking the row touched,
+ * as a writer's section does. */
+static void
+count(struct seg *s, uint32_t i, unsigned gen, uint32_t row, uint64_t n,
+      uint64_t bytes, uint64_t freed, uint64_t freed_bytes)
+{
+	struct mstat_shm_slot *sl = slot(s, i);
+	_Atomic uint64_t *c = sl->acc + (size_t)row * MSTAT_ROW_STRIDE +
+			      gen * MSTAT_ROW_COUNTERS;
+	uint64_t v[MSTAT_ROW_COUNTERS] = { n, bytes, freed, freed_bytes };
+
+	for (unsigned k = 0; k < MSTAT_ROW_COUNTERS; k++)
+		atomic_fetch_add_explicit(&c[k], v[k], memory_order_relaxed);
+	atomic_fetch_or_explicit(&sl->head.touched[row / 64],
+				 UINT64_C(1) << (row % 64), memory_order_relaxed);
+}
+
+static void
+set_seq(struct seg *s, uint32_t i, uint64_t seq, uint32_t tid)
+{
+	atomic_store_explicit(&slot(s, i)->head.seq, seq, memory_order_relaxed);
+	atomic_store_explicit(&slot(s, i)->head.tid, tid, memory_order_relaxed);
+}
+
+/* A running process's counts: early counts in slot 0, generation 0; a
+ * few classes and the totals row in every generation of the others. */
+static void
+fill(struct seg *s)
+{
+	uint32_t classes = s->h->class_count;
+	uint32_t used = atomic_load_explicit(&s->h->slots_used,
+					     memory_order_relaxed);
+	uint32_t in_file = (uint32_t)((s->len - s->h->slots_offset) /
+				      s->h->slot_size);
+
+	for (uint32_t i = 0; i < used && i < in_file; i++) {
+		for (unsigned g = 0; g < MSTAT_GENS; g++) {
+			if (i == 0 && g > 0)
+				break;
+			for (uint32_t row = i % 3; row < classes; row += 5 + i) {
+				uint64_t n = 10 + row + g, size = 16 * (row + 1);
+
+				count(s, i, g, row, n, n * size, 3 + g,
+				      (3 + g) * size);
+			}
+			/* The totals row: requested bytes. */
+			count(s, i, g, classes, 1000 * (g + 1), 0, 0, 0);
+		}
+		set_seq(s, i, 2 * (100 + i), i ? 1000 + i : 0);
+	}
+}
+
+static void
+emit(const char *name, struct seg *s, size_t len)
+{
+	char path[4096];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%02u-%s", dir, written++, name);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0)
+		die(path);
+	if (write(fd, s->buf, len) != (ssize_t)len)
+		die(path);
+	close(fd);
+}
+
+static void
+done(const char *name, struct seg *s)
+{
+	emit(name, s, s->len);
+	free(s->buf);
+}
+
+/* The default segment with three slots in use: the base of the changes
+ * below. */
+static struct seg
+base(void)
+{
+	struct seg s = seg_new(MSTAT_CLASS_COUNT, 8, 3, MSTAT_MODE_FENCED);
+
+	fill(&s);
+	return s;
+}
+
+#define H(s) ((s).h)
+#define SET(s, field, v) atomic_store_explicit(&(s).h->field, (v), memory_order_relaxed)
+
+static void
+valid_segments(void)
+{
+	struct seg s;
+
+	s = base();
+	done("fenced", &s);
+
+	s = seg_new(MSTAT_CLASS_COUNT, 2, 2, MSTAT_MODE_MEMBARRIER);
+	fill(&s);
+	done("membarrier-two-slots", &s);
+
+	/* The default capacity: 64 MiB and 8 KiB, three slots with pages. */
+	s = seg_new(MSTAT_CLASS_COUNT, MSTAT_SLOTS_DEFAULT, 3, MSTAT_MODE_MEMBARRIER);
+	fill(&s);
+	done("default-capacity", &s);
+
+	/* A writer stopped inside an update. */
+	s = base();
+	set_seq(&s, 1, 201, 1001);
+	done("odd-seq", &s);
+	s = seg_new(MSTAT_CLASS_COUNT, 4, 3, MSTAT_MODE_MEMBARRIER);
+	fill(&s);
+	set_seq(&s, 0, 77, 0);
+	set_seq(&s, 2, 203, 1002);
+	done("odd-seqs-membarrier", &s);
+
+	/* An exit that could not wait for one slot, and one whose exit_cut
+	 * is more than the slots it has. */
+	s = base();
+	SET(s, state, MSTAT_STATE_EXITING);
+	SET(s, exit_cut, 1);
+	SET(s, exit_ns, UINT64_C(1700000001000000000));
+	set_seq(&s, 2, 205, 1002);
+	done("exiting-cut", &s);
+	s = base();
+	SET(s, state, MSTAT_STATE_EXITING);
+	SET(s, exit_cut, 100);
+	done("exiting-cut-beyond", &s);
+
+	s = base();
+	SET(s, state, MSTAT_STATE_EXECED);
+	done("execed", &s);
+	s = base();
+	SET(s, state, 9);
+	done("unknown-state", &s);
+
+	/* A reader rotated and died before its handshake: the next catches
+	 * up, with or without a slot still inside an update. */
+	s = base();
+	SET(s, epoch, 7);
+	done("catch-up", &s);
+	s = base();
+	SET(s, epoch, 7);
+	set_seq(&s, 1, 211, 1001);
+	done("catch-up-odd", &s);
+
+	/* Epochs at the end of their range. */
+	s = base();
+	SET(s, epoch, UINT64_MAX - 1);
+	SET(s, synced_epoch, UINT64_MAX - 1);
+	done("epoch-wraps", &s);
+
+	/* Counters that wrap when the generations are added. */
+	s = base();
+	count(&s, 1, 0, 5, UINT64_MAX, UINT64_MAX, UINT64_MAX, 1);
+	count(&s, 1, 1, 5, 2, 2, 2, UINT64_MAX);
+	count(&s, 2, 2, 5, UINT64_MAX, 1, 0, 0);
+	done("counters-wrap", &s);
+
+	/* Touched bits beyond the last row: masked off, never followed. */
+	s = seg_new(3, 4, 3, MSTAT_MODE_FENCED);
+	fill(&s);
+	for (unsigned w = 0; w < MSTAT_TOUCHED_WORDS; w++)
+		atomic_store_explicit(&slot(&s, 1)->head.touched[w], UINT64_MAX,
+				      memory_order_relaxed);
+	done("touched-beyond-rows", &s);
+	s = seg_new(1, 2, 2, MSTAT_MODE_MEMBARRIER);
+	fill(&s);
+	atomic_store_explicit(&slot(&s, 1)->head.touched[0], UINT64_MAX,
+			      memory_order_relaxed);
+	done("one-class", &s);
+	s = seg_new(63, 2, 2, MSTAT_MODE_FENCED);
+	fill(&s);
+	for (unsigned w = 0; w < MSTAT_TOUCHED_WORDS; w++)
+		atomic_store_explicit(&slot(&s, 1)->head.touched[w], UINT64_MAX,
+				      memory_order_relaxed);
+	done("rows-fill-one-word", &s);
+
+	/* The most classes a snapshot holds: 20 KiB slots. */
+	s = seg_new(MSTAT_MAX_CLASSES, 3, 3, MSTAT_MODE_FENCED);
+	fill(&s);
+	for (unsigned w = 0; w < MSTAT_TOUCHED_WORDS; w++)
+		atomic_store_explicit(&slot(&s, 2)->head.touched[w], UINT64_MAX,
+				      memory_order_relaxed);
+	done("most-classes", &s);
+
+	/* No slot used yet, and every slot used. */
+	s = base();
+	SET(s, slots_used, 0);
+	done("no-slot-used", &s);
+	s = seg_new(MSTAT_CLASS_COUNT, 3, 3, MSTAT_MODE_FENCED);
+	fill(&s);
+	done("every-slot-used", &s);
+
+	/* A header that only starts the file: the rest is holes. */
+	s = base();
+	emit("header-only", &s, sizeof(struct mstat_shm_header));
+	emit("header-and-classes", &s, MSTAT_SLOTS_OFFSET(MSTAT_CLASS_COUNT));
+	free(s.buf);
+
+	/* A class table a page further up, and one right after the header's
+	 * page but not at its start: the format allows both. */
+	s = seg_at(MSTAT_CLASS_COUNT, 2, 2, MSTAT_MODE_FENCED, 2 * MSTAT_PAGE);
+	fill(&s);
+	done("classes-moved", &s);
+	s = seg_at(MSTAT_CLASS_COUNT, 2, 2, MSTAT_MODE_MEMBARRIER, MSTAT_PAGE + 8);
+	fill(&s);
+	done("classes-unaligned-page", &s);
+}
+
+/* Each one change from a segment the reader takes. */
+static void
+near_valid(void)
+{
+	struct seg s;
+
+#define VARIANT(name, change)                                                \
+	do {                                                                 \
+		s = base();                                                  \
+		change;                                                      \
+		done(name, &s);                                              \
+	} while (0)
+
+	VARIANT("slots-used-beyond", SET(s, slots_used, H(s)->slot_count + 1));
+	VARIANT("slots-used-huge", SET(s, slots_used, UINT32_MAX));
+	VARIANT("magic-zero", SET(s, magic, 0));
+	VARIANT("magic-bad", SET(s, magic, MSTAT_SHM_MAGIC ^ 1));
+	VARIANT("version-1", H(s)->version_major = 1);
+	VARIANT("version-minor", H(s)->version_minor = 9);
+	VARIANT("header-size-small", H(s)->header_size = 16);
+	VARIANT("header-size-large", H(s)->header_size = MSTAT_PAGE + 1);
+	VARIANT("row-counters", H(s)->row_counters = MSTAT_ROW_COUNTERS + 1);
+	VARIANT("classes-zero", H(s)->class_count = 0);
+	VARIANT("classes-too-many", H(s)->class_count = MSTAT_MAX_CLASSES + 1);
+	VARIANT("slot-count-one", H(s)->slot_count = 1);
+	VARIANT("slot-count-huge", H(s)->slot_count = MSTAT_SLOTS_MAX + 1);
+	/* Slots a page short of their rows, every slot in use, every row of
+	 * the last touched, the sizes otherwise consistent: the slot size
+	 * check alone stands between the reader and a read past the end. */
+	s = seg_new(MSTAT_CLASS_COUNT, 3, 3, MSTAT_MODE_FENCED);
+	fill(&s);
+	for (unsigned w = 0; w < MSTAT_TOUCHED_WORDS; w++)
+		atomic_store_explicit(&slot(&s, 2)->head.touched[w], UINT64_MAX,
+				      memory_order_relaxed);
+	H(s)->slot_size -= MSTAT_PAGE;
+	H(s)->segment_size = H(s)->slots_offset + 3 * (uint64_t)H(s)->slot_size;
+	done("slot-size-short", &s);
+	VARIANT("slot-size-long", H(s)->slot_size += MSTAT_PAGE);
+	VARIANT("classes-offset-low", H(s)->classes_offset = 64);
+	VARIANT("classes-offset-odd", H(s)->classes_offset = MSTAT_PAGE + 4);
+	VARIANT("slots-over-classes", H(s)->slots_offset = MSTAT_PAGE);
+	VARIANT("slots-offset-unaligned", H(s)->slots_offset += 8);
+	VARIANT("size-layout", H(s)->segment_size += MSTAT_PAGE);
+	/* A layout too large to be given its size: the file is the input. */
+	VARIANT("size-beyond-file",
+		(H(s)->slots_offset = 1u << 30,
+		 H(s)->segment_size = (1u << 30) +
+				      (uint64_t)H(s)->slot_count * H(s)->slot_size));
+	/* The file as long as the input, shorter than the header says (the
+	 * fuzz target's switch, in a field readers ignore). */
+	VARIANT("file-short", H(s)->reserved0 = 1);
+	VARIANT("writer-mode", H(s)->writer_mode = 3);
+	VARIANT("pid-zero", H(s)->pid = 0);
+	VARIANT("uid-other", H(s)->uid += 1);
+	VARIANT("name-unterminated", memset(H(s)->name, 'x', sizeof(H(s)->name)));
+	VARIANT("classes-out-of-order",
+		((uint64_t *)(s.buf + MSTAT_CLASSES_OFFSET))[5] =
+			((uint64_t *)(s.buf + MSTAT_CLASSES_OFFSET))[4]);
+#undef VARIANT
+
+	/* Shorter than a header. */
+	s = base();
+	emit("short", &s, 100);
+	free(s.buf);
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: seeds DIR\n");
+		return 2;
+	}
+	dir = argv[1];
+	valid_segments();
+	near_valid();
+	printf("seeds: %u files in %s\n", written, dir);
+	return 0;
+}
