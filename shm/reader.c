@@ -68,6 +68,9 @@ step(enum mstat_read_step s)
 		step_hook(s, step_hook_arg);
 }
 
+/* Epochs at or above this are refused (mstat_reader_begin()). */
+#define EPOCH_LIMIT (UINT64_C(1) << 63)
+
 static int
 fail(struct mstat_reader *r, int rc, const char *fmt, ...)
 {
@@ -570,6 +573,16 @@ mstat_reader_begin(struct mstat_reader *r, unsigned catchup_budget_us)
 	/* (G) acquire: pairs with the release of the last reader that
 	 * finished (the flock orders them as well). */
 	synced = atomic_load_explicit(&r->ctl->synced_epoch, memory_order_acquire);
+	/* Readers move the epoch one rotation at a time from 0, each after
+	 * the last one's handshake: it is `synced` or one more, and 2^63
+	 * rotations are out of reach.  Anything else was written by someone
+	 * else; near 2^64, which 3 does not divide, the generations would
+	 * not even be three. */
+	if (e >= EPOCH_LIMIT || (e != synced && e != synced + 1))
+		return unlock_with(r, fail(r, -EPROTO,
+			"%s: epoch %llu with %llu synced: not written by a reader",
+			r->info.shm_name, (unsigned long long)e,
+			(unsigned long long)synced));
 	if (synced != e) {
 		/* Step 1: a reader rotated to `e` and died or gave up before
 		 * its handshake ended.  Finish it, or generation (e + 1) % 3

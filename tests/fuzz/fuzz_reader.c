@@ -319,23 +319,6 @@ same_counts(const struct mstat_snapshot *a, const struct mstat_snapshot *b)
 /* Snapshots are large; one input at a time uses them. */
 static struct mstat_snapshot final_a, final_b, live;
 
-/*
- * Whether one of the live reads below, which start at the input's epoch
- * `e` or one rotation later, meets the wrap of the epoch.  A read that
- * starts at x adds generations (x + 1) % 3, (x + 3) % 3 and (x + 2) % 3
- * as reader.c computes them, in 64 bits; 2^64 is 1 modulo 3,
- * so a read that starts at 2^64 - 3 or 2^64 - 2 adds one generation twice
- * and another not at all (and a writer's epoch % 3 does not move at the
- * wrap either).  A segment gets there only by a written epoch, never by
- * 2^64 reads.  The comparison of counters is left out there; every other
- * check still holds.
- */
-static bool
-epoch_wraps(uint64_t e)
-{
-	return e >= UINT64_MAX - 3 && e != UINT64_MAX;
-}
-
 /* A live read's result: 0, or a refusal the API documents, or the
  * membarrier's own failure where the system denies it.  `final_rc` is
  * the final read's: what it refuses, a live read refuses too. */
@@ -347,9 +330,7 @@ check_live_rc(int rc, struct mstat_reader *r, const struct mstat_shm_header *h,
 		if (final_rc != 0)
 			die("a live read took what the final read refused");
 		check_snapshot(&live, h, false);
-		if (!epoch_wraps(atomic_load_explicit(&h->epoch,
-						      memory_order_relaxed)) &&
-		    !same_counts(&live, &final_a))
+		if (!same_counts(&live, &final_a))
 			die("a live read sums other counters than the final read");
 		return;
 	}
@@ -391,6 +372,11 @@ read_segment(struct mstat_reader *r, int lockfd, const struct mstat_shm_header *
 	/* The owner gone: two final reads of a segment nobody changes. */
 	if (mstat_reader_alive(r) != 0)
 		die("owner alive with no lock held");
+	/* A read writes the classes the segment has, no more: what an
+	 * earlier input left past them is cleared for the comparisons. */
+	memset(&final_a, 0, sizeof(final_a));
+	memset(&final_b, 0, sizeof(final_b));
+	memset(&live, 0, sizeof(live));
 	rc = mstat_reader_snapshot(r, &final_a);
 	if (rc != 0 && rc != -EPROTO)
 		die("final read: undocumented result %d (%s)", rc,
@@ -410,7 +396,8 @@ read_segment(struct mstat_reader *r, int lockfd, const struct mstat_shm_header *
 	owner_lock(lockfd, F_RDLCK);
 	if (mstat_reader_alive(r) != 1)
 		die("owner not alive while its lock is held");
-	mstat_reader_snapshot_many(&r, 1, &live, &rc_b, 0);
+	struct mstat_snapshot *out = &live;
+	mstat_reader_snapshot_many(&r, 1, &out, &rc_b, 0);
 	check_live_rc(rc_b, r, h, barrier_rc, rc);
 	restore_epochs(lockfd, h);
 	for (int i = 0; i < 2; i++) {

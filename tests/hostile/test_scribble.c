@@ -9,7 +9,8 @@
  * the epoch, the state.  The target must not notice: it keeps counting
  * from its private copies of the layout (the epoch it uses only modulo
  * 3), exits normally, and once the control page is put back, a snapshot
- * is its exact ground truth.
+ * is its exact ground truth.  And an epoch no reader can have written
+ * is refused by readers, rather than summed wrong.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -91,6 +92,52 @@ scribbled_layout_is_ignored(void **state)
 	free(saved);
 }
 
+/* A reader that finds an epoch no reader wrote (near the wrap at 2^64,
+ * where 3 generations are not 3, or more than one rotation ahead of the
+ * last finished one) refuses the segment rather than sum it wrong. */
+static void
+epoch_no_reader_wrote_is_refused(void **state)
+{
+	static const uint64_t bad[][2] = { /* epoch, synced */
+		{ UINT64_MAX - 1, UINT64_MAX - 1 },
+		{ UINT64_C(1) << 63, (UINT64_C(1) << 63) - 1 },
+		{ 7, 2 },
+		{ 2, 3 },
+	};
+	const char *mode = *state;
+	const char *args[] = { "pairs", "1", "10", NULL };
+	struct mstat_snapshot s;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct writer w;
+		writer_start(&w, mode, 0, args);
+		const struct mstat_target_info *in = mstat_reader_info(w.r);
+		char path[128];
+		snprintf(path, sizeof(path), "%s/%s", MSTAT_SHM_DIR, in->shm_name);
+		int fd = open(path, O_RDWR);
+		assert_true(fd >= 0);
+		struct mstat_shm_header *h = mmap(NULL, MSTAT_PAGE,
+						  PROT_READ | PROT_WRITE,
+						  MAP_SHARED, fd, 0);
+		assert_true(h != MAP_FAILED);
+		atomic_store(&h->epoch, bad[i][0]);
+		atomic_store(&h->synced_epoch, bad[i][1]);
+		assert_int_equal(mstat_reader_snapshot(w.r, &s), -EPROTO);
+		assert_non_null(strstr(mstat_reader_error(w.r),
+				       "not written by a reader"));
+		/* Put right, it reads again. */
+		atomic_store(&h->epoch, 0);
+		atomic_store(&h->synced_epoch, 0);
+		snapshot_ok(w.r, &s);
+		munmap(h, MSTAT_PAGE);
+		close(fd);
+		writer_go(&w);
+		writer_stop(&w);
+		writer_wait_done(&w);
+		writer_finish(&w);
+	}
+}
+
 int
 main(void)
 {
@@ -99,6 +146,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_prestate(scribbled_layout_is_ignored, fenced),
 		cmocka_unit_test_prestate(scribbled_layout_is_ignored, membarrier),
+		cmocka_unit_test_prestate(epoch_no_reader_wrote_is_refused, fenced),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
