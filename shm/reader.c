@@ -46,10 +46,35 @@
 #include <unistd.h>
 
 #include "guard.h"
+#include "handshake.h"
 #include "name.h"
 #include "owner.h"
 #include "sum.h"
 #include "validate.h"
+
+/* Private: others hold a pointer and call the functions of reader.h. */
+struct mstat_reader {
+	uint32_t magic;                  /* MSTAT_READER_MAGIC while open */
+	int fd;                          /* the segment; flock()ed while reading */
+	struct mstat_shm_header *ctl;    /* control page, read-write */
+	const unsigned char *data;       /* from MSTAT_PAGE on, read-only */
+	uint64_t size;                   /* bytes of the segment */
+	struct mstat_target_info info;
+	uint32_t class_count, slot_count, slot_size, slots_offset;
+	uint64_t class_max[MSTAT_MAX_CLASSES];
+	unsigned wait_budget_us;
+
+	/* The read in progress, between begin and finish. */
+	bool rotated;
+	bool dead;           /* the owner is gone: a final read, no rotation */
+	bool finished;       /* the last read that began got to its end */
+	uint64_t epoch;      /* the epoch this read rotated to */
+	uint32_t used;       /* slots to handshake and sum */
+	struct mstat_handshake hs;
+	uint64_t base[MSTAT_MAX_CLASSES + 1][MSTAT_ROW_COUNTERS];
+
+	char err[256];
+};
 
 static void (*step_hook)(enum mstat_read_step, void *);
 static void *step_hook_arg;

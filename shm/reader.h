@@ -12,6 +12,10 @@
  *	for each target: mstat_reader_finish() or mstat_reader_abandon()
  *
  * mstat_reader_snapshot_many() does exactly that.
+ *
+ * struct mstat_reader is the reader's own (reader.c): everything else,
+ * the observer and mstat-run included, uses it through these functions
+ * and those of mstatshm.h.
  */
 #ifndef MSTAT_SHM_READER_H
 #define MSTAT_SHM_READER_H
@@ -20,7 +24,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "handshake.h"
 #include "layout.h"
 #include "mstatshm.h"
 
@@ -28,28 +31,6 @@
 #define MSTAT_WAIT_BUDGET_DEFAULT_US 10000u
 #define MSTAT_LOCK_BUDGET_US 1000000u
 
-struct mstat_reader {
-	uint32_t magic;                  /* MSTAT_READER_MAGIC while open */
-	int fd;                          /* the segment; flock()ed while reading */
-	struct mstat_shm_header *ctl;    /* control page, read-write */
-	const unsigned char *data;       /* from MSTAT_PAGE on, read-only */
-	uint64_t size;                   /* bytes of the segment */
-	struct mstat_target_info info;
-	uint32_t class_count, slot_count, slot_size, slots_offset;
-	uint64_t class_max[MSTAT_MAX_CLASSES];
-	unsigned wait_budget_us;
-
-	/* The read in progress, between begin and finish. */
-	bool rotated;
-	bool dead;           /* the owner is gone: a final read, no rotation */
-	bool finished;       /* the last read that began got to its end */
-	uint64_t epoch;      /* the epoch this read rotated to */
-	uint32_t used;       /* slots to handshake and sum */
-	struct mstat_handshake hs;
-	uint64_t base[MSTAT_MAX_CLASSES + 1][MSTAT_ROW_COUNTERS];
-
-	char err[256];
-};
 
 /* Steps of a read, for tests that kill a reader at each of them. */
 enum mstat_read_step {
