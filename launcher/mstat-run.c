@@ -44,9 +44,12 @@
 #include <unistd.h>
 
 #include "layout.h"
+#include "model.h"
 #include "mstatshm.h"
 #include "name.h"
+#include "output.h"
 #include "owner.h"
+#include "proc.h"
 #include "reader.h"
 #include "text.h"
 
@@ -152,38 +155,64 @@ json_string(FILE *f, const char *s)
 	fputc('"', f);
 }
 
-static void
-json_counts(FILE *f, const struct mstat_counts *c)
+/* What the command's process was, as mstat-top describes a process. */
+struct ended {
+	pid_t pid;
+	const char *name;
+	const struct mstat_snapshot *snap; /* NULL: not counted */
+	uint64_t start_ns, end_ns;         /* CLOCK_REALTIME; 0 unknown */
+	bool killed;
+};
+
+/* The process as a JSON object: the one emitter and schema mstat-top
+ * uses (output.h), growth counted from nothing, since the summary covers
+ * the whole run. */
+static int
+json_process(FILE *f, const struct ended *e)
 {
-#define MSTAT_X(e, field, h) fprintf(f, "\"" #field "\": %llu, ", \
-				     (unsigned long long)c->field);
-	MSTAT_CLASS_COUNTERS(MSTAT_X)
-#undef MSTAT_X
-	fprintf(f, "\"live_objects\": %llu, \"live_bytes\": %llu",
-		(unsigned long long)mstat_live_objects(c),
-		(unsigned long long)mstat_live_bytes(c));
+	struct mstat_model m;
+	struct mstat_model_input in = {
+		.key = "command",
+		.pid = e->pid,
+		.name = e->name,
+		.live = e->killed ? MSTAT_LIVE_KILLED : MSTAT_LIVE_EXITED,
+		.err = "",
+		.t_ns = 1,
+		.end_ns = e->end_ns,
+		.snap = e->snap,
+		.start_ns = e->start_ns,
+	};
+
+	mstat_model_init(&m, UINT64_MAX);
+	if (mstat_model_update(&m, &in, 1, 1) < 0 || m.n != 1) {
+		mstat_model_fini(&m);
+		return -1;
+	}
+	mstat_model_rebase(&m, NULL, true);
+	mstat_output_json_process(f, m.rows[0]);
+	mstat_model_fini(&m);
+	return 0;
 }
 
-/* Writes the summary; `s` is NULL when nothing was counted (`why`);
+/* Writes the summary; e->snap is NULL when nothing was counted (`why`);
  * `library` is the status the command reported, or NULL. */
 static int
-write_summary(const char *file, char **cmd, pid_t pid, int status,
-	      const char *name, const struct mstat_snapshot *s, const char *why,
-	      const char *library)
+write_summary(const char *file, char **cmd, int status, const struct ended *e,
+	      const char *why, const char *library)
 {
 	FILE *f = strcmp(file, "-") == 0 ? stdout : fopen(file, "w");
+	const struct mstat_snapshot *s = e->snap;
 
 	if (!f) {
 		say("%s: %s", file, strerror(errno));
 		return -1;
 	}
-	fprintf(f, "{\n  \"version\": 1,\n  \"command\": [");
+	fprintf(f, "{\n  \"version\": 2,\n  \"command\": [");
 	for (int i = 0; cmd[i]; i++) {
 		fputs(i ? ", " : "", f);
 		json_string(f, cmd[i]);
 	}
-	fprintf(f, "],\n  \"pid\": %d,\n  \"name\": ", (int)pid);
-	json_string(f, name);
+	fputs("]", f);
 	if (WIFSIGNALED(status))
 		fprintf(f, ",\n  \"exit\": {\"signal\": %d}", WTERMSIG(status));
 	else
@@ -197,35 +226,13 @@ write_summary(const char *file, char **cmd, pid_t pid, int status,
 		fprintf(f, ",\n  \"reason\": ");
 		json_string(f, why);
 	} else {
-		fprintf(f, ",\n  \"state\": \"%s\",\n  \"cut\": %u",
-			s->state == MSTAT_KILLED ? "killed" : "exited", s->cut);
-		fprintf(f, ",\n  \"slots_used\": %u,\n  \"threads_overflowed\": %u",
-			s->slots_used, s->overflowed);
-#define MSTAT_X(e, field, h) fprintf(f, ",\n  \"" #field "\": %llu", \
-				     (unsigned long long)s->field);
-		MSTAT_TOTAL_COUNTERS(MSTAT_X)
-#undef MSTAT_X
-		fprintf(f, ",\n  \"total\": {");
-		json_counts(f, &s->total);
-		fprintf(f, "},\n  \"classes\": [");
-		bool first = true;
-		for (uint32_t c = 0; c < s->class_count; c++) {
-			if (!s->classes[c].alloc_count && !s->classes[c].free_count)
-				continue;
-			fprintf(f, "%s\n    {\"class\": %u, \"max_size\": ",
-				first ? "" : ",", c);
-			if (s->class_max_size[c] == UINT64_MAX)
-				fputs("null", f); /* unbounded */
-			else
-				fprintf(f, "%llu",
-					(unsigned long long)s->class_max_size[c]);
-			fputs(", ", f);
-			json_counts(f, &s->classes[c]);
-			fputc('}', f);
-			first = false;
-		}
-		fprintf(f, "\n  ]");
+		fprintf(f, ",\n  \"cut\": %u,\n  \"slots_used\": %u,\n"
+			   "  \"threads_overflowed\": %u",
+			s->cut, s->slots_used, s->overflowed);
 	}
+	fputs(",\n  \"process\": ", f);
+	if (json_process(f, e) < 0)
+		fputs("null", f);
 	fprintf(f, "\n}\n");
 	if (f == stdout ? fflush(f) != 0 : fclose(f) != 0) {
 		say("%s: %s", file, strerror(errno));
@@ -352,7 +359,7 @@ remove_left(const struct mstat_target_info *in)
  */
 static int
 collect(const struct report *rep, pid_t pid, struct mstat_snapshot *s,
-	char *name, size_t namelen, char *why, size_t whylen)
+	char *name, size_t namelen, struct ended *e, char *why, size_t whylen)
 {
 	struct mstat_reader *r;
 	char label[64];
@@ -375,6 +382,10 @@ collect(const struct report *rep, pid_t pid, struct mstat_snapshot *s,
 	/* Its owner is gone: a final read, no waiting. */
 	rc = mstat_reader_snapshot(r, s);
 	snprintf(name, namelen, "%s", mstat_reader_info(r)->name);
+	e->start_ns = mstat_proc_start_ns(mstat_proc_boot_ns(),
+					  mstat_reader_info(r)->start_time);
+	if (rc == 0 && s->state == MSTAT_EXITED && mstat_reader_exit_ns(r))
+		e->end_ns = mstat_reader_exit_ns(r);
 	if (rc < 0)
 		snprintf(why, whylen, "%s", mstat_reader_error(r));
 	remove_left(mstat_reader_info(r));
@@ -500,6 +511,11 @@ main(int argc, char **argv)
 	bool reported = !exec_err && last_report(listener, child, &rep);
 	char seg_name[64], why[500];
 	bool counted = false;
+	struct timespec ended_at;
+	clock_gettime(CLOCK_REALTIME, &ended_at);
+	struct ended e = { .pid = si.si_pid,
+			   .end_ns = (uint64_t)ended_at.tv_sec * 1000000000u +
+				     (uint64_t)ended_at.tv_nsec };
 	if (exec_err)
 		snprintf(why, sizeof(why), "cannot run %s: %s", cmd[0],
 			 strerror(exec_err));
@@ -507,7 +523,7 @@ main(int argc, char **argv)
 		snprintf(why, sizeof(why), "out of memory");
 	else
 		counted = collect(reported ? &rep : NULL, child, snap, seg_name,
-				  sizeof(seg_name), why, sizeof(why)) == 0;
+				  sizeof(seg_name), &e, why, sizeof(why)) == 0;
 	close(listener);
 
 	int status;
@@ -523,9 +539,10 @@ main(int argc, char **argv)
 		say("%s", why);
 	else if (!counted)
 		say("%s was not counted: %s", cmd[0], why);
-	if (summary && write_summary(summary, cmd, si.si_pid, status,
-				     counted ? seg_name : name ? name : cmd[0],
-				     counted ? snap : NULL, why,
+	e.name = counted ? seg_name : name ? name : cmd[0];
+	e.snap = counted ? snap : NULL;
+	e.killed = counted ? snap->state == MSTAT_KILLED : WIFSIGNALED(status);
+	if (summary && write_summary(summary, cmd, status, &e, why,
 				     reported ? rep.status : NULL) < 0)
 		result = EXIT_OWN;
 	free(snap);

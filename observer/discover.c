@@ -1,10 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * discover.c - finding segments in /dev/shm, attaching, refusing, and
- * removing the segments of processes that are gone.
- *
- * Sampler only: these functions change the target list, which only the
- * sampler does, so they walk it without rcu_read_lock().
+ * removing the segments of processes that are gone.  See discover.h.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -23,63 +20,97 @@
 #include "name.h"
 #include "owner.h"
 #include "reader.h"
-#include "text.h"
-#include "top.h"
+#include "discover.h"
 #include "tsan.h"
 
-void
-mstat_top_note(struct mstat_top *top, const char *fmt, ...)
+/* A refusal reported once, so that it is said once per segment. */
+struct mstat_discover_refusal {
+	char name[64];
+	uint64_t ino;
+	int rc;
+	bool in_scan;
+};
+
+/* One line to whoever shows notes; they escape it (text.h): a note names
+ * files anyone can plant in /dev/shm and quotes what segments say. */
+__attribute__((format(printf, 2, 3))) static void
+note(struct mstat_discover *d, const char *fmt, ...)
 {
-	char raw[256], line[256];
+	char line[256];
 	va_list ap;
 
+	if (!d->note)
+		return;
 	va_start(ap, fmt);
-	vsnprintf(raw, sizeof(raw), fmt, ap);
+	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	/* The whole line, not its arguments: a note names files anyone can
-	 * plant in /dev/shm and quotes what segments say, and it goes to a
-	 * terminal (stderr, the status line). */
-	mstat_text_escape(line, sizeof(line), raw, MSTAT_TEXT_PLAIN);
-	if (top->opt.note) {
-		top->opt.note(top->opt.note_arg, line);
-		return;
+	d->note(d->note_arg, line);
+}
+
+static int
+cmp_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+int
+mstat_discover_init(struct mstat_discover *d, const pid_t *pids, size_t npids,
+		    unsigned wait_budget_us,
+		    void (*fn)(void *arg, const char *line), void *arg)
+{
+	memset(d, 0, sizeof(*d));
+	d->wait_budget_us = wait_budget_us;
+	d->note = fn;
+	d->note_arg = arg;
+	if (npids) {
+		d->pids = malloc(npids * sizeof(pid_t));
+		if (!d->pids)
+			return -ENOMEM;
+		memcpy(d->pids, pids, npids * sizeof(pid_t));
+		qsort(d->pids, npids, sizeof(pid_t), cmp_pid);
+		d->npids = npids;
 	}
-	struct mstat_top_status *s = malloc(sizeof(*s)), *old = top->status;
-	if (!s)
-		return;
-	s->seq = ++top->status_seq;
-	snprintf(s->line, sizeof(s->line), "%s", line);
-	MSTAT_PUBLISHING(s);
-	rcu_assign_pointer(top->status, s);
-	if (old)
-		call_rcu(&old->rcu, mstat_top_status_free);
+	(void)mstat_pid_ns(&d->pid_ns); /* 0 if unknown: pids mean nothing */
+	d->boot_ns = mstat_proc_boot_ns();
+	return 0;
+}
+
+void
+mstat_discover_fini(struct mstat_discover *d)
+{
+	for (size_t i = 0; i < d->nrefused; i++)
+		free(d->refused[i]);
+	free(d->refused);
+	free(d->pids);
+	memset(d, 0, sizeof(*d));
 }
 
 /* With -p, whether a name in /dev/shm is of a pid asked for: cheap, for
  * every name on every tick (a binary search). */
 static bool
-pid_wanted(const struct mstat_top *top, const char *name)
+pid_wanted(const struct mstat_discover *d, const char *name)
 {
 	pid_t pid;
 	uint64_t start;
 
-	if (top->opt.npids == 0)
+	if (d->npids == 0)
 		return true;
 	return mstat_shm_parse_name(name, &pid, &start) == 0 &&
-	       bsearch(&pid, top->pids, top->opt.npids, sizeof(pid_t),
-		       mstat_top_cmp_pid) != NULL;
+	       bsearch(&pid, d->pids, d->npids, sizeof(pid_t), cmp_pid) != NULL;
 }
 
 /* With -p, before attaching: -p names processes.  While the pid runs, only
  * its own segment, not one an earlier process with the same pid left
  * behind; once it is gone, whatever it left. */
 static bool
-process_wanted(const struct mstat_top *top, const char *name)
+process_wanted(const struct mstat_discover *d, const char *name)
 {
 	pid_t pid;
 	uint64_t start, now;
 
-	if (top->opt.npids == 0)
+	if (d->npids == 0)
 		return true;
 	if (mstat_shm_parse_name(name, &pid, &start) < 0)
 		return false;
@@ -89,7 +120,7 @@ process_wanted(const struct mstat_top *top, const char *name)
 /* Reports a refusal once per segment (and again if the reason changes).
  * `f` is what was refused under this name and inode before, or NULL. */
 static void
-refuse(struct mstat_top *top, struct mstat_top_refusal *f, const char *name,
+refuse(struct mstat_discover *d, struct mstat_discover_refusal *f, const char *name,
        uint64_t ino, int rc, const char *why)
 {
 	if (f && f->rc == rc) {
@@ -97,17 +128,17 @@ refuse(struct mstat_top *top, struct mstat_top_refusal *f, const char *name,
 		return;
 	}
 	if (!f) {
-		if (top->nrefused == top->caprefused) {
-			size_t cap = top->caprefused ? 2 * top->caprefused : 8;
-			void *p = realloc(top->refused, cap * sizeof(*top->refused));
+		if (d->nrefused == d->caprefused) {
+			size_t cap = d->caprefused ? 2 * d->caprefused : 8;
+			void *p = realloc(d->refused, cap * sizeof(*d->refused));
 			if (!p)
 				return;
-			top->refused = p;
-			top->caprefused = cap;
+			d->refused = p;
+			d->caprefused = cap;
 		}
 		if (!(f = calloc(1, sizeof(*f))))
 			return;
-		top->refused[top->nrefused++] = f;
+		d->refused[d->nrefused++] = f;
 		memcpy(f->name, name, strlen(name) + 1); /* shorter: scan */
 		f->ino = ino;
 	}
@@ -116,14 +147,14 @@ refuse(struct mstat_top *top, struct mstat_top_refusal *f, const char *name,
 	/* A segment still being made is not worth a line: it is looked at
 	 * again every scan, and removed if its creator dies (below). */
 	if (rc != -EAGAIN)
-		mstat_top_note(top, "skipped %s", why);
+		note(d, "skipped %s", why);
 }
 
 /* Attaches the segment `name`; false if the process is out of file
  * descriptors (nothing recorded: it is tried again next scan). */
 static bool
-attach(struct mstat_top *top, struct mstat_top_refusal *f, const char *name,
-       uint64_t dir_ino)
+attach(struct mstat_discover *d, struct cds_list_head *targets,
+       struct mstat_discover_refusal *f, const char *name, uint64_t dir_ino)
 {
 	struct mstat_reader *r;
 	struct mstat_top_target *t;
@@ -134,7 +165,7 @@ attach(struct mstat_top *top, struct mstat_top_refusal *f, const char *name,
 	if (rc == -EMFILE || rc == -ENFILE)
 		return false;
 	if (rc < 0) {
-		refuse(top, f, name, dir_ino, rc, err);
+		refuse(d, f, name, dir_ino, rc, err);
 		return true;
 	}
 	t = calloc(1, sizeof(*t));
@@ -147,15 +178,24 @@ attach(struct mstat_top *top, struct mstat_top_refusal *f, const char *name,
 	t->reader = r;
 	t->ino = (uint64_t)st.st_ino;
 	t->start_time = in->start_time;
+	t->start_ns = mstat_proc_start_ns(d->boot_ns, in->start_time);
 	t->pid = in->pid;
 	memcpy(t->shm_name, name, strlen(name) + 1); /* shorter: scan */
 	snprintf(t->name, sizeof(t->name), "%s", in->name);
-	snprintf(t->key, sizeof(t->key), "%.40s:%llu", name,
+	snprintf(t->key, sizeof(t->key), "%d.%llu@%llu", (int)t->pid,
+		 (unsigned long long)t->start_time,
+		 (unsigned long long)in->pid_ns);
+	snprintf(t->image, sizeof(t->image), "%.40s:%llu", name,
 		 (unsigned long long)t->ino);
+	/* Its names as /proc has them: read once, as the image that made
+	 * this segment runs (an exec() makes a new segment, and a new
+	 * target). */
+	if (d->pid_ns && in->pid_ns == d->pid_ns)
+		mstat_proc_identity(t->pid, &t->id);
 	t->in_scan = true;
-	mstat_reader_set_wait_budget(r, top->opt.wait_budget_us);
+	mstat_reader_set_wait_budget(r, d->wait_budget_us);
 	MSTAT_PUBLISHING(t);
-	cds_list_add_tail_rcu(&t->node, &top->targets);
+	cds_list_add_tail_rcu(&t->node, targets);
 	return true;
 }
 
@@ -174,48 +214,48 @@ target_ino(const void *item)
 static const char *
 refusal_name(const void *item)
 {
-	return ((const struct mstat_top_refusal *)item)->name;
+	return ((const struct mstat_discover_refusal *)item)->name;
 }
 
 static uint64_t
 refusal_ino(const void *item)
 {
-	return ((const struct mstat_top_refusal *)item)->ino;
+	return ((const struct mstat_discover_refusal *)item)->ino;
 }
 
 void
-mstat_discover_scan(struct mstat_top *top)
+mstat_discover_scan(struct mstat_discover *d, struct cds_list_head *targets)
 {
-	struct mstat_index targets, refusals;
+	struct mstat_index known, refusals;
 	struct mstat_top_target *t;
 	struct dirent *de;
 	size_t n = 0, no_fd = 0;
-	DIR *d;
+	DIR *dir;
 
 	/* Lookups by name and inode: one pass over the directory is linear
 	 * in its size, however many targets there are. */
-	cds_list_for_each_entry(t, &top->targets, node) {
+	cds_list_for_each_entry(t, targets, node) {
 		t->in_scan = false;
 		n++;
 	}
-	if (mstat_index_init(&targets, n, target_name, target_ino) < 0 ||
-	    mstat_index_init(&refusals, top->nrefused, refusal_name, refusal_ino) < 0) {
-		mstat_index_fini(&targets);
+	if (mstat_index_init(&known, n, target_name, target_ino) < 0 ||
+	    mstat_index_init(&refusals, d->nrefused, refusal_name, refusal_ino) < 0) {
+		mstat_index_fini(&known);
 		return;
 	}
-	cds_list_for_each_entry(t, &top->targets, node)
-		mstat_index_add(&targets, t);
-	for (size_t i = 0; i < top->nrefused; i++) {
-		top->refused[i]->in_scan = false;
-		mstat_index_add(&refusals, top->refused[i]);
+	cds_list_for_each_entry(t, targets, node)
+		mstat_index_add(&known, t);
+	for (size_t i = 0; i < d->nrefused; i++) {
+		d->refused[i]->in_scan = false;
+		mstat_index_add(&refusals, d->refused[i]);
 	}
 
-	d = opendir(MSTAT_SHM_DIR);
-	if (!d) {
-		mstat_top_note(top, "%s: %s", MSTAT_SHM_DIR, strerror(errno));
+	dir = opendir(MSTAT_SHM_DIR);
+	if (!dir) {
+		note(d, "%s: %s", MSTAT_SHM_DIR, strerror(errno));
 		goto out;
 	}
-	while ((de = readdir(d))) {
+	while ((de = readdir(dir))) {
 		const char *name = de->d_name;
 		uint64_t ino = (uint64_t)de->d_ino;
 
@@ -224,86 +264,115 @@ mstat_discover_scan(struct mstat_top *top)
 		if (strncmp(name, MSTAT_SHM_PREFIX, strlen(MSTAT_SHM_PREFIX)) != 0 ||
 		    strlen(name) >= MSTAT_SHM_NAME_MAX)
 			continue;
-		if (!pid_wanted(top, name))
+		if (!pid_wanted(d, name))
 			continue;
-		if ((t = (struct mstat_top_target *)mstat_index_find(&targets, name, ino))) {
+		if ((t = (struct mstat_top_target *)mstat_index_find(&known, name, ino))) {
 			t->in_scan = true;
 			continue;
 		}
-		if (!process_wanted(top, name))
+		if (!process_wanted(d, name))
 			continue;
-		struct mstat_top_refusal *f = (struct mstat_top_refusal *)
+		struct mstat_discover_refusal *f = (struct mstat_discover_refusal *)
 			mstat_index_find(&refusals, name, ino);
 		if (f && f->rc != -EAGAIN) {
 			f->in_scan = true;
 			continue;
 		}
-		no_fd += !attach(top, f, name, ino);
+		no_fd += !attach(d, targets, f, name, ino);
 	}
 
 	/* A segment not initialised yet whose creator is gone (it died while
 	 * making it) is removed; one still being made is left alone. */
-	for (size_t i = 0; i < top->nrefused; i++) {
-		struct mstat_top_refusal *f = top->refused[i];
+	for (size_t i = 0; i < d->nrefused; i++) {
+		struct mstat_discover_refusal *f = d->refused[i];
 		if (f->in_scan && f->rc == -EAGAIN &&
-		    mstat_reap_at(dirfd(d), f->name, geteuid(), NULL, NULL) ==
+		    mstat_reap_at(dirfd(dir), f->name, geteuid(), NULL, NULL) ==
 			    MSTAT_REAP_REMOVED) {
-			mstat_top_note(top, "removed %s: its creator died making it",
-				       f->name);
+			note(d, "removed %s: its creator died making it", f->name);
 			f->in_scan = false;
 		}
 	}
-	closedir(d);
+	closedir(dir);
 	if (no_fd) {
 		struct rlimit rl = { 0, 0 };
 		getrlimit(RLIMIT_NOFILE, &rl);
-		mstat_top_note(top, "%zu segments not read: out of file descriptors "
-			       "(limit %llu; raise it with ulimit -n)", no_fd,
-			       (unsigned long long)rl.rlim_cur);
+		note(d, "%zu segments not read: out of file descriptors "
+		     "(limit %llu; raise it with ulimit -n)", no_fd,
+		     (unsigned long long)rl.rlim_cur);
 	}
 
 	/* Forget refusals whose segment went away: a new one with the same
 	 * name is looked at afresh. */
 	size_t kept = 0;
-	for (size_t i = 0; i < top->nrefused; i++) {
-		if (top->refused[i]->in_scan)
-			top->refused[kept++] = top->refused[i];
+	for (size_t i = 0; i < d->nrefused; i++) {
+		if (d->refused[i]->in_scan)
+			d->refused[kept++] = d->refused[i];
 		else
-			free(top->refused[i]);
+			free(d->refused[i]);
 	}
-	top->nrefused = kept;
+	d->nrefused = kept;
 out:
-	mstat_index_fini(&targets);
+	mstat_index_fini(&known);
 	mstat_index_fini(&refusals);
 }
 
-void
-mstat_discover_detach(struct mstat_top *top, struct mstat_top_target *t)
+static void
+target_free(struct rcu_head *head)
 {
-	(void)top;
-	cds_list_del_rcu(&t->node);
-	call_rcu(&t->rcu, mstat_top_target_free);
+	struct mstat_top_target *t =
+		caa_container_of(head, struct mstat_top_target, rcu);
+
+	mstat_reader_close(t->reader);
+	/* Its last sample was reachable only through it. */
+	free(t->sample);
+	free(t);
 }
 
-bool
-mstat_discover_execed(const struct mstat_top *top,
-		      const struct mstat_top_target *t)
+void
+mstat_discover_detach(struct mstat_top_target *t)
+{
+	cds_list_del_rcu(&t->node);
+	call_rcu(&t->rcu, target_free);
+}
+
+/* The state /proc gives the target's process, if its pid is ours to ask
+ * about and still names that process; 0 if not. */
+static char
+proc_state(const struct mstat_discover *d, const struct mstat_top_target *t)
 {
 	uint64_t start;
 	char state;
 
+	if (!d->pid_ns || !t->reader ||
+	    mstat_reader_info(t->reader)->pid_ns != d->pid_ns ||
+	    mstat_proc_stat(t->pid, &start, &state) < 0 || start != t->start_time)
+		return 0;
+	return state;
+}
+
+bool
+mstat_discover_execed(const struct mstat_discover *d,
+		      const struct mstat_top_target *t)
+{
+	char state = proc_state(d, t);
+
 	/* A zombie is a process that died, not waited for yet. */
-	return top->pid_ns && mstat_reader_info(t->reader)->pid_ns == top->pid_ns &&
-	       mstat_proc_stat(t->pid, &start, &state) == 0 &&
-	       start == t->start_time && state != 'Z' && state != 'X';
+	return state && state != 'Z' && state != 'X';
+}
+
+bool
+mstat_discover_stopped(const struct mstat_discover *d,
+		       const struct mstat_top_target *t)
+{
+	return mstat_proc_state_stopped(proc_state(d, t));
 }
 
 void
-mstat_discover_reap(struct mstat_top *top, struct mstat_top_target *t)
+mstat_discover_reap(struct mstat_discover *d, struct mstat_top_target *t)
 {
 	int dirfd, rc;
 
-	if (!t->in_scan)
+	if (!t->in_scan || !t->reader)
 		return; /* its name is gone already */
 	dirfd = open(MSTAT_SHM_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)
@@ -311,12 +380,11 @@ mstat_discover_reap(struct mstat_top *top, struct mstat_top_target *t)
 	rc = mstat_reap_fd(dirfd, t->shm_name, mstat_reader_fd(t->reader));
 	close(dirfd);
 	if (rc < 0)
-		mstat_top_note(top, "%s: cannot remove: %s", t->shm_name,
-			       strerror(-rc));
+		note(d, "%s: cannot remove: %s", t->shm_name, strerror(-rc));
 }
 
 size_t
-mstat_discover_gc(struct mstat_top *top)
+mstat_discover_gc(struct mstat_discover *d)
 {
 	static const char *const how[] = {
 		[MSTAT_STATE_RUNNING] = "killed",
@@ -325,25 +393,24 @@ mstat_discover_gc(struct mstat_top *top)
 	};
 	struct dirent *de;
 	size_t removed = 0;
-	DIR *d = opendir(MSTAT_SHM_DIR);
+	DIR *dir = opendir(MSTAT_SHM_DIR);
 
-	if (!d) {
-		mstat_top_note(top, "%s: %s", MSTAT_SHM_DIR, strerror(errno));
+	if (!dir) {
+		note(d, "%s: %s", MSTAT_SHM_DIR, strerror(errno));
 		return 0;
 	}
-	while ((de = readdir(d))) {
+	while ((de = readdir(dir))) {
 		struct mstat_reaped r;
 		pid_t pid;
 		uint64_t start;
 
 		if (mstat_shm_parse_name(de->d_name, &pid, &start) < 0)
 			continue;
-		int rc = mstat_reap_at(dirfd(d), de->d_name, geteuid(), NULL, &r);
+		int rc = mstat_reap_at(dirfd(dir), de->d_name, geteuid(), NULL, &r);
 		if (rc < 0) {
-			mstat_top_note(top, "%s: cannot remove: %s", de->d_name,
-				       strerror(-rc));
+			note(d, "%s: cannot remove: %s", de->d_name, strerror(-rc));
 		} else if (rc == MSTAT_REAP_REMOVED) {
-			mstat_top_note(top, "removed %s (pid %d, %s)", de->d_name,
+			note(d, "removed %s (pid %d, %s)", de->d_name,
 				       (int)pid, !r.published ? "not a complete segment"
 				       : r.state < sizeof(how) / sizeof(how[0]) &&
 						       how[r.state] ? how[r.state]
@@ -351,6 +418,6 @@ mstat_discover_gc(struct mstat_top *top)
 			removed++;
 		}
 	}
-	closedir(d);
+	closedir(dir);
 	return removed;
 }

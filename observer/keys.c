@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * keys.c - the keys of mstat-top: one table that both dispatches and makes
- * the help screen, so the two cannot disagree.
+ * the help screen, so the two cannot disagree.  Keys change the state of
+ * ui.h; the view draws it.
  */
 #include <curses.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ui.h"
@@ -123,9 +125,62 @@ key_filter(struct mstat_ui *ui)
 }
 
 static int
+key_sort_growth(struct mstat_ui *ui)
+{
+	ui->sort = MSTAT_SORT_GROWTH_BYTES;
+	ui->reverse = false;
+	return MSTAT_KEY_RESELECT;
+}
+
+static int
 key_pause(struct mstat_ui *ui)
 {
 	ui->paused = !ui->paused;
+	return MSTAT_KEY_REDRAW;
+}
+
+static int
+key_step(struct mstat_ui *ui)
+{
+	if (!ui->replay) {
+		snprintf(ui->said, sizeof(ui->said), "stepping is for replays "
+			 "(--replay)");
+		return MSTAT_KEY_REDRAW;
+	}
+	ui->paused = true;
+	ui->replay->step = true;
+	return MSTAT_KEY_REDRAW;
+}
+
+static int
+key_rebase(struct mstat_ui *ui)
+{
+	return mstat_ui_rebase(ui, false);
+}
+
+static int
+key_rebase_all(struct mstat_ui *ui)
+{
+	return mstat_ui_rebase(ui, true);
+}
+
+static int
+key_dismiss(struct mstat_ui *ui)
+{
+	return mstat_ui_dismiss(ui, false);
+}
+
+static int
+key_dismiss_all(struct mstat_ui *ui)
+{
+	return mstat_ui_dismiss(ui, true);
+}
+
+/* A replay's speed, between 1/8 and 64 times as recorded. */
+static int
+set_speed(struct mstat_ui *ui, double speed)
+{
+	ui->replay->speed = speed < 0.125 ? 0.125 : speed > 64 ? 64 : speed;
 	return MSTAT_KEY_REDRAW;
 }
 
@@ -145,19 +200,23 @@ set_interval(struct mstat_ui *ui, unsigned ms)
 static int
 key_slower(struct mstat_ui *ui)
 {
+	if (ui->replay)
+		return set_speed(ui, ui->replay->speed / 2);
 	return set_interval(ui, ui->interval_ms * 2);
 }
 
 static int
 key_faster(struct mstat_ui *ui)
 {
+	if (ui->replay)
+		return set_speed(ui, ui->replay->speed * 2);
 	return set_interval(ui, ui->interval_ms / 2);
 }
 
 static int
 key_help(struct mstat_ui *ui)
 {
-	ui->help = !ui->help;
+	ui->help = true;
 	return MSTAT_KEY_REDRAW;
 }
 
@@ -175,16 +234,22 @@ static const struct mstat_key_binding table[] = {
 	{ { KEY_NPAGE }, "PgDn", "a page down", key_pgdn },
 	{ { KEY_HOME, 'g' }, "Home g", "first row", key_home },
 	{ { KEY_END, 'G' }, "End G", "last row", key_end },
-	{ { '\n', KEY_ENTER, '\r' }, "Enter", "open the process: size classes, history; again to close", key_enter },
+	{ { '\n', KEY_ENTER, '\r' }, "Enter", "open the process: size classes by growth, history; again to close", key_enter },
 	{ { KEY_ESC, KEY_BACKSPACE, KEY_LEFT }, "Esc Left", "back to the process table", key_back },
 	{ { KEY_F(6), '>' }, "F6 >", "sort by the next column", key_sort_next },
 	{ { '<' }, "<", "sort by the previous column", key_sort_prev },
+	{ { 'L' }, "L", "sort by growth since the baseline (leak hunting)", key_sort_growth },
 	{ { 'r' }, "r", "reverse the order", key_reverse },
-	{ { '/' }, "/", "filter by name or pid (Enter keeps, Esc clears)", key_filter },
+	{ { 'b' }, "b", "reset the selected process's baseline: growth from now", key_rebase },
+	{ { 'B' }, "B", "reset every process's baseline", key_rebase_all },
+	{ { 'x', KEY_DC }, "x Del", "dismiss the selected process, once it ended", key_dismiss },
+	{ { 'X' }, "X", "dismiss every process that ended", key_dismiss_all },
+	{ { '/' }, "/", "filter by name, comm or pid (Enter keeps, Esc clears)", key_filter },
 	{ { ' ' }, "Space", "pause or resume the display", key_pause },
-	{ { '+' }, "+", "longer interval (x2)", key_slower },
-	{ { '-' }, "-", "shorter interval (/2)", key_faster },
-	{ { 'h', '?', KEY_F(1) }, "h ? F1", "this help; any key closes it", key_help },
+	{ { '.' }, ".", "replay: one tick forward (and pause)", key_step },
+	{ { '+' }, "+", "longer interval (x2); replay: slower", key_slower },
+	{ { '-' }, "-", "shorter interval (/2); replay: faster", key_faster },
+	{ { 'h', '?', KEY_F(1) }, "h ? F1", "this help; q, Esc or h closes it", key_help },
 	{ { 'q', KEY_F(10) }, "q F10", "quit", key_quit },
 };
 
@@ -233,11 +298,16 @@ mstat_keys_dispatch(struct mstat_ui *ui, int ch)
 	if (ui->editing)
 		return edit_key(ui, ch);
 	if (ui->help) {
-		ui->help = false;
-		if (ch == 'q')
-			ui->quit = true;
-		return MSTAT_KEY_REDRAW;
+		/* The help screen closes back to the table; nothing else
+		 * acts behind it. */
+		if (ch == 'q' || ch == KEY_ESC || ch == 'h' || ch == '?' ||
+		    ch == KEY_F(1) || ch == KEY_LEFT) {
+			ui->help = false;
+			return MSTAT_KEY_REDRAW;
+		}
+		return MSTAT_KEY_IGNORED;
 	}
+	ui->said[0] = '\0';
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 		for (size_t k = 0; k < 3 && table[i].keys[k]; k++)
 			if (table[i].keys[k] == ch)

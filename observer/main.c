@@ -1,22 +1,26 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * main.c - mstat-top's options, and its two loops: interactive (a sampler
- * thread ticks, this thread draws) and batch (this thread ticks and
- * prints).  See mstat-top(1).
+ * main.c - mstat-top's options, and its loops: interactive (a sampler
+ * thread ticks, this thread draws), batch (this thread ticks and prints),
+ * and both again from a recording instead of live.  See mstat-top(1).
  */
 #include <curses.h>
 #include <errno.h>
 #include <getopt.h>
+#include <langinfo.h>
 #include <locale.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <term.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "columns.h"
 #include "output.h"
 #include "reader.h"
+#include "record.h"
 #include "text.h"
 #include "top.h"
 #include "ui.h"
@@ -32,7 +36,8 @@ struct options {
 	char filter[MSTAT_UI_FILTER_MAX];
 	pid_t pids[MAX_PIDS];
 	size_t npids;
-	double linger_s;
+	double linger_s, window_s, baseline_s;
+	const char *record, *replay;
 };
 
 static void
@@ -47,14 +52,21 @@ usage(FILE *f)
 	      "  -o, --format=FORMAT    batch output: table, json, openmetrics\n"
 	      "  -p, --pid=PID[,PID..]  watch only these processes\n"
 	      "  -F, --filter=TEXT      show only names containing TEXT (or pid TEXT)\n"
-	      "  -s, --sort=COLUMN      pid, name, threads, live-bytes, live-objs,\n"
-	      "                         alloc/s, free/s, net/s, state\n"
+	      "  -s, --sort=COLUMN      pid, name, age, threads, live-bytes, live-objs,\n"
+	      "                         alloc/s, free/s, net/s, growth, growth-objs,\n"
+	      "                         growth/s, state\n"
+	      "      --baseline=SECONDS count growth from SECONDS after the start\n"
+	      "                         (default: from when each process is first seen)\n"
+	      "      --window=SECONDS   the growth rate's window (default 60)\n"
 	      "      --linger=SECONDS   keep exited and killed processes this long\n"
-	      "                         (default 5)\n"
+	      "                         (default 300)\n"
+	      "      --record=FILE      write every tick to FILE (JSON Lines)\n"
+	      "      --replay=FILE      play a recording back instead of watching\n"
 	      "      --gc               remove every segment of a process that is\n"
 	      "                         gone, then exit (each tick removes those it\n"
 	      "                         reads anyway)\n"
-	      "  -h, --help             this text\n", f);
+	      "  -h, --help             this text\n"
+	      "  -V, --version          the version\n", f);
 }
 
 /* A line on stderr that quotes an argument: escaped as notes are, so that
@@ -90,6 +102,19 @@ parse_pids(struct options *o, const char *s)
 	return 0;
 }
 
+/* A number of seconds in [lo, hi]. */
+static bool
+seconds(const char *s, double lo, double hi, double *out)
+{
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s || *end || !(v >= lo && v <= hi))
+		return false;
+	*out = v;
+	return true;
+}
+
 static int
 parse_options(struct options *o, int argc, char **argv)
 {
@@ -102,17 +127,27 @@ parse_options(struct options *o, int argc, char **argv)
 		{ "filter", required_argument, NULL, 'F' },
 		{ "sort", required_argument, NULL, 's' },
 		{ "linger", required_argument, NULL, 'L' },
+		{ "window", required_argument, NULL, 'W' },
+		{ "baseline", required_argument, NULL, 'B' },
+		{ "record", required_argument, NULL, 'R' },
+		{ "replay", required_argument, NULL, 'P' },
 		{ "gc", no_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const char *name = NULL;
 	char *end;
-	int c;
+	int c, idx = -1;
 
 	*o = (struct options){ .count = -1, .delay_s = 1.0,
 			       .format = MSTAT_FORMAT_TABLE,
-			       .sort = MSTAT_SORT_LIVE_BYTES, .linger_s = 5.0 };
-	while ((c = getopt_long(argc, argv, "bn:d:o:p:F:s:h", longs, NULL)) != -1) {
+			       .sort = MSTAT_SORT_LIVE_BYTES, .linger_s = 300.0,
+			       .window_s = 60.0 };
+	while ((c = getopt_long(argc, argv, "bn:d:o:p:F:s:hV", longs, &idx)) != -1) {
+		name = c == '?' ? NULL : idx >= 0 && longs[idx].val == c
+						 ? longs[idx].name : NULL;
+		idx = -1;
 		switch (c) {
 		case 'b': o->batch = true; break;
 		case 'n':
@@ -121,8 +156,7 @@ parse_options(struct options *o, int argc, char **argv)
 				goto bad;
 			break;
 		case 'd':
-			o->delay_s = strtod(optarg, &end);
-			if (*end || !(o->delay_s >= 0.1 && o->delay_s <= 3600))
+			if (!seconds(optarg, 0.1, 3600, &o->delay_s))
 				goto bad;
 			break;
 		case 'o':
@@ -142,12 +176,22 @@ parse_options(struct options *o, int argc, char **argv)
 			break;
 		}
 		case 'L':
-			o->linger_s = strtod(optarg, &end);
-			if (*end || !(o->linger_s >= 0 && o->linger_s <= 3600))
+			if (!seconds(optarg, 0, 86400, &o->linger_s))
 				goto bad;
 			break;
+		case 'W':
+			if (!seconds(optarg, 1, 86400, &o->window_s))
+				goto bad;
+			break;
+		case 'B':
+			if (!seconds(optarg, 0, 86400 * 365, &o->baseline_s))
+				goto bad;
+			break;
+		case 'R': o->record = optarg; break;
+		case 'P': o->replay = optarg; break;
 		case 'G': o->gc = true; break;
 		case 'h': usage(stdout); exit(0);
+		case 'V': printf("mstat-top %s\n", MSTAT_VERSION); exit(0);
 		default: usage(stderr); return -1;
 		}
 	}
@@ -155,11 +199,18 @@ parse_options(struct options *o, int argc, char **argv)
 		complain("unexpected argument '%s'", argv[optind]);
 		return -1;
 	}
+	if (o->replay && (o->record || o->npids || o->gc)) {
+		complain("--replay plays a recording: not with --record, -p or --gc");
+		return -1;
+	}
 	if (!isatty(STDOUT_FILENO))
 		o->batch = true;
 	return 0;
 bad:
-	complain("bad value '%s' for -%c", optarg, c == 'L' ? 'L' : c);
+	if (name)
+		complain("bad value '%s' for --%s", optarg, name);
+	else
+		complain("bad value '%s' for -%c", optarg, c);
 	return -1;
 }
 
@@ -188,6 +239,92 @@ sleep_s(double s)
 		;
 }
 
+static void
+model_init(struct mstat_model *m, const struct options *o)
+{
+	mstat_model_init(m, (uint64_t)(o->linger_s * 1e9));
+	m->window_ns = (uint64_t)(o->window_s * 1e9);
+	m->baseline_after_ns = (uint64_t)(o->baseline_s * 1e9);
+}
+
+/* ---- recording ---- */
+
+struct recorder {
+	FILE *f;
+	const char *path;
+	struct mstat_top_scratch sc;
+	uint64_t seq;
+	bool failed;
+	struct mstat_top *top;
+};
+
+static int
+recorder_open(struct recorder *rec, const char *path)
+{
+	memset(rec, 0, sizeof(*rec));
+	rec->path = path;
+	if (!path)
+		return 0;
+	if (!(rec->f = fopen(path, "we"))) {
+		complain("%s: %s", path, strerror(errno));
+		return -1;
+	}
+	if (mstat_record_begin(rec->f, wall_ms()) < 0) {
+		complain("%s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static void
+recorder_close(struct recorder *rec)
+{
+	if (rec->f && fclose(rec->f) != 0 && !rec->failed)
+		complain("%s: %s", rec->path, strerror(errno));
+	free(rec->sc.in);
+}
+
+struct tick_arg {
+	struct recorder *rec;
+	struct mstat_model *m;       /* NULL: record only */
+	struct mstat_record_tick t;
+};
+
+/* One tick's inputs: recorded, then folded into the model, at the same
+ * times, so that a replay makes the same model. */
+static int
+take_tick(void *arg, const struct mstat_model_input *in, size_t n)
+{
+	struct tick_arg *a = arg;
+
+	a->t.in = in;
+	a->t.n = n;
+	if (a->rec && a->rec->f && !a->rec->failed &&
+	    mstat_record_write(a->rec->f, &a->t) < 0) {
+		a->rec->failed = true;
+		if (a->rec->top && !a->rec->top->opt.note)
+			mstat_top_note(a->rec->top, "%s: recording stopped: %s",
+				       a->rec->path, strerror(errno));
+		else
+			complain("%s: recording stopped: %s", a->rec->path,
+				 strerror(errno));
+	}
+	return a->m ? mstat_model_update(a->m, in, n, a->t.now_ns) : 0;
+}
+
+/* The sampler thread's end of tick, in interactive mode: the tick goes to
+ * the recording. */
+static void
+record_after_tick(void *arg, struct mstat_top *top)
+{
+	struct recorder *rec = arg;
+	struct tick_arg a = { rec, NULL, { ++rec->seq, wall_ms(), mstat_top_now_ns(),
+		atomic_load(&top->interval_ms) / 1000.0, NULL, 0 } };
+
+	if (!rec->failed)
+		mstat_top_gather(top, &rec->sc, take_tick, &a);
+}
+
 /* ---- batch ---- */
 
 /* -p names a process with no segment: say so once, or the output is just
@@ -206,119 +343,224 @@ note_missing(const struct options *o, const struct mstat_model *m)
 	}
 }
 
+/* Prints the model's rows for tick `t`: 0, or 1 if the output failed
+ * (a closed pipe is the reader's choice: 0, and stop). */
+static int
+print_tick(const struct options *o, struct mstat_model *m,
+	   const struct mstat_record_tick *t, const struct mstat_model_row ***rows,
+	   bool *stop)
+{
+	const struct mstat_model_row **p = realloc(*rows, (m->n + 1) * sizeof(**rows));
+
+	if (!p) {
+		fprintf(stderr, "mstat-top: out of memory\n");
+		*stop = true;
+		return 1;
+	}
+	*rows = p;
+	m->wall_ns = t->time_ms * 1000000u;
+	size_t n = mstat_model_view(m, o->filter, o->sort, false, p);
+	struct mstat_output_tick ot = { t->seq, t->time_ms, t->interval_s };
+	if (mstat_output_write(stdout, o->format, &ot, p, n) < 0 ||
+	    fflush(stdout) == EOF) {
+		*stop = true;
+		return errno == EPIPE ? 0 : 1;
+	}
+	return 0;
+}
+
 static int
 run_batch(struct mstat_top *top, const struct options *o)
 {
 	struct mstat_model m;
 	struct mstat_top_scratch sc = { 0 };
 	const struct mstat_model_row **rows = NULL;
+	struct recorder rec;
+	bool stop = false;
 	int rc = 0;
 
-	mstat_model_init(&m, (uint64_t)(o->linger_s * 1e9));
-	for (long i = 0; o->count < 0 || i < o->count; i++) {
+	if (recorder_open(&rec, o->record) < 0)
+		return 1;
+	model_init(&m, o);
+	for (long i = 0; !stop && (o->count < 0 || i < o->count); i++) {
 		if (i)
 			sleep_s(o->delay_s);
 		mstat_top_tick(top);
-		if (mstat_top_collect(top, &m, &sc, mstat_top_now_ns()) < 0 ||
-		    !(rows = realloc(rows, (m.n + 1) * sizeof(*rows)))) {
+		struct tick_arg a = { &rec, &m, { (uint64_t)i + 1, wall_ms(),
+			mstat_top_now_ns(), o->delay_s, NULL, 0 } };
+		if (mstat_top_gather(top, &sc, take_tick, &a) < 0) {
 			fprintf(stderr, "mstat-top: out of memory\n");
 			rc = 1;
 			break;
 		}
 		if (i == 0)
 			note_missing(o, &m);
-		size_t n = mstat_model_view(&m, o->filter, o->sort, false, rows);
-		struct mstat_output_tick t = { (uint64_t)i + 1, wall_ms(), o->delay_s };
-		if (mstat_output_write(stdout, o->format, &t, rows, n) < 0 ||
-		    fflush(stdout) == EOF) {
-			rc = errno == EPIPE ? 0 : 1;
-			break;
-		}
+		rc = print_tick(o, &m, &a.t, &rows, &stop);
+		if (rec.failed)
+			rc = 1, stop = true;
 	}
 	free(rows);
 	free(sc.in);
 	mstat_model_fini(&m);
+	recorder_close(&rec);
+	return rc;
+}
+
+static int
+run_batch_replay(const struct options *o)
+{
+	struct mstat_replay *r;
+	struct mstat_record_tick t;
+	struct mstat_model m;
+	const struct mstat_model_row **rows = NULL;
+	char err[512];
+	bool stop = false;
+	int rc = 0, got;
+
+	if (mstat_replay_open(&r, o->replay, err, sizeof(err)) < 0) {
+		fprintf(stderr, "mstat-top: %s\n", err);
+		return 1;
+	}
+	model_init(&m, o);
+	for (long i = 0; !stop && (o->count < 0 || i < o->count); i++) {
+		if ((got = mstat_replay_next(r, &t, err, sizeof(err))) <= 0) {
+			if (got < 0) {
+				fprintf(stderr, "mstat-top: %s\n", err);
+				rc = 1;
+			}
+			break;
+		}
+		if (mstat_model_update(&m, t.in, t.n, t.now_ns) < 0) {
+			fprintf(stderr, "mstat-top: out of memory\n");
+			rc = 1;
+			break;
+		}
+		rc = print_tick(o, &m, &t, &rows, &stop);
+	}
+	free(rows);
+	mstat_model_fini(&m);
+	mstat_replay_close(r);
 	return rc;
 }
 
 /* ---- interactive ---- */
 
-void
-mstat_ui_select_rows(struct mstat_ui *ui)
+/* Whether curses can draw on this terminal: it knows the terminal and can
+ * move the cursor.  If not, why, for the one-line note. */
+static bool
+terminal_drawable(char *why, size_t len)
 {
-	if (ui->caprows < ui->model.n + 1) {
-		size_t cap = 2 * (ui->model.n + 1);
-		void *p = realloc(ui->rows, cap * sizeof(*ui->rows));
-		if (!p)
-			return;
-		ui->rows = p;
-		ui->caprows = cap;
+	const char *term = getenv("TERM");
+	int err = 0;
+
+	if (!term || !*term) {
+		snprintf(why, len, "TERM is not set");
+		return false;
 	}
-	ui->nrows = mstat_model_view(&ui->model, ui->filter, ui->sort,
-				     ui->reverse, ui->rows);
-	/* The selection follows its process through re-sorting. */
-	for (size_t i = 0; i < ui->nrows; i++)
-		if (strcmp(ui->rows[i]->key, ui->sel_key) == 0) {
-			ui->sel = i;
-			return;
-		}
-	if (ui->sel >= ui->nrows)
-		ui->sel = ui->nrows ? ui->nrows - 1 : 0;
-	if (ui->nrows && !ui->detail)
-		snprintf(ui->sel_key, sizeof(ui->sel_key), "%s",
-			 ui->rows[ui->sel]->key);
+	if (setupterm(NULL, STDOUT_FILENO, &err) != OK) {
+		snprintf(why, len, "terminal type '%s' is not known here", term);
+		return false;
+	}
+	char *cup = tigetstr("cup");
+	bool ok = cup && cup != (char *)-1 && !tigetflag("hc");
+	del_curterm(cur_term);
+	if (!ok)
+		snprintf(why, len, "terminal type '%s' cannot move the cursor", term);
+	return ok;
 }
 
-const struct mstat_model_row *
-mstat_ui_selected(const struct mstat_ui *ui)
+/* The next recorded tick into the model; false at the end or on an error
+ * (said on the status line). */
+static bool
+replay_step(struct mstat_ui *ui, struct mstat_replay *r, double *interval_s)
 {
-	if (ui->detail)
-		return mstat_model_find(&ui->model, ui->sel_key);
-	return ui->nrows ? ui->rows[ui->sel] : NULL;
+	struct mstat_record_tick t;
+	char err[sizeof(ui->status)];
+	int got = mstat_replay_next(r, &t, err, sizeof(err));
+
+	if (got <= 0) {
+		ui->replay->ended = true;
+		snprintf(ui->status, sizeof(ui->status), "%s",
+			 got < 0 ? err : "end of the recording");
+		return false;
+	}
+	mstat_model_update(&ui->model, t.in, t.n, t.now_ns);
+	ui->model.wall_ns = t.time_ms * 1000000u;
+	ui->tick_wall_ms = t.time_ms;
+	ui->replay->tick = t.seq;
+	*interval_s = t.interval_s;
+	ui->interval_ms = (unsigned)(t.interval_s * 1000);
+	return true;
 }
 
 static int
-run_interactive(struct mstat_top *top, const struct options *o)
+run_interactive(struct mstat_top *top, const struct options *o,
+		struct mstat_replay *replay)
 {
-	struct mstat_ui ui = { .top = top, .sort = o->sort,
+	struct mstat_ui_replay rp = { .file = o->replay, .speed = 1.0 };
+	struct mstat_ui ui = { .top = top, .replay = replay ? &rp : NULL,
+			       .sort = o->sort,
 			       .interval_ms = (unsigned)(o->delay_s * 1000) };
-	uint64_t seen_ticks = 0;
+	uint64_t seen_ticks = 0, next_ns = 0;
+	double interval_s = o->delay_s;
 	bool dirty = true;
 	int rc;
 
 	snprintf(ui.filter, sizeof(ui.filter), "%s", o->filter);
-	mstat_model_init(&ui.model, (uint64_t)(o->linger_s * 1e9));
-	setlocale(LC_ALL, "");
-	if (!initscr())
+	model_init(&ui.model, o);
+	ui.keys = mstat_keys_table(&ui.nkeys);
+	ui.utf8 = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;
+	SCREEN *scr = newterm(NULL, stdout, stdin);
+	if (!scr) {
+		fprintf(stderr, "mstat-top: cannot draw on this terminal\n");
 		return 1;
+	}
+	set_term(scr);
 	cbreak();
 	noecho();
 	keypad(stdscr, TRUE);
 	curs_set(0);
 	set_escdelay(25);
 	timeout(100);
-	if ((rc = mstat_top_start(top)) < 0) {
+	if (top && (rc = mstat_top_start(top)) < 0) {
 		endwin();
+		delscreen(scr);
 		fprintf(stderr, "mstat-top: cannot start: %s\n", strerror(-rc));
 		return 1;
 	}
 	while (!ui.quit) {
-		/* Acquire: pairs with the sampler's release at the end of a
-		 * tick; that tick's published samples are then visible. */
-		uint64_t ticks = atomic_load_explicit(&top->ticks,
-						      memory_order_acquire);
-		if (!ui.paused && ticks != seen_ticks) {
-			seen_ticks = ticks;
-			mstat_top_collect(top, &ui.model, &ui.scratch,
-					  mstat_top_now_ns());
-			ui.tick_wall_ms = wall_ms();
-			mstat_ui_select_rows(&ui);
-			dirty = true;
-		}
-		uint64_t seq = mstat_top_status(top, ui.status, sizeof(ui.status));
-		if (seq != ui.status_seq) {
-			ui.status_seq = seq;
-			dirty = true;
+		if (replay) {
+			/* The recording's own pace, at its speed; a step
+			 * goes on paused. */
+			uint64_t now = mstat_top_now_ns();
+			if (!rp.ended && (rp.step || (!ui.paused && now >= next_ns))) {
+				rp.step = false;
+				if (replay_step(&ui, replay, &interval_s))
+					mstat_ui_select_rows(&ui);
+				next_ns = now + (uint64_t)(interval_s / rp.speed * 1e9);
+				dirty = true;
+			}
+		} else {
+			/* Acquire: pairs with the sampler's release at the
+			 * end of a tick; that tick's published samples are
+			 * then visible. */
+			uint64_t ticks = atomic_load_explicit(&top->ticks,
+							      memory_order_acquire);
+			if (!ui.paused && ticks != seen_ticks) {
+				seen_ticks = ticks;
+				ui.tick_wall_ms = wall_ms();
+				ui.model.wall_ns = ui.tick_wall_ms * 1000000u;
+				mstat_top_collect(top, &ui.model, &ui.scratch,
+						  mstat_top_now_ns());
+				mstat_ui_select_rows(&ui);
+				dirty = true;
+			}
+			uint64_t seq = mstat_top_status(top, ui.status,
+							sizeof(ui.status));
+			if (seq != ui.status_seq) {
+				ui.status_seq = seq;
+				dirty = true;
+			}
 		}
 		if (dirty) {
 			mstat_view_draw(&ui);
@@ -337,6 +579,7 @@ run_interactive(struct mstat_top *top, const struct options *o)
 		dirty |= r != MSTAT_KEY_IGNORED;
 	}
 	endwin();
+	delscreen(scr);
 	free(ui.rows);
 	free(ui.scratch.in);
 	mstat_model_fini(&ui.model);
@@ -348,10 +591,29 @@ main(int argc, char **argv)
 {
 	struct options o;
 	struct mstat_top top;
+	struct recorder rec;
+	char why[200];
 	int rc;
 
+	setlocale(LC_ALL, "");
 	if (parse_options(&o, argc, argv) < 0)
 		return 2;
+	if (!o.batch && !o.gc && !terminal_drawable(why, sizeof(why))) {
+		complain("%s: batch output instead", why);
+		o.batch = true;
+	}
+	if (o.replay) {
+		struct mstat_replay *r;
+		if (o.batch)
+			return run_batch_replay(&o);
+		if (mstat_replay_open(&r, o.replay, why, sizeof(why)) < 0) {
+			fprintf(stderr, "mstat-top: %s\n", why);
+			return 1;
+		}
+		rc = run_interactive(NULL, &o, r);
+		mstat_replay_close(r);
+		return rc;
+	}
 	struct mstat_top_options to = {
 		.pids = o.pids,
 		.npids = o.npids,
@@ -362,20 +624,33 @@ main(int argc, char **argv)
 		 * interactive view on its status line. */
 		.note = o.batch || o.gc ? note_stderr : NULL,
 	};
+	/* Interactive: the sampler thread records each tick as it ends
+	 * (batch records in its own loop, with the times it prints). */
+	if (!o.batch && !o.gc) {
+		if (recorder_open(&rec, o.record) < 0)
+			return 1;
+		rec.top = &top;
+		if (rec.f) {
+			to.after_tick = record_after_tick;
+			to.after_tick_arg = &rec;
+		}
+	}
 	if ((rc = mstat_top_init(&top, &to)) < 0) {
 		fprintf(stderr, "mstat-top: %s\n", strerror(-rc));
 		return 1;
 	}
 	rcu_register_thread();
 	if (o.gc) {
-		mstat_discover_gc(&top);
+		mstat_discover_gc(&top.disc);
 		rc = 0;
 	} else if (o.batch) {
 		rc = run_batch(&top, &o);
 	} else {
-		rc = run_interactive(&top, &o);
+		rc = run_interactive(&top, &o, NULL);
 	}
 	mstat_top_fini(&top);
+	if (!o.batch && !o.gc)
+		recorder_close(&rec);
 	rcu_unregister_thread();
 	return rc;
 }

@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * model.c - rates, history, per-class tables, sorting, filtering and the
+ * model.c - rates, history, growth, per-class tables, filtering and the
  * lifecycle of rows.  See model.h.
  */
 #include "model.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +16,7 @@
 static const char *const live_names[MSTAT_LIVE_COUNT] = {
 	[MSTAT_LIVE_RUNNING] = "running",
 	[MSTAT_LIVE_STALLED] = "stalled",
+	[MSTAT_LIVE_STOPPED] = "stopped",
 	[MSTAT_LIVE_BUSY] = "busy",
 	[MSTAT_LIVE_EXITING] = "exiting",
 	[MSTAT_LIVE_EXITED] = "exited",
@@ -34,6 +34,7 @@ mstat_model_init(struct mstat_model *m, uint64_t linger_ns)
 {
 	memset(m, 0, sizeof(*m));
 	m->linger_ns = linger_ns;
+	m->window_ns = MSTAT_MODEL_WINDOW_DEFAULT_NS;
 }
 
 void
@@ -49,7 +50,7 @@ const struct mstat_model_row *
 mstat_model_find(const struct mstat_model *m, const char *key)
 {
 	for (size_t i = 0; i < m->n; i++)
-		if (strcmp(m->rows[i]->key, key) == 0)
+		if (!m->rows[i]->dismissed && strcmp(m->rows[i]->key, key) == 0)
 			return m->rows[i];
 	return NULL;
 }
@@ -90,6 +91,77 @@ signed_rate(uint64_t now, uint64_t before, uint64_t dt_ns)
 			     : -rate(before, now, dt_ns);
 }
 
+/* The growth window: points at least window/(N-2) apart, trimmed to
+ * the newest one at least `window_ns` old and those after it; the rate
+ * is from that one to now (from the oldest, for a process seen for
+ * less). */
+static void
+window_push(struct mstat_model_row *r, uint64_t t_ns, uint64_t live,
+	    uint64_t window_ns)
+{
+	uint64_t spacing = window_ns / (MSTAT_MODEL_WINDOW - 2);
+
+	if (r->window_len == 0 ||
+	    t_ns - r->window[r->window_len - 1].t_ns >= spacing) {
+		if (r->window_len == MSTAT_MODEL_WINDOW) { /* cannot happen */
+			memmove(r->window, r->window + 1,
+				(MSTAT_MODEL_WINDOW - 1) * sizeof(r->window[0]));
+			r->window_len--;
+		}
+		r->window[r->window_len++] =
+			(struct mstat_model_point){ t_ns, live };
+	}
+	unsigned drop = 0;
+	while (drop + 1 < r->window_len && t_ns >= window_ns &&
+	       r->window[drop + 1].t_ns <= t_ns - window_ns)
+		drop++;
+	if (drop) {
+		memmove(r->window, r->window + drop,
+			(r->window_len - drop) * sizeof(r->window[0]));
+		r->window_len -= drop;
+	}
+	const struct mstat_model_point *o = &r->window[0];
+	r->have_growth_rate = t_ns > o->t_ns;
+	r->growth_bytes_rate = r->have_growth_rate
+		? ((double)live - (double)o->live_bytes) * 1e9 /
+			  (double)(t_ns - o->t_ns)
+		: 0.0;
+}
+
+/* Live minus base, as a signed difference. */
+static int64_t
+delta(uint64_t now, uint64_t base)
+{
+	return now >= base ? (int64_t)(now - base) : -(int64_t)(base - now);
+}
+
+static void
+growth(struct mstat_model_row *r)
+{
+	r->growth_bytes = delta(mstat_live_bytes(&r->total), r->base_bytes);
+	r->growth_objects = delta(mstat_live_objects(&r->total), r->base_objects);
+	for (uint32_t c = 0; c < r->class_count; c++) {
+		struct mstat_model_class *k = &r->classes[c];
+		k->growth_bytes = delta(mstat_live_bytes(&k->c), k->base_bytes);
+		k->growth_objects = delta(mstat_live_objects(&k->c), k->base_objects);
+	}
+}
+
+/* The baseline: the counts now, or nothing. */
+static void
+rebase(struct mstat_model_row *r, bool from_nothing)
+{
+	r->base_t_ns = r->t_ns;
+	r->base_bytes = from_nothing ? 0 : mstat_live_bytes(&r->total);
+	r->base_objects = from_nothing ? 0 : mstat_live_objects(&r->total);
+	for (uint32_t c = 0; c < r->class_count; c++) {
+		struct mstat_model_class *k = &r->classes[c];
+		k->base_bytes = from_nothing ? 0 : mstat_live_bytes(&k->c);
+		k->base_objects = from_nothing ? 0 : mstat_live_objects(&k->c);
+	}
+	growth(r);
+}
+
 static void
 history_push(struct mstat_model_row *r, uint64_t v)
 {
@@ -104,7 +176,7 @@ history_push(struct mstat_model_row *r, uint64_t v)
 /* A snapshot newer than the row's: new counters, rates and history. */
 static void
 fold_snapshot(struct mstat_model_row *r, const struct mstat_snapshot *s,
-	      uint64_t t_ns)
+	      uint64_t t_ns, uint64_t window_ns)
 {
 	uint32_t cc = s->class_count <= MSTAT_MAX_CLASSES ? s->class_count
 							  : MSTAT_MAX_CLASSES;
@@ -138,31 +210,60 @@ fold_snapshot(struct mstat_model_row *r, const struct mstat_snapshot *s,
 		k->max_size = s->class_max_size[c];
 		k->c = *now;
 	}
+	/* A class first used now starts from nothing at the baseline. */
+	for (uint32_t c = r->class_count; c < cc; c++)
+		r->classes[c].base_bytes = r->classes[c].base_objects = 0;
 	r->class_count = cc;
 	r->total = s->total;
 	r->requested_bytes = s->requested_bytes;
 	r->threads = s->threads;
 	r->epoch = s->epoch;
 	r->t_ns = t_ns;
+	bool first = !r->have_snap;
 	r->have_snap = true;
 	history_push(r, mstat_live_bytes(&s->total));
+	window_push(r, t_ns, mstat_live_bytes(&s->total), window_ns);
+	if (first)
+		rebase(r, false); /* first seen */
+	else
+		growth(r);
+}
+
+/* A new image (the process exec()ed): its counters start from nothing,
+ * so nothing of the old image's carries over. */
+static void
+new_image(struct mstat_model_row *r)
+{
+	r->have_snap = r->have_rates = r->have_growth_rate = false;
+	r->class_count = 0;
+	memset(&r->total, 0, sizeof(r->total));
+	r->history_len = r->window_len = 0;
 }
 
 static void
 fold_input(struct mstat_model_row *r, const struct mstat_model_input *in,
-	   uint64_t now_ns)
+	   uint64_t now_ns, uint64_t window_ns)
 {
+	if (in->image && strcmp(in->image, r->image) != 0) {
+		if (r->image[0])
+			new_image(r);
+		snprintf(r->image, sizeof(r->image), "%s", in->image);
+	}
 	r->pid = in->pid;
 	snprintf(r->name, sizeof(r->name), "%s", in->name ? in->name : "");
+	snprintf(r->comm, sizeof(r->comm), "%s", in->comm ? in->comm : "");
+	snprintf(r->exe, sizeof(r->exe), "%s", in->exe ? in->exe : "");
 	snprintf(r->err, sizeof(r->err), "%s", in->err ? in->err : "");
+	r->start_ns = in->start_ns;
 	r->live = in->live;
 	if (in->snap && (!r->have_snap || in->t_ns > r->t_ns))
-		fold_snapshot(r, in->snap, in->t_ns);
+		fold_snapshot(r, in->snap, in->t_ns, window_ns);
 	if (mstat_model_gone(r->live)) {
 		/* Gone: nothing moves any more. */
 		r->threads = 0;
 		r->alloc_rate = r->free_rate = 0;
 		r->alloc_bytes_rate = r->free_bytes_rate = r->net_bytes_rate = 0;
+		r->growth_bytes_rate = 0;
 		for (uint32_t c = 0; c < r->class_count; c++)
 			r->classes[c].alloc_rate = r->classes[c].free_rate =
 				r->classes[c].net_bytes_rate = 0;
@@ -185,33 +286,41 @@ mstat_model_update(struct mstat_model *m, const struct mstat_model_input *in,
 	int rc = 0;
 
 	/* Rows by key: an update is linear in the number of targets. */
-	if (mstat_index_init(&rows, m->n, row_key, NULL) < 0)
+	if (mstat_index_init(&rows, m->n + n, row_key, NULL) < 0)
 		return -ENOMEM;
 	for (size_t i = 0; i < m->n; i++) {
 		m->rows[i]->seen = false;
 		mstat_index_add(&rows, m->rows[i]);
 	}
+	if (m->updates == 0)
+		m->first_ns = now_ns;
 	for (size_t i = 0; i < n; i++) {
 		struct mstat_model_row *r =
 			(struct mstat_model_row *)mstat_index_find(&rows, in[i].key, 0);
-		if (!r && !(r = row_add(m, &in[i]))) {
-			rc = -ENOMEM;
-			continue;
+		if (!r) {
+			if (!(r = row_add(m, &in[i]))) {
+				rc = -ENOMEM;
+				continue;
+			}
+			/* Two inputs of one process (its old image not yet
+			 * dropped) fold into one row. */
+			mstat_index_add(&rows, r);
 		}
 		/* A row gone keeps the time it was first seen gone. */
 		uint64_t gone = r->gone_ns;
-		fold_input(r, &in[i], now_ns);
+		fold_input(r, &in[i], now_ns, m->window_ns ? m->window_ns : 1);
 		if (gone && r->gone_ns)
 			r->gone_ns = gone;
 		r->seen = true;
 	}
 	/* Lifecycle: rows not seen go, unless they are gone (exited or
 	 * killed) and still linger; those go once they have lingered long
-	 * enough. */
+	 * enough.  A dismissed row goes once its input stops. */
 	size_t kept = 0;
 	for (size_t i = 0; i < m->n; i++) {
 		struct mstat_model_row *r = m->rows[i];
-		bool keep = mstat_model_gone(r->live)
+		bool keep = r->dismissed ? r->seen
+			  : mstat_model_gone(r->live)
 				    ? now_ns - r->gone_ns < m->linger_ns
 				    : r->seen;
 		if (keep)
@@ -222,8 +331,45 @@ mstat_model_update(struct mstat_model *m, const struct mstat_model_input *in,
 	m->n = kept;
 	m->now_ns = now_ns;
 	m->updates++;
+	if (m->baseline_after_ns && !m->rebased &&
+	    now_ns - m->first_ns >= m->baseline_after_ns) {
+		mstat_model_rebase(m, NULL, false);
+		m->rebased = true;
+	}
 	mstat_index_fini(&rows);
 	return rc;
+}
+
+size_t
+mstat_model_rebase(struct mstat_model *m, const char *key, bool from_nothing)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < m->n; i++) {
+		struct mstat_model_row *r = m->rows[i];
+		if (r->dismissed || (key && strcmp(r->key, key) != 0))
+			continue;
+		if (r->have_snap)
+			rebase(r, from_nothing);
+		n++;
+	}
+	return n;
+}
+
+size_t
+mstat_model_dismiss(struct mstat_model *m, const char *key)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < m->n; i++) {
+		struct mstat_model_row *r = m->rows[i];
+		if (r->dismissed || !mstat_model_gone(r->live) ||
+		    (key && strcmp(r->key, key) != 0))
+			continue;
+		r->dismissed = true;
+		n++;
+	}
+	return n;
 }
 
 bool
@@ -231,111 +377,13 @@ mstat_model_match(const struct mstat_model_row *r, const char *filter)
 {
 	char pid[16];
 
+	if (r->dismissed)
+		return false;
 	if (!filter || !*filter)
 		return true;
 	snprintf(pid, sizeof(pid), "%d", (int)r->pid);
-	return strcasestr(r->name, filter) != NULL || strcmp(pid, filter) == 0;
-}
-
-static const char *const sort_names[MSTAT_SORT_COUNT] = {
-	[MSTAT_SORT_PID] = "PID",
-	[MSTAT_SORT_NAME] = "NAME",
-	[MSTAT_SORT_THREADS] = "THREADS",
-	[MSTAT_SORT_LIVE_BYTES] = "LIVE-BYTES",
-	[MSTAT_SORT_LIVE_OBJECTS] = "LIVE-OBJS",
-	[MSTAT_SORT_ALLOC_RATE] = "ALLOC/s",
-	[MSTAT_SORT_FREE_RATE] = "FREE/s",
-	[MSTAT_SORT_NET_RATE] = "NET/s",
-	[MSTAT_SORT_STATE] = "STATE",
-};
-
-const char *
-mstat_model_sort_name(enum mstat_model_sort k)
-{
-	return (unsigned)k < MSTAT_SORT_COUNT ? sort_names[k] : "?";
-}
-
-int
-mstat_model_parse_sort(const char *s)
-{
-	for (int k = 0; k < MSTAT_SORT_COUNT; k++) {
-		const char *n = sort_names[k];
-		size_t i = 0;
-		while (s[i] && n[i] &&
-		       (tolower((unsigned char)s[i]) == tolower((unsigned char)n[i]) ||
-			(s[i] == '_' && n[i] == '-')))
-			i++;
-		if (!s[i] && !n[i])
-			return k;
-	}
-	return -1;
-}
-
-struct sort_ctx {
-	enum mstat_model_sort key;
-	bool reverse;
-};
-
-static int
-cmp_u64(uint64_t a, uint64_t b)
-{
-	return (a > b) - (a < b);
-}
-
-static int
-cmp_double(double a, double b)
-{
-	return (a > b) - (a < b);
-}
-
-static int
-cmp_rows(const void *pa, const void *pb, void *arg)
-{
-	const struct mstat_model_row *a = *(const struct mstat_model_row *const *)pa;
-	const struct mstat_model_row *b = *(const struct mstat_model_row *const *)pb;
-	const struct sort_ctx *ctx = arg;
-	int c = 0;
-
-	/* Numbers sort largest first, words and pids in their order. */
-	switch (ctx->key) {
-	case MSTAT_SORT_PID: break;
-	case MSTAT_SORT_NAME: c = strcmp(a->name, b->name); break;
-	case MSTAT_SORT_THREADS: c = -cmp_u64(a->threads, b->threads); break;
-	case MSTAT_SORT_LIVE_BYTES:
-		c = -cmp_u64(mstat_model_live_bytes(a), mstat_model_live_bytes(b));
-		break;
-	case MSTAT_SORT_LIVE_OBJECTS:
-		c = -cmp_u64(mstat_model_live_objects(a),
-			     mstat_model_live_objects(b));
-		break;
-	case MSTAT_SORT_ALLOC_RATE: c = -cmp_double(a->alloc_rate, b->alloc_rate); break;
-	case MSTAT_SORT_FREE_RATE: c = -cmp_double(a->free_rate, b->free_rate); break;
-	case MSTAT_SORT_NET_RATE:
-		c = -cmp_double(a->net_bytes_rate, b->net_bytes_rate);
-		break;
-	case MSTAT_SORT_STATE: c = cmp_u64(a->live, b->live); break;
-	case MSTAT_SORT_COUNT: break;
-	}
-	if (c == 0)
-		c = cmp_u64((uint64_t)(int64_t)a->pid, (uint64_t)(int64_t)b->pid);
-	if (c == 0)
-		c = strcmp(a->key, b->key);
-	return ctx->reverse ? -c : c;
-}
-
-size_t
-mstat_model_view(const struct mstat_model *m, const char *filter,
-		 enum mstat_model_sort key, bool reverse,
-		 const struct mstat_model_row **out)
-{
-	struct sort_ctx ctx = { key, reverse };
-	size_t n = 0;
-
-	for (size_t i = 0; i < m->n; i++)
-		if (mstat_model_match(m->rows[i], filter))
-			out[n++] = m->rows[i];
-	qsort_r(out, n, sizeof(*out), cmp_rows, &ctx);
-	return n;
+	return strcasestr(r->name, filter) || strcasestr(r->comm, filter) ||
+	       strcasestr(r->exe, filter) || strcmp(pid, filter) == 0;
 }
 
 void
@@ -354,5 +402,10 @@ mstat_model_totals(const struct mstat_model_row *const *rows, size_t n,
 		t->alloc_rate += r->alloc_rate;
 		t->free_rate += r->free_rate;
 		t->net_bytes_rate += r->net_bytes_rate;
+		t->have_rates |= r->have_rates;
+		t->have_growth |= r->have_snap;
+		t->growth_bytes += r->have_snap ? r->growth_bytes : 0;
+		t->have_growth_rate |= r->have_growth_rate;
+		t->growth_bytes_rate += r->have_growth_rate ? r->growth_bytes_rate : 0;
 	}
 }

@@ -2,11 +2,18 @@
 /*
  * model.h - what mstat-top knows about its targets, derived from snapshots.
  *
- * The model turns successive snapshots of each target into rows: totals,
- * rates per second, a history of live bytes and per-class tables.  It also
- * keeps the lifecycle of rows: an exited target keeps its row, with its
- * final totals, for `linger_ns` after it was last seen.  It sorts and
- * filters rows for whoever shows them.
+ * The model turns successive snapshots of each process into rows: totals,
+ * rates per second, a history of live bytes, per-class tables, and growth:
+ * live bytes and objects gained since the row's baseline (when it was
+ * first seen, or reset), per process and per class, and the rate of that
+ * growth over a sliding window.  It also keeps the lifecycle of rows: an
+ * exited or killed process keeps its row, with its final totals, for
+ * `linger_ns` after it was first seen gone, or until dismissed.  It
+ * filters rows for whoever shows them (columns.h sorts them).
+ *
+ * A row is a process, not a segment: the image an exec() starts makes a
+ * segment of its own, and the row goes on with it (new name, counters
+ * from nothing, a new baseline).
  *
  * The model is plain data owned by one thread (the one that draws or
  * prints); it knows nothing of RCU, segments or terminals.  The view, the
@@ -23,13 +30,16 @@
 #include "mstatshm.h"
 
 #define MSTAT_MODEL_HISTORY 120  /* live-bytes points kept per row */
-#define MSTAT_MODEL_KEY_MAX 64   /* the segment's name, with its NUL */
+#define MSTAT_MODEL_WINDOW 64    /* points kept for the growth rate */
+#define MSTAT_MODEL_KEY_MAX 64   /* a row's key, with its NUL */
 #define MSTAT_MODEL_ERR_MAX 200
+#define MSTAT_MODEL_WINDOW_DEFAULT_NS (UINT64_C(60) * 1000000000u)
 
 /* What the observer knows of a target's process. */
 enum mstat_model_live {
 	MSTAT_LIVE_RUNNING = 0,
 	MSTAT_LIVE_STALLED,  /* a thread stayed inside an update (-EAGAIN) */
+	MSTAT_LIVE_STOPPED,  /* read, and stopped (SIGSTOP, a debugger) */
 	MSTAT_LIVE_BUSY,     /* another reader held the segment (-EBUSY) */
 	MSTAT_LIVE_EXITING,  /* exit has begun; the process still exists */
 	MSTAT_LIVE_EXITED,   /* gone after exit(), _exit(): final totals */
@@ -49,7 +59,7 @@ mstat_model_gone(enum mstat_model_live l)
 
 /* One target as the sampler last saw it. */
 struct mstat_model_input {
-	const char *key;     /* unique per process: the segment's name */
+	const char *key;     /* unique per process, the same across exec() */
 	pid_t pid;
 	const char *name;
 	enum mstat_model_live live;
@@ -57,6 +67,12 @@ struct mstat_model_input {
 	uint64_t t_ns;       /* CLOCK_MONOTONIC when `snap` was taken */
 	uint64_t end_ns;     /* CLOCK_REALTIME the process ended, 0 if not */
 	const struct mstat_snapshot *snap; /* last good snapshot, or NULL */
+	/* Added later; NULL and 0 mean not known. */
+	const char *image;   /* the image counting (its segment): when it
+			      * changes, the process exec()ed */
+	const char *comm;    /* /proc/<pid>/comm */
+	const char *exe;     /* the executable's file name */
+	uint64_t start_ns;   /* CLOCK_REALTIME the process started */
 };
 
 struct mstat_model_class {
@@ -65,6 +81,14 @@ struct mstat_model_class {
 	double alloc_rate;   /* allocations per second */
 	double free_rate;
 	double net_bytes_rate; /* live bytes growth per second */
+	uint64_t base_bytes, base_objects; /* live at the baseline */
+	int64_t growth_bytes, growth_objects; /* Derived: live - base */
+};
+
+/* A point of the growth window. */
+struct mstat_model_point {
+	uint64_t t_ns;
+	uint64_t live_bytes;
 };
 
 struct mstat_model_row {
@@ -89,33 +113,41 @@ struct mstat_model_row {
 	uint64_t history[MSTAT_MODEL_HISTORY]; /* live bytes, oldest first */
 	unsigned history_len;
 	bool seen;             /* scratch for mstat_model_update() */
-};
 
-/* Sort keys: the columns of the process table, in their order. */
-enum mstat_model_sort {
-	MSTAT_SORT_PID = 0,
-	MSTAT_SORT_NAME,
-	MSTAT_SORT_THREADS,
-	MSTAT_SORT_LIVE_BYTES,
-	MSTAT_SORT_LIVE_OBJECTS,
-	MSTAT_SORT_ALLOC_RATE,
-	MSTAT_SORT_FREE_RATE,
-	MSTAT_SORT_NET_RATE,
-	MSTAT_SORT_STATE,
-	MSTAT_SORT_COUNT
+	char image[MSTAT_MODEL_KEY_MAX]; /* of the counters shown */
+	char comm[16];
+	char exe[64];
+	uint64_t start_ns;     /* CLOCK_REALTIME it started; 0 unknown */
+	/* Growth since the baseline: known when have_snap. */
+	uint64_t base_t_ns;    /* CLOCK_MONOTONIC of the baseline */
+	uint64_t base_bytes, base_objects;
+	int64_t growth_bytes, growth_objects;   /* Derived: live - base */
+	/* Growth of live bytes per second over the model's window (over
+	 * what there is, for a process seen for less); known when
+	 * have_growth_rate. */
+	bool have_growth_rate;
+	double growth_bytes_rate;
+	struct mstat_model_point window[MSTAT_MODEL_WINDOW]; /* oldest first */
+	unsigned window_len;
+	bool dismissed;        /* hidden; freed once its input stops */
 };
-
-/* "PID", "LIVE-BYTES", ...: the column's title. */
-const char *mstat_model_sort_name(enum mstat_model_sort k);
-/* A column's title, any case, '_' for '-' allowed: the key, or -1. */
-int mstat_model_parse_sort(const char *s);
 
 struct mstat_model {
-	struct mstat_model_row **rows; /* in no particular order */
+	struct mstat_model_row **rows; /* in no particular order; dismissed
+					* ones too */
 	size_t n, cap;
 	uint64_t linger_ns;  /* how long an exited row stays */
 	uint64_t now_ns;     /* time of the last update */
 	uint64_t updates;    /* mstat_model_update() calls */
+	/* Set after mstat_model_init() if wanted. */
+	uint64_t window_ns;  /* of the growth rate (default 60 s) */
+	uint64_t baseline_after_ns; /* if not 0: every row's baseline is reset
+				     * at the first update this long after
+				     * the first one (--baseline) */
+	uint64_t first_ns;   /* now_ns of the first update */
+	uint64_t wall_ns;    /* CLOCK_REALTIME of the last update, set by the
+			      * caller: what ages are counted to */
+	bool rebased;        /* baseline_after_ns has happened */
 };
 
 void mstat_model_init(struct mstat_model *m, uint64_t linger_ns);
@@ -133,31 +165,38 @@ int mstat_model_update(struct mstat_model *m,
 		       const struct mstat_model_input *in, size_t n,
 		       uint64_t now_ns);
 
-/* Whether a row passes a filter: an empty filter, a name containing it
- * (case-insensitive) or a pid equal to it. */
+/* Whether a row passes a filter: not dismissed, and an empty filter, a
+ * name, comm or executable containing it (case-insensitive) or a pid
+ * equal to it. */
 bool mstat_model_match(const struct mstat_model_row *r, const char *filter);
 
-/*
- * Fills `out` (room for m->n) with the rows that match `filter`, sorted by
- * `key` (descending for numbers, ascending for pid, name and state; then by
- * pid), and returns how many.  The pointers stay valid until the next
- * mstat_model_update().
- */
-size_t mstat_model_view(const struct mstat_model *m, const char *filter,
-			enum mstat_model_sort key, bool reverse,
-			const struct mstat_model_row **out);
+/* Resets the baseline of the row `key`, or of every row if `key` is NULL,
+ * to its counts now; with `from_nothing`, to an empty heap (growth is
+ * then everything live: what mstat-run reports of a whole run).  Returns
+ * how many rows it reset. */
+size_t mstat_model_rebase(struct mstat_model *m, const char *key,
+			  bool from_nothing);
 
-/* Totals over the given rows, for headers. */
+/* Dismisses the row `key` if its process is gone, or every such row if
+ * `key` is NULL: hidden from then on.  Returns how many. */
+size_t mstat_model_dismiss(struct mstat_model *m, const char *key);
+
+/* Totals over the given rows, for headers; a rate is known (have_*) if
+ * it is for one of the rows. */
 struct mstat_model_totals {
 	size_t processes, running;
 	uint32_t threads;
 	uint64_t live_bytes, live_objects;
 	double alloc_rate, free_rate, net_bytes_rate;
+	/* Added later. */
+	bool have_rates, have_growth, have_growth_rate;
+	int64_t growth_bytes;
+	double growth_bytes_rate;
 };
 void mstat_model_totals(const struct mstat_model_row *const *rows, size_t n,
 			struct mstat_model_totals *t);
 
-/* The row with this key, or NULL. */
+/* The row with this key, or NULL (also if dismissed). */
 const struct mstat_model_row *mstat_model_find(const struct mstat_model *m,
 					       const char *key);
 

@@ -2,7 +2,8 @@
 /*
  * output.c - table, JSON and OpenMetrics renderings of the model's rows.
  *
- * Counter names come from MSTAT_CLASS_COUNTERS, so a counter added to the
+ * The table's columns are those of columns.h.  Counter names come from
+ * MSTAT_CLASS_COUNTERS, so a counter added to the
  * list appears in JSON and OpenMetrics without an edit here.  The formats
  * are documented in docs/mstat-top-json.md and docs/mstat-top-openmetrics.md:
  * change them together.
@@ -16,6 +17,7 @@
 #include <time.h>
 
 #include "text.h"
+#include "units.h"
 
 int
 mstat_output_parse_format(const char *s)
@@ -27,24 +29,6 @@ mstat_output_parse_format(const char *s)
 	if (strcmp(s, "openmetrics") == 0)
 		return MSTAT_FORMAT_OPENMETRICS;
 	return -1;
-}
-
-void
-mstat_output_human(char *buf, size_t len, double v)
-{
-	static const char units[] = " KMGTPE";
-	double a = fabs(v);
-	unsigned u = 0;
-
-	while (a >= 9999.5 && u + 1 < sizeof(units) - 1) {
-		a /= 1024.0;
-		v /= 1024.0;
-		u++;
-	}
-	if (u == 0)
-		snprintf(buf, len, "%.0f", v);
-	else
-		snprintf(buf, len, "%.*f%c", a < 99.95 ? 1 : 0, v, units[u]);
 }
 
 /*
@@ -69,64 +53,76 @@ done(FILE *f)
 
 /* ---- table ---- */
 
-/* A cell of 24 bytes: the value, or "-" when it is not known (a process
- * never read, a rate before its second snapshot). */
-static const char *
-count_cell(char *c, bool have, uint64_t v)
-{
-	if (!have)
-		return "-";
-	snprintf(c, 24, "%" PRIu64, v);
-	return c;
-}
-
-static const char *
-rate_cell(char *c, bool have, double v)
-{
-	if (!have)
-		return "-";
-	snprintf(c, 24, "%.0f", v);
-	return c;
-}
-
 int
 mstat_output_table(FILE *f, const struct mstat_output_tick *t,
 		   const struct mstat_model_row *const *rows, size_t n)
 {
 	struct mstat_model_totals tot;
-	char when[32], lb[16], ar[16], fr[16], nr[16];
+	char when[32], v[6][MSTAT_UNIT_MAX];
 	time_t secs = (time_t)(t->time_ms / 1000);
+	uint64_t now_ns = t->time_ms * 1000000u;
 	struct tm tm;
 
 	mstat_model_totals(rows, n, &tot);
 	gmtime_r(&secs, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	mstat_output_human(lb, sizeof(lb), (double)tot.live_bytes);
-	mstat_output_human(ar, sizeof(ar), tot.alloc_rate);
-	mstat_output_human(fr, sizeof(fr), tot.free_rate);
-	mstat_output_human(nr, sizeof(nr), tot.net_bytes_rate);
-	fprintf(f, "tick %" PRIu64 " at %s, %zu processes, live %sB, "
-		   "%s allocs/s, %s frees/s, net %sB/s\n",
-		t->seq, when, tot.processes, lb, ar, fr, nr);
-	fprintf(f, "%7s %-16s %7s %10s %12s %9s %9s %9s %s\n", "PID", "NAME",
-		"THREADS", "LIVE-BYTES", "LIVE-OBJECTS", "ALLOC/s", "FREE/s",
-		"NET/s", "STATE");
+	fprintf(f, "tick %" PRIu64 " at %s, %zu processes, live %s, "
+		   "allocs %s, frees %s, net %s, growth %s, %s\n",
+		t->seq, when, tot.processes,
+		mstat_unit_format(v[0], sizeof(v[0]), MSTAT_UNIT_BYTES, true,
+				  (double)tot.live_bytes),
+		mstat_unit_format(v[1], sizeof(v[1]),
+				  MSTAT_UNIT_COUNT | MSTAT_UNIT_RATE,
+				  tot.have_rates, tot.alloc_rate),
+		mstat_unit_format(v[2], sizeof(v[2]),
+				  MSTAT_UNIT_COUNT | MSTAT_UNIT_RATE,
+				  tot.have_rates, tot.free_rate),
+		mstat_unit_format(v[3], sizeof(v[3]), MSTAT_UNIT_BYTES |
+				  MSTAT_UNIT_SIGNED | MSTAT_UNIT_RATE,
+				  tot.have_rates, tot.net_bytes_rate),
+		mstat_unit_format(v[4], sizeof(v[4]),
+				  MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED,
+				  tot.have_growth, (double)tot.growth_bytes),
+		mstat_unit_format(v[5], sizeof(v[5]), MSTAT_UNIT_BYTES |
+				  MSTAT_UNIT_SIGNED | MSTAT_UNIT_RATE,
+				  tot.have_growth_rate, tot.growth_bytes_rate));
+	/* Every column of columns.h, the same as the terminal's. */
+	for (int k = 0; k < MSTAT_SORT_COUNT; k++) {
+		const struct mstat_column *c = mstat_column(k);
+		int w = k == MSTAT_SORT_NAME ? MSTAT_OUTPUT_NAME_WIDTH : c->width;
+		if (k == MSTAT_SORT_COUNT - 1)
+			fprintf(f, "%s\n", c->title);
+		else if (c->unit & MSTAT_COLUMN_TEXT)
+			fprintf(f, "%-*s ", w, c->title);
+		else
+			fprintf(f, "%*s ", w, c->title);
+	}
 	for (size_t i = 0; i < n; i++) {
 		const struct mstat_model_row *r = rows[i];
-		/* Cut at 16 bytes without splitting a character. */
-		char name[17], err[sizeof(r->err)];
-		mstat_text_escape(name, sizeof(name), r->name, MSTAT_TEXT_PLAIN);
-		mstat_text_escape(err, sizeof(err), r->err, MSTAT_TEXT_PLAIN);
-		char c[6][24];
-		bool h = r->have_snap, hr = r->have_rates;
-		fprintf(f, "%7d %-16s %7s %10s %12s %9s %9s %9s %s%s%s\n",
-			(int)r->pid, name, count_cell(c[0], h, r->threads),
-			count_cell(c[1], h, mstat_model_live_bytes(r)),
-			count_cell(c[2], h, mstat_model_live_objects(r)),
-			rate_cell(c[3], hr, r->alloc_rate),
-			rate_cell(c[4], hr, r->free_rate),
-			rate_cell(c[5], hr, r->net_bytes_rate),
-			mstat_model_live_name(r->live), err[0] ? ": " : "", err);
+		for (int k = 0; k < MSTAT_SORT_COUNT; k++) {
+			const struct mstat_column *c = mstat_column(k);
+			int w = k == MSTAT_SORT_NAME ? MSTAT_OUTPUT_NAME_WIDTH
+						     : c->width;
+			char raw[128], cell[128];
+			mstat_column_text(k, r, now_ns, raw, sizeof(raw));
+			/* What a process wrote, made safe; cut to the
+			 * column without splitting a character. */
+			mstat_text_escape(cell, (c->unit & MSTAT_COLUMN_TEXT) &&
+					  k != MSTAT_SORT_COUNT - 1
+					  ? (size_t)w + 1 : sizeof(cell),
+					  raw, MSTAT_TEXT_PLAIN);
+			if (k == MSTAT_SORT_COUNT - 1)
+				fputs(cell, f);
+			else if (c->unit & MSTAT_COLUMN_TEXT)
+				fprintf(f, "%-*s ", w, cell);
+			else
+				fprintf(f, "%*s ", w, cell);
+		}
+		if (r->err[0]) {
+			fputs(": ", f);
+			mstat_text_put(f, r->err, MSTAT_TEXT_PLAIN);
+		}
+		fputc('\n', f);
 	}
 	fputc('\n', f);
 	return done(f);
@@ -153,7 +149,16 @@ json_count(FILE *f, const char *name, bool have, uint64_t v)
 }
 
 static void
-json_row(FILE *f, const struct mstat_model_row *r)
+json_signed(FILE *f, const char *name, bool have, int64_t v)
+{
+	if (have)
+		fprintf(f, ",\"%s\":%" PRId64, name, v);
+	else
+		fprintf(f, ",\"%s\":null", name);
+}
+
+void
+mstat_output_json_process(FILE *f, const struct mstat_model_row *r)
 {
 	fprintf(f, "{\"pid\":%d,\"name\":", (int)r->pid);
 	put_quoted(f, r->name);
@@ -192,13 +197,23 @@ json_row(FILE *f, const struct mstat_model_row *r)
 #define MSTAT_X(e, fld, h) fprintf(f, ",\"" #fld "\":%" PRIu64, k->c.fld);
 		MSTAT_CLASS_COUNTERS(MSTAT_X)
 #undef MSTAT_X
-		fputc('}', f);
+		fprintf(f, ",\"growth_bytes\":%" PRId64 ",\"growth_objects\":%"
+			   PRId64 "}", k->growth_bytes, k->growth_objects);
 	}
 	fputc(']', f);
 	if (r->end_ns)
 		fprintf(f, ",\"end_time_s\":%.3f", (double)r->end_ns / 1e9);
 	else
 		fputs(",\"end_time_s\":null", f);
+	/* Added in version 1 after the fields above. */
+	if (r->start_ns)
+		fprintf(f, ",\"start_time_s\":%.3f", (double)r->start_ns / 1e9);
+	else
+		fputs(",\"start_time_s\":null", f);
+	json_signed(f, "growth_bytes", h, r->growth_bytes);
+	json_signed(f, "growth_objects", h, r->growth_objects);
+	json_rate(f, "growth_bytes_per_s", r->have_growth_rate,
+		  r->growth_bytes_rate);
 	fputc('}', f);
 }
 
@@ -212,7 +227,7 @@ mstat_output_json(FILE *f, const struct mstat_output_tick *t,
 	for (size_t i = 0; i < n; i++) {
 		if (i)
 			fputc(',', f);
-		json_row(f, rows[i]);
+		mstat_output_json_process(f, rows[i]);
 	}
 	fputs("]}\n", f);
 	return done(f);

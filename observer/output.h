@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "columns.h"
 #include "model.h"
 
 enum mstat_output_format {
@@ -44,7 +45,11 @@ int mstat_output_write(FILE *f, enum mstat_output_format fmt,
 		       const struct mstat_output_tick *t,
 		       const struct mstat_model_row *const *rows, size_t n);
 
-/* "1.5K", "12.0M": at most 6 characters, for narrow columns. */
-void mstat_output_human(char *buf, size_t len, double v);
+/* One process as a JSON object (docs/mstat-top-json.md, "process"):
+ * what mstat-top prints per process and mstat-run's summary holds. */
+void mstat_output_json_process(FILE *f, const struct mstat_model_row *r);
+
+/* Width of the batch table's NAME column. */
+#define MSTAT_OUTPUT_NAME_WIDTH 20
 
 #endif /* MSTAT_OBSERVER_OUTPUT_H */

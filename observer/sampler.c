@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,8 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "name.h"
 #include "reader.h"
+#include "text.h"
 #include "top.h"
 #include "tsan.h"
 
@@ -29,12 +30,42 @@ mstat_top_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-int
-mstat_top_cmp_pid(const void *a, const void *b)
+/* A note, as formatted, made safe and delivered: the whole line, not
+ * its arguments, is escaped, since a note names files anyone can plant
+ * in /dev/shm and quotes what segments say, and it goes to a terminal
+ * (stderr, the status line). */
+static void
+note_line(void *arg, const char *raw)
 {
-	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+	struct mstat_top *top = arg;
+	char line[256];
 
-	return (x > y) - (x < y);
+	mstat_text_escape(line, sizeof(line), raw, MSTAT_TEXT_PLAIN);
+	if (top->opt.note) {
+		top->opt.note(top->opt.note_arg, line);
+		return;
+	}
+	struct mstat_top_status *s = malloc(sizeof(*s)), *old = top->status;
+	if (!s)
+		return;
+	s->seq = ++top->status_seq;
+	snprintf(s->line, sizeof(s->line), "%s", line);
+	MSTAT_PUBLISHING(s);
+	rcu_assign_pointer(top->status, s);
+	if (old)
+		call_rcu(&old->rcu, mstat_top_status_free);
+}
+
+void
+mstat_top_note(struct mstat_top *top, const char *fmt, ...)
+{
+	char raw[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	va_end(ap);
+	note_line(top, raw);
 }
 
 int
@@ -45,19 +76,15 @@ mstat_top_init(struct mstat_top *top, const struct mstat_top_options *opt)
 	CDS_INIT_LIST_HEAD(&top->targets);
 	atomic_init(&top->interval_ms, opt->interval_ms);
 	top->wake_fd = -1;
-	if (opt->npids) {
-		top->pids = malloc(opt->npids * sizeof(pid_t));
-		if (!top->pids)
-			return -ENOMEM;
-		memcpy(top->pids, opt->pids, opt->npids * sizeof(pid_t));
-		qsort(top->pids, opt->npids, sizeof(pid_t), mstat_top_cmp_pid);
-	}
+	if (mstat_discover_init(&top->disc, opt->pids, opt->npids,
+				opt->wait_budget_us, note_line, top) < 0)
+		return -ENOMEM;
 	top->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (top->wake_fd < 0) {
-		free(top->pids);
-		return -errno;
+		int rc = -errno;
+		mstat_discover_fini(&top->disc);
+		return rc;
 	}
-	(void)mstat_pid_ns(&top->pid_ns); /* 0 if unknown: pids mean nothing */
 	/* A target costs a descriptor: as many as the hard limit allows. */
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
@@ -65,18 +92,6 @@ mstat_top_init(struct mstat_top *top, const struct mstat_top_options *opt)
 		(void)setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	return 0;
-}
-
-void
-mstat_top_target_free(struct rcu_head *head)
-{
-	struct mstat_top_target *t =
-		caa_container_of(head, struct mstat_top_target, rcu);
-
-	mstat_reader_close(t->reader);
-	/* Its last sample was reachable only through it. */
-	free(t->sample);
-	free(t);
 }
 
 static void
@@ -177,18 +192,18 @@ publish(struct mstat_top *top, size_t i, uint64_t t_ns)
 		 * (membarrier refused to us) are the reader's: the target
 		 * stays, and says why it is not read. */
 		mstat_top_note(top, "dropped %s", mstat_reader_error(t->reader));
-		mstat_discover_detach(top, t);
+		mstat_discover_detach(t);
 		free(s);
 		return;
 	}
 	if (rc == 0 && (s->snap.state == MSTAT_EXECED ||
 			(s->snap.state == MSTAT_KILLED &&
-			 mstat_discover_execed(top, t)))) {
+			 mstat_discover_execed(&top->disc, t)))) {
 		/* Its process exec()ed: the new image makes a segment of its
-		 * own, found by the scan as a new target.  Not a row of its
-		 * own, and not a kill. */
-		mstat_discover_reap(top, t);
-		mstat_discover_detach(top, t);
+		 * own, found by the scan as a new target, and goes on in the
+		 * same row (the key is the process's).  Not a kill. */
+		mstat_discover_reap(&top->disc, t);
+		mstat_discover_detach(t);
 		free(s);
 		return;
 	}
@@ -207,13 +222,24 @@ publish(struct mstat_top *top, size_t i, uint64_t t_ns)
 			 mstat_reader_error(t->reader));
 	}
 	s->live = live_of(rc, s);
+	/* Read, and idle: is it stopped?  (Only an idle process can be: a
+	 * process whose counts move ran.  So a busy one costs no look at
+	 * /proc.) */
+	if (rc == 0 && s->live == MSTAT_LIVE_RUNNING && old && old->have_snap &&
+	    old->snap.total.alloc_count == s->snap.total.alloc_count &&
+	    old->snap.total.free_count == s->snap.total.free_count &&
+	    mstat_discover_stopped(&top->disc, t))
+		s->live = MSTAT_LIVE_STOPPED;
 	if (s->live == MSTAT_LIVE_EXITED || s->live == MSTAT_LIVE_KILLED) {
-		/* Gone: these counts are final.  Its name goes now; the
-		 * mapping stays until the row has lingered. */
+		/* Gone: these counts are final.  Its name goes now, and its
+		 * mapping: the sample holds what the row shows while it
+		 * lingers. */
 		t->final = true;
 		t->end_ns = t_ns;
 		s->end_ns = end_time(t, s->live);
-		mstat_discover_reap(top, t);
+		mstat_discover_reap(&top->disc, t);
+		mstat_reader_close(t->reader);
+		t->reader = NULL;
 	}
 	/* Publishes the filled sample: pairs with rcu_dereference() in
 	 * mstat_top_collect(). */
@@ -229,7 +255,7 @@ mstat_top_tick(struct mstat_top *top)
 	struct mstat_top_target *t, *tmp;
 	size_t n = 0;
 
-	mstat_discover_scan(top);
+	mstat_discover_scan(&top->disc, &top->targets);
 	cds_list_for_each_entry(t, &top->targets, node)
 		n += !t->final;
 	if (grow(top, n) < 0)
@@ -261,7 +287,9 @@ mstat_top_tick(struct mstat_top *top)
 	 * enough. */
 	cds_list_for_each_entry_safe(t, tmp, &top->targets, node)
 		if (t->final && t_ns - t->end_ns >= top->opt.linger_ns)
-			mstat_discover_detach(top, t);
+			mstat_discover_detach(t);
+	if (top->opt.after_tick)
+		top->opt.after_tick(top->opt.after_tick_arg, top);
 	/* Release: the tick is complete; pairs with the view's acquire load
 	 * of ticks (observer/main.c), which then redraws. */
 	atomic_fetch_add_explicit(&top->ticks, 1, memory_order_release);
@@ -319,7 +347,7 @@ mstat_top_fini(struct mstat_top *top)
 	}
 	/* The sampler has stopped: this thread is the updater now. */
 	cds_list_for_each_entry_safe(t, tmp, &top->targets, node)
-		mstat_discover_detach(top, t);
+		mstat_discover_detach(t);
 	struct mstat_top_status *s = top->status;
 	rcu_assign_pointer(top->status, NULL);
 	if (s)
@@ -330,18 +358,16 @@ mstat_top_fini(struct mstat_top *top)
 	free(top->fresh);
 	free(top->outs);
 	free(top->rcs);
-	for (size_t i = 0; i < top->nrefused; i++)
-		free(top->refused[i]);
-	free(top->refused);
-	free(top->pids);
+	mstat_discover_fini(&top->disc);
 	if (top->wake_fd >= 0)
 		close(top->wake_fd);
 	top->wake_fd = -1;
 }
 
 int
-mstat_top_collect(struct mstat_top *top, struct mstat_model *m,
-		  struct mstat_top_scratch *sc, uint64_t now_ns)
+mstat_top_gather(struct mstat_top *top, struct mstat_top_scratch *sc,
+		 int (*fn)(void *arg, const struct mstat_model_input *in, size_t n),
+		 void *arg)
 {
 	struct mstat_top_target *t;
 	size_t n = 0;
@@ -373,13 +399,39 @@ mstat_top_collect(struct mstat_top *top, struct mstat_model *m,
 			.t_ns = s->t_ns,
 			.end_ns = s->end_ns,
 			.snap = s->have_snap ? &s->snap : NULL,
+			.image = t->image,
+			.comm = t->id.comm,
+			.exe = t->id.exe,
+			.start_ns = t->start_ns,
 		};
 	}
-	/* The inputs point into samples: fold them in before unlocking. */
+	/* The inputs point into samples: hand them over before unlocking. */
 	if (rc == 0)
-		rc = mstat_model_update(m, sc->in, n, now_ns);
+		rc = fn(arg, sc->in, n);
 	rcu_read_unlock();
 	return rc;
+}
+
+struct collect {
+	struct mstat_model *m;
+	uint64_t now_ns;
+};
+
+static int
+collect_fn(void *arg, const struct mstat_model_input *in, size_t n)
+{
+	struct collect *c = arg;
+
+	return mstat_model_update(c->m, in, n, c->now_ns);
+}
+
+int
+mstat_top_collect(struct mstat_top *top, struct mstat_model *m,
+		  struct mstat_top_scratch *sc, uint64_t now_ns)
+{
+	struct collect c = { m, now_ns };
+
+	return mstat_top_gather(top, sc, collect_fn, &c);
 }
 
 uint64_t

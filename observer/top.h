@@ -34,10 +34,11 @@
 #include <urcu.h>
 #include <urcu/rculist.h>
 
+#include "discover.h"
 #include "model.h"
 #include "mstatshm.h"
 
-struct mstat_reader;
+struct mstat_top;
 
 /* What a consumer may read of one target's latest read. Immutable once
  * published. */
@@ -52,38 +53,10 @@ struct mstat_top_sample {
 				     * room for its class_count classes only */
 };
 
-struct mstat_top_target {
-	struct cds_list_head node;  /* in mstat_top.targets (RCU) */
-	struct rcu_head rcu;
-	/* Set before the target is published, never changed after. */
-	char key[MSTAT_MODEL_KEY_MAX]; /* "<segment name>:<inode>" */
-	char shm_name[64];
-	pid_t pid;
-	uint64_t start_time;        /* of the process, from the header */
-	char name[64];
-	/* RCU-published. */
-	struct mstat_top_sample *sample;
-	/* The sampler's own. */
-	struct mstat_reader *reader;
-	uint64_t ino;
-	bool in_scan;               /* its name was in the last scan */
-	bool final;                 /* its process is gone and its final
-				     * counts are read: nothing more to read */
-	uint64_t end_ns;            /* CLOCK_MONOTONIC when found gone */
-};
-
 struct mstat_top_status {
 	struct rcu_head rcu;
 	uint64_t seq;               /* increases with every note */
 	char line[256];
-};
-
-/* A segment discovery refused, so that it is reported once. */
-struct mstat_top_refusal {
-	char name[64];
-	uint64_t ino;
-	int rc;
-	bool in_scan;
 };
 
 struct mstat_top_options {
@@ -96,6 +69,11 @@ struct mstat_top_options {
 	 * sampler's thread.  NULL: publish it as `status`. */
 	void (*note)(void *arg, const char *line);
 	void *note_arg;
+	/* Called at the end of every tick, in the sampler's thread, with
+	 * every sample of the tick published (mstat_top_gather() reads
+	 * them); NULL: nothing.  mstat-top records ticks with it. */
+	void (*after_tick)(void *arg, struct mstat_top *top);
+	void *after_tick_arg;
 };
 
 struct mstat_top {
@@ -110,12 +88,9 @@ struct mstat_top {
 	int wake_fd;                    /* eventfd */
 
 	/* The sampler's own. */
-	uint64_t pid_ns;                /* this process's pid namespace */
-	pid_t *pids;                    /* opt.pids, sorted */
+	struct mstat_discover disc;
 	pthread_t thread;
 	bool thread_started;
-	struct mstat_top_refusal **refused;
-	size_t nrefused, caprefused;
 	size_t cap;                     /* of the arrays below */
 	struct mstat_top_target **batch;
 	struct mstat_reader **readers;
@@ -124,9 +99,6 @@ struct mstat_top {
 	int *rcs;
 	uint64_t status_seq;
 };
-
-/* Orders pids, for qsort() and bsearch(). */
-int mstat_top_cmp_pid(const void *a, const void *b);
 
 /* 0 or -errno.  Does not start a thread. */
 int mstat_top_init(struct mstat_top *top, const struct mstat_top_options *opt);
@@ -153,31 +125,20 @@ struct mstat_top_scratch {
 int mstat_top_collect(struct mstat_top *top, struct mstat_model *m,
 		      struct mstat_top_scratch *scratch, uint64_t now_ns);
 
+/* The latest samples as model inputs, handed to fn(arg, in, n) inside an
+ * RCU read-side critical section (they point into the samples: fn must
+ * not keep them).  Returns fn's result, or -ENOMEM.  From any thread
+ * registered with RCU. */
+int mstat_top_gather(struct mstat_top *top, struct mstat_top_scratch *scratch,
+		     int (*fn)(void *arg, const struct mstat_model_input *in,
+			       size_t n),
+		     void *arg);
+
 /* The call_rcu callback that frees a replaced status. */
 void mstat_top_status_free(struct rcu_head *head);
 /* Copies the last note into buf (empty if none); returns its seq. */
 uint64_t mstat_top_status(struct mstat_top *top, char *buf, size_t len);
 
-/* ---- discover.c: segments in /dev/shm ---- */
-
-/* Scans /dev/shm: attaches new segments, refuses bad ones (one note each),
- * marks which targets' names are still there. */
-void mstat_discover_scan(struct mstat_top *top);
-/* Whether a target whose owner is gone without exiting is in fact a
- * process that exec()ed (its pid, in our pid namespace, still has its
- * start time): the lock went with the old image's descriptors. */
-bool mstat_discover_execed(const struct mstat_top *top,
-			   const struct mstat_top_target *t);
-/* Unlinks the name of a target whose process is gone, if the name still
- * leads to it; the target keeps its mapping and its final counts. */
-void mstat_discover_reap(struct mstat_top *top, struct mstat_top_target *t);
-/* Removes every segment of this user in /dev/shm whose process is gone;
- * one note each.  Returns how many. */
-size_t mstat_discover_gc(struct mstat_top *top);
-/* Closes and frees a target: the call_rcu callback of a detach. */
-void mstat_top_target_free(struct rcu_head *head);
-/* Unlinks a target from the list; call_rcu frees it. */
-void mstat_discover_detach(struct mstat_top *top, struct mstat_top_target *t);
 /* Reports a one-line note (printf-like).  The whole line is escaped by
  * the plain rule of text.h, whatever its arguments hold. */
 void mstat_top_note(struct mstat_top *top, const char *fmt, ...)

@@ -3,9 +3,12 @@
  * ui.h - the interactive side of mstat-top: what the screen shows and the
  * keys change.  Owned by the main thread.
  *
- *   main.c  folds new samples into the model, picks the rows to show
- *   keys.c  one table of keys: it dispatches and it prints the help screen
- *   view.c  draws `struct mstat_ui` with ncurses, and nothing else
+ * Layers, each using only those before it:
+ *   ui.c    this state: the rows shown, the selection, what keys ask of
+ *           the model (baseline, dismiss)
+ *   view.c  draws it with ncurses, and nothing else
+ *   keys.c  one table of keys: it dispatches, and the help screen shows it
+ *   main.c  options, and the loops that feed the model (live or replayed)
  */
 #ifndef MSTAT_OBSERVER_UI_H
 #define MSTAT_OBSERVER_UI_H
@@ -14,15 +17,44 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "columns.h"
 #include "model.h"
 #include "top.h"
 
 #define MSTAT_UI_FILTER_MAX 64
 
+/* What a key did. */
+enum mstat_key_result {
+	MSTAT_KEY_IGNORED = 0,
+	MSTAT_KEY_REDRAW = 1,     /* the screen must be drawn again */
+	MSTAT_KEY_RESELECT = 2,   /* rows changed: pick them again */
+};
+
+struct mstat_ui;
+
+struct mstat_key_binding {
+	int keys[3];              /* 0-terminated unless full */
+	const char *names;        /* as the help screen shows them */
+	const char *help;
+	int (*fn)(struct mstat_ui *ui); /* returns enum mstat_key_result bits */
+};
+
+/* Playing a recording back, instead of watching live. */
+struct mstat_ui_replay {
+	const char *file;         /* as given, for the header */
+	double speed;             /* 1: as recorded */
+	uint64_t tick;            /* the last one shown */
+	bool step;                /* one tick more, paused or not */
+	bool ended;
+};
+
 struct mstat_ui {
-	struct mstat_top *top;
+	struct mstat_top *top;                /* NULL when replaying */
+	struct mstat_ui_replay *replay;       /* NULL when live */
 	struct mstat_model model;
 	struct mstat_top_scratch scratch;
+	const struct mstat_key_binding *keys; /* for the help screen */
+	size_t nkeys;
 
 	/* The process table: the model's rows that match, in order. */
 	const struct mstat_model_row **rows;
@@ -40,37 +72,29 @@ struct mstat_ui {
 	bool paused, help, quit;
 	bool detail;                          /* one process's classes */
 	size_t detail_scroll;
+	bool utf8;                            /* the terminal's charset */
 
 	char status[256];                     /* last note of the sampler */
 	uint64_t status_seq;
+	char said[256];                       /* what the last key did */
 	uint64_t tick_wall_ms;                /* when the model last changed */
 	unsigned interval_ms;
 };
 
-/* What a key did. */
-enum mstat_key_result {
-	MSTAT_KEY_IGNORED = 0,
-	MSTAT_KEY_REDRAW = 1,     /* the screen must be drawn again */
-	MSTAT_KEY_RESELECT = 2,   /* sort or filter changed: pick rows again */
-};
-
-struct mstat_key_binding {
-	int keys[3];              /* 0-terminated unless full */
-	const char *names;        /* as the help screen shows them */
-	const char *help;
-	int (*fn)(struct mstat_ui *ui); /* returns enum mstat_key_result bits */
-};
-
-/* The table, in help-screen order. */
-const struct mstat_key_binding *mstat_keys_table(size_t *n);
-/* Handles one key from getch(); returns enum mstat_key_result bits. */
-int mstat_keys_dispatch(struct mstat_ui *ui, int ch);
-
 /* Picks and orders the rows to show from the model; keeps the selection
  * on the same process. */
 void mstat_ui_select_rows(struct mstat_ui *ui);
-/* The row selected, or NULL. */
+/* The row selected (in the detail view: the one open), or NULL. */
 const struct mstat_model_row *mstat_ui_selected(const struct mstat_ui *ui);
+
+/* Key actions on the model, each saying what it did in ui->said. */
+int mstat_ui_rebase(struct mstat_ui *ui, bool all);
+int mstat_ui_dismiss(struct mstat_ui *ui, bool all);
+
+/* The key table, in help-screen order (keys.c). */
+const struct mstat_key_binding *mstat_keys_table(size_t *n);
+/* Handles one key from getch(); returns enum mstat_key_result bits. */
+int mstat_keys_dispatch(struct mstat_ui *ui, int ch);
 
 void mstat_view_draw(struct mstat_ui *ui);
 

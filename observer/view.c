@@ -3,22 +3,22 @@
  * view.c - draws `struct mstat_ui` with ncurses.  Drawing only: no I/O but
  * the terminal's, no decision but layout.  Attributes are reverse, bold
  * and underline, so it reads the same on a terminal without colours; every
- * line is cut to the width, so it works from 80x24 down.
+ * line is cut to the width, so it works from 80x24 down.  The process
+ * table's columns are those of columns.h: those that do not fit a narrow
+ * screen give way, in the order the table says.
  */
 #include <curses.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "output.h"
+#include "columns.h"
 #include "text.h"
 #include "ui.h"
+#include "units.h"
 
-
-/* Widths of the process table's columns; NAME takes what is left. */
-static const int widths[MSTAT_SORT_COUNT] = { 7, 0, 7, 10, 9, 7, 7, 7, 7 };
-#define NAME_MIN 8
 #define HEAD 3 /* lines above the tables: time and totals */
 
 /*
@@ -30,7 +30,7 @@ static const int widths[MSTAT_SORT_COUNT] = { 7, 0, 7, 10, 9, 7, 7, 7, 7 };
 static void
 line(int y, int attr, const char *fmt, ...)
 {
-	char raw[512], buf[512];
+	char raw[1024], buf[1024];
 	va_list ap;
 
 	if (y < 0 || y >= LINES)
@@ -40,78 +40,120 @@ line(int y, int attr, const char *fmt, ...)
 	va_end(ap);
 	mstat_text_escape(buf, sizeof(buf), raw, MSTAT_TEXT_PLAIN);
 	attrset(attr);
-	mvaddnstr(y, 0, buf, COLS);
+	move(y, 0);
+	/* Cut by characters, not bytes: a UTF-8 character is one cell. */
+	int x = 0;
+	for (const char *p = buf; *p && x < COLS; x++) {
+		size_t n = 1;
+		while ((p[n] & 0xc0) == 0x80)
+			n++;
+		addnstr(p, (int)n);
+		p += n;
+	}
 	if (attr & A_REVERSE) /* a bar across the whole width */
-		for (int x = (int)strlen(buf); x < COLS; x++)
-			mvaddch(y, x, ' ');
+		for (; x < COLS; x++)
+			addch(' ');
 	attrset(A_NORMAL);
 }
 
 static const char *
-human(char *buf, size_t len, double v)
+fmt(char *buf, unsigned unit, bool known, double v)
 {
-	mstat_output_human(buf, len, v);
-	return buf;
+	return mstat_unit_format(buf, MSTAT_UNIT_MAX, unit, known, v);
 }
 
-/* A 16-byte cell: human(v), or "-" when not known (never read; a rate
- * before the second snapshot). */
-static const char *
-known(char *buf, bool have, double v)
-{
-	return have ? human(buf, 16, v) : "-";
-}
-
-static int
-name_width(void)
-{
-	int w = COLS - 1;
-	for (int c = 0; c < MSTAT_SORT_COUNT; c++)
-		w -= widths[c] + 1;
-	return w < NAME_MIN ? NAME_MIN : w;
-}
+#define BYTES MSTAT_UNIT_BYTES
+#define COUNT MSTAT_UNIT_COUNT
+#define GROWTH (MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED)
+#define BYTES_RATE (MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED | MSTAT_UNIT_RATE)
+#define COUNT_RATE (MSTAT_UNIT_COUNT | MSTAT_UNIT_RATE)
 
 static void
 draw_header(struct mstat_ui *ui)
 {
 	struct mstat_model_totals t;
-	char when[16] = "--:--:--", lb[16], lo[16], ar[16], fr[16], nr[16];
+	char when[16] = "--:--:--", v[8][MSTAT_UNIT_MAX], src[160];
 	time_t secs = (time_t)(ui->tick_wall_ms / 1000);
 	struct tm tm;
 
 	if (ui->tick_wall_ms && localtime_r(&secs, &tm))
 		strftime(when, sizeof(when), "%H:%M:%S", &tm);
 	mstat_model_totals(ui->rows, ui->nrows, &t);
-	line(0, A_BOLD, "mstat-top  %s  every %.2gs  sort %s%s%s", when,
-	     ui->interval_ms / 1000.0, mstat_model_sort_name(ui->sort),
-	     ui->reverse ? " (reversed)" : "", ui->paused ? "  [paused]" : "");
-	line(1, A_NORMAL, "processes %zu, %zu running, %u threads; live %sB in "
+	if (ui->replay)
+		snprintf(src, sizeof(src), "replay %s  tick %llu%s  x%g",
+			 ui->replay->file, (unsigned long long)ui->replay->tick,
+			 ui->replay->ended ? " (end)" : "", ui->replay->speed);
+	else
+		snprintf(src, sizeof(src), "every %.2gs", ui->interval_ms / 1000.0);
+	line(0, A_BOLD, "mstat-top  %s  %s  sort %s%s%s", when, src,
+	     mstat_model_sort_name(ui->sort), ui->reverse ? " (reversed)" : "",
+	     ui->paused ? "  [paused]" : "");
+	line(1, A_NORMAL, "processes %zu, %zu running, %u threads; live %s in "
 			  "%s objects",
 	     t.processes, t.running, t.threads,
-	     human(lb, sizeof(lb), (double)t.live_bytes),
-	     human(lo, sizeof(lo), (double)t.live_objects));
-	line(2, A_NORMAL, "allocs %s/s  frees %s/s  net %sB/s",
-	     human(ar, sizeof(ar), t.alloc_rate), human(fr, sizeof(fr), t.free_rate),
-	     human(nr, sizeof(nr), t.net_bytes_rate));
+	     fmt(v[0], BYTES, true, (double)t.live_bytes),
+	     fmt(v[1], COUNT, true, (double)t.live_objects));
+	line(2, A_NORMAL, "allocs %s  frees %s  net %s  growth %s, %s over %.0fs",
+	     fmt(v[2], COUNT_RATE, t.have_rates, t.alloc_rate),
+	     fmt(v[3], COUNT_RATE, t.have_rates, t.free_rate),
+	     fmt(v[4], BYTES_RATE, t.have_rates, t.net_bytes_rate),
+	     fmt(v[5], GROWTH, t.have_growth, (double)t.growth_bytes),
+	     fmt(v[6], BYTES_RATE, t.have_growth_rate, t.growth_bytes_rate),
+	     (double)ui->model.window_ns / 1e9);
+}
+
+/* One cell, padded to its column: text to the left, numbers to the
+ * right, cut without splitting a character. */
+static void
+cell(char *out, size_t len, const struct mstat_column *c, int w,
+     const char *text)
+{
+	char cut[256];
+
+	mstat_text_escape(cut, sizeof(cut), text, MSTAT_TEXT_PLAIN);
+	/* Cut and pad by characters: bytes of a UTF-8 name are not its
+	 * width. */
+	int chars = 0;
+	char *p = cut;
+	for (; *p; p++) {
+		if ((*p & 0xc0) == 0x80)
+			continue;
+		if (chars == w)
+			break;
+		chars++;
+	}
+	*p = '\0';
+	size_t pad = w > chars ? (size_t)(w - chars) : 0, n = strlen(cut);
+	if (pad + n + 1 > len)
+		pad = 0; /* cannot be: out has room for any column */
+	bool left = c->unit & MSTAT_COLUMN_TEXT;
+	memset(out, ' ', pad);
+	memcpy(out + (left ? 0 : pad), cut, n);
+	if (left)
+		memset(out + n, ' ', pad);
+	out[pad + n] = '\0';
 }
 
 static void
 draw_table(struct mstat_ui *ui)
 {
-	int nw = name_width(), y0 = HEAD + 1, rows = LINES - y0 - 1;
+	bool shown[MSTAT_SORT_COUNT];
+	int nw = mstat_columns_fit(COLS - 1, ui->sort, shown);
+	int y0 = HEAD + 1, rows = LINES - y0 - 1;
+	uint64_t now_ns = ui->model.wall_ns;
 
 	ui->page = rows > 0 ? (size_t)rows : 0;
 	/* The header: the sorted column underlined and bold. */
 	line(HEAD, A_REVERSE, "%s", "");
-	for (int c = 0, x = 0; c < MSTAT_SORT_COUNT && x < COLS; c++) {
-		int w = c == MSTAT_SORT_NAME ? nw : widths[c];
-		char cell[64];
-		if (c == MSTAT_SORT_NAME || c == MSTAT_SORT_STATE)
-			snprintf(cell, sizeof(cell), "%-*s", w, mstat_model_sort_name(c));
-		else
-			snprintf(cell, sizeof(cell), "%*s", w, mstat_model_sort_name(c));
-		attrset(A_REVERSE | (c == (int)ui->sort ? A_BOLD | A_UNDERLINE : 0));
-		mvaddnstr(HEAD, x, cell, COLS - x);
+	for (int k = 0, x = 0; k < MSTAT_SORT_COUNT && x < COLS; k++) {
+		const struct mstat_column *c = mstat_column(k);
+		char buf[256];
+		if (!shown[k])
+			continue;
+		int w = k == MSTAT_SORT_NAME ? nw : c->width;
+		cell(buf, sizeof(buf), c, w, c->title);
+		attrset(A_REVERSE | (k == (int)ui->sort ? A_BOLD | A_UNDERLINE : 0));
+		mvaddnstr(HEAD, x, buf, COLS - x);
 		x += w + 1;
 	}
 	attrset(A_NORMAL);
@@ -126,23 +168,23 @@ draw_table(struct mstat_ui *ui)
 	if (ui->sel >= ui->scroll + (size_t)rows)
 		ui->scroll = ui->sel - (size_t)rows + 1;
 	for (int i = 0; i < rows && ui->scroll + (size_t)i < ui->nrows; i++) {
-		size_t k = ui->scroll + (size_t)i;
-		const struct mstat_model_row *r = ui->rows[k];
-		/* Cut to the column without splitting a character. */
-		char name[sizeof(r->name)];
-		mstat_text_escape(name, (size_t)nw + 1 < sizeof(name)
-				  ? (size_t)nw + 1 : sizeof(name),
-				  r->name, MSTAT_TEXT_PLAIN);
-		char th[16], lb[16], lo[16], ar[16], fr[16], nr[16];
-		bool h = r->have_snap, hr = r->have_rates;
-		line(y0 + i, k == ui->sel ? A_REVERSE : A_NORMAL,
-		     "%7d %-*s %7s %10s %9s %7s %7s %7s %s", (int)r->pid, nw,
-		     name, known(th, h, r->threads),
-		     known(lb, h, (double)mstat_model_live_bytes(r)),
-		     known(lo, h, (double)mstat_model_live_objects(r)),
-		     known(ar, hr, r->alloc_rate), known(fr, hr, r->free_rate),
-		     known(nr, hr, r->net_bytes_rate),
-		     mstat_model_live_name(r->live));
+		size_t r = ui->scroll + (size_t)i;
+		char text[1024] = "";
+		size_t at = 0;
+		for (int k = 0; k < MSTAT_SORT_COUNT; k++) {
+			const struct mstat_column *c = mstat_column(k);
+			char raw[128], buf[256];
+			if (!shown[k])
+				continue;
+			mstat_column_text(k, ui->rows[r], now_ns, raw, sizeof(raw));
+			cell(buf, sizeof(buf), c, k == MSTAT_SORT_NAME ? nw
+								    : c->width, raw);
+			at += (size_t)snprintf(text + at, sizeof(text) - at, "%s%s",
+					       at ? " " : "", buf);
+			if (at >= sizeof(text))
+				break;
+		}
+		line(y0 + i, r == ui->sel ? A_REVERSE : A_NORMAL, "%s", text);
 	}
 	if (ui->nrows == 0)
 		line(y0, A_NORMAL, "%s", ui->filter[0]
@@ -151,25 +193,45 @@ draw_table(struct mstat_ui *ui)
 			       "libmstatshm; see mstat-top(1))");
 }
 
-/* `n` points of history as a line of ASCII levels, newest on the right. */
-static void
-sparkline(char *out, int width, const uint64_t *v, unsigned n, uint64_t *max)
+/* The top of a fixed scale for v: a power of two, so that it moves
+ * seldom and reads round (1 KiB, 2 KiB, 4 KiB, ...). */
+static uint64_t
+scale_top(uint64_t v)
 {
-	static const char levels[] = " .:-=+*#%@";
-	unsigned from = n > (unsigned)width ? n - (unsigned)width : 0;
-	uint64_t lo = UINT64_MAX, hi = 0;
+	uint64_t top = 1;
 
-	for (unsigned i = from; i < n; i++) {
-		lo = v[i] < lo ? v[i] : lo;
-		hi = v[i] > hi ? v[i] : hi;
-	}
-	int k = 0;
-	for (unsigned i = from; i < n; i++) {
-		unsigned l = hi > lo ? (unsigned)((v[i] - lo) * 8 / (hi - lo)) + 1 : 5;
-		out[k++] = levels[l];
+	while (top < v && top < (UINT64_C(1) << 63))
+		top <<= 1;
+	return top;
+}
+
+/* `n` points of history, newest on the right, on a scale from 0 to
+ * `top`: eighths of a cell as block characters, or ASCII levels where
+ * the terminal has no UTF-8. */
+static void
+sparkline(char *out, size_t len, int width, const uint64_t *v, unsigned n,
+	  uint64_t top, bool utf8)
+{
+	static const char *const blocks[] = { " ", "\u2581", "\u2582", "\u2583",
+		"\u2584", "\u2585", "\u2586", "\u2587", "\u2588" };
+	static const char ascii[] = " _.-:=+*#";
+	unsigned from = n > (unsigned)width ? n - (unsigned)width : 0;
+	size_t k = 0;
+
+	for (unsigned i = from; i < n && k + 4 < len; i++) {
+		unsigned l = (unsigned)((double)v[i] * 8 / (double)top + 0.5);
+		if (l > 8)
+			l = 8;
+		if (v[i] && !l)
+			l = 1;
+		if (utf8) {
+			memcpy(out + k, blocks[l], strlen(blocks[l]));
+			k += strlen(blocks[l]);
+		} else {
+			out[k++] = ascii[l];
+		}
 	}
 	out[k] = '\0';
-	*max = hi;
 }
 
 static void
@@ -183,102 +245,140 @@ bar(char *out, int width, uint64_t v, uint64_t max)
 	out[width] = '\0';
 }
 
+/* Classes by growth since the baseline, largest first; then by live
+ * bytes, then by size. */
+static int
+cmp_growth(const void *pa, const void *pb)
+{
+	const struct mstat_model_class *a = *(const struct mstat_model_class *const *)pa;
+	const struct mstat_model_class *b = *(const struct mstat_model_class *const *)pb;
+
+	if (a->growth_bytes != b->growth_bytes)
+		return a->growth_bytes < b->growth_bytes ? 1 : -1;
+	uint64_t la = mstat_live_bytes(&a->c), lb = mstat_live_bytes(&b->c);
+	if (la != lb)
+		return la < lb ? 1 : -1;
+	return (a->max_size > b->max_size) - (a->max_size < b->max_size);
+}
+
 static void
 draw_detail(struct mstat_ui *ui)
 {
 	const struct mstat_model_row *r = mstat_ui_selected(ui);
-	char th[16], lb[16], lo[16], ar[16], fr[16], nr[16], spark[256];
-	uint64_t max = 0, max_b = 0, max_o = 0;
+	char v[10][MSTAT_UNIT_MAX], name[128], spark[1024];
 
 	if (!r) {
-		line(HEAD, A_NORMAL, "  the process is gone");
+		line(HEAD, A_NORMAL, "  dismissed: Esc goes back to the table");
 		return;
 	}
-	bool h = r->have_snap, hr = r->have_rates;
-	line(HEAD, A_BOLD, "pid %d %s: %s, %s threads, live %sB in %s objects, "
-			"%s allocs/s, %s frees/s, net %sB/s",
-	     (int)r->pid, r->name, mstat_model_live_name(r->live),
-	     known(th, h, r->threads),
-	     known(lb, h, (double)mstat_model_live_bytes(r)),
-	     known(lo, h, (double)mstat_model_live_objects(r)),
-	     known(ar, hr, r->alloc_rate), known(fr, hr, r->free_rate),
-	     known(nr, hr, r->net_bytes_rate));
-	int sw = COLS - 26;
-	if (sw > (int)sizeof(spark) - 1)
-		sw = (int)sizeof(spark) - 1;
+	bool h = r->have_snap;
+	mstat_column_text(MSTAT_SORT_NAME, r, ui->model.wall_ns, name, sizeof(name));
+	line(HEAD, A_BOLD, "pid %d %s%s%s: %s, %s threads, age %s",
+	     (int)r->pid, name, r->exe[0] ? " exe " : "", r->exe,
+	     mstat_model_live_name(r->live), fmt(v[0], COUNT, h, r->threads),
+	     mstat_column_text(MSTAT_SORT_AGE, r, ui->model.wall_ns, v[1],
+			       sizeof(v[1])));
+	line(HEAD + 1, A_NORMAL, "live %s in %s objects; growth %s, %s objects "
+				 "since the baseline; %s over %.0fs",
+	     fmt(v[2], BYTES, h, (double)mstat_model_live_bytes(r)),
+	     fmt(v[3], COUNT, h, (double)mstat_model_live_objects(r)),
+	     fmt(v[4], GROWTH, h, (double)r->growth_bytes),
+	     fmt(v[5], COUNT | MSTAT_UNIT_SIGNED, h, (double)r->growth_objects),
+	     fmt(v[6], BYTES_RATE, r->have_growth_rate, r->growth_bytes_rate),
+	     (double)ui->model.window_ns / 1e9);
+	/* History on a fixed scale from 0: a steady heap is a flat line,
+	 * wherever it stands. */
+	uint64_t max = 0;
+	for (unsigned i = 0; i < r->history_len; i++)
+		max = r->history[i] > max ? r->history[i] : max;
+	uint64_t top = scale_top(max);
+	char label[64];
+	int ll = snprintf(label, sizeof(label), "live, 0 to %s: ",
+			  fmt(v[7], BYTES, true, (double)top));
+	int sw = COLS - ll - 1;
 	if (sw < 1)
 		sw = 1;
-	sparkline(spark, sw, r->history, r->history_len, &max);
-	line(HEAD + 1, A_NORMAL, "live bytes (max %6s): %s",
-	     human(lb, sizeof(lb), (double)max), spark);
+	sparkline(spark, sizeof(spark), sw, r->history, r->history_len, top,
+		  ui->utf8);
+	line(HEAD + 2, A_NORMAL, "%s%s", label, spark);
 	if (r->end_ns) {
 		/* When it ended: began to exit, or was found killed. */
 		char when[32];
 		time_t t = (time_t)(r->end_ns / 1000000000u);
 		struct tm tm;
 		strftime(when, sizeof(when), "%H:%M:%S", localtime_r(&t, &tm));
-		line(HEAD + 2, A_NORMAL, "%s at %s: its final counts; live is "
-		     "what it never freed", mstat_model_live_name(r->live), when);
+		line(HEAD + 3, A_NORMAL, "%s at %s: final counts; %s in %s objects "
+		     "never freed (x dismisses)", mstat_model_live_name(r->live),
+		     when, fmt(v[8], BYTES, h, (double)mstat_model_live_bytes(r)),
+		     fmt(v[9], COUNT, h, (double)mstat_model_live_objects(r)));
 	} else if (r->err[0]) {
-		line(HEAD + 2, A_NORMAL, "%s", r->err);
+		line(HEAD + 3, A_NORMAL, "%s", r->err);
 	}
 
-	/* Bars: live bytes and objects of each class used, against the
+	/* The classes used, by growth; a bar of live bytes against the
 	 * largest class. */
+	const struct mstat_model_class *used[MSTAT_MAX_CLASSES];
+	size_t nused = 0;
+	uint64_t max_b = 0;
 	for (uint32_t c = 0; c < r->class_count; c++) {
-		uint64_t b = mstat_live_bytes(&r->classes[c].c);
-		uint64_t o = mstat_live_objects(&r->classes[c].c);
-		max_b = b > max_b ? b : max_b;
-		max_o = o > max_o ? o : max_o;
-	}
-	int bw = (COLS - 7 * 6 - 8) / 2;
-	if (bw < 4)
-		bw = 4;
-	if (bw > 60)
-		bw = 60;
-	line(HEAD + 3, A_REVERSE, "%7s %6s %-*s %6s %-*s %6s %6s %6s", "SIZE<=",
-	     "LIVE-B", bw, "", "OBJS", bw, "", "ALLOC", "FREE", "NET/s");
-	int y = HEAD + 4, rows = LINES - y - 1;
-	size_t used = 0;
-	for (uint32_t c = 0; c < r->class_count; c++)
-		used += r->classes[c].c.alloc_count != 0;
-	if (ui->detail_scroll + (size_t)(rows > 0 ? rows : 0) > used)
-		ui->detail_scroll = used > (size_t)rows ? used - (size_t)rows : 0;
-	ui->page = rows > 0 ? (size_t)rows : 0;
-	size_t k = 0;
-	for (uint32_t c = 0; c < r->class_count && y < LINES - 1; c++) {
-		const struct mstat_model_class *m = &r->classes[c];
-		char sz[16], b1[64], b2[64];
-		if (m->c.alloc_count == 0 || k++ < ui->detail_scroll)
+		const struct mstat_model_class *k = &r->classes[c];
+		if (k->c.alloc_count == 0)
 			continue;
-		if (m->max_size == UINT64_MAX)
+		used[nused++] = k;
+		uint64_t b = mstat_live_bytes(&k->c);
+		max_b = b > max_b ? b : max_b;
+	}
+	qsort(used, nused, sizeof(used[0]), cmp_growth);
+	int bw = COLS - 74;
+	if (bw > 40)
+		bw = 40;
+	line(HEAD + 4, A_REVERSE, "%8s %8s %9s %6s %7s %8s %8s %10s %s", "SIZE<=",
+	     "LIVE", "GROWTH", "OBJS", "+OBJS", "ALLOC/s", "FREE/s", "NET/s",
+	     bw > 0 ? "LIVE" : "");
+	int y = HEAD + 5, rows = LINES - y - 1;
+	if (ui->detail_scroll + (size_t)(rows > 0 ? rows : 0) > nused)
+		ui->detail_scroll = nused > (size_t)rows ? nused - (size_t)rows : 0;
+	ui->page = rows > 0 ? (size_t)rows : 0;
+	bool hr = r->have_rates;
+	for (size_t i = ui->detail_scroll; i < nused && y < LINES - 1; i++) {
+		const struct mstat_model_class *k = used[i];
+		char sz[MSTAT_UNIT_MAX], b[64] = "", w[8][MSTAT_UNIT_MAX];
+		if (k->max_size == UINT64_MAX)
 			snprintf(sz, sizeof(sz), "huge");
 		else
-			human(sz, sizeof(sz), (double)m->max_size);
-		bar(b1, bw, mstat_live_bytes(&m->c), max_b);
-		bar(b2, bw, mstat_live_objects(&m->c), max_o);
-		line(y++, A_NORMAL, "%7s %6s %s %6s %s %6s %6s %6s", sz,
-		     human(lb, sizeof(lb), (double)mstat_live_bytes(&m->c)), b1,
-		     human(lo, sizeof(lo), (double)mstat_live_objects(&m->c)), b2,
-		     human(ar, sizeof(ar), m->alloc_rate),
-		     human(fr, sizeof(fr), m->free_rate),
-		     human(nr, sizeof(nr), m->net_bytes_rate));
+			fmt(sz, BYTES, true, (double)k->max_size);
+		if (bw > 0)
+			bar(b, bw, mstat_live_bytes(&k->c), max_b);
+		line(y++, A_NORMAL, "%8s %8s %9s %6s %7s %8s %8s %10s %s", sz,
+		     fmt(w[0], BYTES, true, (double)mstat_live_bytes(&k->c)),
+		     fmt(w[1], GROWTH, true, (double)k->growth_bytes),
+		     fmt(w[2], COUNT, true, (double)mstat_live_objects(&k->c)),
+		     fmt(w[3], COUNT | MSTAT_UNIT_SIGNED, true,
+			 (double)k->growth_objects),
+		     fmt(w[4], COUNT_RATE, hr, k->alloc_rate),
+		     fmt(w[5], COUNT_RATE, hr, k->free_rate),
+		     fmt(w[6], BYTES_RATE, hr, k->net_bytes_rate), b);
 	}
 }
 
 static void
-draw_help(void)
+draw_help(struct mstat_ui *ui)
 {
-	size_t n;
-	const struct mstat_key_binding *k = mstat_keys_table(&n);
+	int y = HEAD;
 
-	line(HEAD, A_BOLD, "Keys");
-	for (size_t i = 0; i < n && (int)i + HEAD + 1 < LINES - 1; i++)
-		line((int)i + HEAD + 1, A_NORMAL, "  %-10s %s", k[i].names, k[i].help);
+	line(y++, A_BOLD, "Keys (q, Esc or h closes this)");
+	for (size_t i = 0; i < ui->nkeys && y < LINES - 1; i++)
+		line(y++, A_NORMAL, "  %-10s %s", ui->keys[i].names,
+		     ui->keys[i].help);
+	line(y++, A_BOLD, "Columns");
+	for (int k = 0; k < MSTAT_SORT_COUNT && y < LINES - 1; k++) {
+		const struct mstat_column *c = mstat_column(k);
+		line(y++, A_NORMAL, "  %-10s %s", c->title, c->help);
+	}
 }
 
 /* The last line: the filter being typed; else the filter in force, then
- * the last note or, without one, the main keys. */
+ * what the last key did, the last note or, without one, the main keys. */
 static void
 draw_status(struct mstat_ui *ui)
 {
@@ -288,9 +388,9 @@ draw_status(struct mstat_ui *ui)
 	}
 	line(LINES - 1, A_NORMAL, "%s%s%s%s", ui->filter[0] ? "filter: " : "",
 	     ui->filter, ui->filter[0] ? "  " : "",
-	     ui->status[0] ? ui->status
-			   : "h help  Enter open  F6 sort  / filter  Space pause"
-			     "  q quit");
+	     ui->said[0] ? ui->said : ui->status[0] ? ui->status
+	     : "h help  Enter open  L growth  b baseline  x dismiss  / filter"
+	       "  q quit");
 }
 
 void
@@ -299,7 +399,7 @@ mstat_view_draw(struct mstat_ui *ui)
 	erase();
 	draw_header(ui);
 	if (ui->help)
-		draw_help();
+		draw_help(ui);
 	else if (ui->detail)
 		draw_detail(ui);
 	else

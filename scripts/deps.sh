@@ -3,7 +3,7 @@
 # any further packages named as arguments (bench/run.sh names its own).
 set -euo pipefail
 pkgs=(gcc g++ meson ninja-build pkg-config liburcu-dev libcmocka-dev
-      libncurses-dev spin
+      libncurses-dev libjson-c-dev spin
       tmux python3 prometheus # mstat-top's tests: tmux drives the view,
                               # promtool (prometheus) checks OpenMetrics
       libjemalloc2 libtcmalloc-minimal4 sqlite3 jq libxml2-utils

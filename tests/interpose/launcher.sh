@@ -15,23 +15,28 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-# Checks a summary: version 1, counted, and exactly N live blocks (no
-# frees) in the class of a USABLE-byte block.
+# Checks a summary: version 2, counted, and exactly N live blocks (no
+# frees) in the class of a USABLE-byte block; the process is described as
+# mstat-top describes one, growth counted over the whole run.
 check_json() { # file n usable
 	python3 - "$@" <<'PY'
 import json, sys
 f, n, usable = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 s = json.load(open(f))
-assert s["version"] == 1, s["version"]
+assert s["version"] == 2, s["version"]
 assert s["counted"] is True, s
-cls = [c for c in s["classes"] if c["max_size"] is None or c["max_size"] >= usable]
-c = min(cls, key=lambda c: c["class"])
+p = s["process"]
+cls = [c for c in p["classes"] if c["size"] is None or c["size"] >= usable]
+c = min(cls, key=lambda c: c["size"] if c["size"] is not None else 2**64)
 assert c["alloc_count"] == n and c["free_count"] == 0, c
 assert c["alloc_bytes"] == n * usable, c
-t = s["total"]
-assert t["live_objects"] == t["alloc_count"] - t["free_count"]
-assert t["live_bytes"] == sum(k["live_bytes"] for k in s["classes"])
-assert s["requested_bytes"] > 0
+assert c["growth_bytes"] == n * usable and c["growth_objects"] == n, c
+assert p["live_objects"] == p["alloc_count"] - p["free_count"]
+assert p["live_bytes"] == sum(k["alloc_bytes"] - k["free_bytes"]
+                              for k in p["classes"])
+assert p["growth_bytes"] == p["live_bytes"], p
+assert p["requested_bytes"] > 0
+assert p["start_time_s"] <= p["end_time_s"], p
 PY
 }
 
@@ -40,7 +45,7 @@ out=$("$run" --summary "$tmp/a.json" -- "$leaker" leak 7 1234567 3) && rc=0 || r
 [ "$rc" = 3 ] || fail "exit code $rc, not the child's 3"
 usable=${out#usable }
 check_json "$tmp/a.json" 7 "$usable" || fail "summary: $(cat "$tmp/a.json")"
-pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$tmp/a.json")
+pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["process"]["pid"])' "$tmp/a.json")
 python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["exit"] == {"code": 3}' "$tmp/a.json"
 ls /dev/shm | grep -q "^mstat\.$pid\." && fail "segment of $pid left in /dev/shm"
 
@@ -48,7 +53,7 @@ ls /dev/shm | grep -q "^mstat\.$pid\." && fail "segment of $pid left in /dev/shm
 LD_PRELOAD=libjemalloc.so.2 "$run" --name my-app --summary "$tmp/b.json" -- "$leaker" leak 5 300000 >"$tmp/b.out"
 usable=$(sed -n 's/^usable //p' "$tmp/b.out")
 check_json "$tmp/b.json" 5 "$usable" || fail "jemalloc summary: $(cat "$tmp/b.json")"
-python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["name"] == "my-app"' "$tmp/b.json" ||
+python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["process"]["name"] == "my-app"' "$tmp/b.json" ||
 	fail "name not my-app"
 
 # Killed by a signal: 128 + 9, and still the exact totals up to then.
@@ -56,7 +61,7 @@ python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["name"] == "my-
 [ "$rc" = 137 ] || fail "exit status $rc after SIGKILL"
 check_json "$tmp/c.json" 4 "$(sed -n 's/^usable //p' "$tmp/c.out")" || fail "killed summary"
 python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["exit"] == {"signal": 9}' "$tmp/c.json"
-pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$tmp/c.json")
+pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["process"]["pid"])' "$tmp/c.json")
 ls /dev/shm | grep -q "^mstat\.$pid\." && fail "segment of killed $pid left in /dev/shm"
 
 # Threads still inside malloc and free when the command exits: the exit
@@ -68,11 +73,12 @@ for i in $(seq 30); do
 	python3 - "$tmp/t.json" <<'PY' || fail "churn run $i: $(cat "$tmp/t.json")"
 import json, sys
 s = json.load(open(sys.argv[1]))
-assert s["counted"] is True and s["state"] == "exited" and s["cut"] == 0, s
-for c in s["classes"] + [s["total"]]:
+p = s["process"]
+assert s["counted"] is True and p["state"] == "exited" and s["cut"] == 0, s
+for c in p["classes"] + [p]:
     assert c["free_count"] <= c["alloc_count"], c
     assert c["free_bytes"] <= c["alloc_bytes"], c
-churn = [c for c in s["classes"] if c["max_size"] == 208][0]
+churn = [c for c in p["classes"] if c["size"] == 208][0]
 assert churn["alloc_bytes"] == 200 * churn["alloc_count"], churn
 assert churn["free_bytes"] == 200 * churn["free_count"], churn
 PY
@@ -90,7 +96,7 @@ expect_end() { # json python-expression
 expect_end "$tmp/x1.json" 's["exit"] == {"code": 7} and s["counted"] is True'
 "$run" --summary "$tmp/x2.json" -- sh -c 'kill -TERM $$' && rc=0 || rc=$?
 [ "$rc" = 143 ] || fail "SIGTERM: $rc"
-expect_end "$tmp/x2.json" 's["exit"] == {"signal": 15} and s["counted"] is True and s["state"] == "killed"'
+expect_end "$tmp/x2.json" 's["exit"] == {"signal": 15} and s["counted"] is True and s["process"]["state"] == "killed"'
 "$run" --summary "$tmp/x3.json" -- sh -c 'no-such-command-here' 2>/dev/null && rc=0 || rc=$?
 [ "$rc" = 127 ] || fail "command not found: $rc"
 expect_end "$tmp/x3.json" 's["exit"] == {"code": 127} and s["counted"] is True'
@@ -109,7 +115,7 @@ grep -q '^status: counting into' "$tmp/d.out" || fail "grandchild: $(cat "$tmp/d
 
 # Not counted (MSTAT_DISABLE): said so, in the summary too.
 MSTAT_DISABLE=1 "$run" --summary "$tmp/e.json" -- "$leaker" leak 1 10 >/dev/null 2>"$tmp/e.err"
-python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); assert s["version"] == 1 and s["counted"] is False and s["reason"]' "$tmp/e.json" ||
+python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); assert s["version"] == 2 and s["counted"] is False and s["reason"] and s["process"]["alloc_count"] is None' "$tmp/e.json" ||
 	fail "disabled summary: $(cat "$tmp/e.json")"
 
 # Bad input: a clear message and mstat-run's own status.

@@ -70,8 +70,9 @@ for c in "${cmds[@]}"; do
 	python3 - "$tmp/s.json" "$c" <<'PY' || fail "$c: summary"
 import json, sys
 s = json.load(open(sys.argv[1]))
-assert s["counted"] and s["total"]["alloc_count"] > 1000, (sys.argv[2], s["total"])
-for c in s["classes"]:
+p = s["process"]
+assert s["counted"] and p["alloc_count"] > 1000, (sys.argv[2], p)
+for c in p["classes"]:
     assert c["free_count"] <= c["alloc_count"] and c["free_bytes"] <= c["alloc_bytes"], c
 PY
 done

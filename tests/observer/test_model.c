@@ -19,10 +19,13 @@
 
 #include <cmocka.h>
 
+#include "columns.h"
 #include "model.h"
 #include "output.h"
+#include "record.h"
 #include "text.h"
 #include "top.h"
+#include "units.h"
 
 #define SEC UINT64_C(1000000000)
 
@@ -200,7 +203,9 @@ test_sorting(void **state)
 	assert_int_equal(mstat_model_parse_sort("live-bytes"), MSTAT_SORT_LIVE_BYTES);
 	assert_int_equal(mstat_model_parse_sort("NET/s"), MSTAT_SORT_NET_RATE);
 	assert_int_equal(mstat_model_parse_sort("live_objs"), MSTAT_SORT_LIVE_OBJECTS);
-	assert_int_equal(mstat_model_parse_sort("live"), -1);
+	assert_int_equal(mstat_model_parse_sort("live"), MSTAT_SORT_LIVE_BYTES);
+	assert_int_equal(mstat_model_parse_sort("GROWTH/S"), MSTAT_SORT_GROWTH_RATE);
+	assert_int_equal(mstat_model_parse_sort("liv"), -1);
 	mstat_model_fini(&m);
 }
 
@@ -442,6 +447,7 @@ two(struct mstat_model *m)
 	snap_fill(&s[1], 6, 1, 2, 0, 2, MSTAT_RUNNING);
 	s[1].class_max_size[1] = UINT64_MAX; /* as the huge class is */
 	in[0] = input("q", 42, HOSTILE, MSTAT_LIVE_RUNNING, 1 * SEC, &s[0]);
+	in[0].start_ns = 1699999990250000000u;
 	in[1] = input("s", 7, "sleepy", MSTAT_LIVE_STALLED, 0, NULL);
 	in[1].err = PLANTED ": is not initialised yet";
 	assert_int_equal(mstat_model_update(m, in, 2, 1 * SEC), 0);
@@ -468,7 +474,9 @@ test_json(void **state)
 		"\"free_bytes\":null,\"requested_bytes\":null,\"live_objects\":null,"
 		"\"live_bytes\":null,"
 		"\"alloc_rate\":null,\"free_rate\":null,\"alloc_bytes_rate\":null,"
-		"\"free_bytes_rate\":null,\"net_bytes_rate\":null,\"classes\":[],\"end_time_s\":null},"
+		"\"free_bytes_rate\":null,\"net_bytes_rate\":null,\"classes\":[],\"end_time_s\":null,"
+		"\"start_time_s\":null,\"growth_bytes\":null,\"growth_objects\":null,"
+		"\"growth_bytes_per_s\":null},"
 		"{\"pid\":42,\"name\":\"" HOSTILE_QUOTED "\",\"state\":\"running\","
 		"\"error\":null,\"threads\":2,\"alloc_count\":8,"
 		"\"alloc_bytes\":296,\"free_count\":1,\"free_bytes\":16,"
@@ -477,9 +485,13 @@ test_json(void **state)
 		"\"alloc_bytes_rate\":116.000,\"free_bytes_rate\":0.000,"
 		"\"net_bytes_rate\":116.000,\"classes\":["
 		"{\"size\":null,\"alloc_count\":6,\"alloc_bytes\":96,"
-		"\"free_count\":1,\"free_bytes\":16},"
+		"\"free_count\":1,\"free_bytes\":16,\"growth_bytes\":32,"
+		"\"growth_objects\":2},"
 		"{\"size\":112,\"alloc_count\":2,\"alloc_bytes\":200,"
-		"\"free_count\":0,\"free_bytes\":0}],\"end_time_s\":null}]}\n");
+		"\"free_count\":0,\"free_bytes\":0,\"growth_bytes\":200,"
+		"\"growth_objects\":2}],\"end_time_s\":null,"
+		"\"start_time_s\":1699999990.250,\"growth_bytes\":232,"
+		"\"growth_objects\":4,\"growth_bytes_per_s\":116.000}]}\n");
 	free(out);
 	mstat_model_fini(&m);
 }
@@ -551,38 +563,404 @@ test_table(void **state)
 	assert_true(clean(out));
 	assert_string_equal(out,
 		"tick 7 at 2023-11-14T22:13:20Z, 2 processes, live 280B, "
-		"2 allocs/s, 0 frees/s, net 116B/s\n"
-		"    PID NAME             THREADS LIVE-BYTES LIVE-OBJECTS"
-		"   ALLOC/s    FREE/s     NET/s STATE\n"
-		"     42 we?[2J??1???\"\\\xc3\xa9       2        280            7"
-		"         2         0       116 running\n"
-		"      7 sleepy                 -          -            -"
-		"         -         -         - stalled: mstat.?[31m.1: is not "
-		"initialised yet\n\n");
+		"allocs 2/s, frees 0/s, net +116B/s, growth +232B, +116B/s\n"
+		"    PID NAME                    AGE  THR     LIVE   OBJS  ALLOC/s"
+		"   FREE/s      NET/s    GROWTH   +OBJS   GROWTH/s STATE\n"
+		"     42 we?[2J??1???\"\\\xc3\xa9????     9s    2     280B      7"
+		"      2/s      0/s    +116B/s     +232B      +4    +116B/s running\n"
+		"      7 sleepy                    -    -        -      -"
+		"        -        -          -         -       -          - "
+		"stalled: mstat.?[31m.1: is not initialised yet\n\n");
 	free(out);
 	mstat_model_fini(&m);
 }
 
 static void
-test_human(void **state)
+test_units(void **state)
 {
-	char b[16];
+	char b[MSTAT_UNIT_MAX];
 	(void)state;
 
-	mstat_output_human(b, sizeof(b), 0);
-	assert_string_equal(b, "0");
-	mstat_output_human(b, sizeof(b), 9999);
-	assert_string_equal(b, "9999");
-	mstat_output_human(b, sizeof(b), 10000);
-	assert_string_equal(b, "9.8K");
-	mstat_output_human(b, sizeof(b), 1536.0 * 1024);
-	assert_string_equal(b, "1536K");
-	mstat_output_human(b, sizeof(b), 150.0 * 1024 * 1024);
-	assert_string_equal(b, "150M");
-	mstat_output_human(b, sizeof(b), -20000);
-	assert_string_equal(b, "-19.5K");
-	mstat_output_human(b, sizeof(b), 1e30);
-	assert_true(strlen(b) <= 16);
+#define U(u, known, v, want) \
+	assert_string_equal(mstat_unit_format(b, sizeof(b), u, known, v), want)
+	U(MSTAT_UNIT_COUNT, true, 0, "0");
+	U(MSTAT_UNIT_COUNT, true, 999, "999");
+	U(MSTAT_UNIT_COUNT, true, 1000, "1.00k");   /* SI: k = 1000 */
+	U(MSTAT_UNIT_COUNT, true, 12345, "12.3k");
+	U(MSTAT_UNIT_COUNT, true, 999499, "999k");
+	U(MSTAT_UNIT_COUNT, true, 999500, "1.00M"); /* never "1000k" */
+	U(MSTAT_UNIT_COUNT, true, 2.5e9, "2.50G");
+	U(MSTAT_UNIT_BYTES, true, 0, "0B");
+	U(MSTAT_UNIT_BYTES, true, 999, "999B");
+	U(MSTAT_UNIT_BYTES, true, 1000, "0.98KiB"); /* IEC: KiB = 1024 */
+	U(MSTAT_UNIT_BYTES, true, 1536, "1.50KiB");
+	U(MSTAT_UNIT_BYTES, true, 150.0 * 1024 * 1024, "150MiB");
+	U(MSTAT_UNIT_BYTES, true, 1023.0 * 1024, "1.00MiB");
+	U(MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED, true, 2048, "+2.00KiB");
+	U(MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED, true, -2048, "-2.00KiB");
+	U(MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED, true, 0, "0B");
+	U(MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED | MSTAT_UNIT_RATE, true, 3e6,
+	  "+2.86MiB/s");
+	U(MSTAT_UNIT_COUNT | MSTAT_UNIT_RATE, true, 0.5, "0.5/s");
+	U(MSTAT_UNIT_COUNT | MSTAT_UNIT_RATE, true, 12000, "12.0k/s");
+	U(MSTAT_UNIT_COUNT | MSTAT_UNIT_RATE, false, 12000, "-"); /* not yet */
+	U(MSTAT_UNIT_BYTES, false, 1, "-");
+	U(MSTAT_UNIT_SECONDS, true, 42, "42s");
+	U(MSTAT_UNIT_SECONDS, true, 725, "12m05s");
+	U(MSTAT_UNIT_SECONDS, true, 3 * 3600 + 7 * 60 + 9, "3h07m");
+	U(MSTAT_UNIT_SECONDS, true, 2 * 86400 + 4 * 3600, "2d04h");
+	U(MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED | MSTAT_UNIT_RATE, true, -1e30,
+	  "->999EiB/s"); /* no counter gets there */
+#undef U
+	assert_true(strlen(mstat_unit_format(b, sizeof(b), MSTAT_UNIT_BYTES |
+		    MSTAT_UNIT_SIGNED | MSTAT_UNIT_RATE, true, -1e300)) <
+		    MSTAT_UNIT_MAX);
+}
+
+/* One row, "p": a class of 16 bytes and one of 112, fed snapshots. */
+static void
+feed(struct mstat_model *m, uint64_t t, uint64_t a16, uint64_t f16,
+     uint64_t a112, uint64_t f112, enum mstat_model_live l, const char *image)
+{
+	static struct mstat_snapshot s;
+	struct mstat_model_input in;
+
+	snap_fill(&s, a16, f16, a112, f112, 1, MSTAT_RUNNING);
+	in = input("p", 5, "proc", l, t * SEC, &s);
+	in.image = image;
+	assert_int_equal(mstat_model_update(m, &in, 1, t * SEC), 0);
+}
+
+static void
+test_growth(void **state)
+{
+	struct mstat_model m;
+	(void)state;
+
+	mstat_model_init(&m, 5 * SEC);
+	m.window_ns = 10 * SEC;
+	/* First seen: the baseline; nothing grew yet, no rate yet. */
+	feed(&m, 1, 10, 0, 0, 0, MSTAT_LIVE_RUNNING, "a");
+	const struct mstat_model_row *r = mstat_model_find(&m, "p");
+	assert_true(r->have_snap);
+	assert_int_equal(r->growth_bytes, 0);
+	assert_int_equal(r->growth_objects, 0);
+	assert_false(r->have_growth_rate);
+
+	/* +5 objects of 16 B, +2 of 100 B in a class first used now. */
+	feed(&m, 3, 15, 0, 2, 0, MSTAT_LIVE_RUNNING, "a");
+	assert_int_equal(r->growth_bytes, 5 * 16 + 200);
+	assert_int_equal(r->growth_objects, 7);
+	assert_int_equal(r->classes[1].growth_bytes, 80);
+	assert_int_equal(r->classes[1].growth_objects, 5);
+	assert_int_equal(r->classes[7].growth_bytes, 200);
+	assert_true(r->have_growth_rate);
+	assert_float_equal(r->growth_bytes_rate, 280.0 / 2, 1e-9);
+
+	/* Shrinking is negative growth. */
+	feed(&m, 5, 15, 12, 2, 0, MSTAT_LIVE_RUNNING, "a");
+	assert_int_equal(r->growth_bytes, -7 * 16 + 200);
+	assert_int_equal(r->classes[1].growth_objects, -7);
+
+	/* The window: 10 s.  At 13 s the rate is from the newest point at
+	 * least 10 s old (3 s: 15 + 2 objects), not from the first. */
+	feed(&m, 13, 25, 12, 2, 0, MSTAT_LIVE_RUNNING, "a");
+	assert_float_equal(r->growth_bytes_rate, (13.0 * 16 + 200 - (15 * 16 + 200)) / 10,
+			   1e-9);
+	assert_int_equal(r->window[0].t_ns, 3 * SEC);
+
+	/* b: baseline from now. */
+	assert_int_equal(mstat_model_rebase(&m, "p", false), 1);
+	assert_int_equal(r->growth_bytes, 0);
+	assert_int_equal(r->classes[7].growth_bytes, 0);
+	feed(&m, 14, 26, 12, 2, 0, MSTAT_LIVE_RUNNING, "a");
+	assert_int_equal(r->growth_bytes, 16);
+	assert_int_equal(r->classes[1].growth_objects, 1);
+	assert_int_equal(mstat_model_rebase(&m, "nobody", false), 0);
+	/* From nothing (mstat-run): growth is everything live. */
+	assert_int_equal(mstat_model_rebase(&m, NULL, true), 1);
+	assert_int_equal(r->growth_bytes, 14 * 16 + 200);
+	assert_int_equal(r->growth_objects, 16);
+
+	/* exec(): a new image counts from nothing; the row goes on with a
+	 * new baseline, no rate from the old image's counts. */
+	feed(&m, 15, 3, 0, 0, 0, MSTAT_LIVE_RUNNING, "b");
+	assert_ptr_equal(mstat_model_find(&m, "p"), r);
+	assert_int_equal(m.n, 1);
+	assert_false(r->have_rates);
+	assert_false(r->have_growth_rate);
+	assert_int_equal(r->growth_bytes, 0);
+	assert_int_equal(r->history_len, 1);
+	assert_int_equal(mstat_model_live_bytes(r), 48);
+	assert_string_equal(r->image, "b");
+	feed(&m, 16, 4, 0, 0, 0, MSTAT_LIVE_RUNNING, "b");
+	assert_int_equal(r->growth_bytes, 16);
+	assert_float_equal(r->alloc_rate, 1.0, 1e-9);
+	mstat_model_fini(&m);
+}
+
+/* --baseline: every row's baseline moves once, at the first update that
+ * long after the first one; a row first seen later starts its own. */
+static void
+test_baseline_after(void **state)
+{
+	struct mstat_model m;
+	struct mstat_snapshot s[2];
+	struct mstat_model_input in[2];
+	(void)state;
+
+	mstat_model_init(&m, 5 * SEC);
+	m.baseline_after_ns = 2 * SEC;
+	for (uint64_t t = 1; t <= 5; t++) {
+		snap_fill(&s[0], 10 * t, 0, 0, 0, 1, MSTAT_RUNNING);
+		snap_fill(&s[1], 100 * t, 0, 0, 0, 1, MSTAT_RUNNING);
+		in[0] = input("old", 1, "old", MSTAT_LIVE_RUNNING, t * SEC, &s[0]);
+		in[1] = input("new", 2, "new", MSTAT_LIVE_RUNNING, t * SEC, &s[1]);
+		assert_int_equal(mstat_model_update(&m, in, t >= 4 ? 2 : 1,
+						    t * SEC), 0);
+	}
+	/* old: rebased at 3 s (30 objects), now 50; new: first seen at 4 s. */
+	assert_int_equal(mstat_model_find(&m, "old")->growth_objects, 20);
+	assert_int_equal(mstat_model_find(&m, "new")->growth_objects, 100);
+	assert_true(m.rebased);
+	mstat_model_fini(&m);
+}
+
+static void
+test_dismiss(void **state)
+{
+	struct mstat_model m;
+	struct mstat_snapshot s;
+	struct mstat_model_input in[2];
+	const struct mstat_model_row *rows[4];
+	(void)state;
+
+	mstat_model_init(&m, 300 * SEC);
+	snap_fill(&s, 10, 2, 0, 0, 1, MSTAT_RUNNING);
+	in[0] = input("run", 1, "runner", MSTAT_LIVE_RUNNING, 1 * SEC, &s);
+	in[1] = input("gone", 2, "leaver", MSTAT_LIVE_EXITED, 1 * SEC, &s);
+	assert_int_equal(mstat_model_update(&m, in, 2, 1 * SEC), 0);
+	/* A running process cannot be dismissed. */
+	assert_int_equal(mstat_model_dismiss(&m, "run"), 0);
+	assert_int_equal(mstat_model_dismiss(&m, "gone"), 1);
+	assert_null(mstat_model_find(&m, "gone"));
+	assert_int_equal(mstat_model_view(&m, "", MSTAT_SORT_PID, false, rows), 1);
+	/* Its input still comes (the sampler keeps it while it lingers):
+	 * it stays hidden, and goes when the input stops. */
+	assert_int_equal(mstat_model_update(&m, in, 2, 2 * SEC), 0);
+	assert_int_equal(m.n, 2);
+	assert_int_equal(mstat_model_view(&m, "", MSTAT_SORT_PID, false, rows), 1);
+	assert_int_equal(mstat_model_update(&m, in, 1, 3 * SEC), 0);
+	assert_int_equal(m.n, 1);
+	/* An exited row lingers 300 s, with its final classes. */
+	in[1] = input("gone2", 3, "leaver", MSTAT_LIVE_EXITED, 4 * SEC, &s);
+	assert_int_equal(mstat_model_update(&m, in, 2, 4 * SEC), 0);
+	assert_int_equal(mstat_model_update(&m, in, 1, 303 * SEC), 0);
+	assert_non_null(mstat_model_find(&m, "gone2"));
+	assert_int_equal(mstat_model_live_objects(mstat_model_find(&m, "gone2")), 8);
+	assert_int_equal(mstat_model_update(&m, in, 1, 304 * SEC), 0);
+	assert_null(mstat_model_find(&m, "gone2"));
+	mstat_model_fini(&m);
+}
+
+/* Which columns a narrow screen shows: those that always stay, then the
+ * others as room allows; NAME takes what is left, up to its bound. */
+static void
+test_columns_fit(void **state)
+{
+	bool shown[MSTAT_SORT_COUNT];
+	(void)state;
+
+	int nw = mstat_columns_fit(79, MSTAT_SORT_LIVE_BYTES, shown);
+	int used = nw - 1;
+	for (int k = 0; k < MSTAT_SORT_COUNT; k++) {
+		const struct mstat_column *c = mstat_column(k);
+		assert_non_null(c->title);
+		assert_non_null(c->help);
+		assert_non_null(c->get);
+		if (!c->drop)
+			assert_true(shown[k]);
+		if (shown[k] && k != MSTAT_SORT_NAME)
+			used += c->width + 1;
+	}
+	assert_true(used <= 79);
+	assert_false(shown[MSTAT_SORT_FREE_RATE]); /* the first to go */
+	assert_true(shown[MSTAT_SORT_GROWTH_BYTES]);
+	/* The sorted column stays, however low it ranks. */
+	mstat_columns_fit(79, MSTAT_SORT_FREE_RATE, shown);
+	assert_true(shown[MSTAT_SORT_FREE_RATE]);
+	/* Wide: everything, and NAME no wider than its bound. */
+	nw = mstat_columns_fit(400, MSTAT_SORT_PID, shown);
+	for (int k = 0; k < MSTAT_SORT_COUNT; k++)
+		assert_true(shown[k]);
+	assert_int_equal(nw, MSTAT_COLUMN_NAME_MAX);
+}
+
+/* Renders the model's rows in `fmt` at tick `seq`. */
+static char *
+render_tick(int fmt, struct mstat_model *m, uint64_t seq, uint64_t time_ms)
+{
+	const struct mstat_model_row *rows[8];
+	m->wall_ns = time_ms * 1000000u;
+	size_t n = mstat_model_view(m, "", MSTAT_SORT_GROWTH_BYTES, false, rows);
+	struct mstat_output_tick t = { seq, time_ms, 0.5 };
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	assert_non_null(f);
+	assert_int_equal(mstat_output_write(f, fmt, &t, rows, n), 0);
+	fclose(f);
+	return buf;
+}
+
+/* Ticks written and read back make the same model: the same bytes in
+ * every output, the hostile name and the huge class included. */
+static void
+test_record_replay(void **state)
+{
+	struct mstat_model live, replayed;
+	struct mstat_snapshot s[3];
+	char path[] = "/tmp/mstat-test-record-XXXXXX", err[256];
+	int fd = mkstemp(path);
+	FILE *f = fdopen(fd, "w");
+	(void)state;
+
+	assert_non_null(f);
+	assert_int_equal(mstat_record_begin(f, 1700000000000u), 0);
+	mstat_model_init(&live, 5 * SEC);
+	char *want[4][3];
+	for (unsigned t = 0; t < 4; t++) {
+		struct mstat_model_input in[2];
+		snap_fill(&s[0], 4 + t, 1, t, 0, 2, MSTAT_RUNNING);
+		s[0].class_max_size[7] = UINT64_MAX;
+		/* Counts beyond 2^63, which a double or an int64 would not
+		 * hold exactly. */
+		s[0].classes[5] = (struct mstat_counts){
+			(UINT64_C(1) << 63) + 5, (UINT64_C(1) << 63) + 80,
+			(UINT64_C(1) << 63) + 5, (UINT64_C(1) << 63) + 80 };
+		s[0].total.alloc_count += (UINT64_C(1) << 63) + 5;
+		s[0].total.alloc_bytes += (UINT64_C(1) << 63) + 80;
+		s[0].total.free_count += (UINT64_C(1) << 63) + 5;
+		s[0].total.free_bytes += (UINT64_C(1) << 63) + 80;
+		in[0] = input("q", 42, HOSTILE, MSTAT_LIVE_RUNNING, (t + 1) * SEC,
+			      &s[0]);
+		in[0].image = "mstat.42.1:7";
+		in[0].comm = "\x1b[1mcomm";
+		in[0].start_ns = 1699999990250000000u;
+		in[1] = input("s", 7, "sleepy", t == 3 ? MSTAT_LIVE_KILLED
+						       : MSTAT_LIVE_STALLED,
+			      0, NULL);
+		in[1].err = PLANTED ": is not initialised yet";
+		in[1].end_ns = t == 3 ? 1700000003000000000u : 0;
+		struct mstat_record_tick tick = { t + 1, 1700000000000u + t * 500,
+			(t + 1) * SEC + 7, 0.5, in, 2 };
+		assert_int_equal(mstat_record_write(f, &tick), 0);
+		assert_int_equal(mstat_model_update(&live, in, 2, tick.now_ns), 0);
+		for (int k = 0; k < 3; k++)
+			want[t][k] = render_tick(k, &live, tick.seq, tick.time_ms);
+	}
+	fclose(f);
+
+	struct mstat_replay *r;
+	struct mstat_record_tick t;
+	assert_int_equal(mstat_replay_open(&r, path, err, sizeof(err)), 0);
+	mstat_model_init(&replayed, 5 * SEC);
+	for (unsigned i = 0; i < 4; i++) {
+		assert_int_equal(mstat_replay_next(r, &t, err, sizeof(err)), 1);
+		assert_int_equal(t.seq, i + 1);
+		assert_int_equal(t.n, 2);
+		assert_int_equal(mstat_model_update(&replayed, t.in, t.n, t.now_ns), 0);
+		for (int k = 0; k < 3; k++) {
+			char *got = render_tick(k, &replayed, t.seq, t.time_ms);
+			assert_true(clean(got));
+			assert_string_equal(got, want[i][k]);
+			free(got);
+			free(want[i][k]);
+		}
+	}
+	assert_int_equal(mstat_replay_next(r, &t, err, sizeof(err)), 0);
+	mstat_replay_close(r);
+	unlink(path);
+	mstat_model_fini(&live);
+	mstat_model_fini(&replayed);
+}
+
+/* A file to replay is input: whatever it holds is refused with where and
+ * why, never trusted. */
+static void
+test_replay_refuses(void **state)
+{
+	static const struct {
+		const char *text, *why;
+	} cases[] = {
+		{ "", ":1: not a recording of mstat-top" },
+		{ "{\"format\":\"other\",\"version\":1}\n", ":1: not a recording" },
+		{ "{\"format\":\"mstat-top-record\",\"version\":2}\n",
+		  ":1: recording format version 2; this mstat-top reads version 1" },
+		{ "H\nnot json\n", ":2: not a JSON object" },
+		{ "H\n{\"tick\":1}\n", ":2: a tick needs tick, time_ms, now_ns, "
+				       "interval_s and targets" },
+		{ "H\n{\"tick\":1,\"time_ms\":1,\"now_ns\":5,\"interval_s\":1,"
+		  "\"targets\":[]}\n{\"tick\":2,\"time_ms\":1,\"now_ns\":4,"
+		  "\"interval_s\":1,\"targets\":[]}\n", ":3: now_ns goes back" },
+		{ "H\n{\"tick\":1,\"time_ms\":1,\"now_ns\":5,\"interval_s\":-1,"
+		  "\"targets\":[]}\n", ":2: interval_s -1" },
+		{ "H\nT[{\"pid\":-3}]}\n", ":2: target 0: needs pid" },
+		{ "H\nT[{\"pid\":3,\"key\":\"k\",\"state\":\"dancing\",\"t_ns\":1,"
+		  "\"end_ns\":0,\"start_ns\":0,\"snap\":null}]}\n",
+		  ":2: target 0: state \"dancing\"" },
+		{ "H\nT[{\"pid\":3,\"key\":\"k\",\"state\":\"running\",\"t_ns\":1,"
+		  "\"end_ns\":0,\"start_ns\":0,\"snap\":{\"epoch\":1,\"state\":1,"
+		  "\"threads\":1,\"slots_used\":1,\"overflowed\":0,\"cut\":0,"
+		  "\"class_count\":4,\"requested_bytes\":0,\"classes\":"
+		  "[[4,64,1,64,0,0]]}}]}\n", ":2: target 0: class 4 of 4" },
+		{ "H\nT[{\"pid\":3,\"key\":\"k\",\"state\":\"running\",\"t_ns\":1,"
+		  "\"end_ns\":0,\"start_ns\":0,\"snap\":{\"epoch\":1,\"state\":1,"
+		  "\"threads\":1,\"slots_used\":1,\"overflowed\":0,\"cut\":0,"
+		  "\"class_count\":999,\"requested_bytes\":0,\"classes\":[]}}]}\n",
+		  ":2: target 0: 999 classes, more than 191" },
+		{ "H\nT[{\"pid\":3,\"key\":\"k\",\"state\":\"running\",\"t_ns\":1,"
+		  "\"end_ns\":0,\"start_ns\":0,\"snap\":{\"epoch\":1,\"state\":1,"
+		  "\"threads\":1,\"slots_used\":1,\"overflowed\":0,\"cut\":0,"
+		  "\"class_count\":4,\"requested_bytes\":0,\"classes\":"
+		  "[[1,16,-1,0,0,0]]}}]}\n", ":2: target 0: class entry 0: not a count" },
+		{ "H\n{\"tick\":1,\"time_ms\":1,\"now_ns\":5,\"interval_s\":1,"
+		  "\"targets\":[", ":2: not a JSON object (the recording was cut short?)" },
+	};
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char path[] = "/tmp/mstat-test-replay-XXXXXX", err[256] = "";
+		char text[2048] = "";
+		const char *p = cases[i].text;
+		/* H: a good header; T: the start of a good tick. */
+		for (; *p; p++) {
+			if (*p == 'H' && (p == cases[i].text || p[-1] == '\n'))
+				strcat(text, "{\"format\":\"mstat-top-record\","
+					     "\"version\":1,\"time_ms\":1}");
+			else if (*p == 'T' && p[-1] == '\n')
+				strcat(text, "{\"tick\":1,\"time_ms\":1,\"now_ns\":5,"
+					     "\"interval_s\":1,\"targets\":");
+			else
+				strncat(text, p, 1);
+		}
+		int fd = mkstemp(path);
+		assert_true(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+		close(fd);
+		struct mstat_replay *r;
+		struct mstat_record_tick t;
+		int rc = mstat_replay_open(&r, path, err, sizeof(err));
+		if (rc == 0) {
+			while ((rc = mstat_replay_next(r, &t, err, sizeof(err))) > 0)
+				;
+			mstat_replay_close(r);
+		}
+		unlink(path);
+		if (rc == 0 || !strstr(err, cases[i].why))
+			fail_msg("case %zu: %s, not \"%s\"", i, err, cases[i].why);
+		assert_non_null(strstr(err, "/tmp/mstat-test-replay-"));
+	}
 }
 
 int
@@ -599,7 +977,13 @@ main(void)
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_openmetrics),
 		cmocka_unit_test(test_table),
-		cmocka_unit_test(test_human),
+		cmocka_unit_test(test_units),
+		cmocka_unit_test(test_growth),
+		cmocka_unit_test(test_baseline_after),
+		cmocka_unit_test(test_dismiss),
+		cmocka_unit_test(test_columns_fit),
+		cmocka_unit_test(test_record_replay),
+		cmocka_unit_test(test_replay_refuses),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

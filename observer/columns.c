@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * columns.c - the process table's columns: the values, the table, and
+ * sorting by a column.  See columns.h.
+ */
+#include "columns.h"
+
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- the value of each column ---- */
+
+static void
+num(struct mstat_cell *c, bool known, double v)
+{
+	c->known = known;
+	c->v = known ? v : 0;
+}
+
+static void
+get_PID(const struct mstat_model_row *r, uint64_t now, struct mstat_cell *c)
+{
+	(void)now;
+	num(c, true, r->pid);
+}
+
+/* The name a user recognises the process by: the one it gave itself
+ * (MSTAT_NAME, or its program's), and its comm where that tells more (a
+ * name inherited by helpers it runs, a program that renamed itself).
+ * comm is cut at 15 bytes, so a name it begins is the same name. */
+static void
+get_NAME(const struct mstat_model_row *r, uint64_t now, struct mstat_cell *c)
+{
+	(void)now;
+	c->known = true;
+	if (!r->comm[0] || strncmp(r->name, r->comm, strlen(r->comm)) == 0 ||
+	    strcmp(r->name, r->exe) == 0) {
+		c->text = r->name;
+		return;
+	}
+	snprintf(c->buf, sizeof(c->buf), "%s [%s]", r->name, r->comm);
+	c->text = c->buf;
+}
+
+static void
+get_AGE(const struct mstat_model_row *r, uint64_t now, struct mstat_cell *c)
+{
+	uint64_t end = r->end_ns ? r->end_ns : now;
+
+	num(c, r->start_ns && end >= r->start_ns,
+	    (double)(end - r->start_ns) / 1e9);
+}
+
+static void
+get_THREADS(const struct mstat_model_row *r, uint64_t now, struct mstat_cell *c)
+{
+	(void)now;
+	num(c, r->have_snap, r->threads);
+}
+
+static void
+get_LIVE_BYTES(const struct mstat_model_row *r, uint64_t now,
+	       struct mstat_cell *c)
+{
+	(void)now;
+	num(c, r->have_snap, (double)mstat_model_live_bytes(r));
+}
+
+static void
+get_LIVE_OBJECTS(const struct mstat_model_row *r, uint64_t now,
+		 struct mstat_cell *c)
+{
+	(void)now;
+	num(c, r->have_snap, (double)mstat_model_live_objects(r));
+}
+
+static void
+get_ALLOC_RATE(const struct mstat_model_row *r, uint64_t now,
+	       struct mstat_cell *c)
+{
+	(void)now;
+	num(c, r->have_rates, r->alloc_rate);
+}
+
+static void
+get_FREE_RATE(const struct mstat_model_row *r, uint64_t now,
+	      struct mstat_cell *c)
+{
+	(void)now;
+	num(c, r->have_rates, r->free_rate);
+}
+
+static void
+get_NET_RATE(const struct mstat_model_row *r, uint64_t now, struct mstat_cell *c)
+{
+	(void)now;
+	num(c, r->have_rates, r->net_bytes_rate);
+}
+
+static void
+get_GROWTH_BYTES(const struct mstat_model_row *r, uint64_t now,
+		 struct mstat_cell *c)
+{
+	(void)now;
+	num(c, r->have_snap, (double)r->growth_bytes);
+}
+
+static void
+get_GROWTH_OBJECTS(const struct mstat_model_row *r, uint64_t now,
+		   struct mstat_cell *c)
+{
+	(void)now;
+	num(c, r->have_snap, (double)r->growth_objects);
+}
+
+static void
+get_GROWTH_RATE(const struct mstat_model_row *r, uint64_t now,
+		struct mstat_cell *c)
+{
+	(void)now;
+	num(c, r->have_growth_rate, r->growth_bytes_rate);
+}
+
+static void
+get_STATE(const struct mstat_model_row *r, uint64_t now, struct mstat_cell *c)
+{
+	(void)now;
+	c->known = true;
+	c->v = r->live; /* sorts in the order of enum mstat_model_live */
+	c->text = mstat_model_live_name(r->live);
+}
+
+/* ---- the table ---- */
+
+static const struct mstat_column columns[MSTAT_SORT_COUNT] = {
+#define MSTAT_X(id, n, t, w, u, d, h)                                         \
+	[MSTAT_SORT_##id] = { .name = n, .title = t, .help = h, .width = w,   \
+			      .unit = u, .drop = d, .get = get_##id },
+	MSTAT_COLUMNS(MSTAT_X)
+#undef MSTAT_X
+};
+
+const struct mstat_column *
+mstat_column(enum mstat_model_sort k)
+{
+	return (unsigned)k < MSTAT_SORT_COUNT ? &columns[k] : NULL;
+}
+
+const char *
+mstat_model_sort_name(enum mstat_model_sort k)
+{
+	return (unsigned)k < MSTAT_SORT_COUNT ? columns[k].title : "?";
+}
+
+const char *
+mstat_column_text(enum mstat_model_sort k, const struct mstat_model_row *r,
+		  uint64_t now_ns, char *buf, size_t len)
+{
+	const struct mstat_column *col = mstat_column(k);
+	struct mstat_cell c = { 0 };
+
+	if (!col) {
+		snprintf(buf, len, "?");
+		return buf;
+	}
+	col->get(r, now_ns, &c);
+	if (col->unit & MSTAT_COLUMN_TEXT)
+		snprintf(buf, len, "%s", c.known ? c.text : "-");
+	else if (col->unit & MSTAT_COLUMN_ID)
+		snprintf(buf, len, c.known ? "%.0f" : "-", c.v);
+	else if (col->unit & MSTAT_COLUMN_AGE)
+		mstat_unit_format(buf, len, MSTAT_UNIT_SECONDS, c.known, c.v);
+	else
+		mstat_unit_format(buf, len, col->unit, c.known, c.v);
+	return buf;
+}
+
+/* Whether `s` names `n`: any case, '_' for '-'. */
+static bool
+names(const char *s, const char *n)
+{
+	size_t i = 0;
+
+	while (s[i] && n[i] &&
+	       (tolower((unsigned char)s[i]) == tolower((unsigned char)n[i]) ||
+		(s[i] == '_' && n[i] == '-')))
+		i++;
+	return !s[i] && !n[i];
+}
+
+int
+mstat_model_parse_sort(const char *s)
+{
+	for (int k = 0; k < MSTAT_SORT_COUNT; k++)
+		if (names(s, columns[k].name) || names(s, columns[k].title))
+			return k;
+	return -1;
+}
+
+/* ---- sorting ---- */
+
+struct sort_ctx {
+	enum mstat_model_sort key;
+	bool reverse;
+	uint64_t now_ns;
+};
+
+static int
+cmp_double(double a, double b)
+{
+	return (a > b) - (a < b);
+}
+
+static int
+cmp_rows(const void *pa, const void *pb, void *arg)
+{
+	const struct mstat_model_row *a = *(const struct mstat_model_row *const *)pa;
+	const struct mstat_model_row *b = *(const struct mstat_model_row *const *)pb;
+	const struct sort_ctx *ctx = arg;
+	const struct mstat_column *col = &columns[ctx->key];
+	struct mstat_cell x = { 0 }, y = { 0 };
+	int c;
+
+	col->get(a, ctx->now_ns, &x);
+	col->get(b, ctx->now_ns, &y);
+	if (x.known != y.known) {
+		c = x.known ? -1 : 1; /* what is not known yet goes last */
+	} else if (col->unit & MSTAT_COLUMN_TEXT && ctx->key != MSTAT_SORT_STATE) {
+		c = x.known ? strcmp(x.text, y.text) : 0;
+	} else if (col->unit & (MSTAT_COLUMN_ID | MSTAT_COLUMN_TEXT)) {
+		c = cmp_double(x.v, y.v);
+	} else {
+		/* Numbers largest first; ages too: the oldest first. */
+		c = -cmp_double(x.v, y.v);
+	}
+	if (c == 0)
+		c = (a->pid > b->pid) - (a->pid < b->pid);
+	if (c == 0)
+		c = strcmp(a->key, b->key);
+	return ctx->reverse ? -c : c;
+}
+
+size_t
+mstat_model_view(const struct mstat_model *m, const char *filter,
+		 enum mstat_model_sort key, bool reverse,
+		 const struct mstat_model_row **out)
+{
+	struct sort_ctx ctx = { (unsigned)key < MSTAT_SORT_COUNT ? key
+								 : MSTAT_SORT_PID,
+				reverse, m->wall_ns };
+	size_t n = 0;
+
+	for (size_t i = 0; i < m->n; i++)
+		if (mstat_model_match(m->rows[i], filter))
+			out[n++] = m->rows[i];
+	qsort_r(out, n, sizeof(*out), cmp_rows, &ctx);
+	return n;
+}
+
+int
+mstat_columns_fit(int width, enum mstat_model_sort keep, bool *shown)
+{
+	int used = -1; /* n columns take n - 1 separators */
+
+	for (int k = 0; k < MSTAT_SORT_COUNT; k++) {
+		shown[k] = true;
+		used += columns[k].width + 1;
+	}
+	/* Drop, highest first, until the rest fits. */
+	while (used > width) {
+		int worst = -1;
+		for (int k = 0; k < MSTAT_SORT_COUNT; k++)
+			if (shown[k] && columns[k].drop && k != (int)keep &&
+			    (worst < 0 || columns[k].drop > columns[worst].drop))
+				worst = k;
+		if (worst < 0)
+			break; /* only what always stays: cut at the edge */
+		shown[worst] = false;
+		used -= columns[worst].width + 1;
+	}
+	int name = columns[MSTAT_SORT_NAME].width + (width > used ? width - used : 0);
+	return name > MSTAT_COLUMN_NAME_MAX ? MSTAT_COLUMN_NAME_MAX : name;
+}

@@ -1,0 +1,130 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * columns.h - the process table's columns, defined once.
+ *
+ * Each column is one entry of MSTAT_COLUMNS: its id, the name -s and the
+ * help know it by, its title, its width, how its values are written
+ * (units.h), how it sorts, when it gives way on a narrow screen, and what
+ * it means.  The terminal's header and rows, the batch table, the sort
+ * keys (-s, F6, < >) and the help screen all read this one table; a new
+ * column is an entry here and a getter in columns.c.
+ *
+ *   X(ID, name, title, width, unit, drop, help)
+ *
+ * unit: enum mstat_unit bits, or MSTAT_COLUMN_ID (a number written
+ * whole), MSTAT_COLUMN_TEXT (words) or MSTAT_COLUMN_AGE (seconds since
+ * the value, a time).  Numbers and ages sort largest first (the oldest
+ * first), ids and words smallest first, and "-" last.  drop: 0 for columns always shown;
+ * else, on a screen too narrow for all, the highest goes first (the
+ * sorted column stays).  NAME's width is the least it gets: it takes
+ * what is left, up to MSTAT_COLUMN_NAME_MAX.
+ */
+#ifndef MSTAT_OBSERVER_COLUMNS_H
+#define MSTAT_OBSERVER_COLUMNS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model.h"
+#include "units.h"
+
+#define MSTAT_COLUMN_ID 0x100
+#define MSTAT_COLUMN_TEXT 0x200
+#define MSTAT_COLUMN_AGE 0x400
+#define MSTAT_COLUMN_NAME_MAX 24
+
+#define MSTAT_COLUMNS(X)                                                      \
+	X(PID, "pid", "PID", 7, MSTAT_COLUMN_ID, 0,                           \
+	  "process id")                                                       \
+	X(NAME, "name", "NAME", 12, MSTAT_COLUMN_TEXT, 0,                     \
+	  "MSTAT_NAME or the program's name, [its comm] where that differs")  \
+	X(AGE, "age", "AGE", 6, MSTAT_COLUMN_AGE, 1,                          \
+	  "time since the process started (its lifetime, once gone)")         \
+	X(THREADS, "threads", "THR", 4, MSTAT_UNIT_COUNT, 5,                  \
+	  "threads counting into a slot of their own")                        \
+	X(LIVE_BYTES, "live-bytes", "LIVE", 8, MSTAT_UNIT_BYTES, 0,           \
+	  "bytes allocated and not yet freed")                                \
+	X(LIVE_OBJECTS, "live-objs", "OBJS", 6, MSTAT_UNIT_COUNT, 3,          \
+	  "allocations not yet freed")                                        \
+	X(ALLOC_RATE, "alloc/s", "ALLOC/s", 8,                                \
+	  MSTAT_UNIT_COUNT | MSTAT_UNIT_RATE, 7,                              \
+	  "allocations per second")                                           \
+	X(FREE_RATE, "free/s", "FREE/s", 8,                                   \
+	  MSTAT_UNIT_COUNT | MSTAT_UNIT_RATE, 8,                              \
+	  "frees per second")                                                 \
+	X(NET_RATE, "net/s", "NET/s", 10,                                     \
+	  MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED | MSTAT_UNIT_RATE, 4,          \
+	  "growth of live bytes per second, since the last tick")             \
+	X(GROWTH_BYTES, "growth", "GROWTH", 9,                                \
+	  MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED, 0,                            \
+	  "live bytes gained since the baseline (b, B, --baseline)")          \
+	X(GROWTH_OBJECTS, "growth-objs", "+OBJS", 7,                          \
+	  MSTAT_UNIT_COUNT | MSTAT_UNIT_SIGNED, 6,                            \
+	  "live objects gained since the baseline")                           \
+	X(GROWTH_RATE, "growth/s", "GROWTH/s", 10,                            \
+	  MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED | MSTAT_UNIT_RATE, 2,          \
+	  "growth of live bytes per second over the window (--window)")       \
+	X(STATE, "state", "STATE", 7, MSTAT_COLUMN_TEXT, 0,                   \
+	  "running, stopped, stalled, busy, exiting, exited, killed")
+
+/* Sort keys: the columns, in their order.  (The name is older than the
+ * table: rows are sorted by a column.) */
+enum mstat_model_sort {
+#define MSTAT_X(id, ...) MSTAT_SORT_##id,
+	MSTAT_COLUMNS(MSTAT_X)
+#undef MSTAT_X
+	MSTAT_SORT_COUNT
+};
+
+/* A row's value in a column: a number, or words. */
+struct mstat_cell {
+	bool known;          /* false: "-" (never read; no rate yet) */
+	double v;
+	const char *text;    /* words, for MSTAT_COLUMN_TEXT */
+	char buf[96];
+};
+
+struct mstat_column {
+	const char *name, *title, *help;
+	int width;
+	unsigned unit;
+	unsigned drop;
+	/* The value of row `r` at `now_ns` (CLOCK_REALTIME, for ages). */
+	void (*get)(const struct mstat_model_row *r, uint64_t now_ns,
+		    struct mstat_cell *c);
+};
+
+/* The column `k`, or NULL. */
+const struct mstat_column *mstat_column(enum mstat_model_sort k);
+
+/* Writes the cell of row `r` in column `k` (unpadded, not cut): the
+ * value in its unit, or "-".  Returns buf. */
+const char *mstat_column_text(enum mstat_model_sort k,
+			      const struct mstat_model_row *r, uint64_t now_ns,
+			      char *buf, size_t len);
+
+/* The title of column `k` ("LIVE"), or "?". */
+const char *mstat_model_sort_name(enum mstat_model_sort k);
+/* A column's name or title, any case, '_' for '-' allowed: the key, or
+ * -1. */
+int mstat_model_parse_sort(const char *s);
+
+/*
+ * Fills `out` (room for m->n) with the rows that match `filter`, sorted
+ * by column `key` (then by pid), and returns how many.  Ages are at
+ * m->wall_ns.  The pointers stay valid until the next
+ * mstat_model_update().
+ */
+size_t mstat_model_view(const struct mstat_model *m, const char *filter,
+			enum mstat_model_sort key, bool reverse,
+			const struct mstat_model_row **out);
+
+/*
+ * Which columns fit `width` characters (separated by one space): fills
+ * shown[] (MSTAT_SORT_COUNT entries) and returns NAME's width.  The
+ * sorted column `keep` always stays.
+ */
+int mstat_columns_fit(int width, enum mstat_model_sort keep, bool *shown);
+
+#endif /* MSTAT_OBSERVER_COLUMNS_H */

@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ui.c - the interactive state: which rows are shown, which is selected,
+ * and what keys ask of the model.  See ui.h.
+ */
+#include "ui.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void
+mstat_ui_select_rows(struct mstat_ui *ui)
+{
+	if (ui->caprows < ui->model.n + 1) {
+		size_t cap = 2 * (ui->model.n + 1);
+		void *p = realloc(ui->rows, cap * sizeof(*ui->rows));
+		if (!p)
+			return;
+		ui->rows = p;
+		ui->caprows = cap;
+	}
+	ui->nrows = mstat_model_view(&ui->model, ui->filter, ui->sort,
+				     ui->reverse, ui->rows);
+	/* The selection follows its process through re-sorting. */
+	for (size_t i = 0; i < ui->nrows; i++)
+		if (strcmp(ui->rows[i]->key, ui->sel_key) == 0) {
+			ui->sel = i;
+			return;
+		}
+	if (ui->sel >= ui->nrows)
+		ui->sel = ui->nrows ? ui->nrows - 1 : 0;
+	if (ui->nrows && !ui->detail)
+		snprintf(ui->sel_key, sizeof(ui->sel_key), "%s",
+			 ui->rows[ui->sel]->key);
+}
+
+const struct mstat_model_row *
+mstat_ui_selected(const struct mstat_ui *ui)
+{
+	if (ui->detail)
+		return mstat_model_find(&ui->model, ui->sel_key);
+	return ui->nrows ? ui->rows[ui->sel] : NULL;
+}
+
+int
+mstat_ui_rebase(struct mstat_ui *ui, bool all)
+{
+	const struct mstat_model_row *r = mstat_ui_selected(ui);
+
+	if (!all && !r)
+		return MSTAT_KEY_IGNORED;
+	size_t n = mstat_model_rebase(&ui->model, all ? NULL : r->key, false);
+	if (all)
+		snprintf(ui->said, sizeof(ui->said), "baseline reset for all "
+			 "%zu processes: growth counts from now", n);
+	else
+		snprintf(ui->said, sizeof(ui->said), "baseline of pid %d reset: "
+			 "growth counts from now", (int)r->pid);
+	return MSTAT_KEY_RESELECT;
+}
+
+int
+mstat_ui_dismiss(struct mstat_ui *ui, bool all)
+{
+	const struct mstat_model_row *r = mstat_ui_selected(ui);
+
+	if (!all && (!r || !mstat_model_gone(r->live))) {
+		snprintf(ui->said, sizeof(ui->said),
+			 "only a process that ended can be dismissed");
+		return MSTAT_KEY_REDRAW;
+	}
+	pid_t pid = r ? r->pid : 0;
+	size_t n = mstat_model_dismiss(&ui->model, all ? NULL : r->key);
+	if (all)
+		snprintf(ui->said, sizeof(ui->said), "dismissed %zu ended "
+			 "processes", n);
+	else
+		snprintf(ui->said, sizeof(ui->said), "dismissed pid %d", (int)pid);
+	ui->detail = false;
+	return MSTAT_KEY_RESELECT;
+}
