@@ -217,6 +217,7 @@ static int
 key_help(struct mstat_ui *ui)
 {
 	ui->help = true;
+	ui->help_scroll = 0;
 	return MSTAT_KEY_REDRAW;
 }
 
@@ -305,7 +306,13 @@ mstat_keys_dispatch(struct mstat_ui *ui, int ch)
 			ui->help = false;
 			return MSTAT_KEY_REDRAW;
 		}
-		return MSTAT_KEY_IGNORED;
+		long d = ch == KEY_UP || ch == 'k' ? -1 : ch == KEY_DOWN || ch == 'j' ? 1
+		       : ch == KEY_PPAGE ? -page(ui) : ch == KEY_NPAGE ? page(ui) : 0;
+		if (!d)
+			return MSTAT_KEY_IGNORED;
+		long s = (long)ui->help_scroll + d;
+		ui->help_scroll = s < 0 ? 0 : (size_t)s; /* the view bounds it */
+		return MSTAT_KEY_REDRAW;
 	}
 	ui->said[0] = '\0';
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)

@@ -70,6 +70,7 @@ struct mstat_ui {
 	char edit[MSTAT_UI_FILTER_MAX];
 
 	bool paused, help, quit;
+	size_t help_scroll;
 	bool detail;                          /* one process's classes */
 	size_t detail_scroll;
 	bool utf8;                            /* the terminal's charset */

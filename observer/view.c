@@ -93,7 +93,7 @@ draw_header(struct mstat_ui *ui)
 	     t.processes, t.running, t.threads,
 	     fmt(v[0], BYTES, true, (double)t.live_bytes),
 	     fmt(v[1], COUNT, true, (double)t.live_objects));
-	line(2, A_NORMAL, "allocs %s  frees %s  net %s  growth %s, %s over %.0fs",
+	line(2, A_NORMAL, "allocs %s  frees %s  net %s  growth %s  %s (%.0fs)",
 	     fmt(v[2], COUNT_RATE, t.have_rates, t.alloc_rate),
 	     fmt(v[3], COUNT_RATE, t.have_rates, t.free_rate),
 	     fmt(v[4], BYTES_RATE, t.have_rates, t.net_bytes_rate),
@@ -273,13 +273,12 @@ draw_detail(struct mstat_ui *ui)
 	}
 	bool h = r->have_snap;
 	mstat_column_text(MSTAT_SORT_NAME, r, ui->model.wall_ns, name, sizeof(name));
-	line(HEAD, A_BOLD, "pid %d %s%s%s: %s, %s threads, age %s",
+	line(HEAD, A_BOLD, "pid %d %s%s%s: %s, threads %s, age %s",
 	     (int)r->pid, name, r->exe[0] ? " exe " : "", r->exe,
 	     mstat_model_live_name(r->live), fmt(v[0], COUNT, h, r->threads),
 	     mstat_column_text(MSTAT_SORT_AGE, r, ui->model.wall_ns, v[1],
 			       sizeof(v[1])));
-	line(HEAD + 1, A_NORMAL, "live %s in %s objects; growth %s, %s objects "
-				 "since the baseline; %s over %.0fs",
+	line(HEAD + 1, A_NORMAL, "live %s, %s objs  growth %s, %s objs, %s (%.0fs)",
 	     fmt(v[2], BYTES, h, (double)mstat_model_live_bytes(r)),
 	     fmt(v[3], COUNT, h, (double)mstat_model_live_objects(r)),
 	     fmt(v[4], GROWTH, h, (double)r->growth_bytes),
@@ -361,19 +360,35 @@ draw_detail(struct mstat_ui *ui)
 	}
 }
 
+/* The keys, then the columns: from the key table and the column table,
+ * scrolled by ui->help_scroll lines. */
 static void
 draw_help(struct mstat_ui *ui)
 {
-	int y = HEAD;
+	int rows = LINES - HEAD - 1, total = (int)ui->nkeys + MSTAT_SORT_COUNT + 2;
+	int y = HEAD, skip;
 
-	line(y++, A_BOLD, "Keys (q, Esc or h closes this)");
-	for (size_t i = 0; i < ui->nkeys && y < LINES - 1; i++)
-		line(y++, A_NORMAL, "  %-10s %s", ui->keys[i].names,
-		     ui->keys[i].help);
-	line(y++, A_BOLD, "Columns");
-	for (int k = 0; k < MSTAT_SORT_COUNT && y < LINES - 1; k++) {
-		const struct mstat_column *c = mstat_column(k);
-		line(y++, A_NORMAL, "  %-10s %s", c->title, c->help);
+	if (rows < 1)
+		return;
+	if ((int)ui->help_scroll > total - rows)
+		ui->help_scroll = total > rows ? (size_t)(total - rows) : 0;
+	ui->page = (size_t)rows;
+	skip = (int)ui->help_scroll;
+	for (int i = 0; i < total && y < LINES - 1; i++) {
+		if (i < skip)
+			continue;
+		int k = i - 1 - (int)ui->nkeys - 1;
+		if (i == 0)
+			line(y++, A_BOLD, "Keys (q, Esc or h closes this; "
+					  "Up/Down scroll)");
+		else if (i <= (int)ui->nkeys)
+			line(y++, A_NORMAL, "  %-10s %s", ui->keys[i - 1].names,
+			     ui->keys[i - 1].help);
+		else if (i == (int)ui->nkeys + 1)
+			line(y++, A_BOLD, "Columns (F6, < and > sort by them)");
+		else
+			line(y++, A_NORMAL, "  %-10s %s", mstat_column(k)->title,
+			     mstat_column(k)->help);
 	}
 }
 

@@ -767,12 +767,13 @@ def test_interactive():
     try:
         s = t.wait(lambda s: rows_of(s, pids) and len(rows_of(s, pids)) == 2
                    and rows_of(s, {doomed.pid}), "the three processes")
-        check("PID" in s and "LIVE-BYTES" in s and "STATE" in s, "header")
+        check("PID" in s and "LIVE" in s and "GROWTH" in s and "STATE" in s,
+              "header")
         check(len(s.splitlines()) <= 24 and
               max(len(l) for l in s.splitlines()) <= 80, "fits 80x24")
         # Default sort: live bytes, largest first.
         check(rows_of(s, pids) == [big.pid, small.pid], "sorted by live bytes")
-        check("sort LIVE-BYTES" in s, "sort shown")
+        check(re.search(r"sort LIVE$", s, re.M), "sort shown")
         # Killed, a process shows as killed, lingers, and goes; its
         # segment goes at once.
         doomed.p.kill()
@@ -791,16 +792,16 @@ def test_interactive():
                    "%s opens pid %d" % (keys, pid))
             t.keys("Escape")
             t.wait(lambda s: "SIZE<=" not in s, "back")
-        # < goes back to LIVE-BYTES' left neighbour THREADS, then NAME:
+        # < goes back to LIVE's left neighbours THR, AGE, then NAME:
         # "-fixed" sorts before "-steady"; r reverses.
-        t.keys("<", "<")
+        t.keys("<", "<", "<")
         s = t.wait(lambda s: "sort NAME" in s, "sort by name")
         check(rows_of(s, pids) == [big.pid, small.pid], "by name")
         t.keys("r")
         s = t.wait(lambda s: "(reversed)" in s, "reversed")
         check(rows_of(s, pids) == [small.pid, big.pid], "by name, reversed")
-        t.keys("r", ">", ">", ">")
-        s = t.wait(lambda s: "sort LIVE-OBJS" in s and
+        t.keys("r", ">", ">", ">", ">")
+        s = t.wait(lambda s: "sort OBJS" in s and
                    rows_of(s, pids) == [small.pid, big.pid],
                    "sort by live objects")
         # Filter: only the fixed one.
@@ -811,12 +812,14 @@ def test_interactive():
         # Enter opens it: classes with bars, history.
         t.keys("Enter")
         s = t.wait(lambda s: "SIZE<=" in s, "the class table")
-        check("pid %d" % big.pid in s and "live bytes (max" in s, "detail")
-        row = [l for l in s.splitlines() if l.split()[:1] == ["128G"]]
-        check(row and row[0].split()[1] == "896G" and "#" in row[0],
-              "class 128G with 896G live bytes and a bar: %r" % row)
+        check("pid %d" % big.pid in s and "live, 0 to 1.00TiB: " in s,
+              "detail, its history on a labelled scale")
+        row = [l for l in s.splitlines() if l.split()[:1] == ["128GiB"]]
+        check(row and row[0].split()[1] == "896GiB" and
+              row[0].split()[2] == "0B",
+              "class 128GiB with 896GiB live and no growth: %r" % row)
         t.keys("Escape")
-        s = t.wait(lambda s: "SIZE<=" not in s and "LIVE-BYTES" in s, "back")
+        s = t.wait(lambda s: "SIZE<=" not in s and "GROWTH" in s, "back")
         # Esc clears the filter (every process in /dev/shm shows: the
         # status line says no filter), then back to this run's processes.
         t.keys("/", "Escape")
@@ -834,12 +837,24 @@ def test_interactive():
         t.wait(lambda s: "every 0.6s" in s, "interval doubled")
         t.keys("-", "-")
         t.wait(lambda s: "every 0.15s" in s, "interval halved twice")
-        # Help, from the key table; any key closes it.
-        t.keys("h")
-        words = ("Keys", "quit", "filter", "sort by the next column", "pause")
-        t.wait(lambda s: all(w in s for w in words), "help with %r" % (words,))
-        t.keys("j")
-        t.wait(lambda s: "Keys" not in s and "LIVE-BYTES" in s, "help closed")
+        # Help, from the key table: q, Esc and h close it, back to the
+        # table (q does not quit from there); other keys scroll it.
+        for close in ("q", "Escape", "h"):
+            t.keys("h")
+            words = ("Keys", "Esc Left", "filter", "sort by the next column",
+                     "pause")
+            t.wait(lambda s: all(w in s for w in words),
+                   "help with %r" % (words,))
+            t.keys("x")  # ignored behind the help
+            t.keys(close)
+            t.wait(lambda s: "Keys" not in s and "GROWTH" in s and
+                   len(rows_of(s, pids)) == 2, "help closed by " + close)
+        check(t.alive(), "q on the help screen did not quit")
+        # Scrolled, it shows the columns, from the column table.
+        t.keys("h", "PgDn", "PgDn")
+        t.wait(lambda s: "Columns" in s and "GROWTH/s" in s and
+               "over the window" in s, "the columns' help")
+        t.keys("Escape")
         # A resize is redrawn.
         t.tmux("resize-window", "-t", "t", "-x", "100", "-y", "30")
         t.wait(lambda s: len(s.splitlines()) >= 29 and
@@ -858,6 +873,242 @@ def test_interactive():
                 os.unlink(f)
     big.stop()
     small.stop()
+
+
+def leak_pair(tag, env=None):
+    """A process that grows (10 objects of 256 GiB every 10 ms, never
+    freed) and one that does not (50 objects of 64 bytes, renewed)."""
+    return (Target("leak", tag + "-grows", env),
+            Target("steady", tag + "-steady"))
+
+
+def test_leak():
+    """Growth since the baseline, per process and per class, and its rate:
+    exactly what the growing process added since it was first seen, and
+    exactly nothing for the steady one.  --baseline moves every baseline
+    once, and a process that exits keeps its row and its growth."""
+    grows, steady = leak_pair(TAG, {"MSTAT_TEST_EXIT_MS": "1500"})
+    out, _ = run_top("-o", "json", "-n", "12", "-d", "0.25", "-s", "growth",
+                     "-p", "%d,%d" % (grows.pid, steady.pid))
+    ts = ticks(out)
+    # First seen: the baseline (its leak class may not be used yet: then
+    # it starts from nothing).
+    first = cls(find(ts[0], grows), LEAK) or {"alloc_count": 0}
+    check(find(ts[0], grows)["growth_bytes"] == 0 and
+          find(ts[0], grows)["growth_bytes_per_s"] is None,
+          "first seen: the baseline, no rate yet: %r" % find(ts[0], grows))
+    exited = []
+    for i, tick in enumerate(ts[1:], 2):
+        g, s = find(tick, grows), find(tick, steady)
+        check(g is not None, "tick %d: the growing one is there" % i)
+        c = cls(g, LEAK)
+        added = c["alloc_count"] - first["alloc_count"]
+        check(c["growth_objects"] == added and
+              c["growth_bytes"] == added * LEAK and c["free_count"] == 0,
+              "tick %d: its class grew by what it added: %r" % (i, c))
+        check(g["growth_bytes"] - c["growth_bytes"] < 1 << 30,
+              "tick %d: its growth is that class's: %d vs %d" %
+              (i, g["growth_bytes"], c["growth_bytes"]))
+        check(g["growth_bytes_per_s"] is not None and
+              (g["growth_bytes_per_s"] > 0 or g["state"] == "exited"),
+              "tick %d: a growth rate: %r" % (i, g["growth_bytes_per_s"]))
+        k = cls(s, 64)
+        check(s["growth_bytes"] == 0 and s["growth_objects"] == 0 and
+              k["growth_bytes"] == 0 and k["growth_objects"] == 0 and
+              s["growth_bytes_per_s"] == 0.0 and
+              k["alloc_count"] > cls(find(ts[0], steady), 64)["alloc_count"],
+              "tick %d: the steady one, busy, grew by nothing: %r" % (i, s))
+        # Sorted by growth: the growing one first (while it grows).
+        if g["state"] == "running" and i > 2:
+            check(tick["processes"][0]["pid"] == grows.pid,
+                  "tick %d: sorted by growth" % i)
+        if g["state"] == "exited":
+            exited.append(g)
+    # It exits after 1.5 s: its row stays (default --linger 300 s) with
+    # its final classes; nothing moves any more.
+    check(len(exited) >= 2 and exited[-1]["growth_bytes"] ==
+          exited[0]["growth_bytes"] > 0 and
+          exited[-1]["growth_bytes_per_s"] == 0 and exited[-1]["end_time_s"],
+          "the exited one stays, final: %r" % [e["growth_bytes"] for e in exited])
+    check(grows.p.wait(timeout=TIMEOUT) == 0, "it exited cleanly")
+
+    # --baseline: every row's baseline moves once, after 0.5 s.
+    grows = Target("leak", TAG + "-grows2")
+    out, _ = run_top("-o", "json", "-n", "8", "-d", "0.2", "--baseline",
+                     "0.5", "-p", "%d,%d" % (grows.pid, steady.pid))
+    zero = {"alloc_count": 0, "growth_objects": 0}  # not used yet
+    counts = [((cls(find(t, grows), LEAK) or zero)["alloc_count"],
+               (cls(find(t, grows), LEAK) or zero)["growth_objects"])
+              for t in ticks(out)]
+    again = [i for i, (_, g) in enumerate(counts) if i and g == 0]
+    check(len(again) == 1 and again[0] < len(counts) - 1,
+          "one rebase after 0.5 s: %r" % counts)
+    base = counts[again[0]][0]
+    check(all(g == n - base for n, g in counts[again[0]:]),
+          "growth from the new baseline: %r" % counts)
+    grows.stop()
+    steady.stop()
+
+
+def test_replay():
+    """--record writes every tick; --replay prints the same bytes in batch
+    (table and JSON), plays back in the view (pause, step, speed,
+    baseline), and refuses a broken recording with its line."""
+    grows, steady = leak_pair(TAG)
+    rec = "/tmp/mstat-top-%s.rec" % TAG
+    bad = "/tmp/mstat-top-%s.bad" % TAG
+    planted.extend([rec, bad])
+    pids = "%d,%d" % (grows.pid, steady.pid)
+    for fmt in ("table", "json"):
+        live, _ = run_top("-o", fmt, "-n", "5", "-d", "0.2", "-s", "growth",
+                          "-p", pids, "--record", rec)
+        again, _ = run_top("-o", fmt, "-s", "growth", "--replay", rec)
+        check(again == live, "%s: replayed as printed live:\n%s\nvs\n%s" %
+              (fmt, again, live))
+        lines = open(rec).read().splitlines()
+        check(len(lines) == 6 and json.loads(lines[0])["version"] == 1 and
+              [json.loads(l)["tick"] for l in lines[1:]] == [1, 2, 3, 4, 5],
+              "a header and 5 ticks: %r" % lines[:1])
+    # -n and -F on a replay; then a recording cut short inside a tick.
+    again, _ = run_top("-o", "json", "-n", "2", "-F", "steady", "--replay", rec)
+    check([[p["pid"] for p in t["processes"]] for t in ticks(again)] ==
+          [[steady.pid]] * 2, "-n 2 -F steady: %s" % again)
+    with open(bad, "w") as f:
+        f.write(open(rec).read()[:-40])
+    r = subprocess.run([TOP, "-b", "--replay", bad], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=TIMEOUT)
+    check(r.returncode == 1 and ours(r.stderr.decode()) ==
+          "mstat-top: %s:6: not a JSON object (the recording was cut "
+          "short?)\n" % bad and r.stdout.decode().count("tick ") == 4,
+          "a broken recording: %d %r" % (r.returncode, r.stderr))
+
+    # In the view: a recording of 12 ticks, played at its pace.
+    run_top("-o", "json", "-n", "12", "-d", "0.2", "-p", pids, "--record", rec)
+    if not TMUX:
+        print("tmux not installed: replay in the view not checked")
+        return
+    t = Tmux("TERM=screen %s --replay %s -s growth 2>/dev/null" % (TOP, rec),
+             w=100)
+    try:
+        t.wait(lambda s: "replay %s  tick " % rec in s and
+               rows_of(s, {grows.pid, steady.pid}) == [grows.pid, steady.pid],
+               "the replay, sorted by growth")
+        t.keys("Space")
+        s = t.wait(lambda s: "[paused]" in s, "paused")
+        tick = int(re.search(r"tick (\d+)", s).group(1))
+        t.keys(".")
+        t.wait(lambda s: "tick %d " % (tick + 1) in s and "[paused]" in s,
+               "one step")
+        # b: the selected (growing) row's baseline, in the replay too.
+        t.keys("Home", "b")
+        s = t.wait(lambda s: "baseline of pid %d reset" % grows.pid in s,
+                   "baseline reset")
+        row = [l for l in s.splitlines() if l.split()[:1] == [str(grows.pid)]]
+        check(row and " 0B " in row[0], "growth 0 from now: %r" % row)
+        t.keys("-", "-", "Space")  # four times as fast, and on
+        t.wait(lambda s: "x4" in s and "tick 12 (end)" in s and
+               "end of the recording" in s, "the end, at x4")
+        t.keys("q")
+        wait_for(lambda: not t.alive(), "q to quit")
+    finally:
+        t.kill()
+    grows.stop()
+    steady.stop()
+
+
+def test_keys():
+    """The leak-hunting keys in the view: L sorts by growth, b and B reset
+    baselines, a process that exits keeps its row and its final classes
+    in its own view, x dismisses it (and only it), X all that ended."""
+    if not TMUX:
+        print("tmux not installed")
+        sys.exit(77)
+    grows, steady = leak_pair(TAG)
+    short = Target("leak", TAG + "-short", {"MSTAT_TEST_EXIT_MS": "800"})
+    t = Tmux("TERM=screen %s -d 0.3 -F %s 2>/dev/null" % (TOP, TAG), w=120,
+             h=30)
+    every = {grows.pid, steady.pid, short.pid}
+    try:
+        t.wait(lambda s: len(rows_of(s, every)) == 3, "three processes")
+        t.keys("L")
+        s = t.wait(lambda s: re.search(r"sort GROWTH$", s, re.M) and
+                   rows_of(s, every)[-1] == steady.pid, "sorted by growth")
+
+        def growth_of(s, pid):
+            row = [l for l in s.splitlines() if l.split()[:1] == [str(pid)]]
+            return row[0][8:].split()[-4] if row else None
+        # b on the growing one (first: selected by Home) resets its growth
+        # only; B resets everyone's.
+        t.wait(lambda s: growth_of(s, grows.pid) not in (None, "0B"),
+               "it grows")
+        t.keys("Home")
+        t.wait(lambda s: rows_of(s, every)[0] == grows.pid, "it is first")
+        t.keys("b")
+        s = t.wait(lambda s: "baseline of pid %d reset" % grows.pid in s,
+                   "b")
+        # The short one has exited by now, or will: either way, its row.
+        t.wait(lambda s: [l.split()[-1] for l in s.splitlines()
+                          if l.split()[:1] == [str(short.pid)]] == ["exited"],
+               "the short one exited, and stays")
+        t.keys("B")
+        t.wait(lambda s: re.search(r"baseline reset for all \d+ processes", s),
+               "B")
+        # Its own view: the final classes, and what was never freed.
+        t.keys("/", "C-u", "short", "Enter")
+        t.wait(lambda s: rows_of(s, every) == [short.pid], "filtered")
+        t.keys("Enter")
+        s = t.wait(lambda s: "SIZE<=" in s and "never freed" in s,
+                   "the exited one's view: its final classes")
+        check("exited at " in s and
+              [l for l in s.splitlines() if l.split()[:1] == ["256GiB"]],
+              "its leak class, final:\n%s" % s)
+        t.keys("Escape")
+        t.keys("/", "C-u", TAG + "-s", "Enter")  # steady and short
+        t.wait(lambda s: sorted(rows_of(s, every)) ==
+               sorted([steady.pid, short.pid]), "two")
+        # x on a running process: refused, said why; on the ended one,
+        # it goes.
+        s = t.screen()
+        order = rows_of(s, every)
+        t.keys("Home" if order[0] == steady.pid else "End")
+        t.keys("x")
+        t.wait(lambda s: "only a process that ended can be dismissed" in s,
+               "x refuses a running process")
+        t.keys("End" if order[0] == steady.pid else "Home", "x")
+        t.wait(lambda s: "dismissed pid %d" % short.pid in s and
+               rows_of(s, every) == [steady.pid], "x dismisses the ended one")
+        t.keys("X")
+        t.wait(lambda s: "dismissed 0 ended processes" in s, "X: none left")
+        t.keys("q")
+        wait_for(lambda: not t.alive(), "q to quit")
+    finally:
+        t.kill()
+    grows.stop()
+    steady.stop()
+
+
+def test_terminal():
+    """--version; a terminal curses cannot drive gets batch output and a
+    one-line note, not garbage or an error."""
+    r = subprocess.run([TOP, "--version"], stdout=subprocess.PIPE,
+                       timeout=TIMEOUT)
+    check(r.returncode == 0 and re.match(r"^mstat-top \d+\.\d+\.\d+\n$",
+                                         r.stdout.decode()), "--version")
+    t = Target("fixed", TAG + "-term")
+    for term, why in (("dumb", "terminal type 'dumb' cannot move the cursor"),
+                      ("no-such-terminal", "terminal type 'no-such-terminal' "
+                       "is not known here")):
+        # A terminal on stdout: script(1) gives it a pty.
+        r = subprocess.run(["script", "-qec", "%s -n 1 -p %d" % (TOP, t.pid),
+                            "/dev/null"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=TIMEOUT,
+                           env=dict(os.environ, TERM=term))
+        out = r.stdout.decode().replace("\r\n", "\n")
+        check(r.returncode == 0 and
+              out.startswith("mstat-top: %s: batch output instead\n" % why) and
+              "tick 1 at " in out and str(t.pid) in out,
+              "TERM=%s: %d %r" % (term, r.returncode, out))
+    t.stop()
 
 
 # Text as hostile as a process can make it, and how every output must

@@ -6,7 +6,8 @@
  *   mstat-observer-target fixed
  *	counts 10 allocations of 2^37 bytes and 3 frees of them, then idles
  *   mstat-observer-target steady
- *	every 10 ms, 100 allocations of 64 bytes and 100 frees; 50 live
+ *	every 10 ms, 100 reallocations of 64 bytes to 64 bytes (each an
+ *	allocation and a free, in one update); 50 live, exactly, always
  *   mstat-observer-target leak
  *	every 10 ms, 10 allocations of 2^38 bytes, never freed
  *   mstat-observer-target exec
@@ -120,10 +121,8 @@ main(int argc, char **argv)
 		}
 		if (deadline && now_ms() >= deadline)
 			return 0;
-		for (int i = 0; steady && i < 100; i++) {
-			mstat_record_alloc(64, 64);
-			mstat_record_free(64);
-		}
+		for (int i = 0; steady && i < 100; i++)
+			mstat_record_realloc(64, 64, 64);
 		for (int i = 0; leak && i < 10; i++)
 			mstat_record_alloc(LEAK_SIZE, LEAK_SIZE);
 	}
