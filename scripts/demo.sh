@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The main job: installs dependencies, builds, starts demo workloads with
 # different heap behaviour under the library, and watches them with
-# mstat-top (interactive on a terminal; a few batch ticks otherwise).
+# mstat-top, sorted by growth since each was first seen: the leaking one
+# rises to the top (interactive on a terminal: L, b, Enter; a few batch
+# ticks otherwise).
 #   steady      a working set renewed at a steady rate
 #   churning    bursts of short-lived objects on 4 threads
 #   leaking     keeps one object in 16; exits after 64 MiB (its row then
-#               shows the leak as its final live bytes)
+#               stays, with what it never freed, per size class)
 #   short       lives a few seconds and exits, again and again
 # MSTAT_BUILD names the build directory (default: build).
 set -euo pipefail
@@ -31,7 +33,7 @@ pids+=($!)
 sleep 0.5
 
 if [ -t 0 ] && [ -t 1 ]; then
-	"$build/observer/mstat-top" -F demo-
+	"$build/observer/mstat-top" -F demo- -s growth
 else
-	"$build/observer/mstat-top" -b -n 5 -F demo-
+	"$build/observer/mstat-top" -b -n 5 -F demo- -s growth
 fi
