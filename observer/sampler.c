@@ -222,12 +222,13 @@ publish(struct mstat_top *top, size_t i, uint64_t t_ns)
 			 mstat_reader_error(t->reader));
 	}
 	s->live = live_of(rc, s);
-	/* Read, and idle: is it stopped?  (Only an idle process can be: a
-	 * process whose counts move ran.  So a busy one costs no look at
+	/* Read first, or idle: is it stopped?  (Only an idle process can be:
+	 * a process whose counts move ran.  So a busy one costs no look at
 	 * /proc.) */
-	if (rc == 0 && s->live == MSTAT_LIVE_RUNNING && old && old->have_snap &&
-	    old->snap.total.alloc_count == s->snap.total.alloc_count &&
-	    old->snap.total.free_count == s->snap.total.free_count &&
+	if (rc == 0 && s->live == MSTAT_LIVE_RUNNING &&
+	    (!old || !old->have_snap ||
+	     (old->snap.total.alloc_count == s->snap.total.alloc_count &&
+	      old->snap.total.free_count == s->snap.total.free_count)) &&
 	    mstat_discover_stopped(&top->disc, t))
 		s->live = MSTAT_LIVE_STOPPED;
 	if (s->live == MSTAT_LIVE_EXITED || s->live == MSTAT_LIVE_KILLED) {

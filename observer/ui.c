@@ -50,13 +50,18 @@ mstat_ui_rebase(struct mstat_ui *ui, bool all)
 
 	if (!all && !r)
 		return MSTAT_KEY_IGNORED;
-	size_t n = mstat_model_rebase(&ui->model, all ? NULL : r->key, false);
-	if (all)
-		snprintf(ui->said, sizeof(ui->said), "baseline reset for all "
-			 "%zu processes: growth counts from now", n);
-	else
+	if (!all) {
+		mstat_model_rebase(&ui->model, r->key, false);
 		snprintf(ui->said, sizeof(ui->said), "baseline of pid %d reset: "
 			 "growth counts from now", (int)r->pid);
+		return MSTAT_KEY_RESELECT;
+	}
+	/* Every process shown (the filter says which). */
+	size_t n = 0;
+	for (size_t i = 0; i < ui->nrows; i++)
+		n += mstat_model_rebase(&ui->model, ui->rows[i]->key, false);
+	snprintf(ui->said, sizeof(ui->said), "baseline reset for the %zu "
+		 "processes shown: growth counts from now", n);
 	return MSTAT_KEY_RESELECT;
 }
 
@@ -70,13 +75,19 @@ mstat_ui_dismiss(struct mstat_ui *ui, bool all)
 			 "only a process that ended can be dismissed");
 		return MSTAT_KEY_REDRAW;
 	}
-	pid_t pid = r ? r->pid : 0;
-	size_t n = mstat_model_dismiss(&ui->model, all ? NULL : r->key);
-	if (all)
-		snprintf(ui->said, sizeof(ui->said), "dismissed %zu ended "
-			 "processes", n);
-	else
+	if (!all) {
+		pid_t pid = r->pid;
+		mstat_model_dismiss(&ui->model, r->key);
 		snprintf(ui->said, sizeof(ui->said), "dismissed pid %d", (int)pid);
+		ui->detail = false;
+		return MSTAT_KEY_RESELECT;
+	}
+	/* Every ended process shown.  (The rows point into the model, and
+	 * dismissing frees nothing until the next update.) */
+	size_t n = 0;
+	for (size_t i = 0; i < ui->nrows; i++)
+		n += mstat_model_dismiss(&ui->model, ui->rows[i]->key);
+	snprintf(ui->said, sizeof(ui->said), "dismissed %zu ended processes", n);
 	ui->detail = false;
 	return MSTAT_KEY_RESELECT;
 }

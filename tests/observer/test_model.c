@@ -843,8 +843,9 @@ test_record_replay(void **state)
 		s[0].total.alloc_bytes += (UINT64_C(1) << 63) + 80;
 		s[0].total.free_count += (UINT64_C(1) << 63) + 5;
 		s[0].total.free_bytes += (UINT64_C(1) << 63) + 80;
-		in[0] = input("q", 42, HOSTILE, MSTAT_LIVE_RUNNING, (t + 1) * SEC,
-			      &s[0]);
+		/* Times to the nanosecond, as the clock gives them. */
+		in[0] = input("q", 42, HOSTILE, MSTAT_LIVE_RUNNING,
+			      (t + 1) * SEC + 123457 * t, &s[0]);
 		in[0].image = "mstat.42.1:7";
 		in[0].comm = "\x1b[1mcomm";
 		in[0].start_ns = 1699999990250000000u;
