@@ -60,6 +60,8 @@ struct mstat_top_target {
 	bool final;                 /* its process is gone and its final
 				     * counts are read: nothing more to read */
 	uint64_t end_ns;            /* CLOCK_MONOTONIC when found gone */
+	uint64_t checked_ns;        /* CLOCK_MONOTONIC /proc was last asked
+				     * whether it is stopped; 0 never */
 };
 
 struct mstat_discover_refusal;

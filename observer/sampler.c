@@ -21,6 +21,11 @@
 #include "top.h"
 #include "tsan.h"
 
+/* Looks at /proc for stopped processes: at most this many a tick, each
+ * at most this often. */
+#define STOP_CHECKS 16
+#define STOP_CHECK_NS UINT64_C(1000000000)
+
 uint64_t
 mstat_top_now_ns(void)
 {
@@ -222,15 +227,26 @@ publish(struct mstat_top *top, size_t i, uint64_t t_ns)
 			 mstat_reader_error(t->reader));
 	}
 	s->live = live_of(rc, s);
-	/* Read first, or idle: is it stopped?  (Only an idle process can be:
-	 * a process whose counts move ran.  So a busy one costs no look at
-	 * /proc.) */
-	if (rc == 0 && s->live == MSTAT_LIVE_RUNNING &&
-	    (!old || !old->have_snap ||
-	     (old->snap.total.alloc_count == s->snap.total.alloc_count &&
-	      old->snap.total.free_count == s->snap.total.free_count)) &&
-	    mstat_discover_stopped(&top->disc, t))
-		s->live = MSTAT_LIVE_STOPPED;
+	/* Is it stopped?  Only an idle process can be (a process whose
+	 * counts move ran), so a busy one costs no look at /proc; an idle
+	 * one stays as it was last seen until its counts move or it is
+	 * looked at again, at most once a second and STOP_CHECKS targets a
+	 * tick (about 10 us each). */
+	bool idle = !old || !old->have_snap ||
+		    (old->snap.total.alloc_count == s->snap.total.alloc_count &&
+		     old->snap.total.free_count == s->snap.total.free_count);
+	if (rc == 0 && s->live == MSTAT_LIVE_RUNNING && idle) {
+		if (old && old->live == MSTAT_LIVE_STOPPED)
+			s->live = MSTAT_LIVE_STOPPED;
+		if (top->stop_checks && (!t->checked_ns ||
+					 t_ns - t->checked_ns >= STOP_CHECK_NS)) {
+			top->stop_checks--;
+			t->checked_ns = t_ns;
+			s->live = mstat_discover_stopped(&top->disc, t)
+					  ? MSTAT_LIVE_STOPPED
+					  : MSTAT_LIVE_RUNNING;
+		}
+	}
 	if (s->live == MSTAT_LIVE_EXITED || s->live == MSTAT_LIVE_KILLED) {
 		/* Gone: these counts are final.  Its name goes now, and its
 		 * mapping: the sample holds what the row shows while it
@@ -276,6 +292,7 @@ mstat_top_tick(struct mstat_top *top)
 		top->outs[n] = &s->snap;
 		n++;
 	}
+	top->stop_checks = STOP_CHECKS;
 	/* A segment truncated under its mapping fails its read with -EFAULT
 	 * (the reader's SIGBUS guard), and publish() drops it. */
 	mstat_reader_snapshot_many(top->readers, n, top->outs, top->rcs,

@@ -98,6 +98,7 @@ struct mstat_top {
 	struct mstat_snapshot **outs;     /* their snapshots */
 	int *rcs;
 	uint64_t status_seq;
+	unsigned stop_checks;           /* looks at /proc left this tick */
 };
 
 /* 0 or -errno.  Does not start a thread. */
