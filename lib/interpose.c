@@ -248,10 +248,8 @@ resolve(void)
 	ok = ok && next.usable;
 	resolving = false;
 	if (!ok) {
-		static const char msg[] =
-			"mstatshm: no next malloc to forward to (RTLD_NEXT); "
-			"serving a small static arena only\n";
-		(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
+		mstat_writer_warn("no next malloc to forward to (RTLD_NEXT)",
+				  "serving a small static arena only");
 		/* Release: pairs with the acquire loads of next.state. */
 		atomic_store_explicit(&next.state, NEXT_FAILED, memory_order_release);
 		return false;

@@ -156,7 +156,8 @@ static struct {
 	unsigned early_threads;
 	uint64_t born_ns;
 	char name[MSTAT_NAME_MAX];
-	char status[400];        /* mstat_self_status() */
+	char status[400];        /* mstat_self_status(): state; warnings */
+	char state[200];         /* what the library does */
 	char warnings[200];      /* said once, kept in the status */
 	char report[100];        /* MSTAT_REPORT: where mstat-run listens */
 	char log[256];           /* MSTAT_LOG: "stderr", a file, or "" */
@@ -830,24 +831,31 @@ log_line(const char *what, const char *why)
 		close(fd);
 }
 
+/* mstat_self_status(): the state, then the warnings so far. */
+static void
+compose_status(void)
+{
+	join(proc.status, sizeof(proc.status), (const char *const[]){
+		proc.state, proc.warnings[0] ? "; " : "", proc.warnings, NULL });
+}
+
 /* What the process should know but that does not stop it counting (a
  * variable ignored, a fallback): in its status from now on, and logged. */
-static void
-warn(const char *what, const char *why)
+void
+mstat_writer_warn(const char *what, const char *why)
 {
 	append(proc.warnings, sizeof(proc.warnings), (const char *const[]){
 		proc.warnings[0] ? "; " : "", what, ": ", why, NULL });
+	compose_status();
 	log_line(what, why);
 }
 
-/* mstat_self_status(): `parts`, then the warnings so far. */
+/* What the library does now, for mstat_self_status(). */
 static void
 set_status(const char *const *parts)
 {
-	join(proc.status, sizeof(proc.status), parts);
-	if (proc.warnings[0])
-		append(proc.status, sizeof(proc.status),
-		       (const char *const[]){ "; ", proc.warnings, NULL });
+	join(proc.state, sizeof(proc.state), parts);
+	compose_status();
 }
 
 /* Tells mstat-run, if it runs this process: the status, and the segment
@@ -869,7 +877,7 @@ env_slots(void)
 		return MSTAT_SLOTS_DEFAULT;
 	unsigned long v = strtoul(s, &end, 10);
 	if (*end || v < MSTAT_SLOTS_MIN || v > MSTAT_SLOTS_MAX) {
-		warn("MSTAT_SLOTS ignored", "not a number in 2..4096");
+		mstat_writer_warn("MSTAT_SLOTS ignored", "not a number in 2..4096");
 		return MSTAT_SLOTS_DEFAULT;
 	}
 	return (uint32_t)v;
@@ -886,7 +894,7 @@ env_mode(void)
 		return MSTAT_MODE_FENCED;
 	if (strcmp(s, "membarrier") == 0)
 		return MSTAT_MODE_MEMBARRIER;
-	warn("MSTAT_MODE ignored", "use fenced or membarrier");
+	mstat_writer_warn("MSTAT_MODE ignored", "use fenced or membarrier");
 	return MSTAT_DEFAULT_MODE;
 }
 
@@ -900,8 +908,8 @@ start(void)
 
 	if (mode == MSTAT_MODE_MEMBARRIER &&
 	    syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) < 0) {
-		warn("membarrier unavailable, counting in fenced mode",
-		     strerror(errno));
+		mstat_writer_warn("membarrier unavailable, counting in fenced mode",
+				  strerror(errno));
 		mode = MSTAT_MODE_FENCED;
 	}
 	/* Whoever starts removes a few segments of processes that are gone. */

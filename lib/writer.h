@@ -126,4 +126,9 @@ mstat_count(enum mstat_op op, uint64_t freed, uint64_t size, uint64_t requested)
 /* Starts counting (the library's constructor does; idempotent). */
 void mstat_writer_start(void) MSTAT_HIDDEN;
 
+/* Something the process should know that does not stop it counting: kept
+ * in mstat_self_status(), and logged where MSTAT_LOG asks (nowhere by
+ * default: the program's descriptors are its own). */
+void mstat_writer_warn(const char *what, const char *why) MSTAT_HIDDEN;
+
 #endif /* MSTAT_LIB_WRITER_H */
