@@ -221,9 +221,11 @@ mstat_scraper_scrape(struct mstat_scraper *s, FILE *f,
 		s->scrapes++;
 		size_t n = mstat_model_view(&s->model, "", MSTAT_SORT_PID, false,
 					    s->rows);
-		mstat_expo_processes(&e, s->rows, n);
-		self_metrics(s, &e, n);
-		rc = mstat_expo_end(&e);
+		rc = mstat_expo_processes(&e, s->rows, n);
+		if (rc == 0) {
+			self_metrics(s, &e, n);
+			rc = mstat_expo_end(&e);
+		}
 	}
 	pthread_mutex_unlock(&s->lock);
 	return rc;

@@ -36,7 +36,8 @@ struct mstat_scrape_options {
 /* Starts the reader thread.  0 or -errno. */
 int mstat_scraper_start(struct mstat_scraper **out,
 			const struct mstat_scrape_options *o);
-/* Stops it and frees everything; scrapes must have ended. */
+/* Stops it and frees everything; scrapes must have ended.  From a thread
+ * not registered with RCU (it registers itself for the while). */
 void mstat_scraper_stop(struct mstat_scraper *s);
 
 /* Reads every segment (a tick that begins after this call) and writes the

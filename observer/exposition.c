@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "text.h"
@@ -207,20 +208,25 @@ static const struct family families[] = {
 	  MSTAT_EXPO_INFO, ALWAYS, get_one, NULL, 0, info_labels },
 };
 
-static void
-process_labels(const struct mstat_expo *e, const struct mstat_model_row *r)
-{
-	char pid[16];
+/* `{pid="..",name=".."` of a row, escaped once per exposition rather
+ * than once per sample: a name is at most 63 bytes, each escaped to at
+ * most 2. */
+#define LABELS_MAX (sizeof("{pid=\"-2147483648\",name=\"\"") + 2 * 64)
 
-	snprintf(pid, sizeof(pid), "%d", (int)r->pid);
-	fputc('{', e->f);
-	mstat_expo_label(e, true, "pid", pid);
-	mstat_expo_label(e, false, "name", r->name);
+static void
+process_labels(char *buf, const struct mstat_model_row *r)
+{
+	int k = snprintf(buf, LABELS_MAX, "{pid=\"%d\",name=\"", (int)r->pid);
+	k += (int)mstat_text_escape(buf + k, LABELS_MAX - (size_t)k - 1, r->name,
+				    MSTAT_TEXT_QUOTED);
+	buf[k++] = '"';
+	buf[k] = '\0';
 }
 
 static void
 write_family(const struct mstat_expo *e, const struct family *fam,
-	     const struct mstat_model_row *const *rows, size_t n)
+	     const struct mstat_model_row *const *rows, size_t n,
+	     const char (*labels)[LABELS_MAX])
 {
 	mstat_expo_family(e, fam->name, fam->type, fam->unit, fam->help);
 	for (size_t i = 0; i < n; i++) {
@@ -242,7 +248,7 @@ write_family(const struct mstat_expo *e, const struct family *fam,
 					snprintf(size, sizeof(size), "%" PRIu64,
 						 k->max_size);
 				mstat_expo_sample(e, fam->name, fam->type);
-				process_labels(e, r);
+				fputs(labels[i], e->f);
 				mstat_expo_label(e, false, "size", size);
 				fprintf(e->f, "} %" PRIu64 "\n", v);
 			}
@@ -255,7 +261,7 @@ write_family(const struct mstat_expo *e, const struct family *fam,
 		if (fam->real && fam->real(r) <= 0)
 			continue; /* not known */
 		mstat_expo_sample(e, fam->name, fam->type);
-		process_labels(e, r);
+		fputs(labels[i], e->f);
 		if (fam->labels)
 			fam->labels(e, r);
 		if (fam->real)
@@ -265,15 +271,24 @@ write_family(const struct mstat_expo *e, const struct family *fam,
 	}
 }
 
-void
+int
 mstat_expo_processes(const struct mstat_expo *e,
 		     const struct mstat_model_row *const *rows, size_t n)
 {
+	char (*labels)[LABELS_MAX] = malloc((n ? n : 1) * sizeof(*labels));
+
+	if (!labels)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		process_labels(labels[i], rows[i]);
 	/* One family at a time, every sample of it together: both formats
 	 * want that. */
 	for (size_t k = 0; k < sizeof(families) / sizeof(families[0]); k++)
 		if (families[k].when != PER_CLASS || e->classes)
-			write_family(e, &families[k], rows, n);
+			write_family(e, &families[k], rows, n,
+				     (const char (*)[LABELS_MAX])labels);
+	free(labels);
+	return 0;
 }
 
 int

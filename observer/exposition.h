@@ -74,8 +74,9 @@ void mstat_expo_sample(const struct mstat_expo *e, const char *name,
 void mstat_expo_label(const struct mstat_expo *e, bool first, const char *key,
 		      const char *value);
 
-/* Every per-process family, over `rows`. */
-void mstat_expo_processes(const struct mstat_expo *e,
+/* Every per-process family, over `rows`.  0, or -ENOMEM (nothing
+ * written). */
+int mstat_expo_processes(const struct mstat_expo *e,
 			  const struct mstat_model_row *const *rows, size_t n);
 
 /* Ends the exposition ("# EOF" in OpenMetrics).  0, or -EIO if the stream

@@ -231,8 +231,9 @@ exposition(FILE *f, enum mstat_expo_format fmt,
 {
 	struct mstat_expo e = { .f = f, .format = fmt, .classes = true };
 
-	mstat_expo_processes(&e, rows, n);
-	return mstat_expo_end(&e);
+	int rc = mstat_expo_processes(&e, rows, n);
+
+	return rc < 0 ? rc : mstat_expo_end(&e);
 }
 
 int
