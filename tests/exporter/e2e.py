@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """End-to-end tests of mstat-exporter against real instrumented processes.
 
-    e2e.py TEST     TEST: http formats gone concurrent busy stalled
+    e2e.py TEST     TEST: http formats gone concurrent busy stalled tls
                           dashboard prometheus
 
 Environment (set by meson): MSTAT_EXPORTER, MSTAT_TOP, MSTAT_TARGET
@@ -563,6 +563,45 @@ def certificates(d):
     ssl_("x509", "-req", "-in", "server.csr", "-CA", "ca.crt", "-CAkey",
          "ca.key", "-CAcreateserial", "-out", "server.crt", "-days", "2",
          "-extfile", "san.ext")
+
+
+def test_tls():
+    """The web configuration's TLS versions and headers are what a client
+    meets: with min_version TLS13 a TLS 1.2 client is refused and a TLS
+    1.3 one served, with the configured header."""
+    d = tmpdir()
+    certificates(d)
+    with open(os.path.join(d, "web.yml"), "w") as f:
+        f.write("tls_server_config:\n  cert_file: server.crt\n"
+                "  key_file: server.key\n  min_version: TLS13\n"
+                "http_server_config:\n  headers:\n"
+                "    Strict-Transport-Security: max-age=600\n")
+    e = Exporter("--web.config.file=" + os.path.join(d, "web.yml"),
+                 scheme="https", ca=os.path.join(d, "ca.crt"))
+    status, ctype, body, headers = e.get("/")
+    check(status == 200 and headers.get("Strict-Transport-Security") ==
+          "max-age=600", "TLS 1.3 with the header: %d %r" % (status, headers))
+    old = ssl.create_default_context(cafile=os.path.join(d, "ca.crt"))
+    old.maximum_version = ssl.TLSVersion.TLSv1_2
+    try:
+        urllib.request.urlopen(e.url("/"), timeout=TIMEOUT, context=old).read()
+        raise Failure("a TLS 1.2 client was served")
+    except (urllib.error.URLError, ssl.SSLError, ConnectionError):
+        pass
+    e.stop()
+    # A key that is not the certificate's stops the start, with why.
+    certificates_other = os.path.join(d, "other")
+    os.mkdir(certificates_other)
+    certificates(certificates_other)
+    with open(os.path.join(d, "bad.yml"), "w") as f:
+        f.write("tls_server_config:\n  cert_file: server.crt\n"
+                "  key_file: other/server.key\n")
+    r = subprocess.run([EXPORTER, "--web.listen-address=127.0.0.1:0",
+                        "--web.config.file=" + os.path.join(d, "bad.yml")],
+                       stderr=subprocess.PIPE, timeout=TIMEOUT)
+    err = r.stderr.decode()
+    check(r.returncode == 1 and "bad.yml:2: cert_file server.crt and "
+          "key_file other/server.key:" in err, "mismatched key: %r" % err)
 
 
 def prom_get(port, path, **params):
