@@ -627,13 +627,13 @@ def test_prometheus():
                 "basic_auth_users:\n  prometheus: '%s'\n" % bcrypt(password))
     t = Target("fixed", TAG + "-prom")
     e = Exporter("--web.config.file=" + os.path.join(d, "web.yml"),
+                 "--collector.classes",
                  scheme="https", ca=os.path.join(d, "ca.crt"))
     # What Prometheus will meet: TLS, and a user first.
     check(e.get()[0] == 401, "no user: 401")
     check(e.get(auth=("prometheus", "wrong"))[0] == 401, "wrong password")
     check(e.get(auth=("root", password))[0] == 401, "unknown user")
-    expect_fixed(of(e.metrics(auth=("prometheus", password)), t),
-                 "over TLS", classes=False)
+    expect_fixed(of(e.metrics(auth=("prometheus", password)), t), "over TLS")
     # Plain HTTP to the TLS port is not served.
     try:
         urllib.request.urlopen("http://127.0.0.1:%d/metrics" % e.port,
@@ -699,11 +699,16 @@ scrape_configs:
     meta = prom_get(port, "/api/v1/targets/metadata",
                     metric="mstat_live_bytes")["data"]
     check(meta and meta[0].get("unit") == "bytes", "metadata %r" % meta)
-    # Every dashboard expression is PromQL this server accepts.
+    # Every dashboard expression is PromQL this server accepts, and shows
+    # data once there are two scrapes to take a rate from.
     with open(DASHBOARD) as f:
         for where, expr in dashboard_queries(json.load(f)):
-            res = prom_get(port, "/api/v1/query", query=grafana_to_promql(expr))
-            check(res["status"] == "success", "%s: %r" % (where, res))
+            def shows():
+                res = prom_get(port, "/api/v1/query",
+                               query=grafana_to_promql(expr))
+                check(res["status"] == "success", "%s: %r" % (where, res))
+                return res["data"]["result"]
+            wait_for(shows, "%s to show data" % where)
     # The process exits: its series are gone (marked stale by the next
     # scrape, so an instant query no longer finds them).
     t.stop()
