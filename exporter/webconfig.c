@@ -385,11 +385,15 @@ mstat_webconfig_load(struct mstat_webconfig *c, const char *path, char *err,
 	FILE *f;
 
 	mstat_webconfig_init(c);
+	/* Relative file names are relative to the file's directory. */
 	const char *slash = strrchr(path, '/');
-	if (slash)
-		snprintf(w.dir, sizeof(w.dir), "%.*s", (int)(slash - path), path);
+	size_t dirlen = slash ? (size_t)(slash - path) : 0;
+	if (dirlen >= sizeof(w.dir))
+		return fail(&w, NULL, "the file's directory is too long");
+	memcpy(w.dir, path, dirlen);
+	w.dir[dirlen] = '\0';
 	if (slash == path)
-		snprintf(w.dir, sizeof(w.dir), "/");
+		w.dir[0] = '/', w.dir[1] = '\0';
 	if (!(f = fopen(path, "re")))
 		return fail(&w, NULL, "%s", strerror(errno));
 	yaml_parser_initialize(&parser);
