@@ -115,8 +115,10 @@ refuse(struct mstat_top *top, struct mstat_top_refusal *f, const char *name,
 	f->in_scan = true;
 	/* A segment still being made is not worth a line: it is looked at
 	 * again every scan, and removed if its creator dies (below). */
-	if (rc != -EAGAIN)
+	if (rc != -EAGAIN) {
+		top->errors[MSTAT_TOP_ERR_REFUSED]++;
 		mstat_top_note(top, "skipped %s", why);
+	}
 }
 
 /* Attaches the segment `name`; false if the process is out of file
@@ -148,6 +150,9 @@ attach(struct mstat_top *top, struct mstat_top_refusal *f, const char *name,
 	t->ino = (uint64_t)st.st_ino;
 	t->start_time = in->start_time;
 	t->pid = in->pid;
+	t->writer_mode = in->writer_mode;
+	t->layout_major = in->version_major;
+	t->layout_minor = in->version_minor;
 	memcpy(t->shm_name, name, strlen(name) + 1); /* shorter: scan */
 	snprintf(t->name, sizeof(t->name), "%s", in->name);
 	snprintf(t->key, sizeof(t->key), "%.40s:%llu", name,
@@ -256,6 +261,7 @@ mstat_discover_scan(struct mstat_top *top)
 	closedir(d);
 	if (no_fd) {
 		struct rlimit rl = { 0, 0 };
+		top->errors[MSTAT_TOP_ERR_DESCRIPTORS] += no_fd;
 		getrlimit(RLIMIT_NOFILE, &rl);
 		mstat_top_note(top, "%zu segments not read: out of file descriptors "
 			       "(limit %llu; raise it with ulimit -n)", no_fd,

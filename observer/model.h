@@ -57,6 +57,10 @@ struct mstat_model_input {
 	uint64_t t_ns;       /* CLOCK_MONOTONIC when `snap` was taken */
 	uint64_t end_ns;     /* CLOCK_REALTIME the process ended, 0 if not */
 	const struct mstat_snapshot *snap; /* last good snapshot, or NULL */
+	double start_time_s; /* when the process started, CLOCK_REALTIME
+			      * seconds; 0 if not known */
+	uint32_t writer_mode; /* of its segment: 1 fenced, 2 membarrier */
+	uint32_t layout_major, layout_minor; /* its segment's format version */
 };
 
 struct mstat_model_class {
@@ -79,6 +83,8 @@ struct mstat_model_row {
 	uint64_t epoch;        /* of that snapshot */
 	uint64_t gone_ns;      /* CLOCK_MONOTONIC when first seen gone; else 0 */
 	uint64_t end_ns;       /* CLOCK_REALTIME the process ended; else 0 */
+	double start_time_s;   /* as in its input */
+	uint32_t writer_mode, layout_major, layout_minor;
 	struct mstat_counts total;
 	uint64_t requested_bytes;
 	bool have_rates;       /* two snapshots seen: rates are meaningful */
