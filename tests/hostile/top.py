@@ -68,7 +68,8 @@ def test_transient():
         _, err = top.communicate(timeout=TIMEOUT)
         os.close(lock)
     check(shown, "the segment, once complete, was shown")
-    check(b"skipped" not in err, "no refusal said: %r" % err)
+    # (Other segments in /dev/shm may be refused: only this one matters.)
+    check(name.encode() not in err, "no refusal of it said: %r" % err)
 
 
 def test_fdlimit():
