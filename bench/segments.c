@@ -51,7 +51,7 @@ image(unsigned char *buf, size_t len, uint64_t start, const char *name)
 		max[c] = mstat_class_max_size(c);
 	struct mstat_shm_slot *s = (struct mstat_shm_slot *)(buf + h->slots_offset);
 	for (unsigned c = 1; c <= 8; c++) {
-		_Atomic uint64_t *row = s->acc + (size_t)c * MSTAT_ROW_STRIDE;
+		_Atomic uint64_t *row = s->acc + (size_t)c * MSTAT_ROW_COUNTERS;
 		atomic_init(&row[MSTAT_C_ALLOC_COUNT], 100 * c);
 		atomic_init(&row[MSTAT_C_ALLOC_BYTES], 1600 * c * c);
 		atomic_init(&s->head.touched[0], atomic_load(&s->head.touched[0]) |

@@ -72,8 +72,12 @@
 #define EXPORT __attribute__((visibility("default")))
 
 struct mstat_writer_config mstat_writer_config;
-_Thread_local struct mstat_shm_slot *mstat_thread_slot
-	__attribute__((tls_model("initial-exec")));
+_Thread_local struct mstat_thread mstat_thread
+	__attribute__((tls_model("initial-exec"), aligned(MSTAT_CACHELINE)));
+/* Set by the interposer (mstat_writer_header_sizes()): `fast` may be
+ * handed out.  Relaxed: a thread that misses it takes the slow path,
+ * which looks again. */
+static _Atomic bool header_sizes;
 
 /* Where a thread stands, besides its slot pointer. */
 enum thread_state {
@@ -225,19 +229,30 @@ add_into(mstat_rows to, mstat_rows from)
 			to[row][k] += from[row][k];
 }
 
+/* Adds `v` to counter `k` of row `row` (the totals row: requested
+ * bytes) in an open section. */
+static void
+add_one(struct mstat_shm_slot *slot, unsigned g, unsigned row, unsigned k,
+	uint64_t v)
+{
+	if (!v)
+		return;
+	if (row == MSTAT_CLASS_COUNT) {
+		if (k == MSTAT_T_REQUESTED_BYTES)
+			mstat_wsection_requested(slot, g, v);
+		return;
+	}
+	mstat_wsection_touch(slot, row);
+	mstat_wsection_add(slot, g, row, k, v);
+}
+
 /* Adds counts kept in process memory into an open section. */
 static void
-add_rows(struct mstat_shm_slot *slot, _Atomic uint64_t *gen, mstat_rows acc)
+add_rows(struct mstat_shm_slot *slot, unsigned g, mstat_rows acc)
 {
-	for (unsigned row = 0; row < MSTAT_ROWS(MSTAT_CLASS_COUNT); row++) {
-		bool any = false;
-		for (unsigned k = 0; k < MSTAT_ROW_COUNTERS; k++) {
-			mstat_wsection_add(gen, row, k, acc[row][k]);
-			any |= acc[row][k] != 0;
-		}
-		if (any && row < MSTAT_CLASS_COUNT)
-			mstat_wsection_touch(slot, row);
-	}
+	for (unsigned row = 0; row < MSTAT_ROWS(MSTAT_CLASS_COUNT); row++)
+		for (unsigned k = 0; k < MSTAT_ROW_COUNTERS; k++)
+			add_one(slot, g, row, k, acc[row][k]);
 }
 
 /* ---- stopping sections: fork and exit ---- */
@@ -290,9 +305,13 @@ stop_sections(unsigned char bit)
 {
 	struct mstat_handshake hs;
 
+	/* Why, for wait_stopped(): before the bit that sends sections
+	 * there (a section that saw the bit and not yet this retries). */
+	atomic_fetch_or_explicit(&mstat_writer_config.stop, bit,
+				 memory_order_relaxed);
 	/* (V) seq_cst RMW: pairs with the writers' (V) loads after (A);
 	 * Dekker with the (E) loads of the handshake, as (D) with (B). */
-	atomic_fetch_or_explicit(&mstat_writer_config.stop, bit,
+	atomic_fetch_or_explicit(&mstat_writer_config.epoch, MSTAT_EPOCH_STOPPED,
 				 memory_order_seq_cst);
 	if (__libc_single_threaded)
 		return 0; /* no other thread has ever run */
@@ -389,7 +408,7 @@ take_deferred(struct deferred *d)
 /* Under shared_lock: the spilled counts, zeroed there, into the section
  * open on `slot` (its generation `gen`), or into `acc` if slot is NULL. */
 static void
-take_spill(struct mstat_shm_slot *slot, _Atomic uint64_t *gen, mstat_rows acc)
+take_spill(struct mstat_shm_slot *slot, unsigned g, mstat_rows acc)
 {
 	if (!atomic_load_explicit(&proc.spilled, memory_order_relaxed) ||
 	    /* Acquire: pairs with the release in defer(). */
@@ -405,9 +424,7 @@ take_spill(struct mstat_shm_slot *slot, _Atomic uint64_t *gen, mstat_rows acc)
 				acc[row][k] += v;
 				continue;
 			}
-			mstat_wsection_add(gen, row, k, v);
-			if (row < MSTAT_CLASS_COUNT)
-				mstat_wsection_touch(slot, row);
+			add_one(slot, g, row, k, v);
 		}
 }
 
@@ -425,7 +442,7 @@ take_deferred_early(void)
 		count_into(proc.early, d.op, d.freed, d.size, d.requested);
 		due |= publish_due(d.op == MSTAT_OP_FREE ? 0 : d.size);
 	}
-	take_spill(NULL, NULL, proc.early);
+	take_spill(NULL, 0, proc.early);
 	return due;
 }
 
@@ -453,7 +470,7 @@ enum shared {
 };
 
 static enum shared
-shared_open(_Atomic uint64_t **gen)
+shared_open(unsigned *g)
 {
 	for (;;) {
 		shared_lock();
@@ -463,9 +480,8 @@ shared_open(_Atomic uint64_t **gen)
 			break;
 		}
 		if (mstat_wsection_begin(mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT),
-					 mstat_writer_config.epoch,
-					 &mstat_writer_config.stop,
-					 mstat_writer_config.fenced, gen) == MSTAT_WS_OPEN)
+					 &mstat_writer_config.epoch,
+					 mstat_writer_config.fenced, g) == MSTAT_WS_OPEN)
 			return SHARED_SLOT;
 		/* Never wait for a fork holding shared_lock: the forking
 		 * thread may need it in its parent handler. */
@@ -480,7 +496,7 @@ shared_open(_Atomic uint64_t **gen)
 /* Ends what shared_open() began, with the counts this thread's handlers
  * deferred meanwhile.  Returns whether the segment is due (publish_due()). */
 static bool
-shared_close(enum shared s, _Atomic uint64_t *gen)
+shared_close(enum shared s, unsigned g)
 {
 	struct deferred d;
 	bool due = false;
@@ -491,11 +507,11 @@ shared_close(enum shared s, _Atomic uint64_t *gen)
 		due = take_deferred_early();
 	} else if (s == SHARED_SLOT) {
 		struct mstat_section sec = {
-			mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT), gen
+			mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT), g
 		};
 		while (take_deferred(&d))
 			mstat_section_count(&sec, d.op, d.freed, d.size, d.requested);
-		take_spill(sec.slot, gen, NULL);
+		take_spill(sec.slot, g, NULL);
 		mstat_wsection_end(sec.slot);
 	} else {
 		return false;
@@ -569,11 +585,11 @@ static void
 count_rows(mstat_rows acc)
 {
 	struct mstat_section sec;
-	_Atomic uint64_t *gen;
+	unsigned g = 0;
 	enum shared s;
 
 	if (mstat_section_open(&sec)) {
-		add_rows(sec.slot, sec.gen, acc);
+		add_rows(sec.slot, sec.g, acc);
 		mstat_section_close(&sec);
 		return;
 	}
@@ -583,12 +599,12 @@ count_rows(mstat_rows acc)
 		forking_end();
 		return;
 	}
-	s = shared_open(&gen);
+	s = shared_open(&g);
 	if (s == SHARED_SLOT)
-		add_rows(mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT), gen, acc);
+		add_rows(mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT), g, acc);
 	else if (s == SHARED_EARLY)
 		add_into(proc.early, acc);
-	if (shared_close(s, gen))
+	if (shared_close(s, g))
 		publish();
 }
 
@@ -596,7 +612,7 @@ void
 mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
 		      uint64_t requested)
 {
-	_Atomic uint64_t *gen = NULL;
+	unsigned g = 0;
 	enum shared s;
 
 	if (proc.disabled)
@@ -613,17 +629,17 @@ mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
 		return;
 	}
 	bool due = false;
-	s = shared_open(&gen);
+	s = shared_open(&g);
 	if (s == SHARED_SLOT) {
 		struct mstat_section sec = {
-			mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT), gen
+			mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT), g
 		};
 		mstat_section_count(&sec, op, freed, size, requested);
 	} else if (s == SHARED_EARLY) {
 		count_into(proc.early, op, freed, size, requested);
 		due = publish_due(op == MSTAT_OP_FREE ? 0 : size);
 	}
-	if (shared_close(s, gen) || due)
+	if (shared_close(s, g) || due)
 		publish();
 }
 
@@ -643,15 +659,35 @@ count_deferred(void)
 		mstat_count(d.op, d.freed, d.size, d.requested);
 	if (atomic_load_explicit(&proc.spilled, memory_order_relaxed) &&
 	    !thread_forking && !proc.disabled) {
-		_Atomic uint64_t *gen = NULL;
-		enum shared s = shared_open(&gen);
-		if (shared_close(s, gen))
+		unsigned g = 0;
+		enum shared s = shared_open(&g);
+		if (shared_close(s, g))
 			publish();
 	}
 	thread_draining = false;
 }
 
 /* ---- thread slots ---- */
+
+/* This thread writes `s` (or nothing of its own, NULL) from now on; the
+ * inline paths take it as far as the mode and the interposer allow. */
+static void
+set_thread_slot(struct mstat_shm_slot *s)
+{
+	struct mstat_shm_slot *inline_slot = mstat_writer_config.fenced ? NULL : s;
+
+	mstat_thread.own = s;
+	mstat_thread.slot = inline_slot;
+	mstat_thread.fast =
+		atomic_load_explicit(&header_sizes, memory_order_relaxed) ? inline_slot
+									  : NULL;
+}
+
+void
+mstat_writer_header_sizes(bool yes)
+{
+	atomic_store_explicit(&header_sizes, yes, memory_order_relaxed);
+}
 
 static void
 take_slot(uint32_t i)
@@ -666,7 +702,7 @@ take_slot(uint32_t i)
 		pthread_setspecific(proc.exit_key, (void *)1);
 	thread_slot_index = i;
 	thread_state = THREAD_OWN;
-	mstat_thread_slot = s;
+	set_thread_slot(s);
 }
 
 /* Gives slot `n`, the next without pages, its pages; false if another
@@ -739,10 +775,10 @@ give_back_slot(void *unused)
 	(void)unused;
 	if (thread_state != THREAD_OWN)
 		return;
-	struct mstat_shm_slot *s = mstat_thread_slot;
+	struct mstat_shm_slot *s = mstat_thread.own;
 	/* Later counts of this thread (other destructors freeing) go to the
 	 * shared slot: nothing is lost, and the slot is free now. */
-	mstat_thread_slot = NULL;
+	set_thread_slot(NULL);
 	thread_state = THREAD_SHARED;
 	atomic_store_explicit(&s->head.tid, 0, memory_order_relaxed);
 	atomic_fetch_sub_explicit(&proc.seg.hdr->threads, 1, memory_order_relaxed);
@@ -755,7 +791,7 @@ bool
 mstat_section_open_slow(struct mstat_section *sec)
 {
 	for (;;) {
-		struct mstat_shm_slot *slot = mstat_thread_slot;
+		struct mstat_shm_slot *slot = mstat_thread.own;
 
 		if (!slot) {
 			if (thread_forking || thread_state != THREAD_NEW ||
@@ -764,15 +800,19 @@ mstat_section_open_slow(struct mstat_section *sec)
 			    !atomic_load_explicit(&proc.ready, memory_order_acquire))
 				return false;
 			claim_slot();
-			if (!mstat_thread_slot)
+			if (!mstat_thread.own)
 				return false;
 			continue;
 		}
-		switch (mstat_wsection_begin(slot, mstat_writer_config.epoch,
-					     &mstat_writer_config.stop,
-					     mstat_writer_config.fenced, &sec->gen)) {
+		switch (mstat_wsection_begin(slot, &mstat_writer_config.epoch,
+					     mstat_writer_config.fenced, &sec->g)) {
 		case MSTAT_WS_OPEN:
 			sec->slot = slot;
+			/* The interposer may have spoken since the slot was
+			 * taken (a count from inside its own resolution). */
+			if (!mstat_thread.fast && !mstat_writer_config.fenced &&
+			    atomic_load_explicit(&header_sizes, memory_order_relaxed))
+				set_thread_slot(slot);
 			return true;
 		case MSTAT_WS_NESTED:
 			return false;
@@ -937,13 +977,13 @@ start(void)
 	shared_lock();
 	proc.seg = seg;
 	atomic_store_explicit(&proc.reserved, 1, memory_order_relaxed);
-	mstat_writer_config.epoch = &seg.hdr->epoch;
+	atomic_store_explicit(&mstat_writer_config.epoch,
+			      mstat_epoch_word(&seg.hdr->epoch), memory_order_relaxed);
 	mstat_writer_config.fenced = mode == MSTAT_MODE_FENCED;
 	/* A section on a segment no reader can see yet, which nothing can
 	 * stop: epoch 0, generation 0. */
-	_Atomic uint64_t *gen = mstat_segment_slot(&seg, MSTAT_SHARED_SLOT)->acc;
 	(void)take_deferred_early();
-	add_rows(mstat_segment_slot(&seg, MSTAT_SHARED_SLOT), gen, proc.early);
+	add_rows(mstat_segment_slot(&seg, MSTAT_SHARED_SLOT), 0, proc.early);
 	memset(proc.early, 0, sizeof(proc.early));
 	mstat_segment_publish(&seg);
 	/* (R) release: pairs with the acquire in mstat_section_open_slow(). */
@@ -997,8 +1037,8 @@ fork_prepare(void)
 	pthread_mutex_lock(&proc.fork_lock);
 	memset(proc.forking, 0, sizeof(proc.forking));
 	memset(proc.inherit, 0, sizeof(proc.inherit));
-	slot_before_fork = mstat_thread_slot;
-	mstat_thread_slot = NULL;
+	slot_before_fork = mstat_thread.own;
+	set_thread_slot(NULL);
 	thread_forking = true;
 	atomic_signal_fence(memory_order_seq_cst); /* for this thread's handlers */
 	/* No segment yet: the counts are `early`, which other threads write
@@ -1023,6 +1063,9 @@ fork_parent(void)
 
 	atomic_fetch_and_explicit(&mstat_writer_config.stop,
 				  (unsigned char)~MSTAT_STOP_FORK, memory_order_relaxed);
+	/* The bit set in stop_sections(); sections run again from here. */
+	atomic_fetch_and_explicit(&mstat_writer_config.epoch, ~MSTAT_EPOCH_STOPPED,
+				  memory_order_relaxed);
 	/* Release, after the bit is cleared: pairs with the acquire in
 	 * wait_stopped(), whose sleepers are woken to find it so. */
 	atomic_fetch_add_explicit(&proc.forks_ended, 1, memory_order_release);
@@ -1031,7 +1074,7 @@ fork_parent(void)
 	thread_forking = false;
 	/* A handler's count into `forking` is before the copy below. */
 	atomic_signal_fence(memory_order_seq_cst);
-	mstat_thread_slot = slot_before_fork;
+	set_thread_slot(slot_before_fork);
 	if (proc.fork_holds_shared) {
 		proc.fork_holds_shared = false;
 		shared_unlock();
@@ -1066,10 +1109,12 @@ fork_child(void)
 	 * parent's segment. */
 	atomic_store_explicit(&proc.ready, 0, memory_order_relaxed);
 	atomic_store_explicit(&mstat_writer_config.stop, 0, memory_order_relaxed);
+	atomic_fetch_and_explicit(&mstat_writer_config.epoch, ~MSTAT_EPOCH_STOPPED,
+				  memory_order_relaxed);
 	thread_forking = false;
 	atomic_signal_fence(memory_order_seq_cst);
 	thread_state = THREAD_NEW;
-	mstat_thread_slot = NULL;
+	set_thread_slot(NULL);
 	proc.fork_holds_shared = false;
 	/* The parent's reader of itself: drop the copies of its mapping and
 	 * fd, keep its memory (inherited heap, still reachable from here). */

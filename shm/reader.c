@@ -7,12 +7,12 @@
  *
  *   1. if synced_epoch != epoch, an earlier reader rotated and did not
  *      finish: handshake for it first, then synced_epoch = epoch
- *   2. base = generation (epoch + 1) % 3 of every slot: no writer has
+ *   2. base = generation (epoch + 1) % 4 of every slot: no writer has
  *      touched it since the last handshake, and writers move into it next
  *   3. epoch++                                          (D)
  *      membarrier, for targets in membarrier mode        (M)
  *   4. handshake: each slot whose seq is odd is waited on until seq moves (E)
- *   5. snapshot = base + the two other generations; synced_epoch = epoch (G)
+ *   5. snapshot = base + the three other generations; synced_epoch = epoch (G)
  *
  * A reader writes nothing but `epoch` and `synced_epoch`, and merges or
  * clears nothing, so dying at any point leaves a segment the next reader
@@ -23,7 +23,7 @@
  * the process die of SIGBUS.
  *
  * Once the target is gone (its owner lock is free, owner.h), there is no
- * writer left to wait for: a read adds up the three generations as they
+ * writer left to wait for: a read adds up the four generations as they
  * are.  A slot still odd then was cut by the process's death inside an
  * update, and is counted in `cut`.
  */
@@ -576,8 +576,7 @@ mstat_reader_begin(struct mstat_reader *r, unsigned catchup_budget_us)
 	/* Readers move the epoch one rotation at a time from 0, each after
 	 * the last one's handshake: it is `synced` or one more, and 2^63
 	 * rotations are out of reach.  Anything else was written by someone
-	 * else; near 2^64, which 3 does not divide, the generations would
-	 * not even be three. */
+	 * else. */
 	if (e >= EPOCH_LIMIT || (e != synced && e != synced + 1))
 		return unlock_with(r, fail(r, -EPROTO,
 			"%s: epoch %llu with %llu synced: not written by a reader",
@@ -585,7 +584,7 @@ mstat_reader_begin(struct mstat_reader *r, unsigned catchup_budget_us)
 			(unsigned long long)synced));
 	if (synced != e) {
 		/* Step 1: a reader rotated to `e` and died or gave up before
-		 * its handshake ended.  Finish it, or generation (e + 1) % 3
+		 * its handshake ended.  Finish it, or generation (e + 1) % 4
 		 * may still have a writer in it. */
 		if (mstat_reader_needs_barrier(r) && (rc = mstat_reader_barrier()) < 0)
 			return barrier_failed(r, rc);
@@ -599,12 +598,12 @@ mstat_reader_begin(struct mstat_reader *r, unsigned catchup_budget_us)
 	}
 
 	/* Step 2: the base.  Slots raised into use after this load start
-	 * with that generation zero: only generation e % 3 is written until
+	 * with that generation zero: only generation e % 4 is written until
 	 * the rotation below. */
 	if ((rc = load_used(r, &used)) < 0)
 		return unlock_with(r, rc);
 	memset(r->base, 0, MSTAT_ROWS(r->class_count) * sizeof(r->base[0]));
-	add_generation(r, used, (unsigned)((e + 1) % MSTAT_GENS), r->base);
+	add_generation(r, used, MSTAT_GEN_OF(e + 1), r->base);
 	step(MSTAT_STEP_BASE_READ);
 
 	/* Step 3. (D) seq_cst RMW: pairs with (B) through (A)/(E); a full
@@ -694,11 +693,11 @@ mstat_reader_finish(struct mstat_reader *r, struct mstat_snapshot *out)
 	if (r->dead) {
 		cut = sum_final(r);
 	} else {
-		/* Step 5: the two generations no writer can touch now, added
-		 * to the base.  Still under the lock: the next rotation makes
-		 * one of them writable again. */
-		add_generation(r, r->used, (unsigned)((r->epoch + 2) % MSTAT_GENS), acc);
-		add_generation(r, r->used, (unsigned)((r->epoch + 1) % MSTAT_GENS), acc);
+		/* Step 5: the generations no writer can touch now, every one
+		 * but the epoch's own, added to the base.  Still under the
+		 * lock: the next rotation makes one of them writable again. */
+		for (unsigned k = 1; k < MSTAT_GENS; k++)
+			add_generation(r, r->used, MSTAT_GEN_OF(r->epoch + k), acc);
 	}
 
 	/* Only what the snapshot holds: its header and class_count classes
