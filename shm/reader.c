@@ -683,7 +683,16 @@ sum_final(struct mstat_reader *r)
 	return cut;
 }
 
-void
+static int
+truncated(struct mstat_reader *r)
+{
+	if (r->rotated)
+		unlock_with(r, 0);
+	return fail(r, -EFAULT, "%s: truncated while being read",
+		    r->info.shm_name);
+}
+
+int
 mstat_reader_finish(struct mstat_reader *r, struct mstat_snapshot *out)
 {
 	uint64_t (*acc)[MSTAT_ROW_COUNTERS] = r->base;
@@ -699,6 +708,15 @@ mstat_reader_finish(struct mstat_reader *r, struct mstat_snapshot *out)
 		for (unsigned k = 1; k < MSTAT_GENS; k++)
 			add_generation(r, r->used, MSTAT_GEN_OF(r->epoch + k), acc);
 	}
+
+	/* Cut while being read and grown back since (a writer reserving a
+	 * slot extends the file, with zeros): no fault said so, the size
+	 * does.  A segment cut to its old size again is the scribbler's case
+	 * (docs/design.md). */
+	struct stat st;
+
+	if (fstat(r->fd, &st) < 0 || (uint64_t)st.st_size != r->size)
+		return truncated(r);
 
 	/* Only what the snapshot holds: its header and class_count classes
 	 * (a whole snapshot, zeroed, costs a tick over thousands of targets
@@ -734,19 +752,11 @@ mstat_reader_finish(struct mstat_reader *r, struct mstat_snapshot *out)
 		unlock_with(r, 0);
 	}
 	r->finished = true;
+	return 0;
 }
 
 /* After a guarded read was cut short by SIGBUS: the segment no longer has
  * the size it was validated with, and is not to be read again. */
-static int
-truncated(struct mstat_reader *r)
-{
-	if (r->rotated)
-		unlock_with(r, 0);
-	return fail(r, -EFAULT, "%s: truncated while being read",
-		    r->info.shm_name);
-}
-
 struct snapshot_one {
 	struct mstat_reader *r;
 	struct mstat_snapshot *out;
@@ -786,8 +796,7 @@ snapshot_one(void *arg)
 		a->rc = mstat_reader_abandon(r);
 		return;
 	}
-	mstat_reader_finish(r, a->out);
-	a->rc = 0;
+	a->rc = mstat_reader_finish(r, a->out);
 }
 
 int
@@ -867,7 +876,7 @@ snapshot_many(void *arg)
 		if (mstat_reader_poll(rs[i]))
 			rcs[i] = mstat_reader_abandon(rs[i]);
 		else
-			mstat_reader_finish(rs[i], outs[i]);
+			rcs[i] = mstat_reader_finish(rs[i], outs[i]);
 	}
 }
 
