@@ -970,10 +970,14 @@ def test_escape():
         raw = tm.tmux("capture-pane", "-p", "-t", "t").stdout
         return check_clean(raw, "the screen")
     try:
-        # The note of this run's planted file, or of another run's at
-        # the same time (/dev/shm is shared): the same text, escaped.
-        s = tm.wait(lambda s: rows_of(s, {t.pid}) and
-                    note.split(TAG)[0] in s, "the row and the note")
+        # The row; then a file planted now, whose note is the newest on
+        # the status line.  (Planted before, its note could already be
+        # replaced by a note about another test's files: /dev/shm is
+        # shared, and the status line shows the last.)
+        tm.wait(lambda s: rows_of(s, {t.pid}), "the row")
+        plant(planted_name + b".view", b"x")
+        view_note = note.replace(TAG + ":", TAG + ".view:")
+        s = tm.wait(lambda s: view_note in s, "the note")
         s = capture()
         row = [l for l in s.splitlines() if l.split()[:1] == [str(t.pid)]]
         check(row and row[0].split(None, 1)[1].startswith(shown + " "),
