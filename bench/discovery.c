@@ -33,13 +33,12 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "segments.h"
 #include "layout.h"
 #include "name.h"
 #include "owner.h"
 #include "reader.h"
 #include "top.h"
-
-#define SLOTS 4u
 
 static uint64_t
 thread_cpu_ns(void)
@@ -48,89 +47,6 @@ thread_cpu_ns(void)
 
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* The first pages of a segment of this process with start time `start`:
- * header, class table, and slot 0 with counts in 8 classes. */
-static void
-image(unsigned char *buf, size_t len, uint64_t start)
-{
-	struct mstat_shm_header *h = (struct mstat_shm_header *)buf;
-	const uint32_t classes = MSTAT_CLASS_COUNT;
-
-	memset(buf, 0, len);
-	h->version_major = MSTAT_SHM_VERSION_MAJOR;
-	h->version_minor = MSTAT_SHM_VERSION_MINOR;
-	h->header_size = sizeof(*h);
-	h->segment_size = MSTAT_SEGMENT_SIZE(classes, SLOTS);
-	h->class_count = classes;
-	h->row_counters = MSTAT_ROW_COUNTERS;
-	h->classes_offset = MSTAT_CLASSES_OFFSET;
-	h->slots_offset = MSTAT_SLOTS_OFFSET(classes);
-	h->slot_size = MSTAT_SLOT_SIZE(classes);
-	h->slot_count = SLOTS;
-	h->writer_mode = MSTAT_MODE_MEMBARRIER;
-	h->pid = getpid();
-	h->uid = geteuid();
-	h->start_time = start;
-	(void)mstat_pid_ns(&h->pid_ns);
-	snprintf(h->name, sizeof(h->name), "bench-discovery");
-	atomic_init(&h->state, MSTAT_STATE_RUNNING);
-	atomic_init(&h->slots_used, 1);
-	uint64_t *max = (uint64_t *)(buf + MSTAT_CLASSES_OFFSET);
-	for (uint32_t c = 0; c < classes; c++)
-		max[c] = mstat_class_max_size(c);
-	struct mstat_shm_slot *s = (struct mstat_shm_slot *)(buf + h->slots_offset);
-	for (unsigned c = 1; c <= 8; c++) {
-		_Atomic uint64_t *row = s->acc + (size_t)c * MSTAT_ROW_STRIDE;
-		atomic_init(&row[MSTAT_C_ALLOC_COUNT], 100 * c);
-		atomic_init(&row[MSTAT_C_ALLOC_BYTES], 1600 * c * c);
-		atomic_init(&s->head.touched[0], atomic_load(&s->head.touched[0]) |
-						 (UINT64_C(1) << c));
-	}
-	atomic_init(&h->magic, MSTAT_SHM_MAGIC);
-}
-
-static int
-make(unsigned n, int *fds)
-{
-	size_t len = MSTAT_SLOTS_OFFSET(MSTAT_CLASS_COUNT) + MSTAT_SLOT_SIZE(MSTAT_CLASS_COUNT);
-	unsigned char *buf = malloc(len);
-	char path[128], name[64];
-
-	if (!buf)
-		return -1;
-	for (unsigned i = 0; i < n; i++) {
-		uint64_t start = (UINT64_C(1) << 45) + i;
-		mstat_shm_name(name, sizeof(name), getpid(), start, 0);
-		snprintf(path, sizeof(path), "%s/%s", MSTAT_SHM_DIR, name);
-		image(buf, len, start);
-		int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (fd < 0 || mstat_owner_lock(fd) < 0 ||
-		    pwrite(fd, buf, len, 0) != (ssize_t)len ||
-		    ftruncate(fd, (off_t)MSTAT_SEGMENT_SIZE(MSTAT_CLASS_COUNT, SLOTS)) < 0) {
-			fprintf(stderr, "mstat-bench-discovery: %s: %s\n", path,
-				strerror(errno));
-			free(buf);
-			return -1;
-		}
-		fds[i] = fd;
-	}
-	free(buf);
-	return 0;
-}
-
-static void
-unmake(unsigned n, int *fds)
-{
-	char name[64];
-
-	for (unsigned i = 0; i < n; i++) {
-		mstat_shm_name(name, sizeof(name), getpid(), (UINT64_C(1) << 45) + i, 0);
-		shm_unlink(name);
-		if (fds[i] >= 0)
-			close(fds[i]);
-	}
 }
 
 static void
@@ -171,7 +87,7 @@ main(int argc, char **argv)
 	}
 	int *fds = calloc(n, sizeof(*fds));
 	double *cpu = calloc(ticks, sizeof(*cpu)), *wall = calloc(ticks, sizeof(*wall));
-	if (!fds || !cpu || !wall || make(n, fds) < 0)
+	if (!fds || !cpu || !wall || mbench_segments_make(n, fds, "bench-discovery") < 0)
 		return 1;
 
 	struct mstat_top top;
@@ -196,7 +112,7 @@ main(int argc, char **argv)
 		attached += tg->sample && tg->sample->have_snap;
 	mstat_top_fini(&top);
 	rcu_unregister_thread();
-	unmake(n, fds);
+	mbench_segments_remove(n, fds);
 
 	printf("BENCH discovery segments=%u read=%zu first_tick cpu_ms=%.1f "
 	       "wall_ms=%.1f (goal 500)\n", n, attached, cpu[0], wall[0]);

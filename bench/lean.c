@@ -40,7 +40,7 @@ static int resolving;
 static struct {
 	alignas(64) _Atomic uint64_t epoch;
 } control;
-static _Atomic uint64_t *epoch_ptr = &control.epoch; /* as in the segment */
+static _Atomic uintptr_t epoch_word; /* the writer's (shm/section.h) */
 static uint8_t small_class[65];
 
 static _Thread_local struct mstat_shm_slot *slot
@@ -69,6 +69,7 @@ resolve(void)
 	if (resolving)
 		return;
 	resolving = 1;
+	atomic_store(&epoch_word, mstat_epoch_word(&control.epoch));
 	for (unsigned i = 0; i <= 64; i++)
 		small_class[i] = (uint8_t)mstat_size_class(i * 16u);
 	*(void **)&next_calloc = dlsym(RTLD_NEXT, "calloc");
@@ -104,8 +105,6 @@ glibc_usable(const void *p)
 	return (h & ~(size_t)7) - ((h & 2) ? 16 : 8);
 }
 
-/* The writer's stop word, never set here. */
-static _Atomic unsigned char no_stop;
 
 static inline void
 count(unsigned counter0, size_t size)
@@ -116,11 +115,11 @@ count(unsigned counter0, size_t size)
 		return;
 	unsigned c = size <= 1024 ? small_class[(size + 15) >> 4]
 				  : mstat_size_class(size);
-	_Atomic uint64_t *gen;
-	if (mstat_wsection_begin(s, epoch_ptr, &no_stop, false, &gen) != MSTAT_WS_OPEN)
+	unsigned g;
+	if (mstat_wsection_begin(s, &epoch_word, false, &g) != MSTAT_WS_OPEN)
 		return;
-	mstat_wsection_add(gen, c, counter0, 1);
-	mstat_wsection_add(gen, c, counter0 + 1, size);
+	mstat_wsection_add(s, g, c, counter0, 1);
+	mstat_wsection_add(s, g, c, counter0 + 1, size);
 	mstat_wsection_end(s);
 }
 

@@ -96,6 +96,8 @@ static struct {
 	_Alignas(MBENCH_CACHELINE) _Atomic uint64_t epoch;
 	char pad[MBENCH_CACHELINE - sizeof(uint64_t)];
 } sect_epoch;
+/* The writer's epoch word (shm/section.h), never stopped here. */
+static _Atomic uintptr_t sect_word;
 
 static void (*api_alloc)(size_t, size_t);
 static void (*api_free)(size_t);
@@ -146,22 +148,17 @@ go_update(struct worker *w, int op, size_t size)
 /* The adds of one allocation (op 0) or one free (op 1), as writer.h does
  * them, into generation `gen` of the thread's slot. */
 static inline __attribute__((always_inline)) void
-slot_adds(struct mstat_shm_slot *slot, _Atomic uint64_t *gen, int op,
-	  size_t size)
+slot_adds(struct mstat_shm_slot *slot, unsigned g, int op, size_t size)
 {
 	unsigned c = mstat_size_class(size);
 
 	if (op == 0) {
-		mstat_wsection_count(slot, gen, c, MSTAT_C_ALLOC_COUNT, size);
-		mstat_wsection_add(gen, MSTAT_CLASS_COUNT, MSTAT_T_REQUESTED_BYTES,
-				   size);
+		mstat_wsection_count(slot, g, c, MSTAT_C_ALLOC_COUNT, size);
+		mstat_wsection_requested(slot, g, size);
 	} else {
-		mstat_wsection_count(slot, gen, c, MSTAT_C_FREE_COUNT, size);
+		mstat_wsection_count(slot, g, c, MSTAT_C_FREE_COUNT, size);
 	}
 }
-
-/* The writer's stop word, never set here. */
-static _Atomic unsigned char no_stop;
 
 static inline __attribute__((always_inline)) void
 account(struct worker *w, enum variant v, int op, void *p, size_t size)
@@ -173,15 +170,15 @@ account(struct worker *w, enum variant v, int op, void *p, size_t size)
 		go_update(w, op, size);
 		break;
 	case V_FLOOR:
-		slot_adds(w->slot, w->slot->acc, op, size);
+		slot_adds(w->slot, 0, op, size);
 		break;
 	case V_SECT_FENCED:
 	case V_SECT_MEMBARRIER: {
-		_Atomic uint64_t *gen;
-		if (mstat_wsection_begin(w->slot, &sect_epoch.epoch, &no_stop,
-					 v == V_SECT_FENCED, &gen) != MSTAT_WS_OPEN)
+		unsigned g;
+		if (mstat_wsection_begin(w->slot, &sect_word, v == V_SECT_FENCED,
+					 &g) != MSTAT_WS_OPEN)
 			break;
-		slot_adds(w->slot, gen, op, size);
+		slot_adds(w->slot, g, op, size);
 		mstat_wsection_end(w->slot);
 		break;
 	}
@@ -197,19 +194,18 @@ account(struct worker *w, enum variant v, int op, void *p, size_t size)
 		unsigned c = size <= 1024 && v != V_LEAN_COMPUTED
 				     ? lean_class[(size + 15) >> 4]
 				     : mstat_size_class(size);
-		_Atomic uint64_t *gen;
-		if (mstat_wsection_begin(w->slot, &sect_epoch.epoch, &no_stop,
-					 false, &gen) != MSTAT_WS_OPEN)
+		unsigned g;
+		if (mstat_wsection_begin(w->slot, &sect_word, false, &g) !=
+		    MSTAT_WS_OPEN)
 			break;
 		if (v == V_LEAN_TOUCH)
 			mstat_wsection_touch(w->slot, c);
-		mstat_wsection_add(gen, c, op == 0 ? MSTAT_C_ALLOC_COUNT
-						   : MSTAT_C_FREE_COUNT, 1);
-		mstat_wsection_add(gen, c, op == 0 ? MSTAT_C_ALLOC_BYTES
-						   : MSTAT_C_FREE_BYTES, size);
+		mstat_wsection_add(w->slot, g, c, op == 0 ? MSTAT_C_ALLOC_COUNT
+							  : MSTAT_C_FREE_COUNT, 1);
+		mstat_wsection_add(w->slot, g, c, op == 0 ? MSTAT_C_ALLOC_BYTES
+							  : MSTAT_C_FREE_BYTES, size);
 		if (v == V_LEAN_REQUESTED && op == 0)
-			mstat_wsection_add(gen, MSTAT_CLASS_COUNT,
-					   MSTAT_T_REQUESTED_BYTES, size);
+			mstat_wsection_requested(w->slot, g, size);
 		mstat_wsection_end(w->slot);
 		break;
 	}
@@ -357,6 +353,7 @@ main(int argc, char **argv)
 	/* 16..1024 bytes, a fixed xorshift sequence: every run sees the same
 	 * sizes in the same order. */
 	mbench_fill_sizes(sizes);
+	atomic_store(&sect_word, mstat_epoch_word(&sect_epoch.epoch));
 
 	struct worker *ws = aligned_alloc(MBENCH_CACHELINE,
 					  threads * sizeof(struct worker));

@@ -5,7 +5,7 @@
 # scripts/deps.sh).  Run as root on Debian.
 #
 #   bash bench/run.sh                 every benchmark
-#   bash bench/run.sh --suite writer  one suite (writer, section, latency,
+#   bash bench/run.sh --suite writer  one suite (programs, writer, section, latency,
 #                                     instructions, ...); any `meson test`
 #                                     arguments pass through
 #

@@ -62,7 +62,7 @@ struct worker {
 	_Alignas(MBENCH_CACHELINE) _Atomic uint32_t go_seq;
 	enum kind k;
 	struct mbench_gate *gate;
-	_Atomic uint64_t *epoch;
+	_Atomic uintptr_t word; /* the epoch word (shm/section.h) */
 	struct mstat_shm_slot *slot;
 	_Atomic uint64_t *progress; /* if set: sections so far, for part 3 */
 	uint64_t sections;
@@ -70,14 +70,12 @@ struct worker {
 	pthread_t th;
 };
 
-/* The writer's stop word, never set here. */
-static _Atomic unsigned char no_stop;
 
 static inline __attribute__((always_inline)) void
 one_section(struct worker *w, enum kind k, size_t size)
 {
 	unsigned c = mstat_size_class(size);
-	_Atomic uint64_t *gen;
+	unsigned gen;
 
 	switch (k) {
 	case K_GO: {
@@ -90,17 +88,17 @@ one_section(struct worker *w, enum kind k, size_t size)
 		return;
 	}
 	case K_FLOOR:
-		gen = w->slot->acc;
+		gen = 0;
 		break;
 	default:
-		/* Never stopped or nested here: the writer's own stop word. */
-		if (mstat_wsection_begin(w->slot, w->epoch, &no_stop, k == K_FENCED,
-					 &gen) != MSTAT_WS_OPEN)
+		/* Never stopped or nested here: the writer's own epoch word. */
+		if (mstat_wsection_begin(w->slot, &w->word, k == K_FENCED, &gen) !=
+		    MSTAT_WS_OPEN)
 			return;
 		break;
 	}
 	mstat_wsection_count(w->slot, gen, c, MSTAT_C_ALLOC_COUNT, size);
-	mstat_wsection_add(gen, MSTAT_CLASS_COUNT, MSTAT_T_REQUESTED_BYTES, size);
+	mstat_wsection_requested(w->slot, gen, size);
 	if (k != K_FLOOR)
 		mstat_wsection_end(w->slot);
 }
@@ -171,7 +169,7 @@ run_kind(enum kind k, unsigned threads, unsigned ms, double *share)
 	for (unsigned t = 0; t < threads; t++) {
 		ws[t].k = k;
 		ws[t].gate = &gate;
-		ws[t].epoch = &ep.epoch;
+		atomic_init(&ws[t].word, mstat_epoch_word(&ep.epoch));
 		ws[t].slot = new_slot();
 		pthread_create(&ws[t].th, NULL, worker_main, &ws[t]);
 	}
@@ -270,7 +268,7 @@ target_thread_main(void *arg)
 	memset(&w, 0, sizeof(w));
 	mbench_gate_init(&never);
 	w.gate = &never;
-	w.epoch = &ep.epoch;
+	atomic_init(&w.word, mstat_epoch_word(&ep.epoch));
 	w.slot = new_slot();
 	w.progress = &ctl->progress[tt->index][0];
 	while (!atomic_load_explicit(&ctl->quit, memory_order_relaxed)) {

@@ -4,6 +4,7 @@
  *
  *   mstat-bench-writer --pairs PATH --lib PATH --forward PATH
  *                      [--lean PATH] [--heaptrack PATH|none]
+ *                      [--before PATH]
  *                      [--breakdown yes] [--rounds N] [--ms D]
  *                      [--heaptrack-rounds N]
  *
@@ -37,7 +38,7 @@
 #define MAX_ROUNDS 64
 #define THREAD_COUNTS 2
 
-enum preload { P_NONE, P_LIB, P_FORWARD, P_LEAN };
+enum preload { P_NONE, P_LIB, P_FORWARD, P_LEAN, P_BEFORE };
 
 struct variant {
 	const char *name;
@@ -85,6 +86,8 @@ static struct variant variants[] = {
 	{ .name = "usable", .loop = "usable", .what = "one malloc_usable_size" },
 	{ .name = "forward", .loop = "plain", .preload = P_FORWARD,
 	  .what = "RTLD_NEXT forwarder only" },
+	{ .name = "lib-before", .loop = "plain", .preload = P_BEFORE,
+	  .mode = "membarrier", .what = "another build of libmstatshm (--before)" },
 	{ .name = "lean-preload", .loop = "plain", .preload = P_LEAN,
 	  .what = "proposal: lean counting interposer (bench/lean.c)" },
 	{ .name = "heaptrack", .loop = "plain", .heaptrack = true,
@@ -93,7 +96,7 @@ static struct variant variants[] = {
 #define NVARIANTS (sizeof(variants) / sizeof(variants[0]))
 
 static struct {
-	const char *pairs, *lib, *forward, *lean, *heaptrack;
+	const char *pairs, *lib, *forward, *lean, *heaptrack, *before;
 	unsigned rounds, ms, ht_rounds;
 	bool breakdown;
 	char tmpdir[64];
@@ -123,7 +126,8 @@ run_once(const struct variant *v, unsigned threads, unsigned ms, char *out,
 	if (v->preload != P_NONE) {
 		snprintf(preload, sizeof(preload), "LD_PRELOAD=%s",
 			 v->preload == P_LIB ? opt.lib :
-			 v->preload == P_LEAN ? opt.lean : opt.forward);
+			 v->preload == P_LEAN ? opt.lean :
+			 v->preload == P_BEFORE ? opt.before : opt.forward);
 		extra[e++] = preload;
 	}
 	if (v->mode) {
@@ -277,6 +281,8 @@ main(int argc, char **argv)
 			opt.forward = val;
 		else if (strcmp(k, "--lean") == 0)
 			opt.lean = val;
+		else if (strcmp(k, "--before") == 0)
+			opt.before = val;
 		else if (strcmp(k, "--heaptrack") == 0)
 			opt.heaptrack = strcmp(val, "none") ? val : NULL;
 		else if (strcmp(k, "--rounds") == 0)
@@ -321,6 +327,7 @@ main(int argc, char **argv)
 		find("forward")->on = false;
 	}
 	find("lean-preload")->on = opt.lean != NULL;
+	find("lib-before")->on = opt.before != NULL;
 	/* --breakdown yes: the in-process variants that size each piece of
 	 * the section, nothing else. */
 	for (size_t i = 0; i < NVARIANTS; i++) {

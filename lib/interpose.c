@@ -166,6 +166,31 @@ glibc_usable(const void *p)
 	return (h & ~(size_t)7) - 8 - ((h & 2) << 2);
 }
 
+/*
+ * The class of live block `p` of glibc's, and its usable size in *usable,
+ * from its chunk header.  Most blocks are chunks below 1 KiB, not
+ * mmapped: their size is a multiple of 16, so `h >> 4` is the chunk size
+ * in 16-byte steps (the flags, bits 0-2, fall off), the usable size
+ * 16k - 8 is in the same class as 16k (class bounds are multiples of 16),
+ * and the class is the size table's entry k.  IS_MMAPPED (bit 1), kept
+ * through a rotation, puts k far out of the table's range: an mmapped
+ * chunk, whose header is 16 bytes, takes the general decode.
+ */
+static inline unsigned
+glibc_class(const void *p, size_t *usable)
+{
+	size_t h = header_word(p);
+	size_t k = h & ~(size_t)5; /* PREV_INUSE, NON_MAIN_ARENA off */
+
+	k = (k >> 4) | (k << 60); /* IS_MMAPPED to bit 61 */
+	if (LIKELY(k < MSTAT_TABLE_MAX / 16)) {
+		*usable = (h & ~(size_t)7) - 8;
+		return mstat_small_class[k];
+	}
+	*usable = glibc_usable(p);
+	return mstat_size_class(*usable);
+}
+
 /* The loaded object (its link map) that holds code address `fn`, or NULL.
  * _dl_find_object() answers without the symbol search dladdr() makes
  * (5 us against 6 ns here), and without a lock. */
@@ -248,18 +273,20 @@ resolve(void)
 	ok = ok && next.usable;
 	resolving = false;
 	if (!ok) {
-		static const char msg[] =
-			"mstatshm: no next malloc to forward to (RTLD_NEXT); "
-			"serving a small static arena only\n";
-		(void)!write(STDERR_FILENO, msg, sizeof(msg) - 1);
+		mstat_writer_warn("no next malloc to forward to (RTLD_NEXT)",
+				  "serving a small static arena only");
 		/* Release: pairs with the acquire loads of next.state. */
 		atomic_store_explicit(&next.state, NEXT_FAILED, memory_order_release);
 		return false;
 	}
+	bool header = glibc_layout_holds();
+	/* Before the state: a thread that sees NEXT_HEADER may be handed a
+	 * `fast` slot, whose callers read sizes from the header. */
+	if (header)
+		mstat_writer_header_sizes(true);
 	/* Release: publishes every field above; pairs with the acquire in
 	 * state_now() and at the top of this function. */
-	atomic_store_explicit(&next.state,
-			      glibc_layout_holds() ? NEXT_HEADER : NEXT_ASK,
+	atomic_store_explicit(&next.state, header ? NEXT_HEADER : NEXT_ASK,
 			      memory_order_release);
 	return true;
 }
@@ -450,6 +477,16 @@ new_size(void *p, size_t requested)
 
 /* ---- the family ---- */
 
+/* Into an open section, with glibc's header: the allocation of `p`. */
+static inline __attribute__((always_inline)) void
+count_header_alloc(const struct mstat_section *sec, void *p, size_t requested)
+{
+	size_t u;
+	unsigned c = glibc_class(p, &u);
+
+	mstat_section_count_classes(sec, MSTAT_OP_ALLOC, 0, 0, c, u, requested);
+}
+
 static inline __attribute__((always_inline)) void *
 counted(void *p, size_t requested)
 {
@@ -471,9 +508,8 @@ counted(void *p, size_t requested)
 			bool open_ = mstat_section_open(&sec_);              \
 			(result) = (expr);                                   \
 			if (open_ && LIKELY((result) != NULL))               \
-				mstat_section_count(&sec_, MSTAT_OP_ALLOC, 0, \
-						    glibc_usable(result),   \
-						    (requested));            \
+				count_header_alloc(&sec_, (result),          \
+						   (requested));             \
 			else if ((result) != NULL)                           \
 				mstat_count_unslotted(MSTAT_OP_ALLOC, 0,     \
 						      glibc_usable(result),  \
@@ -485,8 +521,13 @@ counted(void *p, size_t requested)
 		}                                                            \
 	} while (0)
 
-/* malloc and free have a fast path for the common case, glibc behind the
- * library: one load of `state` decides, and the rest stays out of line. */
+/*
+ * malloc and free have a fast path for the common case: glibc behind the
+ * library, membarrier mode, a thread with a slot of its own.  One load of
+ * the thread's `fast` slot decides (writer.h: it is NULL in every other
+ * case), the section's own tests follow (nested, stopped), and the rest
+ * stays out of line.
+ */
 
 static __attribute__((noinline)) void *
 malloc_other(size_t n)
@@ -496,31 +537,43 @@ malloc_other(size_t n)
 	return counted(next.malloc(n), n);
 }
 
-/* Glibc's header, but no section of the thread's own (its first count, the
- * shared slot, the first milliseconds): the open already tried the slow
- * way, so the count goes straight to where it belongs. */
+/* Everything but the fast path: another allocator, before resolution, a
+ * thread without a `fast` slot, a section refused. */
 static __attribute__((noinline)) void *
-malloc_unslotted(size_t n)
+malloc_slow(size_t n)
 {
-	void *p = next.malloc(n);
+	struct mstat_section sec;
+	void *p;
 
+	if (UNLIKELY(state_now() != NEXT_HEADER))
+		return malloc_other(n);
+	if (!mstat_section_open_slow(&sec)) {
+		p = next.malloc(n);
+		if (LIKELY(p != NULL))
+			mstat_count_unslotted(MSTAT_OP_ALLOC, 0, glibc_usable(p), n);
+		return p;
+	}
+	p = next.malloc(n);
 	if (LIKELY(p != NULL))
-		mstat_count_unslotted(MSTAT_OP_ALLOC, 0, glibc_usable(p), n);
+		count_header_alloc(&sec, p, n);
+	mstat_section_close(&sec);
 	return p;
 }
 
 static inline __attribute__((always_inline)) void *
 do_malloc(size_t n)
 {
+	struct mstat_shm_slot *slot = mstat_thread.fast;
 	struct mstat_section sec;
 
-	if (UNLIKELY(state_now() != NEXT_HEADER))
-		return malloc_other(n);
-	if (UNLIKELY(!mstat_section_open(&sec)))
-		return malloc_unslotted(n);
+	if (UNLIKELY(slot == NULL) ||
+	    UNLIKELY(mstat_wsection_begin(slot, &mstat_writer_config.epoch, false,
+					  &sec.g) != MSTAT_WS_OPEN))
+		return malloc_slow(n);
+	sec.slot = slot;
 	void *p = next.malloc(n);
 	if (LIKELY(p != NULL))
-		mstat_section_count(&sec, MSTAT_OP_ALLOC, 0, glibc_usable(p), n);
+		count_header_alloc(&sec, p, n);
 	mstat_section_close(&sec);
 	return p;
 }
@@ -546,15 +599,20 @@ free_other(void *p)
 	next.free(p);
 }
 
-static __attribute__((noinline)) void
-free_unslotted(void *p)
+/* Into an open section, with glibc's header: the free of `p`, counted
+ * while it is live, then freed. */
+static inline __attribute__((always_inline)) void
+count_header_free(const struct mstat_section *sec, void *p)
 {
-	mstat_count_unslotted(MSTAT_OP_FREE, glibc_usable(p), 0, 0);
+	size_t u;
+	unsigned c = glibc_class(p, &u);
+
+	mstat_section_count_classes(sec, MSTAT_OP_FREE, c, u, 0, 0, 0);
 	next.free(p);
 }
 
-MSTAT_EXPORT void
-free(void *p)
+static __attribute__((noinline)) void
+free_slow(void *p)
 {
 	struct mstat_section sec;
 
@@ -563,13 +621,30 @@ free(void *p)
 		free_other(p);
 		return;
 	}
-	if (UNLIKELY(!mstat_section_open(&sec))) {
-		free_unslotted(p);
+	if (!mstat_section_open_slow(&sec)) {
+		mstat_count_unslotted(MSTAT_OP_FREE, glibc_usable(p), 0, 0);
+		next.free(p);
 		return;
 	}
+	count_header_free(&sec, p);
+	mstat_section_close(&sec);
+}
+
+MSTAT_EXPORT void
+free(void *p)
+{
+	struct mstat_shm_slot *slot = mstat_thread.fast;
+	struct mstat_section sec;
+
+	if (UNLIKELY(slot == NULL) || UNLIKELY(p == NULL) || UNLIKELY(in_arena(p)) ||
+	    UNLIKELY(mstat_wsection_begin(slot, &mstat_writer_config.epoch, false,
+					  &sec.g) != MSTAT_WS_OPEN)) {
+		free_slow(p);
+		return;
+	}
+	sec.slot = slot;
 	/* Counted first: the size is read while the block is live. */
-	mstat_section_count(&sec, MSTAT_OP_FREE, glibc_usable(p), 0, 0);
-	next.free(p);
+	count_header_free(&sec, p);
 	mstat_section_close(&sec);
 }
 
@@ -625,13 +700,15 @@ realloc(void *old, size_t n)
 	/* The old block is live and this thread's until next.realloc(). */
 	if (LIKELY(header_sizes())) {
 		bool open = mstat_section_open(&sec);
-		old_size = glibc_usable(old);
+		unsigned old_class = glibc_class(old, &old_size);
 		p = next.realloc(old, n);
 		if (p || n == 0) { /* glibc: realloc(p, 0) frees p, gives NULL */
 			enum mstat_op op = p ? MSTAT_OP_REALLOC : MSTAT_OP_FREE;
-			uint64_t size = p ? glibc_usable(p) : 0;
+			size_t size = 0;
+			unsigned c = p ? glibc_class(p, &size) : 0;
 			if (LIKELY(open))
-				mstat_section_count(&sec, op, old_size, size, n);
+				mstat_section_count_classes(&sec, op, old_class,
+							    old_size, c, size, n);
 			else
 				mstat_count_unslotted(op, old_size, size, n);
 		}
@@ -685,7 +762,7 @@ posix_memalign(void **out, size_t align, size_t n)
 		bool open = mstat_section_open(&sec);
 		rc = next.posix_memalign(&p, align, n);
 		if (rc == 0 && open)
-			mstat_section_count(&sec, MSTAT_OP_ALLOC, 0, glibc_usable(p), n);
+			count_header_alloc(&sec, p, n);
 		else if (rc == 0)
 			mstat_count_unslotted(MSTAT_OP_ALLOC, 0, glibc_usable(p), n);
 		if (open)
@@ -811,7 +888,7 @@ struct cxx_mark {
 static inline struct cxx_mark
 cxx_mark(void)
 {
-	struct cxx_mark m = { mstat_thread_slot, 0 };
+	struct cxx_mark m = { mstat_thread.own, 0 };
 
 	if (m.slot) /* this thread's own: a relaxed load sees its last store */
 		m.seq = atomic_load_explicit(&m.slot->head.seq, memory_order_relaxed);
@@ -822,7 +899,7 @@ cxx_mark(void)
 static bool
 cxx_counted_inside(struct cxx_next *n, struct cxx_mark m)
 {
-	struct mstat_shm_slot *now = mstat_thread_slot;
+	struct mstat_shm_slot *now = mstat_thread.own;
 	bool inside;
 
 	if (now && now == m.slot)

@@ -72,8 +72,12 @@
 #define EXPORT __attribute__((visibility("default")))
 
 struct mstat_writer_config mstat_writer_config;
-_Thread_local struct mstat_shm_slot *mstat_thread_slot
-	__attribute__((tls_model("initial-exec")));
+_Thread_local struct mstat_thread mstat_thread
+	__attribute__((tls_model("initial-exec"), aligned(MSTAT_CACHELINE)));
+/* Set by the interposer (mstat_writer_header_sizes()): `fast` may be
+ * handed out.  Relaxed: a thread that misses it takes the slow path,
+ * which looks again. */
+static _Atomic bool header_sizes;
 
 /* Where a thread stands, besides its slot pointer. */
 enum thread_state {
@@ -156,7 +160,8 @@ static struct {
 	unsigned early_threads;
 	uint64_t born_ns;
 	char name[MSTAT_NAME_MAX];
-	char status[400];        /* mstat_self_status() */
+	char status[400];        /* mstat_self_status(): state; warnings */
+	char state[200];         /* what the library does */
 	char warnings[200];      /* said once, kept in the status */
 	char report[100];        /* MSTAT_REPORT: where mstat-run listens */
 	char log[256];           /* MSTAT_LOG: "stderr", a file, or "" */
@@ -224,19 +229,30 @@ add_into(mstat_rows to, mstat_rows from)
 			to[row][k] += from[row][k];
 }
 
+/* Adds `v` to counter `k` of row `row` (the totals row: requested
+ * bytes) in an open section. */
+static void
+add_one(struct mstat_shm_slot *slot, unsigned g, unsigned row, unsigned k,
+	uint64_t v)
+{
+	if (!v)
+		return;
+	if (row == MSTAT_CLASS_COUNT) {
+		if (k == MSTAT_T_REQUESTED_BYTES)
+			mstat_wsection_requested(slot, g, v);
+		return;
+	}
+	mstat_wsection_touch(slot, row);
+	mstat_wsection_add(slot, g, row, k, v);
+}
+
 /* Adds counts kept in process memory into an open section. */
 static void
-add_rows(struct mstat_shm_slot *slot, _Atomic uint64_t *gen, mstat_rows acc)
+add_rows(struct mstat_shm_slot *slot, unsigned g, mstat_rows acc)
 {
-	for (unsigned row = 0; row < MSTAT_ROWS(MSTAT_CLASS_COUNT); row++) {
-		bool any = false;
-		for (unsigned k = 0; k < MSTAT_ROW_COUNTERS; k++) {
-			mstat_wsection_add(gen, row, k, acc[row][k]);
-			any |= acc[row][k] != 0;
-		}
-		if (any && row < MSTAT_CLASS_COUNT)
-			mstat_wsection_touch(slot, row);
-	}
+	for (unsigned row = 0; row < MSTAT_ROWS(MSTAT_CLASS_COUNT); row++)
+		for (unsigned k = 0; k < MSTAT_ROW_COUNTERS; k++)
+			add_one(slot, g, row, k, acc[row][k]);
 }
 
 /* ---- stopping sections: fork and exit ---- */
@@ -289,9 +305,13 @@ stop_sections(unsigned char bit)
 {
 	struct mstat_handshake hs;
 
+	/* Why, for wait_stopped(): before the bit that sends sections
+	 * there (a section that saw the bit and not yet this retries). */
+	atomic_fetch_or_explicit(&mstat_writer_config.stop, bit,
+				 memory_order_relaxed);
 	/* (V) seq_cst RMW: pairs with the writers' (V) loads after (A);
 	 * Dekker with the (E) loads of the handshake, as (D) with (B). */
-	atomic_fetch_or_explicit(&mstat_writer_config.stop, bit,
+	atomic_fetch_or_explicit(&mstat_writer_config.epoch, MSTAT_EPOCH_STOPPED,
 				 memory_order_seq_cst);
 	if (__libc_single_threaded)
 		return 0; /* no other thread has ever run */
@@ -388,7 +408,7 @@ take_deferred(struct deferred *d)
 /* Under shared_lock: the spilled counts, zeroed there, into the section
  * open on `slot` (its generation `gen`), or into `acc` if slot is NULL. */
 static void
-take_spill(struct mstat_shm_slot *slot, _Atomic uint64_t *gen, mstat_rows acc)
+take_spill(struct mstat_shm_slot *slot, unsigned g, mstat_rows acc)
 {
 	if (!atomic_load_explicit(&proc.spilled, memory_order_relaxed) ||
 	    /* Acquire: pairs with the release in defer(). */
@@ -404,9 +424,7 @@ take_spill(struct mstat_shm_slot *slot, _Atomic uint64_t *gen, mstat_rows acc)
 				acc[row][k] += v;
 				continue;
 			}
-			mstat_wsection_add(gen, row, k, v);
-			if (row < MSTAT_CLASS_COUNT)
-				mstat_wsection_touch(slot, row);
+			add_one(slot, g, row, k, v);
 		}
 }
 
@@ -424,7 +442,7 @@ take_deferred_early(void)
 		count_into(proc.early, d.op, d.freed, d.size, d.requested);
 		due |= publish_due(d.op == MSTAT_OP_FREE ? 0 : d.size);
 	}
-	take_spill(NULL, NULL, proc.early);
+	take_spill(NULL, 0, proc.early);
 	return due;
 }
 
@@ -452,7 +470,7 @@ enum shared {
 };
 
 static enum shared
-shared_open(_Atomic uint64_t **gen)
+shared_open(unsigned *g)
 {
 	for (;;) {
 		shared_lock();
@@ -462,9 +480,8 @@ shared_open(_Atomic uint64_t **gen)
 			break;
 		}
 		if (mstat_wsection_begin(mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT),
-					 mstat_writer_config.epoch,
-					 &mstat_writer_config.stop,
-					 mstat_writer_config.fenced, gen) == MSTAT_WS_OPEN)
+					 &mstat_writer_config.epoch,
+					 mstat_writer_config.fenced, g) == MSTAT_WS_OPEN)
 			return SHARED_SLOT;
 		/* Never wait for a fork holding shared_lock: the forking
 		 * thread may need it in its parent handler. */
@@ -479,7 +496,7 @@ shared_open(_Atomic uint64_t **gen)
 /* Ends what shared_open() began, with the counts this thread's handlers
  * deferred meanwhile.  Returns whether the segment is due (publish_due()). */
 static bool
-shared_close(enum shared s, _Atomic uint64_t *gen)
+shared_close(enum shared s, unsigned g)
 {
 	struct deferred d;
 	bool due = false;
@@ -490,11 +507,11 @@ shared_close(enum shared s, _Atomic uint64_t *gen)
 		due = take_deferred_early();
 	} else if (s == SHARED_SLOT) {
 		struct mstat_section sec = {
-			mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT), gen
+			mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT), g
 		};
 		while (take_deferred(&d))
 			mstat_section_count(&sec, d.op, d.freed, d.size, d.requested);
-		take_spill(sec.slot, gen, NULL);
+		take_spill(sec.slot, g, NULL);
 		mstat_wsection_end(sec.slot);
 	} else {
 		return false;
@@ -568,11 +585,11 @@ static void
 count_rows(mstat_rows acc)
 {
 	struct mstat_section sec;
-	_Atomic uint64_t *gen;
+	unsigned g = 0;
 	enum shared s;
 
 	if (mstat_section_open(&sec)) {
-		add_rows(sec.slot, sec.gen, acc);
+		add_rows(sec.slot, sec.g, acc);
 		mstat_section_close(&sec);
 		return;
 	}
@@ -582,12 +599,12 @@ count_rows(mstat_rows acc)
 		forking_end();
 		return;
 	}
-	s = shared_open(&gen);
+	s = shared_open(&g);
 	if (s == SHARED_SLOT)
-		add_rows(mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT), gen, acc);
+		add_rows(mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT), g, acc);
 	else if (s == SHARED_EARLY)
 		add_into(proc.early, acc);
-	if (shared_close(s, gen))
+	if (shared_close(s, g))
 		publish();
 }
 
@@ -595,7 +612,7 @@ void
 mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
 		      uint64_t requested)
 {
-	_Atomic uint64_t *gen = NULL;
+	unsigned g = 0;
 	enum shared s;
 
 	if (proc.disabled)
@@ -612,17 +629,17 @@ mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
 		return;
 	}
 	bool due = false;
-	s = shared_open(&gen);
+	s = shared_open(&g);
 	if (s == SHARED_SLOT) {
 		struct mstat_section sec = {
-			mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT), gen
+			mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT), g
 		};
 		mstat_section_count(&sec, op, freed, size, requested);
 	} else if (s == SHARED_EARLY) {
 		count_into(proc.early, op, freed, size, requested);
 		due = publish_due(op == MSTAT_OP_FREE ? 0 : size);
 	}
-	if (shared_close(s, gen) || due)
+	if (shared_close(s, g) || due)
 		publish();
 }
 
@@ -642,15 +659,35 @@ count_deferred(void)
 		mstat_count(d.op, d.freed, d.size, d.requested);
 	if (atomic_load_explicit(&proc.spilled, memory_order_relaxed) &&
 	    !thread_forking && !proc.disabled) {
-		_Atomic uint64_t *gen = NULL;
-		enum shared s = shared_open(&gen);
-		if (shared_close(s, gen))
+		unsigned g = 0;
+		enum shared s = shared_open(&g);
+		if (shared_close(s, g))
 			publish();
 	}
 	thread_draining = false;
 }
 
 /* ---- thread slots ---- */
+
+/* This thread writes `s` (or nothing of its own, NULL) from now on; the
+ * inline paths take it as far as the mode and the interposer allow. */
+static void
+set_thread_slot(struct mstat_shm_slot *s)
+{
+	struct mstat_shm_slot *inline_slot = mstat_writer_config.fenced ? NULL : s;
+
+	mstat_thread.own = s;
+	mstat_thread.slot = inline_slot;
+	mstat_thread.fast =
+		atomic_load_explicit(&header_sizes, memory_order_relaxed) ? inline_slot
+									  : NULL;
+}
+
+void
+mstat_writer_header_sizes(bool yes)
+{
+	atomic_store_explicit(&header_sizes, yes, memory_order_relaxed);
+}
 
 static void
 take_slot(uint32_t i)
@@ -665,7 +702,7 @@ take_slot(uint32_t i)
 		pthread_setspecific(proc.exit_key, (void *)1);
 	thread_slot_index = i;
 	thread_state = THREAD_OWN;
-	mstat_thread_slot = s;
+	set_thread_slot(s);
 }
 
 /* Gives slot `n`, the next without pages, its pages; false if another
@@ -738,10 +775,10 @@ give_back_slot(void *unused)
 	(void)unused;
 	if (thread_state != THREAD_OWN)
 		return;
-	struct mstat_shm_slot *s = mstat_thread_slot;
+	struct mstat_shm_slot *s = mstat_thread.own;
 	/* Later counts of this thread (other destructors freeing) go to the
 	 * shared slot: nothing is lost, and the slot is free now. */
-	mstat_thread_slot = NULL;
+	set_thread_slot(NULL);
 	thread_state = THREAD_SHARED;
 	atomic_store_explicit(&s->head.tid, 0, memory_order_relaxed);
 	atomic_fetch_sub_explicit(&proc.seg.hdr->threads, 1, memory_order_relaxed);
@@ -754,7 +791,7 @@ bool
 mstat_section_open_slow(struct mstat_section *sec)
 {
 	for (;;) {
-		struct mstat_shm_slot *slot = mstat_thread_slot;
+		struct mstat_shm_slot *slot = mstat_thread.own;
 
 		if (!slot) {
 			if (thread_forking || thread_state != THREAD_NEW ||
@@ -763,15 +800,19 @@ mstat_section_open_slow(struct mstat_section *sec)
 			    !atomic_load_explicit(&proc.ready, memory_order_acquire))
 				return false;
 			claim_slot();
-			if (!mstat_thread_slot)
+			if (!mstat_thread.own)
 				return false;
 			continue;
 		}
-		switch (mstat_wsection_begin(slot, mstat_writer_config.epoch,
-					     &mstat_writer_config.stop,
-					     mstat_writer_config.fenced, &sec->gen)) {
+		switch (mstat_wsection_begin(slot, &mstat_writer_config.epoch,
+					     mstat_writer_config.fenced, &sec->g)) {
 		case MSTAT_WS_OPEN:
 			sec->slot = slot;
+			/* The interposer may have spoken since the slot was
+			 * taken (a count from inside its own resolution). */
+			if (!mstat_thread.fast && !mstat_writer_config.fenced &&
+			    atomic_load_explicit(&header_sizes, memory_order_relaxed))
+				set_thread_slot(slot);
 			return true;
 		case MSTAT_WS_NESTED:
 			return false;
@@ -830,24 +871,31 @@ log_line(const char *what, const char *why)
 		close(fd);
 }
 
+/* mstat_self_status(): the state, then the warnings so far. */
+static void
+compose_status(void)
+{
+	join(proc.status, sizeof(proc.status), (const char *const[]){
+		proc.state, proc.warnings[0] ? "; " : "", proc.warnings, NULL });
+}
+
 /* What the process should know but that does not stop it counting (a
  * variable ignored, a fallback): in its status from now on, and logged. */
-static void
-warn(const char *what, const char *why)
+void
+mstat_writer_warn(const char *what, const char *why)
 {
 	append(proc.warnings, sizeof(proc.warnings), (const char *const[]){
 		proc.warnings[0] ? "; " : "", what, ": ", why, NULL });
+	compose_status();
 	log_line(what, why);
 }
 
-/* mstat_self_status(): `parts`, then the warnings so far. */
+/* What the library does now, for mstat_self_status(). */
 static void
 set_status(const char *const *parts)
 {
-	join(proc.status, sizeof(proc.status), parts);
-	if (proc.warnings[0])
-		append(proc.status, sizeof(proc.status),
-		       (const char *const[]){ "; ", proc.warnings, NULL });
+	join(proc.state, sizeof(proc.state), parts);
+	compose_status();
 }
 
 /* Tells mstat-run, if it runs this process: the status, and the segment
@@ -869,7 +917,7 @@ env_slots(void)
 		return MSTAT_SLOTS_DEFAULT;
 	unsigned long v = strtoul(s, &end, 10);
 	if (*end || v < MSTAT_SLOTS_MIN || v > MSTAT_SLOTS_MAX) {
-		warn("MSTAT_SLOTS ignored", "not a number in 2..4096");
+		mstat_writer_warn("MSTAT_SLOTS ignored", "not a number in 2..4096");
 		return MSTAT_SLOTS_DEFAULT;
 	}
 	return (uint32_t)v;
@@ -886,7 +934,7 @@ env_mode(void)
 		return MSTAT_MODE_FENCED;
 	if (strcmp(s, "membarrier") == 0)
 		return MSTAT_MODE_MEMBARRIER;
-	warn("MSTAT_MODE ignored", "use fenced or membarrier");
+	mstat_writer_warn("MSTAT_MODE ignored", "use fenced or membarrier");
 	return MSTAT_DEFAULT_MODE;
 }
 
@@ -900,8 +948,8 @@ start(void)
 
 	if (mode == MSTAT_MODE_MEMBARRIER &&
 	    syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) < 0) {
-		warn("membarrier unavailable, counting in fenced mode",
-		     strerror(errno));
+		mstat_writer_warn("membarrier unavailable, counting in fenced mode",
+				  strerror(errno));
 		mode = MSTAT_MODE_FENCED;
 	}
 	/* Whoever starts removes a few segments of processes that are gone. */
@@ -929,13 +977,13 @@ start(void)
 	shared_lock();
 	proc.seg = seg;
 	atomic_store_explicit(&proc.reserved, 1, memory_order_relaxed);
-	mstat_writer_config.epoch = &seg.hdr->epoch;
+	atomic_store_explicit(&mstat_writer_config.epoch,
+			      mstat_epoch_word(&seg.hdr->epoch), memory_order_relaxed);
 	mstat_writer_config.fenced = mode == MSTAT_MODE_FENCED;
 	/* A section on a segment no reader can see yet, which nothing can
 	 * stop: epoch 0, generation 0. */
-	_Atomic uint64_t *gen = mstat_segment_slot(&seg, MSTAT_SHARED_SLOT)->acc;
 	(void)take_deferred_early();
-	add_rows(mstat_segment_slot(&seg, MSTAT_SHARED_SLOT), gen, proc.early);
+	add_rows(mstat_segment_slot(&seg, MSTAT_SHARED_SLOT), 0, proc.early);
 	memset(proc.early, 0, sizeof(proc.early));
 	mstat_segment_publish(&seg);
 	/* (R) release: pairs with the acquire in mstat_section_open_slow(). */
@@ -989,8 +1037,8 @@ fork_prepare(void)
 	pthread_mutex_lock(&proc.fork_lock);
 	memset(proc.forking, 0, sizeof(proc.forking));
 	memset(proc.inherit, 0, sizeof(proc.inherit));
-	slot_before_fork = mstat_thread_slot;
-	mstat_thread_slot = NULL;
+	slot_before_fork = mstat_thread.own;
+	set_thread_slot(NULL);
 	thread_forking = true;
 	atomic_signal_fence(memory_order_seq_cst); /* for this thread's handlers */
 	/* No segment yet: the counts are `early`, which other threads write
@@ -1015,6 +1063,9 @@ fork_parent(void)
 
 	atomic_fetch_and_explicit(&mstat_writer_config.stop,
 				  (unsigned char)~MSTAT_STOP_FORK, memory_order_relaxed);
+	/* The bit set in stop_sections(); sections run again from here. */
+	atomic_fetch_and_explicit(&mstat_writer_config.epoch, ~MSTAT_EPOCH_STOPPED,
+				  memory_order_relaxed);
 	/* Release, after the bit is cleared: pairs with the acquire in
 	 * wait_stopped(), whose sleepers are woken to find it so. */
 	atomic_fetch_add_explicit(&proc.forks_ended, 1, memory_order_release);
@@ -1023,7 +1074,7 @@ fork_parent(void)
 	thread_forking = false;
 	/* A handler's count into `forking` is before the copy below. */
 	atomic_signal_fence(memory_order_seq_cst);
-	mstat_thread_slot = slot_before_fork;
+	set_thread_slot(slot_before_fork);
 	if (proc.fork_holds_shared) {
 		proc.fork_holds_shared = false;
 		shared_unlock();
@@ -1058,10 +1109,12 @@ fork_child(void)
 	 * parent's segment. */
 	atomic_store_explicit(&proc.ready, 0, memory_order_relaxed);
 	atomic_store_explicit(&mstat_writer_config.stop, 0, memory_order_relaxed);
+	atomic_fetch_and_explicit(&mstat_writer_config.epoch, ~MSTAT_EPOCH_STOPPED,
+				  memory_order_relaxed);
 	thread_forking = false;
 	atomic_signal_fence(memory_order_seq_cst);
 	thread_state = THREAD_NEW;
-	mstat_thread_slot = NULL;
+	set_thread_slot(NULL);
 	proc.fork_holds_shared = false;
 	/* The parent's reader of itself: drop the copies of its mapping and
 	 * fd, keep its memory (inherited heap, still reachable from here). */

@@ -40,23 +40,42 @@ enum mstat_stop {
 	MSTAT_STOP_EXIT = 2, /* the process exits: the counts are final */
 };
 
-/* What every writer of the process reads.  `epoch` and `fenced` change
- * only while the process has a single thread (start-up, fork child). */
+/* What every writer of the process reads.  `fenced` changes only while
+ * the process has a single thread (start-up, fork child). */
 struct mstat_writer_config {
-	_Atomic uint64_t *epoch; /* in the segment */
+	/* (V) (B) the segment's `epoch`, | MSTAT_EPOCH_STOPPED while a fork
+	 * or the exit drains the slots (section.h); 0 before the segment. */
+	_Atomic uintptr_t epoch;
 	bool fenced;
-	_Atomic unsigned char stop; /* (V) enum mstat_stop bits */
+	_Atomic unsigned char stop; /* why stopped: enum mstat_stop bits */
 };
 extern struct mstat_writer_config mstat_writer_config MSTAT_HIDDEN;
 
-/* The thread's own slot, or NULL for the slow path. */
-extern _Thread_local struct mstat_shm_slot *mstat_thread_slot
+/*
+ * What a counting thread reads of its own, on one cache line (one more
+ * field here costs a fast path nothing but its own load).  Each pointer
+ * is the thread's own slot, or NULL where the inline path must not run
+ * and the slow path decides:
+ *   - `own`: the slot this thread writes, in either mode;
+ *   - `slot`: `own` in membarrier mode, for the inline section of
+ *     mstat_section_open(); NULL in fenced mode, so that the inline path
+ *     tests no mode: fenced sections open out of line;
+ *   - `fast`: `slot`, once the interposer has said its blocks carry
+ *     glibc's header (mstat_writer_header_sizes()): the interposer's
+ *     inline path then tests nothing else of the process.
+ */
+struct mstat_thread {
+	struct mstat_shm_slot *fast;
+	struct mstat_shm_slot *slot;
+	struct mstat_shm_slot *own;
+};
+extern _Thread_local struct mstat_thread mstat_thread
 	__attribute__((tls_model("initial-exec"))) MSTAT_HIDDEN;
 
 /* An open update section. */
 struct mstat_section {
 	struct mstat_shm_slot *slot;
-	_Atomic uint64_t *gen;
+	unsigned g; /* the generation it writes to */
 };
 
 /* The cases the inline open does not handle; see the top of this file. */
@@ -68,39 +87,63 @@ bool mstat_section_open_slow(struct mstat_section *sec) MSTAT_HIDDEN;
 void mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
 			   uint64_t requested) MSTAT_HIDDEN;
 
-/* Opens a section on the thread's own slot: true, or false when the count
- * must go to mstat_count_unslotted(). */
-MSTAT_INLINE bool
-mstat_section_open(struct mstat_section *sec)
-{
-	struct mstat_shm_slot *slot = mstat_thread_slot;
+/* The interposer's word, once, before any block it sizes from glibc's
+ * header is counted: threads may take the inline path of `fast`.  (Tests
+ * that reopen the interposer's resolution window take it back.) */
+void mstat_writer_header_sizes(bool yes) MSTAT_HIDDEN;
 
-	if (__builtin_expect(slot != NULL, 1) &&
-	    __builtin_expect(mstat_wsection_begin(slot, mstat_writer_config.epoch,
-						  &mstat_writer_config.stop,
-						  mstat_writer_config.fenced,
-						  &sec->gen) == MSTAT_WS_OPEN, 1)) {
+/* Opens a section on `slot`, the thread's own, in membarrier mode. */
+MSTAT_INLINE bool
+mstat_section_open_on(struct mstat_section *sec, struct mstat_shm_slot *slot)
+{
+	if (__builtin_expect(mstat_wsection_begin(slot, &mstat_writer_config.epoch,
+						  false, &sec->g) == MSTAT_WS_OPEN, 1)) {
 		sec->slot = slot;
 		return true;
 	}
 	return mstat_section_open_slow(sec);
 }
 
-/* The free of a block of `freed` usable bytes and/or the allocation of one
- * of `size` usable bytes (`requested` asked), into an open section. */
+/* Opens a section on the thread's own slot: true, or false when the count
+ * must go to mstat_count_unslotted(). */
+MSTAT_INLINE bool
+mstat_section_open(struct mstat_section *sec)
+{
+	struct mstat_shm_slot *slot = mstat_thread.slot;
+
+	if (__builtin_expect(slot != NULL, 1))
+		return mstat_section_open_on(sec, slot);
+	return mstat_section_open_slow(sec);
+}
+
+/* The free of a block of `freed` usable bytes in class `freed_class`
+ * and/or the allocation of one of `size` usable bytes in class
+ * `size_class` (`requested` asked), into an open section. */
+MSTAT_INLINE void
+mstat_section_count_classes(const struct mstat_section *sec, enum mstat_op op,
+			    unsigned freed_class, uint64_t freed,
+			    unsigned size_class, uint64_t size, uint64_t requested)
+{
+	if (op != MSTAT_OP_ALLOC)
+		mstat_wsection_count(sec->slot, sec->g, freed_class,
+				     MSTAT_C_FREE_COUNT, freed);
+	if (op != MSTAT_OP_FREE) {
+		mstat_wsection_count(sec->slot, sec->g, size_class,
+				     MSTAT_C_ALLOC_COUNT, size);
+		mstat_wsection_requested(sec->slot, sec->g, requested);
+	}
+}
+
+/* The same, classes from the sizes. */
 MSTAT_INLINE void
 mstat_section_count(const struct mstat_section *sec, enum mstat_op op,
 		    uint64_t freed, uint64_t size, uint64_t requested)
 {
-	if (op != MSTAT_OP_ALLOC)
-		mstat_wsection_count(sec->slot, sec->gen, mstat_size_class(freed),
-				     MSTAT_C_FREE_COUNT, freed);
-	if (op != MSTAT_OP_FREE) {
-		mstat_wsection_count(sec->slot, sec->gen, mstat_size_class(size),
-				     MSTAT_C_ALLOC_COUNT, size);
-		mstat_wsection_add(sec->gen, MSTAT_CLASS_COUNT,
-				   MSTAT_T_REQUESTED_BYTES, requested);
-	}
+	mstat_section_count_classes(sec, op,
+				    op != MSTAT_OP_ALLOC ? mstat_size_class(freed) : 0,
+				    freed,
+				    op != MSTAT_OP_FREE ? mstat_size_class(size) : 0,
+				    size, requested);
 }
 
 MSTAT_INLINE void
@@ -125,5 +168,10 @@ mstat_count(enum mstat_op op, uint64_t freed, uint64_t size, uint64_t requested)
 
 /* Starts counting (the library's constructor does; idempotent). */
 void mstat_writer_start(void) MSTAT_HIDDEN;
+
+/* Something the process should know that does not stop it counting: kept
+ * in mstat_self_status(), and logged where MSTAT_LOG asks (nowhere by
+ * default: the program's descriptors are its own). */
+void mstat_writer_warn(const char *what, const char *why) MSTAT_HIDDEN;
 
 #endif /* MSTAT_LIB_WRITER_H */

@@ -146,8 +146,10 @@ refuse(struct mstat_discover *d, struct mstat_discover_refusal *f, const char *n
 	f->in_scan = true;
 	/* A segment still being made is not worth a line: it is looked at
 	 * again every scan, and removed if its creator dies (below). */
-	if (rc != -EAGAIN)
+	if (rc != -EAGAIN) {
+		d->refused_count++;
 		note(d, "skipped %s", why);
+	}
 }
 
 /* Attaches the segment `name`; false if the process is out of file
@@ -180,6 +182,9 @@ attach(struct mstat_discover *d, struct cds_list_head *targets,
 	t->start_time = in->start_time;
 	t->start_ns = mstat_proc_start_ns(d->boot_ns, in->start_time);
 	t->pid = in->pid;
+	t->writer_mode = in->writer_mode;
+	t->layout_major = in->version_major;
+	t->layout_minor = in->version_minor;
 	memcpy(t->shm_name, name, strlen(name) + 1); /* shorter: scan */
 	snprintf(t->name, sizeof(t->name), "%s", in->name);
 	snprintf(t->key, sizeof(t->key), "%d.%llu@%llu", (int)t->pid,
@@ -295,6 +300,7 @@ mstat_discover_scan(struct mstat_discover *d, struct cds_list_head *targets)
 	closedir(dir);
 	if (no_fd) {
 		struct rlimit rl = { 0, 0 };
+		d->no_fd_count += no_fd;
 		getrlimit(RLIMIT_NOFILE, &rl);
 		note(d, "%zu segments not read: out of file descriptors "
 		     "(limit %llu; raise it with ulimit -n)", no_fd,

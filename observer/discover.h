@@ -49,6 +49,8 @@ struct mstat_top_target {
 	uint64_t start_ns;          /* the same, CLOCK_REALTIME; 0 unknown */
 	char name[64];              /* as the segment says (MSTAT_NAME or the
 				     * program's name) */
+	uint32_t writer_mode;       /* of its segment, from the header */
+	uint32_t layout_major, layout_minor;
 	struct mstat_proc_identity id; /* what /proc says, if it can */
 	/* Published by the sampler (rcu_assign_pointer); freed with the
 	 * target. */
@@ -78,6 +80,9 @@ struct mstat_discover {
 	void *note_arg;
 	struct mstat_discover_refusal **refused;
 	size_t nrefused, caprefused;
+	/* Since init: segments refused (one each), and segments not read
+	 * for want of a file descriptor (each scan). */
+	uint64_t refused_count, no_fd_count;
 };
 
 /* 0 or -ENOMEM.  `pids` is copied. */

@@ -270,6 +270,9 @@ fold_input(struct mstat_model_row *r, const struct mstat_model_input *in,
 	}
 	r->gone_ns = mstat_model_gone(r->live) ? now_ns : 0;
 	r->end_ns = in->end_ns;
+	r->writer_mode = in->writer_mode;
+	r->layout_major = in->layout_major;
+	r->layout_minor = in->layout_minor;
 }
 
 static const char *

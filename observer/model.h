@@ -73,6 +73,8 @@ struct mstat_model_input {
 	const char *comm;    /* /proc/<pid>/comm */
 	const char *exe;     /* the executable's file name */
 	uint64_t start_ns;   /* CLOCK_REALTIME the process started */
+	uint32_t writer_mode; /* of its segment: 1 fenced, 2 membarrier */
+	uint32_t layout_major, layout_minor; /* its segment's format version */
 };
 
 struct mstat_model_class {
@@ -103,6 +105,7 @@ struct mstat_model_row {
 	uint64_t epoch;        /* of that snapshot */
 	uint64_t gone_ns;      /* CLOCK_MONOTONIC when first seen gone; else 0 */
 	uint64_t end_ns;       /* CLOCK_REALTIME the process ended; else 0 */
+	uint32_t writer_mode, layout_major, layout_minor;
 	struct mstat_counts total;
 	uint64_t requested_bytes;
 	bool have_rates;       /* two snapshots seen: rates are meaningful */

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * output.c - table, JSON and OpenMetrics renderings of the model's rows.
+ * output.c - table, JSON, OpenMetrics and Prometheus text renderings of
+ * the model's rows; the last two are exposition.c's, which mstat-exporter
+ * shares.
  *
  * The table's columns are those of columns.h.  Counter names come from
  * MSTAT_CLASS_COUNTERS, so a counter added to the
@@ -16,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "exposition.h"
 #include "text.h"
 #include "units.h"
 
@@ -28,6 +31,8 @@ mstat_output_parse_format(const char *s)
 		return MSTAT_FORMAT_JSON;
 	if (strcmp(s, "openmetrics") == 0)
 		return MSTAT_FORMAT_OPENMETRICS;
+	if (strcmp(s, "prometheus") == 0)
+		return MSTAT_FORMAT_PROMETHEUS;
 	return -1;
 }
 
@@ -233,93 +238,33 @@ mstat_output_json(FILE *f, const struct mstat_output_tick *t,
 	return done(f);
 }
 
-/* ---- OpenMetrics ---- */
+/* ---- OpenMetrics and text 0.0.4: exposition.c ---- */
 
-/* Metric names of the class counters: "allocs" reads better than
- * "alloc_count_total", and a name ending in _count would collide with the
- * suffix of summaries and histograms. */
-#define OM_NAME_alloc_count "allocs"
-#define OM_NAME_alloc_bytes "alloc_bytes"
-#define OM_NAME_free_count "frees"
-#define OM_NAME_free_bytes "free_bytes"
-
-static void
-om_labels(FILE *f, const struct mstat_model_row *r)
+static int
+exposition(FILE *f, enum mstat_expo_format fmt,
+	   const struct mstat_model_row *const *rows, size_t n)
 {
-	fprintf(f, "{pid=\"%d\",name=", (int)r->pid);
-	put_quoted(f, r->name);
-}
+	struct mstat_expo e = { .f = f, .format = fmt, .classes = true };
 
-static void
-om_class_size(FILE *f, uint64_t max_size)
-{
-	if (max_size == UINT64_MAX)
-		fputs(",size=\"+Inf\"}", f);
-	else
-		fprintf(f, ",size=\"%" PRIu64 "\"}", max_size);
+	int rc = mstat_expo_processes(&e, rows, n);
+
+	return rc < 0 ? rc : mstat_expo_end(&e);
 }
 
 int
 mstat_output_openmetrics(FILE *f, const struct mstat_output_tick *t,
 			 const struct mstat_model_row *const *rows, size_t n)
 {
-	/* One family at a time, every sample of it together: both the
-	 * OpenMetrics grammar and the Prometheus text parser want that. */
-#define MSTAT_X(e, fld, h)                                                   \
-	fputs("# HELP mstat_" OM_NAME_##fld "_total " h "\n"                  \
-	      "# TYPE mstat_" OM_NAME_##fld "_total counter\n", f);           \
-	for (size_t i = 0; i < n; i++) {                                     \
-		if (!rows[i]->have_snap)                                     \
-			continue; /* nothing known: no sample */             \
-		fputs("mstat_" OM_NAME_##fld "_total", f);                    \
-		om_labels(f, rows[i]);                                       \
-		fprintf(f, "} %" PRIu64 "\n", rows[i]->total.fld);            \
-	}
-	MSTAT_CLASS_COUNTERS(MSTAT_X)
-#undef MSTAT_X
-#define MSTAT_X(e, fld, h)                                                   \
-	fputs("# HELP mstat_class_" OM_NAME_##fld "_total " h                 \
-	      ", per size class (size: its largest size)\n"                   \
-	      "# TYPE mstat_class_" OM_NAME_##fld "_total counter\n", f);     \
-	for (size_t i = 0; i < n; i++)                                       \
-		for (uint32_t c = 0; c < rows[i]->class_count; c++) {         \
-			const struct mstat_model_class *k = &rows[i]->classes[c]; \
-			if (k->c.alloc_count == 0)                            \
-				continue;                                     \
-			fputs("mstat_class_" OM_NAME_##fld "_total", f);      \
-			om_labels(f, rows[i]);                               \
-			om_class_size(f, k->max_size);                       \
-			fprintf(f, " %" PRIu64 "\n", k->c.fld);               \
-		}
-	MSTAT_CLASS_COUNTERS(MSTAT_X)
-#undef MSTAT_X
-	static const struct {
-		const char *name, *help;
-	} gauges[] = {
-		{ "live_bytes", "bytes allocated and not yet freed" },
-		{ "live_objects", "allocations not yet freed" },
-		{ "threads", "threads counting into a slot of their own" },
-		{ "running", "1 while the process runs, 0 once it exited or died" },
-	};
-	for (size_t g = 0; g < sizeof(gauges) / sizeof(gauges[0]); g++) {
-		fprintf(f, "# HELP mstat_%s %s\n# TYPE mstat_%s gauge\n",
-			gauges[g].name, gauges[g].help, gauges[g].name);
-		for (size_t i = 0; i < n; i++) {
-			const struct mstat_model_row *r = rows[i];
-			if (!r->have_snap && g != 3)
-				continue; /* nothing known but that it runs */
-			uint64_t v = g == 0 ? mstat_model_live_bytes(r)
-				   : g == 1 ? mstat_model_live_objects(r)
-				   : g == 2 ? r->threads
-				   : !mstat_model_gone(r->live);
-			fprintf(f, "mstat_%s", gauges[g].name);
-			om_labels(f, r);
-			fprintf(f, "} %" PRIu64 "\n", v);
-		}
-	}
+	(void)t; /* no timestamps: the scraper stamps what it reads */
+	return exposition(f, MSTAT_EXPO_OPENMETRICS, rows, n);
+}
+
+int
+mstat_output_prometheus(FILE *f, const struct mstat_output_tick *t,
+			const struct mstat_model_row *const *rows, size_t n)
+{
 	(void)t;
-	fputs("# EOF\n", f);
-	return done(f);
+	return exposition(f, MSTAT_EXPO_PROMETHEUS, rows, n);
 }
 
 int
@@ -330,6 +275,7 @@ mstat_output_write(FILE *f, enum mstat_output_format fmt,
 	switch (fmt) {
 	case MSTAT_FORMAT_JSON: return mstat_output_json(f, t, rows, n);
 	case MSTAT_FORMAT_OPENMETRICS: return mstat_output_openmetrics(f, t, rows, n);
+	case MSTAT_FORMAT_PROMETHEUS: return mstat_output_prometheus(f, t, rows, n);
 	case MSTAT_FORMAT_TABLE: break;
 	}
 	return mstat_output_table(f, t, rows, n);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * output.h - batch outputs of mstat-top, all from the model: a plain
- * table, JSON (one object per tick, docs/mstat-top-json.md) and OpenMetrics
- * text (docs/mstat-top-openmetrics.md).
+ * table, JSON (one object per tick, docs/mstat-top-json.md), and
+ * OpenMetrics 1.0.0 or Prometheus text 0.0.4 (docs/mstat-top-openmetrics.md;
+ * written by exposition.h, which mstat-exporter shares).
  *
  * Each function writes one tick's worth of rows to `f` and returns 0, or
  * -EIO if the stream failed.  They print only what is in the rows they are
@@ -20,7 +21,8 @@
 enum mstat_output_format {
 	MSTAT_FORMAT_TABLE = 0,
 	MSTAT_FORMAT_JSON,
-	MSTAT_FORMAT_OPENMETRICS,
+	MSTAT_FORMAT_OPENMETRICS,  /* OpenMetrics 1.0.0 */
+	MSTAT_FORMAT_PROMETHEUS,   /* Prometheus's text format 0.0.4 */
 };
 
 #define MSTAT_JSON_VERSION 1
@@ -32,7 +34,7 @@ struct mstat_output_tick {
 	double interval_s;    /* the sampling interval */
 };
 
-/* "table", "json", "openmetrics" -> the format, or -1. */
+/* "table", "json", "openmetrics", "prometheus" -> the format, or -1. */
 int mstat_output_parse_format(const char *s);
 
 int mstat_output_table(FILE *f, const struct mstat_output_tick *t,
@@ -41,6 +43,8 @@ int mstat_output_json(FILE *f, const struct mstat_output_tick *t,
 		      const struct mstat_model_row *const *rows, size_t n);
 int mstat_output_openmetrics(FILE *f, const struct mstat_output_tick *t,
 			     const struct mstat_model_row *const *rows, size_t n);
+int mstat_output_prometheus(FILE *f, const struct mstat_output_tick *t,
+			    const struct mstat_model_row *const *rows, size_t n);
 int mstat_output_write(FILE *f, enum mstat_output_format fmt,
 		       const struct mstat_output_tick *t,
 		       const struct mstat_model_row *const *rows, size_t n);

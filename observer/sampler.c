@@ -35,6 +35,18 @@ mstat_top_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static const char *const error_names[MSTAT_TOP_ERR_COUNT] = {
+#define MSTAT_X(e, n, h) [MSTAT_TOP_ERR_##e] = #n,
+	MSTAT_TOP_ERRORS(MSTAT_X)
+#undef MSTAT_X
+};
+
+const char *
+mstat_top_error_name(enum mstat_top_error e)
+{
+	return (unsigned)e < MSTAT_TOP_ERR_COUNT ? error_names[e] : "?";
+}
+
 /* A note, as formatted, made safe and delivered: the whole line, not
  * its arguments, is escaped, since a note names files anyone can plant
  * in /dev/shm and quotes what segments say, and it goes to a terminal
@@ -192,6 +204,14 @@ publish(struct mstat_top *top, size_t i, uint64_t t_ns)
 	struct mstat_top_sample *old = t->sample, *s = top->fresh[i];
 	int rc = top->rcs[i];
 
+	if (rc == -EAGAIN)
+		top->errors[MSTAT_TOP_ERR_STALLED]++;
+	else if (rc == -EBUSY)
+		top->errors[MSTAT_TOP_ERR_BUSY]++;
+	else if (rc == -EPROTO || rc == -EFAULT)
+		top->errors[MSTAT_TOP_ERR_DROPPED]++;
+	else if (rc != 0)
+		top->errors[MSTAT_TOP_ERR_READ]++;
 	if (rc == -EPROTO || rc == -EFAULT) {
 		/* The segment cannot be trusted any more.  Other errors
 		 * (membarrier refused to us) are the reader's: the target
@@ -266,6 +286,63 @@ publish(struct mstat_top *top, size_t i, uint64_t t_ns)
 		call_rcu(&old->rcu, free_sample);
 }
 
+static uint64_t
+now_us(void)
+{
+	return mstat_top_now_ns() / 1000u;
+}
+
+/* Exchanges entries i and j of the tick's arrays. */
+static void
+swap_batch(struct mstat_top *top, size_t i, size_t j)
+{
+#define SWAP(a)                                                               \
+	do {                                                                  \
+		__typeof__(top->a[0]) tmp_ = top->a[i];                       \
+		top->a[i] = top->a[j];                                        \
+		top->a[j] = tmp_;                                             \
+	} while (0)
+	SWAP(batch);
+	SWAP(readers);
+	SWAP(fresh);
+	SWAP(outs);
+	SWAP(rcs);
+#undef SWAP
+}
+
+/*
+ * Reads the tick's n targets.  A target another reader holds (-EBUSY: its
+ * flock is taken, by mstat-top and mstat-exporter alike, for one pass over
+ * its targets) is tried again until it is free or `deadline_us` passes;
+ * each retry is a pass of its own over the busy ones, moved to the front
+ * of the arrays.  The whole wait, stalled and busy targets together,
+ * stays within the wait budget.
+ */
+static void
+read_all(struct mstat_top *top, size_t n, uint64_t deadline_us)
+{
+	mstat_reader_snapshot_many(top->readers, n, top->outs, top->rcs,
+				   top->opt.wait_budget_us);
+	for (;;) {
+		size_t busy = 0;
+		for (size_t i = 0; i < n; i++)
+			if (top->rcs[i] == -EBUSY)
+				swap_batch(top, busy++, i);
+		uint64_t now = now_us();
+		if (busy == 0 || now >= deadline_us)
+			return;
+		/* The other reader's pass takes microseconds per target:
+		 * look again soon, without spinning on a CPU it may need. */
+		struct timespec ts = { 0, 50000 };
+		nanosleep(&ts, NULL);
+		now = now_us();
+		if (now >= deadline_us)
+			return;
+		mstat_reader_snapshot_many(top->readers, busy, top->outs,
+					   top->rcs, (unsigned)(deadline_us - now));
+	}
+}
+
 void
 mstat_top_tick(struct mstat_top *top)
 {
@@ -273,6 +350,8 @@ mstat_top_tick(struct mstat_top *top)
 	size_t n = 0;
 
 	mstat_discover_scan(&top->disc, &top->targets);
+	top->errors[MSTAT_TOP_ERR_REFUSED] = top->disc.refused_count;
+	top->errors[MSTAT_TOP_ERR_DESCRIPTORS] = top->disc.no_fd_count;
 	cds_list_for_each_entry(t, &top->targets, node)
 		n += !t->final;
 	if (grow(top, n) < 0)
@@ -295,8 +374,7 @@ mstat_top_tick(struct mstat_top *top)
 	top->stop_checks = STOP_CHECKS;
 	/* A segment truncated under its mapping fails its read with -EFAULT
 	 * (the reader's SIGBUS guard), and publish() drops it. */
-	mstat_reader_snapshot_many(top->readers, n, top->outs, top->rcs,
-				   top->opt.wait_budget_us);
+	read_all(top, n, now_us() + top->opt.wait_budget_us);
 	uint64_t t_ns = mstat_top_now_ns();
 	for (size_t i = 0; i < n; i++)
 		publish(top, i, t_ns);
@@ -421,6 +499,9 @@ mstat_top_gather(struct mstat_top *top, struct mstat_top_scratch *sc,
 			.comm = t->id.comm,
 			.exe = t->id.exe,
 			.start_ns = t->start_ns,
+			.writer_mode = t->writer_mode,
+			.layout_major = t->layout_major,
+			.layout_minor = t->layout_minor,
 		};
 	}
 	/* The inputs point into samples: hand them over before unlocking. */

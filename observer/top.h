@@ -59,6 +59,30 @@ struct mstat_top_status {
 	char line[256];
 };
 
+/*
+ * Why a target was not read, as counted in mstat_top.errors: X(ENUM, name,
+ * "description").  The names are mstat-exporter's `reason` label values.
+ */
+#define MSTAT_TOP_ERRORS(X)                                                   \
+	X(STALLED, stalled, "a thread stayed inside an update for the whole " \
+			    "wait budget")                                    \
+	X(BUSY, busy, "another reader held the segment for the whole wait "   \
+		      "budget")                                               \
+	X(REFUSED, refused, "discovery refused a segment (owner, mode, "      \
+			    "format, sizes)")                                 \
+	X(DROPPED, dropped, "a segment attached earlier became "              \
+			    "untrustworthy (truncated, corrupted)")           \
+	X(DESCRIPTORS, descriptors, "a segment could not be opened: out of "  \
+				    "file descriptors")                       \
+	X(READ, read, "any other failed read (membarrier refused)")
+
+enum mstat_top_error {
+#define MSTAT_X(e, n, h) MSTAT_TOP_ERR_##e,
+	MSTAT_TOP_ERRORS(MSTAT_X)
+#undef MSTAT_X
+	MSTAT_TOP_ERR_COUNT
+};
+
 struct mstat_top_options {
 	const pid_t *pids;          /* attach only these, if npids > 0 */
 	size_t npids;
@@ -99,7 +123,13 @@ struct mstat_top {
 	int *rcs;
 	uint64_t status_seq;
 	unsigned stop_checks;           /* looks at /proc left this tick */
+	/* Failed reads and refusals, by reason, since init: the sampler's
+	 * own (read them from its thread, between ticks). */
+	uint64_t errors[MSTAT_TOP_ERR_COUNT];
 };
+
+/* "stalled", "busy", ...: the error's name. */
+const char *mstat_top_error_name(enum mstat_top_error e);
 
 /* 0 or -errno.  Does not start a thread. */
 int mstat_top_init(struct mstat_top *top, const struct mstat_top_options *opt);
@@ -108,8 +138,11 @@ int mstat_top_init(struct mstat_top *top, const struct mstat_top_options *opt);
 void mstat_top_fini(struct mstat_top *top);
 
 /* One tick: discover, read every target, publish, remove the segments
- * of targets found gone.  Only from the sampler (the thread, or the main
- * thread in batch mode). */
+ * of targets found gone.  A target another reader holds (mstat-top and
+ * mstat-exporter read the same segments) is tried again until it is
+ * free: the tick waits at most the wait budget in all, for stalled and
+ * busy targets together.  Only from the sampler (the thread, or the main
+ * thread in batch mode; one thread at a time). */
 void mstat_top_tick(struct mstat_top *top);
 
 /* Runs mstat_top_tick() every interval in a thread of its own. */

@@ -4,6 +4,10 @@
 set -euo pipefail
 pkgs=(gcc g++ meson ninja-build pkg-config liburcu-dev libcmocka-dev
       libncurses-dev libjson-c-dev spin
+      libmicrohttpd-dev libyaml-dev libcrypt-dev # mstat-exporter: HTTP
+                              # and TLS, its web config, bcrypt
+      openssl python3-prometheus-client # its tests: a certificate, a
+                              # strict OpenMetrics parser
       tmux python3 prometheus # mstat-top's tests: tmux drives the view,
                               # promtool (prometheus) checks OpenMetrics
       libjemalloc2 libtcmalloc-minimal4 sqlite3 jq libxml2-utils

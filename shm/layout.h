@@ -47,8 +47,10 @@
 #define MSTAT_SHM_MAGIC UINT64_C(0x4d48535441545348)
 /* Any change to this file bumps the major version; readers refuse a major
  * they do not know.  1: dense, slots of any size, liveness by pid.
- * 2: sparse, slots of whole pages, liveness by the owner lock. */
-#define MSTAT_SHM_VERSION_MAJOR 2
+ * 2: sparse, slots of whole pages, liveness by the owner lock.
+ * 3: four generations chosen by epoch % 4, counters generation-major,
+ *    requested bytes in the slot's first line. */
+#define MSTAT_SHM_VERSION_MAJOR 3
 #define MSTAT_SHM_VERSION_MINOR 0 /* readers accept any minor */
 
 #define MSTAT_SHM_DIR "/dev/shm"
@@ -87,8 +89,10 @@ enum mstat_target_state {
 
 /*
  * Counters: the lists MSTAT_CLASS_COUNTERS and MSTAT_TOTAL_COUNTERS of
- * mstatshm_counters.h.  Every size class has one row of counters; one more
- * row after the last class holds the per-process totals.
+ * mstatshm_counters.h.  Every size class has one row of counters in each
+ * generation; the per-process totals (requested bytes) are kept in the
+ * slot's head, one per generation.  A sum (shm/sum.h) has one more row,
+ * after the last class, for the totals.
  */
 enum mstat_class_counter {
 #define MSTAT_X(e, f, h) MSTAT_C_##e,
@@ -104,9 +108,16 @@ enum mstat_total_counter {
 	MSTAT_TOTAL_COUNTER_COUNT
 };
 
-#define MSTAT_GENS 3 /* generations of cumulative counters per slot */
-#define MSTAT_ROW_STRIDE (MSTAT_GENS * MSTAT_ROW_COUNTERS) /* counters */
-#define MSTAT_ROWS(classes) ((classes) + 1u) /* classes + totals row */
+/* Generations of cumulative counters per slot, chosen by epoch % 4: a
+ * mask, where % 3 took a multiply and six more instructions on every
+ * update, and 2^64 is a multiple of it.  The protocol needs at least
+ * three (docs/design.md); the fourth is one more that is never written
+ * between two rotations. */
+#define MSTAT_GENS 4
+#define MSTAT_GEN_OF(epoch) ((unsigned)((epoch) & (MSTAT_GENS - 1)))
+/* Counters of one generation: a row of MSTAT_ROW_COUNTERS per class. */
+#define MSTAT_GEN_COUNTERS(classes) ((classes) * MSTAT_ROW_COUNTERS)
+#define MSTAT_ROWS(classes) ((classes) + 1u) /* of a sum: classes + totals */
 #define MSTAT_TOUCHED_WORDS 3u /* bitmap of rows a slot ever wrote */
 
 /*
@@ -159,20 +170,32 @@ struct mstat_shm_header {
  * One slot.  Only the thread owning it writes it (slot 0: whoever holds the
  * process-local shared lock).  `seq` is odd while its writer is inside an
  * update section.  Counters are cumulative: a section adds into generation
- * `epoch % 3`; the value of a counter is the sum of its three generations.
+ * `epoch % 4`; the value of a counter is the sum of its four generations.
+ *
+ * What an update writes is on as few lines as it can be: the first line
+ * holds `seq`, which every update writes twice, the requested bytes, which
+ * every allocation adds to, and the touched bitmap, written once per row;
+ * and counters are generation-major, so that the classes a thread uses
+ * most, small and adjacent, share lines in the generation it writes
+ * (two classes to a line).
  */
 struct mstat_shm_slot_head {
 	_Atomic uint64_t seq;     /* (A) odd store, (C) even store */
-	_Atomic uint32_t tid;     /* current owner, 0 when free; informative */
-	uint32_t reserved0;
-	/* Bit r set once any section of this slot wrote row r.  Readers skip
-	 * rows never written: the counters of such a row are all zero. */
+	/* Bytes callers asked for (MSTAT_T_REQUESTED_BYTES), per generation. */
+	_Atomic uint64_t requested[MSTAT_GENS];
+	/* Bit r set once any section of this slot wrote class row r.  Readers
+	 * skip rows never written: their counters are zero in every
+	 * generation. */
 	_Atomic uint64_t touched[MSTAT_TOUCHED_WORDS];
+	/* Second line: written when the slot changes hands. */
+	alignas(MSTAT_CACHELINE) _Atomic uint32_t tid; /* current owner, 0 when
+							* free; informative */
+	uint32_t reserved0;
 };
 
 struct mstat_shm_slot {
 	alignas(MSTAT_CACHELINE) struct mstat_shm_slot_head head;
-	/* acc[row][gen][counter], rows = class_count + 1 */
+	/* acc[gen][class][counter] */
 	alignas(MSTAT_CACHELINE) _Atomic uint64_t acc[];
 };
 
@@ -181,7 +204,7 @@ struct mstat_shm_slot {
  * pages can be reserved on their own. */
 #define MSTAT_SLOT_SIZE(classes)                                             \
 	MSTAT_ALIGN_UP(offsetof(struct mstat_shm_slot, acc) +                \
-			       MSTAT_ROWS(classes) * MSTAT_ROW_STRIDE *      \
+			       MSTAT_GENS * MSTAT_GEN_COUNTERS(classes) *    \
 				       sizeof(uint64_t),                     \
 		       MSTAT_PAGE)
 #define MSTAT_CLASSES_OFFSET MSTAT_PAGE
@@ -200,17 +223,21 @@ _Static_assert(offsetof(struct mstat_shm_header, epoch) % MSTAT_CACHELINE == 0,
 	       "epoch starts its own cache line");
 _Static_assert(offsetof(struct mstat_shm_header, name) == 88,
 	       "identity fields are packed without holes");
-_Static_assert(sizeof(struct mstat_shm_slot_head) <= MSTAT_CACHELINE,
-	       "seq and the touched bitmap share one cache line");
-_Static_assert(offsetof(struct mstat_shm_slot, acc) == MSTAT_CACHELINE,
-	       "counters start on the line after seq");
-_Static_assert(MSTAT_ROWS(MSTAT_CLASS_COUNT) <= 64 * MSTAT_TOUCHED_WORDS,
-	       "the touched bitmap covers every row");
+_Static_assert(offsetof(struct mstat_shm_slot_head, tid) == MSTAT_CACHELINE,
+	       "seq, requested bytes and the touched bitmap share one cache line");
+_Static_assert(offsetof(struct mstat_shm_slot, acc) == 2 * MSTAT_CACHELINE,
+	       "counters start on the line after the head");
+_Static_assert((MSTAT_GENS & (MSTAT_GENS - 1)) == 0 && MSTAT_GENS >= 3,
+	       "at least three generations, a power of two");
+_Static_assert(MSTAT_ROW_COUNTERS * sizeof(uint64_t) * 2 == MSTAT_CACHELINE,
+	       "two class rows to a line, each row within one");
+_Static_assert(MSTAT_CLASS_COUNT <= 64 * MSTAT_TOUCHED_WORDS,
+	       "the touched bitmap covers every class row");
 _Static_assert(MSTAT_CLASS_COUNT <= MSTAT_MAX_CLASSES,
 	       "a snapshot holds every class");
-_Static_assert((int)MSTAT_TOTAL_COUNTER_COUNT <= (int)MSTAT_ROW_COUNTERS,
-	       "the totals fit one row");
-_Static_assert(MSTAT_SLOT_SIZE(MSTAT_CLASS_COUNT) == 4 * MSTAT_PAGE,
-	       "a slot is 16 KiB: what a thread costs in /dev/shm");
+_Static_assert((int)MSTAT_TOTAL_COUNTER_COUNT == 1,
+	       "the one total, requested bytes, is kept in the head");
+_Static_assert(MSTAT_SLOT_SIZE(MSTAT_CLASS_COUNT) == 5 * MSTAT_PAGE,
+	       "a slot is 20 KiB: what a thread costs in /dev/shm");
 
 #endif /* MSTAT_SHM_LAYOUT_H */

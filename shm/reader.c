@@ -7,12 +7,12 @@
  *
  *   1. if synced_epoch != epoch, an earlier reader rotated and did not
  *      finish: handshake for it first, then synced_epoch = epoch
- *   2. base = generation (epoch + 1) % 3 of every slot: no writer has
+ *   2. base = generation (epoch + 1) % 4 of every slot: no writer has
  *      touched it since the last handshake, and writers move into it next
  *   3. epoch++                                          (D)
  *      membarrier, for targets in membarrier mode        (M)
  *   4. handshake: each slot whose seq is odd is waited on until seq moves (E)
- *   5. snapshot = base + the two other generations; synced_epoch = epoch (G)
+ *   5. snapshot = base + the three other generations; synced_epoch = epoch (G)
  *
  * A reader writes nothing but `epoch` and `synced_epoch`, and merges or
  * clears nothing, so dying at any point leaves a segment the next reader
@@ -23,7 +23,7 @@
  * the process die of SIGBUS.
  *
  * Once the target is gone (its owner lock is free, owner.h), there is no
- * writer left to wait for: a read adds up the three generations as they
+ * writer left to wait for: a read adds up the four generations as they
  * are.  A slot still odd then was cut by the process's death inside an
  * update, and is counted in `cut`.
  */
@@ -601,8 +601,7 @@ mstat_reader_begin(struct mstat_reader *r, unsigned catchup_budget_us)
 	/* Readers move the epoch one rotation at a time from 0, each after
 	 * the last one's handshake: it is `synced` or one more, and 2^63
 	 * rotations are out of reach.  Anything else was written by someone
-	 * else; near 2^64, which 3 does not divide, the generations would
-	 * not even be three. */
+	 * else. */
 	if (e >= EPOCH_LIMIT || (e != synced && e != synced + 1))
 		return unlock_with(r, fail(r, -EPROTO,
 			"%s: epoch %llu with %llu synced: not written by a reader",
@@ -610,7 +609,7 @@ mstat_reader_begin(struct mstat_reader *r, unsigned catchup_budget_us)
 			(unsigned long long)synced));
 	if (synced != e) {
 		/* Step 1: a reader rotated to `e` and died or gave up before
-		 * its handshake ended.  Finish it, or generation (e + 1) % 3
+		 * its handshake ended.  Finish it, or generation (e + 1) % 4
 		 * may still have a writer in it. */
 		if (mstat_reader_needs_barrier(r) && (rc = mstat_reader_barrier()) < 0)
 			return barrier_failed(r, rc);
@@ -624,12 +623,12 @@ mstat_reader_begin(struct mstat_reader *r, unsigned catchup_budget_us)
 	}
 
 	/* Step 2: the base.  Slots raised into use after this load start
-	 * with that generation zero: only generation e % 3 is written until
+	 * with that generation zero: only generation e % 4 is written until
 	 * the rotation below. */
 	if ((rc = load_used(r, &used)) < 0)
 		return unlock_with(r, rc);
 	memset(r->base, 0, MSTAT_ROWS(r->class_count) * sizeof(r->base[0]));
-	add_generation(r, used, (unsigned)((e + 1) % MSTAT_GENS), r->base);
+	add_generation(r, used, MSTAT_GEN_OF(e + 1), r->base);
 	step(MSTAT_STEP_BASE_READ);
 
 	/* Step 3. (D) seq_cst RMW: pairs with (B) through (A)/(E); a full
@@ -709,7 +708,16 @@ sum_final(struct mstat_reader *r)
 	return cut;
 }
 
-void
+static int
+truncated(struct mstat_reader *r)
+{
+	if (r->rotated)
+		unlock_with(r, 0);
+	return fail(r, -EFAULT, "%s: truncated while being read",
+		    r->info.shm_name);
+}
+
+int
 mstat_reader_finish(struct mstat_reader *r, struct mstat_snapshot *out)
 {
 	uint64_t (*acc)[MSTAT_ROW_COUNTERS] = r->base;
@@ -719,12 +727,21 @@ mstat_reader_finish(struct mstat_reader *r, struct mstat_snapshot *out)
 	if (r->dead) {
 		cut = sum_final(r);
 	} else {
-		/* Step 5: the two generations no writer can touch now, added
-		 * to the base.  Still under the lock: the next rotation makes
-		 * one of them writable again. */
-		add_generation(r, r->used, (unsigned)((r->epoch + 2) % MSTAT_GENS), acc);
-		add_generation(r, r->used, (unsigned)((r->epoch + 1) % MSTAT_GENS), acc);
+		/* Step 5: the generations no writer can touch now, every one
+		 * but the epoch's own, added to the base.  Still under the
+		 * lock: the next rotation makes one of them writable again. */
+		for (unsigned k = 1; k < MSTAT_GENS; k++)
+			add_generation(r, r->used, MSTAT_GEN_OF(r->epoch + k), acc);
 	}
+
+	/* Cut while being read and grown back since (a writer reserving a
+	 * slot extends the file, with zeros): no fault said so, the size
+	 * does.  A segment cut to its old size again is the scribbler's case
+	 * (docs/design.md). */
+	struct stat st;
+
+	if (fstat(r->fd, &st) < 0 || (uint64_t)st.st_size != r->size)
+		return truncated(r);
 
 	/* Only what the snapshot holds: its header and class_count classes
 	 * (a whole snapshot, zeroed, costs a tick over thousands of targets
@@ -760,19 +777,11 @@ mstat_reader_finish(struct mstat_reader *r, struct mstat_snapshot *out)
 		unlock_with(r, 0);
 	}
 	r->finished = true;
+	return 0;
 }
 
 /* After a guarded read was cut short by SIGBUS: the segment no longer has
  * the size it was validated with, and is not to be read again. */
-static int
-truncated(struct mstat_reader *r)
-{
-	if (r->rotated)
-		unlock_with(r, 0);
-	return fail(r, -EFAULT, "%s: truncated while being read",
-		    r->info.shm_name);
-}
-
 struct snapshot_one {
 	struct mstat_reader *r;
 	struct mstat_snapshot *out;
@@ -812,8 +821,7 @@ snapshot_one(void *arg)
 		a->rc = mstat_reader_abandon(r);
 		return;
 	}
-	mstat_reader_finish(r, a->out);
-	a->rc = 0;
+	a->rc = mstat_reader_finish(r, a->out);
 }
 
 int
@@ -893,7 +901,7 @@ snapshot_many(void *arg)
 		if (mstat_reader_poll(rs[i]))
 			rcs[i] = mstat_reader_abandon(rs[i]);
 		else
-			mstat_reader_finish(rs[i], outs[i]);
+			rcs[i] = mstat_reader_finish(rs[i], outs[i]);
 	}
 }
 

@@ -88,8 +88,9 @@ uint32_t mstat_reader_class_count(const struct mstat_reader *r);
 /* When the target began to exit (CLOCK_REALTIME ns), 0 if it has not. */
 uint64_t mstat_reader_exit_ns(const struct mstat_reader *r);
 
-/* Handshake done: sum the snapshot, record it as synced, unlock. */
-void mstat_reader_finish(struct mstat_reader *r, struct mstat_snapshot *out);
+/* Handshake done: sum the snapshot, record it as synced, unlock.  Returns
+ * 0, or -EFAULT if the segment was cut while being read. */
+int mstat_reader_finish(struct mstat_reader *r, struct mstat_snapshot *out);
 
 /* Give up on a read (a slot stalled): unlock and say which slot.  The next
  * read catches up; nothing is lost.  Returns -EAGAIN. */

@@ -65,9 +65,11 @@ mstat_size_class_computed(uint64_t size)
 #define MSTAT_SC16(i) MSTAT_SC4(i), MSTAT_SC4(i + 4), MSTAT_SC4(i + 8), MSTAT_SC4(i + 12)
 
 /* Class of the sizes up to 16 * i, i <= 64 (tests/protocol/test_layout.c
- * checks it against mstat_size_class_computed() for every size). */
+ * checks it against mstat_size_class_computed() for every size).  Entries
+ * 0..63, which glibc's chunk sizes index (lib/interpose.c), are one cache
+ * line. */
 static const uint8_t mstat_small_class[MSTAT_TABLE_MAX / 16 + 1]
-	__attribute__((unused)) = {
+	__attribute__((unused, aligned(64))) = {
 	MSTAT_SC16(0), MSTAT_SC16(16), MSTAT_SC16(32), MSTAT_SC16(48), MSTAT_SC(64),
 };
 

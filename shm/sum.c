@@ -18,23 +18,23 @@ mstat_sum_generation(const unsigned char *slots, uint32_t slot_size, uint32_t n,
 		     uint32_t class_count, unsigned gen,
 		     uint64_t (*sum)[MSTAT_ROW_COUNTERS])
 {
-	const unsigned rows = MSTAT_ROWS(class_count);
-	const unsigned totals = class_count; /* the last row, always read */
+	const unsigned totals = class_count; /* the sum's last row */
 
 	for (uint32_t i = 0; i < n; i++) {
 		const struct mstat_shm_slot *s =
 			(const struct mstat_shm_slot *)(slots + (size_t)i * slot_size);
+		const _Atomic uint64_t *g =
+			s->acc + (size_t)gen * MSTAT_GEN_COUNTERS(class_count);
 
+		sum[totals][MSTAT_T_REQUESTED_BYTES] += atomic_load_explicit(
+			&s->head.requested[gen], memory_order_relaxed);
 		for (unsigned w = 0; w < MSTAT_TOUCHED_WORDS; w++) {
 			uint64_t bits = atomic_load_explicit(&s->head.touched[w],
 							     memory_order_relaxed);
-			bits &= row_mask(rows, w); /* a bad bitmap reads no further */
-			bits |= row_mask(totals + 1, w) & ~row_mask(totals, w);
+			bits &= row_mask(class_count, w); /* a bad bitmap reads no further */
 			while (bits) {
 				unsigned row = w * 64 + (unsigned)__builtin_ctzll(bits);
-				const _Atomic uint64_t *c =
-					s->acc + (size_t)row * MSTAT_ROW_STRIDE +
-					gen * MSTAT_ROW_COUNTERS;
+				const _Atomic uint64_t *c = g + (size_t)row * MSTAT_ROW_COUNTERS;
 				bits &= bits - 1;
 				for (unsigned k = 0; k < MSTAT_ROW_COUNTERS; k++)
 					sum[row][k] += atomic_load_explicit(

@@ -116,9 +116,16 @@ count(struct seg *s, uint32_t i, unsigned gen, uint32_t row, uint64_t n,
       uint64_t bytes, uint64_t freed, uint64_t freed_bytes)
 {
 	struct mstat_shm_slot *sl = slot(s, i);
-	_Atomic uint64_t *c = sl->acc + (size_t)row * MSTAT_ROW_STRIDE +
-			      gen * MSTAT_ROW_COUNTERS;
+	uint32_t classes = s->h->class_count;
+	_Atomic uint64_t *c = sl->acc + (size_t)gen * MSTAT_GEN_COUNTERS(classes) +
+			      (size_t)row * MSTAT_ROW_COUNTERS;
 	uint64_t v[MSTAT_ROW_COUNTERS] = { n, bytes, freed, freed_bytes };
+
+	if (row == classes) { /* the totals: requested bytes, in the head */
+		atomic_fetch_add_explicit(&sl->head.requested[gen], n,
+					  memory_order_relaxed);
+		return;
+	}
 
 	for (unsigned k = 0; k < MSTAT_ROW_COUNTERS; k++)
 		atomic_fetch_add_explicit(&c[k], v[k], memory_order_relaxed);
@@ -154,7 +161,7 @@ fill(struct seg *s)
 				count(s, i, g, row, n, n * size, 3 + g,
 				      (3 + g) * size);
 			}
-			/* The totals row: requested bytes. */
+			/* The totals: requested bytes. */
 			count(s, i, g, classes, 1000 * (g + 1), 0, 0, 0);
 		}
 		set_seq(s, i, 2 * (100 + i), i ? 1000 + i : 0);

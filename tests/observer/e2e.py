@@ -428,7 +428,7 @@ def test_refusals():
     plant(name("mode"), head, size, mode=0o644)
     plant(name("owner"), head, size, uid=65534)
     plant(name("magic"), b"NOTMSTAT" + head[8:], size)
-    plant(name("version"), head[:8] + b"\x03\x00" + head[10:], size)
+    plant(name("version"), head[:8] + b"\x04\x00" + head[10:], size)
     plant(name("oldversion"), head[:8] + b"\x01\x00" + head[10:], size)
     plant(name("size"), head[:16] + (1 << 40).to_bytes(8, "little") + head[24:],
           size)
@@ -443,8 +443,8 @@ def test_refusals():
         "mode": "has mode 0644, not 0600",
         "owner": "is owned by uid 65534",
         "magic": "bad magic",
-        "version": "format version 3.0; this reader reads 2.x",
-        "oldversion": "format version 1.0; this reader reads 2.x",
+        "version": "format version 4.0; this reader reads 3.x",
+        "oldversion": "format version 1.0; this reader reads 3.x",
         "size": "",
         "identity": "says it belongs to pid %d" % good.pid,
         "symlink": "symbolic link",
@@ -625,82 +625,89 @@ def test_json():
     t.stop()
 
 
-LABEL = r'[a-zA-Z_][a-zA-Z0-9_]*="(?:[^"\\\n]|\\[\\"n])*"'
-SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)\{(%s(?:,%s)*)\} (\S+)$" %
-                    (LABEL, LABEL))
-
-
-def strict_openmetrics(text):
-    """Our OpenMetrics subset, strictly: # HELP then # TYPE before each
-    family's samples, families contiguous and declared once, counters named
-    *_total, pid and name labels on every sample, no duplicate series,
-    numeric values, and a final # EOF."""
+def parse_openmetrics(text):
+    """An OpenMetrics 1.0.0 text, strictly: the grammar as Prometheus's
+    Python client parses it (families declared once, counters' samples
+    named <family>_total, # UNIT matching the name, a final # EOF), and
+    our rules on top: no timestamps, no duplicate series, pid and name
+    labels on every per-process sample.  Returns {family: [samples]}."""
+    try:
+        from prometheus_client.openmetrics.parser import \
+            text_string_to_metric_families
+    except ImportError:
+        raise Failure("python3-prometheus-client is not installed "
+                      "(bash scripts/deps.sh installs it)")
     check(text.endswith("# EOF\n") and text.count("# EOF") == 1,
           "ends with one # EOF")
-    families, family, kind, series = set(), None, None, set()
-    lines = text[:-len("# EOF\n")].split("\n")[:-1]
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        m = re.match(r"^# HELP ([a-zA-Z_:][a-zA-Z0-9_:]*) (.+)$", line)
-        if m:
-            family = m.group(1)
-            check(family not in families, "family %s declared twice" % family)
-            families.add(family)
-            t = re.match(r"^# TYPE (\S+) (counter|gauge)$", lines[i + 1])
-            check(t and t.group(1) == family, "TYPE after HELP: %r" % lines[i + 1])
-            kind = t.group(2)
-            check(kind != "counter" or family.endswith("_total"),
-                  "counter %s ends in _total" % family)
-            i += 2
-            continue
-        m = SAMPLE.match(line)
-        check(m, "not a sample line: %r" % line)
-        check(m.group(1) == family, "sample %s outside its family" % m.group(1))
-        labels = dict(re.findall(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"',
-                                 m.group(2)))
-        check(set(labels) >= {"pid", "name"} and labels["pid"].isdigit(),
-              "pid and name labels: %r" % line)
-        float(m.group(3))
-        key = (m.group(1), m.group(2))
-        check(key not in series, "duplicate series %r" % line)
-        series.add(key)
-        i += 1
+    families, series = {}, set()
+    for fam in text_string_to_metric_families(text):
+        check(fam.name not in families, "family %s twice" % fam.name)
+        families[fam.name] = fam.samples
+        for smp in fam.samples:
+            check(smp.timestamp is None, "a timestamp: %r" % (smp,))
+            key = (smp.name, tuple(sorted(smp.labels.items())))
+            check(key not in series, "duplicate series %r" % (smp,))
+            series.add(key)
+            if not smp.name.startswith("mstat_exporter_"):
+                check({"pid", "name"} <= set(smp.labels) and
+                      smp.labels["pid"].isdigit(),
+                      "pid and name labels: %r" % (smp,))
     return families
 
 
+def check_text_format(out):
+    """Prometheus's text format 0.0.4, as promtool checks it (and as
+    node_exporter's textfile collector reads it)."""
+    if not PROMTOOL:
+        print("promtool not installed: the text format is not checked")
+        return
+    r = subprocess.run([PROMTOOL, "check", "metrics"], input=out,
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=TIMEOUT)
+    check(r.returncode == 0, "promtool: %s" % r.stdout.decode())
+
+
 def test_openmetrics():
-    """The OpenMetrics output passes a strict parser and promtool, and
-    carries the exact counters."""
+    """The OpenMetrics output passes a strict parser, the text output
+    passes promtool, and both carry the exact counters."""
     f = Target("fixed", TAG + "-om")
     g = Target("steady", TAG + '-om "quoted"')
-    out, _ = run_top("-o", "openmetrics", "-n", "1", "-p",
-                     "%d,%d" % (f.pid, g.pid))
-    families = strict_openmetrics(out)
-    check({"mstat_allocs_total", "mstat_frees_total", "mstat_live_bytes",
-           "mstat_class_allocs_total"} <= families, "families: %r" % families)
+    pids = "%d,%d" % (f.pid, g.pid)
+    out, _ = run_top("-o", "openmetrics", "-n", "1", "-p", pids)
+    families = parse_openmetrics(out)
+    check({"mstat_allocs", "mstat_frees", "mstat_live_bytes",
+           "mstat_class_allocs", "mstat_process"} <= set(families),
+          "families: %r" % sorted(families))
     check('mstat_class_allocs_total{pid="%d",name="%s",size="%d"} 10\n' %
           (f.pid, f.name, B) in out, "exact class counter")
     check('mstat_class_free_bytes_total{pid="%d",name="%s",size="%d"} %d\n' %
           (f.pid, f.name, B, 3 * B) in out, "exact class bytes")
     check('name="%s-om \\"quoted\\""' % TAG in out, "quotes escaped")
-    if PROMTOOL:
-        r = subprocess.run([PROMTOOL, "check", "metrics"], input=out.encode(),
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           timeout=TIMEOUT)
-        check(r.returncode == 0, "promtool: %s" % r.stdout.decode())
-    else:
-        print("promtool not installed: strict parser only")
-    # The strict parser itself must refuse what breaks the rules.
+    # The strict parser itself must refuse what breaks the rules: the
+    # text 0.0.4 way of naming a counter family among them.
     for bad in (out.replace("# EOF\n", ""),
-                out.replace("mstat_allocs_total counter", "mstat_allocs counter"),
+                out.replace("# TYPE mstat_allocs counter",
+                            "# TYPE mstat_allocs_total counter"),
                 out.replace('name="', 'name=', 1),
-                out + out):
+                out.replace("# EOF\n", "") + out):
         try:
-            strict_openmetrics(bad)
+            parse_openmetrics(bad)
         except (Failure, ValueError):
             continue
         raise Failure("the strict parser accepted a broken text")
+
+    text, _ = run_top("-o", "prometheus", "-n", "1", "-p", pids)
+    check_text_format(text.encode())
+    check("# EOF" not in text and "# TYPE mstat_allocs_total counter\n" in text,
+          "text 0.0.4 declares counters with _total, has no # EOF")
+    check('mstat_class_allocs_total{pid="%d",name="%s",size="%d"} 10\n' %
+          (f.pid, f.name, B) in text, "exact class counter in text")
+    # The same series, whichever format: only the declarations differ
+    # (the steady target's values move between the two runs).
+    def series(t):
+        return [l.rsplit(" ", 1)[0] for l in t.splitlines()
+                if not l.startswith("#")]
+    check(series(out) == series(text), "the same series in both formats")
     f.stop()
     g.stop()
 
@@ -1198,7 +1205,8 @@ def test_escape():
     table = check_clean(out, "the table")
     check_clean(err, "stderr")
     check(("mstat-top: %s\n" % note) in err.decode(), "the note: %r" % err)
-    cell = display_name(shown).encode()[:20].decode()  # 20 bytes, whole
+    # Its first 20 bytes, but no character cut in two.
+    cell = display_name(shown).encode()[:20].decode(errors="ignore")
     rows = [l for l in table.splitlines() if l.split()[:1] == [str(t.pid)]]
     check(len(rows) == 1 and rows[0][8:].startswith(cell + " "),
           "table row %r, name %r" % (rows, cell))
@@ -1217,15 +1225,16 @@ def test_escape():
                             str(t.pid)])
     check(rc == 0, "openmetrics: exit %d" % rc)
     om = check_clean(out, "the OpenMetrics text")
-    strict_openmetrics(om)
+    parse_openmetrics(om)
     label = 'name="%s"' % shown.replace("\\", "\\\\").replace('"', '\\"')
     check('mstat_allocs_total{pid="%d",%s}' % (t.pid, label) in om,
           "label %s in %r" % (label, om))
-    if PROMTOOL:
-        r = subprocess.run([PROMTOOL, "check", "metrics"], input=out,
-                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           timeout=TIMEOUT)
-        check(r.returncode == 0, "promtool: %s" % r.stdout.decode())
+    rc, out, err = run_raw([TOP, "-b", "-n", "1", "-o", "prometheus", "-p",
+                            str(t.pid)])
+    check(rc == 0, "prometheus: exit %d" % rc)
+    check('mstat_allocs_total{pid="%d",%s}' % (t.pid, label) in
+          check_clean(out, "the text format"), "label in the text format")
+    check_text_format(out)
 
     # mstat-run: the name (from the command's segment) and the command
     # line in its summary, and a command that cannot be run, in the
@@ -1255,8 +1264,14 @@ def test_escape():
         raw = tm.tmux("capture-pane", "-p", "-t", "t").stdout
         return check_clean(raw, "the screen")
     try:
-        s = tm.wait(lambda s: rows_of(s, {t.pid}) and note in s,
-                    "the row and the note")
+        # The row; then a file planted now, whose note is the newest on
+        # the status line.  (Planted before, its note could already be
+        # replaced by a note about another test's files: /dev/shm is
+        # shared, and the status line shows the last.)
+        tm.wait(lambda s: rows_of(s, {t.pid}), "the row")
+        plant(planted_name + b".view", b"x")
+        view_note = note.replace(TAG + ":", TAG + ".view:")
+        s = tm.wait(lambda s: view_note in s, "the note")
         s = capture()
         row = [l for l in s.splitlines() if l.split()[:1] == [str(t.pid)]]
         cell = display_name(shown)[:24]  # NAME's bound, in characters

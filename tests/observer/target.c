@@ -47,14 +47,14 @@ stall_inside_section(void)
 	mstat_record_alloc(FIXED_SIZE, FIXED_SIZE);
 	mstat_record_free(FIXED_SIZE);
 	struct mstat_section sec;
-	if (!mstat_thread_slot || !mstat_section_open(&sec)) {
+	if (!mstat_thread.own || !mstat_section_open(&sec)) {
 		fprintf(stderr, "target: no slot\n");
 		exit(3);
 	}
 	unsigned c = mstat_size_class(FIXED_SIZE);
-	mstat_wsection_add(sec.gen, c, MSTAT_C_ALLOC_COUNT, 1);
+	mstat_wsection_add(sec.slot, sec.g, c, MSTAT_C_ALLOC_COUNT, 1);
 	raise(SIGSTOP); /* inside the section */
-	mstat_wsection_add(sec.gen, c, MSTAT_C_ALLOC_BYTES, FIXED_SIZE);
+	mstat_wsection_add(sec.slot, sec.g, c, MSTAT_C_ALLOC_BYTES, FIXED_SIZE);
 	mstat_wsection_touch(sec.slot, c);
 	mstat_section_close(&sec);
 }

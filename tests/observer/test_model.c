@@ -450,6 +450,9 @@ two(struct mstat_model *m)
 	in[0].start_ns = 1699999990250000000u;
 	in[1] = input("s", 7, "sleepy", MSTAT_LIVE_STALLED, 0, NULL);
 	in[1].err = PLANTED ": is not initialised yet";
+	in[0].writer_mode = 2;
+	in[1].writer_mode = 1;
+	in[0].layout_major = in[1].layout_major = 1;
 	assert_int_equal(mstat_model_update(m, in, 2, 1 * SEC), 0);
 	in[0].t_ns = 3 * SEC;
 	in[0].snap = &s[1];
@@ -496,6 +499,73 @@ test_json(void **state)
 	mstat_model_fini(&m);
 }
 
+/* The per-process families common to both formats, after each
+ * family's declaration (HELP, TYPE, UNIT) as `decl` writes it. */
+#define L42 "{pid=\"42\",name=\"" HOSTILE_QUOTED "\""
+#define L7 "{pid=\"7\",name=\"sleepy\""
+#define EXPOSITION(decl)                                                       \
+	decl("mstat_allocs", counter, "_total", NONE, "allocations made")     \
+	"mstat_allocs_total" L42 "} 8\n"                                        \
+	decl("mstat_alloc_bytes", counter, "_total", bytes,                 \
+	     "bytes allocated (usable size)")                                  \
+	"mstat_alloc_bytes_total" L42 "} 296\n"                                 \
+	decl("mstat_frees", counter, "_total", NONE, "allocations freed")     \
+	"mstat_frees_total" L42 "} 1\n"                                         \
+	decl("mstat_free_bytes", counter, "_total", bytes,                  \
+	     "bytes freed (usable size)")                                      \
+	"mstat_free_bytes_total" L42 "} 16\n"                                   \
+	decl("mstat_requested_bytes", counter, "_total", bytes,             \
+	     "bytes requested by callers")                                     \
+	"mstat_requested_bytes_total" L42 "} 294\n"                             \
+	decl("mstat_class_allocs", counter, "_total", NONE,                   \
+	     "allocations made, per size class (size: its largest size)")      \
+	"mstat_class_allocs_total" L42 ",size=\"+Inf\"} 6\n"                    \
+	"mstat_class_allocs_total" L42 ",size=\"112\"} 2\n"                     \
+	decl("mstat_class_alloc_bytes", counter, "_total", bytes,           \
+	     "bytes allocated (usable size), per size class (size: its "       \
+	     "largest size)")                                                  \
+	"mstat_class_alloc_bytes_total" L42 ",size=\"+Inf\"} 96\n"              \
+	"mstat_class_alloc_bytes_total" L42 ",size=\"112\"} 200\n"              \
+	decl("mstat_class_frees", counter, "_total", NONE,                    \
+	     "allocations freed, per size class (size: its largest size)")     \
+	"mstat_class_frees_total" L42 ",size=\"+Inf\"} 1\n"                     \
+	"mstat_class_frees_total" L42 ",size=\"112\"} 0\n"                      \
+	decl("mstat_class_free_bytes", counter, "_total", bytes,            \
+	     "bytes freed (usable size), per size class (size: its largest "   \
+	     "size)")                                                          \
+	"mstat_class_free_bytes_total" L42 ",size=\"+Inf\"} 16\n"               \
+	"mstat_class_free_bytes_total" L42 ",size=\"112\"} 0\n"                 \
+	decl("mstat_live_bytes", gauge, "", bytes,                          \
+	     "bytes allocated and not yet freed")                              \
+	"mstat_live_bytes" L42 "} 280\n"                                        \
+	decl("mstat_live_objects", gauge, "", NONE,                           \
+	     "allocations not yet freed")                                      \
+	"mstat_live_objects" L42 "} 7\n"                                        \
+	decl("mstat_threads", gauge, "", NONE,                                \
+	     "threads counting into a slot of their own")                      \
+	"mstat_threads" L42 "} 2\n"                                             \
+	decl("mstat_running", gauge, "", NONE,                                \
+	     "1 while the process runs, 0 once it exited or died")             \
+	"mstat_running" L7 "} 1\n"                                              \
+	"mstat_running" L42 "} 1\n"                                             \
+	decl("mstat_process_start_time_seconds", gauge, "", seconds,        \
+	     "when the process started, since the Unix epoch")                 \
+	"mstat_process_start_time_seconds" L42 "} 1699999990.25\n"              \
+	decl("mstat_process", info, "_info", NONE,                            \
+	     "the process's writer mode and segment layout version")           \
+	"mstat_process_info" L7 ",mode=\"fenced\",layout=\"1.0\"} 1\n"          \
+	"mstat_process_info" L42 ",mode=\"membarrier\",layout=\"1.0\"} 1\n"
+
+/* OpenMetrics: the family is named without its samples' suffix, and
+ * has a unit. */
+#define OM_DECL(name, type, sfx, unit, help)                                   \
+	"# HELP " name " " help "\n# TYPE " name " " #type "\n"                  \
+	OM_UNIT(name, unit)
+#define OM_UNIT(name, unit) OM_UNIT_##unit(name)
+#define OM_UNIT_NONE(name) ""
+#define OM_UNIT_bytes(name) "# UNIT " name " bytes\n"
+#define OM_UNIT_seconds(name) "# UNIT " name " seconds\n"
+
 static void
 test_openmetrics(void **state)
 {
@@ -505,49 +575,29 @@ test_openmetrics(void **state)
 	two(&m);
 	char *out = render(MSTAT_FORMAT_OPENMETRICS, &m, MSTAT_SORT_PID);
 	assert_true(clean(out));
-	assert_string_equal(out,
-		"# HELP mstat_allocs_total allocations made\n"
-		"# TYPE mstat_allocs_total counter\n"
-		"mstat_allocs_total{pid=\"42\",name=\"" HOSTILE_QUOTED "\"} 8\n"
-		"# HELP mstat_alloc_bytes_total bytes allocated (usable size)\n"
-		"# TYPE mstat_alloc_bytes_total counter\n"
-		"mstat_alloc_bytes_total{pid=\"42\",name=\"" HOSTILE_QUOTED "\"} 296\n"
-		"# HELP mstat_frees_total allocations freed\n"
-		"# TYPE mstat_frees_total counter\n"
-		"mstat_frees_total{pid=\"42\",name=\"" HOSTILE_QUOTED "\"} 1\n"
-		"# HELP mstat_free_bytes_total bytes freed (usable size)\n"
-		"# TYPE mstat_free_bytes_total counter\n"
-		"mstat_free_bytes_total{pid=\"42\",name=\"" HOSTILE_QUOTED "\"} 16\n"
-		"# HELP mstat_class_allocs_total allocations made, per size class (size: its largest size)\n"
-		"# TYPE mstat_class_allocs_total counter\n"
-		"mstat_class_allocs_total{pid=\"42\",name=\"" HOSTILE_QUOTED "\",size=\"+Inf\"} 6\n"
-		"mstat_class_allocs_total{pid=\"42\",name=\"" HOSTILE_QUOTED "\",size=\"112\"} 2\n"
-		"# HELP mstat_class_alloc_bytes_total bytes allocated (usable size), per size class (size: its largest size)\n"
-		"# TYPE mstat_class_alloc_bytes_total counter\n"
-		"mstat_class_alloc_bytes_total{pid=\"42\",name=\"" HOSTILE_QUOTED "\",size=\"+Inf\"} 96\n"
-		"mstat_class_alloc_bytes_total{pid=\"42\",name=\"" HOSTILE_QUOTED "\",size=\"112\"} 200\n"
-		"# HELP mstat_class_frees_total allocations freed, per size class (size: its largest size)\n"
-		"# TYPE mstat_class_frees_total counter\n"
-		"mstat_class_frees_total{pid=\"42\",name=\"" HOSTILE_QUOTED "\",size=\"+Inf\"} 1\n"
-		"mstat_class_frees_total{pid=\"42\",name=\"" HOSTILE_QUOTED "\",size=\"112\"} 0\n"
-		"# HELP mstat_class_free_bytes_total bytes freed (usable size), per size class (size: its largest size)\n"
-		"# TYPE mstat_class_free_bytes_total counter\n"
-		"mstat_class_free_bytes_total{pid=\"42\",name=\"" HOSTILE_QUOTED "\",size=\"+Inf\"} 16\n"
-		"mstat_class_free_bytes_total{pid=\"42\",name=\"" HOSTILE_QUOTED "\",size=\"112\"} 0\n"
-		"# HELP mstat_live_bytes bytes allocated and not yet freed\n"
-		"# TYPE mstat_live_bytes gauge\n"
-		"mstat_live_bytes{pid=\"42\",name=\"" HOSTILE_QUOTED "\"} 280\n"
-		"# HELP mstat_live_objects allocations not yet freed\n"
-		"# TYPE mstat_live_objects gauge\n"
-		"mstat_live_objects{pid=\"42\",name=\"" HOSTILE_QUOTED "\"} 7\n"
-		"# HELP mstat_threads threads counting into a slot of their own\n"
-		"# TYPE mstat_threads gauge\n"
-		"mstat_threads{pid=\"42\",name=\"" HOSTILE_QUOTED "\"} 2\n"
-		"# HELP mstat_running 1 while the process runs, 0 once it exited or died\n"
-		"# TYPE mstat_running gauge\n"
-		"mstat_running{pid=\"7\",name=\"sleepy\"} 1\n"
-		"mstat_running{pid=\"42\",name=\"" HOSTILE_QUOTED "\"} 1\n"
-		"# EOF\n");
+	assert_string_equal(out, EXPOSITION(OM_DECL) "# EOF\n");
+	free(out);
+	mstat_model_fini(&m);
+}
+
+/* Text 0.0.4: the family is named as its samples are (counters with
+ * _total), an info is a gauge, and there are no units and no # EOF. */
+#define TEXT_DECL(name, type, sfx, unit, help)                                 \
+	"# HELP " name sfx " " help "\n# TYPE " name sfx " " TEXT_TYPE_##type "\n"
+#define TEXT_TYPE_counter "counter"
+#define TEXT_TYPE_gauge "gauge"
+#define TEXT_TYPE_info "gauge"
+
+static void
+test_prometheus_text(void **state)
+{
+	struct mstat_model m;
+	(void)state;
+
+	two(&m);
+	char *out = render(MSTAT_FORMAT_PROMETHEUS, &m, MSTAT_SORT_PID);
+	assert_true(clean(out));
+	assert_string_equal(out, EXPOSITION(TEXT_DECL));
 	free(out);
 	mstat_model_fini(&m);
 }
@@ -977,6 +1027,7 @@ main(void)
 		cmocka_unit_test(test_note_escaped),
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_openmetrics),
+		cmocka_unit_test(test_prometheus_text),
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_units),
 		cmocka_unit_test(test_growth),

@@ -7,9 +7,10 @@
  *    steps: whatever the first left half done, the second catches up or
  *    dies too; the next reader's snapshot is whole and the final one exact;
  *  - readers looping snapshots are SIGKILLed at random moments;
- *  - two readers die after rotating while one writer section spans both:
- *    the next reader must catch up (wait for that section) before it reads
- *    its base, the generation that section is still writing.
+ *  - as many readers as there are generations but one die after rotating
+ *    while one writer section spans them all: the next reader must catch
+ *    up (wait for that section) before it reads its base, the generation
+ *    that section is still writing.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -191,13 +192,15 @@ catching_up_waits_for_a_dead_readers_writers(void **state)
 	writer_go(&w);
 	assert_int_equal(waitpid(w.pid, &status, WUNTRACED), w.pid);
 	assert_true(WIFSTOPPED(status));
-	/* Two readers rotate and die before their handshake ends (the
-	 * second, catching up, cannot pass the stopped writer). */
-	reader_killed_at(w.pid, rotated, false);
-	reader_killed_at(w.pid, rotated, false);
-	/* A third read: if it read its base without catching up, that base
-	 * is the stopped section's generation; the section ends right after
-	 * (the hook), and the snapshot would hold half of it. */
+	/* MSTAT_GENS - 1 readers rotate and die before their handshake
+	 * ends (each one after the first, catching up, cannot pass the
+	 * stopped writer). */
+	for (unsigned i = 0; i + 1 < MSTAT_GENS; i++)
+		reader_killed_at(w.pid, rotated, false);
+	/* One more read: if it read its base, generation (epoch + 1) % 4,
+	 * without catching up, that base is the stopped section's
+	 * generation; the section ends right after (the hook), and the
+	 * snapshot would hold half of it. */
 	resumed = &w;
 	mstat_reader_set_step_hook(resume_writer_at_base, NULL);
 	mstat_reader_set_wait_budget(w.r, 1000);

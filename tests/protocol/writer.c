@@ -220,19 +220,18 @@ open_section_and(int stop_inside)
 	/* The first count gives this thread a slot of its own. */
 	do_alloc(test_size[0]);
 	struct mstat_section sec;
-	if (!mstat_thread_slot || !mstat_section_open(&sec)) {
+	if (!mstat_thread.own || !mstat_section_open(&sec)) {
 		fprintf(stderr, "no slot\n");
 		exit(3);
 	}
 	unsigned c = mstat_size_class(test_size[2]);
-	mstat_wsection_add(sec.gen, c, MSTAT_C_ALLOC_COUNT, 1);
+	mstat_wsection_add(sec.slot, sec.g, c, MSTAT_C_ALLOC_COUNT, 1);
 	if (!stop_inside)
 		for (;;)
 			pause();
 	raise(SIGSTOP); /* inside the section, half of it done */
-	mstat_wsection_add(sec.gen, c, MSTAT_C_ALLOC_BYTES, test_size[2]);
-	mstat_wsection_add(sec.gen, MSTAT_CLASS_COUNT, MSTAT_T_REQUESTED_BYTES,
-			   test_size[2] - 1);
+	mstat_wsection_add(sec.slot, sec.g, c, MSTAT_C_ALLOC_BYTES, test_size[2]);
+	mstat_wsection_requested(sec.slot, sec.g, test_size[2] - 1);
 	mstat_wsection_touch(sec.slot, c);
 	mstat_section_close(&sec);
 	tally(0, test_size[2]);

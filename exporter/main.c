@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * main.c - mstat-exporter: heap statistics of every process of this user
+ * that counts with libmstatshm, served to Prometheus.  Options and the
+ * process's life; see mstat-exporter(1).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "reader.h"
+#include "scrape.h"
+#include "text.h"
+#include "web.h"
+#include "webconfig.h"
+
+/* Not on the Prometheus project's list of exporter ports (the range
+ * 9100-9999 is full; docs/mstat-exporter.1, PORT, says why this one). */
+#define DEFAULT_LISTEN "127.0.0.1:10415"
+#define MAX_LISTEN 16
+
+struct options {
+	const char *listen[MAX_LISTEN];
+	size_t nlisten;
+	const char *telemetry_path;
+	const char *config_file;
+	bool classes;
+	unsigned wait_budget_us;
+	unsigned max_requests;
+};
+
+static void
+usage(FILE *f)
+{
+	fputs("usage: mstat-exporter [options]\n"
+	      "Serves the heap statistics of every process of this user that\n"
+	      "counts with libmstatshm to Prometheus, read when scraped.\n\n"
+	      "  --web.listen-address=ADDR   host:port, [ipv6]:port or :port (every\n"
+	      "                              interface); repeatable (default "
+	      DEFAULT_LISTEN ")\n"
+	      "  --web.telemetry-path=PATH   where the metrics are (default /metrics)\n"
+	      "  --web.config.file=FILE      TLS and basic auth: the Prometheus\n"
+	      "                              exporter web configuration file\n"
+	      "  --web.max-requests=N        connections served at once (default 40)\n"
+	      "  --[no-]collector.classes    per-size-class series (default off)\n"
+	      "  --reader.wait-budget=TIME   how long a scrape waits, in all, for\n"
+	      "                              stalled and busy processes: 10ms,\n"
+	      "                              0.5s, ... up to 5s (default 10ms)\n"
+	      "  --version                   the version\n"
+	      "  -h, --help                  this text\n", f);
+}
+
+/* A line on stderr that may quote an argument: escaped, as mstat-top's
+ * are. */
+static void
+say(const char *fmt, ...)
+{
+	char raw[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	va_end(ap);
+	fputs("mstat-exporter: ", stderr);
+	mstat_text_put(stderr, raw, MSTAT_TEXT_PLAIN);
+	fputc('\n', stderr);
+}
+
+static void
+note(void *arg, const char *line)
+{
+	(void)arg;
+	say("%s", line);
+}
+
+/* "10ms", "0.5s", "250us", "0": microseconds, or -1. */
+static long long
+parse_duration(const char *s)
+{
+	static const struct {
+		const char *unit;
+		double us;
+	} units[] = { { "us", 1 }, { "ms", 1e3 }, { "s", 1e6 } };
+	char *end;
+	double v = strtod(s, &end);
+
+	if (end == s || !(v >= 0))
+		return -1;
+	if (!*end)
+		return v == 0 ? 0 : -1; /* a number needs a unit */
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (strcmp(end, units[i].unit) == 0)
+			return (long long)(v * units[i].us + 0.5);
+	return -1;
+}
+
+enum {
+	OPT_LISTEN = 256, OPT_PATH, OPT_CONFIG, OPT_MAX_REQ, OPT_CLASSES,
+	OPT_NO_CLASSES, OPT_BUDGET, OPT_VERSION,
+};
+
+static int
+parse_options(struct options *o, int argc, char **argv)
+{
+	static const struct option longs[] = {
+		{ "web.listen-address", required_argument, NULL, OPT_LISTEN },
+		{ "web.telemetry-path", required_argument, NULL, OPT_PATH },
+		{ "web.config.file", required_argument, NULL, OPT_CONFIG },
+		{ "web.max-requests", required_argument, NULL, OPT_MAX_REQ },
+		{ "collector.classes", no_argument, NULL, OPT_CLASSES },
+		{ "no-collector.classes", no_argument, NULL, OPT_NO_CLASSES },
+		{ "reader.wait-budget", required_argument, NULL, OPT_BUDGET },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	long long v;
+	char *end;
+	int c;
+
+	*o = (struct options){ .telemetry_path = "/metrics",
+			       .wait_budget_us = MSTAT_WAIT_BUDGET_DEFAULT_US,
+			       .max_requests = 40 };
+	while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
+		switch (c) {
+		case OPT_LISTEN:
+			if (o->nlisten == MAX_LISTEN) {
+				say("at most %d --web.listen-address", MAX_LISTEN);
+				return -1;
+			}
+			o->listen[o->nlisten++] = optarg;
+			break;
+		case OPT_PATH:
+			if (optarg[0] != '/' || strcmp(optarg, "/") == 0 ||
+			    strlen(optarg) > 256) {
+				say("--web.telemetry-path %s: a path such as /metrics, "
+				    "not /", optarg);
+				return -1;
+			}
+			o->telemetry_path = optarg;
+			break;
+		case OPT_CONFIG: o->config_file = optarg; break;
+		case OPT_MAX_REQ:
+			v = strtoll(optarg, &end, 10);
+			if (*end || v < 1 || v > 10000) {
+				say("--web.max-requests %s: 1 to 10000", optarg);
+				return -1;
+			}
+			o->max_requests = (unsigned)v;
+			break;
+		case OPT_CLASSES: o->classes = true; break;
+		case OPT_NO_CLASSES: o->classes = false; break;
+		case OPT_BUDGET:
+			v = parse_duration(optarg);
+			if (v < 0 || v > 5000000) {
+				say("--reader.wait-budget %s: a time such as 10ms, "
+				    "up to 5s", optarg);
+				return -1;
+			}
+			o->wait_budget_us = (unsigned)v;
+			break;
+		case OPT_VERSION:
+			printf("mstat-exporter %s\n", MSTAT_VERSION);
+			exit(0);
+		case 'h': usage(stdout); exit(0);
+		default: usage(stderr); return -1;
+		}
+	}
+	if (optind < argc) {
+		say("unexpected argument '%s'", argv[optind]);
+		return -1;
+	}
+	if (o->nlisten == 0)
+		o->listen[o->nlisten++] = DEFAULT_LISTEN;
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct options o;
+	struct mstat_webconfig config;
+	struct mstat_scraper *scraper;
+	struct mstat_web *web;
+	char err[512];
+	sigset_t stop;
+	int rc, sig;
+
+	if (parse_options(&o, argc, argv) < 0)
+		return 2;
+	mstat_webconfig_init(&config);
+	if (o.config_file &&
+	    mstat_webconfig_load(&config, o.config_file, err, sizeof(err)) < 0) {
+		say("web config %s", err);
+		return 1;
+	}
+	/* Signals are taken by sigwait() below: every thread started from
+	 * here on inherits the mask. */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	struct mstat_scrape_options so = {
+		.wait_budget_us = o.wait_budget_us,
+		.classes = o.classes,
+		.note = note,
+	};
+	if ((rc = mstat_scraper_start(&scraper, &so)) < 0) {
+		say("cannot start: %s", strerror(-rc));
+		mstat_webconfig_free(&config);
+		return 1;
+	}
+	struct mstat_web_options wo = {
+		.listen = o.listen,
+		.nlisten = o.nlisten,
+		.telemetry_path = o.telemetry_path,
+		.max_requests = o.max_requests,
+		.config = &config,
+		.scraper = scraper,
+	};
+	if (mstat_web_start(&web, &wo, err, sizeof(err)) < 0) {
+		say("%s", err);
+		mstat_scraper_stop(scraper);
+		mstat_webconfig_free(&config);
+		return 1;
+	}
+	for (size_t i = 0; i < mstat_web_nbound(web); i++)
+		say("listening on %s (%s%s), metrics at %s", mstat_web_bound(web, i),
+		    config.cert_pem ? "https" : "http",
+		    config.nusers ? ", basic auth" : "", o.telemetry_path);
+	do {
+		if (sigwait(&stop, &sig) != 0)
+			sig = SIGTERM;
+		if (sig == SIGHUP)
+			say("SIGHUP: the web configuration is read at start; "
+			    "restart to change it");
+	} while (sig == SIGHUP);
+	say("stopping on signal %d", sig);
+	mstat_web_stop(web);
+	mstat_scraper_stop(scraper);
+	mstat_webconfig_free(&config);
+	return 0;
+}

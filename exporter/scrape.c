@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * scrape.c - the reader thread and the scrape; see scrape.h.
+ *
+ * Ticks are numbered.  Under `lock`:
+ *   started    ticks the reader has begun;
+ *   finished   ticks whose results are in the model;
+ *   wanted     the tick some scrape waits for.
+ * A scrape arriving sets wanted = started + 1 (the next tick to begin,
+ * which begins after it arrived) and waits until finished reaches it;
+ * every scrape arriving before that tick begins wants the same one.
+ */
+#include "scrape.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "columns.h"
+#include "model.h"
+#include "reader.h"
+#include "top.h"
+
+struct mstat_scraper {
+	struct mstat_scrape_options opt;
+	pthread_t thread;
+
+	/* The reader thread's own. */
+	struct mstat_top top;
+	struct mstat_top_scratch scratch;
+
+	pthread_mutex_t lock;
+	pthread_cond_t wake;   /* the reader waits for `wanted` */
+	pthread_cond_t done;   /* scrapes wait for `finished` */
+	/* Under lock. */
+	uint64_t started, finished, wanted;
+	bool stop;
+	struct mstat_model model;            /* as the last tick left it */
+	const struct mstat_model_row **rows; /* room for model.n */
+	size_t caprows;
+	double tick_s;                       /* how long the last tick took */
+	uint64_t errors[MSTAT_TOP_ERR_COUNT];
+	uint64_t scrapes;
+	bool failed;                         /* the last tick ran out of memory */
+};
+
+static double
+now_s(void)
+{
+	return (double)mstat_top_now_ns() / 1e9;
+}
+
+static void *
+reader_main(void *arg)
+{
+	struct mstat_scraper *s = arg;
+
+	rcu_register_thread();
+	pthread_mutex_lock(&s->lock);
+	for (;;) {
+		while (!s->stop && s->wanted == s->started)
+			pthread_cond_wait(&s->wake, &s->lock);
+		if (s->stop)
+			break;
+		uint64_t tick = ++s->started;
+		pthread_mutex_unlock(&s->lock);
+
+		double t0 = now_s();
+		mstat_top_tick(&s->top);
+
+		pthread_mutex_lock(&s->lock);
+		/* Into the model under the lock: no scrape prints a model
+		 * half folded. */
+		int rc = mstat_top_collect(&s->top, &s->model, &s->scratch,
+					   mstat_top_now_ns());
+		if (rc == 0 && s->caprows < s->model.n + 1) {
+			size_t cap = 2 * (s->model.n + 1);
+			void *p = realloc(s->rows, cap * sizeof(*s->rows));
+			if (p) {
+				s->rows = p;
+				s->caprows = cap;
+			} else {
+				rc = -ENOMEM;
+			}
+		}
+		s->failed = rc < 0;
+		s->tick_s = now_s() - t0;
+		memcpy(s->errors, s->top.errors, sizeof(s->errors));
+		s->finished = tick;
+		pthread_cond_broadcast(&s->done);
+	}
+	pthread_mutex_unlock(&s->lock);
+	rcu_unregister_thread();
+	return NULL;
+}
+
+int
+mstat_scraper_start(struct mstat_scraper **out,
+		    const struct mstat_scrape_options *o)
+{
+	struct mstat_scraper *s = calloc(1, sizeof(*s));
+	int rc;
+
+	if (!s)
+		return -ENOMEM;
+	s->opt = *o;
+	struct mstat_top_options to = {
+		.interval_ms = 1000, /* unused: ticks are asked for */
+		.wait_budget_us = o->wait_budget_us,
+		/* An exited process is gone from the next scrape: its row
+		 * does not linger. */
+		.linger_ns = 0,
+		.note = o->note,
+		.note_arg = o->note_arg,
+	};
+	if ((rc = mstat_top_init(&s->top, &to)) < 0) {
+		free(s);
+		return rc;
+	}
+	mstat_model_init(&s->model, 0);
+	pthread_mutex_init(&s->lock, NULL);
+	pthread_cond_init(&s->wake, NULL);
+	pthread_cond_init(&s->done, NULL);
+	if ((rc = pthread_create(&s->thread, NULL, reader_main, s)) != 0) {
+		/* mstat_top_fini() walks RCU lists: a registered thread. */
+		rcu_register_thread();
+		mstat_top_fini(&s->top);
+		rcu_unregister_thread();
+		mstat_model_fini(&s->model);
+		free(s);
+		return -rc;
+	}
+	*out = s;
+	return 0;
+}
+
+void
+mstat_scraper_stop(struct mstat_scraper *s)
+{
+	pthread_mutex_lock(&s->lock);
+	s->stop = true;
+	pthread_cond_broadcast(&s->wake);
+	pthread_cond_broadcast(&s->done);
+	pthread_mutex_unlock(&s->lock);
+	pthread_join(s->thread, NULL);
+	rcu_register_thread();
+	mstat_top_fini(&s->top);
+	rcu_unregister_thread();
+	mstat_model_fini(&s->model);
+	free(s->scratch.in);
+	free(s->rows);
+	pthread_cond_destroy(&s->wake);
+	pthread_cond_destroy(&s->done);
+	pthread_mutex_destroy(&s->lock);
+	free(s);
+}
+
+/* The exporter's own families, after the processes'. */
+static void
+self_metrics(struct mstat_scraper *s, const struct mstat_expo *e, size_t n)
+{
+	mstat_expo_family(e, "mstat_exporter_build", MSTAT_EXPO_INFO, NULL,
+			  "mstat-exporter's version");
+	mstat_expo_sample(e, "mstat_exporter_build", MSTAT_EXPO_INFO);
+	fputc('{', e->f);
+	mstat_expo_label(e, true, "version", MSTAT_VERSION);
+	fputs("} 1\n", e->f);
+
+	mstat_expo_family(e, "mstat_exporter_scrapes", MSTAT_EXPO_COUNTER,
+			  NULL, "scrapes served");
+	mstat_expo_sample(e, "mstat_exporter_scrapes", MSTAT_EXPO_COUNTER);
+	fprintf(e->f, " %" PRIu64 "\n", s->scrapes);
+
+	mstat_expo_family(e, "mstat_exporter_scrape_duration_seconds",
+			  MSTAT_EXPO_GAUGE, "seconds",
+			  "how long reading every segment took for this scrape");
+	mstat_expo_sample(e, "mstat_exporter_scrape_duration_seconds",
+			  MSTAT_EXPO_GAUGE);
+	fprintf(e->f, " %.6f\n", s->tick_s);
+
+	mstat_expo_family(e, "mstat_exporter_scrape_errors", MSTAT_EXPO_COUNTER,
+			  NULL, "segments not read, by reason, since the "
+				"exporter started");
+	for (int r = 0; r < MSTAT_TOP_ERR_COUNT; r++) {
+		mstat_expo_sample(e, "mstat_exporter_scrape_errors",
+				  MSTAT_EXPO_COUNTER);
+		fputc('{', e->f);
+		mstat_expo_label(e, true, "reason",
+				 mstat_top_error_name((enum mstat_top_error)r));
+		fprintf(e->f, "} %" PRIu64 "\n", s->errors[r]);
+	}
+
+	mstat_expo_family(e, "mstat_exporter_processes", MSTAT_EXPO_GAUGE, NULL,
+			  "processes in this scrape");
+	mstat_expo_sample(e, "mstat_exporter_processes", MSTAT_EXPO_GAUGE);
+	fprintf(e->f, " %zu\n", n);
+}
+
+int
+mstat_scraper_scrape(struct mstat_scraper *s, FILE *f,
+		     enum mstat_expo_format fmt)
+{
+	struct mstat_expo e = { .f = f, .format = fmt, .classes = s->opt.classes };
+	int rc;
+
+	pthread_mutex_lock(&s->lock);
+	uint64_t tick = s->started + 1;
+	if (s->wanted < tick) {
+		s->wanted = tick;
+		pthread_cond_signal(&s->wake);
+	}
+	while (!s->stop && s->finished < tick)
+		pthread_cond_wait(&s->done, &s->lock);
+	if (s->stop) {
+		rc = -ESHUTDOWN;
+	} else if (s->failed) {
+		rc = -ENOMEM;
+	} else {
+		s->scrapes++;
+		size_t n = mstat_model_view(&s->model, "", MSTAT_SORT_PID, false,
+					    s->rows);
+		rc = mstat_expo_processes(&e, s->rows, n);
+		if (rc == 0) {
+			self_metrics(s, &e, n);
+			rc = mstat_expo_end(&e);
+		}
+	}
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}

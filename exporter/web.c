@@ -1,0 +1,442 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * web.c - mstat-exporter's HTTP side; see web.h.
+ *
+ * One libmicrohttpd daemon per listening socket, each with a thread per
+ * connection (at most max_requests at once): a scrape waits for the
+ * reader's tick (scrape.h), and a slow client or a bcrypt check must not
+ * hold up anyone else.
+ */
+#include "web.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <microhttpd.h>
+
+#define MAX_SOCKETS 32
+
+struct mstat_web {
+	struct mstat_web_options opt;
+	struct MHD_Daemon *daemons[MAX_SOCKETS];
+	char bound[MAX_SOCKETS][80];
+	size_t n;
+};
+
+/* ---- content negotiation ---- */
+
+static char *
+trim(char *s)
+{
+	while (*s == ' ' || *s == '\t')
+		s++;
+	char *e = s + strlen(s);
+	while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+		*--e = '\0';
+	return s;
+}
+
+enum mstat_expo_format
+mstat_web_negotiate(const char *accept)
+{
+	double om = 0, text = 0;
+	char buf[1024], *save = NULL;
+
+	if (!accept)
+		return MSTAT_EXPO_PROMETHEUS;
+	snprintf(buf, sizeof(buf), "%s", accept);
+	for (char *item = strtok_r(buf, ",", &save); item;
+	     item = strtok_r(NULL, ",", &save)) {
+		char *psave = NULL, *first = strtok_r(item, ";", &psave);
+		char *type = trim(first ? first : item);
+		double q = 1;
+		const char *version = NULL;
+		for (char *p = strtok_r(NULL, ";", &psave); p;
+		     p = strtok_r(NULL, ";", &psave)) {
+			p = trim(p);
+			if (strncasecmp(p, "q=", 2) == 0)
+				q = strtod(p + 2, NULL);
+			else if (strncasecmp(p, "version=", 8) == 0)
+				version = p + 8;
+		}
+		if (!(q > 0))
+			continue;
+		if (strcasecmp(type, "application/openmetrics-text") == 0) {
+			if ((!version || strcmp(version, "1.0.0") == 0) && q > om)
+				om = q;
+		} else if ((strcasecmp(type, "text/plain") == 0 &&
+			    (!version || strcmp(version, "0.0.4") == 0)) ||
+			   strcasecmp(type, "text/*") == 0 ||
+			   strcasecmp(type, "*/*") == 0) {
+			if (q > text)
+				text = q;
+		}
+	}
+	return om > 0 && om >= text ? MSTAT_EXPO_OPENMETRICS : MSTAT_EXPO_PROMETHEUS;
+}
+
+/* ---- addresses ---- */
+
+int
+mstat_web_split_address(const char *addr, char *host, size_t hostlen,
+			char *port, size_t portlen)
+{
+	const char *colon;
+
+	if (addr[0] == '[') {
+		const char *close = strchr(addr, ']');
+		if (!close || close[1] != ':')
+			return -1;
+		if ((size_t)(close - addr - 1) >= hostlen)
+			return -1;
+		snprintf(host, hostlen, "%.*s", (int)(close - addr - 1), addr + 1);
+		colon = close + 1;
+	} else {
+		colon = strrchr(addr, ':');
+		if (!colon || memchr(addr, ':', (size_t)(colon - addr)))
+			return -1; /* none, or an IPv6 address without [] */
+		if ((size_t)(colon - addr) >= hostlen)
+			return -1;
+		snprintf(host, hostlen, "%.*s", (int)(colon - addr), addr);
+	}
+	if (!colon[1] || strlen(colon + 1) >= portlen)
+		return -1;
+	snprintf(port, portlen, "%s", colon + 1);
+	return 0;
+}
+
+static int
+fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* Binds and listens on every address `addr` names; their descriptors into
+ * fds, their names into names.  Returns how many, or -1. */
+static int
+listen_on(const char *addr, int *fds, char (*names)[80], size_t room,
+	  char *err, size_t errlen)
+{
+	char host[256], port[32];
+	struct addrinfo hints = { .ai_family = AF_UNSPEC,
+				  .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
+	struct addrinfo *res, *ai;
+	int n = 0, rc;
+
+	if (mstat_web_split_address(addr, host, sizeof(host), port,
+				    sizeof(port)) < 0)
+		return fail(err, errlen, "listen address %s: not host:port, "
+			    "[ipv6]:port or :port", addr);
+	if ((rc = getaddrinfo(host[0] ? host : NULL, port, &hints, &res)) != 0)
+		return fail(err, errlen, "listen address %s: %s", addr,
+			    gai_strerror(rc));
+	for (ai = res; ai; ai = ai->ai_next) {
+		if ((size_t)n == room) {
+			freeaddrinfo(res);
+			return fail(err, errlen, "too many listening sockets");
+		}
+		int fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC,
+				ai->ai_protocol);
+		int one = 1;
+		if (fd < 0)
+			continue; /* an address family this host lacks */
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		/* ":port" gives 0.0.0.0 and ::, each bound on its own. */
+		if (ai->ai_family == AF_INET6)
+			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+		if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 ||
+		    listen(fd, 64) < 0) {
+			int e = errno;
+			close(fd);
+			for (int i = 0; i < n; i++)
+				close(fds[i]);
+			freeaddrinfo(res);
+			return fail(err, errlen, "listen address %s: %s", addr,
+				    strerror(e));
+		}
+		char ip[INET6_ADDRSTRLEN] = "?";
+		struct sockaddr_storage ss;
+		socklen_t sl = sizeof(ss);
+		getsockname(fd, (struct sockaddr *)&ss, &sl);
+		if (ss.ss_family == AF_INET6) {
+			struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+			inet_ntop(AF_INET6, &s6->sin6_addr, ip, sizeof(ip));
+			snprintf(names[n], 80, "[%s]:%u", ip, ntohs(s6->sin6_port));
+		} else {
+			struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+			inet_ntop(AF_INET, &s4->sin_addr, ip, sizeof(ip));
+			snprintf(names[n], 80, "%s:%u", ip, ntohs(s4->sin_port));
+		}
+		fds[n++] = fd;
+	}
+	freeaddrinfo(res);
+	if (n == 0)
+		return fail(err, errlen, "listen address %s: no address to bind",
+			    addr);
+	return n;
+}
+
+/* ---- requests ---- */
+
+static enum MHD_Result
+send_page(struct mstat_web *w, struct MHD_Connection *c, unsigned status,
+	  const char *type, char *body, size_t len, enum MHD_ResponseMemoryMode mode)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
+	enum MHD_Result ret;
+
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	for (size_t i = 0; i < w->opt.config->nheaders; i++)
+		MHD_add_response_header(r, w->opt.config->headers[i].name,
+					w->opt.config->headers[i].value);
+	if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+	ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result
+send_text(struct mstat_web *w, struct MHD_Connection *c, unsigned status,
+	  const char *text)
+{
+	return send_page(w, c, status, "text/plain; charset=utf-8", (char *)text,
+			 strlen(text), MHD_RESPMEM_PERSISTENT);
+}
+
+/* Whether the request carries a user of basic_auth_users; if not, the
+ * 401 is queued. */
+static bool
+authorised(struct mstat_web *w, struct MHD_Connection *c, enum MHD_Result *ret)
+{
+	char *pass = NULL;
+	char *user;
+	bool ok;
+
+	if (w->opt.config->nusers == 0)
+		return true;
+	user = MHD_basic_auth_get_username_password(c, &pass);
+	ok = user && pass && mstat_webconfig_auth(w->opt.config, user, pass);
+	if (user)
+		MHD_free(user);
+	if (pass)
+		MHD_free(pass);
+	if (ok)
+		return true;
+	static const char body[] = "Unauthorized\n";
+	struct MHD_Response *r = MHD_create_response_from_buffer(
+		sizeof(body) - 1, (void *)body, MHD_RESPMEM_PERSISTENT);
+	if (!r) {
+		*ret = MHD_NO;
+		return false;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				"text/plain; charset=utf-8");
+	*ret = MHD_queue_basic_auth_fail_response(c, "mstat-exporter", r);
+	MHD_destroy_response(r);
+	return false;
+}
+
+/* The landing page; the telemetry path is the operator's, escaped all
+ * the same. */
+static enum MHD_Result
+landing(struct mstat_web *w, struct MHD_Connection *c)
+{
+	char path[512] = "";
+	size_t k = 0;
+
+	for (const char *s = w->opt.telemetry_path; *s && k + 7 < sizeof(path); s++) {
+		const char *rep = *s == '<' ? "&lt;" : *s == '>' ? "&gt;"
+				: *s == '&' ? "&amp;" : *s == '"' ? "&quot;" : NULL;
+		if (rep) {
+			memcpy(path + k, rep, strlen(rep));
+			k += strlen(rep);
+		} else {
+			path[k++] = *s;
+		}
+	}
+	path[k] = '\0';
+	char *page = NULL;
+	int len = asprintf(&page,
+		"<!DOCTYPE html>\n<html lang=\"en\">\n<head><meta charset=\"utf-8\">"
+		"<title>mstat-exporter</title></head>\n<body>\n"
+		"<h1>mstat-exporter</h1>\n"
+		"<p>Heap statistics of every process of this user that counts "
+		"with libmstatshm, read when scraped.</p>\n"
+		"<ul>\n<li><a href=\"%s\">Metrics</a></li>\n</ul>\n"
+		"<p>Version %s. See mstat-exporter(1).</p>\n</body>\n</html>\n",
+		path, MSTAT_VERSION);
+	if (len < 0)
+		return send_text(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				 "out of memory\n");
+	return send_page(w, c, MHD_HTTP_OK, "text/html; charset=utf-8", page,
+			 (size_t)len, MHD_RESPMEM_MUST_FREE);
+}
+
+static enum MHD_Result
+metrics(struct mstat_web *w, struct MHD_Connection *c)
+{
+	enum mstat_expo_format fmt = mstat_web_negotiate(
+		MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+					    MHD_HTTP_HEADER_ACCEPT));
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	int rc;
+
+	if (!f)
+		return send_text(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				 "out of memory\n");
+	rc = mstat_scraper_scrape(w->opt.scraper, f, fmt);
+	if (fclose(f) != 0 && rc == 0)
+		rc = -EIO;
+	if (rc < 0) {
+		free(buf);
+		return send_text(w, c, rc == -ESHUTDOWN ? MHD_HTTP_SERVICE_UNAVAILABLE
+						       : MHD_HTTP_INTERNAL_SERVER_ERROR,
+				 rc == -ESHUTDOWN ? "shutting down\n"
+						  : "the scrape failed: out of memory\n");
+	}
+	return send_page(w, c, MHD_HTTP_OK, mstat_expo_content_type(fmt), buf,
+			 len, MHD_RESPMEM_MUST_FREE);
+}
+
+static enum MHD_Result
+handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
+       const char *version, const char *upload_data, size_t *upload_size,
+       void **state)
+{
+	struct mstat_web *w = cls;
+	enum MHD_Result ret = MHD_NO;
+	static int first;
+
+	(void)version;
+	(void)upload_data;
+	if (*state == NULL) {
+		/* Called once with the headers, then with the body: answer
+		 * after the headers, ignoring any body. */
+		*state = &first;
+		return MHD_YES;
+	}
+	*upload_size = 0;
+	if (!authorised(w, c, &ret))
+		return ret;
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 &&
+	    strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+		return send_text(w, c, MHD_HTTP_METHOD_NOT_ALLOWED,
+				 "Method Not Allowed\n");
+	/* `url` is the path alone: a query string is never looked at. */
+	if (strcmp(url, w->opt.telemetry_path) == 0)
+		return metrics(w, c);
+	if (strcmp(url, "/") == 0)
+		return landing(w, c);
+	return send_text(w, c, MHD_HTTP_NOT_FOUND, "Not Found\n");
+}
+
+static void
+log_mhd(void *cls, const char *fmt, va_list ap)
+{
+	char line[512];
+
+	(void)cls;
+	vsnprintf(line, sizeof(line), fmt, ap);
+	line[strcspn(line, "\n")] = '\0';
+	fprintf(stderr, "mstat-exporter: http: %s\n", line);
+}
+
+int
+mstat_web_start(struct mstat_web **out, const struct mstat_web_options *o,
+		char *err, size_t errlen)
+{
+	struct mstat_web *w = calloc(1, sizeof(*w));
+	int fds[MAX_SOCKETS];
+	size_t nfds = 0;
+
+	if (!w)
+		return fail(err, errlen, "out of memory");
+	w->opt = *o;
+	for (size_t i = 0; i < o->nlisten; i++) {
+		int n = listen_on(o->listen[i], fds + nfds, w->bound + nfds,
+				  MAX_SOCKETS - nfds, err, errlen);
+		if (n < 0)
+			goto fail;
+		nfds += (size_t)n;
+	}
+	const struct mstat_webconfig *cfg = o->config;
+	unsigned flags = MHD_USE_THREAD_PER_CONNECTION |
+			 MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+			 MHD_USE_ERROR_LOG | (cfg->cert_pem ? MHD_USE_TLS : 0);
+	for (w->n = 0; w->n < nfds; w->n++) {
+		struct MHD_OptionItem tls[] = {
+			{ MHD_OPTION_HTTPS_MEM_CERT, 0, cfg->cert_pem },
+			{ MHD_OPTION_HTTPS_MEM_KEY, 0, cfg->key_pem },
+			{ MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)cfg->priorities },
+			{ MHD_OPTION_END, 0, NULL },
+		};
+		w->daemons[w->n] = MHD_start_daemon(
+			flags, 0, NULL, NULL, handle, w,
+			MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL,
+			MHD_OPTION_LISTEN_SOCKET, fds[w->n],
+			MHD_OPTION_CONNECTION_LIMIT, o->max_requests,
+			/* A client that sends nothing for a minute is let go:
+			 * it holds a thread. */
+			MHD_OPTION_CONNECTION_TIMEOUT, 60u,
+			MHD_OPTION_ARRAY, cfg->cert_pem ? tls : tls + 3,
+			MHD_OPTION_END);
+		if (!w->daemons[w->n]) {
+			for (size_t i = w->n; i < nfds; i++)
+				close(fds[i]);
+			nfds = w->n;
+			fail(err, errlen, "cannot serve on %s (libmicrohttpd said "
+			     "why above)", w->bound[w->n]);
+			goto fail;
+		}
+	}
+	*out = w;
+	return 0;
+fail:
+	for (size_t i = 0; i < w->n; i++)
+		MHD_stop_daemon(w->daemons[i]);
+	for (size_t i = w->n; i < nfds; i++)
+		close(fds[i]);
+	free(w);
+	return -1;
+}
+
+size_t
+mstat_web_nbound(const struct mstat_web *w)
+{
+	return w->n;
+}
+
+const char *
+mstat_web_bound(const struct mstat_web *w, size_t i)
+{
+	return w->bound[i];
+}
+
+void
+mstat_web_stop(struct mstat_web *w)
+{
+	/* Waits for the connections' threads, and closes the sockets. */
+	for (size_t i = 0; i < w->n; i++)
+		MHD_stop_daemon(w->daemons[i]);
+	free(w);
+}

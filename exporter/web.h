@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * web.h - mstat-exporter's HTTP side (libmicrohttpd): listening, the
+ * landing page, /metrics with content negotiation, TLS and basic auth
+ * from the web configuration.
+ *
+ * Routes, whatever the query string says (nothing in a URL chooses what
+ * is read):
+ *   GET|HEAD /               a landing page linking to the metrics
+ *   GET|HEAD <telemetry>     the metrics, OpenMetrics 1.0.0 if the Accept
+ *                            header prefers it, else text 0.0.4
+ *   other paths              404; other methods 405
+ * With basic_auth_users, every route asks for a user first (401).
+ */
+#ifndef MSTAT_EXPORTER_WEB_H
+#define MSTAT_EXPORTER_WEB_H
+
+#include <stddef.h>
+
+#include "exposition.h"
+#include "scrape.h"
+#include "webconfig.h"
+
+struct mstat_web;
+
+struct mstat_web_options {
+	const char *const *listen;  /* "host:port", "[v6]:port", ":port" */
+	size_t nlisten;
+	const char *telemetry_path;
+	unsigned max_requests;      /* connections served at once */
+	struct mstat_webconfig *config;
+	struct mstat_scraper *scraper;
+};
+
+/* Binds every address and starts serving.  0, or -1 with the reason in
+ * err. */
+int mstat_web_start(struct mstat_web **out, const struct mstat_web_options *o,
+		    char *err, size_t errlen);
+/* The addresses bound, as "host:port" lines, for the log. */
+const char *mstat_web_bound(const struct mstat_web *w, size_t i);
+size_t mstat_web_nbound(const struct mstat_web *w);
+void mstat_web_stop(struct mstat_web *w);
+
+/*
+ * The format an Accept header asks for: OpenMetrics 1.0.0 when
+ * application/openmetrics-text (version 1.0.0 or none) has a quality above
+ * 0 and at least that of the best text/plain (version 0.0.4 or none),
+ * text/ or * / * alternative; text 0.0.4 otherwise, and without a header.
+ */
+enum mstat_expo_format mstat_web_negotiate(const char *accept);
+
+/* Splits "host:port", "[v6]:port" or ":port" (host then "").  0 or -1. */
+int mstat_web_split_address(const char *addr, char *host, size_t hostlen,
+			    char *port, size_t portlen);
+
+#endif /* MSTAT_EXPORTER_WEB_H */
