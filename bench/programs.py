@@ -171,7 +171,7 @@ def main():
             run([a.run, "--summary", summary, "--"] + argv, env_for(extra))
             with open(summary) as f:
                 s = json.load(f)
-            pairs[name] = s["total"]["alloc_count"]
+            pairs[name] = s["process"]["alloc_count"]
             print("program %s pairs=%d threads_slots=%d output=%d bytes" % (
                 name, pairs[name], s.get("slots_used", 0), len(outs[0])), flush=True)
 
