@@ -871,10 +871,24 @@ malloc_usable_size(void *p)
  * learned on threads that could (and counts if nothing was learned yet).
  * A std::bad_alloc thrown by the next operator new unwinds through
  * these C frames (the library is built with -fexceptions).
+ *
+ * When the next definition is libstdc++'s, whose operator new is a loop
+ * around malloc (with the new-handler and the throw when malloc fails)
+ * and whose every operator delete is free, the operators call malloc and
+ * free themselves and skip that layer: an allocation-heavy C++ program
+ * paid a third of the library's time in it.  Only the failure of malloc
+ * goes on to libstdc++, which runs its loop.  Aligned new keeps going
+ * through libstdc++, which rounds the size its own way.
  */
+enum cxx_how {
+	CXX_FORWARD,   /* call the next operator; malloc and free count */
+	CXX_MALLOC,    /* the next is libstdc++'s: call malloc and free */
+	CXX_COUNT,     /* the next allocator implements both: count here */
+};
+
 struct cxx_next {
 	_Atomic(void *) fn;
-	_Atomic bool counts; /* stored before fn */
+	_Atomic int how;     /* enum cxx_how, stored before fn */
 	_Atomic int inner;   /* the next operator counted itself: 0 not known,
 			      * 1 yes, 2 no */
 };
@@ -913,25 +927,45 @@ cxx_counted_inside(struct cxx_next *n, struct cxx_mark m)
 	return inside;
 }
 
+/* Whether the object `m` is libstdc++ (its file name). */
+static bool
+is_libstdcxx(const struct link_map *m)
+{
+	const char *name = m && m->l_name ? strrchr(m->l_name, '/') : NULL;
+
+	name = name ? name + 1 : m && m->l_name ? m->l_name : "";
+	return strncmp(name, "libstdc++.so", 12) == 0;
+}
+
+static __attribute__((noinline)) void *
+cxx_resolve(struct cxx_next *n, const char *sym)
+{
+	void *fn;
+
+	if (!ready() || !(fn = dlsym(RTLD_NEXT, sym)))
+		return NULL;
+	const struct link_map *obj = object_of(fn);
+	int how = obj && obj == object_of(*(void **)&next.malloc) ? CXX_COUNT
+		  : is_libstdcxx(obj)				 ? CXX_MALLOC
+								 : CXX_FORWARD;
+	atomic_store_explicit(&n->how, how, memory_order_relaxed);
+	/* Release: pairs with the acquire in cxx_next(); `how` is set. */
+	atomic_store_explicit(&n->fn, fn, memory_order_release);
+	return fn;
+}
+
 /* The next definition of `sym`, or NULL if there is none (no C++ runtime
  * loaded).  Resolved on first use: a C++ library dlopen()ed later is
  * found then. */
-static void *
-cxx_next(struct cxx_next *n, const char *sym, bool *counts)
+static inline void *
+cxx_next(struct cxx_next *n, const char *sym, int *how)
 {
-	/* Acquire: pairs with the release below; `counts` is then set. */
+	/* Acquire: pairs with the release in cxx_resolve(); `how` is set. */
 	void *fn = atomic_load_explicit(&n->fn, memory_order_acquire);
 
-	if (UNLIKELY(!fn)) {
-		if (!ready() || !(fn = dlsym(RTLD_NEXT, sym)))
-			return NULL;
-		const void *obj = object_of(fn);
-		atomic_store_explicit(&n->counts,
-				      obj && obj == object_of(*(void **)&next.malloc),
-				      memory_order_relaxed);
-		atomic_store_explicit(&n->fn, fn, memory_order_release);
-	}
-	*counts = atomic_load_explicit(&n->counts, memory_order_relaxed);
+	if (UNLIKELY(!fn) && !(fn = cxx_resolve(n, sym)))
+		return NULL;
+	*how = atomic_load_explicit(&n->how, memory_order_relaxed);
 	return fn;
 }
 
@@ -941,12 +975,16 @@ cxx_next(struct cxx_next *n, const char *sym, bool *counts)
 	void *mstat_cxx_##e params                                           \
 	{                                                                    \
 		static struct cxx_next nx;                                   \
-		bool counts;                                                 \
+		int how;                                                     \
 		void *(*f) params;                                           \
-		*(void **)&f = cxx_next(&nx, sym, &counts);                  \
+		*(void **)&f = cxx_next(&nx, sym, &how);                     \
 		if (UNLIKELY(!f))                                            \
 			return align ? memalign(align, n) : do_malloc(n);    \
-		if (!counts)                                                 \
+		if (how == CXX_MALLOC && !align) {                           \
+			void *q = malloc(n ? n : 1);                         \
+			return LIKELY(q != NULL) ? q : f args;               \
+		}                                                            \
+		if (how != CXX_COUNT)                                        \
 			return f args;                                       \
 		struct cxx_mark m = cxx_mark();                              \
 		void *p = f args;                                            \
@@ -960,14 +998,14 @@ cxx_next(struct cxx_next *n, const char *sym, bool *counts)
 	void mstat_cxx_##e params                                            \
 	{                                                                    \
 		static struct cxx_next nx;                                   \
-		bool counts;                                                 \
+		int how;                                                     \
 		void (*f) params;                                            \
-		*(void **)&f = cxx_next(&nx, sym, &counts);                  \
-		if (UNLIKELY(!f || in_arena(p))) { /* new fell back */       \
-			free(p);                                             \
+		*(void **)&f = cxx_next(&nx, sym, &how);                     \
+		if (UNLIKELY(!f || in_arena(p)) || how == CXX_MALLOC) {      \
+			free(p); /* new fell back, or libstdc++'s */         \
 			return;                                              \
 		}                                                            \
-		if (!counts || !p) {                                         \
+		if (how != CXX_COUNT || !p) {                                \
 			f args;                                              \
 			return;                                              \
 		}                                                            \

@@ -142,6 +142,25 @@ main()
 		std::fprintf(stderr, "new char[huge]: %s, %llu bytes counted\n",
 			     threw ? "threw" : "did not throw std::bad_alloc",
 			     (unsigned long long)(t1.total.alloc_bytes - t0.total.alloc_bytes));
+	// A failed new runs the new-handler before it throws: once here, as
+	// the handler takes itself out.
+	static int handled;
+	std::set_new_handler([] {
+		handled++;
+		std::set_new_handler(nullptr);
+	});
+	threw = false;
+	try {
+		char *never = new char[huge];
+		std::printf("%p\n", static_cast<void *>(never));
+	} catch (const std::bad_alloc &) {
+		threw = true;
+	}
+	if (!threw || handled != 1) {
+		std::fprintf(stderr, "new-handler ran %d times, %s\n", handled,
+			     threw ? "then threw" : "no std::bad_alloc");
+		bad = 1;
+	}
 	for (unsigned k = 0; k < MSTAT_CLASS_COUNT; k++) {
 		const mstat_counts &x = s0.classes[k], &y = s1.classes[k];
 		const uint64_t got[4] = {y.alloc_count - x.alloc_count,
