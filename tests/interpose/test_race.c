@@ -35,27 +35,7 @@
 #include <cmocka.h>
 
 #include "truth.h"
-
-/* Opens the resolution window again (state `s`): as before resolution,
- * no thread may take the fast path, which assumes a resolved glibc. */
-static struct mstat_shm_slot *saved_fast;
-
-static void
-window_open(int s)
-{
-	mstat_writer_header_sizes(false);
-	saved_fast = mstat_thread.fast;
-	mstat_thread.fast = NULL;
-	atomic_store(&next.state, s);
-}
-
-static void
-window_close(int ready)
-{
-	atomic_store(&next.state, ready);
-	mstat_writer_header_sizes(ready == NEXT_HEADER);
-	mstat_thread.fast = saved_fast;
-}
+#include "window.h"
 
 #define THREADS 4
 #define BLOCKS 60 /* all of them fit the arena twice */
