@@ -524,6 +524,27 @@ counted(void *p, size_t requested)
 
 /* ---- sampled blocks (profile.h) ---- */
 
+/*
+ * A sampled block is page-aligned, and its free must not hand a
+ * page-aligned chunk back to a hot loop: glibc's per-thread cache keeps
+ * freed chunks of up to 1032 usable bytes and gives the last one out
+ * first, so a loop that allocates and frees one size would get the
+ * sampled chunk again and again, every one of its frees taking the
+ * page-aligned branch, and all such blocks sharing the same cache sets.
+ * So with glibc a smaller sampled block is made larger than that cache
+ * takes: freed, it merges with its free neighbours instead.  It is
+ * counted with the usable size it has.
+ */
+#define GLIBC_TCACHE_MAX 1032u
+
+static inline void *
+sampled_memalign(size_t n)
+{
+	if (header_sizes() && n <= GLIBC_TCACHE_MAX)
+		n = GLIBC_TCACHE_MAX + 1;
+	return next.memalign(MSTAT_SAMPLE_ALIGN, n);
+}
+
 /* A sampled block of `n` bytes (zeroed if `zero`), counted as any other:
  * the next allocator's, page-aligned, so that its free is recognised by
  * its address; or NULL (the caller then allocates as usual). */
@@ -538,7 +559,7 @@ sampled_block(size_t n, bool zero, const void *caller)
 		mstat_profile_cancel();
 		return NULL;
 	}
-	ALLOCATE(p, next.memalign(MSTAT_SAMPLE_ALIGN, n), n);
+	ALLOCATE(p, sampled_memalign(n), n);
 	if (UNLIKELY(p == NULL)) {
 		mstat_profile_cancel();
 		return NULL;
@@ -685,9 +706,10 @@ free(void *p)
 	struct mstat_shm_slot *slot = mstat_thread.fast;
 	struct mstat_section sec;
 
-	/* A page-aligned block, NULL among them, goes the slow way: it may
+	/* A page-aligned block, NULL among them, goes the slow way if it may
 	 * be a sampled one (profile.h). */
-	if (UNLIKELY(slot == NULL) || UNLIKELY(mstat_sample_aligned(p)) ||
+	if (UNLIKELY(slot == NULL) ||
+	    (UNLIKELY(mstat_sample_aligned(p)) && (p == NULL || mstat_sample_maybe(p))) ||
 	    UNLIKELY(in_arena(p)) ||
 	    UNLIKELY(mstat_wsection_begin(slot, &mstat_writer_config.epoch, false,
 					  &sec.g) != MSTAT_WS_OPEN)) {
@@ -739,7 +761,7 @@ realloc_sampled(void *old, size_t n, const void *caller)
 		struct mstat_section sec;
 		bool open = mstat_section_open(&sec);
 		unsigned old_class = glibc_class(old, &old_size), c = 0;
-		p = next.memalign(MSTAT_SAMPLE_ALIGN, n);
+		p = sampled_memalign(n);
 		if (p) {
 			memcpy(p, old, n < old_size ? n : old_size);
 			sample_free(old);
@@ -754,7 +776,7 @@ realloc_sampled(void *old, size_t n, const void *caller)
 		if (LIKELY(open))
 			mstat_section_close(&sec);
 	} else {
-		p = next.memalign(MSTAT_SAMPLE_ALIGN, n);
+		p = sampled_memalign(n);
 		if (p) {
 			/* The bytes to copy: what was counted for an unsized
 			 * block (its requested size), else its usable size. */

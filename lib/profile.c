@@ -493,6 +493,8 @@ live_hash(uintptr_t p)
 	return (uint32_t)(((p >> 12) * UINT64_C(0x9e3779b97f4a7c15)) >> 40) & (LIVE_MAX - 1);
 }
 
+_Atomic uint16_t mstat_sample_filter[MSTAT_SAMPLE_FILTER];
+
 static bool
 live_note(uintptr_t p, uint32_t stack, uint64_t size)
 {
@@ -509,6 +511,10 @@ live_note(uintptr_t p, uint32_t stack, uint64_t size)
 							    memory_order_relaxed)) {
 			e->stack = stack;
 			e->size = size;
+			/* Before the block is the program's: see profile.h. */
+			atomic_fetch_add_explicit(
+				&mstat_sample_filter[mstat_sample_bucket((void *)p)], 1,
+				memory_order_relaxed);
 			return true;
 		}
 	}
@@ -573,7 +579,7 @@ out:
 bool
 mstat_profile_owns(const void *p)
 {
-	return live_find((uintptr_t)p) != NULL;
+	return mstat_sample_maybe(p) && live_find((uintptr_t)p) != NULL;
 }
 
 bool
@@ -581,6 +587,8 @@ mstat_profile_freed(void *p)
 {
 	/* Acquire: pairs with the release in set_up(); the table is there. */
 	if (atomic_load_explicit(&prof.setup, memory_order_acquire) != SETUP_DONE)
+		return false;
+	if (!mstat_sample_maybe(p))
 		return false;
 	struct live *e = live_find((uintptr_t)p);
 	if (!e)
@@ -590,6 +598,8 @@ mstat_profile_freed(void *p)
 	/* Release: the fields are read before the entry can be reused; pairs
 	 * with the acquire CAS in live_note(). */
 	atomic_store_explicit(&e->p, LIVE_GONE, memory_order_release);
+	atomic_fetch_sub_explicit(&mstat_sample_filter[mstat_sample_bucket(p)], 1,
+				  memory_order_relaxed);
 	if (k < MSTAT_STACKS) {
 		struct mstat_shm_stack *s = &prof.stacks[k];
 		/* (K) release: after the allocation's adds, which happened
@@ -607,6 +617,7 @@ mstat_profile_fork_child(void)
 	/* One thread, the forking one, outside any sample: nothing races. */
 	if (prof.live)
 		munmap(prof.live, LIVE_MAX * sizeof(struct live));
+	memset((void *)mstat_sample_filter, 0, sizeof(mstat_sample_filter));
 	prof.live = NULL;
 	prof.prof = NULL;
 	prof.stacks = NULL;

@@ -30,7 +30,9 @@
 #define MSTAT_LIB_PROFILE_H
 
 #include <stdbool.h>
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "writer.h"
 
@@ -69,6 +71,34 @@ static inline bool
 mstat_sample_aligned(const void *p)
 {
 	return ((uintptr_t)p & (MSTAT_SAMPLE_ALIGN - 1)) == 0;
+}
+
+/*
+ * A page-aligned block that was not sampled is common once a sampled one
+ * has been freed: the allocator hands the same chunk out again, often to
+ * the same hot loop.  So a page-aligned block is looked up only if a
+ * counting filter says it may be sampled: per bucket of addresses, the
+ * live sampled blocks in it.  One load of a process-local table; a block
+ * whose bucket is 0 is not sampled.  Relaxed: the increment for a sampled
+ * block precedes its return to the program, whose own synchronisation
+ * orders it before the free that loads it; other blocks of the bucket
+ * only add to the count while they live.
+ */
+#define MSTAT_SAMPLE_FILTER 16384u
+extern _Atomic uint16_t mstat_sample_filter[MSTAT_SAMPLE_FILTER] MSTAT_HIDDEN;
+
+static inline unsigned
+mstat_sample_bucket(const void *p)
+{
+	return (unsigned)((((uintptr_t)p >> 12) * UINT64_C(0x9e3779b97f4a7c15)) >> 50);
+}
+
+/* Page-aligned `p` may be a live sampled block (false: it is not). */
+static inline bool
+mstat_sample_maybe(const void *p)
+{
+	return atomic_load_explicit(&mstat_sample_filter[mstat_sample_bucket(p)],
+				    memory_order_relaxed) != 0;
 }
 
 #endif /* MSTAT_LIB_PROFILE_H */
