@@ -21,6 +21,7 @@
 #include "columns.h"
 #include "output.h"
 #include "pprof.h"
+#include "sites.h"
 #include "reader.h"
 #include "record.h"
 #include "text.h"
@@ -28,6 +29,7 @@
 #include "ui.h"
 
 #define MAX_PIDS 256
+#define MAX_SITES 1000
 
 struct options {
 	bool batch, gc;
@@ -41,6 +43,7 @@ struct options {
 	double linger_s, window_s, baseline_s;
 	const char *record, *replay;
 	const char *pprof;          /* --pprof: write the profile and exit */
+	long sites;                 /* --sites: per process in JSON; 0 none */
 	int64_t sample_bytes;       /* --sample-bytes; -1: not asked */
 };
 
@@ -69,6 +72,8 @@ usage(FILE *f)
 	      "      --replay=FILE      play a recording back instead of watching\n"
 	      "      --pprof=FILE       write the heap profile of the one process\n"
 	      "                         given with -p to FILE (gzipped pprof), exit\n"
+	      "      --sites=N          batch JSON: the N call sites holding the most\n"
+	      "                         live bytes of each process\n"
 	      "      --sample-bytes=N   ask the processes given with -p to sample every\n"
 	      "                         N bytes allocated on average (0: stop)\n"
 	      "      --gc               remove every segment of a process that is\n"
@@ -143,6 +148,7 @@ parse_options(struct options *o, int argc, char **argv)
 		{ "gc", no_argument, NULL, 'G' },
 		{ "pprof", required_argument, NULL, 'X' },
 		{ "sample-bytes", required_argument, NULL, 'S' },
+		{ "sites", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -202,6 +208,12 @@ parse_options(struct options *o, int argc, char **argv)
 		case 'P': o->replay = optarg; break;
 		case 'G': o->gc = true; break;
 		case 'X': o->pprof = optarg; break;
+		case 'T':
+			o->sites = strtol(optarg, &end, 10);
+			if (!isdigit((unsigned char)optarg[0]) || *end ||
+			    o->sites < 1 || o->sites > MAX_SITES)
+				goto bad;
+			break;
 		case 'S': {
 			unsigned long long v;
 			if (!isdigit((unsigned char)optarg[0]) ||
@@ -240,6 +252,11 @@ parse_options(struct options *o, int argc, char **argv)
 	}
 	if (!isatty(STDOUT_FILENO))
 		o->batch = true;
+	if (o->sites && (!o->batch || o->format != MSTAT_FORMAT_JSON || o->replay)) {
+		complain("--sites adds call sites to live batch JSON output: "
+			 "with -b -o json, not --replay");
+		return -1;
+	}
 	return 0;
 bad:
 	if (name)
@@ -380,10 +397,29 @@ note_missing(const struct options *o, const struct mstat_model *m)
 
 /* Prints the model's rows for tick `t`: 0, or 1 if the output failed
  * (a closed pipe is the reader's choice: 0, and stop). */
+/* --sites: a process's call sites, read where the sampler reads it. */
+struct sites_arg {
+	struct mstat_top *top;
+	size_t n;
+	struct mstat_site *buf;
+};
+
+static void
+print_sites(void *arg, FILE *f, const struct mstat_model_row *r)
+{
+	struct sites_arg *a = arg;
+	size_t got;
+
+	if (mstat_top_sites(a->top, r->key, a->n, a->buf, &got) < 0)
+		mstat_output_json_sites(f, NULL, 0);
+	else
+		mstat_output_json_sites(f, a->buf, got);
+}
+
 static int
 print_tick(const struct options *o, struct mstat_model *m,
 	   const struct mstat_record_tick *t, const struct mstat_model_row ***rows,
-	   bool *stop)
+	   bool *stop, struct sites_arg *sites)
 {
 	const struct mstat_model_row **p = realloc(*rows, (m->n + 1) * sizeof(**rows));
 
@@ -395,7 +431,8 @@ print_tick(const struct options *o, struct mstat_model *m,
 	*rows = p;
 	m->wall_ns = t->time_ms * 1000000u;
 	size_t n = mstat_model_view(m, o->filter, o->sort, false, p);
-	struct mstat_output_tick ot = { t->seq, t->time_ms, t->interval_s };
+	struct mstat_output_tick ot = { t->seq, t->time_ms, t->interval_s,
+					sites ? print_sites : NULL, sites };
 	if (mstat_output_write(stdout, o->format, &ot, p, n) < 0 ||
 	    fflush(stdout) == EOF) {
 		*stop = true;
@@ -414,8 +451,16 @@ run_batch(struct mstat_top *top, const struct options *o)
 	bool stop = false;
 	int rc = 0;
 
-	if (recorder_open(&rec, o->record) < 0)
+	struct sites_arg sites = { top, (size_t)o->sites, NULL };
+
+	if (o->sites && !(sites.buf = calloc(sites.n, sizeof(*sites.buf)))) {
+		fprintf(stderr, "mstat-top: out of memory\n");
 		return 1;
+	}
+	if (recorder_open(&rec, o->record) < 0) {
+		free(sites.buf);
+		return 1;
+	}
 	model_init(&m, o);
 	for (long i = 0; !stop && (o->count < 0 || i < o->count); i++) {
 		if (i)
@@ -430,12 +475,13 @@ run_batch(struct mstat_top *top, const struct options *o)
 		}
 		if (i == 0)
 			note_missing(o, &m);
-		rc = print_tick(o, &m, &a.t, &rows, &stop);
+		rc = print_tick(o, &m, &a.t, &rows, &stop, o->sites ? &sites : NULL);
 		if (rec.failed)
 			rc = 1, stop = true;
 	}
 	free(rows);
 	free(sc.in);
+	free(sites.buf);
 	mstat_model_fini(&m);
 	recorder_close(&rec);
 	return rc;
@@ -470,7 +516,7 @@ run_batch_replay(const struct options *o)
 			rc = 1;
 			break;
 		}
-		rc = print_tick(o, &m, &t, &rows, &stop);
+		rc = print_tick(o, &m, &t, &rows, &stop, NULL);
 	}
 	free(rows);
 	mstat_model_fini(&m);
