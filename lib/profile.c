@@ -250,8 +250,11 @@ mstat_profile_begin(size_t n)
 	const struct mstat_segment *seg;
 
 	if (in_sample) {
-		/* An allocation of the unwinder's, say: drawn again after. */
-		mstat_thread.sample_left = INT64_MAX / 2;
+		/* An allocation inside a sample (the unwinder's, a signal
+		 * handler's): not sampled; a fresh countdown, the process
+		 * being memoryless. */
+		uint64_t env = env_bytes();
+		mstat_thread.sample_left = env ? draw(env) : RECHECK_BYTES;
 		return false;
 	}
 	seg = mstat_writer_segment();
