@@ -88,7 +88,6 @@ static struct {
 	uint64_t *frames;
 	struct mstat_shm_module *modules;
 	struct live *live;          /* LIVE_MAX entries, mmap'd at the first sample */
-	uintptr_t own_start, own_end;
 	unsigned nknown;            /* under `scanning` */
 	struct known known[MSTAT_MODULES];
 } prof = { .env_bytes = MSTAT_SAMPLE_DEFAULT };
@@ -102,8 +101,9 @@ static _Thread_local uint64_t rng __attribute__((tls_model("initial-exec")));
 /* The thread has drawn its first countdown. */
 static _Thread_local bool drawn __attribute__((tls_model("initial-exec")));
 
-/* MSTAT_SAMPLE_BYTES, read at the first sampling decision (the
- * environment is there before any constructor or allocation). */
+/* MSTAT_SAMPLE_BYTES, read at the first sampling decision, and again by
+ * the library's constructor (a program's .preinit_array allocates before
+ * libc has set up the environment). */
 static void
 read_env(void)
 {
@@ -244,8 +244,22 @@ set_up(const struct mstat_segment *seg)
 	return true;
 }
 
+static bool begin(size_t n);
+
+/* Inside malloc: errno is the program's, whatever the sampling path
+ * called (strtoull, fallocate, mmap, readlink, the unwinder). */
 bool
 mstat_profile_begin(size_t n)
+{
+	int saved = errno;
+	bool yes = begin(n);
+
+	errno = saved;
+	return yes;
+}
+
+static bool
+begin(size_t n)
 {
 	const struct mstat_segment *seg;
 
@@ -543,8 +557,19 @@ live_find(uintptr_t p)
 	return NULL;
 }
 
+static void record(void *p, size_t requested, const void *caller);
+
 void
 mstat_profile_record(void *p, size_t requested, const void *caller)
+{
+	int saved = errno;
+
+	record(p, requested, caller);
+	errno = saved;
+}
+
+static void
+record(void *p, size_t requested, const void *caller)
 {
 	void *buf[MSTAT_STACK_DEPTH + OWN_FRAMES];
 	uint64_t f[MSTAT_STACK_DEPTH];
