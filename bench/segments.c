@@ -32,6 +32,11 @@ image(unsigned char *buf, size_t len, uint64_t start, const char *name)
 	h->version_minor = MSTAT_SHM_VERSION_MINOR;
 	h->header_size = sizeof(*h);
 	h->segment_size = MSTAT_SEGMENT_SIZE(classes, SLOTS);
+	h->profile_offset = MSTAT_PROFILE_OFFSET(classes, SLOTS);
+	h->stack_capacity = MSTAT_STACKS;
+	h->frame_capacity = MSTAT_FRAMES;
+	h->module_capacity = MSTAT_MODULES;
+	h->profile_size = MSTAT_PROFILE_SIZE(MSTAT_STACKS, MSTAT_FRAMES, MSTAT_MODULES);
 	h->class_count = classes;
 	h->row_counters = MSTAT_ROW_COUNTERS;
 	h->classes_offset = MSTAT_CLASSES_OFFSET;

@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include "writer.h"
+#include "profile.h"
 
 #define MSTAT_EXPORT __attribute__((visibility("default")))
 #define LIKELY(x) __builtin_expect(!!(x), 1)
@@ -521,6 +522,63 @@ counted(void *p, size_t requested)
 		}                                                            \
 	} while (0)
 
+/* ---- sampled blocks (profile.h) ---- */
+
+/*
+ * A sampled block is page-aligned, and its free must not hand a
+ * page-aligned chunk back to a hot loop: glibc's per-thread cache keeps
+ * freed chunks of up to 1032 usable bytes and gives the last one out
+ * first, so a loop that allocates and frees one size would get the
+ * sampled chunk again and again, every one of its frees taking the
+ * page-aligned branch, and all such blocks sharing the same cache sets.
+ * So with glibc a smaller sampled block is made larger than that cache
+ * takes: freed, it merges with its free neighbours instead.  It is
+ * counted with the usable size it has.
+ */
+#define GLIBC_TCACHE_MAX 1032u
+
+static inline void *
+sampled_memalign(size_t n)
+{
+	if (header_sizes() && n <= GLIBC_TCACHE_MAX)
+		n = GLIBC_TCACHE_MAX + 1;
+	return next.memalign(MSTAT_SAMPLE_ALIGN, n);
+}
+
+/* A sampled block of `n` bytes (zeroed if `zero`), counted as any other:
+ * the next allocator's, page-aligned, so that its free is recognised by
+ * its address; or NULL (the caller then allocates as usual). */
+static void *
+sampled_block(size_t n, bool zero, const void *caller)
+{
+	void *p;
+
+	if (!mstat_profile_begin(n))
+		return NULL;
+	if (UNLIKELY(!ready())) {
+		mstat_profile_cancel();
+		return NULL;
+	}
+	ALLOCATE(p, sampled_memalign(n), n);
+	if (UNLIKELY(p == NULL)) {
+		mstat_profile_cancel();
+		return NULL;
+	}
+	if (zero)
+		memset(p, 0, n);
+	mstat_profile_record(p, n, caller);
+	return p;
+}
+
+/* Before page-aligned `p` (not NULL, not the arena's) is freed or
+ * reallocated: its sample, if it is one, is freed. */
+static inline void
+sample_free(void *p)
+{
+	if (UNLIKELY(mstat_sample_aligned(p)) && p != NULL && !in_arena(p))
+		(void)mstat_profile_freed(p);
+}
+
 /*
  * malloc and free have a fast path for the common case: glibc behind the
  * library, membarrier mode, a thread with a slot of its own.  One load of
@@ -560,12 +618,23 @@ malloc_slow(size_t n)
 	return p;
 }
 
+static __attribute__((noinline)) void *
+malloc_sampled(size_t n, const void *caller)
+{
+	void *p = sampled_block(n, false, caller);
+
+	return p ? p : malloc_slow(n);
+}
+
+/* The countdown is tested first: on the thread's line, like `fast`. */
 static inline __attribute__((always_inline)) void *
-do_malloc(size_t n)
+do_malloc(size_t n, const void *caller)
 {
 	struct mstat_shm_slot *slot = mstat_thread.fast;
 	struct mstat_section sec;
 
+	if (UNLIKELY(mstat_sample_due(n)))
+		return malloc_sampled(n, caller);
 	if (UNLIKELY(slot == NULL) ||
 	    UNLIKELY(mstat_wsection_begin(slot, &mstat_writer_config.epoch, false,
 					  &sec.g) != MSTAT_WS_OPEN))
@@ -581,7 +650,7 @@ do_malloc(size_t n)
 MSTAT_EXPORT void *
 malloc(size_t n)
 {
-	return do_malloc(n);
+	return do_malloc(n, __builtin_return_address(0));
 }
 
 static __attribute__((noinline)) void
@@ -616,6 +685,7 @@ free_slow(void *p)
 {
 	struct mstat_section sec;
 
+	sample_free(p);
 	if (UNLIKELY(state_now() != NEXT_HEADER) || UNLIKELY(p == NULL) ||
 	    UNLIKELY(in_arena(p))) {
 		free_other(p);
@@ -636,7 +706,11 @@ free(void *p)
 	struct mstat_shm_slot *slot = mstat_thread.fast;
 	struct mstat_section sec;
 
-	if (UNLIKELY(slot == NULL) || UNLIKELY(p == NULL) || UNLIKELY(in_arena(p)) ||
+	/* A page-aligned block, NULL among them, goes the slow way if it may
+	 * be a sampled one (profile.h). */
+	if (UNLIKELY(slot == NULL) ||
+	    (UNLIKELY(mstat_sample_aligned(p)) && (p == NULL || mstat_sample_maybe(p))) ||
+	    UNLIKELY(in_arena(p)) ||
 	    UNLIKELY(mstat_wsection_begin(slot, &mstat_writer_config.epoch, false,
 					  &sec.g) != MSTAT_WS_OPEN)) {
 		free_slow(p);
@@ -660,7 +734,67 @@ calloc(size_t n, size_t size)
 	if (UNLIKELY(!ready()))
 		return arena_alloc(total, ARENA_ALIGN); /* zeroed: never reused */
 	void *p;
+	if (UNLIKELY(mstat_sample_due(total)) &&
+	    (p = sampled_block(total, true, __builtin_return_address(0))))
+		return p;
 	ALLOCATE(p, next.calloc(n, size), total);
+	return p;
+}
+
+static void *realloc_plain(void *old, size_t n);
+
+/* realloc whose new block is sampled: a page-aligned block, a copy, the
+ * old one freed; counted as one realloc, in one section with glibc's
+ * header, as realloc_plain() counts.  Old is live and this thread's. */
+static __attribute__((noinline)) void *
+realloc_sampled(void *old, size_t n, const void *caller)
+{
+	size_t old_size, size, copy;
+	void *p;
+
+	/* Old is not the arena's: the next allocator is known. */
+	if (!mstat_profile_begin(n)) {
+		sample_free(old);
+		return realloc_plain(old, n);
+	}
+	if (LIKELY(header_sizes())) {
+		struct mstat_section sec;
+		bool open = mstat_section_open(&sec);
+		unsigned old_class = glibc_class(old, &old_size), c = 0;
+		p = sampled_memalign(n);
+		if (p) {
+			memcpy(p, old, n < old_size ? n : old_size);
+			sample_free(old);
+			c = glibc_class(p, &size);
+			next.free(old);
+			if (LIKELY(open))
+				mstat_section_count_classes(&sec, MSTAT_OP_REALLOC, old_class,
+							    old_size, c, size, n);
+			else
+				mstat_count_unslotted(MSTAT_OP_REALLOC, old_size, size, n);
+		}
+		if (LIKELY(open))
+			mstat_section_close(&sec);
+	} else {
+		p = sampled_memalign(n);
+		if (p) {
+			/* The bytes to copy: what was counted for an unsized
+			 * block (its requested size), else its usable size. */
+			if (!(unsized_any() && unsized_find(old, &copy)))
+				copy = ask_usable(old);
+			memcpy(p, old, n < copy ? n : copy);
+			sample_free(old);
+			old_size = freed_size(old);
+			next.free(old);
+			mstat_count(MSTAT_OP_REALLOC, old_size, new_size(p, n), n);
+		}
+	}
+	if (!p) {
+		mstat_profile_cancel();
+		sample_free(old);
+		return realloc_plain(old, n);
+	}
+	mstat_profile_record(p, n, caller);
 	return p;
 }
 
@@ -689,14 +823,24 @@ arena_realloc(void *old, size_t n)
 MSTAT_EXPORT void *
 realloc(void *old, size_t n)
 {
+	if (old == NULL)
+		return do_malloc(n, __builtin_return_address(0));
+	if (UNLIKELY(in_arena(old)))
+		return arena_realloc(old, n);
+	if (UNLIKELY(mstat_sample_due(n)) && n != 0)
+		return realloc_sampled(old, n, __builtin_return_address(0));
+	sample_free(old);
+	return realloc_plain(old, n);
+}
+
+/* realloc of a block of the next allocator's, no longer a sample. */
+static void *
+realloc_plain(void *old, size_t n)
+{
 	struct mstat_section sec;
 	size_t old_size;
 	void *p;
 
-	if (old == NULL)
-		return do_malloc(n);
-	if (UNLIKELY(in_arena(old)))
-		return arena_realloc(old, n);
 	/* The old block is live and this thread's until next.realloc(). */
 	if (LIKELY(header_sizes())) {
 		bool open = mstat_section_open(&sec);
@@ -757,6 +901,11 @@ posix_memalign(void **out, size_t align, size_t n)
 		*out = p;
 		return 0;
 	}
+	if (UNLIKELY(mstat_sample_due(n)) && align <= MSTAT_SAMPLE_ALIGN &&
+	    (p = sampled_block(n, false, __builtin_return_address(0)))) {
+		*out = p;
+		return 0;
+	}
 	struct mstat_section sec;
 	if (LIKELY(header_sizes())) {
 		bool open = mstat_section_open(&sec);
@@ -783,6 +932,10 @@ aligned_alloc(size_t align, size_t n)
 	if (UNLIKELY(!ready()))
 		return align & (align - 1) ? NULL : arena_alloc(n, align);
 	void *p;
+	if (UNLIKELY(mstat_sample_due(n)) && align <= MSTAT_SAMPLE_ALIGN &&
+	    !(align & (align - 1)) &&
+	    (p = sampled_block(n, false, __builtin_return_address(0))))
+		return p;
 	ALLOCATE(p, next.aligned_alloc(align, n), n);
 	return p;
 }
@@ -793,6 +946,9 @@ memalign(size_t align, size_t n)
 	if (UNLIKELY(!ready()))
 		return align & (align - 1) ? NULL : arena_alloc(n, align);
 	void *p;
+	if (UNLIKELY(mstat_sample_due(n)) && align <= MSTAT_SAMPLE_ALIGN &&
+	    (p = sampled_block(n, false, __builtin_return_address(0))))
+		return p;
 	ALLOCATE(p, next.memalign(align, n), n);
 	return p;
 }
@@ -979,13 +1135,19 @@ cxx_next(struct cxx_next *n, const char *sym, int *how)
 		void *(*f) params;                                           \
 		*(void **)&f = cxx_next(&nx, sym, &how);                     \
 		if (UNLIKELY(!f))                                            \
-			return align ? memalign(align, n) : do_malloc(n);    \
+			return align ? memalign(align, n)                    \
+				     : do_malloc(n, __builtin_return_address(0)); \
 		if (how == CXX_MALLOC && !align) {                           \
 			void *q = malloc(n ? n : 1);                         \
 			return LIKELY(q != NULL) ? q : f args;               \
 		}                                                            \
 		if (how != CXX_COUNT)                                        \
 			return f args;                                       \
+		void *s;                                                     \
+		if (UNLIKELY(mstat_sample_due(n)) &&                         \
+		    (size_t)(align) <= MSTAT_SAMPLE_ALIGN &&                 \
+		    (s = sampled_block(n, false, __builtin_return_address(0)))) \
+			return s;                                            \
 		struct cxx_mark m = cxx_mark();                              \
 		void *p = f args;                                            \
 		if (p && !cxx_counted_inside(&nx, m))                        \
@@ -1007,6 +1169,11 @@ cxx_next(struct cxx_next *n, const char *sym, int *how)
 		}                                                            \
 		if (how != CXX_COUNT || !p) {                                \
 			f args;                                              \
+			return;                                              \
+		}                                                            \
+		/* A sampled block is the next malloc's: free() frees it. */ \
+		if (UNLIKELY(mstat_sample_aligned(p)) && mstat_profile_owns(p)) { \
+			free(p);                                             \
 			return;                                              \
 		}                                                            \
 		/* Sized while p is live; counted once the call shows        \

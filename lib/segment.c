@@ -170,6 +170,11 @@ mstat_segment_create(struct mstat_segment *seg, const char *name,
 	h->slots_offset = seg->slots_offset;
 	h->slot_size = seg->slot_size;
 	h->slot_count = slot_count;
+	h->profile_offset = (uint32_t)MSTAT_PROFILE_OFFSET(classes, slot_count);
+	h->stack_capacity = MSTAT_STACKS;
+	h->frame_capacity = MSTAT_FRAMES;
+	h->module_capacity = MSTAT_MODULES;
+	h->profile_size = MSTAT_PROFILE_SIZE(MSTAT_STACKS, MSTAT_FRAMES, MSTAT_MODULES);
 	h->writer_mode = writer_mode;
 	h->pid = self.pid;
 	h->uid = geteuid();

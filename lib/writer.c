@@ -28,6 +28,7 @@
  * malloc once; that count takes the shared path (see claim_slot()).
  */
 #include "writer.h"
+#include "profile.h"
 #include "ownlock.h"
 
 #include <dlfcn.h>
@@ -995,6 +996,17 @@ start(void)
 	report(&proc.seg);
 }
 
+const struct mstat_segment *
+mstat_writer_segment(void)
+{
+	/* (R) acquire: pairs with the release in start(); the segment's
+	 * fields are then set. */
+	if (!atomic_load_explicit(&proc.ready, memory_order_acquire) ||
+	    atomic_load_explicit(&proc.retired, memory_order_relaxed))
+		return NULL;
+	return &proc.seg;
+}
+
 /* ---- fork ---- */
 
 /* Every slot with pages, all generations: the counts so far.  Exact once
@@ -1147,7 +1159,8 @@ fork_child(void)
 				in[MSTAT_C_ALLOC_BYTES] - in[MSTAT_C_FREE_BYTES];
 	}
 	/* The parent's descriptor goes; its owner lock is the parent's and
-	 * stays held by the parent's copy. */
+	 * stays held by the parent's copy.  Its profile goes with it. */
+	mstat_profile_fork_child();
 	mstat_segment_forget(&proc.seg);
 	atomic_store_explicit(&proc.reserved, 0, memory_order_relaxed);
 	atomic_store_explicit(&proc.reserving, false, memory_order_relaxed);
@@ -1251,6 +1264,7 @@ mstat_writer_start(void)
 	e = getenv("MSTAT_EAGER");
 	proc.eager = (e && *e && strcmp(e, "0") != 0) ||
 		     (proc.report[0] && proc.report_pid == getpid());
+	mstat_profile_start();
 	proc.slot_count = env_slots();
 	proc.writer_mode = env_mode();
 	*(void **)&proc.next_exit = dlsym(RTLD_NEXT, "_exit");

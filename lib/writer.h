@@ -68,11 +68,17 @@ struct mstat_thread {
 	struct mstat_shm_slot *fast;
 	struct mstat_shm_slot *slot;
 	struct mstat_shm_slot *own;
+	/* Bytes to allocate before the next sample (lib/profile.h); below
+	 * zero: this allocation is sampled.  0 for a new thread, whose first
+	 * allocation draws its first countdown. */
+	int64_t sample_left;
 };
 extern _Thread_local struct mstat_thread mstat_thread
 	__attribute__((tls_model("initial-exec"))) MSTAT_HIDDEN;
 
 /* An open update section. */
+struct mstat_segment;
+
 struct mstat_section {
 	struct mstat_shm_slot *slot;
 	unsigned g; /* the generation it writes to */
@@ -165,6 +171,22 @@ mstat_count(enum mstat_op op, uint64_t freed, uint64_t size, uint64_t requested)
 		mstat_count_unslotted(op, freed, size, requested);
 	}
 }
+
+/* The sampling countdown (lib/profile.h): one subtract on the thread's
+ * line and a branch.  True when an allocation of `n` bytes is sampled.
+ * Unsigned arithmetic: a huge `n` wraps, and such a block fails anyway. */
+MSTAT_INLINE bool
+mstat_sample_due(size_t n)
+{
+	int64_t left = (int64_t)((uint64_t)mstat_thread.sample_left - n);
+
+	mstat_thread.sample_left = left;
+	return __builtin_expect(left < 0, 0);
+}
+
+/* The segment, once published, while counting goes on; NULL before and
+ * after (for the profile, which lives in it). */
+const struct mstat_segment *mstat_writer_segment(void) MSTAT_HIDDEN;
 
 /* Starts counting (the library's constructor does; idempotent). */
 void mstat_writer_start(void) MSTAT_HIDDEN;

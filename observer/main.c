@@ -4,6 +4,7 @@
  * thread ticks, this thread draws), batch (this thread ticks and prints),
  * and both again from a recording instead of live.  See mstat-top(1).
  */
+#include <ctype.h>
 #include <curses.h>
 #include <errno.h>
 #include <getopt.h>
@@ -19,6 +20,8 @@
 
 #include "columns.h"
 #include "output.h"
+#include "pprof.h"
+#include "sites.h"
 #include "reader.h"
 #include "record.h"
 #include "text.h"
@@ -26,6 +29,7 @@
 #include "ui.h"
 
 #define MAX_PIDS 256
+#define MAX_SITES 1000
 
 struct options {
 	bool batch, gc;
@@ -38,6 +42,9 @@ struct options {
 	size_t npids;
 	double linger_s, window_s, baseline_s;
 	const char *record, *replay;
+	const char *pprof;          /* --pprof: write the profile and exit */
+	long sites;                 /* --sites: per process in JSON; 0 none */
+	int64_t sample_bytes;       /* --sample-bytes; -1: not asked */
 };
 
 static void
@@ -63,6 +70,12 @@ usage(FILE *f)
 	      "                         (default 300)\n"
 	      "      --record=FILE      write every tick to FILE (JSON Lines)\n"
 	      "      --replay=FILE      play a recording back instead of watching\n"
+	      "      --pprof=FILE       write the heap profile of the one process\n"
+	      "                         given with -p to FILE (gzipped pprof), exit\n"
+	      "      --sites=N          batch JSON: the N call sites holding the most\n"
+	      "                         live bytes of each process\n"
+	      "      --sample-bytes=N   ask the processes given with -p to sample every\n"
+	      "                         N bytes allocated on average (0: stop)\n"
 	      "      --gc               remove every segment of a process that is\n"
 	      "                         gone, then exit (each tick removes those it\n"
 	      "                         reads anyway)\n"
@@ -133,6 +146,9 @@ parse_options(struct options *o, int argc, char **argv)
 		{ "record", required_argument, NULL, 'R' },
 		{ "replay", required_argument, NULL, 'P' },
 		{ "gc", no_argument, NULL, 'G' },
+		{ "pprof", required_argument, NULL, 'X' },
+		{ "sample-bytes", required_argument, NULL, 'S' },
+		{ "sites", required_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -144,7 +160,7 @@ parse_options(struct options *o, int argc, char **argv)
 	*o = (struct options){ .count = -1, .delay_s = 1.0,
 			       .format = MSTAT_FORMAT_TABLE,
 			       .sort = MSTAT_SORT_LIVE_BYTES, .linger_s = 300.0,
-			       .window_s = 60.0 };
+			       .window_s = 60.0, .sample_bytes = -1 };
 	while ((c = getopt_long(argc, argv, "bn:d:o:p:F:s:hV", longs, &idx)) != -1) {
 		name = c == '?' ? NULL : idx >= 0 && longs[idx].val == c
 						 ? longs[idx].name : NULL;
@@ -191,6 +207,22 @@ parse_options(struct options *o, int argc, char **argv)
 		case 'R': o->record = optarg; break;
 		case 'P': o->replay = optarg; break;
 		case 'G': o->gc = true; break;
+		case 'X': o->pprof = optarg; break;
+		case 'T':
+			o->sites = strtol(optarg, &end, 10);
+			if (!isdigit((unsigned char)optarg[0]) || *end ||
+			    o->sites < 1 || o->sites > MAX_SITES)
+				goto bad;
+			break;
+		case 'S': {
+			unsigned long long v;
+			if (!isdigit((unsigned char)optarg[0]) ||
+			    (errno = 0, v = strtoull(optarg, &end, 10), *end || errno) ||
+			    v > MSTAT_SAMPLE_MAX)
+				goto bad;
+			o->sample_bytes = (int64_t)v;
+			break;
+		}
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("mstat-top %s\n", MSTAT_VERSION); exit(0);
 		default: usage(stderr); return -1;
@@ -204,8 +236,27 @@ parse_options(struct options *o, int argc, char **argv)
 		complain("--replay plays a recording: not with --record, -p or --gc");
 		return -1;
 	}
+	if ((o->pprof || o->sample_bytes >= 0) && (o->replay || o->gc)) {
+		complain("--pprof and --sample-bytes read live processes: not with "
+			 "--replay or --gc");
+		return -1;
+	}
+	if (o->pprof && o->npids != 1) {
+		complain("--pprof writes the profile of one process: give its pid "
+			 "with -p");
+		return -1;
+	}
+	if (o->sample_bytes >= 0 && o->npids == 0) {
+		complain("--sample-bytes changes the processes given with -p");
+		return -1;
+	}
 	if (!isatty(STDOUT_FILENO))
 		o->batch = true;
+	if (o->sites && (!o->batch || o->format != MSTAT_FORMAT_JSON || o->replay)) {
+		complain("--sites adds call sites to live batch JSON output: "
+			 "with -b -o json, not --replay");
+		return -1;
+	}
 	return 0;
 bad:
 	if (name)
@@ -346,10 +397,29 @@ note_missing(const struct options *o, const struct mstat_model *m)
 
 /* Prints the model's rows for tick `t`: 0, or 1 if the output failed
  * (a closed pipe is the reader's choice: 0, and stop). */
+/* --sites: a process's call sites, read where the sampler reads it. */
+struct sites_arg {
+	struct mstat_top *top;
+	size_t n;
+	struct mstat_site *buf;
+};
+
+static void
+print_sites(void *arg, FILE *f, const struct mstat_model_row *r)
+{
+	struct sites_arg *a = arg;
+	size_t got;
+
+	if (mstat_top_sites(a->top, r->key, a->n, a->buf, &got) < 0)
+		mstat_output_json_sites(f, NULL, 0);
+	else
+		mstat_output_json_sites(f, a->buf, got);
+}
+
 static int
 print_tick(const struct options *o, struct mstat_model *m,
 	   const struct mstat_record_tick *t, const struct mstat_model_row ***rows,
-	   bool *stop)
+	   bool *stop, struct sites_arg *sites)
 {
 	const struct mstat_model_row **p = realloc(*rows, (m->n + 1) * sizeof(**rows));
 
@@ -361,7 +431,8 @@ print_tick(const struct options *o, struct mstat_model *m,
 	*rows = p;
 	m->wall_ns = t->time_ms * 1000000u;
 	size_t n = mstat_model_view(m, o->filter, o->sort, false, p);
-	struct mstat_output_tick ot = { t->seq, t->time_ms, t->interval_s };
+	struct mstat_output_tick ot = { t->seq, t->time_ms, t->interval_s,
+					sites ? print_sites : NULL, sites };
 	if (mstat_output_write(stdout, o->format, &ot, p, n) < 0 ||
 	    fflush(stdout) == EOF) {
 		*stop = true;
@@ -380,8 +451,16 @@ run_batch(struct mstat_top *top, const struct options *o)
 	bool stop = false;
 	int rc = 0;
 
-	if (recorder_open(&rec, o->record) < 0)
+	struct sites_arg sites = { top, (size_t)o->sites, NULL };
+
+	if (o->sites && !(sites.buf = calloc(sites.n, sizeof(*sites.buf)))) {
+		fprintf(stderr, "mstat-top: out of memory\n");
 		return 1;
+	}
+	if (recorder_open(&rec, o->record) < 0) {
+		free(sites.buf);
+		return 1;
+	}
 	model_init(&m, o);
 	for (long i = 0; !stop && (o->count < 0 || i < o->count); i++) {
 		if (i)
@@ -396,12 +475,13 @@ run_batch(struct mstat_top *top, const struct options *o)
 		}
 		if (i == 0)
 			note_missing(o, &m);
-		rc = print_tick(o, &m, &a.t, &rows, &stop);
+		rc = print_tick(o, &m, &a.t, &rows, &stop, o->sites ? &sites : NULL);
 		if (rec.failed)
 			rc = 1, stop = true;
 	}
 	free(rows);
 	free(sc.in);
+	free(sites.buf);
 	mstat_model_fini(&m);
 	recorder_close(&rec);
 	return rc;
@@ -436,7 +516,7 @@ run_batch_replay(const struct options *o)
 			rc = 1;
 			break;
 		}
-		rc = print_tick(o, &m, &t, &rows, &stop);
+		rc = print_tick(o, &m, &t, &rows, &stop, NULL);
 	}
 	free(rows);
 	mstat_model_fini(&m);
@@ -587,6 +667,61 @@ run_interactive(struct mstat_top *top, const struct options *o,
 	return 0;
 }
 
+/* --sample-bytes: the request, to each process of -p. */
+static int
+request_sampling(const struct options *o)
+{
+	char why[256];
+	int rc = 0;
+
+	for (size_t i = 0; i < o->npids; i++) {
+		struct mstat_reader *r;
+		if (mstat_reader_open_pid(&r, o->pids[i], why, sizeof(why)) < 0 ||
+		    mstat_reader_request_sampling(r, (uint64_t)o->sample_bytes) < 0) {
+			if (r)
+				snprintf(why, sizeof(why), "%s", mstat_reader_error(r));
+			fprintf(stderr, "mstat-top: %s\n", why);
+			rc = -1;
+		}
+		mstat_reader_close(r);
+	}
+	return rc;
+}
+
+/* --pprof: the profile of the one process of -p, to a file. */
+static int
+write_pprof(const struct options *o)
+{
+	struct mstat_reader *r;
+	struct mstat_profile prof;
+	char why[256];
+	int rc;
+
+	if (mstat_reader_open_pid(&r, o->pids[0], why, sizeof(why)) < 0) {
+		fprintf(stderr, "mstat-top: %s\n", why);
+		return 1;
+	}
+	rc = mstat_reader_profile(r, &prof);
+	if (rc < 0) {
+		fprintf(stderr, "mstat-top: %s\n", mstat_reader_error(r));
+		mstat_reader_close(r);
+		return 1;
+	}
+	struct mstat_symbols *sym = mstat_symbols_new(&prof);
+	rc = mstat_pprof_write(&prof, sym, wall_ms() * 1000000u, o->pprof, why,
+			       sizeof(why));
+	if (rc < 0)
+		fprintf(stderr, "mstat-top: %s\n", why);
+	else if (prof.samples == 0)
+		fprintf(stderr, "mstat-top: pid %d has taken no samples yet%s\n",
+			(int)o->pids[0],
+			prof.sample_bytes ? "" : " (sampling is off)");
+	mstat_symbols_free(sym);
+	mstat_profile_release(&prof);
+	mstat_reader_close(r);
+	return rc < 0 ? 1 : 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -599,6 +734,10 @@ main(int argc, char **argv)
 	setlocale(LC_ALL, "");
 	if (parse_options(&o, argc, argv) < 0)
 		return 2;
+	if (o.sample_bytes >= 0 && request_sampling(&o) < 0)
+		return 1;
+	if (o.pprof)
+		return write_pprof(&o);
 	if (!o.batch && !o.gc && !terminal_drawable(why, sizeof(why))) {
 		complain("%s: batch output instead", why);
 		o.batch = true;

@@ -11,6 +11,7 @@
  * change them together.
  */
 #include "output.h"
+#include "sites.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -162,8 +163,9 @@ json_signed(FILE *f, const char *name, bool have, int64_t v)
 		fprintf(f, ",\"%s\":null", name);
 }
 
-void
-mstat_output_json_process(FILE *f, const struct mstat_model_row *r)
+/* A process's fields, without the closing brace. */
+static void
+json_process_fields(FILE *f, const struct mstat_model_row *r)
 {
 	fprintf(f, "{\"pid\":%d,\"name\":", (int)r->pid);
 	put_quoted(f, r->name);
@@ -219,7 +221,37 @@ mstat_output_json_process(FILE *f, const struct mstat_model_row *r)
 	json_signed(f, "growth_objects", h, r->growth_objects);
 	json_rate(f, "growth_bytes_per_s", r->have_growth_rate,
 		  r->growth_bytes_rate);
+}
+
+void
+mstat_output_json_process(FILE *f, const struct mstat_model_row *r)
+{
+	json_process_fields(f, r);
 	fputc('}', f);
+}
+
+void
+mstat_output_json_sites(FILE *f, const struct mstat_site *s, size_t n)
+{
+	if (!s) {
+		fputs(",\"sites\":null", f);
+		return;
+	}
+	fputs(",\"sites\":[", f);
+	for (size_t i = 0; i < n; i++) {
+		fputs(i ? ",{\"function\":" : "{\"function\":", f);
+		put_quoted(f, s[i].function);
+		fputs(",\"file\":", f);
+		put_quoted(f, s[i].file);
+		fprintf(f, ",\"line\":%d,\"module\":", s[i].line);
+		put_quoted(f, s[i].module);
+		fprintf(f, ",\"address\":%" PRIu64 ",\"live_bytes\":%.0f"
+			   ",\"live_objects\":%.0f,\"alloc_bytes\":%.0f"
+			   ",\"alloc_objects\":%.0f}",
+			s[i].pc, s[i].live_bytes, s[i].live_objects,
+			s[i].alloc_bytes, s[i].alloc_objects);
+	}
+	fputc(']', f);
 }
 
 int
@@ -232,7 +264,10 @@ mstat_output_json(FILE *f, const struct mstat_output_tick *t,
 	for (size_t i = 0; i < n; i++) {
 		if (i)
 			fputc(',', f);
-		mstat_output_json_process(f, rows[i]);
+		json_process_fields(f, rows[i]);
+		if (t->sites)
+			t->sites(t->sites_arg, f, rows[i]);
+		fputc('}', f);
 	}
 	fputs("]}\n", f);
 	return done(f);

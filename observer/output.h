@@ -32,7 +32,16 @@ struct mstat_output_tick {
 	uint64_t seq;         /* 1 for the first tick printed */
 	uint64_t time_ms;     /* CLOCK_REALTIME, milliseconds since the epoch */
 	double interval_s;    /* the sampling interval */
+	/* JSON: if set, called at the end of each process object to add its
+	 * "sites" (mstat_output_json_sites()). */
+	void (*sites)(void *arg, FILE *f, const struct mstat_model_row *r);
+	void *sites_arg;
 };
+
+struct mstat_site;
+/* `,"sites":[...]` (docs/mstat-top-json.md, "site"), or `,"sites":null`
+ * when `s` is NULL: the profile could not be read. */
+void mstat_output_json_sites(FILE *f, const struct mstat_site *s, size_t n);
 
 /* "table", "json", "openmetrics", "prometheus" -> the format, or -1. */
 int mstat_output_parse_format(const char *s);

@@ -19,6 +19,7 @@
 #include "reader.h"
 #include "text.h"
 #include "top.h"
+#include "sites.h"
 #include "tsan.h"
 
 /* Looks at /proc for stopped processes: at most this many a tick, each
@@ -341,6 +342,19 @@ read_all(struct mstat_top *top, size_t n, uint64_t deadline_us)
 		mstat_reader_snapshot_many(top->readers, busy, top->outs,
 					   top->rcs, (unsigned)(deadline_us - now));
 	}
+}
+
+int
+mstat_top_sites(struct mstat_top *top, const char *key, size_t n,
+		struct mstat_site *out, size_t *got)
+{
+	struct mstat_top_target *t;
+
+	*got = 0;
+	cds_list_for_each_entry(t, &top->targets, node)
+		if (strcmp(t->key, key) == 0 && t->reader && !t->final)
+			return mstat_sites_read(t->reader, n, out, got);
+	return -ENOENT;
 }
 
 void

@@ -131,6 +131,14 @@ struct mstat_top {
 /* "stalled", "busy", ...: the error's name. */
 const char *mstat_top_error_name(enum mstat_top_error e);
 
+struct mstat_site;
+/* The top `n` call sites of the process whose key is `key` (sites.h),
+ * while it is read (not once gone: its segment is closed).  0, -ENOENT,
+ * or another -errno.  In the sampler's thread: batch mode's, between
+ * ticks. */
+int mstat_top_sites(struct mstat_top *top, const char *key, size_t n,
+		    struct mstat_site *out, size_t *got);
+
 /* 0 or -errno.  Does not start a thread. */
 int mstat_top_init(struct mstat_top *top, const struct mstat_top_options *opt);
 /* Stops the sampler thread if running, detaches every target and waits for

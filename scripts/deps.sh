@@ -11,8 +11,11 @@ pkgs=(gcc g++ meson ninja-build pkg-config liburcu-dev libcmocka-dev
       tmux python3 prometheus # mstat-top's tests: tmux drives the view,
                               # promtool (prometheus) checks OpenMetrics
       libjemalloc2 libtcmalloc-minimal4 sqlite3 jq libxml2-utils
-      util-linux binutils) # interposition tests: allocators to stack on,
-                           # real programs, unshare/setpriv, nm
+      util-linux binutils # interposition tests: allocators to stack on,
+                          # real programs, unshare/setpriv, nm
+      libunwind-dev       # the library: stacks of sampled allocations
+      libdw-dev zlib1g-dev # mstat-top: naming frames, gzipped pprof
+      golang-go)          # the profile's test: go tool pprof reads it
 pkgs+=("$@")
 missing=()
 for p in "${pkgs[@]}"; do

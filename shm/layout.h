@@ -16,6 +16,10 @@
  *   offset MSTAT_PAGE        size-class table: class_count x uint64_t
  *   offset slots_offset      slot_count x struct mstat_shm_slot, each a
  *                            whole number of pages
+ *   offset profile_offset    the sampled heap profile (struct
+ *                            mstat_shm_profile, then its stack table,
+ *                            frame pool and module list), profile_size
+ *                            bytes, a whole number of pages
  *
  * The object is sparse: the control page, the class table and slot 0 have
  * pages when it is created, and a thread's slot gets its pages when the
@@ -29,8 +33,8 @@
  * Readers serialise among themselves with flock() on the whole file, a
  * lock of another kind that never conflicts with it.
  *
- * Readers map the control page read-write (they write only `epoch` and
- * `synced_epoch`) and everything else read-only.
+ * Readers map the control page read-write (they write only `epoch`,
+ * `synced_epoch` and `sample_request`) and everything else read-only.
  */
 #ifndef MSTAT_SHM_LAYOUT_H
 #define MSTAT_SHM_LAYOUT_H
@@ -49,8 +53,10 @@
  * they do not know.  1: dense, slots of any size, liveness by pid.
  * 2: sparse, slots of whole pages, liveness by the owner lock.
  * 3: four generations chosen by epoch % 4, counters generation-major,
- *    requested bytes in the slot's first line. */
-#define MSTAT_SHM_VERSION_MAJOR 3
+ *    requested bytes in the slot's first line.
+ * 4: the sampled heap profile: its region after the slots, its geometry
+ *    and the sampling words in the header. */
+#define MSTAT_SHM_VERSION_MAJOR 4
 #define MSTAT_SHM_VERSION_MINOR 0 /* readers accept any minor */
 
 #define MSTAT_SHM_DIR "/dev/shm"
@@ -164,7 +170,100 @@ struct mstat_shm_header {
 	 * `epoch` on every update, and nothing else here changes often. */
 	alignas(MSTAT_CACHELINE) _Atomic uint64_t epoch; /* (B) (D) */
 	_Atomic uint64_t synced_epoch; /* (G) last epoch whose handshake ended */
+
+	/* The sampled heap profile (docs/design.md, "Heap profile").  Its
+	 * geometry is written once, with the identity above. */
+	alignas(MSTAT_CACHELINE) uint32_t profile_offset; /* a multiple of MSTAT_PAGE */
+	uint32_t profile_size;    /* bytes, a multiple of MSTAT_PAGE */
+	uint32_t stack_capacity;  /* entries of the stack table, a power of two */
+	uint32_t frame_capacity;  /* uint64_t words of the frame pool */
+	uint32_t module_capacity; /* entries of the module list */
+	uint32_t reserved2;
+	/* The mean sampling interval in bytes the target applies now, 0 when
+	 * sampling is off; written by the target on its sampling path,
+	 * informative (each thread applies a change at its next sample). */
+	_Atomic uint64_t sample_bytes;
+	/* A reader's request (mstat-top --sample-bytes): 0 for none, else
+	 * MSTAT_SAMPLE_REQUEST | the interval (0: off).  Read by the target
+	 * on its sampling path only, and bounded there (MSTAT_SAMPLE_MAX). */
+	_Atomic uint64_t sample_request; /* (U) */
 };
+
+#define MSTAT_SAMPLE_REQUEST (UINT64_C(1) << 63)
+#define MSTAT_SAMPLE_DEFAULT (512u * 1024u)  /* mean bytes between samples */
+#define MSTAT_SAMPLE_MAX (UINT64_C(1) << 40) /* larger intervals are clamped */
+#define MSTAT_STACK_DEPTH 64u               /* frames kept per stack */
+#define MSTAT_STACKS 2048u                  /* stack table entries */
+#define MSTAT_FRAMES 32768u                 /* frame pool words */
+#define MSTAT_MODULES 256u                  /* module list entries */
+#define MSTAT_MODULE_PATH 240u              /* bytes of a path, with its NUL */
+#define MSTAT_BUILD_ID_MAX 20u              /* bytes of a GNU build id kept */
+/* What a reader accepts: bounds, so that no size computed from them wraps. */
+#define MSTAT_STACKS_LIMIT (1u << 16)
+#define MSTAT_FRAMES_LIMIT (1u << 20)
+#define MSTAT_MODULES_LIMIT (1u << 12)
+
+/*
+ * The profile region.  Only the target writes it, on its sampling path.
+ * It is sparse: the target gives each page its storage before it first
+ * writes there, so a process that never samples costs no /dev/shm, and one
+ * that does costs the pages of the entries it made (a hole reads as
+ * zeros: an entry not written yet looks free).  Entries are appended and
+ * published, never removed:
+ *   - a stack entry is taken by an atomic increment of `stacks_used`,
+ *     filled, then published by the release store of `depth` (J); a reader
+ *     that sees depth != 0 with acquire sees its frames.  Two threads
+ *     entering the same new stack at once may make two entries: readers
+ *     merge them.
+ *   - a stack's counters are cumulative, updated with atomic adds: an
+ *     allocation adds allocs and alloc_bytes, the free of a sampled block
+ *     frees and free_bytes, each with release (K); a reader loads frees
+ *     before allocs, with acquire, so frees <= allocs per stack.
+ *   - modules [0, modules_used) are complete: each is written, then
+ *     `modules_used` stored with release (L).
+ * Counts may exceed the capacities (an entry asked for and refused):
+ * readers bound them.
+ */
+struct mstat_shm_profile {
+	_Atomic uint32_t stacks_used;  /* entries taken */
+	_Atomic uint32_t frames_used;  /* frame pool words taken */
+	_Atomic uint32_t modules_used; /* (L) */
+	uint32_t reserved0;
+	_Atomic uint64_t samples;      /* samples taken */
+	_Atomic uint64_t dropped;      /* samples not kept: a table was full,
+					* or /dev/shm */
+};
+
+struct mstat_shm_stack {
+	uint64_t reserved0;
+	_Atomic uint32_t depth;        /* (J) frames, 1..MSTAT_STACK_DEPTH */
+	uint32_t frames_offset;        /* index of its first frame in the pool */
+	_Atomic uint64_t allocs;       /* (K) sampled allocations */
+	_Atomic uint64_t alloc_bytes;  /* their requested bytes */
+	_Atomic uint64_t frees;        /* (K) sampled allocations freed */
+	_Atomic uint64_t free_bytes;
+	uint64_t reserved[2];
+};
+
+/* A loaded object: the addresses of its loaded segments, its load bias
+ * (a frame's file address is pc - bias), its GNU build id, its path. */
+struct mstat_shm_module {
+	uint64_t start, end;  /* [start, end) */
+	uint64_t bias;
+	uint32_t build_id_len;
+	uint8_t build_id[MSTAT_BUILD_ID_MAX];
+	char path[MSTAT_MODULE_PATH]; /* NUL-terminated; "" if unknown */
+};
+
+#define MSTAT_PROFILE_STACKS_OFFSET MSTAT_CACHELINE
+#define MSTAT_PROFILE_FRAMES_OFFSET(stacks)                                  \
+	(MSTAT_PROFILE_STACKS_OFFSET + (uint64_t)(stacks) * sizeof(struct mstat_shm_stack))
+#define MSTAT_PROFILE_MODULES_OFFSET(stacks, frames)                         \
+	(MSTAT_PROFILE_FRAMES_OFFSET(stacks) + (uint64_t)(frames) * sizeof(uint64_t))
+#define MSTAT_PROFILE_SIZE(stacks, frames, modules)                          \
+	MSTAT_ALIGN_UP(MSTAT_PROFILE_MODULES_OFFSET(stacks, frames) +        \
+			       (uint64_t)(modules) * sizeof(struct mstat_shm_module), \
+		       MSTAT_PAGE)
 
 /*
  * One slot.  Only the thread owning it writes it (slot 0: whoever holds the
@@ -211,8 +310,11 @@ struct mstat_shm_slot {
 #define MSTAT_SLOTS_OFFSET(classes)                                          \
 	MSTAT_ALIGN_UP(MSTAT_CLASSES_OFFSET + (classes) * sizeof(uint64_t),  \
 		       MSTAT_PAGE)
-#define MSTAT_SEGMENT_SIZE(classes, slots)                                   \
+#define MSTAT_PROFILE_OFFSET(classes, slots)                                 \
 	(MSTAT_SLOTS_OFFSET(classes) + (uint64_t)(slots) * MSTAT_SLOT_SIZE(classes))
+#define MSTAT_SEGMENT_SIZE(classes, slots)                                   \
+	(MSTAT_PROFILE_OFFSET(classes, slots) +                              \
+	 MSTAT_PROFILE_SIZE(MSTAT_STACKS, MSTAT_FRAMES, MSTAT_MODULES))
 
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free");
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "32-bit atomics must be lock-free");
@@ -237,6 +339,14 @@ _Static_assert(MSTAT_CLASS_COUNT <= MSTAT_MAX_CLASSES,
 	       "a snapshot holds every class");
 _Static_assert((int)MSTAT_TOTAL_COUNTER_COUNT == 1,
 	       "the one total, requested bytes, is kept in the head");
+_Static_assert(sizeof(struct mstat_shm_profile) <= MSTAT_PROFILE_STACKS_OFFSET,
+	       "the profile's head fits its first line");
+_Static_assert(sizeof(struct mstat_shm_stack) == MSTAT_CACHELINE,
+	       "a stack entry is one line");
+_Static_assert(sizeof(struct mstat_shm_module) == 288, "a module entry is packed");
+_Static_assert((MSTAT_STACKS & (MSTAT_STACKS - 1)) == 0, "stack table: a power of two");
+_Static_assert(MSTAT_SEGMENT_SIZE(MSTAT_CLASS_COUNT, MSTAT_SLOTS_MAX) < (UINT64_C(1) << 32),
+	       "offsets fit 32 bits");
 _Static_assert(MSTAT_SLOT_SIZE(MSTAT_CLASS_COUNT) == 5 * MSTAT_PAGE,
 	       "a slot is 20 KiB: what a thread costs in /dev/shm");
 

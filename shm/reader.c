@@ -61,6 +61,7 @@ struct mstat_reader {
 	uint64_t size;                   /* bytes of the segment */
 	struct mstat_target_info info;
 	uint32_t class_count, slot_count, slot_size, slots_offset;
+	uint32_t profile_offset, stack_capacity, frame_capacity, module_capacity;
 	uint64_t class_max[MSTAT_MAX_CLASSES];
 	unsigned wait_budget_us;
 
@@ -149,6 +150,10 @@ copy_identity(void *arg)
 	memcpy((char *)c->to + sizeof(c->to->magic),
 	       (const char *)c->from + sizeof(c->to->magic),
 	       MSTAT_HEADER_IDENTITY_SIZE - sizeof(c->to->magic));
+	/* The profile's geometry, written with the identity. */
+	memcpy(&c->to->profile_offset, &c->from->profile_offset,
+	       offsetof(struct mstat_shm_header, sample_bytes) -
+		       offsetof(struct mstat_shm_header, profile_offset));
 	atomic_init(&c->to->magic, magic);
 }
 
@@ -207,6 +212,10 @@ attach_fd(struct mstat_reader *r, const char *label)
 	r->slot_count = h.slot_count;
 	r->slot_size = h.slot_size;
 	r->slots_offset = h.slots_offset;
+	r->profile_offset = h.profile_offset;
+	r->stack_capacity = h.stack_capacity;
+	r->frame_capacity = h.frame_capacity;
+	r->module_capacity = h.module_capacity;
 	struct copy_classes cc = { r, h.classes_offset };
 	if (mstat_guarded(copy_classes, &cc) < 0)
 		return fail(r, -EFAULT, "%s: truncated while being opened", label);
@@ -937,4 +946,174 @@ mstat_reader_snapshot_many(struct mstat_reader **rs, size_t n,
 			rcs[i] = fail(r, rc, "SIGBUS guard: %s", strerror(-rc));
 		}
 	}
+}
+
+/* ---- the sampled heap profile ---- */
+
+struct read_profile {
+	const struct mstat_reader *r;
+	struct mstat_profile *out;
+};
+
+/* Under a guard: the profile's entries, each loaded in the order its
+ * writer published it (lib/profile.c), into private memory, bounded by
+ * the geometry validated at attach. */
+static void
+read_profile(void *arg)
+{
+	struct read_profile *a = arg;
+	const struct mstat_reader *r = a->r;
+	struct mstat_profile *out = a->out;
+	const unsigned char *base = r->data + (r->profile_offset - MSTAT_PAGE);
+	const struct mstat_shm_profile *hp = (const void *)base;
+	const struct mstat_shm_stack *st =
+		(const void *)(base + MSTAT_PROFILE_STACKS_OFFSET);
+	const _Atomic uint64_t *frames =
+		(const void *)(base + MSTAT_PROFILE_FRAMES_OFFSET(r->stack_capacity));
+	const struct mstat_shm_module *mods = (const void *)(
+		base + MSTAT_PROFILE_MODULES_OFFSET(r->stack_capacity, r->frame_capacity));
+
+	out->sample_bytes = atomic_load_explicit(&r->ctl->sample_bytes,
+						 memory_order_relaxed);
+	/* Pages the target never wrote are holes: they read as zeros, an
+	 * empty profile. */
+	out->samples = atomic_load_explicit(&hp->samples, memory_order_relaxed);
+	out->dropped = atomic_load_explicit(&hp->dropped, memory_order_relaxed);
+	/* (L) acquire: pairs with the target's release after each entry. */
+	uint32_t nm = atomic_load_explicit(&hp->modules_used, memory_order_acquire);
+	if (nm > r->module_capacity)
+		nm = r->module_capacity;
+	for (uint32_t i = 0; i < nm; i++) {
+		struct mstat_profile_module *m = &out->modules[out->nmodules];
+		m->start = mods[i].start;
+		m->end = mods[i].end;
+		m->bias = mods[i].bias;
+		m->build_id_len = mods[i].build_id_len <= MSTAT_BUILD_ID_MAX
+					  ? mods[i].build_id_len : 0;
+		memcpy(m->build_id, mods[i].build_id, sizeof(m->build_id));
+		memcpy(m->path, mods[i].path, sizeof(m->path));
+		m->path[sizeof(m->path) - 1] = '\0';
+		if (m->start < m->end)
+			out->nmodules++;
+	}
+	/* Relaxed: each entry is published on its own, by (J). */
+	uint32_t ns = atomic_load_explicit(&hp->stacks_used, memory_order_relaxed);
+	if (ns > r->stack_capacity)
+		ns = r->stack_capacity;
+	for (uint32_t i = 0; i < ns; i++) {
+		const struct mstat_shm_stack *e = &st[i];
+		/* (J) acquire: pairs with the release of depth after the
+		 * frames; 0 for an entry free or being made. */
+		uint32_t d = atomic_load_explicit(&e->depth, memory_order_acquire);
+		uint32_t off = e->frames_offset;
+		if (d == 0 || d > MSTAT_STACK_DEPTH || off > r->frame_capacity ||
+		    d > r->frame_capacity - off)
+			continue;
+		struct mstat_profile_stack *s = &out->stacks[out->nstacks];
+		/* (K) acquire, frees first: pairs with the release adds of a
+		 * free, which follow its allocation's adds. */
+		s->frees = atomic_load_explicit(&e->frees, memory_order_acquire);
+		s->free_bytes = atomic_load_explicit(&e->free_bytes, memory_order_acquire);
+		s->allocs = atomic_load_explicit(&e->allocs, memory_order_relaxed);
+		s->alloc_bytes = atomic_load_explicit(&e->alloc_bytes, memory_order_relaxed);
+		s->depth = d;
+		for (uint32_t k = 0; k < d; k++)
+			s->frames[k] = atomic_load_explicit(&frames[off + k],
+							    memory_order_relaxed);
+		if (s->allocs)
+			out->nstacks++;
+	}
+}
+
+static int
+stack_order(const void *a, const void *b)
+{
+	const struct mstat_profile_stack *x = a, *y = b;
+
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	return memcmp(x->frames, y->frames, x->depth * sizeof(x->frames[0]));
+}
+
+int
+mstat_reader_profile(struct mstat_reader *r, struct mstat_profile *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->stacks = calloc(r->stack_capacity, sizeof(*out->stacks));
+	out->modules = calloc(r->module_capacity, sizeof(*out->modules));
+	if (!out->stacks || !out->modules) {
+		mstat_profile_release(out);
+		return fail(r, -ENOMEM, "out of memory");
+	}
+	struct read_profile a = { r, out };
+	int rc = mstat_guarded(read_profile, &a);
+	if (rc < 0) {
+		mstat_profile_release(out);
+		return fail(r, rc, "%s: cut while its profile was read",
+			    r->info.shm_name);
+	}
+	/* Duplicates (one stack entered twice) side by side, then merged. */
+	qsort(out->stacks, out->nstacks, sizeof(*out->stacks), stack_order);
+	uint32_t n = 0;
+	for (uint32_t i = 0; i < out->nstacks; i++) {
+		struct mstat_profile_stack *s = &out->stacks[i];
+		if (n && stack_order(&out->stacks[n - 1], s) == 0) {
+			struct mstat_profile_stack *t = &out->stacks[n - 1];
+			t->allocs += s->allocs;
+			t->alloc_bytes += s->alloc_bytes;
+			t->frees += s->frees;
+			t->free_bytes += s->free_bytes;
+		} else {
+			if (n != i)
+				out->stacks[n] = *s;
+			n++;
+		}
+	}
+	out->nstacks = n;
+	return 0;
+}
+
+void
+mstat_profile_release(struct mstat_profile *p)
+{
+	free(p->stacks);
+	free(p->modules);
+	memset(p, 0, sizeof(*p));
+}
+
+struct request {
+	struct mstat_shm_header *h;
+	uint64_t v;
+};
+
+static void
+store_request(void *arg)
+{
+	struct request *q = arg;
+
+	/* (U) relaxed: a value the target bounds and applies; it publishes
+	 * nothing else. */
+	atomic_store_explicit(&q->h->sample_request, q->v, memory_order_relaxed);
+}
+
+int
+mstat_reader_request_sampling(struct mstat_reader *r, uint64_t bytes)
+{
+	if (bytes > MSTAT_SAMPLE_MAX)
+		return fail(r, -EINVAL, "a sampling interval of at most %llu bytes",
+			    (unsigned long long)MSTAT_SAMPLE_MAX);
+	struct request q = { r->ctl, MSTAT_SAMPLE_REQUEST | bytes };
+	if (mstat_guarded(store_request, &q) < 0)
+		return fail(r, -EFAULT, "%s: cut while being written",
+			    r->info.shm_name);
+	return 0;
+}
+
+const struct mstat_profile_module *
+mstat_profile_module_of(const struct mstat_profile *p, uint64_t pc)
+{
+	for (uint32_t i = 0; i < p->nmodules; i++)
+		if (pc - p->modules[i].start < p->modules[i].end - p->modules[i].start)
+			return &p->modules[i];
+	return NULL;
 }

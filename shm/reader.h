@@ -103,4 +103,51 @@ void mstat_reader_snapshot_many(struct mstat_reader **rs, size_t n,
 				struct mstat_snapshot **outs, int *rcs,
 				unsigned budget_us);
 
+/*
+ * The sampled heap profile (docs/design.md, "Heap profile").  Read without
+ * the flock and without rotating anything: its counters are cumulative
+ * and only grow.  What a read guarantees: every stack has all its frames;
+ * per stack, frees <= allocs and free_bytes <= alloc_bytes (a free is
+ * never seen without its allocation); every module listed is whole.  It
+ * is not the cut of a snapshot: a sample taken during the read may be in
+ * or out.  Stacks the target entered twice (two threads making the same
+ * new entry at once) are merged.  Counts are of samples, not unbiased.
+ */
+struct mstat_profile_stack {
+	uint64_t allocs, alloc_bytes, frees, free_bytes;
+	uint32_t depth;
+	uint64_t frames[MSTAT_STACK_DEPTH]; /* leaf first: return addresses,
+					     * the first the allocation's call */
+};
+
+struct mstat_profile_module {
+	uint64_t start, end, bias;
+	uint32_t build_id_len;
+	uint8_t build_id[MSTAT_BUILD_ID_MAX];
+	char path[MSTAT_MODULE_PATH];
+};
+
+struct mstat_profile {
+	uint64_t sample_bytes;  /* the mean interval in effect; 0 off */
+	uint64_t samples;       /* taken */
+	uint64_t dropped;       /* taken, not kept (a table was full) */
+	uint32_t nstacks, nmodules;
+	struct mstat_profile_stack *stacks;
+	struct mstat_profile_module *modules;
+};
+
+/* Reads the profile into *out (which mstat_profile_release() frees): 0,
+ * -ENOMEM, or -EFAULT if the segment was cut while being read. */
+int mstat_reader_profile(struct mstat_reader *r, struct mstat_profile *out);
+void mstat_profile_release(struct mstat_profile *p);
+
+/* Asks the target to sample every `bytes` on average from now on (0:
+ * stop sampling); its threads apply it at their next sample, or within
+ * 64 MiB of allocation when off.  0, or -EINVAL above MSTAT_SAMPLE_MAX. */
+int mstat_reader_request_sampling(struct mstat_reader *r, uint64_t bytes);
+
+/* The module holding `pc`, or NULL. */
+const struct mstat_profile_module *
+mstat_profile_module_of(const struct mstat_profile *p, uint64_t pc);
+
 #endif /* MSTAT_SHM_READER_H */

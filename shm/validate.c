@@ -94,6 +94,28 @@ mstat_validate_header(const struct mstat_shm_header *h, uint64_t file_size,
 			      "has its slots at offset %u", h->slots_offset);
 	uint64_t want = (uint64_t)h->slots_offset +
 			(uint64_t)h->slot_count * h->slot_size;
+	if (h->profile_offset != want)
+		return refuse(-EPROTO, err, errlen,
+			      "has its profile at offset %u, not %llu",
+			      h->profile_offset, (unsigned long long)want);
+	if (h->stack_capacity == 0 || h->stack_capacity > MSTAT_STACKS_LIMIT ||
+	    (h->stack_capacity & (h->stack_capacity - 1)) ||
+	    h->frame_capacity == 0 || h->frame_capacity > MSTAT_FRAMES_LIMIT ||
+	    h->module_capacity == 0 || h->module_capacity > MSTAT_MODULES_LIMIT)
+		return refuse(-EPROTO, err, errlen,
+			      "has a profile of %u stacks, %u frames, %u modules",
+			      h->stack_capacity, h->frame_capacity,
+			      h->module_capacity);
+	if (h->profile_size != MSTAT_PROFILE_SIZE(h->stack_capacity,
+						  h->frame_capacity,
+						  h->module_capacity))
+		return refuse(-EPROTO, err, errlen,
+			      "has a profile of %u bytes; its layout needs %llu",
+			      h->profile_size,
+			      (unsigned long long)MSTAT_PROFILE_SIZE(
+				      h->stack_capacity, h->frame_capacity,
+				      h->module_capacity));
+	want += h->profile_size;
 	if (h->segment_size != want)
 		return refuse(-EPROTO, err, errlen,
 			      "says it is %llu bytes; its layout needs %llu",

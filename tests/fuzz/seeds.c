@@ -71,7 +71,11 @@ seg_at(uint32_t classes, uint32_t slots, uint32_t in_file, uint32_t mode,
 	h->slots_offset = slots_offset;
 	h->slot_size = MSTAT_SLOT_SIZE(classes);
 	h->slot_count = slots;
-	h->segment_size = slots_offset + (uint64_t)slots * h->slot_size;
+	/* The smallest profile a reader accepts: one page. */
+	h->profile_offset = slots_offset + slots * h->slot_size;
+	h->stack_capacity = h->frame_capacity = h->module_capacity = 1;
+	h->profile_size = MSTAT_PROFILE_SIZE(1, 1, 1);
+	h->segment_size = (uint64_t)h->profile_offset + h->profile_size;
 	h->writer_mode = mode;
 	h->pid = 4242;
 	h->uid = (uint32_t)geteuid();
@@ -360,7 +364,8 @@ near_valid(void)
 		atomic_store_explicit(&slot(&s, 2)->head.touched[w], UINT64_MAX,
 				      memory_order_relaxed);
 	H(s)->slot_size -= MSTAT_PAGE;
-	H(s)->segment_size = H(s)->slots_offset + 3 * (uint64_t)H(s)->slot_size;
+	H(s)->profile_offset = H(s)->slots_offset + 3 * H(s)->slot_size;
+	H(s)->segment_size = (uint64_t)H(s)->profile_offset + H(s)->profile_size;
 	done("slot-size-short", &s);
 	VARIANT("slot-size-long", H(s)->slot_size += MSTAT_PAGE);
 	VARIANT("classes-offset-low", H(s)->classes_offset = 64);
@@ -371,8 +376,8 @@ near_valid(void)
 	/* A layout too large to be given its size: the file is the input. */
 	VARIANT("size-beyond-file",
 		(H(s)->slots_offset = 1u << 30,
-		 H(s)->segment_size = (1u << 30) +
-				      (uint64_t)H(s)->slot_count * H(s)->slot_size));
+		 H(s)->profile_offset = (1u << 30) + H(s)->slot_count * H(s)->slot_size,
+		 H(s)->segment_size = (uint64_t)H(s)->profile_offset + H(s)->profile_size));
 	/* The file as long as the input, shorter than the header says (the
 	 * fuzz target's switch, in a field readers ignore). */
 	VARIANT("file-short", H(s)->reserved0 = 1);

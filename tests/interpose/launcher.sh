@@ -18,19 +18,19 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 # Checks a summary: version 2, counted, and exactly N live blocks (no
 # frees) in the class of a USABLE-byte block; the process is described as
 # mstat-top describes one, growth counted over the whole run.
-check_json() { # file n usable
+check_json() { # file n usable-bytes-of-all-n
 	python3 - "$@" <<'PY'
 import json, sys
-f, n, usable = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+f, n, total = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 s = json.load(open(f))
 assert s["version"] == 2, s["version"]
 assert s["counted"] is True, s
 p = s["process"]
-cls = [c for c in p["classes"] if c["size"] is None or c["size"] >= usable]
+cls = [c for c in p["classes"] if c["size"] is None or c["size"] >= total // n]
 c = min(cls, key=lambda c: c["size"] if c["size"] is not None else 2**64)
 assert c["alloc_count"] == n and c["free_count"] == 0, c
-assert c["alloc_bytes"] == n * usable, c
-assert c["growth_bytes"] == n * usable and c["growth_objects"] == n, c
+assert c["alloc_bytes"] == total, c
+assert c["growth_bytes"] == total and c["growth_objects"] == n, c
 assert p["live_objects"] == p["alloc_count"] - p["free_count"]
 assert p["live_bytes"] == sum(k["alloc_bytes"] - k["free_bytes"]
                               for k in p["classes"])

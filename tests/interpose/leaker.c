@@ -4,7 +4,8 @@
  * tests, run under LD_PRELOAD or mstat-run.
  *
  *   leaker leak N SIZE [CODE]  allocates N blocks of SIZE bytes, keeps them,
- *                              prints "usable U" and exits with CODE
+ *                              prints "usable U", the usable bytes of all N,
+ *                              and exits with CODE
  *   leaker kill N SIZE         the same, then kills itself with SIGKILL
  *   leaker status              asks the library whether it counts (which
  *                              makes its segment), prints what it says of
@@ -55,13 +56,16 @@ main(int argc, char **argv)
 	}
 	long n = atol(argv[2]);
 	size_t size = (size_t)atol(argv[3]);
-	void *p = NULL;
+	size_t total = 0;
 	for (long i = 0; i < n; i++) {
-		p = malloc(size);
+		void *p = malloc(size);
 		if (!p)
 			return 3;
+		/* Blocks of one size need not have one usable size: a sampled
+		 * one is page-aligned, which may take a few bytes more. */
+		total += malloc_usable_size(p);
 	}
-	printf("usable %zu\n", p ? malloc_usable_size(p) : (size_t)0);
+	printf("usable %zu\n", total);
 	fflush(stdout);
 	if (strcmp(argv[1], "kill") == 0)
 		raise(SIGKILL);

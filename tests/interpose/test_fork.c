@@ -244,9 +244,15 @@ child_frees_the_rings(void)
 		const struct mstat_counts *k0 = &s0->classes[churn_class[t]];
 		const struct mstat_counts *k1 = &s1->classes[churn_class[t]];
 		uint64_t left = mstat_live_objects(k1);
+		/* The block in flight, if any, is of the class; its usable
+		 * size is the usual one unless it was sampled (page-aligned,
+		 * it may hold a few bytes more). */
+		uint64_t bytes = mstat_live_bytes(k1);
 		if (k1->free_count > k1->alloc_count ||
-		    k1->free_count - k0->free_count != reachable[t] ||
-		    left > 1 || mstat_live_bytes(k1) != left * churn_usable[t])
+		    k1->free_count - k0->free_count != reachable[t] || left > 1 ||
+		    (left == 0 && bytes != 0) ||
+		    (left == 1 && (bytes < churn_usable[t] ||
+				   bytes > mstat_class_max_size(churn_class[t]))))
 			return 6;
 	}
 	return 0;

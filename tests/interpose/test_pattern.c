@@ -309,6 +309,46 @@ test_aligned(void **state)
 	end();
 }
 
+/* ---- sampled blocks ---- */
+
+/*
+ * Under MSTAT_SAMPLE_BYTES=1 every allocation is sampled (its countdown
+ * is below 1 byte), so every test above ran on sampled blocks: the
+ * next allocator's, page-aligned.  This one checks that they were, and
+ * what a sampled block must still do: keep its contents through realloc,
+ * be sized by malloc_usable_size, be freed, all counted exactly.
+ */
+static void
+test_sampled_blocks(void **state)
+{
+	(void)state;
+	if (!getenv("MSTAT_TEST_SAMPLED"))
+		skip();
+	begin();
+	unsigned char *p = malloc(100);
+	assert_non_null(p);
+	assert_int_equal((uintptr_t)p % 4096, 0);
+	assert_true(malloc_usable_size(p) >= 100);
+	truth_alloc(&t, p, 100);
+	memset(p, 0x5a, 100);
+	truth_free(&t, malloc_usable_size(p));
+	unsigned char *q = realloc(p, 50000);
+	assert_non_null(q);
+	assert_int_equal((uintptr_t)q % 4096, 0);
+	truth_alloc(&t, q, 50000);
+	for (int i = 0; i < 100; i++)
+		assert_int_equal(q[i], 0x5a);
+	unsigned char *z = calloc(100, 30);
+	assert_non_null(z);
+	assert_int_equal((uintptr_t)z % 4096, 0);
+	truth_alloc(&t, z, 3000);
+	for (int i = 0; i < 3000; i++)
+		assert_int_equal(z[i], 0);
+	truth_free_p(&t, z);
+	truth_free_p(&t, q);
+	end();
+}
+
 /* ---- the chain ---- */
 
 static void
@@ -354,6 +394,7 @@ main(void)
 		cmocka_unit_test(test_realloc_cases),
 		cmocka_unit_test(test_reallocarray),
 		cmocka_unit_test(test_aligned),
+		cmocka_unit_test(test_sampled_blocks),
 	};
 
 	skip_under_valgrind();

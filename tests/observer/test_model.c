@@ -423,7 +423,7 @@ render(int fmt, struct mstat_model *m, enum mstat_model_sort k)
 {
 	const struct mstat_model_row *rows[8];
 	size_t n = mstat_model_view(m, "", k, false, rows);
-	struct mstat_output_tick t = { 7, 1700000000123u, 1.0 };
+	struct mstat_output_tick t = { .seq = 7, .time_ms = 1700000000123u, .interval_s = 1.0 };
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);
@@ -853,7 +853,7 @@ render_tick(int fmt, struct mstat_model *m, uint64_t seq, uint64_t time_ms)
 	const struct mstat_model_row *rows[8];
 	m->wall_ns = time_ms * 1000000u;
 	size_t n = mstat_model_view(m, "", MSTAT_SORT_GROWTH_BYTES, false, rows);
-	struct mstat_output_tick t = { seq, time_ms, 0.5 };
+	struct mstat_output_tick t = { .seq = seq, .time_ms = time_ms, .interval_s = 0.5 };
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *f = open_memstream(&buf, &len);

@@ -126,6 +126,11 @@ good_header(void)
 	h.slots_offset = MSTAT_SLOTS_OFFSET(MSTAT_CLASS_COUNT);
 	h.slot_size = MSTAT_SLOT_SIZE(MSTAT_CLASS_COUNT);
 	h.slot_count = 8;
+	h.profile_offset = MSTAT_PROFILE_OFFSET(MSTAT_CLASS_COUNT, 8);
+	h.stack_capacity = MSTAT_STACKS;
+	h.frame_capacity = MSTAT_FRAMES;
+	h.module_capacity = MSTAT_MODULES;
+	h.profile_size = MSTAT_PROFILE_SIZE(MSTAT_STACKS, MSTAT_FRAMES, MSTAT_MODULES);
 	h.segment_size = MSTAT_SEGMENT_SIZE(MSTAT_CLASS_COUNT, 8);
 	h.writer_mode = MSTAT_MODE_FENCED;
 	h.pid = 42;
@@ -158,11 +163,13 @@ headers_are_refused_for_every_reason(void **state)
 	h = good_header(); atomic_init(&h.magic, 0x1234);
 	REFUSED(h, size, -EPROTO, "bad magic");
 	h = good_header(); h.version_major = 1; /* dense, liveness by pid */
-	REFUSED(h, size, -EPROTONOSUPPORT, "version 1.0; this reader reads 3.x");
+	REFUSED(h, size, -EPROTONOSUPPORT, "version 1.0; this reader reads 4.x");
 	h = good_header(); h.version_major = 2; /* three generations by % 3 */
-	REFUSED(h, size, -EPROTONOSUPPORT, "version 2.0; this reader reads 3.x");
-	h = good_header(); h.version_major = 4;
-	REFUSED(h, size, -EPROTONOSUPPORT, "version 4.0");
+	REFUSED(h, size, -EPROTONOSUPPORT, "version 2.0; this reader reads 4.x");
+	h = good_header(); h.version_major = 3; /* no profile */
+	REFUSED(h, size, -EPROTONOSUPPORT, "version 3.0; this reader reads 4.x");
+	h = good_header(); h.version_major = 5;
+	REFUSED(h, size, -EPROTONOSUPPORT, "version 5.0");
 	h = good_header(); h.version_minor = 7; /* newer minor: accepted */
 	assert_int_equal(mstat_validate_header(&h, size, 1000, err, sizeof(err)), 0);
 	h = good_header(); h.header_size = 16;
@@ -191,6 +198,16 @@ headers_are_refused_for_every_reason(void **state)
 	REFUSED(h, size, -EPROTO, "slots at offset");
 	h = good_header(); h.segment_size += 64;
 	REFUSED(h, size, -EPROTO, "layout needs");
+	h = good_header(); h.profile_offset += MSTAT_PAGE;
+	REFUSED(h, size, -EPROTO, "profile at offset");
+	h = good_header(); h.stack_capacity = 3;
+	REFUSED(h, size, -EPROTO, "a profile of 3 stacks");
+	h = good_header(); h.frame_capacity = MSTAT_FRAMES_LIMIT + 1;
+	REFUSED(h, size, -EPROTO, "frames");
+	h = good_header(); h.module_capacity = 0;
+	REFUSED(h, size, -EPROTO, "0 modules");
+	h = good_header(); h.profile_size -= MSTAT_PAGE;
+	REFUSED(h, size, -EPROTO, "bytes; its layout needs");
 	h = good_header();
 	REFUSED(h, size - 64, -EPROTO, "its header says");
 	h = good_header(); h.writer_mode = 3;

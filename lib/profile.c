@@ -1,0 +1,659 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * profile.c - sampling, stacks and modules into the segment's profile
+ * region (shm/layout.h, struct mstat_shm_profile); see profile.h.
+ *
+ * The ordered accesses, named as in docs/design.md ("Heap profile"):
+ *   (J) a stack entry's `depth`, stored with release once its frames are
+ *       written; readers load it with acquire before the frames.
+ *   (K) a stack's `frees`/`free_bytes` added with release after its
+ *       allocation was added (the block reached the freeing thread through
+ *       the program's own synchronisation); readers load frees before
+ *       allocs, with acquire: per stack, frees <= allocs.
+ *   (L) `modules_used` stored with release after the module entry.
+ *   (U) the reader's `sample_request`, a plain value: relaxed.
+ * What stays in process memory: which live block belongs to which stack
+ * (the live table), the index that finds a stack's entry from its frames,
+ * and which pages of the region have storage.
+ *
+ * Storage: each page of the region is given its storage (fallocate)
+ * before the first write to it, so that a full /dev/shm refuses a sample
+ * instead of raising SIGBUS in malloc.  A process that samples a few
+ * stacks holds a few pages of it.
+ */
+#include "profile.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include "segment.h"
+
+/* Bytes a thread allocates between two looks at the request word while
+ * sampling is off. */
+#define RECHECK_BYTES (64u << 20)
+/* Live sampled blocks remembered; 24 bytes each, pages taken as used. */
+#define LIVE_MAX (1u << 15)
+#define LIVE_PROBES 32u
+#define LIVE_GONE ((uintptr_t)1)
+/* Frames of the library itself above the caller, at most. */
+#define OWN_FRAMES 8
+/* The stack index: twice the entries, a power of two. */
+#define INDEX_MAX (2u * MSTAT_STACKS)
+#define REGION_SIZE MSTAT_PROFILE_SIZE(MSTAT_STACKS, MSTAT_FRAMES, MSTAT_MODULES)
+#define REGION_PAGES (REGION_SIZE / MSTAT_PAGE)
+
+enum setup { SETUP_NONE, SETUP_BUSY, SETUP_DONE, SETUP_FAILED };
+
+struct live {
+	_Atomic uintptr_t p; /* 0 free, LIVE_GONE forgotten, else the block */
+	uint32_t stack;
+	uint32_t reserved;
+	uint64_t size;
+};
+
+/* A module as this process knows it: what the segment's entry says, kept
+ * here so that the writer never reads back what a reader might see. */
+struct known {
+	uintptr_t start, end;
+};
+
+static struct {
+	_Atomic uint64_t env_bytes; /* MSTAT_SAMPLE_BYTES, or the default */
+	_Atomic bool env_read;
+	_Atomic int setup;          /* enum setup */
+	_Atomic bool scanning;      /* a thread lists the modules */
+	int fd;                     /* the segment's */
+	uint64_t region_offset;     /* in the segment */
+	/* Bit i: page i of the region has storage.  Relaxed: a thread that
+	 * misses a bit set by another gives the page storage again, which
+	 * changes nothing. */
+	_Atomic uint64_t paged[(REGION_PAGES + 63) / 64];
+	/* Hash of a stack's frames (high half) | its entry + 1 (low half);
+	 * 0 free.  Stored once the entry is published. */
+	_Atomic uint64_t index[INDEX_MAX];
+	struct mstat_shm_profile *prof;
+	struct mstat_shm_stack *stacks;
+	uint64_t *frames;
+	struct mstat_shm_module *modules;
+	struct live *live;          /* LIVE_MAX entries, mmap'd at the first sample */
+	unsigned nknown;            /* under `scanning` */
+	struct known known[MSTAT_MODULES];
+} prof = { .env_bytes = MSTAT_SAMPLE_DEFAULT };
+
+_Static_assert(REGION_PAGES <= 64 * sizeof(prof.paged) / sizeof(prof.paged[0]),
+	       "a bit for every page of the region");
+
+
+static _Thread_local bool in_sample __attribute__((tls_model("initial-exec")));
+static _Thread_local uint64_t rng __attribute__((tls_model("initial-exec")));
+/* The thread has drawn its first countdown. */
+static _Thread_local bool drawn __attribute__((tls_model("initial-exec")));
+
+/* MSTAT_SAMPLE_BYTES, read at the first sampling decision, and again by
+ * the library's constructor (a program's .preinit_array allocates before
+ * libc has set up the environment). */
+static void
+read_env(void)
+{
+	const char *e = getenv("MSTAT_SAMPLE_BYTES");
+	uint64_t v = MSTAT_SAMPLE_DEFAULT;
+	char *end;
+
+	if (e && *e) {
+		errno = 0;
+		unsigned long long x = strtoull(e, &end, 10);
+		if (*end || errno || e[0] == '-')
+			mstat_writer_warn("MSTAT_SAMPLE_BYTES is not a number of bytes",
+					  "sampling every 512 KiB");
+		else
+			v = x > MSTAT_SAMPLE_MAX ? MSTAT_SAMPLE_MAX : x;
+	}
+	atomic_store_explicit(&prof.env_bytes, v, memory_order_relaxed);
+	/* Release: the value before the flag; pairs with the acquire in
+	 * env_bytes().  Two threads may both read it: the same value. */
+	atomic_store_explicit(&prof.env_read, true, memory_order_release);
+}
+
+void
+mstat_profile_start(void)
+{
+	/* Allocations before libc's own initialiser (a program's
+	 * .preinit_array) find no environment yet: read it again now, and
+	 * draw this thread's countdown again from it. */
+	read_env();
+	mstat_thread.sample_left = 0;
+	drawn = false;
+}
+
+static uint64_t
+env_bytes(void)
+{
+	if (!atomic_load_explicit(&prof.env_read, memory_order_acquire))
+		read_env();
+	return atomic_load_explicit(&prof.env_bytes, memory_order_relaxed);
+}
+
+/* The interval in effect: the reader's request if any, else the
+ * environment's.  A request is bounded before use. */
+static uint64_t
+interval(const struct mstat_shm_header *h)
+{
+	/* (U) relaxed: a value, publishing nothing. */
+	uint64_t req = atomic_load_explicit(&h->sample_request, memory_order_relaxed);
+	uint64_t v = req & MSTAT_SAMPLE_REQUEST
+			     ? req & ~MSTAT_SAMPLE_REQUEST
+			     : env_bytes();
+
+	return v > MSTAT_SAMPLE_MAX ? MSTAT_SAMPLE_MAX : v;
+}
+
+static uint64_t
+next_random(void)
+{
+	if (rng == 0) {
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		rng = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^
+		      (uint64_t)(uintptr_t)&rng ^ UINT64_C(0x9e3779b97f4a7c15);
+	}
+	/* xorshift64* */
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return rng * UINT64_C(2685821657736338717);
+}
+
+/* An exponential variate of mean `mean`: the bytes to the next sample. */
+static int64_t
+draw(uint64_t mean)
+{
+	/* u in (0, 1] */
+	double u = ((double)(next_random() >> 11) + 1.0) * (1.0 / 9007199254740992.0);
+	double d = -log(u) * (double)mean;
+
+	return d >= (double)INT64_MAX / 2 ? INT64_MAX / 2 : (int64_t)d;
+}
+
+/* Storage for bytes [off, off + len) of the region: true, or false if
+ * /dev/shm has no room (the caller then writes nothing there). */
+static bool
+paged(uint64_t off, uint64_t len)
+{
+	for (uint64_t pg = off / MSTAT_PAGE; pg <= (off + len - 1) / MSTAT_PAGE; pg++) {
+		_Atomic uint64_t *w = &prof.paged[pg / 64];
+		uint64_t bit = UINT64_C(1) << (pg % 64);
+		if (atomic_load_explicit(w, memory_order_relaxed) & bit)
+			continue;
+		if (fallocate(prof.fd, 0, (off_t)(prof.region_offset + pg * MSTAT_PAGE),
+			      MSTAT_PAGE) < 0)
+			return false;
+		atomic_fetch_or_explicit(w, bit, memory_order_relaxed);
+	}
+	return true;
+}
+
+/* The region's addresses and the live table, once, with the storage of
+ * the region's first page (its head); false if there is none (then
+ * sampling stays off, said once). */
+static bool
+set_up(const struct mstat_segment *seg)
+{
+	int r = atomic_load_explicit(&prof.setup, memory_order_acquire);
+
+	if (r == SETUP_DONE)
+		return true;
+	if (r != SETUP_NONE ||
+	    !atomic_compare_exchange_strong_explicit(&prof.setup, &r, SETUP_BUSY,
+						     memory_order_acquire,
+						     memory_order_relaxed))
+		return false; /* another thread sets up: not waited for */
+	prof.fd = seg->fd;
+	prof.region_offset = MSTAT_PROFILE_OFFSET(MSTAT_CLASS_COUNT, seg->slot_count);
+	void *live = mmap(NULL, LIVE_MAX * sizeof(struct live), PROT_READ | PROT_WRITE,
+			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (live == MAP_FAILED || !paged(0, MSTAT_PROFILE_STACKS_OFFSET)) {
+		if (live != MAP_FAILED)
+			munmap(live, LIVE_MAX * sizeof(struct live));
+		mstat_writer_warn("no room for the heap profile in " MSTAT_SHM_DIR,
+				  "not sampling");
+		atomic_store_explicit(&prof.setup, SETUP_FAILED, memory_order_relaxed);
+		return false;
+	}
+	unsigned char *base = (unsigned char *)seg->hdr + prof.region_offset;
+	prof.prof = (struct mstat_shm_profile *)base;
+	prof.stacks = (struct mstat_shm_stack *)(base + MSTAT_PROFILE_STACKS_OFFSET);
+	prof.frames = (uint64_t *)(base + MSTAT_PROFILE_FRAMES_OFFSET(MSTAT_STACKS));
+	prof.modules = (struct mstat_shm_module *)(base + MSTAT_PROFILE_MODULES_OFFSET(
+								 MSTAT_STACKS, MSTAT_FRAMES));
+	prof.live = live;
+	/* Release: the fields above, to the threads that see DONE (acquire
+	 * at the top of this function, and in mstat_profile_freed()). */
+	atomic_store_explicit(&prof.setup, SETUP_DONE, memory_order_release);
+	return true;
+}
+
+static bool begin(size_t n);
+
+/* Inside malloc: errno is the program's, whatever the sampling path
+ * called (strtoull, fallocate, mmap, readlink, the unwinder). */
+bool
+mstat_profile_begin(size_t n)
+{
+	int saved = errno;
+	bool yes = begin(n);
+
+	errno = saved;
+	return yes;
+}
+
+static bool
+begin(size_t n)
+{
+	const struct mstat_segment *seg;
+
+	if (in_sample) {
+		/* An allocation inside a sample (the unwinder's, a signal
+		 * handler's): not sampled; a fresh countdown, the process
+		 * being memoryless. */
+		uint64_t env = env_bytes();
+		mstat_thread.sample_left = env ? draw(env) : RECHECK_BYTES;
+		return false;
+	}
+	seg = mstat_writer_segment();
+	if (!seg) {
+		/* No segment yet, or no more: look again after a while. */
+		uint64_t env = env_bytes();
+		mstat_thread.sample_left = env ? draw(env) : RECHECK_BYTES;
+		return false;
+	}
+	uint64_t mean = interval(seg->hdr);
+	if (atomic_load_explicit(&seg->hdr->sample_bytes, memory_order_relaxed) != mean)
+		atomic_store_explicit(&seg->hdr->sample_bytes, mean, memory_order_relaxed);
+	if (mean == 0) {
+		mstat_thread.sample_left = RECHECK_BYTES;
+		return false;
+	}
+	int64_t left = draw(mean);
+	if (!drawn) {
+		/* A thread's first countdown: this allocation counts against
+		 * it like any other. */
+		drawn = true;
+		left -= (int64_t)(n > INT64_MAX / 2 ? INT64_MAX / 2 : n);
+		if (left >= 0) {
+			mstat_thread.sample_left = left;
+			return false;
+		}
+		left = draw(mean);
+	}
+	mstat_thread.sample_left = left;
+	in_sample = true;
+	if (!set_up(seg)) {
+		in_sample = false;
+		return false;
+	}
+	return true;
+}
+
+void
+mstat_profile_cancel(void)
+{
+	in_sample = false;
+}
+
+static uint64_t
+hash_frames(const uint64_t *f, unsigned n)
+{
+	uint64_t h = UINT64_C(0xcbf29ce484222325) ^ n;
+
+	for (unsigned i = 0; i < n; i++) {
+		h ^= f[i];
+		h *= UINT64_C(0x100000001b3);
+		h ^= h >> 29;
+	}
+	return h | 1;
+}
+
+static void
+dropped(void)
+{
+	atomic_fetch_add_explicit(&prof.prof->dropped, 1, memory_order_relaxed);
+}
+
+/* The entry of these frames, made if new; -1 if there is no room. */
+static int
+intern(const uint64_t *f, unsigned n)
+{
+	const uint64_t h = hash_frames(f, n) & ~UINT64_C(0xffffffff);
+	const uint32_t mask = INDEX_MAX - 1;
+	uint32_t k = (uint32_t)(h >> 32) & mask, i;
+
+	for (i = 0; i < INDEX_MAX; i++, k = (k + 1) & mask) {
+		/* Acquire: pairs with the release CAS below; the entry it
+		 * names is published. */
+		uint64_t w = atomic_load_explicit(&prof.index[k], memory_order_acquire);
+		if (w == 0)
+			break;
+		uint32_t e = (uint32_t)w - 1;
+		if ((w & ~UINT64_C(0xffffffff)) != h || e >= MSTAT_STACKS)
+			continue;
+		const struct mstat_shm_stack *s = &prof.stacks[e];
+		if (atomic_load_explicit(&s->depth, memory_order_relaxed) == n &&
+		    memcmp(prof.frames + s->frames_offset, f, n * sizeof(*f)) == 0)
+			return (int)e;
+	}
+
+	/* New: an entry and frames, each with storage, then published. */
+	uint32_t e = atomic_fetch_add_explicit(&prof.prof->stacks_used, 1,
+					       memory_order_relaxed);
+	if (e >= MSTAT_STACKS)
+		return -1;
+	uint32_t off = atomic_fetch_add_explicit(&prof.prof->frames_used, n,
+						 memory_order_relaxed);
+	if (off > MSTAT_FRAMES - n ||
+	    !paged(MSTAT_PROFILE_STACKS_OFFSET + (uint64_t)e * sizeof(struct mstat_shm_stack),
+		   sizeof(struct mstat_shm_stack)) ||
+	    !paged(MSTAT_PROFILE_FRAMES_OFFSET(MSTAT_STACKS) + (uint64_t)off * sizeof(*f),
+		   n * sizeof(*f)))
+		return -1; /* the entry stays depth 0: readers skip it */
+	struct mstat_shm_stack *s = &prof.stacks[e];
+	memcpy(prof.frames + off, f, n * sizeof(*f));
+	s->frames_offset = off;
+	/* (J) release: the frames and their offset before the depth; pairs
+	 * with the reader's acquire. */
+	atomic_store_explicit(&s->depth, n, memory_order_release);
+	/* Into the index, where the search above stopped or after.  Full
+	 * (never, at twice the entries): the stack is not found again, and
+	 * its next sample makes another entry, which readers merge. */
+	for (; i < INDEX_MAX; i++, k = (k + 1) & mask) {
+		uint64_t zero = 0;
+		/* Release: the entry's publication, to the acquire above. */
+		if (atomic_compare_exchange_strong_explicit(&prof.index[k], &zero,
+							    h | (e + 1),
+							    memory_order_release,
+							    memory_order_relaxed))
+			break;
+	}
+	return (int)e;
+}
+
+/* ---- modules ---- */
+
+static bool
+known(uintptr_t pc)
+{
+	for (unsigned i = 0; i < prof.nknown; i++)
+		if (pc - prof.known[i].start < prof.known[i].end - prof.known[i].start)
+			return true;
+	return false;
+}
+
+/* The GNU build id among an object's notes, into m. */
+static void
+build_id(const struct dl_phdr_info *info, struct mstat_shm_module *m)
+{
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const unsigned char *p = (const unsigned char *)(info->dlpi_addr + ph->p_vaddr);
+		size_t left = ph->p_memsz;
+		while (left >= sizeof(ElfW(Nhdr))) {
+			const ElfW(Nhdr) *nh = (const ElfW(Nhdr) *)p;
+			size_t name = (nh->n_namesz + 3) & ~(size_t)3;
+			size_t desc = (nh->n_descsz + 3) & ~(size_t)3;
+			size_t len = sizeof(*nh) + name + desc;
+			if (len > left)
+				break;
+			if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 &&
+			    memcmp(p + sizeof(*nh), "GNU", 4) == 0) {
+				uint32_t n = nh->n_descsz < MSTAT_BUILD_ID_MAX
+						     ? nh->n_descsz
+						     : MSTAT_BUILD_ID_MAX;
+				memcpy(m->build_id, p + sizeof(*nh) + name, n);
+				m->build_id_len = n;
+				return;
+			}
+			p += len;
+			left -= len;
+		}
+	}
+}
+
+static int
+add_module(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+
+	(void)size;
+	(void)arg;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t s = info->dlpi_addr + ph->p_vaddr;
+		if (s < lo)
+			lo = s;
+		if (s + ph->p_memsz > hi)
+			hi = s + ph->p_memsz;
+	}
+	if (lo >= hi || known(lo))
+		return 0;
+	uint32_t n = atomic_load_explicit(&prof.prof->modules_used, memory_order_relaxed);
+	if (n >= MSTAT_MODULES || prof.nknown >= MSTAT_MODULES ||
+	    !paged(MSTAT_PROFILE_MODULES_OFFSET(MSTAT_STACKS, MSTAT_FRAMES) +
+			   (uint64_t)n * sizeof(struct mstat_shm_module),
+		   sizeof(struct mstat_shm_module)))
+		return 1;
+	struct mstat_shm_module *m = &prof.modules[n];
+	memset(m, 0, sizeof(*m));
+	m->start = lo;
+	m->end = hi;
+	m->bias = info->dlpi_addr;
+	build_id(info, m);
+	const char *name = info->dlpi_name;
+	if (name && *name) {
+		size_t l = strnlen(name, MSTAT_MODULE_PATH - 1);
+		memcpy(m->path, name, l);
+	} else if (n == 0 || !name) {
+		/* The program itself (the first object listed). */
+		ssize_t l = readlink("/proc/self/exe", m->path, MSTAT_MODULE_PATH - 1);
+		m->path[l > 0 ? l : 0] = '\0';
+	}
+	prof.known[prof.nknown].start = lo;
+	prof.known[prof.nknown].end = hi;
+	prof.nknown++;
+	/* (L) release: the entry before its count; pairs with the reader's
+	 * acquire of modules_used. */
+	atomic_store_explicit(&prof.prof->modules_used, n + 1, memory_order_release);
+	return 0;
+}
+
+/* Lists the loaded objects not listed yet, if a frame lies outside every
+ * one known.  One thread at a time; another one skips it (a later sample
+ * of the same frames lists them). */
+static void
+note_modules(const uint64_t *f, unsigned n)
+{
+	bool busy = false;
+
+	if (!atomic_compare_exchange_strong_explicit(&prof.scanning, &busy, true,
+						     memory_order_acquire,
+						     memory_order_relaxed))
+		return;
+	for (unsigned i = 0; i < n; i++)
+		if (!known((uintptr_t)f[i])) {
+			dl_iterate_phdr(add_module, NULL);
+			break;
+		}
+	/* Release: the known list, to the next thread that scans (the
+	 * acquire above). */
+	atomic_store_explicit(&prof.scanning, false, memory_order_release);
+}
+
+/* ---- live sampled blocks ---- */
+
+static inline uint32_t
+live_hash(uintptr_t p)
+{
+	return (uint32_t)(((p >> 12) * UINT64_C(0x9e3779b97f4a7c15)) >> 40) & (LIVE_MAX - 1);
+}
+
+_Atomic uint16_t mstat_sample_filter[MSTAT_SAMPLE_FILTER];
+
+static bool
+live_note(uintptr_t p, uint32_t stack, uint64_t size)
+{
+	for (uint32_t i = 0, k = live_hash(p); i < LIVE_PROBES;
+	     i++, k = (k + 1) & (LIVE_MAX - 1)) {
+		struct live *e = &prof.live[k];
+		uintptr_t cur = atomic_load_explicit(&e->p, memory_order_relaxed);
+		/* The CAS acquires: pairs with the release in live_forget(),
+		 * so the entry's old fields were read before they are
+		 * overwritten. */
+		if ((cur == 0 || cur == LIVE_GONE) &&
+		    atomic_compare_exchange_strong_explicit(&e->p, &cur, p,
+							    memory_order_acquire,
+							    memory_order_relaxed)) {
+			e->stack = stack;
+			e->size = size;
+			/* Before the block is the program's: see profile.h. */
+			atomic_fetch_add_explicit(
+				&mstat_sample_filter[mstat_sample_bucket((void *)p)], 1,
+				memory_order_relaxed);
+			return true;
+		}
+	}
+	return false;
+}
+
+static struct live *
+live_find(uintptr_t p)
+{
+	if (!prof.live)
+		return NULL;
+	for (uint32_t i = 0, k = live_hash(p); i < LIVE_PROBES;
+	     i++, k = (k + 1) & (LIVE_MAX - 1)) {
+		struct live *e = &prof.live[k];
+		/* Relaxed: the block reached this thread through the
+		 * program's own synchronisation, which orders its entry. */
+		uintptr_t cur = atomic_load_explicit(&e->p, memory_order_relaxed);
+		if (cur == p)
+			return e;
+		if (cur == 0)
+			return NULL;
+	}
+	return NULL;
+}
+
+static void record(void *p, size_t requested, const void *caller);
+
+void
+mstat_profile_record(void *p, size_t requested, const void *caller)
+{
+	int saved = errno;
+
+	record(p, requested, caller);
+	errno = saved;
+}
+
+static void
+record(void *p, size_t requested, const void *caller)
+{
+	void *buf[MSTAT_STACK_DEPTH + OWN_FRAMES];
+	uint64_t f[MSTAT_STACK_DEPTH];
+	int got = unw_backtrace(buf, (int)(sizeof(buf) / sizeof(buf[0])));
+	int first = 0;
+	unsigned n = 0;
+
+	/* The frames above the caller are the library's. */
+	for (int i = 0; i < got && i < OWN_FRAMES; i++)
+		if (buf[i] == caller) {
+			first = i;
+			break;
+		}
+	for (int i = first; i < got && n < MSTAT_STACK_DEPTH; i++)
+		f[n++] = (uint64_t)(uintptr_t)buf[i];
+	atomic_fetch_add_explicit(&prof.prof->samples, 1, memory_order_relaxed);
+	if (n == 0) {
+		dropped();
+		goto out;
+	}
+	note_modules(f, n);
+	int k = intern(f, n);
+	if (k < 0 || !live_note((uintptr_t)p, (uint32_t)k, requested)) {
+		dropped();
+		goto out;
+	}
+	struct mstat_shm_stack *e = &prof.stacks[k];
+	/* Relaxed: the frees that follow are ordered after these by (K). */
+	atomic_fetch_add_explicit(&e->alloc_bytes, requested, memory_order_relaxed);
+	atomic_fetch_add_explicit(&e->allocs, 1, memory_order_relaxed);
+out:
+	in_sample = false;
+}
+
+bool
+mstat_profile_owns(const void *p)
+{
+	return mstat_sample_maybe(p) && live_find((uintptr_t)p) != NULL;
+}
+
+bool
+mstat_profile_freed(void *p)
+{
+	/* Acquire: pairs with the release in set_up(); the table is there. */
+	if (atomic_load_explicit(&prof.setup, memory_order_acquire) != SETUP_DONE)
+		return false;
+	if (!mstat_sample_maybe(p))
+		return false;
+	struct live *e = live_find((uintptr_t)p);
+	if (!e)
+		return false;
+	uint32_t k = e->stack;
+	uint64_t size = e->size;
+	/* Release: the fields are read before the entry can be reused; pairs
+	 * with the acquire CAS in live_note(). */
+	atomic_store_explicit(&e->p, LIVE_GONE, memory_order_release);
+	atomic_fetch_sub_explicit(&mstat_sample_filter[mstat_sample_bucket(p)], 1,
+				  memory_order_relaxed);
+	if (k < MSTAT_STACKS) {
+		struct mstat_shm_stack *s = &prof.stacks[k];
+		/* (K) release: after the allocation's adds, which happened
+		 * before this free; pairs with the reader's acquire loads of
+		 * free_bytes and frees, made before it loads the allocs. */
+		atomic_fetch_add_explicit(&s->free_bytes, size, memory_order_release);
+		atomic_fetch_add_explicit(&s->frees, 1, memory_order_release);
+	}
+	return true;
+}
+
+void
+mstat_profile_fork_child(void)
+{
+	/* One thread, the forking one, outside any sample: nothing races. */
+	if (prof.live)
+		munmap(prof.live, LIVE_MAX * sizeof(struct live));
+	memset((void *)mstat_sample_filter, 0, sizeof(mstat_sample_filter));
+	prof.live = NULL;
+	prof.prof = NULL;
+	prof.stacks = NULL;
+	prof.frames = NULL;
+	prof.modules = NULL;
+	prof.nknown = 0;
+	memset((void *)prof.paged, 0, sizeof(prof.paged));
+	memset((void *)prof.index, 0, sizeof(prof.index));
+	atomic_store_explicit(&prof.scanning, false, memory_order_relaxed);
+	atomic_store_explicit(&prof.setup, SETUP_NONE, memory_order_relaxed);
+}

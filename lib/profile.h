@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * profile.h - the sampled heap profile, the target's side.
+ *
+ * Allocations are sampled per byte, as a Poisson process of mean
+ * interval R bytes (MSTAT_SAMPLE_BYTES, 512 KiB by default, 0 off; a
+ * reader may change it through the header's `sample_request`): a block
+ * of n bytes is sampled with probability 1 - exp(-n/R).  The fast path is
+ * a countdown in the thread's line (writer.h, mstat_sample_due()); when
+ * it goes below zero the interposer calls here, out of line:
+ *
+ *	if (mstat_profile_begin()) {
+ *		p = a page-aligned block of the next allocator, counted;
+ *		p ? mstat_profile_record(p, n, caller) : mstat_profile_cancel();
+ *	}
+ *
+ * A sampled block is page-aligned, so a free tests `(p & 4095) == 0`
+ * before it calls mstat_profile_freed(), and the blocks that were not
+ * sampled cost the free no memory read.  The block itself comes from the
+ * next allocator (its memalign), so realloc, malloc_usable_size and free
+ * of it are that allocator's own.
+ *
+ * Everything here runs inside malloc: it never allocates, never takes a
+ * lock a free could wait on, and a thread inside it samples nothing more
+ * (libunwind may allocate).  Stacks are taken with libunwind's
+ * unw_backtrace(), never glibc's backtrace(), which can allocate and take
+ * loader locks.
+ */
+#ifndef MSTAT_LIB_PROFILE_H
+#define MSTAT_LIB_PROFILE_H
+
+#include <stdbool.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "writer.h"
+
+/* Reads MSTAT_SAMPLE_BYTES again, from the library's constructor: it may
+ * have been read before the environment was there. */
+void mstat_profile_start(void) MSTAT_HIDDEN;
+
+/* The thread's countdown went below zero on an allocation of `n` bytes:
+ * draws the next one, and says whether this allocation is sampled.  True
+ * opens the thread's sampling (no sample inside it); record or cancel
+ * closes it. */
+bool mstat_profile_begin(size_t n) MSTAT_HIDDEN;
+
+/* Sampled block `p`, `requested` bytes asked by the code that returns to
+ * `caller` (the frames above it are the library's and are left out). */
+void mstat_profile_record(void *p, size_t requested, const void *caller) MSTAT_HIDDEN;
+
+/* The sampled allocation failed. */
+void mstat_profile_cancel(void) MSTAT_HIDDEN;
+
+/* Page-aligned, non-NULL `p` is being freed (or reallocated), while it is
+ * still live: if it was sampled, its free is recorded and it is forgotten.
+ * True if it was. */
+bool mstat_profile_freed(void *p) MSTAT_HIDDEN;
+
+/* Whether page-aligned `p` is a live sampled block. */
+bool mstat_profile_owns(const void *p) MSTAT_HIDDEN;
+
+/* In a fork child, before its own segment: the parent's samples and
+ * region are not the child's. */
+void mstat_profile_fork_child(void) MSTAT_HIDDEN;
+
+/* A block is recognised as possibly sampled by its address alone. */
+#define MSTAT_SAMPLE_ALIGN 4096u
+static inline bool
+mstat_sample_aligned(const void *p)
+{
+	return ((uintptr_t)p & (MSTAT_SAMPLE_ALIGN - 1)) == 0;
+}
+
+/*
+ * A page-aligned block that was not sampled is common once a sampled one
+ * has been freed: the allocator hands the same chunk out again, often to
+ * the same hot loop.  So a page-aligned block is looked up only if a
+ * counting filter says it may be sampled: per bucket of addresses, the
+ * live sampled blocks in it.  One load of a process-local table; a block
+ * whose bucket is 0 is not sampled.  Relaxed: the increment for a sampled
+ * block precedes its return to the program, whose own synchronisation
+ * orders it before the free that loads it; other blocks of the bucket
+ * only add to the count while they live.
+ */
+#define MSTAT_SAMPLE_FILTER 16384u
+extern _Atomic uint16_t mstat_sample_filter[MSTAT_SAMPLE_FILTER] MSTAT_HIDDEN;
+
+static inline unsigned
+mstat_sample_bucket(const void *p)
+{
+	return (unsigned)((((uintptr_t)p >> 12) * UINT64_C(0x9e3779b97f4a7c15)) >> 50);
+}
+
+/* Page-aligned `p` may be a live sampled block (false: it is not). */
+static inline bool
+mstat_sample_maybe(const void *p)
+{
+	return atomic_load_explicit(&mstat_sample_filter[mstat_sample_bucket(p)],
+				    memory_order_relaxed) != 0;
+}
+
+#endif /* MSTAT_LIB_PROFILE_H */

@@ -1,0 +1,514 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pprof.c - the profile.proto encoder, the little of protocol buffers it
+ * needs (varints and length-delimited fields), and gzip through zlib; see
+ * pprof.h.
+ */
+#include "pprof.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+/* Field numbers of profile.proto. */
+enum {
+	PROFILE_SAMPLE_TYPE = 1, PROFILE_SAMPLE = 2, PROFILE_MAPPING = 3,
+	PROFILE_LOCATION = 4, PROFILE_FUNCTION = 5, PROFILE_STRING_TABLE = 6,
+	PROFILE_TIME_NANOS = 9, PROFILE_PERIOD_TYPE = 11, PROFILE_PERIOD = 12,
+	VALUE_TYPE_TYPE = 1, VALUE_TYPE_UNIT = 2,
+	SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2,
+	MAPPING_ID = 1, MAPPING_MEMORY_START = 2, MAPPING_MEMORY_LIMIT = 3,
+	MAPPING_FILE_OFFSET = 4, MAPPING_FILENAME = 5, MAPPING_BUILD_ID = 6,
+	MAPPING_HAS_FUNCTIONS = 7, MAPPING_HAS_FILENAMES = 8,
+	MAPPING_HAS_LINE_NUMBERS = 9,
+	LOCATION_ID = 1, LOCATION_MAPPING_ID = 2, LOCATION_ADDRESS = 3,
+	LOCATION_LINE = 4,
+	LINE_FUNCTION_ID = 1, LINE_LINE = 2,
+	FUNCTION_ID = 1, FUNCTION_NAME = 2, FUNCTION_SYSTEM_NAME = 3,
+	FUNCTION_FILENAME = 4,
+};
+enum { WIRE_VARINT = 0, WIRE_LEN = 2 };
+
+/* The sample types, in the order of each sample's values. */
+static const char *const sample_types[][2] = {
+	{ "alloc_objects", "count" }, { "alloc_space", "bytes" },
+	{ "inuse_objects", "count" }, { "inuse_space", "bytes" },
+};
+#define NVALUES (sizeof(sample_types) / sizeof(sample_types[0]))
+
+struct buf {
+	unsigned char *d;
+	size_t n, cap;
+	bool oom;
+};
+
+static void
+put(struct buf *b, const void *p, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->n + n > b->cap) {
+		size_t cap = b->cap ? b->cap : 256;
+		while (cap < b->n + n)
+			cap *= 2;
+		unsigned char *d = realloc(b->d, cap);
+		if (!d) {
+			b->oom = true;
+			return;
+		}
+		b->d = d;
+		b->cap = cap;
+	}
+	memcpy(b->d + b->n, p, n);
+	b->n += n;
+}
+
+static void
+varint(struct buf *b, uint64_t v)
+{
+	unsigned char c[10];
+	size_t n = 0;
+
+	do {
+		c[n++] = (unsigned char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+		v >>= 7;
+	} while (v);
+	put(b, c, n);
+}
+
+static void
+field_varint(struct buf *b, unsigned field, uint64_t v)
+{
+	varint(b, (uint64_t)field << 3 | WIRE_VARINT);
+	varint(b, v);
+}
+
+static void
+field_bytes(struct buf *b, unsigned field, const void *p, size_t n)
+{
+	varint(b, (uint64_t)field << 3 | WIRE_LEN);
+	varint(b, n);
+	put(b, p, n);
+}
+
+/* A nested message `m` as field `field` of `b`; `m` is emptied. */
+static void
+field_msg(struct buf *b, unsigned field, struct buf *m)
+{
+	field_bytes(b, field, m->d, m->n);
+	b->oom |= m->oom;
+	m->n = 0;
+}
+
+/* ---- tables: strings, locations, functions ---- */
+
+static uint64_t
+hash_bytes(const void *p, size_t n, uint64_t h)
+{
+	const unsigned char *c = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= c[i];
+		h *= UINT64_C(0x100000001b3);
+	}
+	return h;
+}
+
+/* Open addressing: keys to ids 1.., never removed.  A key is 64 bits;
+ * strings are compared in full by the caller's `same`. */
+struct map {
+	uint64_t *keys;
+	uint32_t *ids; /* 0: empty */
+	uint32_t cap, n;
+};
+
+static bool
+map_grow(struct map *m)
+{
+	struct map g = { .cap = m->cap ? m->cap * 2 : 1024 };
+
+	g.keys = calloc(g.cap, sizeof(*g.keys));
+	g.ids = calloc(g.cap, sizeof(*g.ids));
+	if (!g.keys || !g.ids) {
+		free(g.keys);
+		free(g.ids);
+		return false;
+	}
+	for (uint32_t i = 0; i < m->cap; i++) {
+		if (!m->ids[i])
+			continue;
+		uint32_t k = (uint32_t)m->keys[i] & (g.cap - 1);
+		while (g.ids[k])
+			k = (k + 1) & (g.cap - 1);
+		g.keys[k] = m->keys[i];
+		g.ids[k] = m->ids[i];
+	}
+	g.n = m->n;
+	free(m->keys);
+	free(m->ids);
+	*m = g;
+	return true;
+}
+
+/* The id of `key` for which same(id) holds, or the slot to put it in
+ * (*slot, returning 0); -1 if out of memory. */
+static int64_t
+map_find(struct map *m, uint64_t key, bool (*same)(void *, uint32_t), void *arg,
+	 uint32_t *slot)
+{
+	if ((m->n + 1) * 2 > m->cap && !map_grow(m))
+		return -1;
+	uint32_t k = (uint32_t)key & (m->cap - 1);
+	for (;; k = (k + 1) & (m->cap - 1)) {
+		if (!m->ids[k]) {
+			*slot = k;
+			return 0;
+		}
+		if (m->keys[k] == key && same(arg, m->ids[k]))
+			return m->ids[k];
+	}
+}
+
+static void
+map_put(struct map *m, uint32_t slot, uint64_t key, uint32_t id)
+{
+	m->keys[slot] = key;
+	m->ids[slot] = id;
+	m->n++;
+}
+
+static void
+map_free(struct map *m)
+{
+	free(m->keys);
+	free(m->ids);
+}
+
+struct enc {
+	struct buf out;      /* the Profile message */
+	struct buf m, sub;   /* scratch for nested messages */
+	struct map strings, locations, functions;
+	const char **str;    /* string table, [0] = "" */
+	uint32_t nstr, capstr;
+	uint64_t *loc_pc;    /* location id - 1 -> pc */
+	uint32_t nloc, caploc;
+	uint64_t *fn_key;    /* function id - 1 -> name << 32 | file */
+	uint32_t nfn, capfn;
+	bool oom;
+};
+
+struct same_str {
+	struct enc *e;
+	const char *s;
+};
+
+static bool
+same_str(void *arg, uint32_t id)
+{
+	struct same_str *q = arg;
+
+	return strcmp(q->e->str[id - 1], q->s) == 0;
+}
+
+static bool
+grow(void **a, uint32_t *cap, uint32_t n, size_t size)
+{
+	if (n < *cap)
+		return true;
+	uint32_t c = *cap ? *cap * 2 : 256;
+	void *p = realloc(*a, (size_t)c * size);
+	if (!p)
+		return false;
+	*a = p;
+	*cap = c;
+	return true;
+}
+
+/* The string table index of `s` (copied into the table: not owned). */
+static uint64_t
+string_id(struct enc *e, const char *s)
+{
+	struct same_str q = { e, s };
+	uint64_t key = hash_bytes(s, strlen(s), UINT64_C(0xcbf29ce484222325));
+	uint32_t slot;
+	int64_t id = map_find(&e->strings, key, same_str, &q, &slot);
+
+	if (id > 0)
+		return (uint64_t)id - 1;
+	char *copy = strdup(s);
+	if (id < 0 || !copy ||
+	    !grow((void **)&e->str, &e->capstr, e->nstr, sizeof(*e->str))) {
+		free(copy);
+		e->oom = true;
+		return 0;
+	}
+	e->str[e->nstr++] = copy;
+	map_put(&e->strings, slot, key, e->nstr);
+	return e->nstr - 1;
+}
+
+struct same_u64 {
+	const uint64_t *table;
+	uint64_t v;
+};
+
+static bool
+same_u64(void *arg, uint32_t id)
+{
+	struct same_u64 *q = arg;
+
+	return q->table[id - 1] == q->v;
+}
+
+/* The id of the function named `name` in `file` (string ids), made if new. */
+static uint64_t
+function_id(struct enc *e, uint64_t name, uint64_t file)
+{
+	uint64_t v = name << 32 | file;
+	struct same_u64 q = { e->fn_key, v };
+	uint64_t key = hash_bytes(&v, sizeof(v), UINT64_C(0xcbf29ce484222325));
+	uint32_t slot;
+	int64_t id = map_find(&e->functions, key, same_u64, &q, &slot);
+
+	if (id > 0)
+		return (uint64_t)id;
+	if (id < 0 || !grow((void **)&e->fn_key, &e->capfn, e->nfn, sizeof(*e->fn_key))) {
+		e->oom = true;
+		return 0;
+	}
+	e->fn_key[e->nfn++] = v;
+	map_put(&e->functions, slot, key, e->nfn);
+	return e->nfn;
+}
+
+/* The id of the location of frame `pc`, made if new. */
+static uint64_t
+location_id(struct enc *e, uint64_t pc)
+{
+	struct same_u64 q = { e->loc_pc, pc };
+	uint64_t key = hash_bytes(&pc, sizeof(pc), UINT64_C(0xcbf29ce484222325));
+	uint32_t slot;
+	int64_t id = map_find(&e->locations, key, same_u64, &q, &slot);
+
+	if (id > 0)
+		return (uint64_t)id;
+	if (id < 0 || !grow((void **)&e->loc_pc, &e->caploc, e->nloc, sizeof(*e->loc_pc))) {
+		e->oom = true;
+		return 0;
+	}
+	e->loc_pc[e->nloc++] = pc;
+	map_put(&e->locations, slot, key, e->nloc);
+	return e->nloc;
+}
+
+static void
+value_type(struct enc *e, unsigned field, const char *type, const char *unit)
+{
+	uint64_t t = string_id(e, type), u = string_id(e, unit);
+
+	field_varint(&e->m, VALUE_TYPE_TYPE, t);
+	field_varint(&e->m, VALUE_TYPE_UNIT, u);
+	field_msg(&e->out, field, &e->m);
+}
+
+static void
+hex(char *out, const uint8_t *b, uint32_t n)
+{
+	static const char digits[] = "0123456789abcdef";
+
+	for (uint32_t i = 0; i < n; i++) {
+		out[2 * i] = digits[b[i] >> 4];
+		out[2 * i + 1] = digits[b[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+void
+mstat_pprof_scale(uint64_t count, uint64_t bytes, uint64_t rate,
+		  double *count_out, double *bytes_out)
+{
+	if (count == 0 || bytes == 0) {
+		*count_out = *bytes_out = 0;
+		return;
+	}
+	if (rate <= 1) {
+		*count_out = (double)count;
+		*bytes_out = (double)bytes;
+		return;
+	}
+	double avg = (double)bytes / (double)count;
+	double scale = 1.0 / (1.0 - exp(-avg / (double)rate));
+	*count_out = (double)count * scale;
+	*bytes_out = (double)bytes * scale;
+}
+
+static void
+encode(struct enc *e, const struct mstat_profile *p, struct mstat_symbols *sym,
+       uint64_t time_ns)
+{
+	(void)string_id(e, ""); /* index 0, as the format demands */
+	for (size_t i = 0; i < NVALUES; i++)
+		value_type(e, PROFILE_SAMPLE_TYPE, sample_types[i][0], sample_types[i][1]);
+
+	/* Samples, and the locations of their frames as they come. */
+	for (uint32_t i = 0; i < p->nstacks; i++) {
+		const struct mstat_profile_stack *s = &p->stacks[i];
+		double v[NVALUES];
+		mstat_pprof_scale(s->allocs, s->alloc_bytes, p->sample_bytes, &v[0], &v[1]);
+		mstat_pprof_scale(s->allocs - s->frees, s->alloc_bytes - s->free_bytes,
+				  p->sample_bytes, &v[2], &v[3]);
+		for (uint32_t k = 0; k < s->depth; k++)
+			varint(&e->sub, location_id(e, s->frames[k]));
+		field_msg(&e->m, SAMPLE_LOCATION_ID, &e->sub);
+		for (size_t k = 0; k < NVALUES; k++)
+			varint(&e->sub, (uint64_t)(int64_t)llround(v[k]));
+		field_msg(&e->m, SAMPLE_VALUE, &e->sub);
+		field_msg(&e->out, PROFILE_SAMPLE, &e->m);
+	}
+
+	/* Locations: named where the symbols know the frame. */
+	bool *named = calloc(p->nmodules + 1, sizeof(*named));
+	if (!named) {
+		e->oom = true;
+		return;
+	}
+	for (uint32_t i = 0; i < e->nloc; i++) {
+		uint64_t pc = e->loc_pc[i];
+		struct mstat_frame f = { 0 };
+		if (sym)
+			mstat_symbols_lookup(sym, pc, &f);
+		else
+			f.module = mstat_profile_module_of(p, pc);
+		field_varint(&e->m, LOCATION_ID, i + 1);
+		if (f.module) {
+			uint32_t mi = (uint32_t)(f.module - p->modules);
+			field_varint(&e->m, LOCATION_MAPPING_ID, mi + 1);
+			if (f.function)
+				named[mi] = true;
+		}
+		/* The call instruction: a frame's pc is its return address. */
+		field_varint(&e->m, LOCATION_ADDRESS, pc ? pc - 1 : 0);
+		if (f.function) {
+			uint64_t name = string_id(e, f.function);
+			uint64_t file = string_id(e, f.file ? f.file : "");
+			field_varint(&e->sub, LINE_FUNCTION_ID, function_id(e, name, file));
+			field_varint(&e->sub, LINE_LINE, (uint64_t)(f.line > 0 ? f.line : 0));
+			field_msg(&e->m, LOCATION_LINE, &e->sub);
+		}
+		field_msg(&e->out, PROFILE_LOCATION, &e->m);
+	}
+
+	for (uint32_t i = 0; i < p->nmodules; i++) {
+		const struct mstat_profile_module *m = &p->modules[i];
+		char id[2 * MSTAT_BUILD_ID_MAX + 1];
+		hex(id, m->build_id, m->build_id_len);
+		uint64_t file = string_id(e, m->path), bid = string_id(e, id);
+		field_varint(&e->m, MAPPING_ID, i + 1);
+		field_varint(&e->m, MAPPING_MEMORY_START, m->start);
+		field_varint(&e->m, MAPPING_MEMORY_LIMIT, m->end);
+		field_varint(&e->m, MAPPING_FILE_OFFSET, 0);
+		field_varint(&e->m, MAPPING_FILENAME, file);
+		field_varint(&e->m, MAPPING_BUILD_ID, bid);
+		if (named[i]) {
+			field_varint(&e->m, MAPPING_HAS_FUNCTIONS, 1);
+			field_varint(&e->m, MAPPING_HAS_FILENAMES, 1);
+			field_varint(&e->m, MAPPING_HAS_LINE_NUMBERS, 1);
+		}
+		field_msg(&e->out, PROFILE_MAPPING, &e->m);
+	}
+	free(named);
+
+	for (uint32_t i = 0; i < e->nfn; i++) {
+		field_varint(&e->m, FUNCTION_ID, i + 1);
+		field_varint(&e->m, FUNCTION_NAME, e->fn_key[i] >> 32);
+		field_varint(&e->m, FUNCTION_SYSTEM_NAME, e->fn_key[i] >> 32);
+		field_varint(&e->m, FUNCTION_FILENAME, e->fn_key[i] & 0xffffffffu);
+		field_msg(&e->out, PROFILE_FUNCTION, &e->m);
+	}
+
+	field_varint(&e->out, PROFILE_TIME_NANOS, time_ns);
+	value_type(e, PROFILE_PERIOD_TYPE, "space", "bytes");
+	field_varint(&e->out, PROFILE_PERIOD, p->sample_bytes);
+	/* Last: every string is known now. */
+	for (uint32_t i = 0; i < e->nstr; i++)
+		field_bytes(&e->out, PROFILE_STRING_TABLE, e->str[i], strlen(e->str[i]));
+}
+
+static int
+refuse(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+/* `in` gzipped into `path`. */
+static int
+gzip_to(const struct buf *in, const char *path, char *err, size_t errlen)
+{
+	z_stream z = { 0 };
+	unsigned char chunk[1 << 16];
+	int rc = 0;
+	FILE *f = fopen(path, "wbe");
+
+	if (!f)
+		return refuse(err, errlen, -errno, "%s: %s", path, strerror(errno));
+	/* 15 + 16: a gzip header and trailer around the deflate stream. */
+	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
+			 Z_DEFAULT_STRATEGY) != Z_OK) {
+		fclose(f);
+		return refuse(err, errlen, -ENOMEM, "zlib: cannot start deflate");
+	}
+	z.next_in = in->d;
+	z.avail_in = (uInt)in->n;
+	int zr;
+	do {
+		z.next_out = chunk;
+		z.avail_out = sizeof(chunk);
+		zr = deflate(&z, Z_FINISH);
+		size_t have = sizeof(chunk) - z.avail_out;
+		if (zr == Z_STREAM_ERROR ||
+		    (have && fwrite(chunk, 1, have, f) != have)) {
+			rc = refuse(err, errlen, -EIO, "%s: write failed", path);
+			break;
+		}
+	} while (zr != Z_STREAM_END);
+	deflateEnd(&z);
+	if (fclose(f) != 0 && rc == 0)
+		rc = refuse(err, errlen, -errno, "%s: %s", path, strerror(errno));
+	return rc;
+}
+
+int
+mstat_pprof_write(const struct mstat_profile *p, struct mstat_symbols *sym,
+		  uint64_t time_ns, const char *path, char *err, size_t errlen)
+{
+	struct enc e = { 0 };
+	int rc;
+
+	encode(&e, p, sym, time_ns);
+	if (e.oom || e.out.oom || e.m.oom || e.sub.oom)
+		rc = refuse(err, errlen, -ENOMEM, "out of memory encoding the profile");
+	else
+		rc = gzip_to(&e.out, path, err, errlen);
+	for (uint32_t i = 0; i < e.nstr; i++)
+		free((void *)e.str[i]);
+	free(e.str);
+	free(e.loc_pc);
+	free(e.fn_key);
+	map_free(&e.strings);
+	map_free(&e.locations);
+	map_free(&e.functions);
+	free(e.out.d);
+	free(e.m.d);
+	free(e.sub.d);
+	return rc;
+}

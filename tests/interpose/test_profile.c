@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_profile.c - the sampled heap profile, read back exactly.
+ *
+ * Run with MSTAT_SAMPLE_BYTES=1: every allocation is then sampled (its
+ * countdown, an exponential draw of mean 1 byte, is below any size
+ * asked here), so the profile's counts per call site are known exactly.
+ * The program reads its own segment with the reader API, as an observer
+ * would from outside.
+ */
+#include <errno.h>
+#include <malloc.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "reader.h"
+
+#define NOINLINE __attribute__((noinline, noclone))
+
+static void *volatile keep[1000];
+
+/* Each site is one call of malloc's family; the frame of the site is the
+ * first of its stacks (the library's own are left out). */
+NOINLINE static void *
+site_malloc(size_t n)
+{
+	void *p = malloc(n);
+	__asm__ volatile("" : : "r"(p) : "memory"); /* no tail call */
+	return p;
+}
+
+NOINLINE static void *
+site_calloc(size_t n, size_t k)
+{
+	void *p = calloc(n, k);
+	__asm__ volatile("" : : "r"(p) : "memory");
+	return p;
+}
+
+NOINLINE static void *
+site_realloc(void *old, size_t n)
+{
+	void *p = realloc(old, n);
+	__asm__ volatile("" : : "r"(p) : "memory");
+	return p;
+}
+
+struct site_total {
+	uint64_t stacks, allocs, alloc_bytes, frees, free_bytes;
+};
+
+/* The totals of the stacks whose first frame lies in `fn` (a return
+ * address within its first 256 bytes). */
+static struct site_total
+site_at(const struct mstat_profile *p, uintptr_t a)
+{
+	struct site_total t = { 0 };
+
+	for (uint32_t i = 0; i < p->nstacks; i++) {
+		const struct mstat_profile_stack *s = &p->stacks[i];
+		assert_true(s->frees <= s->allocs);
+		assert_true(s->free_bytes <= s->alloc_bytes);
+		if (s->depth == 0 || s->frames[0] - a >= 256)
+			continue;
+		t.stacks++;
+		t.allocs += s->allocs;
+		t.alloc_bytes += s->alloc_bytes;
+		t.frees += s->frees;
+		t.free_bytes += s->free_bytes;
+	}
+	return t;
+}
+
+#define site(p, fn) site_at((p), (uintptr_t)(fn))
+
+static void
+read_profile(struct mstat_profile *p)
+{
+	struct mstat_reader *r;
+	char err[256];
+
+	assert_int_equal(mstat_reader_open_pid(&r, getpid(), err, sizeof(err)), 0);
+	assert_int_equal(mstat_reader_profile(r, p), 0);
+	mstat_reader_close(r);
+}
+
+/* Makes sure the segment exists (MSTAT_EAGER is set too). */
+static int
+setup(void **state)
+{
+	(void)state;
+	if (!getenv("MSTAT_SAMPLE_BYTES") || strcmp(getenv("MSTAT_SAMPLE_BYTES"), "1")) {
+		fprintf(stderr, "SKIP: needs MSTAT_SAMPLE_BYTES=1\n");
+		exit(77);
+	}
+	free(malloc(1));
+	return 0;
+}
+
+static void
+test_sites_counted_exactly(void **state)
+{
+	struct mstat_profile p;
+
+	(void)state;
+	for (int i = 0; i < 1000; i++)
+		keep[i] = site_malloc(100);
+	for (int i = 0; i < 400; i++)
+		free(keep[i]);
+	for (int i = 0; i < 50; i++)
+		free(site_calloc(10, 30));
+	read_profile(&p);
+	assert_int_equal(p.sample_bytes, 1);
+	assert_int_equal(p.dropped, 0);
+	struct site_total m = site(&p, site_malloc);
+	assert_int_equal(m.stacks, 1);
+	assert_int_equal(m.allocs, 1000);
+	assert_int_equal(m.alloc_bytes, 100000);
+	assert_int_equal(m.frees, 400);
+	assert_int_equal(m.free_bytes, 40000);
+	struct site_total c = site(&p, site_calloc);
+	assert_int_equal(c.allocs, 50);
+	assert_int_equal(c.alloc_bytes, 50 * 300);
+	assert_int_equal(c.frees, 50);
+	/* The module list holds this program, with its build id. */
+	const struct mstat_profile_module *mod =
+		mstat_profile_module_of(&p, (uint64_t)(uintptr_t)site_malloc);
+	assert_non_null(mod);
+	assert_non_null(strstr(mod->path, "test-interpose-profile"));
+	assert_int_equal(mod->build_id_len, 20);
+	mstat_profile_release(&p);
+	for (int i = 400; i < 1000; i++)
+		free(keep[i]);
+	read_profile(&p);
+	m = site(&p, site_malloc);
+	assert_int_equal(m.frees, 1000);
+	assert_int_equal(m.free_bytes, 100000);
+	mstat_profile_release(&p);
+}
+
+/* A realloc moves its block to a sample of its own call site; the old
+ * sample is freed. */
+static void
+test_realloc_moves_the_sample(void **state)
+{
+	struct mstat_profile p;
+
+	(void)state;
+	char *a = site_malloc(200);
+	memset(a, 7, 200);
+	char *b = site_realloc(a, 3000);
+	assert_int_equal(b[199], 7);
+	assert_int_equal((uintptr_t)b % 4096, 0);
+	read_profile(&p);
+	struct site_total r = site(&p, site_realloc);
+	assert_int_equal(r.allocs, 1);
+	assert_int_equal(r.alloc_bytes, 3000);
+	assert_int_equal(r.frees, 0);
+	mstat_profile_release(&p);
+	free(b);
+	read_profile(&p);
+	r = site(&p, site_realloc);
+	assert_int_equal(r.frees, 1);
+	mstat_profile_release(&p);
+}
+
+/* A reader turns sampling off, then back on, through the request word;
+ * the target applies it on its next sample, or within 64 MiB while off. */
+static void
+test_reader_sets_the_interval(void **state)
+{
+	struct mstat_reader *r;
+	struct mstat_profile p;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(mstat_reader_open_pid(&r, getpid(), err, sizeof(err)), 0);
+	assert_int_equal(mstat_reader_request_sampling(r, MSTAT_SAMPLE_MAX + 1), -EINVAL);
+	assert_int_equal(mstat_reader_request_sampling(r, 0), 0);
+	free(site_malloc(64)); /* sampled, and learns: off */
+	assert_int_equal(mstat_reader_profile(r, &p), 0);
+	assert_int_equal(p.sample_bytes, 0);
+	uint64_t before = site(&p, site_malloc).allocs;
+	mstat_profile_release(&p);
+	for (int i = 0; i < 100; i++)
+		free(site_malloc(100));
+	assert_int_equal(mstat_reader_profile(r, &p), 0);
+	assert_int_equal(site(&p, site_malloc).allocs, before);
+	mstat_profile_release(&p);
+
+	assert_int_equal(mstat_reader_request_sampling(r, 1), 0);
+	for (int i = 0; i < 65; i++) /* past the 64 MiB of a look while off */
+		free(malloc(1 << 20));
+	for (int i = 0; i < 100; i++)
+		free(site_malloc(100));
+	assert_int_equal(mstat_reader_profile(r, &p), 0);
+	assert_int_equal(p.sample_bytes, 1);
+	assert_int_equal(site(&p, site_malloc).allocs, before + 100);
+	mstat_profile_release(&p);
+	mstat_reader_close(r);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sites_counted_exactly),
+		cmocka_unit_test(test_realloc_moves_the_sample),
+		cmocka_unit_test(test_reader_sets_the_interval),
+	};
+	return cmocka_run_group_tests(tests, setup, NULL);
+}
