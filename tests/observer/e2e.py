@@ -1059,18 +1059,20 @@ def test_keys():
             row = [l for l in s.splitlines() if l.split()[:1] == [str(pid)]]
             return row[0][8:].split()[-4] if row else None
         # b on the growing one (first: selected by Home) resets its growth
-        # only; B resets everyone's.
+        # only; B resets everyone's.  Home once the order holds: while the
+        # short one still runs it can lead, and the selection stays with
+        # the process Home found first.  Exited, its row stays, and its
+        # growth no longer changes.
         t.wait(lambda s: growth_of(s, grows.pid) not in (None, "0B"),
                "it grows")
-        t.keys("Home")
-        t.wait(lambda s: rows_of(s, every)[0] == grows.pid, "it is first")
-        t.keys("b")
-        s = t.wait(lambda s: "baseline of pid %d reset" % grows.pid in s,
-                   "b")
-        # The short one has exited by now, or will: either way, its row.
         t.wait(lambda s: [l.split()[-1] for l in s.splitlines()
                           if l.split()[:1] == [str(short.pid)]] == ["exited"],
                "the short one exited, and stays")
+        t.wait(lambda s: rows_of(s, every)[0] == grows.pid, "it is first")
+        t.keys("Home")
+        t.keys("b")
+        s = t.wait(lambda s: "baseline of pid %d reset" % grows.pid in s,
+                   "b")
         t.keys("B")
         t.wait(lambda s: "baseline reset for the 3 processes shown" in s, "B")
         # Its own view: the final classes, and what was never freed.
