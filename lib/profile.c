@@ -23,20 +23,17 @@
  */
 #include "profile.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
-#include <math.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
-
-#define UNW_LOCAL_ONLY
-#include <libunwind.h>
 
 #include "segment.h"
 
@@ -88,6 +85,8 @@ static struct {
 	uint64_t *frames;
 	struct mstat_shm_module *modules;
 	struct live *live;          /* LIVE_MAX entries, mmap'd at the first sample */
+	/* libunwind's unw_backtrace(), loaded at the first sample. */
+	int (*backtrace)(void **buf, int size);
 	unsigned nknown;            /* under `scanning` */
 	struct known known[MSTAT_MODULES];
 } prof = { .env_bytes = MSTAT_SAMPLE_DEFAULT };
@@ -175,13 +174,38 @@ next_random(void)
 	return rng * UINT64_C(2685821657736338717);
 }
 
+/* The natural logarithm of a normal, positive x: its exponent, and the
+ * series of atanh for its mantissa brought within [1/sqrt 2, sqrt 2]
+ * (error below 1e-8).  Here rather than libm's: a process that never
+ * samples does not load libm for it. */
+static double
+ln(double x)
+{
+	union {
+		double d;
+		uint64_t u;
+	} v = { x };
+	int e = (int)((v.u >> 52) & 0x7ff) - 1023;
+
+	v.u = (v.u & UINT64_C(0x000fffffffffffff)) | UINT64_C(0x3ff0000000000000);
+	double m = v.d; /* in [1, 2) */
+	if (m > 1.4142135623730951) {
+		m *= 0.5;
+		e++;
+	}
+	double t = (m - 1) / (m + 1), t2 = t * t; /* |t| < 0.1716 */
+	double r = 2 * t * (1 + t2 * (1.0 / 3 + t2 * (1.0 / 5 + t2 * (1.0 / 7 +
+				t2 * (1.0 / 9 + t2 / 11)))));
+	return e * 0.6931471805599453 + r;
+}
+
 /* An exponential variate of mean `mean`: the bytes to the next sample. */
 static int64_t
 draw(uint64_t mean)
 {
 	/* u in (0, 1] */
 	double u = ((double)(next_random() >> 11) + 1.0) * (1.0 / 9007199254740992.0);
-	double d = -log(u) * (double)mean;
+	double d = -ln(u) * (double)mean;
 
 	return d >= (double)INT64_MAX / 2 ? INT64_MAX / 2 : (int64_t)d;
 }
@@ -204,6 +228,49 @@ paged(uint64_t off, uint64_t len)
 	return true;
 }
 
+/* libunwind's unw_backtrace(), loaded on first need rather than with the
+ * library: most processes never sample (a command that ends within
+ * milliseconds never makes a segment), and libunwind, with the library it
+ * needs, would cost every start.  Called with no lock of the library
+ * held; false (said once) if it cannot be loaded. */
+static bool
+load_unwinder(void)
+{
+	static bool tried; /* by one thread at a time: start(), set_up() */
+
+	if (prof.backtrace || tried)
+		return prof.backtrace != NULL;
+	tried = true;
+	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
+	*(void **)&prof.backtrace = h ? dlsym(h, "unw_backtrace") : NULL;
+	if (!prof.backtrace)
+		mstat_writer_warn("libunwind.so.8 could not be loaded",
+				  "not sampling");
+	return prof.backtrace != NULL;
+}
+
+void
+mstat_profile_load(void)
+{
+	int saved = errno;
+
+	/* Inside a sample, as it were: dlopen's own allocations are not
+	 * sampled.  The threads that sample later see prof.backtrace through
+	 * the segment's publication ((R): release in start(), acquire where
+	 * a thread finds the segment). */
+	in_sample = true;
+	if (env_bytes() && load_unwinder()) {
+		/* libunwind sets itself up on its first call, and a thread's
+		 * first call allocates its thread-local block (a library
+		 * loaded with dlopen has its TLS on the heap): for this
+		 * thread, now rather than inside a sampled malloc. */
+		void *buf[2];
+		(void)prof.backtrace(buf, 2);
+	}
+	in_sample = false;
+	errno = saved;
+}
+
 /* The region's addresses and the live table, once, with the storage of
  * the region's first page (its head); false if there is none (then
  * sampling stays off, said once). */
@@ -219,6 +286,12 @@ set_up(const struct mstat_segment *seg)
 						     memory_order_acquire,
 						     memory_order_relaxed))
 		return false; /* another thread sets up: not waited for */
+	/* Loaded as the segment was made, unless sampling was off then and
+	 * a reader has asked for it since. */
+	if (!load_unwinder()) {
+		atomic_store_explicit(&prof.setup, SETUP_FAILED, memory_order_relaxed);
+		return false;
+	}
 	prof.fd = seg->fd;
 	prof.region_offset = MSTAT_PROFILE_OFFSET(MSTAT_CLASS_COUNT, seg->slot_count);
 	void *live = mmap(NULL, LIVE_MAX * sizeof(struct live), PROT_READ | PROT_WRITE,
@@ -573,7 +646,7 @@ record(void *p, size_t requested, const void *caller)
 {
 	void *buf[MSTAT_STACK_DEPTH + OWN_FRAMES];
 	uint64_t f[MSTAT_STACK_DEPTH];
-	int got = unw_backtrace(buf, (int)(sizeof(buf) / sizeof(buf[0])));
+	int got = prof.backtrace(buf, (int)(sizeof(buf) / sizeof(buf[0])));
 	int first = 0;
 	unsigned n = 0;
 

@@ -40,6 +40,11 @@
  * have been read before the environment was there. */
 void mstat_profile_start(void) MSTAT_HIDDEN;
 
+/* As the segment is made, before it is published: loads the unwinder if
+ * sampling is on, so that no sample later loads it inside a program's
+ * malloc. */
+void mstat_profile_load(void) MSTAT_HIDDEN;
+
 /* The thread's countdown went below zero on an allocation of `n` bytes:
  * draws the next one, and says whether this allocation is sampled.  True
  * opens the thread's sampling (no sample inside it); record or cancel

@@ -955,6 +955,7 @@ start(void)
 	}
 	/* Whoever starts removes a few segments of processes that are gone. */
 	mstat_reap_some(geteuid(), REAP_PROBES);
+	mstat_profile_load();
 	/* Made outside shared_lock: creating may allocate (it should not,
 	 * but a count from in here must not deadlock), counted as early. */
 	struct mstat_segment seg;

@@ -13,7 +13,8 @@ pkgs=(gcc g++ meson ninja-build pkg-config liburcu-dev libcmocka-dev
       libjemalloc2 libtcmalloc-minimal4 sqlite3 jq libxml2-utils
       util-linux binutils # interposition tests: allocators to stack on,
                           # real programs, unshare/setpriv, nm
-      libunwind-dev       # the library: stacks of sampled allocations
+      libunwind8          # the library: stacks of sampled allocations
+                          # (loaded at the first sample)
       libdw-dev zlib1g-dev # mstat-top: naming frames, gzipped pprof
       golang-go)          # the profile's test: go tool pprof reads it
 pkgs+=("$@")
