@@ -3,7 +3,7 @@
 # different heap behaviour under the library, and watches them with
 # mstat-top, sorted by growth since each was first seen: the leaking one
 # rises to the top (interactive on a terminal: L, b, Enter; a few batch
-# ticks otherwise).
+# ticks otherwise, then the call sites that hold the leaking one's heap).
 #   steady      a working set renewed at a steady rate
 #   churning    bursts of short-lived objects on 4 threads
 #   leaking     keeps one object in 16; exits after 64 MiB (its row then
@@ -36,4 +36,10 @@ if [ -t 0 ] && [ -t 1 ]; then
 	"$build/observer/mstat-top" -F demo- -s growth
 else
 	"$build/observer/mstat-top" -b -n 5 -F demo- -s growth
+	# And where the leak comes from: the call sites holding the leaking
+	# one's live heap, from its sampled profile, read from outside.
+	echo
+	echo "demo-leaking: the call sites holding its live heap (sampled)"
+	"$build/observer/mstat-top" -b -n 1 -o json -F demo-leaking --sites 3 |
+		jq -r '.processes[] | .sites[]? | "  \(.live_bytes) bytes live in \(.live_objects) objects: \(.function) (\(.file):\(.line))"'
 fi
