@@ -8,6 +8,7 @@
  * screen give way, in the order the table says.
  */
 #include <curses.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -360,6 +361,107 @@ draw_detail(struct mstat_ui *ui)
 	}
 }
 
+/* Where a site is, in `w` columns at most: its function and file:line
+ * (file and module by their base names), the function cut first. */
+static void
+site_text(char *buf, size_t len, int w, const struct mstat_site *k)
+{
+	char where[256] = "", fn[160];
+	const char *file = strrchr(k->file, '/'), *mod = strrchr(k->module, '/');
+
+	file = file ? file + 1 : k->file;
+	mod = mod ? mod + 1 : k->module;
+	if (k->function[0])
+		snprintf(fn, sizeof(fn), "%s", k->function);
+	else
+		snprintf(fn, sizeof(fn), "0x%llx", (unsigned long long)k->pc);
+	if (file[0] && k->line)
+		snprintf(where, sizeof(where), " %s:%d", file, k->line);
+	else if (file[0])
+		snprintf(where, sizeof(where), " %s", file);
+	else if (mod[0])
+		snprintf(where, sizeof(where), " (%s)", mod);
+	int room = w - (int)strlen(where);
+	if (room < 8)
+		room = 8;
+	if ((int)strlen(fn) > room) /* the end of a name is its least part */
+		snprintf(fn + room - 2, sizeof(fn) - (size_t)room + 2, "..");
+	snprintf(buf, len, "%s%s", fn, where);
+}
+
+/* One process's call sites, by live bytes or by growth. */
+static void
+draw_sites(struct mstat_ui *ui)
+{
+	const struct mstat_model_row *r = mstat_ui_selected(ui);
+	const struct mstat_top_sites *s = ui->sites_seen;
+	bool growth = ui->sites_order == MSTAT_TOP_SITES_GROWTH;
+	char v[4][MSTAT_UNIT_MAX], name[128];
+
+	if (!r) {
+		line(HEAD, A_NORMAL, "  dismissed: Esc goes back to the table");
+		return;
+	}
+	mstat_column_text(MSTAT_SORT_NAME, r, ui->model.wall_ns, name, sizeof(name));
+	line(HEAD, A_BOLD, "pid %d %s: call sites by %s (s: by %s)", (int)r->pid,
+	     name, growth ? "growth since the baseline" : "live bytes",
+	     growth ? "live bytes" : "growth");
+	if (!s) {
+		line(HEAD + 1, A_NORMAL, "reading its heap profile...");
+		return;
+	}
+	if (s->rc == -ENOENT) {
+		line(HEAD + 1, A_NORMAL, s->final || mstat_model_gone(r->live)
+		     ? "it ended before its call sites were read: they are read "
+		       "while the sites are shown"
+		     : "its call sites are not read: it is not a live process "
+		       "here");
+		return;
+	}
+	if (s->rc < 0) {
+		line(HEAD + 1, A_NORMAL, "cannot read its heap profile: %s",
+		     strerror(-s->rc));
+		return;
+	}
+	if (s->sample_bytes == 0)
+		line(HEAD + 1, A_NORMAL, "sampling is off in pid %d "
+		     "(MSTAT_SAMPLE_BYTES=0): mstat-top -p %d --sample-bytes=524288 "
+		     "turns it on", (int)r->pid, (int)r->pid);
+	else if (s->nsites == 0)
+		line(HEAD + 1, A_NORMAL, "no samples yet: one allocation in every "
+		     "%s allocated is sampled", fmt(v[0], BYTES, true,
+						    (double)s->sample_bytes));
+	else
+		line(HEAD + 1, A_NORMAL, "%s%zu sites, %llu samples, one every %s%s",
+		     s->final ? "final, as it ended: " : "", s->nsites,
+		     (unsigned long long)s->samples,
+		     fmt(v[0], BYTES, true, (double)s->sample_bytes),
+		     growth ? "; growth since the baseline (b resets it)" : "");
+	if (growth && !s->have_growth) {
+		line(HEAD + 2, A_NORMAL, "no baseline of its sites was read: "
+		     "b takes one");
+		return;
+	}
+	size_t n = s->n[ui->sites_order];
+	const struct mstat_site *top = s->top[ui->sites_order];
+	line(HEAD + 2, A_REVERSE, "%9s %8s %9s %9s  %s", "LIVE", "OBJS", "ALLOC",
+	     "GROWTH", "SITE (function file:line)");
+	int y = HEAD + 3, rows = LINES - y - 1;
+	if (ui->sites_scroll + (size_t)(rows > 0 ? rows : 0) > n)
+		ui->sites_scroll = n > (size_t)rows ? n - (size_t)rows : 0;
+	ui->page = rows > 0 ? (size_t)rows : 0;
+	for (size_t i = ui->sites_scroll; i < n && y < LINES - 1; i++) {
+		const struct mstat_site *k = &top[i];
+		char where[512];
+		site_text(where, sizeof(where), COLS - 40, k);
+		line(y++, A_NORMAL, "%9s %8s %9s %9s  %s",
+		     fmt(v[0], BYTES, true, k->live_bytes),
+		     fmt(v[1], COUNT, true, k->live_objects),
+		     fmt(v[2], BYTES, true, k->alloc_bytes),
+		     fmt(v[3], GROWTH, s->have_growth, k->growth_bytes), where);
+	}
+}
+
 /* The keys, then the columns: from the key table and the column table,
  * scrolled by ui->help_scroll lines. */
 static void
@@ -404,7 +506,7 @@ draw_status(struct mstat_ui *ui)
 	line(LINES - 1, A_NORMAL, "%s%s%s%s", ui->filter[0] ? "filter: " : "",
 	     ui->filter, ui->filter[0] ? "  " : "",
 	     ui->said[0] ? ui->said : ui->status[0] ? ui->status
-	     : "h help  Enter open  L growth  b baseline  x dismiss  / filter"
+	     : "h help  Enter open  s sites  L growth  b baseline  x dismiss  / filter"
 	       "  q quit");
 }
 
@@ -415,6 +517,8 @@ mstat_view_draw(struct mstat_ui *ui)
 	draw_header(ui);
 	if (ui->help)
 		draw_help(ui);
+	else if (ui->sites)
+		draw_sites(ui);
 	else if (ui->detail)
 		draw_detail(ui);
 	else
