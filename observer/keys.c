@@ -260,7 +260,7 @@ static const struct mstat_key_binding table[] = {
 	{ { KEY_HOME, 'g' }, "Home g", "first row", key_home },
 	{ { KEY_END, 'G' }, "End G", "last row", key_end },
 	{ { '\n', KEY_ENTER, '\r' }, "Enter", "open the process: size classes by growth, history; again to close", key_enter },
-	{ { 's' }, "s", "call sites of the process by live bytes; again: by growth since the baseline", key_sites },
+	{ { 's' }, "s", "call sites of the process; again: by growth since the baseline", key_sites },
 	{ { KEY_ESC, KEY_BACKSPACE, KEY_LEFT }, "Esc Left", "back: from the sites, from the process", key_back },
 	{ { KEY_F(6), '>' }, "F6 >", "sort by the next column", key_sort_next },
 	{ { '<' }, "<", "sort by the previous column", key_sort_prev },
