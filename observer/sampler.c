@@ -490,7 +490,9 @@ sites_tick(struct mstat_top *top)
 			sites_read(top, t, want, false);
 	}
 	if (!top->sites_key[0]) {
-		if (top->sites)
+		/* A process's final sites cannot be read again: they stay
+		 * until others are asked for. */
+		if (top->sites && !top->sites->final)
 			sites_publish(top, NULL);
 		return;
 	}

@@ -306,6 +306,12 @@ def test_view():
         t.keys("Escape")
         t.wait(lambda s: "call sites" not in s and "exited" in s,
                "the table again")
+        # Its segment is gone: its final sites are what there is.
+        time.sleep(1.5)
+        t.keys("s")
+        s = t.wait(lambda s: "final, as it ended" in s, "its final sites again")
+        if sites_of(s)[0][3] != "leak_site":
+            fail("final sites by live bytes:\n" + s)
 
     with Heapsites(0) as pid, Tmux("off", "%s -p %d" % (TOP, pid)) as t:
         t.wait(lambda s: re.search(r"^ *%d " % pid, s, re.M), "the process")
