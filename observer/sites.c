@@ -30,6 +30,21 @@ by_pc(const void *a, const void *b)
 	return x->pc < y->pc ? -1 : x->pc > y->pc;
 }
 
+/* By pc, then the heaviest first: the stack whose caller a site shows. */
+static int
+by_pc_heaviest(const void *a, const void *b)
+{
+	const struct mstat_site *x = a, *y = b;
+
+	if (x->pc != y->pc)
+		return x->pc < y->pc ? -1 : 1;
+	if (x->live_bytes != y->live_bytes)
+		return x->live_bytes > y->live_bytes ? -1 : 1;
+	if (x->alloc_bytes != y->alloc_bytes)
+		return x->alloc_bytes > y->alloc_bytes ? -1 : 1;
+	return x->caller_pc < y->caller_pc ? -1 : x->caller_pc > y->caller_pc;
+}
+
 static int
 by_live_bytes(const void *a, const void *b)
 {
@@ -64,12 +79,13 @@ mstat_sites_sum(const struct mstat_profile *p, struct mstat_site **out,
 		const struct mstat_profile_stack *s = &p->stacks[i];
 		struct mstat_site *t = &all[i];
 		t->pc = s->frames[0];
+		t->caller_pc = s->depth > 1 ? s->frames[1] : 0;
 		mstat_pprof_scale(s->allocs, s->alloc_bytes, p->sample_bytes,
 				  &t->alloc_objects, &t->alloc_bytes);
 		mstat_pprof_scale(s->allocs - s->frees, s->alloc_bytes - s->free_bytes,
 				  p->sample_bytes, &t->live_objects, &t->live_bytes);
 	}
-	qsort(all, p->nstacks, sizeof(*all), by_pc);
+	qsort(all, p->nstacks, sizeof(*all), by_pc_heaviest);
 	size_t m = 0;
 	for (uint32_t i = 0; i < p->nstacks; i++) {
 		if (m && all[m - 1].pc == all[i].pc) {
@@ -107,6 +123,14 @@ mstat_sites_name(const struct mstat_profile *p, struct mstat_site *s, size_t n)
 		s[i].line = f.line;
 		snprintf(s[i].module, sizeof(s[i].module), "%s",
 			 f.module ? f.module->path : "");
+		if (!s[i].caller_pc)
+			continue;
+		mstat_symbols_lookup(sym, s[i].caller_pc, &f);
+		snprintf(s[i].caller_function, sizeof(s[i].caller_function), "%s",
+			 f.function ? f.function : "");
+		snprintf(s[i].caller_file, sizeof(s[i].caller_file), "%s",
+			 f.file ? f.file : "");
+		s[i].caller_line = f.line;
 	}
 	mstat_symbols_free(sym);
 }

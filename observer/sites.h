@@ -27,6 +27,12 @@ struct mstat_site {
 	char file[192];        /* source file, "" if unknown */
 	int line;              /* 0 if unknown */
 	char module[MSTAT_MODULE_PATH]; /* the object holding it, "" if none */
+	/* The frame that called it, in the site's stack holding the most
+	 * live bytes (then allocated bytes): 0 and "" if none. */
+	uint64_t caller_pc;
+	char caller_function[128];
+	char caller_file[192];
+	int caller_line;
 	double live_bytes, live_objects;   /* unbiased: allocated, not freed */
 	double alloc_bytes, alloc_objects; /* unbiased: allocated, ever */
 	/* Derived by mstat_sites_growth(): live - baseline. */
@@ -50,7 +56,8 @@ int mstat_sites_sum(const struct mstat_profile *p, struct mstat_site **all,
 		    size_t *n);
 /* Orders s[0..n) by `by`, ties by pc. */
 void mstat_sites_sort(struct mstat_site *s, size_t n, enum mstat_sites_order by);
-/* Names s[0..n): function, file, line and module (symbols.h). */
+/* Names s[0..n) and their callers: function, file, line, module
+ * (symbols.h). */
 void mstat_sites_name(const struct mstat_profile *p, struct mstat_site *s,
 		      size_t n);
 

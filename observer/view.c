@@ -361,32 +361,55 @@ draw_detail(struct mstat_ui *ui)
 	}
 }
 
-/* Where a site is, in `w` columns at most: its function and file:line
- * (file and module by their base names), the function cut first. */
+/* A frame as "function file:line" (file and module by their base
+ * names); "0x..." for a function not known. */
+static void
+frame_text(char *buf, size_t len, uint64_t pc, const char *function,
+	   const char *path, int line_no, const char *module)
+{
+	const char *file = strrchr(path, '/'), *mod = strrchr(module, '/');
+
+	file = file ? file + 1 : path;
+	mod = mod ? mod + 1 : module;
+	int n = function[0] ? snprintf(buf, len, "%s", function)
+			    : snprintf(buf, len, "0x%llx", (unsigned long long)pc);
+	size_t k = n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
+	if (file[0] && line_no)
+		snprintf(buf + k, len - k, " %s:%d", file, line_no);
+	else if (file[0])
+		snprintf(buf + k, len - k, " %s", file);
+	else if (mod[0])
+		snprintf(buf + k, len - k, " (%s)", mod);
+}
+
+/* Where a site is, in `w` columns at most: its frame, then its caller's
+ * after " < " if there is room; else its frame, cut at the end of the
+ * function's name (the least telling part) so its file:line stays. */
 static void
 site_text(char *buf, size_t len, int w, const struct mstat_site *k)
 {
-	char where[256] = "", fn[160];
-	const char *file = strrchr(k->file, '/'), *mod = strrchr(k->module, '/');
+	char self[400], caller[400] = "";
 
-	file = file ? file + 1 : k->file;
-	mod = mod ? mod + 1 : k->module;
-	if (k->function[0])
-		snprintf(fn, sizeof(fn), "%s", k->function);
-	else
-		snprintf(fn, sizeof(fn), "0x%llx", (unsigned long long)k->pc);
-	if (file[0] && k->line)
-		snprintf(where, sizeof(where), " %s:%d", file, k->line);
-	else if (file[0])
-		snprintf(where, sizeof(where), " %s", file);
-	else if (mod[0])
-		snprintf(where, sizeof(where), " (%s)", mod);
-	int room = w - (int)strlen(where);
-	if (room < 8)
-		room = 8;
-	if ((int)strlen(fn) > room) /* the end of a name is its least part */
-		snprintf(fn + room - 2, sizeof(fn) - (size_t)room + 2, "..");
-	snprintf(buf, len, "%s%s", fn, where);
+	frame_text(self, sizeof(self), k->pc, k->function, k->file, k->line,
+		   k->module);
+	if (k->caller_pc)
+		frame_text(caller, sizeof(caller), k->caller_pc,
+			   k->caller_function, k->caller_file, k->caller_line, "");
+	if (caller[0] && (int)(strlen(self) + 3 + strlen(caller)) <= w) {
+		snprintf(buf, len, "%s < %s", self, caller);
+		return;
+	}
+	if ((int)strlen(self) <= w || w < 12) {
+		snprintf(buf, len, "%s", self);
+		return;
+	}
+	/* Cut the name: keep what follows its first space (file:line). */
+	const char *where = k->function[0] ? strchr(self, ' ') : NULL;
+	int wl = where ? (int)strlen(where) : 0;
+	int room = w - wl - 2;
+	if (room < 4)
+		room = 4;
+	snprintf(buf, len, "%.*s..%s", room, self, where ? where : "");
 }
 
 /* One process's call sites, by live bytes or by growth. */
@@ -452,7 +475,7 @@ draw_sites(struct mstat_ui *ui)
 	ui->page = rows > 0 ? (size_t)rows : 0;
 	for (size_t i = ui->sites_scroll; i < n && y < LINES - 1; i++) {
 		const struct mstat_site *k = &top[i];
-		char where[512];
+		char where[1024];
 		site_text(where, sizeof(where), COLS - 40, k);
 		line(y++, A_NORMAL, "%9s %8s %9s %9s  %s",
 		     fmt(v[0], BYTES, true, k->live_bytes),

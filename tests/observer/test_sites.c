@@ -54,9 +54,9 @@ test_sum_and_order(void **state)
 {
 	(void)state;
 	struct mstat_profile_stack st[] = {
-		stack(0x300, 0x10, 10, 1000, 4, 400), /* site 0x300: two callers */
+		stack(0x300, 0x20, 3, 300, 0, 0),     /* site 0x300: two callers */
 		stack(0x100, 0x10, 5, 500, 5, 500),   /* all freed */
-		stack(0x300, 0x20, 3, 300, 0, 0),
+		stack(0x300, 0x10, 10, 1000, 4, 400), /* the heavier */
 		stack(0x200, 0x10, 2, 2000, 0, 0),
 	};
 	size_t m;
@@ -68,6 +68,8 @@ test_sum_and_order(void **state)
 	const struct mstat_site *s = &all[2];
 	assert_true(s->alloc_objects == 13 && s->alloc_bytes == 1300);
 	assert_true(s->live_objects == 9 && s->live_bytes == 900);
+	/* The caller shown is that of its stack holding the most. */
+	assert_true(s->caller_pc == 0x10 && all[0].caller_pc == 0x10);
 	mstat_sites_sort(all, m, MSTAT_SITES_BY_LIVE);
 	assert_true(all[0].pc == 0x200 && all[1].pc == 0x300 && all[2].pc == 0x100);
 	assert_true(all[0].live_bytes == 2000 && all[2].live_bytes == 0);

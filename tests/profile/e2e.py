@@ -269,6 +269,9 @@ def test_view():
         if rows[0][3] != "leak_site":
             fail("by live bytes, leak_site first:\n" + s)
         within("leak_site live", rows[0][0], LEAK_TRUTH)
+        if not re.search(r"leak_site heapsites\.c:\d+ < main heapsites\.c:\d+$",
+                         s, re.M):
+            fail("leak_site and its caller, named and placed:\n" + s)
         if site(rows, "churn_site")[0] != 0:
             fail("churn_site holds nothing:\n" + s)
 
