@@ -481,37 +481,34 @@ static void
 sites_tick(struct mstat_top *top)
 {
 	struct mstat_top_target *t;
-	bool found = false;
+	bool live = false, gone = false;
 
 	cds_list_for_each_entry(t, &top->targets, node) {
 		bool want = sites_wanted(top, t);
-		found |= want;
+		live |= want && !t->final;
+		gone |= want && t->final;
 		if (!t->final)
 			sites_read(top, t, want, false);
 	}
+	const struct mstat_top_sites *had = top->sites;
 	if (!top->sites_key[0]) {
 		/* A process's final sites cannot be read again: they stay
 		 * until others are asked for. */
-		if (top->sites && !top->sites->final)
+		if (had && !had->final)
 			sites_publish(top, NULL);
 		return;
 	}
-	/* Asked for a process not read (any more): its final sites stay
-	 * if they were read; else say it was not. */
-	if (found && top->sites && strcmp(top->sites->key, top->sites_key) == 0)
-		return;
-	if (!found && top->sites && strcmp(top->sites->key, top->sites_key) == 0 &&
-	    top->sites->final)
-		return;
-	if (top->sites && strcmp(top->sites->key, top->sites_key) == 0 &&
-	    top->sites->rc == -ENOENT)
+	/* Read just now; or a process not read any more: its final sites
+	 * stay, or what says they were not read. */
+	if (had && strcmp(had->key, top->sites_key) == 0 &&
+	    (live || had->final || had->rc == -ENOENT))
 		return;
 	struct mstat_top_sites *s = calloc(1, sizeof(*s));
 	if (!s)
 		return;
 	snprintf(s->key, sizeof(s->key), "%s", top->sites_key);
 	s->rc = -ENOENT;
-	s->final = found;
+	s->final = gone;
 	sites_publish(top, s);
 }
 
