@@ -20,6 +20,7 @@
 #include "name.h"
 #include "owner.h"
 #include "reader.h"
+#include "sites.h"
 #include "discover.h"
 #include "tsan.h"
 
@@ -331,6 +332,8 @@ target_free(struct rcu_head *head)
 	mstat_reader_close(t->reader);
 	/* Its last sample was reachable only through it. */
 	free(t->sample);
+	mstat_sites_base_free(t->sites_base);
+	mstat_sites_base_free(t->sites_last);
 	free(t);
 }
 

@@ -21,6 +21,7 @@
 #ifndef MSTAT_OBSERVER_DISCOVER_H
 #define MSTAT_OBSERVER_DISCOVER_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,6 +32,8 @@
 
 #include "mstatshm.h"
 #include "proc.h"
+
+struct mstat_sites_base;
 
 #define MSTAT_TARGET_KEY_MAX 64
 
@@ -64,6 +67,18 @@ struct mstat_top_target {
 	uint64_t end_ns;            /* CLOCK_MONOTONIC when found gone */
 	uint64_t checked_ns;        /* CLOCK_MONOTONIC /proc was last asked
 				     * whether it is stopped; 0 never */
+	/* Its call sites at the process's baseline (sites.h), the
+	 * sampler's own, freed with the target; NULL until read. */
+	struct mstat_sites_base *sites_base;
+	bool sites_based;           /* read once: at first sight */
+	/* Its sites as read at tick `sites_last_tick` (while they are
+	 * shown): what a baseline reset at the next tick takes, as the
+	 * model's reset took the counts of that tick. */
+	struct mstat_sites_base *sites_last;
+	uint64_t sites_last_tick;
+	/* Set by the consumer (mstat_top_sites_rebase()), cleared by the
+	 * sampler when it reads the baseline again. */
+	_Atomic bool sites_rebase;
 };
 
 struct mstat_discover_refusal;

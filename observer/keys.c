@@ -17,6 +17,11 @@
 static int
 move_by(struct mstat_ui *ui, long d)
 {
+	if (ui->sites) {
+		long s = (long)ui->sites_scroll + d;
+		ui->sites_scroll = s < 0 ? 0 : (size_t)s; /* the view bounds it */
+		return MSTAT_KEY_REDRAW;
+	}
 	if (ui->detail) {
 		long s = (long)ui->detail_scroll + d;
 		ui->detail_scroll = s < 0 ? 0 : (size_t)s;
@@ -79,6 +84,13 @@ key_end(struct mstat_ui *ui)
 static int
 key_enter(struct mstat_ui *ui)
 {
+	if (ui->sites) {
+		/* From the sites to the same process's classes. */
+		mstat_ui_sites_close(ui);
+		ui->detail = true;
+		ui->detail_scroll = 0;
+		return MSTAT_KEY_REDRAW;
+	}
 	if (!ui->detail && !mstat_ui_selected(ui))
 		return MSTAT_KEY_IGNORED;
 	ui->detail = !ui->detail;
@@ -89,10 +101,22 @@ key_enter(struct mstat_ui *ui)
 static int
 key_back(struct mstat_ui *ui)
 {
+	if (ui->sites) {
+		/* Back to where they were opened: the table or the
+		 * process's classes. */
+		mstat_ui_sites_close(ui);
+		return MSTAT_KEY_REDRAW;
+	}
 	if (!ui->detail)
 		return MSTAT_KEY_IGNORED;
 	ui->detail = false;
 	return MSTAT_KEY_REDRAW;
+}
+
+static int
+key_sites(struct mstat_ui *ui)
+{
+	return mstat_ui_sites(ui);
 }
 
 static int
@@ -236,7 +260,8 @@ static const struct mstat_key_binding table[] = {
 	{ { KEY_HOME, 'g' }, "Home g", "first row", key_home },
 	{ { KEY_END, 'G' }, "End G", "last row", key_end },
 	{ { '\n', KEY_ENTER, '\r' }, "Enter", "open the process: size classes by growth, history; again to close", key_enter },
-	{ { KEY_ESC, KEY_BACKSPACE, KEY_LEFT }, "Esc Left", "back to the process table", key_back },
+	{ { 's' }, "s", "call sites of the process; again: by growth since the baseline", key_sites },
+	{ { KEY_ESC, KEY_BACKSPACE, KEY_LEFT }, "Esc Left", "back: from the sites, from the process", key_back },
 	{ { KEY_F(6), '>' }, "F6 >", "sort by the next column", key_sort_next },
 	{ { '<' }, "<", "sort by the previous column", key_sort_prev },
 	{ { 'L' }, "L", "sort by growth since the baseline (leak hunting)", key_sort_growth },

@@ -631,9 +631,13 @@ run_interactive(struct mstat_top *top, const struct options *o,
 				seen_ticks = ticks;
 				ui.tick_wall_ms = wall_ms();
 				ui.model.wall_ns = ui.tick_wall_ms * 1000000u;
+				bool rebased = ui.model.rebased;
 				mstat_top_collect(top, &ui.model, &ui.scratch,
 						  mstat_top_now_ns());
+				if (ui.model.rebased != rebased) /* --baseline */
+					mstat_top_sites_rebase(top, NULL);
 				mstat_ui_select_rows(&ui);
+				mstat_ui_sites_fetch(&ui);
 				dirty = true;
 			}
 			uint64_t seq = mstat_top_status(top, ui.status,
@@ -663,6 +667,7 @@ run_interactive(struct mstat_top *top, const struct options *o,
 	delscreen(scr);
 	free(ui.rows);
 	free(ui.scratch.in);
+	free(ui.sites_seen);
 	mstat_model_fini(&ui.model);
 	return 0;
 }
@@ -770,6 +775,9 @@ main(int argc, char **argv)
 		if (recorder_open(&rec, o.record) < 0)
 			return 1;
 		rec.top = &top;
+		/* The sites view shows growth since each process's
+		 * baseline. */
+		to.site_baselines = true;
 		if (rec.f) {
 			to.after_tick = record_after_tick;
 			to.after_tick_arg = &rec;

@@ -196,6 +196,123 @@ end_time(const struct mstat_top_target *t, enum mstat_model_live live)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+static void
+free_want(struct rcu_head *head)
+{
+	free(caa_container_of(head, struct mstat_top_sites_want, rcu));
+}
+
+static void
+free_sites(struct rcu_head *head)
+{
+	free(caa_container_of(head, struct mstat_top_sites, rcu));
+}
+
+/* Publishes `s` as the sites the consumer asked for: pairs with the
+ * rcu_dereference() in the consumer (observer/ui.c). */
+static void
+sites_publish(struct mstat_top *top, struct mstat_top_sites *s)
+{
+	struct mstat_top_sites *old = top->sites;
+
+	if (s)
+		MSTAT_PUBLISHING(s);
+	rcu_assign_pointer(top->sites, s);
+	if (old)
+		call_rcu(&old->rcu, free_sites);
+}
+
+/*
+ * The call sites of target t, for its baseline and for the consumer, if
+ * either wants them: one read of its profile serves both.  `want`: the
+ * consumer asked for t's sites; `final`: t's process is gone (this is
+ * the last read).
+ */
+static void
+sites_read(struct mstat_top *top, struct mstat_top_target *t, bool want,
+	   bool final)
+{
+	/* The tick this is (the sampler's own count). */
+	uint64_t tick = atomic_load_explicit(&top->ticks, memory_order_relaxed);
+	bool rebase = false;
+	if (top->opt.site_baselines)
+		/* Relaxed: a request with no data behind it (the profile is
+		 * read here); pairs with the store in
+		 * mstat_top_sites_rebase(). */
+		rebase = !t->sites_based ||
+			 atomic_exchange_explicit(&t->sites_rebase, false,
+						  memory_order_relaxed);
+	if (rebase && t->sites_last && t->sites_last_tick + 1 == tick) {
+		/* Shown at the last tick: the consumer reset the model's
+		 * baseline to that tick's counts, and the sites' goes to
+		 * that tick's sites. */
+		mstat_sites_base_free(t->sites_base);
+		t->sites_base = t->sites_last;
+		t->sites_last = NULL;
+		rebase = false;
+	}
+	if (!want && !rebase)
+		return;
+	struct mstat_profile p;
+	struct mstat_site *all = NULL;
+	size_t m = 0;
+	int rc = mstat_reader_profile(t->reader, &p);
+	if (rc == 0 && (rc = mstat_sites_sum(&p, &all, &m)) < 0)
+		mstat_profile_release(&p);
+	if (rebase) {
+		struct mstat_sites_base *b =
+			rc == 0 ? mstat_sites_base_new(all, m) : NULL;
+		if (b) {
+			mstat_sites_base_free(t->sites_base);
+			t->sites_base = b;
+			t->sites_based = true;
+		} else if (t->sites_based) {
+			/* Not read: again at the next tick. */
+			atomic_store_explicit(&t->sites_rebase, true,
+					      memory_order_relaxed);
+		}
+	}
+	struct mstat_top_sites *s = want ? calloc(1, sizeof(*s)) : NULL;
+	if (s) {
+		snprintf(s->key, sizeof(s->key), "%s", t->key);
+		s->rc = rc;
+		s->final = final;
+	}
+	if (s && rc == 0) {
+		mstat_sites_base_free(t->sites_last);
+		t->sites_last = mstat_sites_base_new(all, m);
+		t->sites_last_tick = tick;
+		s->sample_bytes = p.sample_bytes;
+		s->samples = p.samples;
+		s->nsites = m;
+		s->have_growth = t->sites_base != NULL;
+		if (s->have_growth)
+			mstat_sites_growth(t->sites_base, all, m);
+		for (int o = 0; o < 2; o++) {
+			if (o == MSTAT_TOP_SITES_GROWTH && !s->have_growth)
+				break;
+			mstat_sites_sort(all, m, o == MSTAT_TOP_SITES_GROWTH
+						 ? MSTAT_SITES_BY_GROWTH
+						 : MSTAT_SITES_BY_LIVE);
+			s->n[o] = m < MSTAT_TOP_SITES_MAX ? m : MSTAT_TOP_SITES_MAX;
+			memcpy(s->top[o], all, s->n[o] * sizeof(*all));
+			mstat_sites_name(&p, s->top[o], s->n[o]);
+		}
+	}
+	if (s)
+		sites_publish(top, s);
+	free(all);
+	if (rc == 0)
+		mstat_profile_release(&p);
+}
+
+/* Whether the consumer asks for the sites of t. */
+static bool
+sites_wanted(const struct mstat_top *top, const struct mstat_top_target *t)
+{
+	return top->sites_key[0] && strcmp(top->sites_key, t->key) == 0;
+}
+
 /* The sample top->fresh[i], read into (its snapshot, if rc is 0), becomes
  * the target's. */
 static void
@@ -275,6 +392,8 @@ publish(struct mstat_top *top, size_t i, uint64_t t_ns)
 		t->final = true;
 		t->end_ns = t_ns;
 		s->end_ns = end_time(t, s->live);
+		if (sites_wanted(top, t))
+			sites_read(top, t, true, true);
 		mstat_discover_reap(&top->disc, t);
 		mstat_reader_close(t->reader);
 		t->reader = NULL;
@@ -357,6 +476,71 @@ mstat_top_sites(struct mstat_top *top, const char *key, size_t n,
 	return -ENOENT;
 }
 
+/* The call sites of the tick: baselines to take, and those asked for. */
+static void
+sites_tick(struct mstat_top *top)
+{
+	struct mstat_top_target *t;
+	bool live = false, gone = false;
+
+	cds_list_for_each_entry(t, &top->targets, node) {
+		bool want = sites_wanted(top, t);
+		live |= want && !t->final;
+		gone |= want && t->final;
+		if (!t->final)
+			sites_read(top, t, want, false);
+	}
+	const struct mstat_top_sites *had = top->sites;
+	if (!top->sites_key[0]) {
+		/* A process's final sites cannot be read again: they stay
+		 * until others are asked for. */
+		if (had && !had->final)
+			sites_publish(top, NULL);
+		return;
+	}
+	/* Read just now; or a process not read any more: its final sites
+	 * stay, or what says they were not read. */
+	if (had && strcmp(had->key, top->sites_key) == 0 &&
+	    (live || had->final || had->rc == -ENOENT))
+		return;
+	struct mstat_top_sites *s = calloc(1, sizeof(*s));
+	if (!s)
+		return;
+	snprintf(s->key, sizeof(s->key), "%s", top->sites_key);
+	s->rc = -ENOENT;
+	s->final = gone;
+	sites_publish(top, s);
+}
+
+void
+mstat_top_sites_want(struct mstat_top *top, const char *key)
+{
+	struct mstat_top_sites_want *w = NULL;
+
+	if (key && (w = calloc(1, sizeof(*w))))
+		snprintf(w->key, sizeof(w->key), "%s", key);
+	/* Publishes the request: pairs with the rcu_dereference() at the
+	 * start of the sampler's sites_tick(). */
+	struct mstat_top_sites_want *old = rcu_xchg_pointer(&top->sites_want, w);
+	if (old)
+		call_rcu(&old->rcu, free_want);
+}
+
+void
+mstat_top_sites_rebase(struct mstat_top *top, const char *key)
+{
+	struct mstat_top_target *t;
+
+	rcu_read_lock();
+	cds_list_for_each_entry_rcu(t, &top->targets, node)
+		if (!key || strcmp(t->key, key) == 0)
+			/* Relaxed: pairs with the exchange in sites_read(),
+			 * which reads the profile itself. */
+			atomic_store_explicit(&t->sites_rebase, true,
+					      memory_order_relaxed);
+	rcu_read_unlock();
+}
+
 void
 mstat_top_tick(struct mstat_top *top)
 {
@@ -389,9 +573,15 @@ mstat_top_tick(struct mstat_top *top)
 	/* A segment truncated under its mapping fails its read with -EFAULT
 	 * (the reader's SIGBUS guard), and publish() drops it. */
 	read_all(top, n, now_us() + top->opt.wait_budget_us);
+	/* Whose sites the consumer asks for, this tick. */
+	rcu_read_lock();
+	struct mstat_top_sites_want *w = rcu_dereference(top->sites_want);
+	snprintf(top->sites_key, sizeof(top->sites_key), "%s", w ? w->key : "");
+	rcu_read_unlock();
 	uint64_t t_ns = mstat_top_now_ns();
 	for (size_t i = 0; i < n; i++)
 		publish(top, i, t_ns);
+	sites_tick(top);
 
 	/* Exited and killed targets have shown their final totals long
 	 * enough. */
@@ -462,6 +652,8 @@ mstat_top_fini(struct mstat_top *top)
 	rcu_assign_pointer(top->status, NULL);
 	if (s)
 		call_rcu(&s->rcu, mstat_top_status_free);
+	mstat_top_sites_want(top, NULL);
+	sites_publish(top, NULL);
 	rcu_barrier(); /* every call_rcu callback has run */
 	free(top->batch);
 	free(top->readers);

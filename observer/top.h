@@ -36,6 +36,7 @@
 
 #include "discover.h"
 #include "model.h"
+#include "sites.h"
 #include "mstatshm.h"
 
 struct mstat_top;
@@ -83,6 +84,38 @@ enum mstat_top_error {
 	MSTAT_TOP_ERR_COUNT
 };
 
+/*
+ * The sites view (sites.h): the consumer asks for one process's call
+ * sites with mstat_top_sites_want(); from then on the sampler reads that
+ * process's profile once a tick, after its counters, and publishes the
+ * result as `sites` (rcu_assign_pointer; immutable once published), and
+ * once more when the process is found gone: its final sites.  Nobody
+ * asking, no profile is read (but baselines, below).
+ */
+#define MSTAT_TOP_SITES_MAX 32
+enum mstat_top_sites_order { MSTAT_TOP_SITES_LIVE, MSTAT_TOP_SITES_GROWTH };
+struct mstat_top_sites {
+	struct rcu_head rcu;
+	char key[MSTAT_TARGET_KEY_MAX]; /* the process */
+	int rc;                  /* 0; -ENOENT: not read (gone before it was
+				  * asked for, or not a live process); or the
+				  * read's -errno */
+	bool final;              /* the process is gone: its last sites */
+	bool have_growth;        /* a baseline was read */
+	uint64_t sample_bytes;   /* the mean interval in effect; 0 off */
+	uint64_t samples;        /* taken so far */
+	size_t nsites;           /* every site of the profile */
+	size_t n[2];             /* of top[order] */
+	/* The top sites by live bytes, and by growth since the baseline. */
+	struct mstat_site top[2][MSTAT_TOP_SITES_MAX];
+};
+
+/* What the consumer asks for: whose sites. */
+struct mstat_top_sites_want {
+	struct rcu_head rcu;
+	char key[MSTAT_TARGET_KEY_MAX];
+};
+
 struct mstat_top_options {
 	const pid_t *pids;          /* attach only these, if npids > 0 */
 	size_t npids;
@@ -98,6 +131,10 @@ struct mstat_top_options {
 	 * them); NULL: nothing.  mstat-top records ticks with it. */
 	void (*after_tick)(void *arg, struct mstat_top *top);
 	void *after_tick_arg;
+	/* Keep every process's call sites at its baseline, for their growth
+	 * in `sites`: its profile is read once when it is first seen, and
+	 * once again each time mstat_top_sites_rebase() names it. */
+	bool site_baselines;
 };
 
 struct mstat_top {
@@ -106,6 +143,8 @@ struct mstat_top {
 	/* Shared, see above. */
 	struct cds_list_head targets;
 	struct mstat_top_status *status;
+	struct mstat_top_sites_want *sites_want; /* the consumer's, see above */
+	struct mstat_top_sites *sites;           /* the sampler's */
 	_Atomic uint64_t ticks;         /* ticks completed */
 	_Atomic unsigned interval_ms;
 	_Atomic bool stop;
@@ -122,6 +161,7 @@ struct mstat_top {
 	struct mstat_snapshot **outs;     /* their snapshots */
 	int *rcs;
 	uint64_t status_seq;
+	char sites_key[MSTAT_TARGET_KEY_MAX]; /* whose sites, this tick */
 	unsigned stop_checks;           /* looks at /proc left this tick */
 	/* Failed reads and refusals, by reason, since init: the sampler's
 	 * own (read them from its thread, between ticks). */
@@ -138,6 +178,14 @@ struct mstat_site;
  * ticks. */
 int mstat_top_sites(struct mstat_top *top, const char *key, size_t n,
 		    struct mstat_site *out, size_t *got);
+
+/* Asks for the sites of the process `key` from the next tick on, or,
+ * with NULL, for none.  Consumer side (registered with RCU). */
+void mstat_top_sites_want(struct mstat_top *top, const char *key);
+/* Asks the sampler to take the call sites' baseline of the process `key`
+ * (every process if NULL) again at its next tick, as the model's
+ * baseline is reset now.  Consumer side. */
+void mstat_top_sites_rebase(struct mstat_top *top, const char *key);
 
 /* 0 or -errno.  Does not start a thread. */
 int mstat_top_init(struct mstat_top *top, const struct mstat_top_options *opt);

@@ -30,7 +30,7 @@ mstat_ui_select_rows(struct mstat_ui *ui)
 		}
 	if (ui->sel >= ui->nrows)
 		ui->sel = ui->nrows ? ui->nrows - 1 : 0;
-	if (ui->nrows && !ui->detail)
+	if (ui->nrows && !ui->detail && !ui->sites)
 		snprintf(ui->sel_key, sizeof(ui->sel_key), "%s",
 			 ui->rows[ui->sel]->key);
 }
@@ -38,7 +38,7 @@ mstat_ui_select_rows(struct mstat_ui *ui)
 const struct mstat_model_row *
 mstat_ui_selected(const struct mstat_ui *ui)
 {
-	if (ui->detail)
+	if (ui->detail || ui->sites)
 		return mstat_model_find(&ui->model, ui->sel_key);
 	return ui->nrows ? ui->rows[ui->sel] : NULL;
 }
@@ -52,14 +52,19 @@ mstat_ui_rebase(struct mstat_ui *ui, bool all)
 		return MSTAT_KEY_IGNORED;
 	if (!all) {
 		mstat_model_rebase(&ui->model, r->key, false);
+		if (ui->top)
+			mstat_top_sites_rebase(ui->top, r->key);
 		snprintf(ui->said, sizeof(ui->said), "baseline of pid %d reset: "
 			 "growth counts from now", (int)r->pid);
 		return MSTAT_KEY_RESELECT;
 	}
 	/* Every process shown (the filter says which). */
 	size_t n = 0;
-	for (size_t i = 0; i < ui->nrows; i++)
+	for (size_t i = 0; i < ui->nrows; i++) {
 		n += mstat_model_rebase(&ui->model, ui->rows[i]->key, false);
+		if (ui->top)
+			mstat_top_sites_rebase(ui->top, ui->rows[i]->key);
+	}
 	snprintf(ui->said, sizeof(ui->said), "baseline reset for the %zu "
 		 "processes shown: growth counts from now", n);
 	return MSTAT_KEY_RESELECT;
@@ -80,6 +85,7 @@ mstat_ui_dismiss(struct mstat_ui *ui, bool all)
 		mstat_model_dismiss(&ui->model, r->key);
 		snprintf(ui->said, sizeof(ui->said), "dismissed pid %d", (int)pid);
 		ui->detail = false;
+		mstat_ui_sites_close(ui);
 		return MSTAT_KEY_RESELECT;
 	}
 	/* Every ended process shown.  (The rows point into the model, and
@@ -89,5 +95,65 @@ mstat_ui_dismiss(struct mstat_ui *ui, bool all)
 		n += mstat_model_dismiss(&ui->model, ui->rows[i]->key);
 	snprintf(ui->said, sizeof(ui->said), "dismissed %zu ended processes", n);
 	ui->detail = false;
+	mstat_ui_sites_close(ui);
 	return MSTAT_KEY_RESELECT;
+}
+
+int
+mstat_ui_sites(struct mstat_ui *ui)
+{
+	const struct mstat_model_row *r = mstat_ui_selected(ui);
+
+	if (ui->sites) {
+		ui->sites_order = ui->sites_order == MSTAT_TOP_SITES_LIVE
+					  ? MSTAT_TOP_SITES_GROWTH
+					  : MSTAT_TOP_SITES_LIVE;
+		ui->sites_scroll = 0;
+		return MSTAT_KEY_REDRAW;
+	}
+	if (!r)
+		return MSTAT_KEY_IGNORED;
+	if (!ui->top) {
+		snprintf(ui->said, sizeof(ui->said), "call sites are read from "
+			 "live processes, not from recordings");
+		return MSTAT_KEY_REDRAW;
+	}
+	snprintf(ui->sel_key, sizeof(ui->sel_key), "%s", r->key);
+	ui->sites = true;
+	ui->sites_order = MSTAT_TOP_SITES_LIVE;
+	ui->sites_scroll = 0;
+	free(ui->sites_seen);
+	ui->sites_seen = NULL;
+	mstat_top_sites_want(ui->top, r->key);
+	mstat_top_wake(ui->top); /* read them now, not a tick later */
+	return MSTAT_KEY_REDRAW;
+}
+
+void
+mstat_ui_sites_close(struct mstat_ui *ui)
+{
+	if (!ui->sites)
+		return;
+	ui->sites = false;
+	free(ui->sites_seen);
+	ui->sites_seen = NULL;
+	mstat_top_sites_want(ui->top, NULL);
+}
+
+void
+mstat_ui_sites_fetch(struct mstat_ui *ui)
+{
+	if (!ui->sites)
+		return;
+	rcu_read_lock();
+	/* Pairs with the rcu_assign_pointer() of the sampler's
+	 * sites_publish(). */
+	const struct mstat_top_sites *s = rcu_dereference(ui->top->sites);
+	if (s && strcmp(s->key, ui->sel_key) == 0) {
+		if (!ui->sites_seen)
+			ui->sites_seen = malloc(sizeof(*ui->sites_seen));
+		if (ui->sites_seen)
+			memcpy(ui->sites_seen, s, sizeof(*s));
+	}
+	rcu_read_unlock();
 }

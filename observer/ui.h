@@ -73,6 +73,12 @@ struct mstat_ui {
 	size_t help_scroll;
 	bool detail;                          /* one process's classes */
 	size_t detail_scroll;
+	/* One process's call sites (over the table or its detail view):
+	 * the last the sampler published, copied at each tick. */
+	bool sites;
+	enum mstat_top_sites_order sites_order;
+	size_t sites_scroll;
+	struct mstat_top_sites *sites_seen;   /* NULL until one arrives */
 	bool utf8;                            /* the terminal's charset */
 
 	char status[256];                     /* last note of the sampler */
@@ -91,6 +97,13 @@ const struct mstat_model_row *mstat_ui_selected(const struct mstat_ui *ui);
 /* Key actions on the model, each saying what it did in ui->said. */
 int mstat_ui_rebase(struct mstat_ui *ui, bool all);
 int mstat_ui_dismiss(struct mstat_ui *ui, bool all);
+/* Opens the selected process's call sites, or, open, switches their
+ * order (live bytes, growth); closes them. */
+int mstat_ui_sites(struct mstat_ui *ui);
+void mstat_ui_sites_close(struct mstat_ui *ui);
+/* Copies the sites the sampler published last into ui->sites_seen, if
+ * they are the selected process's; at each tick, while they are open. */
+void mstat_ui_sites_fetch(struct mstat_ui *ui);
 
 /* The key table, in help-screen order (keys.c). */
 const struct mstat_key_binding *mstat_keys_table(size_t *n);

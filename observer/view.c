@@ -8,6 +8,7 @@
  * screen give way, in the order the table says.
  */
 #include <curses.h>
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -360,6 +361,130 @@ draw_detail(struct mstat_ui *ui)
 	}
 }
 
+/* A frame as "function file:line" (file and module by their base
+ * names); "0x..." for a function not known. */
+static void
+frame_text(char *buf, size_t len, uint64_t pc, const char *function,
+	   const char *path, int line_no, const char *module)
+{
+	const char *file = strrchr(path, '/'), *mod = strrchr(module, '/');
+
+	file = file ? file + 1 : path;
+	mod = mod ? mod + 1 : module;
+	int n = function[0] ? snprintf(buf, len, "%s", function)
+			    : snprintf(buf, len, "0x%llx", (unsigned long long)pc);
+	size_t k = n < 0 ? 0 : (size_t)n < len ? (size_t)n : len - 1;
+	if (file[0] && line_no)
+		snprintf(buf + k, len - k, " %s:%d", file, line_no);
+	else if (file[0])
+		snprintf(buf + k, len - k, " %s", file);
+	else if (mod[0])
+		snprintf(buf + k, len - k, " (%s)", mod);
+}
+
+/* Where a site is, in `w` columns at most: its frame, then its caller's
+ * after " < " if there is room; else its frame, cut at the end of the
+ * function's name (the least telling part) so its file:line stays. */
+static void
+site_text(char *buf, size_t len, int w, const struct mstat_site *k)
+{
+	char self[400], caller[400] = "";
+
+	frame_text(self, sizeof(self), k->pc, k->function, k->file, k->line,
+		   k->module);
+	if (k->caller_pc)
+		frame_text(caller, sizeof(caller), k->caller_pc,
+			   k->caller_function, k->caller_file, k->caller_line, "");
+	if (caller[0] && (int)(strlen(self) + 3 + strlen(caller)) <= w) {
+		snprintf(buf, len, "%s < %s", self, caller);
+		return;
+	}
+	if ((int)strlen(self) <= w || w < 12) {
+		snprintf(buf, len, "%s", self);
+		return;
+	}
+	/* Cut the name: keep what follows its first space (file:line). */
+	const char *where = k->function[0] ? strchr(self, ' ') : NULL;
+	int wl = where ? (int)strlen(where) : 0;
+	int room = w - wl - 2;
+	if (room < 4)
+		room = 4;
+	snprintf(buf, len, "%.*s..%s", room, self, where ? where : "");
+}
+
+/* One process's call sites, by live bytes or by growth. */
+static void
+draw_sites(struct mstat_ui *ui)
+{
+	const struct mstat_model_row *r = mstat_ui_selected(ui);
+	const struct mstat_top_sites *s = ui->sites_seen;
+	bool growth = ui->sites_order == MSTAT_TOP_SITES_GROWTH;
+	char v[4][MSTAT_UNIT_MAX], name[128];
+
+	if (!r) {
+		line(HEAD, A_NORMAL, "  dismissed: Esc goes back to the table");
+		return;
+	}
+	mstat_column_text(MSTAT_SORT_NAME, r, ui->model.wall_ns, name, sizeof(name));
+	line(HEAD, A_BOLD, "pid %d %s: call sites by %s (s: by %s)", (int)r->pid,
+	     name, growth ? "growth since the baseline" : "live bytes",
+	     growth ? "live bytes" : "growth");
+	if (!s) {
+		line(HEAD + 1, A_NORMAL, "reading its heap profile...");
+		return;
+	}
+	if (s->rc == -ENOENT) {
+		line(HEAD + 1, A_NORMAL, s->final || mstat_model_gone(r->live)
+		     ? "it ended before its call sites were read: they are read "
+		       "while the sites are shown"
+		     : "its call sites are not read: it is not a live process "
+		       "here");
+		return;
+	}
+	if (s->rc < 0) {
+		line(HEAD + 1, A_NORMAL, "cannot read its heap profile: %s",
+		     strerror(-s->rc));
+		return;
+	}
+	if (s->sample_bytes == 0)
+		line(HEAD + 1, A_NORMAL, "sampling is off in pid %d "
+		     "(MSTAT_SAMPLE_BYTES=0): mstat-top -p %d --sample-bytes=524288 "
+		     "turns it on", (int)r->pid, (int)r->pid);
+	else if (s->nsites == 0)
+		line(HEAD + 1, A_NORMAL, "no samples yet: one allocation in every "
+		     "%s allocated is sampled", fmt(v[0], BYTES, true,
+						    (double)s->sample_bytes));
+	else
+		line(HEAD + 1, A_NORMAL, "%s%zu sites, %llu samples, one every %s%s",
+		     s->final ? "final, as it ended: " : "", s->nsites,
+		     (unsigned long long)s->samples,
+		     fmt(v[0], BYTES, true, (double)s->sample_bytes),
+		     growth ? "; growth since the baseline (b resets it)" : "");
+	if (growth && !s->have_growth) {
+		line(HEAD + 2, A_NORMAL, "no baseline of its sites was read: "
+		     "b takes one");
+		return;
+	}
+	size_t n = s->n[ui->sites_order];
+	const struct mstat_site *top = s->top[ui->sites_order];
+	line(HEAD + 2, A_REVERSE, "%9s %8s %9s %9s  %s", "LIVE", "OBJS", "ALLOC",
+	     "GROWTH", "SITE (function file:line)");
+	int y = HEAD + 3, rows = LINES - y - 1;
+	if (ui->sites_scroll + (size_t)(rows > 0 ? rows : 0) > n)
+		ui->sites_scroll = n > (size_t)rows ? n - (size_t)rows : 0;
+	ui->page = rows > 0 ? (size_t)rows : 0;
+	for (size_t i = ui->sites_scroll; i < n && y < LINES - 1; i++) {
+		const struct mstat_site *k = &top[i];
+		char where[1024];
+		site_text(where, sizeof(where), COLS - 40, k);
+		line(y++, A_NORMAL, "%9s %8s %9s %9s  %s",
+		     fmt(v[0], BYTES, true, k->live_bytes),
+		     fmt(v[1], COUNT, true, k->live_objects),
+		     fmt(v[2], BYTES, true, k->alloc_bytes),
+		     fmt(v[3], GROWTH, s->have_growth, k->growth_bytes), where);
+	}
+}
+
 /* The keys, then the columns: from the key table and the column table,
  * scrolled by ui->help_scroll lines. */
 static void
@@ -404,7 +529,7 @@ draw_status(struct mstat_ui *ui)
 	line(LINES - 1, A_NORMAL, "%s%s%s%s", ui->filter[0] ? "filter: " : "",
 	     ui->filter, ui->filter[0] ? "  " : "",
 	     ui->said[0] ? ui->said : ui->status[0] ? ui->status
-	     : "h help  Enter open  L growth  b baseline  x dismiss  / filter"
+	     : "h help  Enter open  s sites  L growth  b baseline  x dismiss  / filter"
 	       "  q quit");
 }
 
@@ -415,6 +540,8 @@ mstat_view_draw(struct mstat_ui *ui)
 	draw_header(ui);
 	if (ui->help)
 		draw_help(ui);
+	else if (ui->sites)
+		draw_sites(ui);
 	else if (ui->detail)
 		draw_detail(ui);
 	else

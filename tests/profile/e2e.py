@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """The heap profile read from outside, end to end.
 
-    e2e.py TEST     TEST: pprof sites
+    e2e.py TEST     TEST: pprof sites view
 
 heapsites (heapsites.c) runs with libmstatshm preloaded: one site leaks
 64 MiB in 1 KiB blocks, another allocates and frees 512 MiB in 8 KiB
@@ -22,8 +22,15 @@ count.  At the default R = 512 KiB that is 128 samples, and 25% is 2.8
 standard deviations (about 1 run in 200 would fail); at R = 256 KiB,
 set here, it is 4 (1 in 15000).  The unbiasing is the same at any R.
 
+view: the sites view of mstat-top in a terminal (tmux): the leaking site
+tops the order by live bytes; by growth, the site that grew since the
+baseline tops it, and after b only what it grew since b counts.  With
+sampling off the view says so and how to turn it on; a process that
+ends leaves its final sites.  At R = 64 KiB, 16 MiB is 256 samples and
+25% is 4 standard deviations.
+
 Environment (set by meson): MSTAT_TOP, MSTAT_LIB, HEAPSITES, GO (empty
-when go is not installed).
+when go is not installed), TMUX_BIN (empty when tmux is not).
 """
 import json
 import os
@@ -31,11 +38,14 @@ import re
 import subprocess
 import sys
 import tempfile
+import time
 
 TOP = os.environ["MSTAT_TOP"]
 LIB = os.environ["MSTAT_LIB"]
 HEAPSITES = os.environ["HEAPSITES"]
 GO = os.environ.get("GO", "")
+TMUX = os.environ.get("TMUX_BIN", "")
+TAG = "sites%d" % os.getpid()  # unique names for this run
 DOC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                    "docs", "mstat-top-json.md")
 INTERVAL = 256 * 1024
@@ -77,10 +87,21 @@ def within(what, got, truth):
 class Heapsites:
     """heapsites, preloaded, once it has made its heap; stopped on exit."""
 
+    def __init__(self, interval=INTERVAL):
+        self.interval = interval
+
+    def grow(self):
+        """late_site keeps 16 MiB more."""
+        self.p.stdin.write("l")
+        self.p.stdin.flush()
+        line = self.p.stdout.readline()
+        if line.strip() != "grown":
+            fail("heapsites said %r" % line)
+
     def __enter__(self):
         env = dict(os.environ, LD_PRELOAD=LIB, MSTAT_EAGER="1",
                    MSTAT_NAME="profile%d" % os.getpid(),
-                   MSTAT_SAMPLE_BYTES=str(INTERVAL))
+                   MSTAT_SAMPLE_BYTES=str(self.interval))
         self.p = subprocess.Popen([HEAPSITES], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, env=env, text=True)
         line = self.p.stdout.readline()
@@ -90,7 +111,8 @@ class Heapsites:
         return self.p.pid
 
     def __exit__(self, *exc):
-        self.p.stdin.close()
+        if not self.p.stdin.closed:
+            self.p.stdin.close()
         self.p.wait(timeout=60)
 
 
@@ -159,8 +181,152 @@ def test_sites():
     return 0
 
 
+class Tmux:
+    """mstat-top in a terminal of its own (tmux server `name`)."""
+
+    def __init__(self, name, cmd, w=120, h=30):
+        self.sock = "mstat-%s-%s" % (TAG, name)
+        self.tmux("new-session", "-d", "-x", str(w), "-y", str(h), "-s", "t",
+                  cmd)
+
+    def tmux(self, *args):
+        return subprocess.run([TMUX, "-L", self.sock, "-f", "/dev/null"] +
+                              list(args), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=30)
+
+    def screen(self):
+        return self.tmux("capture-pane", "-p", "-t", "t").stdout.decode()
+
+    def keys(self, *k):
+        self.tmux("send-keys", "-t", "t", *k)
+
+    def wait(self, pred, what):
+        """The screen once pred holds on it twice in a row: a capture can
+        catch ncurses half way through writing a screen."""
+        deadline = time.monotonic() + 30
+        while True:
+            s = self.screen()
+            if pred(s):
+                time.sleep(0.05)
+                s = self.screen()
+                if pred(s):
+                    return s
+            if time.monotonic() > deadline:
+                fail("screen never showed %s:\n%s" % (what, s))
+            time.sleep(0.1)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.tmux("kill-server")
+
+
+UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+
+
+def size(text):
+    m = re.fullmatch(r"([+-]?)([\d.]+)(B|KiB|MiB|GiB)", text)
+    if not m:
+        fail("not a size: %r" % text)
+    v = float(m.group(2)) * UNITS[m.group(3)]
+    return -v if m.group(1) == "-" else v
+
+
+def sites_of(screen):
+    """The rows of the sites view: (live, alloc, growth, function)."""
+    rows, on = [], False
+    for line in screen.splitlines():
+        if "SITE (function" in line:
+            on = True
+            continue
+        w = line.split()
+        if on and len(w) >= 5 and w[0][0].isdigit():
+            rows.append((size(w[0]), size(w[2]), size(w[3]), w[4]))
+    return rows
+
+
+def site(rows, function):
+    for r in rows:
+        if r[3] == function:
+            return r
+    return None
+
+
+def test_view():
+    if not TMUX:
+        print("SKIP: tmux is not installed")
+        return 77
+    hs = Heapsites(64 * 1024)
+    with hs as pid, Tmux("live", "%s -p %d" % (TOP, pid)) as t:
+        t.wait(lambda s: re.search(r"^ *%d " % pid, s, re.M), "the process")
+        t.keys("s")
+        # (The C library's own buffers may be sampled too: a site more,
+        # of a few KiB.)
+        s = t.wait(lambda s: "call sites by live bytes" in s and
+                   site(sites_of(s), "churn_site"), "its sites by live bytes")
+        rows = sites_of(s)
+        if rows[0][3] != "leak_site":
+            fail("by live bytes, leak_site first:\n" + s)
+        within("leak_site live", rows[0][0], LEAK_TRUTH)
+        if not re.search(r"leak_site heapsites\.c:\d+ < main heapsites\.c:\d+$",
+                         s, re.M):
+            fail("leak_site and its caller, named and placed:\n" + s)
+        if site(rows, "churn_site")[0] != 0:
+            fail("churn_site holds nothing:\n" + s)
+
+        # Since it was first seen: late_site grew 16 MiB, the rest 0.
+        hs.grow()
+        t.wait(lambda s: site(sites_of(s), "late_site"), "late_site")
+        t.keys("s")
+        s = t.wait(lambda s: "call sites by growth" in s and
+                   site(sites_of(s), "late_site"), "the sites by growth")
+        rows = sites_of(s)
+        if [r[3] for r in rows][0] != "late_site":
+            fail("by growth, late_site first:\n" + s)
+        within("late_site growth since first seen", rows[0][2], 16 << 20)
+        if site(rows, "leak_site")[2] != 0 or site(rows, "churn_site")[2] != 0:
+            fail("only late_site grew:\n" + s)
+
+        # b: growth counts from now.  16 MiB more: late_site holds 32,
+        # grew 16.
+        t.keys("b")
+        t.wait(lambda s: "baseline of pid %d reset" % pid in s, "the reset")
+        hs.grow()
+        s = t.wait(lambda s: (site(sites_of(s), "late_site") or
+                              (0,))[0] > 24 << 20, "late_site at 32 MiB")
+        rows = sites_of(s)
+        if rows[0][3] != "late_site" or "call sites by growth" not in s:
+            fail("by growth after b, late_site first:\n" + s)
+        within("late_site live", rows[0][0], 32 << 20)
+        within("late_site growth since b", rows[0][2], 16 << 20)
+
+        # It ends: its final sites stay.
+        hs.p.stdin.close()
+        s = t.wait(lambda s: "final, as it ended" in s, "its final sites")
+        if sites_of(s)[0][3] != "late_site":
+            fail("final sites by growth:\n" + s)
+        t.keys("Escape")
+        t.wait(lambda s: "call sites" not in s and "exited" in s,
+               "the table again")
+        # Its segment is gone: its final sites are what there is.
+        time.sleep(1.5)
+        t.keys("s")
+        s = t.wait(lambda s: "final, as it ended" in s, "its final sites again")
+        if sites_of(s)[0][3] != "leak_site":
+            fail("final sites by live bytes:\n" + s)
+
+    with Heapsites(0) as pid, Tmux("off", "%s -p %d" % (TOP, pid)) as t:
+        t.wait(lambda s: re.search(r"^ *%d " % pid, s, re.M), "the process")
+        t.keys("s")
+        s = t.wait(lambda s: "sampling is off" in s, "sampling off")
+        if "--sample-bytes" not in s or sites_of(s):
+            fail("sampling off, and how to turn it on:\n" + s)
+    return 0
+
+
 if __name__ == "__main__":
-    tests = {"pprof": test_pprof, "sites": test_sites}
+    tests = {"pprof": test_pprof, "sites": test_sites, "view": test_view}
     if len(sys.argv) != 2 or sys.argv[1] not in tests:
         print("usage: e2e.py " + "|".join(tests))
         sys.exit(2)

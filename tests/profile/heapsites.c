@@ -7,7 +7,9 @@
  *   heapsites   leak_site() keeps 65536 blocks of 1 KiB (64 MiB live);
  *               churn_site() allocates and frees 65536 blocks of 8 KiB
  *               (512 MiB allocated, none live); then prints "ready" and
- *               exits once stdin is closed, freeing nothing.
+ *               exits once stdin is closed, freeing nothing.  Each "l"
+ *               read from stdin before then makes late_site() keep 16384
+ *               blocks of 1 KiB more (16 MiB), and prints "grown".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +19,8 @@
 #define LEAK_SIZE 1024
 #define CHURNS 65536
 #define CHURN_SIZE 8192
+#define LATES 16384
+#define LATE_SIZE 1024
 
 static void *kept[LEAKS];
 
@@ -38,6 +42,17 @@ churn_site(void)
 	free(p);
 }
 
+/* A block that keeps the one kept before it: a chain, no table. */
+__attribute__((noinline)) static void *
+late_site(void *prev)
+{
+	void **p = malloc(LATE_SIZE);
+	if (p)
+		*p = prev;
+	__asm__ volatile("" : : "r"(p) : "memory");
+	return p;
+}
+
 int
 main(void)
 {
@@ -48,7 +63,16 @@ main(void)
 		churn_site();
 	printf("ready\n");
 	fflush(stdout);
-	while (getchar() != EOF)
-		;
+	void *late = NULL;
+	int c;
+	while ((c = getchar()) != EOF) {
+		if (c != 'l')
+			continue;
+		for (int i = 0; i < LATES; i++)
+			if (!(late = late_site(late)))
+				return 1;
+		printf("grown\n");
+		fflush(stdout);
+	}
 	return 0;
 }
