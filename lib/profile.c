@@ -89,7 +89,7 @@ static struct {
 	int (*backtrace)(void **buf, int size);
 	unsigned nknown;            /* under `scanning` */
 	struct known known[MSTAT_MODULES];
-} prof = { .env_bytes = MSTAT_SAMPLE_DEFAULT };
+} prof; /* zeros, in .bss: read_env() sets env_bytes before its use */
 
 _Static_assert(REGION_PAGES <= 64 * sizeof(prof.paged) / sizeof(prof.paged[0]),
 	       "a bit for every page of the region");
