@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,21 +53,7 @@ usage(FILE *f)
 	      "  -h, --help                  this text\n", f);
 }
 
-/* A line on stderr that may quote an argument: escaped, as mstat-top's
- * are. */
-static void
-say(const char *fmt, ...)
-{
-	char raw[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(raw, sizeof(raw), fmt, ap);
-	va_end(ap);
-	fputs("mstat-exporter: ", stderr);
-	mstat_text_put(stderr, raw, MSTAT_TEXT_PLAIN);
-	fputc('\n', stderr);
-}
+#define say(...) mstat_text_say("mstat-exporter", __VA_ARGS__)
 
 static void
 note(void *arg, const char *line)

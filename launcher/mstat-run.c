@@ -31,7 +31,6 @@
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,22 +75,7 @@ usage(FILE *f)
 	      f);
 }
 
-/* A line on stderr.  It can hold the command's name, a file name or what
- * the command's segment says: escaped by the plain rule of text.h, so that
- * the terminal shows it rather than obeys it. */
-static void
-say(const char *fmt, ...)
-{
-	char raw[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(raw, sizeof(raw), fmt, ap);
-	va_end(ap);
-	fputs("mstat-run: ", stderr);
-	mstat_text_put(stderr, raw, MSTAT_TEXT_PLAIN);
-	fputc('\n', stderr);
-}
+#define say(...) mstat_text_say("mstat-run", __VA_ARGS__)
 
 /* The absolute path of libmstatshm next to this executable, or NULL. */
 static char *

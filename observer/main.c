@@ -10,7 +10,6 @@
 #include <getopt.h>
 #include <langinfo.h>
 #include <locale.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -83,21 +82,7 @@ usage(FILE *f)
 	      "  -V, --version          the version\n", f);
 }
 
-/* A line on stderr that quotes an argument: escaped as notes are, so that
- * what it echoes is shown, not obeyed by the terminal. */
-static void
-complain(const char *fmt, ...)
-{
-	char raw[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(raw, sizeof(raw), fmt, ap);
-	va_end(ap);
-	fputs("mstat-top: ", stderr);
-	mstat_text_put(stderr, raw, MSTAT_TEXT_PLAIN);
-	fputc('\n', stderr);
-}
+#define complain(...) mstat_text_say("mstat-top", __VA_ARGS__)
 
 static int
 parse_pids(struct options *o, const char *s)

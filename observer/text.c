@@ -2,6 +2,7 @@
 /* text.c - text that others supplied, made safe to print; see text.h. */
 #include "text.h"
 
+#include <stdarg.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -114,4 +115,18 @@ mstat_text_put(FILE *f, const char *src, enum mstat_text_rule rule)
 		s += used;
 	}
 	return 0;
+}
+
+void
+mstat_text_say(const char *prog, const char *fmt, ...)
+{
+	char raw[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s: ", prog);
+	mstat_text_put(stderr, raw, MSTAT_TEXT_PLAIN);
+	fputc('\n', stderr);
 }

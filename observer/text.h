@@ -53,4 +53,10 @@ size_t mstat_text_escape(char *dst, size_t len, const char *src,
 /* Writes `src` to `f` by `rule`, whole.  0, or -1 if the stream failed. */
 int mstat_text_put(FILE *f, const char *src, enum mstat_text_rule rule);
 
+/* One line on stderr, "PROG: " and the formatted text by the plain rule:
+ * a line that may quote an argument or what a segment says is shown, not
+ * obeyed, by the terminal. */
+void mstat_text_say(const char *prog, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
 #endif /* MSTAT_OBSERVER_TEXT_H */
