@@ -22,6 +22,8 @@
 uint64_t mbench_now_ns(void);
 /* The calling thread's CPU time in ns. */
 uint64_t mbench_thread_cpu_ns(void);
+/* The whole process's CPU time, every thread. */
+uint64_t mbench_process_cpu_ns(void);
 void mbench_sleep_ns(uint64_t ns);
 
 /* A start gate for `n` threads: each calls mbench_gate_wait(); the main

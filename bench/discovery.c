@@ -40,22 +40,6 @@
 #include "reader.h"
 #include "top.h"
 
-static uint64_t
-thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void
-quiet(void *arg, const char *line)
-{
-	(void)arg;
-	fprintf(stderr, "note: %s\n", line);
-}
-
 int
 main(int argc, char **argv)
 {
@@ -95,15 +79,15 @@ main(int argc, char **argv)
 		.interval_ms = 1000,
 		.wait_budget_us = MSTAT_WAIT_BUDGET_DEFAULT_US,
 		.linger_ns = 1000000000u,
-		.note = quiet,
+		.note = mbench_segments_note,
 	};
 	if (mstat_top_init(&top, &o) < 0)
 		return 1;
 	rcu_register_thread();
 	for (unsigned t = 0; t < ticks; t++) {
-		uint64_t c0 = thread_cpu_ns(), w0 = mbench_now_ns();
+		uint64_t c0 = mbench_thread_cpu_ns(), w0 = mbench_now_ns();
 		mstat_top_tick(&top);
-		cpu[t] = (double)(thread_cpu_ns() - c0) / 1e6;
+		cpu[t] = (double)(mbench_thread_cpu_ns() - c0) / 1e6;
 		wall[t] = (double)(mbench_now_ns() - w0) / 1e6;
 	}
 	size_t attached = 0;

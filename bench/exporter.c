@@ -45,22 +45,6 @@
 #include "scrape.h"
 #include "segments.h"
 
-static uint64_t
-process_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static void
-quiet(void *arg, const char *line)
-{
-	(void)arg;
-	fprintf(stderr, "note: %s\n", line);
-}
-
 /* S scrapes of the in-process path. */
 static int
 in_process(unsigned n, unsigned scrapes, enum mstat_expo_format fmt,
@@ -69,7 +53,7 @@ in_process(unsigned n, unsigned scrapes, enum mstat_expo_format fmt,
 	struct mstat_scrape_options o = {
 		.wait_budget_us = MSTAT_WAIT_BUDGET_DEFAULT_US,
 		.classes = classes,
-		.note = quiet,
+		.note = mbench_segments_note,
 	};
 	struct mstat_scraper *s;
 	double *cpu = calloc(scrapes, sizeof(*cpu));
@@ -84,11 +68,11 @@ in_process(unsigned n, unsigned scrapes, enum mstat_expo_format fmt,
 		char *buf = NULL;
 		size_t len = 0;
 		FILE *f = open_memstream(&buf, &len);
-		uint64_t c0 = process_cpu_ns(), w0 = mbench_now_ns();
+		uint64_t c0 = mbench_process_cpu_ns(), w0 = mbench_now_ns();
 		int rc = mstat_scraper_scrape(s, f, fmt);
 		fclose(f);
 		if (i) {
-			cpu[i - 1] = (double)(process_cpu_ns() - c0) / 1e6;
+			cpu[i - 1] = (double)(mbench_process_cpu_ns() - c0) / 1e6;
 			wall[i - 1] = (double)(mbench_now_ns() - w0) / 1e6;
 		}
 		bytes = len;

@@ -107,3 +107,9 @@ mbench_segments_remove(unsigned n, int *fds)
 	}
 }
 
+void
+mbench_segments_note(void *arg, const char *line)
+{
+	(void)arg;
+	fprintf(stderr, "note: %s\n", line);
+}
