@@ -25,6 +25,8 @@ import subprocess
 import sys
 import time
 
+from jsondoc import documented_fields
+
 TOP = os.environ["MSTAT_TOP"]
 TARGET = os.environ["MSTAT_TARGET"]
 RUN = os.environ["MSTAT_RUN"]
@@ -593,20 +595,6 @@ def test_unpublished():
     finally:
         os.close(lock)
     good.stop()
-
-
-def documented_fields(doc):
-    """Field names from the tables of docs/mstat-top-json.md, by section."""
-    fields = {}
-    section = None
-    for line in open(doc):
-        m = re.match(r"^## (\S+)", line)
-        if m:
-            section = m.group(1)
-        m = re.match(r"^\| `([a-z_]+)` \|", line)
-        if m and section:
-            fields.setdefault(section, []).append(m.group(1))
-    return fields
 
 
 def test_json():

@@ -40,6 +40,10 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "observer"))
+from jsondoc import documented_fields  # noqa: E402
+
 TOP = os.environ["MSTAT_TOP"]
 LIB = os.environ["MSTAT_LIB"]
 HEAPSITES = os.environ["HEAPSITES"]
@@ -137,19 +141,6 @@ def test_pprof():
             fail("leak_site: alloc_space %d, inuse_space %d: it freed nothing"
                  % (leak_alloc, inuse))
     return 0
-
-
-def documented_fields(doc):
-    """Field names from the tables of docs/mstat-top-json.md, by section."""
-    fields, section = {}, None
-    for line in open(doc):
-        m = re.match(r"^## (\S+)", line)
-        if m:
-            section = m.group(1)
-        m = re.match(r"^\| `([a-z_]+)` \|", line)
-        if m and section:
-            fields.setdefault(section, []).append(m.group(1))
-    return fields
 
 
 def test_sites():
