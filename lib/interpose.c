@@ -532,8 +532,7 @@ counted(void *p, size_t requested)
  * sampled chunk again and again, every one of its frees taking the
  * page-aligned branch, and all such blocks sharing the same cache sets.
  * So with glibc a smaller sampled block is made larger than that cache
- * takes: freed, it merges with its free neighbours instead.  It is
- * counted with the usable size it has.
+ * takes: freed, it merges with its free neighbours instead.
  */
 #define GLIBC_TCACHE_MAX 1032u
 
@@ -545,38 +544,80 @@ sampled_memalign(size_t n)
 	return next.memalign(MSTAT_SAMPLE_ALIGN, n);
 }
 
-/* A sampled block of `n` bytes (zeroed if `zero`), counted as any other:
- * the next allocator's, page-aligned, so that its free is recognised by
- * its address; or NULL (the caller then allocates as usual). */
-static void *
-sampled_block(size_t n, bool zero, const void *caller)
+/* The size live block `q`, just made, was counted with; false if it is
+ * remembered as unsized (or being sized), and is not to be moved. */
+static bool
+counted_size(void *q, size_t *size)
 {
-	void *p;
+	if (header_sizes()) {
+		*size = glibc_usable(q);
+		return true;
+	}
+	if (sizing || (unsized_any() && unsized_find(q, size)))
+		return false;
+	*size = ask_usable(q);
+	return *size != 0;
+}
 
-	if (!mstat_profile_begin(n))
-		return NULL;
-	if (UNLIKELY(!ready())) {
+/*
+ * Block `q` of `n` bytes, just made and counted by the plain path, becomes
+ * a sampled one (profile.h): moved to a page-aligned block of the next
+ * allocator's, at least as large as q, with q's first `copy` bytes (or
+ * zeroed, if `zero`), unless it is page-aligned already.  It is remembered
+ * with the size q was counted with, which its free is counted with and
+ * malloc_usable_size() says: the plain block's, whatever sampling does.
+ * If it cannot be (no block, no page-aligned one, no room in the live
+ * table), q stays as it is.
+ */
+static __attribute__((noinline)) void *
+sampled(void *q, size_t n, size_t copy, bool zero, const void *caller)
+{
+	struct mstat_sample *e;
+	size_t size;
+	void *p = q;
+
+	if (!q || in_arena(q) || !counted_size(q, &size) ||
+	    (!mstat_sample_aligned(q) && !(p = sampled_memalign(size)))) {
 		mstat_profile_cancel();
-		return NULL;
+		return q;
 	}
-	ALLOCATE(p, sampled_memalign(n), n);
-	if (UNLIKELY(p == NULL)) {
-		mstat_profile_cancel();
-		return NULL;
+	if (!(e = mstat_profile_note(p, n, size))) {
+		if (p != q)
+			next.free(p);
+		mstat_profile_record(NULL, caller); /* dropped */
+		return q;
 	}
-	if (zero)
-		memset(p, 0, n);
-	mstat_profile_record(p, n, caller);
+	if (p != q) {
+		if (zero)
+			memset(p, 0, size);
+		else
+			memcpy(p, q, copy < size ? copy : size);
+		next.free(q);
+	}
+	mstat_profile_record(e, caller);
 	return p;
 }
 
-/* Before page-aligned `p` (not NULL, not the arena's) is freed or
- * reallocated: its sample, if it is one, is freed. */
-static inline void
-sample_free(void *p)
+/* The free of sampled block `p`, whose allocation was counted with `size`
+ * bytes: as free_slow() does, with that size. */
+static void
+free_sampled(void *p, size_t size)
 {
-	if (UNLIKELY(mstat_sample_aligned(p)) && p != NULL && !in_arena(p))
-		(void)mstat_profile_freed(p);
+	struct mstat_section sec;
+
+	if (LIKELY(header_sizes())) {
+		bool open = mstat_section_open(&sec);
+		if (open)
+			mstat_section_count(&sec, MSTAT_OP_FREE, size, 0, 0);
+		else
+			mstat_count_unslotted(MSTAT_OP_FREE, size, 0, 0);
+		next.free(p);
+		if (open)
+			mstat_section_close(&sec);
+		return;
+	}
+	mstat_count(MSTAT_OP_FREE, size, 0, 0);
+	next.free(p);
 }
 
 /*
@@ -621,9 +662,10 @@ malloc_slow(size_t n)
 static __attribute__((noinline)) void *
 malloc_sampled(size_t n, const void *caller)
 {
-	void *p = sampled_block(n, false, caller);
+	bool sample = mstat_profile_begin(n);
+	void *p = malloc_slow(n);
 
-	return p ? p : malloc_slow(n);
+	return sample ? sampled(p, n, 0, false, caller) : p;
 }
 
 /* The countdown is tested first: on the thread's line, like `fast`. */
@@ -684,8 +726,13 @@ static __attribute__((noinline)) void
 free_slow(void *p)
 {
 	struct mstat_section sec;
+	size_t size;
 
-	sample_free(p);
+	if (UNLIKELY(mstat_sample_aligned(p)) && p != NULL && !in_arena(p) &&
+	    mstat_profile_freed(p, &size)) {
+		free_sampled(p, size);
+		return;
+	}
 	if (UNLIKELY(state_now() != NEXT_HEADER) || UNLIKELY(p == NULL) ||
 	    UNLIKELY(in_arena(p))) {
 		free_other(p);
@@ -734,41 +781,48 @@ calloc(size_t n, size_t size)
 	if (UNLIKELY(!ready()))
 		return arena_alloc(total, ARENA_ALIGN); /* zeroed: never reused */
 	void *p;
-	if (UNLIKELY(mstat_sample_due(total)) &&
-	    (p = sampled_block(total, true, __builtin_return_address(0))))
-		return p;
+	bool sample = UNLIKELY(mstat_sample_due(total)) && mstat_profile_begin(total);
 	ALLOCATE(p, next.calloc(n, size), total);
-	return p;
+	return UNLIKELY(sample) ? sampled(p, total, 0, true, __builtin_return_address(0)) : p;
 }
 
 static void *realloc_plain(void *old, size_t n);
 
-/* realloc whose new block is sampled: a page-aligned block, a copy, the
- * old one freed; counted as one realloc, in one section with glibc's
- * header, as realloc_plain() counts.  Old is live and this thread's. */
+/*
+ * realloc whose new block is to be sampled (`sample`: mstat_profile_begin()
+ * said so), or whose old one was.  A sampled block is never handed to the
+ * next realloc, which could keep it in place, no longer sampled: it is
+ * freed after a plain allocation and a copy, counted as one realloc, in
+ * one section with glibc's header, as realloc_plain() counts.  Old is live
+ * and this thread's; if no new block can be had, it stays so.
+ */
 static __attribute__((noinline)) void *
-realloc_sampled(void *old, size_t n, const void *caller)
+realloc_sampled(void *old, size_t n, bool sample, const void *caller)
 {
 	size_t old_size, size, copy;
 	void *p;
 
-	/* Old is not the arena's: the next allocator is known. */
-	if (!mstat_profile_begin(n)) {
-		sample_free(old);
-		return realloc_plain(old, n);
+	if (!(mstat_sample_aligned(old) && mstat_profile_owns(old, &old_size))) {
+		p = realloc_plain(old, n);
+		return sample ? sampled(p, n, n, false, caller) : p;
 	}
+	if (n == 0) { /* as glibc's: realloc(p, 0) frees p, gives NULL */
+		free(old);
+		return NULL;
+	}
+	copy = old_size; /* what malloc_usable_size() said of it */
 	if (LIKELY(header_sizes())) {
 		struct mstat_section sec;
 		bool open = mstat_section_open(&sec);
-		unsigned old_class = glibc_class(old, &old_size), c = 0;
-		p = sampled_memalign(n);
+		p = next.malloc(n);
 		if (p) {
-			memcpy(p, old, n < old_size ? n : old_size);
-			sample_free(old);
-			c = glibc_class(p, &size);
+			unsigned c = glibc_class(p, &size);
+			memcpy(p, old, n < copy ? n : copy);
+			(void)mstat_profile_freed(old, &old_size);
 			next.free(old);
 			if (LIKELY(open))
-				mstat_section_count_classes(&sec, MSTAT_OP_REALLOC, old_class,
+				mstat_section_count_classes(&sec, MSTAT_OP_REALLOC,
+							    mstat_size_class(old_size),
 							    old_size, c, size, n);
 			else
 				mstat_count_unslotted(MSTAT_OP_REALLOC, old_size, size, n);
@@ -776,26 +830,16 @@ realloc_sampled(void *old, size_t n, const void *caller)
 		if (LIKELY(open))
 			mstat_section_close(&sec);
 	} else {
-		p = sampled_memalign(n);
+		p = next.malloc(n);
 		if (p) {
-			/* The bytes to copy: what was counted for an unsized
-			 * block (its requested size), else its usable size. */
-			if (!(unsized_any() && unsized_find(old, &copy)))
-				copy = ask_usable(old);
+			size = new_size(p, n);
 			memcpy(p, old, n < copy ? n : copy);
-			sample_free(old);
-			old_size = freed_size(old);
+			(void)mstat_profile_freed(old, &old_size);
 			next.free(old);
-			mstat_count(MSTAT_OP_REALLOC, old_size, new_size(p, n), n);
+			mstat_count(MSTAT_OP_REALLOC, old_size, size, n);
 		}
 	}
-	if (!p) {
-		mstat_profile_cancel();
-		sample_free(old);
-		return realloc_plain(old, n);
-	}
-	mstat_profile_record(p, n, caller);
-	return p;
+	return sample ? sampled(p, n, n, false, caller) : p;
 }
 
 /* realloc of an arena block: the next allocator gets a copy. */
@@ -828,12 +872,14 @@ realloc(void *old, size_t n)
 	if (UNLIKELY(in_arena(old)))
 		return arena_realloc(old, n);
 	if (UNLIKELY(mstat_sample_due(n)) && n != 0)
-		return realloc_sampled(old, n, __builtin_return_address(0));
-	sample_free(old);
+		return realloc_sampled(old, n, mstat_profile_begin(n),
+				       __builtin_return_address(0));
+	if (UNLIKELY(mstat_sample_aligned(old)) && mstat_sample_maybe(old))
+		return realloc_sampled(old, n, false, NULL);
 	return realloc_plain(old, n);
 }
 
-/* realloc of a block of the next allocator's, no longer a sample. */
+/* realloc of a block of the next allocator's that was not sampled. */
 static void *
 realloc_plain(void *old, size_t n)
 {
@@ -901,11 +947,7 @@ posix_memalign(void **out, size_t align, size_t n)
 		*out = p;
 		return 0;
 	}
-	if (UNLIKELY(mstat_sample_due(n)) && align <= MSTAT_SAMPLE_ALIGN &&
-	    (p = sampled_block(n, false, __builtin_return_address(0)))) {
-		*out = p;
-		return 0;
-	}
+	bool sample = UNLIKELY(mstat_sample_due(n)) && mstat_profile_begin(n);
 	struct mstat_section sec;
 	if (LIKELY(header_sizes())) {
 		bool open = mstat_section_open(&sec);
@@ -921,6 +963,8 @@ posix_memalign(void **out, size_t align, size_t n)
 		if (rc == 0)
 			p = counted(p, n);
 	}
+	if (UNLIKELY(sample))
+		p = sampled(rc == 0 ? p : NULL, n, 0, false, __builtin_return_address(0));
 	if (rc == 0)
 		*out = p;
 	return rc;
@@ -932,12 +976,9 @@ aligned_alloc(size_t align, size_t n)
 	if (UNLIKELY(!ready()))
 		return align & (align - 1) ? NULL : arena_alloc(n, align);
 	void *p;
-	if (UNLIKELY(mstat_sample_due(n)) && align <= MSTAT_SAMPLE_ALIGN &&
-	    !(align & (align - 1)) &&
-	    (p = sampled_block(n, false, __builtin_return_address(0))))
-		return p;
+	bool sample = UNLIKELY(mstat_sample_due(n)) && mstat_profile_begin(n);
 	ALLOCATE(p, next.aligned_alloc(align, n), n);
-	return p;
+	return UNLIKELY(sample) ? sampled(p, n, 0, false, __builtin_return_address(0)) : p;
 }
 
 MSTAT_EXPORT void *
@@ -946,11 +987,9 @@ memalign(size_t align, size_t n)
 	if (UNLIKELY(!ready()))
 		return align & (align - 1) ? NULL : arena_alloc(n, align);
 	void *p;
-	if (UNLIKELY(mstat_sample_due(n)) && align <= MSTAT_SAMPLE_ALIGN &&
-	    (p = sampled_block(n, false, __builtin_return_address(0))))
-		return p;
+	bool sample = UNLIKELY(mstat_sample_due(n)) && mstat_profile_begin(n);
 	ALLOCATE(p, next.memalign(align, n), n);
-	return p;
+	return UNLIKELY(sample) ? sampled(p, n, 0, false, __builtin_return_address(0)) : p;
 }
 
 /* The page size, for valloc() and pvalloc() only: asked on their first
@@ -1005,6 +1044,11 @@ malloc_usable_size(void *p)
 		return 0;
 	if (in_arena(p))
 		return arena_usable(p);
+	/* A sampled block: the plain block's size, as it was counted (it
+	 * holds at least that). */
+	size_t size;
+	if (UNLIKELY(mstat_sample_aligned(p)) && mstat_profile_owns(p, &size))
+		return size;
 	return ready() ? next.usable(p) : 0;
 }
 
@@ -1143,15 +1187,13 @@ cxx_next(struct cxx_next *n, const char *sym, int *how)
 		}                                                            \
 		if (how != CXX_COUNT)                                        \
 			return f args;                                       \
-		void *s;                                                     \
-		if (UNLIKELY(mstat_sample_due(n)) &&                         \
-		    (size_t)(align) <= MSTAT_SAMPLE_ALIGN &&                 \
-		    (s = sampled_block(n, false, __builtin_return_address(0)))) \
-			return s;                                            \
 		struct cxx_mark m = cxx_mark();                              \
-		void *p = f args;                                            \
-		if (p && !cxx_counted_inside(&nx, m))                        \
-			mstat_count(MSTAT_OP_ALLOC, 0, new_size(p, n), n);   \
+		void *p = f args; /* may throw: nothing begun yet */         \
+		if (!p || cxx_counted_inside(&nx, m))                        \
+			return p; /* our malloc counted, and sampled */      \
+		mstat_count(MSTAT_OP_ALLOC, 0, new_size(p, n), n);           \
+		if (UNLIKELY(mstat_sample_due(n)) && mstat_profile_begin(n)) \
+			p = sampled(p, n, 0, false, __builtin_return_address(0)); \
 		return p;                                                    \
 	}
 
@@ -1172,7 +1214,7 @@ cxx_next(struct cxx_next *n, const char *sym, int *how)
 			return;                                              \
 		}                                                            \
 		/* A sampled block is the next malloc's: free() frees it. */ \
-		if (UNLIKELY(mstat_sample_aligned(p)) && mstat_profile_owns(p)) { \
+		if (UNLIKELY(mstat_sample_aligned(p)) && mstat_profile_owns(p, NULL)) { \
 			free(p);                                             \
 			return;                                              \
 		}                                                            \

@@ -40,7 +40,7 @@
 /* Bytes a thread allocates between two looks at the request word while
  * sampling is off. */
 #define RECHECK_BYTES (64u << 20)
-/* Live sampled blocks remembered; 24 bytes each, pages taken as used. */
+/* Live sampled blocks remembered; 32 bytes each, pages taken as used. */
 #define LIVE_MAX (1u << 15)
 #define LIVE_PROBES 32u
 #define LIVE_GONE ((uintptr_t)1)
@@ -53,12 +53,17 @@
 
 enum setup { SETUP_NONE, SETUP_BUSY, SETUP_DONE, SETUP_FAILED };
 
-struct live {
+/* A live sampled block.  Its stack is an entry of the region made in
+ * fork generation `gen`: a fork child keeps its parent's blocks, counted
+ * as they were, but not their stacks, which are the parent's. */
+struct mstat_sample {
 	_Atomic uintptr_t p; /* 0 free, LIVE_GONE forgotten, else the block */
-	uint32_t stack;
-	uint32_t reserved;
-	uint64_t size;
+	uint32_t stack;      /* NO_STACK until one is taken */
+	uint32_t gen;
+	uint64_t requested;
+	uint64_t counted;    /* the size its allocation was counted with */
 };
+#define NO_STACK UINT32_MAX
 
 /* A module as this process knows it: what the segment's entry says, kept
  * here so that the writer never reads back what a reader might see. */
@@ -84,7 +89,10 @@ static struct {
 	struct mstat_shm_stack *stacks;
 	uint64_t *frames;
 	struct mstat_shm_module *modules;
-	struct live *live;          /* LIVE_MAX entries, mmap'd at the first sample */
+	/* LIVE_MAX entries, mmap'd at the first sample, kept by a fork
+	 * child.  Release store in set_up(); acquire in live_table(). */
+	_Atomic(struct mstat_sample *) live;
+	uint32_t gen;               /* forks in this process's line */
 	/* libunwind's unw_backtrace(), loaded at the first sample. */
 	int (*backtrace)(void **buf, int size);
 	unsigned nknown;            /* under `scanning` */
@@ -294,11 +302,12 @@ set_up(const struct mstat_segment *seg)
 	}
 	prof.fd = seg->fd;
 	prof.region_offset = MSTAT_PROFILE_OFFSET(MSTAT_CLASS_COUNT, seg->slot_count);
-	void *live = mmap(NULL, LIVE_MAX * sizeof(struct live), PROT_READ | PROT_WRITE,
-			  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* A fork child has its parent's table. */
+	void *live = atomic_load_explicit(&prof.live, memory_order_relaxed);
+	if (!live)
+		live = mmap(NULL, LIVE_MAX * sizeof(struct mstat_sample),
+			    PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (live == MAP_FAILED || !paged(0, MSTAT_PROFILE_STACKS_OFFSET)) {
-		if (live != MAP_FAILED)
-			munmap(live, LIVE_MAX * sizeof(struct live));
 		mstat_writer_warn("no room for the heap profile in " MSTAT_SHM_DIR,
 				  "not sampling");
 		atomic_store_explicit(&prof.setup, SETUP_FAILED, memory_order_relaxed);
@@ -310,9 +319,10 @@ set_up(const struct mstat_segment *seg)
 	prof.frames = (uint64_t *)(base + MSTAT_PROFILE_FRAMES_OFFSET(MSTAT_STACKS));
 	prof.modules = (struct mstat_shm_module *)(base + MSTAT_PROFILE_MODULES_OFFSET(
 								 MSTAT_STACKS, MSTAT_FRAMES));
-	prof.live = live;
+	/* Release: the table's pages, to live_table()'s acquire. */
+	atomic_store_explicit(&prof.live, live, memory_order_release);
 	/* Release: the fields above, to the threads that see DONE (acquire
-	 * at the top of this function, and in mstat_profile_freed()). */
+	 * at the top of this function, and in begin()). */
 	atomic_store_explicit(&prof.setup, SETUP_DONE, memory_order_release);
 	return true;
 }
@@ -585,44 +595,57 @@ live_hash(uintptr_t p)
 
 _Atomic uint16_t mstat_sample_filter[MSTAT_SAMPLE_FILTER];
 
-static bool
-live_note(uintptr_t p, uint32_t stack, uint64_t size)
+static inline struct mstat_sample *
+live_table(void)
 {
-	for (uint32_t i = 0, k = live_hash(p); i < LIVE_PROBES;
-	     i++, k = (k + 1) & (LIVE_MAX - 1)) {
-		struct live *e = &prof.live[k];
-		uintptr_t cur = atomic_load_explicit(&e->p, memory_order_relaxed);
-		/* The CAS acquires: pairs with the release in live_forget(),
-		 * so the entry's old fields were read before they are
-		 * overwritten. */
-		if ((cur == 0 || cur == LIVE_GONE) &&
-		    atomic_compare_exchange_strong_explicit(&e->p, &cur, p,
-							    memory_order_acquire,
-							    memory_order_relaxed)) {
-			e->stack = stack;
-			e->size = size;
-			/* Before the block is the program's: see profile.h. */
-			atomic_fetch_add_explicit(
-				&mstat_sample_filter[mstat_sample_bucket((void *)p)], 1,
-				memory_order_relaxed);
-			return true;
-		}
-	}
-	return false;
+	/* Acquire: pairs with the release in set_up(); the table is there. */
+	return atomic_load_explicit(&prof.live, memory_order_acquire);
 }
 
-static struct live *
-live_find(uintptr_t p)
+struct mstat_sample *
+mstat_profile_note(void *p, size_t requested, size_t counted)
 {
-	if (!prof.live)
-		return NULL;
-	for (uint32_t i = 0, k = live_hash(p); i < LIVE_PROBES;
+	/* Set up: begin() said so, with an acquire of `setup`. */
+	struct mstat_sample *live = atomic_load_explicit(&prof.live, memory_order_relaxed);
+
+	for (uint32_t i = 0, k = live_hash((uintptr_t)p); i < LIVE_PROBES;
 	     i++, k = (k + 1) & (LIVE_MAX - 1)) {
-		struct live *e = &prof.live[k];
+		struct mstat_sample *e = &live[k];
+		uintptr_t cur = atomic_load_explicit(&e->p, memory_order_relaxed);
+		/* The CAS acquires: pairs with the release in
+		 * mstat_profile_freed(), so the entry's old fields were read
+		 * before they are overwritten. */
+		if ((cur == 0 || cur == LIVE_GONE) &&
+		    atomic_compare_exchange_strong_explicit(&e->p, &cur, (uintptr_t)p,
+							    memory_order_acquire,
+							    memory_order_relaxed)) {
+			e->stack = NO_STACK;
+			e->gen = prof.gen;
+			e->requested = requested;
+			e->counted = counted;
+			/* Before the block is the program's: see profile.h. */
+			atomic_fetch_add_explicit(&mstat_sample_filter[mstat_sample_bucket(p)],
+						  1, memory_order_relaxed);
+			return e;
+		}
+	}
+	return NULL;
+}
+
+static struct mstat_sample *
+live_find(const void *p)
+{
+	struct mstat_sample *live = live_table();
+
+	if (!live || !mstat_sample_maybe(p))
+		return NULL;
+	for (uint32_t i = 0, k = live_hash((uintptr_t)p); i < LIVE_PROBES;
+	     i++, k = (k + 1) & (LIVE_MAX - 1)) {
+		struct mstat_sample *e = &live[k];
 		/* Relaxed: the block reached this thread through the
 		 * program's own synchronisation, which orders its entry. */
 		uintptr_t cur = atomic_load_explicit(&e->p, memory_order_relaxed);
-		if (cur == p)
+		if (cur == (uintptr_t)p)
 			return e;
 		if (cur == 0)
 			return NULL;
@@ -630,26 +653,32 @@ live_find(uintptr_t p)
 	return NULL;
 }
 
-static void record(void *p, size_t requested, const void *caller);
+static void record(struct mstat_sample *e, const void *caller);
 
 void
-mstat_profile_record(void *p, size_t requested, const void *caller)
+mstat_profile_record(struct mstat_sample *e, const void *caller)
 {
 	int saved = errno;
 
-	record(p, requested, caller);
+	record(e, caller);
+	in_sample = false;
 	errno = saved;
 }
 
 static void
-record(void *p, size_t requested, const void *caller)
+record(struct mstat_sample *e, const void *caller)
 {
 	void *buf[MSTAT_STACK_DEPTH + OWN_FRAMES];
 	uint64_t f[MSTAT_STACK_DEPTH];
-	int got = prof.backtrace(buf, (int)(sizeof(buf) / sizeof(buf[0])));
-	int first = 0;
+	int first = 0, got;
 	unsigned n = 0;
 
+	atomic_fetch_add_explicit(&prof.prof->samples, 1, memory_order_relaxed);
+	if (!e) {
+		dropped();
+		return;
+	}
+	got = prof.backtrace(buf, (int)(sizeof(buf) / sizeof(buf[0])));
 	/* The frames above the caller are the library's. */
 	for (int i = 0; i < got && i < OWN_FRAMES; i++)
 		if (buf[i] == caller) {
@@ -658,55 +687,53 @@ record(void *p, size_t requested, const void *caller)
 		}
 	for (int i = first; i < got && n < MSTAT_STACK_DEPTH; i++)
 		f[n++] = (uint64_t)(uintptr_t)buf[i];
-	atomic_fetch_add_explicit(&prof.prof->samples, 1, memory_order_relaxed);
-	if (n == 0) {
-		dropped();
-		goto out;
+	int k = -1;
+	if (n > 0) {
+		note_modules(f, n);
+		k = intern(f, n);
 	}
-	note_modules(f, n);
-	int k = intern(f, n);
-	if (k < 0 || !live_note((uintptr_t)p, (uint32_t)k, requested)) {
-		dropped();
-		goto out;
+	if (k < 0) {
+		dropped(); /* the block stays remembered, with no stack */
+		return;
 	}
-	struct mstat_shm_stack *e = &prof.stacks[k];
+	e->stack = (uint32_t)k;
+	struct mstat_shm_stack *st = &prof.stacks[k];
 	/* Relaxed: the frees that follow are ordered after these by (K). */
-	atomic_fetch_add_explicit(&e->alloc_bytes, requested, memory_order_relaxed);
-	atomic_fetch_add_explicit(&e->allocs, 1, memory_order_relaxed);
-out:
-	in_sample = false;
+	atomic_fetch_add_explicit(&st->alloc_bytes, e->requested, memory_order_relaxed);
+	atomic_fetch_add_explicit(&st->allocs, 1, memory_order_relaxed);
 }
 
 bool
-mstat_profile_owns(const void *p)
+mstat_profile_owns(const void *p, size_t *counted)
 {
-	return mstat_sample_maybe(p) && live_find((uintptr_t)p) != NULL;
+	struct mstat_sample *e = live_find(p);
+
+	if (e && counted)
+		*counted = e->counted;
+	return e != NULL;
 }
 
 bool
-mstat_profile_freed(void *p)
+mstat_profile_freed(void *p, size_t *counted)
 {
-	/* Acquire: pairs with the release in set_up(); the table is there. */
-	if (atomic_load_explicit(&prof.setup, memory_order_acquire) != SETUP_DONE)
-		return false;
-	if (!mstat_sample_maybe(p))
-		return false;
-	struct live *e = live_find((uintptr_t)p);
+	struct mstat_sample *e = live_find(p);
+
 	if (!e)
 		return false;
-	uint32_t k = e->stack;
-	uint64_t size = e->size;
+	uint32_t k = e->stack, gen = e->gen;
+	uint64_t requested = e->requested;
+	*counted = e->counted;
 	/* Release: the fields are read before the entry can be reused; pairs
-	 * with the acquire CAS in live_note(). */
+	 * with the acquire CAS in mstat_profile_note(). */
 	atomic_store_explicit(&e->p, LIVE_GONE, memory_order_release);
 	atomic_fetch_sub_explicit(&mstat_sample_filter[mstat_sample_bucket(p)], 1,
 				  memory_order_relaxed);
-	if (k < MSTAT_STACKS) {
+	if (k < MSTAT_STACKS && gen == prof.gen) {
 		struct mstat_shm_stack *s = &prof.stacks[k];
 		/* (K) release: after the allocation's adds, which happened
 		 * before this free; pairs with the reader's acquire loads of
 		 * free_bytes and frees, made before it loads the allocs. */
-		atomic_fetch_add_explicit(&s->free_bytes, size, memory_order_release);
+		atomic_fetch_add_explicit(&s->free_bytes, requested, memory_order_release);
 		atomic_fetch_add_explicit(&s->frees, 1, memory_order_release);
 	}
 	return true;
@@ -715,11 +742,11 @@ mstat_profile_freed(void *p)
 void
 mstat_profile_fork_child(void)
 {
-	/* One thread, the forking one, outside any sample: nothing races. */
-	if (prof.live)
-		munmap(prof.live, LIVE_MAX * sizeof(struct live));
-	memset((void *)mstat_sample_filter, 0, sizeof(mstat_sample_filter));
-	prof.live = NULL;
+	/* One thread, the forking one, outside any sample: nothing races.
+	 * The live table and its filter stay: the parent's sampled blocks
+	 * are the child's too, and their frees are counted with the sizes
+	 * their allocations were.  Their stacks are the parent's. */
+	prof.gen++;
 	prof.prof = NULL;
 	prof.stacks = NULL;
 	prof.frames = NULL;

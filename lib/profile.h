@@ -9,16 +9,26 @@
  * a countdown in the thread's line (writer.h, mstat_sample_due()); when
  * it goes below zero the interposer calls here, out of line:
  *
- *	if (mstat_profile_begin()) {
- *		p = a page-aligned block of the next allocator, counted;
- *		p ? mstat_profile_record(p, n, caller) : mstat_profile_cancel();
+ *	if (mstat_profile_begin(n)) {
+ *		q = the plain path's block, counted with `size` bytes;
+ *		p = a page-aligned block of the next allocator, >= size;
+ *		if (q && p && (e = mstat_profile_note(p, n, size))) {
+ *			q's bytes to p, q freed, uncounted;
+ *			mstat_profile_record(e, caller);
+ *		} else {
+ *			q stays; mstat_profile_cancel(), or, the table
+ *			being full, mstat_profile_record(NULL, caller);
+ *		}
  *	}
+ *
+ * So sampling changes no count: the call was counted as the plain path
+ * counts it, and the free of the sampled block is counted with the same
+ * size, which the live table keeps (and malloc_usable_size() gives).
  *
  * A sampled block is page-aligned, so a free tests `(p & 4095) == 0`
  * before it calls mstat_profile_freed(), and the blocks that were not
  * sampled cost the free no memory read.  The block itself comes from the
- * next allocator (its memalign), so realloc, malloc_usable_size and free
- * of it are that allocator's own.
+ * next allocator (its memalign), so its free is that allocator's own.
  *
  * Everything here runs inside malloc: it never allocates, never takes a
  * lock a free could wait on, and a thread inside it samples nothing more
@@ -51,23 +61,35 @@ void mstat_profile_load(void) MSTAT_HIDDEN;
  * closes it. */
 bool mstat_profile_begin(size_t n) MSTAT_HIDDEN;
 
-/* Sampled block `p`, `requested` bytes asked by the code that returns to
- * `caller` (the frames above it are the library's and are left out). */
-void mstat_profile_record(void *p, size_t requested, const void *caller) MSTAT_HIDDEN;
+/* A live sampled block, as the live table (lib/profile.c) remembers it. */
+struct mstat_sample;
+
+/* Sampled block `p`, `requested` bytes asked, counted with `counted`
+ * bytes: remembered, before it is counted and before it is the
+ * program's.  NULL if the table has no room. */
+struct mstat_sample *mstat_profile_note(void *p, size_t requested,
+					size_t counted) MSTAT_HIDDEN;
+
+/* The stack of sampled block `e` (NULL: not remembered), taken from the
+ * code that returns to `caller` (the frames above it are the library's
+ * and are left out); closes the sampling. */
+void mstat_profile_record(struct mstat_sample *e, const void *caller) MSTAT_HIDDEN;
 
 /* The sampled allocation failed. */
 void mstat_profile_cancel(void) MSTAT_HIDDEN;
 
-/* Page-aligned, non-NULL `p` is being freed (or reallocated), while it is
- * still live: if it was sampled, its free is recorded and it is forgotten.
- * True if it was. */
-bool mstat_profile_freed(void *p) MSTAT_HIDDEN;
+/* Page-aligned `p` is being freed (or reallocated), while it is still
+ * live: if it was sampled, its free is recorded, it is forgotten, and
+ * *counted is the size its allocation was counted with.  True if it was. */
+bool mstat_profile_freed(void *p, size_t *counted) MSTAT_HIDDEN;
 
-/* Whether page-aligned `p` is a live sampled block. */
-bool mstat_profile_owns(const void *p) MSTAT_HIDDEN;
+/* Whether page-aligned `p` is a live sampled block; if so, and `counted`
+ * is not NULL, the size its allocation was counted with. */
+bool mstat_profile_owns(const void *p, size_t *counted) MSTAT_HIDDEN;
 
-/* In a fork child, before its own segment: the parent's samples and
- * region are not the child's. */
+/* In a fork child, before its own segment: the parent's region is not the
+ * child's.  Its live sampled blocks are, with the sizes they were
+ * counted with. */
 void mstat_profile_fork_child(void) MSTAT_HIDDEN;
 
 /* A block is recognised as possibly sampled by its address alone. */
