@@ -22,7 +22,11 @@
 
 #include "reader.h"
 
-#define NOINLINE __attribute__((noinline, noclone))
+/* The sites are alone in a section of their own, whose bounds the linker
+ * gives, so that the site holding a return address is the one that
+ * starts last before it, whatever the build makes of their size. */
+#define NOINLINE __attribute__((noinline, noclone, section("mstat_sites")))
+extern const char __start_mstat_sites[], __stop_mstat_sites[];
 
 static void *volatile keep[1000];
 
@@ -56,8 +60,23 @@ struct site_total {
 	uint64_t stacks, allocs, alloc_bytes, frees, free_bytes;
 };
 
-/* The totals of the stacks whose first frame lies in `fn` (a return
- * address within its first 256 bytes). */
+/* The site whose code holds return address `pc`, or 0. */
+static uintptr_t
+site_of(uint64_t pc)
+{
+	const uintptr_t sites[] = { (uintptr_t)site_malloc, (uintptr_t)site_calloc,
+				    (uintptr_t)site_realloc };
+	uintptr_t best = 0;
+
+	if (pc < (uintptr_t)__start_mstat_sites || pc >= (uintptr_t)__stop_mstat_sites)
+		return 0;
+	for (size_t i = 0; i < sizeof(sites) / sizeof(sites[0]); i++)
+		if (sites[i] <= pc && sites[i] > best)
+			best = sites[i];
+	return best;
+}
+
+/* The totals of the stacks whose first frame lies in site `a`. */
 static struct site_total
 site_at(const struct mstat_profile *p, uintptr_t a)
 {
@@ -67,7 +86,7 @@ site_at(const struct mstat_profile *p, uintptr_t a)
 		const struct mstat_profile_stack *s = &p->stacks[i];
 		assert_true(s->frees <= s->allocs);
 		assert_true(s->free_bytes <= s->alloc_bytes);
-		if (s->depth == 0 || s->frames[0] - a >= 256)
+		if (s->depth == 0 || site_of(s->frames[0]) != a)
 			continue;
 		t.stacks++;
 		t.allocs += s->allocs;
