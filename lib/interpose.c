@@ -82,7 +82,7 @@ static alignas(MSTAT_CACHELINE) struct {
 	void *(*aligned_alloc)(size_t, size_t);
 	void *(*memalign)(size_t, size_t);
 	size_t (*usable)(void *);
-} next;
+} next MSTAT_STARTUP;
 
 /* ---- the bootstrap arena ---- */
 

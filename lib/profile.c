@@ -71,9 +71,14 @@ struct known {
 	uintptr_t start, end;
 };
 
+/* MSTAT_SAMPLE_BYTES, or the default, once read: every process reads it
+ * as it starts. */
 static struct {
-	_Atomic uint64_t env_bytes; /* MSTAT_SAMPLE_BYTES, or the default */
-	_Atomic bool env_read;
+	_Atomic uint64_t bytes;
+	_Atomic bool read;
+} sample_env MSTAT_STARTUP;
+
+static struct {
 	_Atomic int setup;          /* enum setup */
 	_Atomic bool scanning;      /* a thread lists the modules */
 	int fd;                     /* the segment's */
@@ -97,7 +102,7 @@ static struct {
 	int (*backtrace)(void **buf, int size);
 	unsigned nknown;            /* under `scanning` */
 	struct known known[MSTAT_MODULES];
-} prof; /* zeros, in .bss: read_env() sets env_bytes before its use */
+} prof; /* zeros, in .bss */
 
 _Static_assert(REGION_PAGES <= 64 * sizeof(prof.paged) / sizeof(prof.paged[0]),
 	       "a bit for every page of the region");
@@ -127,10 +132,10 @@ read_env(void)
 		else
 			v = x > MSTAT_SAMPLE_MAX ? MSTAT_SAMPLE_MAX : x;
 	}
-	atomic_store_explicit(&prof.env_bytes, v, memory_order_relaxed);
+	atomic_store_explicit(&sample_env.bytes, v, memory_order_relaxed);
 	/* Release: the value before the flag; pairs with the acquire in
 	 * env_bytes().  Two threads may both read it: the same value. */
-	atomic_store_explicit(&prof.env_read, true, memory_order_release);
+	atomic_store_explicit(&sample_env.read, true, memory_order_release);
 }
 
 void
@@ -147,9 +152,9 @@ mstat_profile_start(void)
 static uint64_t
 env_bytes(void)
 {
-	if (!atomic_load_explicit(&prof.env_read, memory_order_acquire))
+	if (!atomic_load_explicit(&sample_env.read, memory_order_acquire))
 		read_env();
-	return atomic_load_explicit(&prof.env_bytes, memory_order_relaxed);
+	return atomic_load_explicit(&sample_env.bytes, memory_order_relaxed);
 }
 
 /* The interval in effect: the reader's request if any, else the

@@ -72,13 +72,13 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-struct mstat_writer_config mstat_writer_config;
+struct mstat_writer_config mstat_writer_config MSTAT_STARTUP;
 _Thread_local struct mstat_thread mstat_thread
 	__attribute__((tls_model("initial-exec"), aligned(MSTAT_CACHELINE)));
 /* Set by the interposer (mstat_writer_header_sizes()): `fast` may be
  * handed out.  Relaxed: a thread that misses it takes the slow path,
  * which looks again. */
-static _Atomic bool header_sizes;
+static _Atomic bool header_sizes MSTAT_STARTUP;
 
 /* Where a thread stands, besides its slot pointer. */
 enum thread_state {
@@ -122,8 +122,9 @@ static _Thread_local _Atomic unsigned thread_deferred_out
 typedef uint64_t mstat_rows[MSTAT_ROWS(MSTAT_CLASS_COUNT)][MSTAT_ROW_COUNTERS];
 
 /* The small fields first and the large tables last: a process that
- * starts touches only the first pages of this, each page a fault. */
-static struct {
+ * starts touches only the first pages of this, each page a fault.  On a
+ * page boundary, so that they are the fewest. */
+static alignas(4096) struct {
 	_Atomic int ready;       /* (R) the segment is published */
 	bool started;            /* the constructor has run */
 	bool disabled;           /* not counting, for good */
@@ -160,18 +161,21 @@ static struct {
 	uint64_t early_counts, early_bytes;
 	unsigned early_threads;
 	uint64_t born_ns;
+	/* Deferred counts that found their thread's ring full; see defer(). */
+	_Atomic bool spilled;
+	/* What every process writes as it starts, from here on, on as few
+	 * pages as can hold it (docs/performance.md, "Starting a process"):
+	 * the counts made before the segment exists, under shared_lock; the
+	 * texts. */
+	mstat_rows early;
 	char name[MSTAT_NAME_MAX];
 	char status[400];        /* mstat_self_status(): state; warnings */
 	char state[200];         /* what the library does */
 	char warnings[200];      /* said once, kept in the status */
 	char report[100];        /* MSTAT_REPORT: where mstat-run listens */
 	char log[256];           /* MSTAT_LOG: "stderr", a file, or "" */
-	/* The counts made before the segment exists, under shared_lock. */
-	mstat_rows early;
 	mstat_rows forking;      /* the forking thread's counts meanwhile */
 	mstat_rows inherit;      /* every slot, summed once sections stopped */
-	/* Deferred counts that found their thread's ring full; see defer(). */
-	_Atomic bool spilled;
 	_Atomic uint64_t spill[MSTAT_ROWS(MSTAT_CLASS_COUNT)][MSTAT_ROW_COUNTERS];
 	/* (H) slot i is owned by a live thread; process-local. */
 	_Atomic unsigned char busy[MSTAT_SLOTS_MAX];
@@ -1233,7 +1237,7 @@ _Exit(int status)
 void
 mstat_writer_start(void)
 {
-	static bool started;
+	static bool started MSTAT_STARTUP;
 	const char *e;
 
 	if (started)

@@ -28,6 +28,15 @@
 /* The fast path must inline into each caller, so `op` is a constant. */
 #define MSTAT_INLINE static inline __attribute__((always_inline))
 
+/*
+ * For the few words every process writes as it starts: in .data, on the
+ * page the loader has already written (it zeroes the end of the last page
+ * of the file's data), rather than on pages of their own in .bss, each a
+ * page fault of its own at every start (docs/performance.md, "Starting a
+ * process").
+ */
+#define MSTAT_STARTUP __attribute__((section(".data.mstat_startup")))
+
 enum mstat_op {
 	MSTAT_OP_ALLOC,
 	MSTAT_OP_FREE,
