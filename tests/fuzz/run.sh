@@ -59,11 +59,15 @@ trap 'rm -rf "$corpus"' EXIT
 "$out/seeds" "$corpus"
 mkdir -p "$out/artifacts"
 
+# -use_value_profile: comparisons count as coverage by how close their
+# operands came, which walks a field towards the bound a check compares
+# it with (most of the reader's checks of a segment are such bounds).
 rc=0
 UBSAN_OPTIONS=print_stacktrace=1 \
 timeout --kill-after=10 $((secs + 60)) \
 	"$out/fuzz_reader" -max_total_time="$secs" -timeout=10 \
-	-max_len=$((profile_at + profile_bytes)) -print_final_stats=1 \
+	-max_len=$((profile_at + profile_bytes)) -use_value_profile=1 \
+	-print_final_stats=1 \
 	-artifact_prefix="$out/artifacts/" "$corpus" || rc=$?
 if ((rc != 0)); then
 	echo "fuzz_reader failed (exit $rc); inputs kept:" >&2
