@@ -1016,6 +1016,10 @@ read_profile(void *arg)
 		s->free_bytes = atomic_load_explicit(&e->free_bytes, memory_order_acquire);
 		s->allocs = atomic_load_explicit(&e->allocs, memory_order_relaxed);
 		s->alloc_bytes = atomic_load_explicit(&e->alloc_bytes, memory_order_relaxed);
+		/* A writer never shows a free without its allocation (K):
+		 * an entry that does was not written by one. */
+		if (s->frees > s->allocs || s->free_bytes > s->alloc_bytes)
+			continue;
 		s->depth = d;
 		for (uint32_t k = 0; k < d; k++)
 			s->frames[k] = atomic_load_explicit(&frames[off + k],
@@ -1023,6 +1027,14 @@ read_profile(void *arg)
 		if (s->allocs)
 			out->nstacks++;
 	}
+}
+
+/* a + b, or UINT64_MAX if that wraps: monotonic, so sums of counts with
+ * frees <= allocs keep it. */
+static uint64_t
+add_sat(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
 }
 
 static int
@@ -1059,10 +1071,10 @@ mstat_reader_profile(struct mstat_reader *r, struct mstat_profile *out)
 		struct mstat_profile_stack *s = &out->stacks[i];
 		if (n && stack_order(&out->stacks[n - 1], s) == 0) {
 			struct mstat_profile_stack *t = &out->stacks[n - 1];
-			t->allocs += s->allocs;
-			t->alloc_bytes += s->alloc_bytes;
-			t->frees += s->frees;
-			t->free_bytes += s->free_bytes;
+			t->allocs = add_sat(t->allocs, s->allocs);
+			t->alloc_bytes = add_sat(t->alloc_bytes, s->alloc_bytes);
+			t->frees = add_sat(t->frees, s->frees);
+			t->free_bytes = add_sat(t->free_bytes, s->free_bytes);
 		} else {
 			if (n != i)
 				out->stacks[n] = *s;

@@ -111,7 +111,12 @@ void mstat_reader_snapshot_many(struct mstat_reader **rs, size_t n,
  * never seen without its allocation); every module listed is whole.  It
  * is not the cut of a snapshot: a sample taken during the read may be in
  * or out.  Stacks the target entered twice (two threads making the same
- * new entry at once) are merged.  Counts are of samples, not unbiased.
+ * new entry at once) are merged, their sums stopping at UINT64_MAX.
+ * Counts are of samples, not unbiased.  The region is the target's to
+ * write: entries no writer makes (a depth or frames out of bounds, more
+ * frees than allocations, an empty module) are left out, and counts,
+ * lengths and paths bounded (docs/design.md, "Reading it"), so that the
+ * above holds whatever it holds.
  */
 struct mstat_profile_stack {
 	uint64_t allocs, alloc_bytes, frees, free_bytes;

@@ -13,12 +13,22 @@
  * file at the input's length whatever the header says: a file shorter than
  * its header claims must be refused, not read into SIGBUS.
  *
+ * The heap profile lies after the slots, further up than an input reaches
+ * in most layouts.  So the input's bytes from FUZZ_PROFILE_AT (run.sh) on
+ * are the profile region: they land at the header's `profile_offset` when
+ * that lies above FUZZ_PROFILE_AT in a file of the size the header claims,
+ * and the file between is a hole (zeros), as the unused slots of a target's
+ * segment are.  Otherwise every byte of the input is at its own offset.
+ *
  * On that file, mstat_reader_open_fd(), and if it attaches, snapshots:
  *   - with no owner lock held: the final read of a dead target;
  *   - with the owner lock held on a second open file description of the
  *     memfd, as a live target holds it: catch-up, rotation and handshake,
  *     by mstat_reader_snapshot() and mstat_reader_snapshot_many().  The
  *     wait budget is 0, so an odd seq makes a read give up, not wait.
+ * Then mstat_reader_profile(), twice (before and after the live reads),
+ * on whatever the profile region holds, and mstat_profile_module_of() on
+ * every frame it returns.
  * And mstat_validate_header() and mstat_validate_classes() directly on a
  * copy of the input's header and class table, in buffers of exactly their
  * size, so that AddressSanitizer sees any read beyond them.
@@ -35,7 +45,12 @@
  * segment that differ; a live read that does not sum what the final read
  * sums (nobody writes the segment here, so the three generations are the
  * same counters however a read splits them); a state, cut, slot count
- * or order of class bounds that the snapshot's documentation rules out.
+ * or order of class bounds that the snapshot's documentation rules out;
+ * a profile that breaks what reader.h promises of it (a stack of no frame
+ * or too many, more frees than allocations, a stack listed twice, a module
+ * with an unterminated path or a build id longer than its array, more
+ * entries than the region's capacity), or that is not the profile the
+ * region holds, as model_profile() reads it from the file's bytes.
  *
  * Built and run by tests/fuzz/run.sh; `build-fuzz/fuzz_reader FILE...` runs
  * inputs again (a crash it saved, say).
@@ -62,10 +77,17 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* The largest segment a valid header can describe with its parts packed:
- * the most classes a snapshot holds, the most slots (80 MiB and 8 KiB; a
- * writer makes at most 64 MiB and 8 KiB, with 146 classes).  The memfd is
- * sparse: only the pages the reader touches cost memory. */
-#define FUZZ_SEGMENT_MAX MSTAT_SEGMENT_SIZE(MSTAT_MAX_CLASSES, MSTAT_SLOTS_MAX)
+ * the most classes a snapshot holds, the most slots, the largest profile a
+ * reader accepts (109 MiB; a writer makes at most 80 MiB and 468 KiB, with
+ * 146 classes).  The memfd is sparse: only the pages the reader touches
+ * cost memory. */
+#define FUZZ_SEGMENT_MAX                                                     \
+	(MSTAT_PROFILE_OFFSET(MSTAT_MAX_CLASSES, MSTAT_SLOTS_MAX) +          \
+	 MSTAT_PROFILE_SIZE(MSTAT_STACKS_LIMIT, MSTAT_FRAMES_LIMIT,          \
+			    MSTAT_MODULES_LIMIT))
+#ifndef FUZZ_PROFILE_AT
+#error "FUZZ_PROFILE_AT: where an input's profile region starts (run.sh)"
+#endif
 /* How much of a class table is copied for mstat_validate_classes(): more
  * than any valid table, and bounded, whatever class_count says. */
 #define FUZZ_CLASSES_MAX 1024u
@@ -143,6 +165,50 @@ check_reason(int rc, const char *err, const char *what)
 		die("%s: reason of more than one line: %s", what, err);
 }
 
+/* The segment file an input stands for: its bytes up to FUZZ_PROFILE_AT at
+ * their own offsets, the rest at `tail_at`, in a file of `file_size`. */
+struct image {
+	const uint8_t *data;
+	size_t size;
+	uint64_t tail_at;   /* FUZZ_PROFILE_AT, or the profile's offset */
+	uint64_t file_size;
+};
+
+static size_t
+image_head(const struct image *im)
+{
+	return im->size < FUZZ_PROFILE_AT ? im->size : FUZZ_PROFILE_AT;
+}
+
+/* The part of the input's `n` bytes at `src`, put at file offset `at`,
+ * that falls in [off, off + len) of the file. */
+static void
+copy_piece(uint8_t *dst, uint64_t off, size_t len, const uint8_t *src,
+	   size_t n, uint64_t at, uint64_t file_size)
+{
+	uint64_t lo = off > at ? off : at;
+	uint64_t hi = off + len;
+
+	if (hi > at + n)
+		hi = at + n;
+	if (hi > file_size)
+		hi = file_size;
+	if (lo < hi)
+		memcpy(dst + (lo - off), src + (lo - at), (size_t)(hi - lo));
+}
+
+/* The file's bytes [off, off + len): zeros in holes and past its end. */
+static void
+image_read(const struct image *im, uint64_t off, void *dst, size_t len)
+{
+	size_t head = image_head(im);
+
+	memset(dst, 0, len);
+	copy_piece(dst, off, len, im->data, head, 0, im->file_size);
+	copy_piece(dst, off, len, im->data + head, im->size - head, im->tail_at,
+		   im->file_size);
+}
+
 static bool
 header_rc_documented(int rc)
 {
@@ -153,18 +219,16 @@ header_rc_documented(int rc)
 /*
  * Validation alone, on private copies of exactly the size it is given.
  * Returns whether the header and class table pass as the reader would
- * check them for a file of `file_size` bytes, whose contents are the
- * input up to that size and zeros after.
+ * check them for the file `im` stands for.
  */
 static bool
-validate_copies(const uint8_t *data, size_t size, uint64_t file_size,
-		const struct mstat_shm_header *h)
+validate_copies(const struct image *im, const struct mstat_shm_header *h)
 {
 	char err[200], tiny[1];
 	uid_t uid = geteuid();
+	uint64_t file_size = im->file_size;
 	struct mstat_shm_header *copy;
 	uint64_t *table;
-	size_t avail = size < file_size ? size : (size_t)file_size;
 	uint32_t n;
 	int rc, rc2;
 
@@ -193,19 +257,13 @@ validate_copies(const uint8_t *data, size_t size, uint64_t file_size,
 	check_reason(rc2, err, "mstat_validate_header");
 	free(copy);
 
-	/* The class table where the header puts it, zeros past the file's
-	 * bytes, in a buffer of exactly class_count entries. */
+	/* The class table where the header puts it, as the file holds it, in
+	 * a buffer of exactly class_count entries. */
 	n = h->class_count < FUZZ_CLASSES_MAX ? h->class_count : FUZZ_CLASSES_MAX;
 	table = calloc(n ? n : 1, sizeof(uint64_t));
 	if (!table)
 		die("out of memory");
-	if (h->classes_offset < avail) {
-		size_t len = avail - h->classes_offset;
-
-		if (len > (size_t)n * sizeof(uint64_t))
-			len = (size_t)n * sizeof(uint64_t);
-		memcpy(table, data + h->classes_offset, len);
-	}
+	image_read(im, h->classes_offset, table, (size_t)n * sizeof(uint64_t));
 	err[0] = '\0';
 	rc2 = mstat_validate_classes(table, n, err, sizeof(err));
 	if (rc2 != 0 && rc2 != -EPROTO)
@@ -215,27 +273,37 @@ validate_copies(const uint8_t *data, size_t size, uint64_t file_size,
 	return rc == 0 && rc2 == 0;
 }
 
-/* A memfd holding the input, sized as described above. */
+static void
+write_at(int fd, const uint8_t *data, size_t size, uint64_t at)
+{
+	for (size_t done = 0; done < size;) {
+		ssize_t n = pwrite(fd, data + done, size - done,
+				   (off_t)(at + done));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			die("pwrite: %s", n < 0 ? strerror(errno) : "no progress");
+		done += (size_t)n;
+	}
+}
+
+/* A memfd holding the file `im` stands for (what lands past its end is
+ * cut off again). */
 static int
-make_segment(const uint8_t *data, size_t size, uint64_t file_size)
+make_segment(const struct image *im)
 {
 	int fd = memfd_create("mstat-fuzz", MFD_CLOEXEC);
+	size_t head = image_head(im);
 
 	if (fd < 0)
 		die("memfd_create: %s", strerror(errno));
 	if (fchmod(fd, 0600) < 0)
 		die("fchmod: %s", strerror(errno));
-	for (size_t done = 0; done < size;) {
-		ssize_t n = write(fd, data + done, size - done);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			die("write: %s", n < 0 ? strerror(errno) : "no progress");
-		done += (size_t)n;
-	}
-	if (ftruncate(fd, (off_t)file_size) < 0)
-		die("ftruncate %llu: %s", (unsigned long long)file_size,
+	write_at(fd, im->data, head, 0);
+	write_at(fd, im->data + head, im->size - head, im->tail_at);
+	if (ftruncate(fd, (off_t)im->file_size) < 0)
+		die("ftruncate %llu: %s", (unsigned long long)im->file_size,
 		    strerror(errno));
 	return fd;
 }
@@ -342,6 +410,246 @@ check_live_rc(int rc, struct mstat_reader *r, const struct mstat_shm_header *h,
 	die("live read: undocumented result %d (%s)", rc, mstat_reader_error(r));
 }
 
+/* Stacks by their frames. */
+static int
+stack_cmp(const struct mstat_profile_stack *x, const struct mstat_profile_stack *y)
+{
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	return memcmp(x->frames, y->frames, x->depth * sizeof(x->frames[0]));
+}
+
+static int
+stack_order(const void *a, const void *b)
+{
+	return stack_cmp(a, b);
+}
+
+static int
+stack_ptr_order(const void *a, const void *b)
+{
+	return stack_cmp(*(const struct mstat_profile_stack *const *)a,
+			 *(const struct mstat_profile_stack *const *)b);
+}
+
+static bool
+same_stack(const struct mstat_profile_stack *x, const struct mstat_profile_stack *y)
+{
+	return x->allocs == y->allocs && x->alloc_bytes == y->alloc_bytes &&
+	       x->frees == y->frees && x->free_bytes == y->free_bytes &&
+	       stack_cmp(x, y) == 0;
+}
+
+static bool
+same_module(const struct mstat_profile_module *x, const struct mstat_profile_module *y)
+{
+	return x->start == y->start && x->end == y->end && x->bias == y->bias &&
+	       x->build_id_len == y->build_id_len &&
+	       memcmp(x->build_id, y->build_id, sizeof(x->build_id)) == 0 &&
+	       strcmp(x->path, y->path) == 0;
+}
+
+/* The stacks of `p`, in the order of their frames (p's own order is the
+ * reader's business). */
+static const struct mstat_profile_stack **
+sorted_stacks(const struct mstat_profile *p)
+{
+	const struct mstat_profile_stack **v = malloc((p->nstacks ? p->nstacks : 1) *
+						      sizeof(*v));
+
+	if (!v)
+		die("out of memory");
+	for (uint32_t i = 0; i < p->nstacks; i++)
+		v[i] = &p->stacks[i];
+	qsort(v, p->nstacks, sizeof(*v), stack_ptr_order);
+	return v;
+}
+
+static uint64_t
+add_sat(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+/*
+ * The profile the region holds, by reader.h's rules, read from the file's
+ * bytes (image_read()), not through the reader's mapping: a read in the
+ * wrong place of that mapping, which no guard page catches, shows as a
+ * difference.  A module is kept if its range is not empty, with a build id
+ * longer than its array taken as none and its path cut to its array; a
+ * stack, if it has 1..MSTAT_STACK_DEPTH frames inside the pool, an
+ * allocation counted, and no more frees or freed bytes than allocated;
+ * the stacks with the same frames are one, their counts summed up to
+ * 2^64 - 1.  Only entries below the counts used and the capacities.
+ */
+static void
+model_profile(const struct image *im, const struct mstat_shm_header *h,
+	      struct mstat_profile *x)
+{
+	uint64_t at = h->profile_offset;
+	struct mstat_shm_profile head;
+	uint32_t nm, ns, n = 0;
+
+	image_read(im, at, &head, sizeof(head));
+	memset(x, 0, sizeof(*x));
+	x->sample_bytes = atomic_load_explicit(&h->sample_bytes, memory_order_relaxed);
+	x->samples = atomic_load_explicit(&head.samples, memory_order_relaxed);
+	x->dropped = atomic_load_explicit(&head.dropped, memory_order_relaxed);
+	nm = atomic_load_explicit(&head.modules_used, memory_order_relaxed);
+	ns = atomic_load_explicit(&head.stacks_used, memory_order_relaxed);
+	nm = nm < h->module_capacity ? nm : h->module_capacity;
+	ns = ns < h->stack_capacity ? ns : h->stack_capacity;
+	x->modules = calloc(nm ? nm : 1, sizeof(*x->modules));
+	x->stacks = calloc(ns ? ns : 1, sizeof(*x->stacks));
+	if (!x->modules || !x->stacks)
+		die("out of memory");
+
+	for (uint32_t i = 0; i < nm; i++) {
+		struct mstat_shm_module m;
+		struct mstat_profile_module *o = &x->modules[x->nmodules];
+
+		image_read(im, at + MSTAT_PROFILE_MODULES_OFFSET(h->stack_capacity,
+								 h->frame_capacity) +
+				       (uint64_t)i * sizeof(m),
+			   &m, sizeof(m));
+		if (m.start >= m.end)
+			continue;
+		o->start = m.start;
+		o->end = m.end;
+		o->bias = m.bias;
+		o->build_id_len = m.build_id_len <= MSTAT_BUILD_ID_MAX ? m.build_id_len : 0;
+		memcpy(o->build_id, m.build_id, sizeof(o->build_id));
+		memcpy(o->path, m.path, sizeof(o->path) - 1);
+		x->nmodules++;
+	}
+
+	for (uint32_t i = 0; i < ns; i++) {
+		struct mstat_shm_stack e;
+		struct mstat_profile_stack *o = &x->stacks[x->nstacks];
+
+		image_read(im, at + MSTAT_PROFILE_STACKS_OFFSET + (uint64_t)i * sizeof(e),
+			   &e, sizeof(e));
+		uint32_t d = atomic_load_explicit(&e.depth, memory_order_relaxed);
+		uint64_t off = e.frames_offset;
+		o->allocs = atomic_load_explicit(&e.allocs, memory_order_relaxed);
+		o->alloc_bytes = atomic_load_explicit(&e.alloc_bytes, memory_order_relaxed);
+		o->frees = atomic_load_explicit(&e.frees, memory_order_relaxed);
+		o->free_bytes = atomic_load_explicit(&e.free_bytes, memory_order_relaxed);
+		if (d == 0 || d > MSTAT_STACK_DEPTH || off + d > h->frame_capacity ||
+		    o->allocs == 0 || o->frees > o->allocs ||
+		    o->free_bytes > o->alloc_bytes)
+			continue;
+		o->depth = d;
+		image_read(im, at + MSTAT_PROFILE_FRAMES_OFFSET(h->stack_capacity) +
+				       off * sizeof(uint64_t),
+			   o->frames, d * sizeof(uint64_t));
+		x->nstacks++;
+	}
+	qsort(x->stacks, x->nstacks, sizeof(*x->stacks), stack_order);
+	for (uint32_t i = 0; i < x->nstacks; i++) {
+		struct mstat_profile_stack *s = &x->stacks[i];
+		struct mstat_profile_stack *t = n ? &x->stacks[n - 1] : NULL;
+
+		if (t && stack_cmp(t, s) == 0) {
+			t->allocs = add_sat(t->allocs, s->allocs);
+			t->alloc_bytes = add_sat(t->alloc_bytes, s->alloc_bytes);
+			t->frees = add_sat(t->frees, s->frees);
+			t->free_bytes = add_sat(t->free_bytes, s->free_bytes);
+		} else {
+			x->stacks[n++] = *s;
+		}
+	}
+	x->nstacks = n;
+}
+
+/* What reader.h promises of a profile, whatever the region held, and the
+ * profile the region holds (model_profile()). */
+static void
+check_profile(const struct mstat_profile *p, const struct mstat_shm_header *h,
+	      const struct image *im)
+{
+	const struct mstat_profile_stack **got, **want;
+	struct mstat_profile x;
+
+	if (p->nstacks > h->stack_capacity || p->nmodules > h->module_capacity)
+		die("profile: %u stacks, %u modules, beyond %u and %u", p->nstacks,
+		    p->nmodules, h->stack_capacity, h->module_capacity);
+	if ((p->nstacks && !p->stacks) || (p->nmodules && !p->modules))
+		die("profile: entries counted and not returned");
+	for (uint32_t i = 0; i < p->nmodules; i++) {
+		const struct mstat_profile_module *m = &p->modules[i];
+
+		if (!memchr(m->path, '\0', sizeof(m->path)))
+			die("profile: module %u has an unterminated path", i);
+		if (m->build_id_len > MSTAT_BUILD_ID_MAX)
+			die("profile: module %u has a build id of %u bytes", i,
+			    m->build_id_len);
+	}
+	for (uint32_t i = 0; i < p->nstacks; i++) {
+		const struct mstat_profile_stack *st = &p->stacks[i];
+
+		if (st->depth == 0 || st->depth > MSTAT_STACK_DEPTH)
+			die("profile: stack %u has %u frames", i, st->depth);
+		if (st->frees > st->allocs || st->free_bytes > st->alloc_bytes)
+			die("profile: stack %u has freed %llu of %llu, %llu of "
+			    "%llu bytes", i, (unsigned long long)st->frees,
+			    (unsigned long long)st->allocs,
+			    (unsigned long long)st->free_bytes,
+			    (unsigned long long)st->alloc_bytes);
+		for (uint32_t k = 0; k < st->depth; k++) {
+			const struct mstat_profile_module *m =
+				mstat_profile_module_of(p, st->frames[k]);
+
+			if (m && (m < p->modules || m >= p->modules + p->nmodules ||
+				  st->frames[k] < m->start || st->frames[k] >= m->end))
+				die("profile: a frame's module does not hold it");
+		}
+	}
+	got = sorted_stacks(p);
+	for (uint32_t i = 1; i < p->nstacks; i++)
+		if (stack_cmp(got[i - 1], got[i]) == 0)
+			die("profile: a stack listed twice");
+
+	model_profile(im, h, &x);
+	if (p->sample_bytes != x.sample_bytes || p->samples != x.samples ||
+	    p->dropped != x.dropped)
+		die("profile: sample counts other than the segment's");
+	if (p->nmodules != x.nmodules)
+		die("profile: %u modules, the region %u", p->nmodules, x.nmodules);
+	for (uint32_t i = 0; i < p->nmodules; i++)
+		if (!same_module(&p->modules[i], &x.modules[i]))
+			die("profile: module %u is not the region's", i);
+	if (p->nstacks != x.nstacks)
+		die("profile: %u stacks, the region %u", p->nstacks, x.nstacks);
+	want = sorted_stacks(&x);
+	for (uint32_t i = 0; i < p->nstacks; i++)
+		if (!same_stack(got[i], want[i]))
+			die("profile: a stack that is not the region's");
+	free(want);
+	free(got);
+	mstat_profile_release(&x);
+}
+
+/* mstat_reader_profile(): 0 and a profile the checks above pass, or a
+ * refusal it documents; nothing cuts the file here, so not -EFAULT. */
+static void
+read_profile(struct mstat_reader *r, const struct mstat_shm_header *h,
+	     const struct image *im, struct mstat_profile *p)
+{
+	int rc = mstat_reader_profile(r, p);
+
+	if (rc == 0) {
+		check_profile(p, h, im);
+		return;
+	}
+	check_reason(rc, mstat_reader_error(r), "profile read");
+	if (rc != -ENOMEM)
+		die("profile read: undocumented result %d (%s)", rc,
+		    mstat_reader_error(r));
+	if (p->stacks || p->modules || p->nstacks || p->nmodules)
+		die("profile read: refused, yet a profile");
+}
+
 /* Puts the two words readers write back as the input had them. */
 static void
 restore_epochs(int fd, const struct mstat_shm_header *h)
@@ -360,9 +668,11 @@ restore_epochs(int fd, const struct mstat_shm_header *h)
 }
 
 static void
-read_segment(struct mstat_reader *r, int lockfd, const struct mstat_shm_header *h)
+read_segment(struct mstat_reader *r, int lockfd, const struct mstat_shm_header *h,
+	     const struct image *im)
 {
 	static int barrier_rc = 1;
+	struct mstat_profile prof_a, prof_b;
 	int rc, rc_b;
 
 	if (barrier_rc == 1)
@@ -388,6 +698,9 @@ read_segment(struct mstat_reader *r, int lockfd, const struct mstat_shm_header *
 	if (rc == 0)
 		check_snapshot(&final_a, h, true);
 	(void)mstat_reader_exit_ns(r);
+	/* The profile, whether or not the counters were taken: it is read
+	 * apart from them (no lock, no rotation). */
+	read_profile(r, h, im, &prof_a);
 
 	/* The owner alive: rotation and handshake, first as mstat-top reads
 	 * (a slot inside an update is polled for, then given up on), then,
@@ -416,6 +729,10 @@ read_segment(struct mstat_reader *r, int lockfd, const struct mstat_shm_header *
 		if (memcmp(&final_a, &final_b, sizeof(final_a)))
 			die("final read after live reads differs");
 	}
+	/* Nothing wrote the profile region since: the same profile again. */
+	read_profile(r, h, im, &prof_b);
+	mstat_profile_release(&prof_a);
+	mstat_profile_release(&prof_b);
 }
 
 int
@@ -423,8 +740,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct mstat_shm_header h;
 	struct mstat_reader *r;
+	struct image im;
 	char err[256];
-	uint64_t file_size;
 	bool valid;
 	int fd, lockfd, rc;
 
@@ -432,13 +749,17 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(&h, data, size < sizeof(h) ? size : sizeof(h));
 	/* A size no segment has (0 in a header of zeros, or more than the
 	 * largest layout) leaves the file as long as the input. */
-	file_size = size;
+	im = (struct image){ data, size, FUZZ_PROFILE_AT, size };
 	if (h.segment_size >= MSTAT_PAGE && h.segment_size <= FUZZ_SEGMENT_MAX &&
-	    !(h.reserved0 & 1))
-		file_size = h.segment_size;
-	valid = validate_copies(data, size, file_size, &h);
+	    !(h.reserved0 & 1)) {
+		im.file_size = h.segment_size;
+		if (h.profile_offset > FUZZ_PROFILE_AT &&
+		    h.profile_offset < im.file_size)
+			im.tail_at = h.profile_offset;
+	}
+	valid = validate_copies(&im, &h);
 
-	fd = make_segment(data, size, file_size);
+	fd = make_segment(&im);
 	lockfd = reopen(fd);
 	err[0] = '\0';
 	rc = mstat_reader_open_fd(&r, fd, "fuzz", err, sizeof(err));
@@ -452,7 +773,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			die("attached to a segment validation refuses");
 		if (mstat_reader_info(r)->slot_count != h.slot_count)
 			die("reader info disagrees with the header");
-		read_segment(r, lockfd, &h);
+		read_segment(r, lockfd, &h, &im);
 		mstat_reader_close(r);
 	}
 	if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)

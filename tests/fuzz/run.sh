@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fuzzes segment validation and the reader (tests/fuzz/fuzz_reader.c) with
+# Fuzzes segment validation and the reader (tests/fuzz/fuzz_reader.c):
+# opening, snapshots, and the heap profile (mstat_reader_profile()), with
 # libFuzzer, AddressSanitizer and UndefinedBehaviorSanitizer for SECONDS
 # seconds, from a seed corpus generated for this run (tests/fuzz/seeds.c)
 # in a temporary directory.  Run as root on Debian: it installs clang and
@@ -8,8 +9,10 @@
 #   bash tests/fuzz/run.sh SECONDS
 #
 # Builds into build-fuzz/ (its own directory, not meson's; emptied at each
-# run).  Exits non-zero if the fuzzer found a crash, a leak, a hang (an
-# input that runs longer than 10 s) or an abort of the target's own checks;
+# run).  Inputs are at most 88 KiB: the start of a segment, then its heap
+# profile region (profile_at and profile_bytes below, fuzz_reader.c).
+# Exits non-zero if the fuzzer found a crash, a leak, a hang (an input
+# that runs longer than 10 s) or an abort of the target's own checks;
 # the input is then kept in build-fuzz/artifacts/ and printed (gzip and
 # base64), and `build-fuzz/fuzz_reader FILE` runs it again.  The whole run
 # takes SECONDS plus the build; a fuzzer that does not stop by itself is
@@ -25,9 +28,18 @@ bash scripts/deps.sh clang libclang-rt-dev
 
 out=build-fuzz
 cc=clang
+# An input is the first profile_at bytes of a segment (the header, the
+# class table and the first slots, where the counters' fields the reader
+# looks at are; the rest of that part is holes), then up to profile_bytes
+# of its heap profile region, wherever the header puts it (fuzz_reader.c):
+# the profile's head, and the stack table, frame pool and module list of a
+# small profile, or the first 255 stack entries of a default one.
+profile_at=73728
+profile_bytes=16384
 cflags=(-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer
 	-Wall -Wextra -Wno-unused-parameter -fno-strict-aliasing
-	-Ishm -Ilib)
+	-Ishm -Ilib -DFUZZ_PROFILE_AT="$profile_at"
+	-DFUZZ_PROFILE_BYTES="$profile_bytes")
 san=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
 rm -rf "$out"
 mkdir -p "$out/shm"
@@ -47,13 +59,15 @@ trap 'rm -rf "$corpus"' EXIT
 "$out/seeds" "$corpus"
 mkdir -p "$out/artifacts"
 
-# -max_len: the header, the class table and four default slots, where
-# every field the reader looks at is; the rest of a segment is holes.
+# -use_value_profile: comparisons count as coverage by how close their
+# operands came, which walks a field towards the bound a check compares
+# it with (most of the reader's checks of a segment are such bounds).
 rc=0
 UBSAN_OPTIONS=print_stacktrace=1 \
 timeout --kill-after=10 $((secs + 60)) \
 	"$out/fuzz_reader" -max_total_time="$secs" -timeout=10 \
-	-max_len=73728 -print_final_stats=1 \
+	-max_len=$((profile_at + profile_bytes)) -use_value_profile=1 \
+	-print_final_stats=1 \
 	-artifact_prefix="$out/artifacts/" "$corpus" || rc=$?
 if ((rc != 0)); then
 	echo "fuzz_reader failed (exit $rc); inputs kept:" >&2

@@ -11,6 +11,10 @@
  * Each file is the start of a segment: the header, the class table and
  * the first few slots (counters in every generation, touched bits, odd and
  * even seqs); the fuzz target gives the file the size its header claims.
+ * Some carry a heap profile after that, at FUZZ_PROFILE_AT (run.sh), which
+ * the fuzz target puts where the header says the profile region is:
+ * stacks, frames and modules as the writer makes them, and changes of
+ * them the reader must skip.
  * Headers name the user running this, as a writer's do: run it as the
  * user that runs the fuzzer.  Built from layout.h, so the seeds follow
  * the format when it changes.
@@ -26,10 +30,15 @@
 #include "layout.h"
 #include "sizeclass.h"
 
+#if !defined(FUZZ_PROFILE_AT) || !defined(FUZZ_PROFILE_BYTES)
+#error "FUZZ_PROFILE_AT, FUZZ_PROFILE_BYTES: the input's layout (run.sh)"
+#endif
+
 struct seg {
 	unsigned char *buf;         /* the start of the segment */
 	size_t len;                 /* bytes of it written to the file */
 	struct mstat_shm_header *h; /* at buf */
+	unsigned char *prof;        /* its profile region in buf, or NULL */
 };
 
 static const char *dir;
@@ -61,6 +70,7 @@ seg_at(uint32_t classes, uint32_t slots, uint32_t in_file, uint32_t mode,
 	if (!s.buf)
 		die("aligned_alloc");
 	memset(s.buf, 0, s.len);
+	s.prof = NULL;
 	s.h = h = (struct mstat_shm_header *)s.buf;
 	h->version_major = MSTAT_SHM_VERSION_MAJOR;
 	h->version_minor = MSTAT_SHM_VERSION_MINOR;
@@ -171,6 +181,161 @@ fill(struct seg *s)
 		set_seq(s, i, 2 * (100 + i), i ? 1000 + i : 0);
 	}
 }
+
+/* ---- the heap profile ---- */
+
+/* Gives the segment a profile region of these capacities, placed in the
+ * seed where the fuzz target takes it from: at its own offset below
+ * FUZZ_PROFILE_AT, else at FUZZ_PROFILE_AT; at most FUZZ_PROFILE_BYTES
+ * of it are written. */
+static void
+with_profile(struct seg *s, uint32_t stacks, uint32_t frames, uint32_t modules)
+{
+	struct mstat_shm_header *h = s->h;
+	uint64_t size = MSTAT_PROFILE_SIZE(stacks, frames, modules);
+	size_t at = h->profile_offset < FUZZ_PROFILE_AT ? h->profile_offset
+							: FUZZ_PROFILE_AT;
+	unsigned char *buf;
+
+	if (s->len > at) {
+		errno = EINVAL;
+		die("slots over the profile");
+	}
+	h->stack_capacity = stacks;
+	h->frame_capacity = frames;
+	h->module_capacity = modules;
+	h->profile_size = (uint32_t)size;
+	h->segment_size = (uint64_t)h->profile_offset + size;
+	atomic_store_explicit(&h->sample_bytes, MSTAT_SAMPLE_DEFAULT,
+			      memory_order_relaxed);
+	buf = aligned_alloc(MSTAT_PAGE, at + size);
+	if (!buf)
+		die("aligned_alloc");
+	memset(buf, 0, at + size);
+	memcpy(buf, s->buf, s->len);
+	free(s->buf);
+	s->buf = buf;
+	s->h = (struct mstat_shm_header *)buf;
+	s->prof = buf + at;
+	s->len = at + (size < FUZZ_PROFILE_BYTES ? size : FUZZ_PROFILE_BYTES);
+}
+
+static struct mstat_shm_profile *
+prof_head(struct seg *s)
+{
+	return (struct mstat_shm_profile *)s->prof;
+}
+
+static struct mstat_shm_stack *
+prof_stack(struct seg *s, uint32_t i)
+{
+	return (struct mstat_shm_stack *)(s->prof + MSTAT_PROFILE_STACKS_OFFSET) + i;
+}
+
+static _Atomic uint64_t *
+prof_frames(struct seg *s)
+{
+	return (_Atomic uint64_t *)(s->prof +
+				    MSTAT_PROFILE_FRAMES_OFFSET(s->h->stack_capacity));
+}
+
+static struct mstat_shm_module *
+prof_module(struct seg *s, uint32_t i)
+{
+	return (struct mstat_shm_module *)(s->prof +
+					   MSTAT_PROFILE_MODULES_OFFSET(
+						   s->h->stack_capacity,
+						   s->h->frame_capacity)) + i;
+}
+
+#define PROF_SET(s, field, v)                                                \
+	atomic_store_explicit(&prof_head(s)->field, (v), memory_order_relaxed)
+#define PROF_GET(s, field)                                                   \
+	atomic_load_explicit(&prof_head(s)->field, memory_order_relaxed)
+
+/* A module entry, as the writer appends it; its build id `id_len` bytes. */
+static void
+add_module(struct seg *s, uint64_t start, uint64_t end, const char *path,
+	   uint32_t id_len)
+{
+	uint32_t n = PROF_GET(s, modules_used);
+	struct mstat_shm_module *m = prof_module(s, n);
+
+	m->start = start;
+	m->end = end;
+	m->bias = start;
+	m->build_id_len = id_len;
+	for (uint32_t i = 0; i < id_len; i++)
+		m->build_id[i] = (uint8_t)(0x5a + 17 * i + n);
+	snprintf(m->path, sizeof(m->path), "%s", path);
+	PROF_SET(s, modules_used, n + 1);
+}
+
+/* A stack entry and its frames, as the writer makes one, with its
+ * counters; returns its index. */
+static uint32_t
+add_stack(struct seg *s, const uint64_t *f, uint32_t depth, uint64_t allocs,
+	  uint64_t bytes, uint64_t frees, uint64_t freed)
+{
+	uint32_t e = PROF_GET(s, stacks_used), off = PROF_GET(s, frames_used);
+	struct mstat_shm_stack *st = prof_stack(s, e);
+
+	for (uint32_t k = 0; k < depth; k++)
+		atomic_store_explicit(&prof_frames(s)[off + k], f[k],
+				      memory_order_relaxed);
+	st->frames_offset = off;
+	atomic_store_explicit(&st->depth, depth, memory_order_relaxed);
+	atomic_store_explicit(&st->allocs, allocs, memory_order_relaxed);
+	atomic_store_explicit(&st->alloc_bytes, bytes, memory_order_relaxed);
+	atomic_store_explicit(&st->frees, frees, memory_order_relaxed);
+	atomic_store_explicit(&st->free_bytes, freed, memory_order_relaxed);
+	PROF_SET(s, stacks_used, e + 1);
+	PROF_SET(s, frames_used, off + depth);
+	PROF_SET(s, samples, PROF_GET(s, samples) + allocs);
+	return e;
+}
+
+#define EXE UINT64_C(0x555555554000)
+#define LIBC UINT64_C(0x7ffff7d80000)
+
+/* A process that sampled a few stacks: three modules (one without a
+ * build id), a stack entered twice, a frame outside every module, one of
+ * the deepest stacks, an entry taken and not yet published, and one
+ * published before its first count. */
+static void
+profile_fill(struct seg *s)
+{
+	uint64_t a[] = { EXE + 0x1100, EXE + 0x1200, LIBC + 0x29d90 };
+	uint64_t b[] = { EXE + 0x1300 };
+	uint64_t c[] = { UINT64_C(0xdeadbeef000), EXE + 0x1400 };
+	uint64_t deep[MSTAT_STACK_DEPTH];
+
+	for (uint32_t k = 0; k < MSTAT_STACK_DEPTH; k++)
+		deep[k] = EXE + 0x2000 + 16 * k;
+	add_module(s, EXE, EXE + 0x4000, "/usr/bin/svc", MSTAT_BUILD_ID_MAX);
+	add_module(s, LIBC, LIBC + 0x180000,
+		   "/usr/lib/x86_64-linux-gnu/libc.so.6", MSTAT_BUILD_ID_MAX);
+	add_module(s, UINT64_C(0x7ffff7fc1000), UINT64_C(0x7ffff7fc3000),
+		   "linux-vdso.so.1", 0);
+	add_stack(s, a, 3, 5, 5 * 4096, 2, 2 * 4096);
+	add_stack(s, b, 1, 1, 100, 0, 0);
+	add_stack(s, a, 3, 3, 3 * 4096, 3, 3 * 4096);
+	add_stack(s, c, 2, 7, 7 * 64, 1, 64);
+	add_stack(s, deep, MSTAT_STACK_DEPTH, 2, 2 * 1024 * 1024, 1, 1024 * 1024);
+	add_stack(s, b, 1, 0, 0, 0, 0);
+	/* Taken, its frames not yet written nor published. */
+	PROF_SET(s, stacks_used, PROF_GET(s, stacks_used) + 1);
+	PROF_SET(s, frames_used, PROF_GET(s, frames_used) + 2);
+	PROF_SET(s, dropped, 2);
+}
+
+/* Capacities of a small profile: its region fits FUZZ_PROFILE_BYTES. */
+#define SMALL_STACKS 16u
+#define SMALL_FRAMES 256u
+#define SMALL_MODULES 4u
+_Static_assert(MSTAT_PROFILE_SIZE(SMALL_STACKS, SMALL_FRAMES, SMALL_MODULES) <=
+		       FUZZ_PROFILE_BYTES,
+	       "a small profile is whole in a seed");
 
 static void
 emit(const char *name, struct seg *s, size_t len)
@@ -327,6 +492,38 @@ valid_segments(void)
 	s = seg_at(MSTAT_CLASS_COUNT, 2, 2, MSTAT_MODE_MEMBARRIER, MSTAT_PAGE + 8);
 	fill(&s);
 	done("classes-unaligned-page", &s);
+
+	/* Heap profiles: a small one after eight slots (moved up by the fuzz
+	 * target), one after two slots (in the input's reach as it is), one
+	 * after two slots of one page each (a seed of 24 KiB, a third of it
+	 * the profile: where mutations land most often in it), one of the
+	 * writer's capacities (its first stack entries in the seed), and one
+	 * whose counts went past its capacities. */
+	s = base();
+	with_profile(&s, SMALL_STACKS, SMALL_FRAMES, SMALL_MODULES);
+	profile_fill(&s);
+	done("profile", &s);
+	s = seg_new(MSTAT_CLASS_COUNT, 2, 2, MSTAT_MODE_MEMBARRIER);
+	fill(&s);
+	with_profile(&s, SMALL_STACKS, SMALL_FRAMES, SMALL_MODULES);
+	profile_fill(&s);
+	done("profile-two-slots", &s);
+	s = seg_new(1, 2, 2, MSTAT_MODE_FENCED);
+	fill(&s);
+	with_profile(&s, SMALL_STACKS, SMALL_FRAMES, SMALL_MODULES);
+	profile_fill(&s);
+	done("profile-small-segment", &s);
+	s = base();
+	with_profile(&s, MSTAT_STACKS, MSTAT_FRAMES, MSTAT_MODULES);
+	profile_fill(&s);
+	done("profile-default", &s);
+	s = base();
+	with_profile(&s, SMALL_STACKS, SMALL_FRAMES, SMALL_MODULES);
+	profile_fill(&s);
+	PROF_SET(&s, stacks_used, SMALL_STACKS + 5);
+	PROF_SET(&s, frames_used, SMALL_FRAMES + 100);
+	PROF_SET(&s, modules_used, SMALL_MODULES + 1);
+	done("profile-past-capacity", &s);
 }
 
 /* Each one change from a segment the reader takes. */
@@ -394,6 +591,53 @@ near_valid(void)
 	s = base();
 	emit("short", &s, 100);
 	free(s.buf);
+
+	/* Each one change from a profile the reader takes: entries it must
+	 * skip, counts it must bound, a geometry it must refuse. */
+#define PVARIANT(name, change)                                               \
+	do {                                                                 \
+		s = base();                                                  \
+		with_profile(&s, SMALL_STACKS, SMALL_FRAMES, SMALL_MODULES); \
+		profile_fill(&s);                                            \
+		change;                                                      \
+		done("profile-" name, &s);                                   \
+	} while (0)
+#define STACK(i) prof_stack(&s, (i))
+#define MODULE(i) prof_module(&s, (i))
+
+	PVARIANT("depth-beyond", atomic_store(&STACK(0)->depth, MSTAT_STACK_DEPTH + 1));
+	PVARIANT("depth-past-pool",
+		 STACK(1)->frames_offset = SMALL_FRAMES - 1;
+		 atomic_store(&STACK(1)->depth, 2));
+	PVARIANT("frames-offset-huge", STACK(1)->frames_offset = UINT32_MAX);
+	PVARIANT("stacks-used-huge", PROF_SET(&s, stacks_used, UINT32_MAX));
+	PVARIANT("modules-used-huge", PROF_SET(&s, modules_used, UINT32_MAX));
+	PVARIANT("frees-beyond", atomic_store(&STACK(1)->frees, 2));
+	PVARIANT("freed-bytes-beyond",
+		 atomic_store(&STACK(0)->free_bytes, 5 * 4096 + 1));
+	/* A stack entered twice whose counts wrap when merged. */
+	PVARIANT("merge-wraps",
+		 atomic_store(&STACK(0)->allocs, UINT64_MAX);
+		 atomic_store(&STACK(0)->alloc_bytes, UINT64_MAX);
+		 atomic_store(&STACK(0)->frees, UINT64_MAX);
+		 atomic_store(&STACK(0)->free_bytes, UINT64_MAX);
+		 atomic_store(&STACK(2)->frees, 0);
+		 atomic_store(&STACK(2)->free_bytes, 0));
+	PVARIANT("build-id-long", MODULE(0)->build_id_len = MSTAT_BUILD_ID_MAX + 1);
+	PVARIANT("build-id-huge", MODULE(1)->build_id_len = UINT32_MAX);
+	PVARIANT("path-unterminated",
+		 memset(MODULE(0)->path, '/', sizeof(MODULE(0)->path)));
+	PVARIANT("module-empty", MODULE(0)->end = MODULE(0)->start);
+	PVARIANT("module-reversed", MODULE(1)->end = MODULE(1)->start - 1);
+	PVARIANT("module-at-top",
+		 MODULE(2)->start = UINT64_MAX - 4096; MODULE(2)->end = UINT64_MAX);
+	PVARIANT("stacks-not-power-of-two", H(s)->stack_capacity = SMALL_STACKS - 1);
+	PVARIANT("size-short", H(s)->profile_size -= MSTAT_PAGE;
+		 H(s)->segment_size -= MSTAT_PAGE);
+	PVARIANT("frames-beyond-limit", H(s)->frame_capacity = MSTAT_FRAMES_LIMIT + 1);
+#undef MODULE
+#undef STACK
+#undef PVARIANT
 }
 
 int
