@@ -3,8 +3,11 @@
 #include "symbols.h"
 
 #include <elfutils/libdwfl.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 struct mstat_symbols {
 	const struct mstat_profile *p;
@@ -46,9 +49,18 @@ mstat_symbols_new(const struct mstat_profile *p)
 		const struct mstat_profile_module *m = &p->modules[i];
 		if (m->path[0] != '/')
 			continue; /* the vDSO, or unknown */
-		/* A file that no longer matches its build id is reported
-		 * too, and ignored by lookups (which compare it). */
-		(void)dwfl_report_elf(s->dwfl, m->path, m->path, -1, m->bias, false);
+		/* The path is the target's: opened without waiting (a
+		 * FIFO would block open() for ever), and used only if it is
+		 * a regular file.  One that no longer matches its build id
+		 * is reported too, and ignored by lookups (which compare
+		 * it).  libdwfl keeps the descriptor if it takes the file. */
+		int fd = open(m->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+		struct stat st;
+		if (fd < 0)
+			continue;
+		if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+		    !dwfl_report_elf(s->dwfl, m->path, m->path, fd, m->bias, false))
+			close(fd);
 	}
 	dwfl_report_end(s->dwfl, NULL, NULL);
 	return s;
