@@ -17,7 +17,9 @@ if ! unshare -m true 2>/dev/null; then
 	echo "SKIP: needs root for unshare -m"
 	exit 77
 fi
-unw=$(ldconfig -p | awk '$1 == "libunwind.so.8" && /x86-64|64bit/ { print $NF; exit }')
+# awk reads to the end: leaving early would kill ldconfig with SIGPIPE,
+# which pipefail makes this script's exit status.
+unw=$(ldconfig -p | awk '$1 == "libunwind.so.8" && /x86-64|64bit/ && !f { print $NF; f = 1 }')
 [ -n "$unw" ] || { echo "SKIP: libunwind.so.8 is not installed"; exit 77; }
 
 said="libunwind.so.8 could not be loaded: not sampling"
