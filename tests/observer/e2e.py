@@ -26,6 +26,7 @@ import sys
 import time
 
 from jsondoc import documented_fields
+import tmuxview
 
 TOP = os.environ["MSTAT_TOP"]
 TARGET = os.environ["MSTAT_TARGET"]
@@ -701,43 +702,8 @@ def test_openmetrics():
     g.stop()
 
 
-class Tmux:
-    def __init__(self, cmd, w=80, h=24):
-        self.sock = "mstat-" + TAG
-        self.tmux("new-session", "-d", "-x", str(w), "-y", str(h), "-s", "t",
-                  cmd)
-
-    def tmux(self, *args):
-        return subprocess.run([TMUX, "-L", self.sock, "-f", "/dev/null"] +
-                              list(args), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, timeout=TIMEOUT)
-
-    def screen(self):
-        return self.tmux("capture-pane", "-p", "-t", "t").stdout.decode()
-
-    def keys(self, *k):
-        self.tmux("send-keys", "-t", "t", *k)
-
-    def wait(self, pred, what):
-        """The screen once pred holds on it twice in a row: a capture can
-        catch ncurses half way through writing a screen."""
-        deadline = time.monotonic() + TIMEOUT
-        while True:
-            s = self.screen()
-            if pred(s):
-                time.sleep(0.05)
-                s = self.screen()
-                if pred(s):
-                    return s
-            if time.monotonic() > deadline:
-                raise Failure("screen never showed %s:\n%s" % (what, s))
-            time.sleep(0.1)
-
-    def alive(self):
-        return self.tmux("has-session", "-t", "t").returncode == 0
-
-    def kill(self):
-        self.tmux("kill-server")
+def Tmux(cmd, w=80, h=24):
+    return tmuxview.Tmux(TMUX, "mstat-" + TAG, cmd, w, h, TIMEOUT)
 
 
 def rows_of(screen, pids):
@@ -1294,7 +1260,7 @@ def main():
         fn()
         print("ok %s" % name)
         return 0
-    except Failure as e:
+    except (Failure, tmuxview.ScreenTimeout) as e:
         print("FAIL %s: %s" % (name, e))
         return 1
     finally:

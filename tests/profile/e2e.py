@@ -43,6 +43,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "observer"))
 from jsondoc import documented_fields  # noqa: E402
+import tmuxview  # noqa: E402
 
 TOP = os.environ["MSTAT_TOP"]
 LIB = os.environ["MSTAT_LIB"]
@@ -172,45 +173,9 @@ def test_sites():
     return 0
 
 
-class Tmux:
+def Tmux(name, cmd):
     """mstat-top in a terminal of its own (tmux server `name`)."""
-
-    def __init__(self, name, cmd, w=120, h=30):
-        self.sock = "mstat-%s-%s" % (TAG, name)
-        self.tmux("new-session", "-d", "-x", str(w), "-y", str(h), "-s", "t",
-                  cmd)
-
-    def tmux(self, *args):
-        return subprocess.run([TMUX, "-L", self.sock, "-f", "/dev/null"] +
-                              list(args), stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, timeout=30)
-
-    def screen(self):
-        return self.tmux("capture-pane", "-p", "-t", "t").stdout.decode()
-
-    def keys(self, *k):
-        self.tmux("send-keys", "-t", "t", *k)
-
-    def wait(self, pred, what):
-        """The screen once pred holds on it twice in a row: a capture can
-        catch ncurses half way through writing a screen."""
-        deadline = time.monotonic() + 30
-        while True:
-            s = self.screen()
-            if pred(s):
-                time.sleep(0.05)
-                s = self.screen()
-                if pred(s):
-                    return s
-            if time.monotonic() > deadline:
-                fail("screen never showed %s:\n%s" % (what, s))
-            time.sleep(0.1)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.tmux("kill-server")
+    return tmuxview.Tmux(TMUX, "mstat-%s-%s" % (TAG, name), cmd, 120, 30, 30)
 
 
 UNITS = {"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
@@ -321,7 +286,10 @@ if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in tests:
         print("usage: e2e.py " + "|".join(tests))
         sys.exit(2)
-    rc = tests[sys.argv[1]]()
+    try:
+        rc = tests[sys.argv[1]]()
+    except tmuxview.ScreenTimeout as e:
+        fail(str(e))
     if rc == 0:
         print("ok")
     sys.exit(rc)
