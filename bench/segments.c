@@ -28,21 +28,8 @@ image(unsigned char *buf, size_t len, uint64_t start, const char *name)
 	const uint32_t classes = MSTAT_CLASS_COUNT;
 
 	memset(buf, 0, len);
-	h->version_major = MSTAT_SHM_VERSION_MAJOR;
-	h->version_minor = MSTAT_SHM_VERSION_MINOR;
-	h->header_size = sizeof(*h);
-	h->segment_size = MSTAT_SEGMENT_SIZE(classes, SLOTS);
-	h->profile_offset = MSTAT_PROFILE_OFFSET(classes, SLOTS);
-	h->stack_capacity = MSTAT_STACKS;
-	h->frame_capacity = MSTAT_FRAMES;
-	h->module_capacity = MSTAT_MODULES;
-	h->profile_size = MSTAT_PROFILE_SIZE(MSTAT_STACKS, MSTAT_FRAMES, MSTAT_MODULES);
-	h->class_count = classes;
-	h->row_counters = MSTAT_ROW_COUNTERS;
-	h->classes_offset = MSTAT_CLASSES_OFFSET;
-	h->slots_offset = MSTAT_SLOTS_OFFSET(classes);
-	h->slot_size = MSTAT_SLOT_SIZE(classes);
-	h->slot_count = SLOTS;
+	mstat_header_geometry(h, classes, SLOTS, MSTAT_STACKS, MSTAT_FRAMES,
+			      MSTAT_MODULES);
 	h->writer_mode = MSTAT_MODE_MEMBARRIER;
 	h->pid = getpid();
 	h->uid = geteuid();

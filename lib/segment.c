@@ -160,21 +160,8 @@ mstat_segment_create(struct mstat_segment *seg, const char *name,
 
 	/* Fresh pages are zero: slots, counters and epochs start at 0. */
 	struct mstat_shm_header *h = p;
-	h->version_major = MSTAT_SHM_VERSION_MAJOR;
-	h->version_minor = MSTAT_SHM_VERSION_MINOR;
-	h->header_size = sizeof(*h);
-	h->segment_size = size;
-	h->class_count = classes;
-	h->row_counters = MSTAT_ROW_COUNTERS;
-	h->classes_offset = MSTAT_CLASSES_OFFSET;
-	h->slots_offset = seg->slots_offset;
-	h->slot_size = seg->slot_size;
-	h->slot_count = slot_count;
-	h->profile_offset = (uint32_t)MSTAT_PROFILE_OFFSET(classes, slot_count);
-	h->stack_capacity = MSTAT_STACKS;
-	h->frame_capacity = MSTAT_FRAMES;
-	h->module_capacity = MSTAT_MODULES;
-	h->profile_size = MSTAT_PROFILE_SIZE(MSTAT_STACKS, MSTAT_FRAMES, MSTAT_MODULES);
+	mstat_header_geometry(h, classes, slot_count, MSTAT_STACKS, MSTAT_FRAMES,
+			      MSTAT_MODULES);
 	h->writer_mode = writer_mode;
 	h->pid = self.pid;
 	h->uid = geteuid();

@@ -316,6 +316,34 @@ struct mstat_shm_slot {
 	(MSTAT_PROFILE_OFFSET(classes, slots) +                              \
 	 MSTAT_PROFILE_SIZE(MSTAT_STACKS, MSTAT_FRAMES, MSTAT_MODULES))
 
+/*
+ * A header's geometry, as a writer sets it before anything else and a
+ * reader checks it (validate.c): the format's version, the offsets and
+ * sizes for `classes` class rows, `slots` slots and a profile region of
+ * the given capacities, and the whole segment's size.  The class table
+ * itself (mstat_class_max_size() of each class) is the writer's to fill.
+ */
+static inline void
+mstat_header_geometry(struct mstat_shm_header *h, uint32_t classes, uint32_t slots,
+		      uint32_t stacks, uint32_t frames, uint32_t modules)
+{
+	h->version_major = MSTAT_SHM_VERSION_MAJOR;
+	h->version_minor = MSTAT_SHM_VERSION_MINOR;
+	h->header_size = sizeof(*h);
+	h->class_count = classes;
+	h->row_counters = MSTAT_ROW_COUNTERS;
+	h->classes_offset = MSTAT_CLASSES_OFFSET;
+	h->slots_offset = MSTAT_SLOTS_OFFSET(classes);
+	h->slot_size = MSTAT_SLOT_SIZE(classes);
+	h->slot_count = slots;
+	h->profile_offset = (uint32_t)MSTAT_PROFILE_OFFSET(classes, slots);
+	h->stack_capacity = stacks;
+	h->frame_capacity = frames;
+	h->module_capacity = modules;
+	h->profile_size = (uint32_t)MSTAT_PROFILE_SIZE(stacks, frames, modules);
+	h->segment_size = (uint64_t)h->profile_offset + h->profile_size;
+}
+
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "64-bit atomics must be lock-free");
 _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "32-bit atomics must be lock-free");
 _Static_assert(sizeof(_Atomic uint64_t) == 8, "atomic counters are plain words");

@@ -117,21 +117,8 @@ good_header(void)
 
 	memset(&h, 0, sizeof(h));
 	atomic_init(&h.magic, MSTAT_SHM_MAGIC);
-	h.version_major = MSTAT_SHM_VERSION_MAJOR;
-	h.version_minor = MSTAT_SHM_VERSION_MINOR;
-	h.header_size = sizeof(h);
-	h.class_count = MSTAT_CLASS_COUNT;
-	h.row_counters = MSTAT_ROW_COUNTERS;
-	h.classes_offset = MSTAT_CLASSES_OFFSET;
-	h.slots_offset = MSTAT_SLOTS_OFFSET(MSTAT_CLASS_COUNT);
-	h.slot_size = MSTAT_SLOT_SIZE(MSTAT_CLASS_COUNT);
-	h.slot_count = 8;
-	h.profile_offset = MSTAT_PROFILE_OFFSET(MSTAT_CLASS_COUNT, 8);
-	h.stack_capacity = MSTAT_STACKS;
-	h.frame_capacity = MSTAT_FRAMES;
-	h.module_capacity = MSTAT_MODULES;
-	h.profile_size = MSTAT_PROFILE_SIZE(MSTAT_STACKS, MSTAT_FRAMES, MSTAT_MODULES);
-	h.segment_size = MSTAT_SEGMENT_SIZE(MSTAT_CLASS_COUNT, 8);
+	mstat_header_geometry(&h, MSTAT_CLASS_COUNT, 8, MSTAT_STACKS, MSTAT_FRAMES,
+			      MSTAT_MODULES);
 	h.writer_mode = MSTAT_MODE_FENCED;
 	h.pid = 42;
 	h.uid = 1000;

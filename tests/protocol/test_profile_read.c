@@ -58,24 +58,10 @@ seg_new(void)
 	s.map = mmap(NULL, s.size, PROT_READ | PROT_WRITE, MAP_SHARED, s.fd, 0);
 	assert_true(s.map != MAP_FAILED);
 	s.h = h = (struct mstat_shm_header *)s.map;
-	h->version_major = MSTAT_SHM_VERSION_MAJOR;
-	h->version_minor = MSTAT_SHM_VERSION_MINOR;
-	h->header_size = sizeof(*h);
-	h->segment_size = s.size;
-	h->class_count = MSTAT_CLASS_COUNT;
-	h->row_counters = MSTAT_ROW_COUNTERS;
-	h->classes_offset = MSTAT_CLASSES_OFFSET;
-	h->slots_offset = MSTAT_SLOTS_OFFSET(MSTAT_CLASS_COUNT);
-	h->slot_size = MSTAT_SLOT_SIZE(MSTAT_CLASS_COUNT);
-	h->slot_count = SLOTS;
+	mstat_header_geometry(h, MSTAT_CLASS_COUNT, SLOTS, STACKS, FRAMES, MODULES);
 	h->writer_mode = MSTAT_MODE_FENCED;
 	h->pid = getpid();
 	h->uid = (uint32_t)geteuid();
-	h->profile_offset = MSTAT_PROFILE_OFFSET(MSTAT_CLASS_COUNT, SLOTS);
-	h->profile_size = MSTAT_PROFILE_SIZE(STACKS, FRAMES, MODULES);
-	h->stack_capacity = STACKS;
-	h->frame_capacity = FRAMES;
-	h->module_capacity = MODULES;
 	strcpy(h->name, "profile");
 	for (unsigned c = 0; c < MSTAT_CLASS_COUNT; c++)
 		((uint64_t *)(s.map + MSTAT_CLASSES_OFFSET))[c] = mstat_class_max_size(c);
