@@ -747,8 +747,8 @@ free_slow(void *p)
 	mstat_section_close(&sec);
 }
 
-MSTAT_EXPORT void
-free(void *p)
+static inline __attribute__((always_inline)) void
+do_free(void *p)
 {
 	struct mstat_shm_slot *slot = mstat_thread.fast;
 	struct mstat_section sec;
@@ -767,6 +767,12 @@ free(void *p)
 	/* Counted first: the size is read while the block is live. */
 	count_header_free(&sec, p);
 	mstat_section_close(&sec);
+}
+
+MSTAT_EXPORT void
+free(void *p)
+{
+	do_free(p);
 }
 
 MSTAT_EXPORT void *
@@ -1169,42 +1175,75 @@ cxx_next(struct cxx_next *n, const char *sym, int *how)
 	return fn;
 }
 
-/* Without a next definition, plain malloc and free stand in. */
+/* Whether the next definition is known to be libstdc++'s, which the
+ * operators then skip.  Relaxed: `how` is stored once, and this answer
+ * needs nothing else resolution wrote (the next operator, which does, is
+ * loaded with acquire in cxx_next()). */
+static inline bool
+cxx_skips(struct cxx_next *n)
+{
+	return atomic_load_explicit(&n->how, memory_order_relaxed) == CXX_MALLOC;
+}
+
+#define CXX_UNPAREN(...) __VA_ARGS__
+
+/*
+ * Each operator is a short exported function, which does what malloc or
+ * free does, inline, when the next definition is libstdc++'s (the case of
+ * almost every C++ program on glibc), and a noinline rest for everything
+ * else: resolution, the other allocators, the failure of malloc.  Kept
+ * apart, the exported one needs no frame of its own.  `caller` is the
+ * operator's caller, for a sampled block's stack.  Without a next
+ * definition, plain malloc and free stand in.
+ */
 #define CXX_NEW(e, sym, params, args, n, align)                              \
-	MSTAT_EXPORT void *mstat_cxx_##e params __asm__(sym);                \
-	void *mstat_cxx_##e params                                           \
+	static struct cxx_next cxx_##e;                                      \
+	static __attribute__((noinline)) void *                              \
+	cxx_##e##_rest(const void *caller, CXX_UNPAREN params)               \
 	{                                                                    \
-		static struct cxx_next nx;                                   \
+		struct cxx_next *nx = &cxx_##e;                              \
 		int how;                                                     \
 		void *(*f) params;                                           \
-		*(void **)&f = cxx_next(&nx, sym, &how);                     \
+		*(void **)&f = cxx_next(nx, sym, &how);                      \
 		if (UNLIKELY(!f))                                            \
-			return align ? memalign(align, n)                    \
-				     : do_malloc(n, __builtin_return_address(0)); \
+			return align ? memalign(align, n) : do_malloc(n, caller); \
 		if (how == CXX_MALLOC && !align) {                           \
-			void *q = malloc(n ? n : 1);                         \
+			void *q = do_malloc(n ? n : 1, caller);              \
 			return LIKELY(q != NULL) ? q : f args;               \
 		}                                                            \
 		if (how != CXX_COUNT)                                        \
 			return f args;                                       \
 		struct cxx_mark m = cxx_mark();                              \
 		void *p = f args; /* may throw: nothing begun yet */         \
-		if (!p || cxx_counted_inside(&nx, m))                        \
+		if (!p || cxx_counted_inside(nx, m))                         \
 			return p; /* our malloc counted, and sampled */      \
 		mstat_count(MSTAT_OP_ALLOC, 0, new_size(p, n), n);           \
 		if (UNLIKELY(mstat_sample_due(n)) && mstat_profile_begin(n)) \
-			p = sampled(p, n, 0, false, __builtin_return_address(0)); \
+			p = sampled(p, n, 0, false, caller);                 \
 		return p;                                                    \
+	}                                                                    \
+	MSTAT_EXPORT void *mstat_cxx_##e params __asm__(sym);                \
+	void *mstat_cxx_##e params                                           \
+	{                                                                    \
+		if (!align && LIKELY(cxx_skips(&cxx_##e))) {                 \
+			void *q = do_malloc(n ? n : 1,                       \
+					    __builtin_return_address(0));    \
+			if (LIKELY(q != NULL))                               \
+				return q;                                    \
+		}                                                            \
+		return cxx_##e##_rest(__builtin_return_address(0),           \
+				      CXX_UNPAREN args);                     \
 	}
 
 #define CXX_DELETE(e, sym, params, args)                                     \
-	MSTAT_EXPORT void mstat_cxx_##e params __asm__(sym);                 \
-	void mstat_cxx_##e params                                            \
+	static struct cxx_next cxx_##e;                                      \
+	static __attribute__((noinline)) void                                \
+	cxx_##e##_rest params                                                \
 	{                                                                    \
-		static struct cxx_next nx;                                   \
+		struct cxx_next *nx = &cxx_##e;                              \
 		int how;                                                     \
 		void (*f) params;                                            \
-		*(void **)&f = cxx_next(&nx, sym, &how);                     \
+		*(void **)&f = cxx_next(nx, sym, &how);                      \
 		if (UNLIKELY(!f || in_arena(p)) || how == CXX_MALLOC) {      \
 			free(p); /* new fell back, or libstdc++'s */         \
 			return;                                              \
@@ -1226,11 +1265,19 @@ cxx_next(struct cxx_next *n, const char *sym, int *how)
 			size = usable(p);                                    \
 		struct cxx_mark m = cxx_mark();                              \
 		f args;                                                      \
-		if (!cxx_counted_inside(&nx, m)) {                           \
+		if (!cxx_counted_inside(nx, m)) {                            \
 			if (uns)                                             \
 				unsized_forget(p, &size);                    \
 			mstat_count(MSTAT_OP_FREE, size, 0, 0);              \
 		}                                                            \
+	}                                                                    \
+	MSTAT_EXPORT void mstat_cxx_##e params __asm__(sym);                 \
+	void mstat_cxx_##e params                                            \
+	{                                                                    \
+		if (LIKELY(cxx_skips(&cxx_##e)))                             \
+			do_free(p);                                          \
+		else                                                         \
+			cxx_##e##_rest args;                                 \
 	}
 
 CXX_NEW(nw, "_Znwm", (size_t n), (n), n, 0)
