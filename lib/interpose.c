@@ -123,7 +123,7 @@ arena_usable(const void *p)
 
 /* A zeroed block of `n` bytes aligned to `align` (a power of two), or NULL
  * with errno ENOMEM when the arena is used up. */
-static void *
+static MSTAT_START_TEXT void *
 arena_alloc(size_t n, size_t align)
 {
 	size_t used = atomic_load_explicit(&arena_used, memory_order_relaxed);
@@ -195,7 +195,7 @@ glibc_class(const void *p, size_t *usable)
 /* The loaded object (its link map) that holds code address `fn`, or NULL.
  * _dl_find_object() answers without the symbol search dladdr() makes
  * (5 us against 6 ns here), and without a lock. */
-static const void *
+static MSTAT_START_TEXT const void *
 object_of(const void *fn)
 {
 	struct dl_find_object o;
@@ -211,7 +211,7 @@ object_of(const void *fn)
  * only a few pages a starting process would fault in.  Mmapped chunks are
  * decoded by the same rule of glibc's musable() that these blocks pass:
  * IS_MMAPPED, then a 16-byte header instead of 8. */
-static bool
+static MSTAT_START_TEXT bool
 glibc_layout_holds(void)
 {
 	static const size_t sizes[] = { 0, 24, 25, 1000 };
@@ -253,7 +253,7 @@ glibc_layout_holds(void)
  * dlsym, while another thread resolves (it is never waited for: it may hold
  * a loader lock this thread's caller holds too), or if resolution failed:
  * the caller then allocates from the arena. */
-static bool
+static MSTAT_START_TEXT bool
 resolve(void)
 {
 	/* Acquire: pairs with the releases below (NEXT_FAILED, and the
@@ -628,7 +628,7 @@ free_sampled(void *p, size_t size)
  * stays out of line.
  */
 
-static __attribute__((noinline)) void *
+static MSTAT_START_TEXT __attribute__((noinline)) void *
 malloc_other(size_t n)
 {
 	if (UNLIKELY(!ready()))
@@ -638,7 +638,7 @@ malloc_other(size_t n)
 
 /* Everything but the fast path: another allocator, before resolution, a
  * thread without a `fast` slot, a section refused. */
-static __attribute__((noinline)) void *
+static MSTAT_START_TEXT __attribute__((noinline)) void *
 malloc_slow(size_t n)
 {
 	struct mstat_section sec;
@@ -659,7 +659,7 @@ malloc_slow(size_t n)
 	return p;
 }
 
-static __attribute__((noinline)) void *
+static MSTAT_START_TEXT __attribute__((noinline)) void *
 malloc_sampled(size_t n, const void *caller)
 {
 	bool sample = mstat_profile_begin(n);
@@ -689,13 +689,13 @@ do_malloc(size_t n, const void *caller)
 	return p;
 }
 
-MSTAT_EXPORT void *
+MSTAT_START_TEXT MSTAT_EXPORT void *
 malloc(size_t n)
 {
 	return do_malloc(n, __builtin_return_address(0));
 }
 
-static __attribute__((noinline)) void
+static MSTAT_START_TEXT __attribute__((noinline)) void
 free_other(void *p)
 {
 	if (UNLIKELY(p == NULL))
@@ -722,7 +722,7 @@ count_header_free(const struct mstat_section *sec, void *p)
 	next.free(p);
 }
 
-static __attribute__((noinline)) void
+static MSTAT_START_TEXT __attribute__((noinline)) void
 free_slow(void *p)
 {
 	struct mstat_section sec;
@@ -769,13 +769,13 @@ do_free(void *p)
 	mstat_section_close(&sec);
 }
 
-MSTAT_EXPORT void
+MSTAT_START_TEXT MSTAT_EXPORT void
 free(void *p)
 {
 	do_free(p);
 }
 
-MSTAT_EXPORT void *
+MSTAT_START_TEXT MSTAT_EXPORT void *
 calloc(size_t n, size_t size)
 {
 	size_t total;
@@ -870,7 +870,7 @@ arena_realloc(void *old, size_t n)
 	return p;
 }
 
-MSTAT_EXPORT void *
+MSTAT_START_TEXT MSTAT_EXPORT void *
 realloc(void *old, size_t n)
 {
 	if (old == NULL)
@@ -886,7 +886,7 @@ realloc(void *old, size_t n)
 }
 
 /* realloc of a block of the next allocator's that was not sampled. */
-static void *
+static MSTAT_START_TEXT void *
 realloc_plain(void *old, size_t n)
 {
 	struct mstat_section sec;

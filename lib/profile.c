@@ -116,7 +116,7 @@ static _Thread_local bool drawn __attribute__((tls_model("initial-exec")));
 /* MSTAT_SAMPLE_BYTES, read at the first sampling decision, and again by
  * the library's constructor (a program's .preinit_array allocates before
  * libc has set up the environment). */
-static void
+static MSTAT_START_TEXT void
 read_env(void)
 {
 	const char *e = getenv("MSTAT_SAMPLE_BYTES");
@@ -138,7 +138,7 @@ read_env(void)
 	atomic_store_explicit(&sample_env.read, true, memory_order_release);
 }
 
-void
+MSTAT_START_TEXT void
 mstat_profile_start(void)
 {
 	/* Allocations before libc's own initialiser (a program's
@@ -213,7 +213,7 @@ ln(double x)
 }
 
 /* An exponential variate of mean `mean`: the bytes to the next sample. */
-static int64_t
+static MSTAT_START_TEXT int64_t
 draw(uint64_t mean)
 {
 	/* u in (0, 1] */
@@ -336,7 +336,7 @@ static bool begin(size_t n);
 
 /* Inside malloc: errno is the program's, whatever the sampling path
  * called (strtoull, fallocate, mmap, readlink, the unwinder). */
-bool
+MSTAT_START_TEXT bool
 mstat_profile_begin(size_t n)
 {
 	int saved = errno;

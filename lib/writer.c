@@ -215,7 +215,7 @@ adds_of(struct adds *x, enum mstat_op op, uint64_t freed, uint64_t size,
 }
 
 /* Counts into process memory `acc` (early or forking counts). */
-static void
+static MSTAT_START_TEXT void
 count_into(mstat_rows acc, enum mstat_op op, uint64_t freed, uint64_t size,
 	   uint64_t requested)
 {
@@ -361,7 +361,7 @@ my_tid(void)
  * exact too, but two threads doing so at once may have a reader see half
  * of one count until then.
  */
-static bool
+static MSTAT_START_TEXT bool
 must_defer(void)
 {
 	return thread_in_forking || mstat_ownlock_mine(&proc.shared_lock, my_tid());
@@ -437,7 +437,7 @@ static bool publish_due(uint64_t bytes);
 
 /* Under shared_lock, before the segment exists: this thread's deferred
  * counts into `early`.  Whether the segment is due (publish_due()). */
-static bool
+static MSTAT_START_TEXT bool
 take_deferred_early(void)
 {
 	struct deferred d;
@@ -451,7 +451,7 @@ take_deferred_early(void)
 	return due;
 }
 
-static void
+static MSTAT_START_TEXT void
 shared_lock(void)
 {
 	mstat_ownlock_lock(&proc.shared_lock, my_tid());
@@ -461,7 +461,7 @@ static void count_deferred(void);
 
 /* Lets go of shared_lock; counts deferred after the holder took them out
  * (a handler between that and this) are counted as any other. */
-static void
+static MSTAT_START_TEXT void
 shared_unlock(void)
 {
 	mstat_ownlock_unlock(&proc.shared_lock);
@@ -474,7 +474,7 @@ enum shared {
 	SHARED_NONE,  /* count nothing; no lock held */
 };
 
-static enum shared
+static MSTAT_START_TEXT enum shared
 shared_open(unsigned *g)
 {
 	for (;;) {
@@ -500,7 +500,7 @@ shared_open(unsigned *g)
 
 /* Ends what shared_open() began, with the counts this thread's handlers
  * deferred meanwhile.  Returns whether the segment is due (publish_due()). */
-static bool
+static MSTAT_START_TEXT bool
 shared_close(enum shared s, unsigned g)
 {
 	struct deferred d;
@@ -542,7 +542,7 @@ monotonic_ns(void)
  * ends before any observer could see it, and never pays for a segment:
  * its counts stay in process memory.
  */
-static bool
+static MSTAT_START_TEXT bool
 publish_due(uint64_t bytes)
 {
 	if (!thread_counted_early) {
@@ -613,7 +613,7 @@ count_rows(mstat_rows acc)
 		publish();
 }
 
-void
+MSTAT_START_TEXT void
 mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
 		      uint64_t requested)
 {
@@ -652,7 +652,7 @@ mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
  * just let go of, wherever it counts now; and any spill, through the
  * shared slot (not while forking: the shared slot is stopped, by this
  * very thread, and the spill waits for a later holder). */
-static void
+static MSTAT_START_TEXT void
 count_deferred(void)
 {
 	struct deferred d;
@@ -688,7 +688,7 @@ set_thread_slot(struct mstat_shm_slot *s)
 									  : NULL;
 }
 
-void
+MSTAT_START_TEXT void
 mstat_writer_header_sizes(bool yes)
 {
 	atomic_store_explicit(&header_sizes, yes, memory_order_relaxed);
@@ -792,7 +792,7 @@ give_back_slot(void *unused)
 	atomic_store_explicit(&proc.busy[thread_slot_index], 0, memory_order_release);
 }
 
-bool
+MSTAT_START_TEXT bool
 mstat_section_open_slow(struct mstat_section *sec)
 {
 	for (;;) {
@@ -845,7 +845,7 @@ append(char *dst, size_t len, const char *const *parts)
 	dst[n] = '\0';
 }
 
-static void
+static MSTAT_START_TEXT void
 join(char *dst, size_t len, const char *const *parts)
 {
 	dst[0] = '\0';
@@ -896,7 +896,7 @@ mstat_writer_warn(const char *what, const char *why)
 }
 
 /* What the library does now, for mstat_self_status(). */
-static void
+static MSTAT_START_TEXT void
 set_status(const char *const *parts)
 {
 	join(proc.state, sizeof(proc.state), parts);
@@ -905,14 +905,14 @@ set_status(const char *const *parts)
 
 /* Tells mstat-run, if it runs this process: the status, and the segment
  * unless `seg` is NULL (nothing is counted). */
-static void
+static MSTAT_START_TEXT void
 report(const struct mstat_segment *seg)
 {
 	if (proc.report[0] && getpid() == proc.report_pid)
 		(void)mstat_segment_report(seg, proc.report, proc.status);
 }
 
-static uint32_t
+static MSTAT_START_TEXT uint32_t
 env_slots(void)
 {
 	const char *s = getenv("MSTAT_SLOTS");
@@ -928,7 +928,7 @@ env_slots(void)
 	return (uint32_t)v;
 }
 
-static uint32_t
+static MSTAT_START_TEXT uint32_t
 env_mode(void)
 {
 	const char *s = getenv("MSTAT_MODE");
@@ -1001,7 +1001,7 @@ start(void)
 	report(&proc.seg);
 }
 
-const struct mstat_segment *
+MSTAT_START_TEXT const struct mstat_segment *
 mstat_writer_segment(void)
 {
 	/* (R) acquire: pairs with the release in start(); the segment's
@@ -1197,7 +1197,7 @@ fork_child(void)
  * runs none of this: its owner lock goes with it, and the next process
  * that starts, or an observer, removes the segment.
  */
-static void
+static MSTAT_START_TEXT void
 retire(void)
 {
 	if (!atomic_load_explicit(&proc.ready, memory_order_acquire) ||
@@ -1212,7 +1212,7 @@ retire(void)
  * a fork child from reporting its parent's threads as leaks).
  * Async-signal-safe, as _exit must be: retire() takes no lock and
  * allocates nothing, and the next _exit was looked up at start. */
-static __attribute__((noreturn)) void
+static MSTAT_START_TEXT __attribute__((noreturn)) void
 exit_now(int status)
 {
 	retire();
@@ -1222,19 +1222,57 @@ exit_now(int status)
 		syscall(SYS_exit_group, status);
 }
 
-EXPORT void
+MSTAT_START_TEXT EXPORT void
 _exit(int status)
 {
 	exit_now(status);
 }
 
-EXPORT void
+MSTAT_START_TEXT EXPORT void
 _Exit(int status)
 {
 	exit_now(status);
 }
 
-void
+/*
+ * The fork handlers and retire() at exit and quick_exit.  With glibc,
+ * through the functions libc.so itself exports: pthread_atfork(),
+ * atexit() and at_quick_exit() are stubs that libc_nonshared.a links
+ * into the library, at the end of its code, far from the rest of what a
+ * start runs (MSTAT_START_TEXT), and they only call these.
+ */
+#ifdef __GLIBC__
+extern void *__dso_handle;
+extern int __register_atfork(void (*)(void), void (*)(void), void (*)(void),
+			     void *);
+extern int __cxa_atexit(void (*)(void *), void *, void *);
+extern int __cxa_at_quick_exit(void (*)(void *), void *);
+
+static MSTAT_START_TEXT void
+retire_at(void *unused)
+{
+	(void)unused;
+	retire();
+}
+
+static MSTAT_START_TEXT void
+on_fork_and_exit(void)
+{
+	__register_atfork(fork_prepare, fork_parent, fork_child, __dso_handle);
+	__cxa_atexit(retire_at, NULL, __dso_handle);
+	__cxa_at_quick_exit(retire_at, __dso_handle);
+}
+#else
+static void
+on_fork_and_exit(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	atexit(retire);
+	at_quick_exit(retire);
+}
+#endif
+
+MSTAT_START_TEXT void
 mstat_writer_start(void)
 {
 	static bool started MSTAT_STARTUP;
@@ -1273,9 +1311,7 @@ mstat_writer_start(void)
 	proc.slot_count = env_slots();
 	proc.writer_mode = env_mode();
 	*(void **)&proc.next_exit = dlsym(RTLD_NEXT, "_exit");
-	pthread_atfork(fork_prepare, fork_parent, fork_child);
-	atexit(retire);
-	at_quick_exit(retire);
+	on_fork_and_exit();
 	set_status((const char *const[]){
 		"counting in process memory; the segment is made once the "
 		"process is worth watching", NULL });
