@@ -8,7 +8,9 @@
 // stacked on jemalloc or tcmalloc (LD_PRELOAD, MSTAT_TEST_NEXT), their own
 // operators run and the library counts them in its operator wrappers.
 // A std::bad_alloc thrown by the next operator new must reach the caller
-// through the library, and count nothing.
+// through the library, and count nothing.  With every block sampled
+// (MSTAT_SAMPLE_BYTES=1), a sampled block's stack starts in the function
+// that called new, not in the library's operator.
 #include <malloc.h>
 
 #include <cerrno>
@@ -58,6 +60,25 @@ struct small {
 
 volatile size_t huge = SIZE_MAX / 4;
 
+// The call site, alone in a section whose bounds the linker gives.
+#define SITE __attribute__((noinline, noclone, section("mstat_cxx_site")))
+
+SITE char *
+site_new()
+{
+	char *p = new char[100];
+	__asm__ volatile("" : : "r"(p) : "memory"); // no tail call
+	return p;
+}
+
+SITE char *
+site_new_nothrow()
+{
+	char *p = new (std::nothrow) char[200];
+	__asm__ volatile("" : : "r"(p) : "memory");
+	return p;
+}
+
 // Retried while another reader (a mstat-top on this machine) holds it.
 int
 self_snapshot(mstat_snapshot *s)
@@ -66,6 +87,37 @@ self_snapshot(mstat_snapshot *s)
 	for (int i = 0; (rc = mstat_self_snapshot(s)) == -EBUSY && i < 30; i++)
 		;
 	return rc;
+}
+
+} // namespace
+
+extern "C" {
+extern const char __start_mstat_cxx_site[], __stop_mstat_cxx_site[];
+long long cxx_sampled_in(uintptr_t lo, uintptr_t hi); // cxx_sites.c
+}
+
+namespace {
+
+// 0, or 1 if the sampled stacks of site_new() do not start there.
+int
+check_sites()
+{
+	const char *e = std::getenv("MSTAT_SAMPLE_BYTES");
+	if (!e || std::strcmp(e, "1") != 0)
+		return 0;
+	char *kept[20];
+	for (int i = 0; i < 10; i++) {
+		kept[i] = site_new();
+		kept[10 + i] = site_new_nothrow();
+	}
+	long long n = cxx_sampled_in((uintptr_t)__start_mstat_cxx_site,
+				     (uintptr_t)__stop_mstat_cxx_site);
+	for (char *p : kept)
+		delete[] p;
+	if (n == 20)
+		return 0;
+	std::fprintf(stderr, "sampled at the call sites of new: %lld of 20\n", n);
+	return 1;
 }
 
 } // namespace
@@ -176,6 +228,7 @@ main()
 			bad = 1;
 		}
 	}
+	bad |= check_sites();
 	std::printf("%s\n", bad ? "FAIL" : "ok");
 	return bad;
 }
