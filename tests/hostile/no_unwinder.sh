@@ -6,12 +6,8 @@
 # root); without that the test is skipped.
 # Usage: no_unwinder.sh MSTAT-RUN
 set -euo pipefail
-[[ ${LD_PRELOAD:-} != *vgpreload* ]] ||
-	exec /bin/sh -c 'echo "SKIP: valgrind replaces malloc everywhere"; exit 77'
+. "$(dirname "$0")/../shell.sh"
 run=$1
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
 if ! unshare -m true 2>/dev/null; then
 	echo "SKIP: needs root for unshare -m"

@@ -8,16 +8,9 @@
 # small tmpfs of its own; without that the test is skipped.
 # Usage: quiet.sh LIBMSTATSHM LEAKER MSTAT-RUN
 set -euo pipefail
-# Under valgrind (meson test --setup valgrind) the interposer never runs
-# (valgrind replaces malloc everywhere) and bash reports its own leaks:
-# skip, from a process that is not bash.
-[[ ${LD_PRELOAD:-} != *vgpreload* ]] ||
-	exec /bin/sh -c 'echo "SKIP: valgrind replaces malloc everywhere"; exit 77'
 lib=$1 leaker=$2 run=$3
-tmp=$(mktemp -d)
+. "$(dirname "$0")/../shell.sh"
 chmod 777 "$tmp"   # the log of a process of another user goes here too
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
 if ! unshare -m true 2>/dev/null; then
 	echo "SKIP: needs root for unshare -m"

@@ -5,15 +5,8 @@
 # With BUILD_ROOT, also installs the build into a scratch prefix and runs
 # the installed mstat-run, which must find the installed library.
 set -euo pipefail
-# Under valgrind (meson test --setup valgrind) the interposer never runs
-# (valgrind replaces malloc everywhere) and bash reports its own leaks:
-# skip, from a process that is not bash.
-[[ ${LD_PRELOAD:-} != *vgpreload* ]] ||
-	exec /bin/sh -c 'echo "SKIP: valgrind replaces malloc everywhere"; exit 77'
+. "$(dirname "$0")/../shell.sh"
 run=$1 leaker=$2 ender=$3 build=${4:-}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # Checks a summary: version 2, counted, and exactly N live blocks (no
 # frees) in the class of a USABLE-byte block; the process is described as

@@ -5,11 +5,6 @@
 # what is left there is exactly what these processes left.
 # Usage: lifecycle.sh LIBMSTATSHM ENDER MSTAT_RUN MSTAT_TOP
 set -euo pipefail
-# Under valgrind (meson test --setup valgrind) the interposer never runs
-# (valgrind replaces malloc everywhere) and bash reports its own leaks:
-# skip, from a process that is not bash.
-[[ ${LD_PRELOAD:-} != *vgpreload* ]] ||
-	exec /bin/sh -c 'echo "SKIP: valgrind replaces malloc everywhere"; exit 77'
 lib=$1 ender=$2 run=$3 top=$4
 if [ -z "${MSTAT_LIFECYCLE_PRIVATE:-}" ]; then
 	if ! unshare -m true 2>/dev/null; then
@@ -19,10 +14,8 @@ if [ -z "${MSTAT_LIFECYCLE_PRIVATE:-}" ]; then
 	exec unshare -m env MSTAT_LIFECYCLE_PRIVATE=1 bash "$0" "$@"
 fi
 mount -t tmpfs -o size=64m,mode=1777 mstat-lifecycle /dev/shm
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+. "$(dirname "$0")/../shell.sh"
 ulimit -c 0
-fail() { echo "FAIL: $*" >&2; exit 1; }
 segs() { ls /dev/shm; }
 none_left() { [ -z "$(segs)" ] || fail "$1: left $(segs | tr '\n' ' ')"; }
 # MSTAT_EAGER=1: each process makes its segment at start.  By default a

@@ -5,15 +5,8 @@
 # really counted meanwhile.
 # Usage: programs.sh LIBMSTATSHM MSTAT_RUN
 set -euo pipefail
-# Under valgrind (meson test --setup valgrind) the interposer never runs
-# (valgrind replaces malloc everywhere) and bash reports its own leaks:
-# skip, from a process that is not bash.
-[[ ${LD_PRELOAD:-} != *vgpreload* ]] ||
-	exec /bin/sh -c 'echo "SKIP: valgrind replaces malloc everywhere"; exit 77'
+. "$(dirname "$0")/../shell.sh"
 lib=$1 run=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
 cat >"$tmp/work.py" <<'PY'
 import json, threading, collections

@@ -7,12 +7,8 @@
 # the same is checked call by call, by test_pattern.c in pattern-sampled.
 # Usage: sampling.sh LIBMSTATSHM_SO0 SAMPLING_PROGRAM
 set -euo pipefail
-[[ ${LD_PRELOAD:-} != *vgpreload* ]] ||
-	exec /bin/sh -c 'echo "SKIP: valgrind replaces malloc everywhere"; exit 77'
+. "$(dirname "$0")/../shell.sh"
 lib=$1 prog=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
 
 for next in libjemalloc.so.2 libtcmalloc_minimal.so.4; do
 	name=$next
