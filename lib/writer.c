@@ -38,6 +38,7 @@
 #include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,17 +164,20 @@ static alignas(4096) struct {
 	uint64_t born_ns;
 	/* Deferred counts that found their thread's ring full; see defer(). */
 	_Atomic bool spilled;
-	/* What every process writes as it starts, from here on, on as few
-	 * pages as can hold it (docs/performance.md, "Starting a process"):
-	 * the counts made before the segment exists, under shared_lock; the
-	 * texts. */
-	mstat_rows early;
+	/* What every process writes as it starts, from here on, on one page
+	 * (docs/performance.md, "Starting a process"): the texts, then the
+	 * counts made before the segment exists, under shared_lock.  Their
+	 * requested bytes are kept here, not in the totals row, the last
+	 * of `early`: the rows of the classes up to 1 KiB, where a process
+	 * that starts allocates, are then the only ones it touches. */
+	uint64_t early_requested;
 	char name[MSTAT_NAME_MAX];
 	char status[400];        /* mstat_self_status(): state; warnings */
 	char state[200];         /* what the library does */
 	char warnings[200];      /* said once, kept in the status */
 	char report[100];        /* MSTAT_REPORT: where mstat-run listens */
 	char log[256];           /* MSTAT_LOG: "stderr", a file, or "" */
+	mstat_rows early;
 	mstat_rows forking;      /* the forking thread's counts meanwhile */
 	mstat_rows inherit;      /* every slot, summed once sections stopped */
 	_Atomic uint64_t spill[MSTAT_ROWS(MSTAT_CLASS_COUNT)][MSTAT_ROW_COUNTERS];
@@ -183,6 +187,9 @@ static alignas(4096) struct {
 	.fork_lock = PTHREAD_MUTEX_INITIALIZER,
 	.self_lock = PTHREAD_MUTEX_INITIALIZER,
 };
+
+_Static_assert(offsetof(__typeof__(proc), early[MSTAT_SC(MSTAT_TABLE_MAX / 16) + 1]) <= 4096,
+	       "a process that starts writes more than one page of proc");
 
 /* ---- counts kept in process memory ---- */
 
@@ -214,16 +221,27 @@ adds_of(struct adds *x, enum mstat_op op, uint64_t freed, uint64_t size,
 	}
 }
 
-/* Counts into process memory `acc` (early or forking counts). */
+/* Counts into process memory: the class rows of `acc` (early or forking
+ * counts), and requested bytes into *req. */
 static MSTAT_START_TEXT void
-count_into(mstat_rows acc, enum mstat_op op, uint64_t freed, uint64_t size,
-	   uint64_t requested)
+count_into(mstat_rows acc, uint64_t *req, enum mstat_op op, uint64_t freed,
+	   uint64_t size, uint64_t requested)
 {
 	struct adds x;
 
 	adds_of(&x, op, freed, size, requested);
-	for (unsigned i = 0; i < x.n; i++)
-		acc[x.a[i].row][x.a[i].k] += x.a[i].v;
+	for (unsigned i = 0; i < x.n; i++) {
+		if (x.a[i].row == MSTAT_CLASS_COUNT)
+			*req += x.a[i].v;
+		else
+			acc[x.a[i].row][x.a[i].k] += x.a[i].v;
+	}
+}
+
+static MSTAT_START_TEXT void
+count_early(enum mstat_op op, uint64_t freed, uint64_t size, uint64_t requested)
+{
+	count_into(proc.early, &proc.early_requested, op, freed, size, requested);
 }
 
 static void
@@ -444,7 +462,7 @@ take_deferred_early(void)
 	bool due = false;
 
 	while (take_deferred(&d)) {
-		count_into(proc.early, d.op, d.freed, d.size, d.requested);
+		count_early(d.op, d.freed, d.size, d.requested);
 		due |= publish_due(d.op == MSTAT_OP_FREE ? 0 : d.size);
 	}
 	take_spill(NULL, 0, proc.early);
@@ -629,7 +647,9 @@ mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
 	}
 	if (thread_forking) {
 		forking_begin();
-		count_into(proc.forking, op, freed, size, requested);
+		count_into(proc.forking,
+			   &proc.forking[MSTAT_CLASS_COUNT][MSTAT_T_REQUESTED_BYTES],
+			   op, freed, size, requested);
 		forking_end();
 		return;
 	}
@@ -641,7 +661,7 @@ mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
 		};
 		mstat_section_count(&sec, op, freed, size, requested);
 	} else if (s == SHARED_EARLY) {
-		count_into(proc.early, op, freed, size, requested);
+		count_early(op, freed, size, requested);
 		due = publish_due(op == MSTAT_OP_FREE ? 0 : size);
 	}
 	if (shared_close(s, g) || due)
@@ -989,6 +1009,8 @@ start(void)
 	/* A section on a segment no reader can see yet, which nothing can
 	 * stop: epoch 0, generation 0. */
 	(void)take_deferred_early();
+	proc.early[MSTAT_CLASS_COUNT][MSTAT_T_REQUESTED_BYTES] += proc.early_requested;
+	proc.early_requested = 0;
 	add_rows(mstat_segment_slot(&seg, MSTAT_SHARED_SLOT), 0, proc.early);
 	memset(proc.early, 0, sizeof(proc.early));
 	mstat_segment_publish(&seg);
