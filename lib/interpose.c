@@ -168,28 +168,60 @@ glibc_usable(const void *p)
 }
 
 /*
- * The class of live block `p` of glibc's, and its usable size in *usable,
- * from its chunk header.  Most blocks are chunks below 1 KiB, not
- * mmapped: their size is a multiple of 16, so `h >> 4` is the chunk size
- * in 16-byte steps (the flags, bits 0-2, fall off), the usable size
- * 16k - 8 is in the same class as 16k (class bounds are multiples of 16),
- * and the class is the size table's entry k.  IS_MMAPPED (bit 1), kept
- * through a rotation, puts k far out of the table's range: an mmapped
- * chunk, whose header is 16 bytes, takes the general decode.
+ * With glibc's header, a sampled block of more than a page stays where
+ * glibc made it (sampled()): moving it would copy it, and a sampled
+ * realloc of a large buffer twice (once moved, once again at its next
+ * realloc, which glibc would have made in place or with mremap).  It is
+ * found by its address as it goes (leaving()).
  */
-static inline unsigned
-glibc_class(const void *p, size_t *usable)
+#define SAMPLE_IN_PLACE MSTAT_SAMPLE_ALIGN
+
+/*
+ * The class of live block `p` of glibc's in *c, and its usable size in
+ * *usable, from its chunk header, if it is one of most blocks: a chunk
+ * below 1 KiB, not mmapped.  Its size is a multiple of 16, so `h >> 4` is
+ * the chunk size in 16-byte steps (the flags, bits 0-2, fall off), the
+ * usable size 16k - 8 is in the same class as 16k (class bounds are
+ * multiples of 16), and the class is the size table's entry k.
+ * IS_MMAPPED (bit 1), kept through a rotation, puts k far out of the
+ * table's range: an mmapped chunk, whose header is 16 bytes, is left to
+ * the general decode (false).
+ */
+static inline __attribute__((always_inline)) bool
+glibc_small(const void *p, unsigned *c, size_t *usable)
 {
 	size_t h = header_word(p);
 	size_t k = h & ~(size_t)5; /* PREV_INUSE, NON_MAIN_ARENA off */
 
 	k = (k >> 4) | (k << 60); /* IS_MMAPPED to bit 61 */
-	if (LIKELY(k < MSTAT_TABLE_MAX / 16)) {
-		*usable = (h & ~(size_t)7) - 8;
-		return mstat_small_class[k];
-	}
+	if (UNLIKELY(k >= MSTAT_TABLE_MAX / 16))
+		return false;
+	*usable = (h & ~(size_t)7) - 8;
+	*c = mstat_small_class[k];
+	return true;
+}
+
+/* The same for any live block of glibc's; returns the class. */
+static inline unsigned
+glibc_class(const void *p, size_t *usable)
+{
+	unsigned c;
+
+	if (LIKELY(glibc_small(p, &c, usable)))
+		return c;
 	*usable = glibc_usable(p);
 	return mstat_size_class(*usable);
+}
+
+/* Block `p` of glibc's, of `usable` bytes, is on its way out (freed, or
+ * handed to realloc): a sample left in place leaves the live table. */
+static inline void
+leaving(void *p, size_t usable)
+{
+	size_t counted; /* its own usable size: it was not moved */
+
+	if (UNLIKELY(usable > SAMPLE_IN_PLACE))
+		(void)mstat_profile_freed(p, &counted);
 }
 
 /* The loaded object (its link map) that holds code address `fn`, or NULL.
@@ -577,7 +609,8 @@ sampled(void *q, size_t n, size_t copy, bool zero, const void *caller)
 	void *p = q;
 
 	if (!q || in_arena(q) || !counted_size(q, &size) ||
-	    (!mstat_sample_aligned(q) && !(p = sampled_memalign(size)))) {
+	    (!mstat_sample_aligned(q) && !(header_sizes() && size > SAMPLE_IN_PLACE) &&
+	     !(p = sampled_memalign(size)))) {
 		mstat_profile_cancel();
 		return q;
 	}
@@ -710,16 +743,36 @@ free_other(void *p)
 	next.free(p);
 }
 
-/* Into an open section, with glibc's header: the free of `p`, counted
- * while it is live, then freed. */
+/* free_header() of a block past the size table, out of line: its call
+ * is the fast path's last, and needs no register of the fast path. */
+static __attribute__((noinline)) void
+free_header_large(struct mstat_shm_slot *slot, unsigned g, void *p)
+{
+	struct mstat_section sec = { slot, g };
+	size_t u = glibc_usable(p);
+
+	leaving(p, u);
+	mstat_section_count_classes(&sec, MSTAT_OP_FREE, mstat_size_class(u), u,
+				    0, 0, 0);
+	next.free(p);
+	mstat_section_close(&sec);
+}
+
+/* In open section `sec`, with glibc's header: the free of `p`, counted
+ * while it is live, then freed; the section closed. */
 static inline __attribute__((always_inline)) void
-count_header_free(const struct mstat_section *sec, void *p)
+free_header(const struct mstat_section *sec, void *p)
 {
 	size_t u;
-	unsigned c = glibc_class(p, &u);
+	unsigned c;
 
+	if (UNLIKELY(!glibc_small(p, &c, &u))) {
+		free_header_large(sec->slot, sec->g, p);
+		return;
+	}
 	mstat_section_count_classes(sec, MSTAT_OP_FREE, c, u, 0, 0, 0);
 	next.free(p);
+	mstat_section_close(sec);
 }
 
 static MSTAT_START_TEXT __attribute__((noinline)) void
@@ -739,12 +792,13 @@ free_slow(void *p)
 		return;
 	}
 	if (!mstat_section_open_slow(&sec)) {
-		mstat_count_unslotted(MSTAT_OP_FREE, glibc_usable(p), 0, 0);
+		size = glibc_usable(p);
+		leaving(p, size);
+		mstat_count_unslotted(MSTAT_OP_FREE, size, 0, 0);
 		next.free(p);
 		return;
 	}
-	count_header_free(&sec, p);
-	mstat_section_close(&sec);
+	free_header(&sec, p);
 }
 
 static inline __attribute__((always_inline)) void
@@ -765,8 +819,7 @@ do_free(void *p)
 	}
 	sec.slot = slot;
 	/* Counted first: the size is read while the block is live. */
-	count_header_free(&sec, p);
-	mstat_section_close(&sec);
+	free_header(&sec, p);
 }
 
 MSTAT_START_TEXT MSTAT_EXPORT void
@@ -896,7 +949,11 @@ realloc_plain(void *old, size_t n)
 	/* The old block is live and this thread's until next.realloc(). */
 	if (LIKELY(header_sizes())) {
 		bool open = mstat_section_open(&sec);
+		/* A sample left in place leaves the live table before glibc
+		 * can free old; should the realloc fail, the block stays
+		 * live, unsampled, and its site shows it freed. */
 		unsigned old_class = glibc_class(old, &old_size);
+		leaving(old, old_size);
 		p = next.realloc(old, n);
 		if (p || n == 0) { /* glibc: realloc(p, 0) frees p, gives NULL */
 			enum mstat_op op = p ? MSTAT_OP_REALLOC : MSTAT_OP_FREE;
