@@ -595,7 +595,8 @@ counted_size(void *q, size_t *size)
  * Block `q` of `n` bytes, just made and counted by the plain path, becomes
  * a sampled one (profile.h): moved to a page-aligned block of the next
  * allocator's, at least as large as q, with q's first `copy` bytes (or
- * zeroed, if `zero`), unless it is page-aligned already.  It is remembered
+ * zeroed, if `zero`), unless it is page-aligned already or, with glibc,
+ * larger than a page (SAMPLE_IN_PLACE).  It is remembered
  * with the size q was counted with, which its free is counted with and
  * malloc_usable_size() says: the plain block's, whatever sampling does.
  * If it cannot be (no block, no page-aligned one, no room in the live
