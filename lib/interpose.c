@@ -829,24 +829,76 @@ free(void *p)
 	do_free(p);
 }
 
+/* calloc but for its fast path; `due`: the countdown ran out. */
+static __attribute__((noinline)) void *
+calloc_slow(size_t n, size_t size, size_t total, bool due, const void *caller)
+{
+	bool sample = due && mstat_profile_begin(total);
+	void *p;
+
+	if (UNLIKELY(!ready())) {
+		if (sample)
+			mstat_profile_cancel();
+		return arena_alloc(total, ARENA_ALIGN); /* zeroed: never reused */
+	}
+	ALLOCATE(p, next.calloc(n, size), total);
+	return UNLIKELY(sample) ? sampled(p, total, 0, true, caller) : p;
+}
+
 MSTAT_START_TEXT MSTAT_EXPORT void *
 calloc(size_t n, size_t size)
 {
+	struct mstat_shm_slot *slot = mstat_thread.fast;
+	struct mstat_section sec;
 	size_t total;
 
 	if (__builtin_mul_overflow(n, size, &total)) {
 		errno = ENOMEM;
 		return NULL;
 	}
-	if (UNLIKELY(!ready()))
-		return arena_alloc(total, ARENA_ALIGN); /* zeroed: never reused */
-	void *p;
-	bool sample = UNLIKELY(mstat_sample_due(total)) && mstat_profile_begin(total);
-	ALLOCATE(p, next.calloc(n, size), total);
-	return UNLIKELY(sample) ? sampled(p, total, 0, true, __builtin_return_address(0)) : p;
+	/* As malloc's fast path (do_malloc()); the rest out of line. */
+	bool due = mstat_sample_due(total);
+	if (UNLIKELY(due) || UNLIKELY(slot == NULL) ||
+	    UNLIKELY(mstat_wsection_begin(slot, &mstat_writer_config.epoch, false,
+					  &sec.g) != MSTAT_WS_OPEN))
+		return calloc_slow(n, size, total, due, __builtin_return_address(0));
+	sec.slot = slot;
+	void *p = next.calloc(n, size);
+	if (LIKELY(p != NULL))
+		count_header_alloc(&sec, p, total);
+	mstat_section_close(&sec);
+	return p;
 }
 
 static void *realloc_plain(void *old, size_t n);
+
+/* With glibc's header, in section `sec` if it is open (else without one
+ * of the thread's own): the realloc of live block `old`, counted; the
+ * section closed. */
+static inline __attribute__((always_inline)) void *
+realloc_header(const struct mstat_section *sec, bool open, void *old, size_t n)
+{
+	size_t old_size, size = 0;
+	/* A sample left in place leaves the live table before glibc can
+	 * free old; should the realloc fail, the block stays live,
+	 * unsampled, and its site shows it freed. */
+	unsigned old_class = glibc_class(old, &old_size);
+
+	leaving(old, old_size);
+	void *p = next.realloc(old, n);
+	if (p || n == 0) { /* glibc: realloc(p, 0) frees p, gives NULL */
+		enum mstat_op op = p ? MSTAT_OP_REALLOC : MSTAT_OP_FREE;
+		unsigned c = p ? glibc_class(p, &size) : 0;
+		if (LIKELY(open))
+			mstat_section_count_classes(sec, op, old_class, old_size, c,
+						    size, n);
+		else
+			mstat_count_unslotted(op, old_size, size, n);
+	}
+	if (LIKELY(open))
+		mstat_section_close(sec);
+	return p;
+}
 
 /*
  * realloc whose new block is to be sampled (`sample`: mstat_profile_begin()
@@ -936,11 +988,19 @@ realloc(void *old, size_t n)
 				       __builtin_return_address(0));
 	if (UNLIKELY(mstat_sample_aligned(old)) && mstat_sample_maybe(old))
 		return realloc_sampled(old, n, false, NULL);
-	return realloc_plain(old, n);
+	/* As free's fast path (do_free()); the rest out of line. */
+	struct mstat_shm_slot *slot = mstat_thread.fast;
+	struct mstat_section sec;
+	if (UNLIKELY(slot == NULL) ||
+	    UNLIKELY(mstat_wsection_begin(slot, &mstat_writer_config.epoch, false,
+					  &sec.g) != MSTAT_WS_OPEN))
+		return realloc_plain(old, n);
+	sec.slot = slot;
+	return realloc_header(&sec, true, old, n);
 }
 
 /* realloc of a block of the next allocator's that was not sampled. */
-static MSTAT_START_TEXT void *
+static __attribute__((noinline)) void *
 realloc_plain(void *old, size_t n)
 {
 	struct mstat_section sec;
@@ -950,25 +1010,7 @@ realloc_plain(void *old, size_t n)
 	/* The old block is live and this thread's until next.realloc(). */
 	if (LIKELY(header_sizes())) {
 		bool open = mstat_section_open(&sec);
-		/* A sample left in place leaves the live table before glibc
-		 * can free old; should the realloc fail, the block stays
-		 * live, unsampled, and its site shows it freed. */
-		unsigned old_class = glibc_class(old, &old_size);
-		leaving(old, old_size);
-		p = next.realloc(old, n);
-		if (p || n == 0) { /* glibc: realloc(p, 0) frees p, gives NULL */
-			enum mstat_op op = p ? MSTAT_OP_REALLOC : MSTAT_OP_FREE;
-			size_t size = 0;
-			unsigned c = p ? glibc_class(p, &size) : 0;
-			if (LIKELY(open))
-				mstat_section_count_classes(&sec, op, old_class,
-							    old_size, c, size, n);
-			else
-				mstat_count_unslotted(op, old_size, size, n);
-		}
-		if (LIKELY(open))
-			mstat_section_close(&sec);
-		return p;
+		return realloc_header(&sec, open, old, n);
 	}
 	bool unsized_old = unsized_any() && unsized_forget(old, &old_size);
 	if (!unsized_old)
