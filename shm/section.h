@@ -165,7 +165,7 @@ mstat_wsection_requested(struct mstat_shm_slot *slot, unsigned g, uint64_t n)
  * count the slot ever makes in the row (and once per generation after):
  * the test is on a value loaded anyway, where a test of the bitmap would
  * cost a load of its own on every count. */
-static inline void
+static inline __attribute__((always_inline)) void
 mstat_wsection_count(struct mstat_shm_slot *slot, unsigned g, unsigned row,
 		     unsigned k, uint64_t bytes)
 {
