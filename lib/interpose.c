@@ -829,8 +829,9 @@ free(void *p)
 	do_free(p);
 }
 
-/* calloc but for its fast path; `due`: the countdown ran out. */
-static __attribute__((noinline)) void *
+/* calloc but for its fast path; `due`: the countdown ran out.  Every
+ * calloc of a process that has no segment yet comes here. */
+static MSTAT_START_TEXT __attribute__((noinline)) void *
 calloc_slow(size_t n, size_t size, size_t total, bool due, const void *caller)
 {
 	bool sample = due && mstat_profile_begin(total);
@@ -999,8 +1000,10 @@ realloc(void *old, size_t n)
 	return realloc_header(&sec, true, old, n);
 }
 
-/* realloc of a block of the next allocator's that was not sampled. */
-static __attribute__((noinline)) void *
+/* realloc of a block of the next allocator's that was not sampled, but
+ * for realloc()'s fast path; every realloc of a process that has no
+ * segment yet among them. */
+static MSTAT_START_TEXT __attribute__((noinline)) void *
 realloc_plain(void *old, size_t n)
 {
 	struct mstat_section sec;
