@@ -655,11 +655,11 @@ free_sampled(void *p, size_t size)
 }
 
 /*
- * malloc and free have a fast path for the common case: glibc behind the
- * library, membarrier mode, a thread with a slot of its own.  One load of
- * the thread's `fast` slot decides (writer.h: it is NULL in every other
- * case), the section's own tests follow (nested, stopped), and the rest
- * stays out of line.
+ * malloc, free, calloc and realloc have a fast path for the common case:
+ * glibc behind the library, membarrier mode, a thread with a slot of its
+ * own.  One load of the thread's `fast` slot decides (writer.h: it is
+ * NULL in every other case), the section's own tests follow (nested,
+ * stopped), and the rest stays out of line.
  */
 
 static MSTAT_START_TEXT __attribute__((noinline)) void *
