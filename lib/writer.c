@@ -451,6 +451,20 @@ take_spill(struct mstat_shm_slot *slot, unsigned g, mstat_rows acc)
 		}
 }
 
+/*
+ * The same, for a holder of shared_lock.  Not while count_deferred() is
+ * taking on this thread: a signal handler that interrupts it half-way
+ * through a take (the entry read, `out` not yet moved on), and counts
+ * with the lock free, would take that entry too and count it twice.
+ * count_deferred() takes what is left, including what handlers deferred
+ * meanwhile.
+ */
+static bool
+take_deferred_held(struct deferred *d)
+{
+	return !thread_draining && take_deferred(d);
+}
+
 static bool publish_due(uint64_t bytes);
 
 /* Under shared_lock, before the segment exists: this thread's deferred
@@ -461,7 +475,7 @@ take_deferred_early(void)
 	struct deferred d;
 	bool due = false;
 
-	while (take_deferred(&d)) {
+	while (take_deferred_held(&d)) {
 		count_early(d.op, d.freed, d.size, d.requested);
 		due |= publish_due(d.op == MSTAT_OP_FREE ? 0 : d.size);
 	}
@@ -532,7 +546,7 @@ shared_close(enum shared s, unsigned g)
 		struct mstat_section sec = {
 			mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT), g
 		};
-		while (take_deferred(&d))
+		while (take_deferred_held(&d))
 			mstat_section_count(&sec, d.op, d.freed, d.size, d.requested);
 		take_spill(sec.slot, g, NULL);
 		mstat_wsection_end(sec.slot);
@@ -680,15 +694,20 @@ count_deferred(void)
 	if (thread_draining)
 		return; /* the taker below goes on */
 	thread_draining = true;
-	while (take_deferred(&d))
-		mstat_count(d.op, d.freed, d.size, d.requested);
-	if (atomic_load_explicit(&proc.spilled, memory_order_relaxed) &&
-	    !thread_forking && !proc.disabled) {
-		unsigned g = 0;
-		enum shared s = shared_open(&g);
-		if (shared_close(s, g))
-			publish();
-	}
+	do {
+		while (take_deferred(&d))
+			mstat_count(d.op, d.freed, d.size, d.requested);
+		if (atomic_load_explicit(&proc.spilled, memory_order_relaxed) &&
+		    !thread_forking && !proc.disabled) {
+			unsigned g = 0;
+			enum shared s = shared_open(&g);
+			if (shared_close(s, g))
+				publish();
+		}
+		/* Deferred while the lock was held above: the holder left them
+		 * (take_deferred_held()).  No handler defers once it is free. */
+	} while (atomic_load_explicit(&thread_deferred_out, memory_order_relaxed) !=
+		 atomic_load_explicit(&thread_deferred_in, memory_order_relaxed));
 	thread_draining = false;
 }
 
