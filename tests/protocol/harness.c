@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -62,6 +63,9 @@ writer_start(struct writer *w, const char *mode, unsigned slots,
 		dup2(out[1], 1);
 		close(in[1]);
 		close(out[0]);
+		/* Gone with the test, even stopped, should an assertion end
+		 * the test before it lets the writer go. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		setenv("MSTAT_MODE", mode, 1);
 		if (slots) {
 			snprintf(slots_env, sizeof(slots_env), "%u", slots);
