@@ -705,7 +705,10 @@ count_deferred(void)
 				publish();
 		}
 		/* Deferred while the lock was held above: the holder left them
-		 * (take_deferred_held()).  No handler defers once it is free. */
+		 * (take_deferred_held()).  No handler defers once it is free.
+		 * Relaxed, as in take_deferred(): only this thread and its
+		 * handlers touch the ring, and a handler ends before the code
+		 * it interrupted goes on. */
 	} while (atomic_load_explicit(&thread_deferred_out, memory_order_relaxed) !=
 		 atomic_load_explicit(&thread_deferred_in, memory_order_relaxed));
 	thread_draining = false;
