@@ -72,19 +72,12 @@ seg_at(uint32_t classes, uint32_t slots, uint32_t in_file, uint32_t mode,
 	memset(s.buf, 0, s.len);
 	s.prof = NULL;
 	s.h = h = (struct mstat_shm_header *)s.buf;
-	h->version_major = MSTAT_SHM_VERSION_MAJOR;
-	h->version_minor = MSTAT_SHM_VERSION_MINOR;
-	h->header_size = sizeof(*h);
-	h->class_count = classes;
-	h->row_counters = MSTAT_ROW_COUNTERS;
+	/* The smallest profile a reader accepts (one page); the class
+	 * table moved to `classes_offset`, and what follows it with it. */
+	mstat_header_geometry(h, classes, slots, 1, 1, 1);
 	h->classes_offset = classes_offset;
 	h->slots_offset = slots_offset;
-	h->slot_size = MSTAT_SLOT_SIZE(classes);
-	h->slot_count = slots;
-	/* The smallest profile a reader accepts: one page. */
 	h->profile_offset = slots_offset + slots * h->slot_size;
-	h->stack_capacity = h->frame_capacity = h->module_capacity = 1;
-	h->profile_size = MSTAT_PROFILE_SIZE(1, 1, 1);
 	h->segment_size = (uint64_t)h->profile_offset + h->profile_size;
 	h->writer_mode = mode;
 	h->pid = 4242;
