@@ -40,6 +40,14 @@ TAG = "e2e%d" % os.getpid()  # unique names for this run
 # targets all run under memcheck, tens of times slower.
 VALGRIND = "vgpreload" in os.environ.get("LD_PRELOAD", "")
 TIMEOUT = 90 * (20 if VALGRIND else 1)  # a hang, not a slow machine
+# Under valgrind, tmux and the shell are not traced (VALGRIND_OPTS in
+# meson.build skips them): mstat-top in a terminal is run under memcheck
+# by this prefix, with the suppressions the setup gives every test.
+MEMCHECK = ("valgrind -q --error-exitcode=9 --leak-check=full "
+            "--suppressions=%s --suppressions=%s " % (
+                os.path.join(SRC, "valgrind.supp"),
+                os.path.join(SRC, "..", "interpose", "valgrind.supp"))
+            if VALGRIND else "")
 
 children = []
 planted = []
@@ -195,7 +203,11 @@ def table_rows(out):
     return rows
 
 
-def display_name(name, comm="mstat-observer-"):
+# The targets' comm: under memcheck, valgrind's own.
+TARGET_COMM = "memcheck-amd64-" if VALGRIND else "mstat-observer-"
+
+
+def display_name(name, comm=TARGET_COMM):
     """What NAME shows: the name, and the comm where that differs."""
     return name if name.startswith(comm) else "%s [%s]" % (name, comm)
 
@@ -731,14 +743,10 @@ def test_interactive():
     err = "/tmp/mstat-top-%s.err" % TAG
     status = "/tmp/mstat-top-%s.status" % TAG
     tsan = os.environ.get("TSAN_OPTIONS", "")
-    # Under valgrind, tmux and the shell are not traced (VALGRIND_OPTS in
-    # meson.build skips them): mstat-top is run under memcheck by name.
-    vg = ("valgrind -q --error-exitcode=9 --leak-check=full --suppressions=%s "
-          % os.path.join(SRC, "valgrind.supp")) if VALGRIND else ""
     t = Tmux("TERM=screen TSAN_OPTIONS='%s' %s%s -d 0.3 --linger 2 -F %s "
              "-p %d,%d,%d "
-             "2>%s; echo $? >%s" % (tsan, vg, TOP, TAG, big.pid, small.pid,
-                                    doomed.pid, err, status))
+             "2>%s; echo $? >%s" % (tsan, MEMCHECK, TOP, TAG, big.pid,
+                                    small.pid, doomed.pid, err, status))
     try:
         s = t.wait(lambda s: rows_of(s, pids) and len(rows_of(s, pids)) == 2
                    and rows_of(s, {doomed.pid}), "the three processes")
@@ -1212,10 +1220,8 @@ def test_escape():
         return
     err_file = "/tmp/mstat-top-%s.err" % TAG
     tsan = os.environ.get("TSAN_OPTIONS", "")
-    vg = ("valgrind -q --error-exitcode=9 --leak-check=full --suppressions=%s "
-          % os.path.join(SRC, "valgrind.supp")) if VALGRIND else ""
     tm = Tmux("TERM=screen LANG=C.UTF-8 TSAN_OPTIONS='%s' %s%s -d 0.3 -F %s "
-              "2>%s" % (tsan, vg, TOP, TAG, err_file), w=160)
+              "2>%s" % (tsan, MEMCHECK, TOP, TAG, err_file), w=160)
 
     def capture():
         raw = tm.tmux("capture-pane", "-p", "-t", "t").stdout
