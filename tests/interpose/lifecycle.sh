@@ -5,16 +5,17 @@
 # what is left there is exactly what these processes left.
 # Usage: lifecycle.sh LIBMSTATSHM ENDER MSTAT_RUN MSTAT_TOP
 set -euo pipefail
+. "$(dirname "$0")/../shell.sh"
 lib=$1 ender=$2 run=$3 top=$4
 if [ -z "${MSTAT_LIFECYCLE_PRIVATE:-}" ]; then
 	if ! unshare -m true 2>/dev/null; then
 		echo "SKIP: needs root for a private /dev/shm (unshare -m)"
 		exit 77
 	fi
-	exec unshare -m env MSTAT_LIFECYCLE_PRIVATE=1 bash "$0" "$@"
+	unshare -m env MSTAT_LIFECYCLE_PRIVATE=1 bash "$0" "$@"
+	exit
 fi
 mount -t tmpfs -o size=64m,mode=1777 mstat-lifecycle /dev/shm
-. "$(dirname "$0")/../shell.sh"
 ulimit -c 0
 segs() { ls /dev/shm; }
 none_left() { [ -z "$(segs)" ] || fail "$1: left $(segs | tr '\n' ' ')"; }
