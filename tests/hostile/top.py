@@ -20,7 +20,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "observer"))
 import e2e  # noqa: E402
-from e2e import (TAG, TIMEOUT, TOP, Target, check, expect_fixed,  # noqa: E402
+from e2e import (TAG, TIMEOUT, TOP, VALGRIND, Target, check, expect_fixed,  # noqa: E402
                  find, hold_owner_lock, plant, segment_head, ticks,
                  with_identity)
 
@@ -76,6 +76,11 @@ def test_fdlimit():
     """More segments than the soft limit on descriptors: mstat-top raises
     it to the hard limit and shows them all; with a hard limit too low,
     it says how many it could not read."""
+    if VALGRIND:
+        # Valgrind keeps descriptors of its own under the limit, and
+        # refuses to have it changed.
+        print("descriptor limits are not tested under valgrind")
+        sys.exit(77)
     n = 200
     ref = Target("fixed", TAG + "-ref")
     head, size = segment_head(ref.pid)
