@@ -28,7 +28,12 @@ trap cleanup EXIT
 for mode in steady churning leaking; do
 	"$run" --name "demo-$mode" -- "$work" "$mode" & pids+=($!)
 done
-(while :; do "$run" --name demo-short -- "$work" short; sleep 1; done) &
+# Killing the loop would leave its current run behind: it takes that along.
+(trap 'kill $! 2>/dev/null; wait; exit' TERM
+ while :; do
+	"$run" --name demo-short -- "$work" short & wait $! || true
+	sleep 1
+ done) &
 pids+=($!)
 sleep 0.5
 
