@@ -105,20 +105,27 @@ in_arena(const void *p)
 }
 
 /* The word before block `p`: the allocator's header, outside the object
- * the compiler thinks malloc returned.  The empty asm hides where the
- * pointer came from, so object-size tracking (-Warray-bounds at -O3)
- * does not call the read out of bounds; it emits no instruction. */
+ * the compiler thinks malloc returned.  The address is made from an
+ * integer, so object-size tracking (-Warray-bounds at -O3) does not call
+ * the read out of bounds. */
 static inline size_t
 header_word(const void *p)
 {
-	__asm__("" : "+r"(p));
-	return ((const size_t *)p)[-1];
+	return *(const size_t *)((uintptr_t)p - sizeof(size_t));
 }
+
+/*
+ * An arena block's header word is its size with the top bit set: to the
+ * decode of glibc's headers (glibc_small()) a chunk far too large for
+ * the inline path, so that free()'s inline path need not test for the
+ * arena; the path it leaves to does.
+ */
+#define ARENA_MARK ((size_t)1 << 63)
 
 static inline size_t
 arena_usable(const void *p)
 {
-	return header_word(p);
+	return header_word(p) & ~ARENA_MARK;
 }
 
 /* A zeroed block of `n` bytes aligned to `align` (a power of two), or NULL
@@ -142,7 +149,7 @@ arena_alloc(size_t n, size_t align)
 	} while (!atomic_compare_exchange_weak_explicit(
 		&arena_used, &used, start + size, memory_order_relaxed,
 		memory_order_relaxed));
-	((size_t *)(arena + start))[-1] = size;
+	((size_t *)(arena + start))[-1] = size | ARENA_MARK;
 	void *p = arena + start;
 	mstat_count(MSTAT_OP_ALLOC, 0, size, n);
 	return p;
@@ -177,27 +184,26 @@ glibc_usable(const void *p)
 #define SAMPLE_IN_PLACE MSTAT_SAMPLE_ALIGN
 
 /*
- * The class of live block `p` of glibc's in *c, and its usable size in
- * *usable, from its chunk header, if it is one of most blocks: a chunk
- * below 1 KiB, not mmapped.  Its size is a multiple of 16, so `h >> 4` is
- * the chunk size in 16-byte steps (the flags, bits 0-2, fall off), the
- * usable size 16k - 8 is in the same class as 16k (class bounds are
- * multiples of 16), and the class is the size table's entry k.
- * IS_MMAPPED (bit 1), kept through a rotation, puts k far out of the
- * table's range: an mmapped chunk, whose header is 16 bytes, is left to
- * the general decode (false).
+ * The size step of live block `p` of glibc's in *step, and its usable
+ * size in *usable, from its chunk header, if it is one of most blocks: a
+ * chunk below 1 KiB.  Its size is a multiple of 16, so k = h >> 4 is the
+ * chunk size in 16-byte steps (the flags, bits 0-2, fall off), its usable
+ * size is 16k - 8, which is in the same class as 16k (class bounds are
+ * multiples of 16), and the class is the size table's entry k
+ * (mstat_small_class[k], its row mstat_small_row[k]).  No such chunk is
+ * mmapped: glibc maps whole pages.  Everything else (mmapped chunks, with
+ * their 16-byte header; arena blocks, ARENA_MARK) is left to the general
+ * decode (false).  glibc_layout_holds() tries both decodes.
  */
 static inline __attribute__((always_inline)) bool
-glibc_small(const void *p, unsigned *c, size_t *usable)
+glibc_small(const void *p, size_t *step, size_t *usable)
 {
-	size_t h = header_word(p);
-	size_t k = h & ~(size_t)5; /* PREV_INUSE, NON_MAIN_ARENA off */
+	size_t k = header_word(p) >> 4;
 
-	k = (k >> 4) | (k << 60); /* IS_MMAPPED to bit 61 */
 	if (UNLIKELY(k >= MSTAT_TABLE_MAX / 16))
 		return false;
-	*usable = (h & ~(size_t)7) - 8;
-	*c = mstat_small_class[k];
+	*usable = 16 * k - 8;
+	*step = k;
 	return true;
 }
 
@@ -205,10 +211,10 @@ glibc_small(const void *p, unsigned *c, size_t *usable)
 static inline unsigned
 glibc_class(const void *p, size_t *usable)
 {
-	unsigned c;
+	size_t k;
 
-	if (LIKELY(glibc_small(p, &c, usable)))
-		return c;
+	if (LIKELY(glibc_small(p, &k, usable)))
+		return mstat_small_class[k];
 	*usable = glibc_usable(p);
 	return mstat_size_class(*usable);
 }
@@ -270,8 +276,11 @@ glibc_layout_holds(void)
 		void *p[3] = { next.malloc(sizes[i]), next.calloc(1, sizes[i]),
 			       next.memalign(256, sizes[i]) };
 		for (int k = 0; k < 3; k++) {
+			size_t u;
 			if (p[k])
-				ok &= glibc_usable(p[k]) == next.usable(p[k]);
+				ok &= glibc_class(p[k], &u) == mstat_size_class(u) &&
+				      u == next.usable(p[k]) &&
+				      glibc_usable(p[k]) == u;
 			next.free(p[k]);
 		}
 	}
@@ -515,9 +524,17 @@ static inline __attribute__((always_inline)) void
 count_header_alloc(const struct mstat_section *sec, void *p, size_t requested)
 {
 	size_t u;
-	unsigned c = glibc_class(p, &u);
+	size_t k;
 
-	mstat_section_count_classes(sec, MSTAT_OP_ALLOC, 0, 0, c, u, requested);
+	if (LIKELY(glibc_small(p, &k, &u))) {
+		mstat_section_count_small(sec, MSTAT_C_ALLOC_COUNT,
+					  mstat_small_row[k], u);
+		mstat_wsection_requested(sec->slot, sec->g, requested);
+		return;
+	}
+	u = glibc_usable(p);
+	mstat_section_count_classes(sec, MSTAT_OP_ALLOC, 0, 0, mstat_size_class(u),
+				    u, requested);
 }
 
 static inline __attribute__((always_inline)) void *
@@ -702,6 +719,20 @@ malloc_sampled(size_t n, const void *caller)
 	return sample ? sampled(p, n, 0, false, caller) : p;
 }
 
+/* The end of do_malloc() for a block past the size table or none, out
+ * of line: the inline path then holds nothing the general decode needs
+ * (its registers spared, where gcc kept them all for this). */
+static __attribute__((noinline)) void *
+malloc_header_large(struct mstat_shm_slot *slot, unsigned g, void *p, size_t n)
+{
+	struct mstat_section sec = { slot, g };
+
+	if (LIKELY(p != NULL))
+		count_header_alloc(&sec, p, n);
+	mstat_section_close(&sec);
+	return p;
+}
+
 /* The countdown is tested first: on the thread's line, like `fast`. */
 static inline __attribute__((always_inline)) void *
 do_malloc(size_t n, const void *caller)
@@ -717,10 +748,15 @@ do_malloc(size_t n, const void *caller)
 		return malloc_slow(n);
 	sec.slot = slot;
 	void *p = next.malloc(n);
-	if (LIKELY(p != NULL))
-		count_header_alloc(&sec, p, n);
-	mstat_section_close(&sec);
-	return p;
+	size_t u, k;
+	if (LIKELY(p != NULL) && LIKELY(glibc_small(p, &k, &u))) {
+		mstat_section_count_small(&sec, MSTAT_C_ALLOC_COUNT,
+					  mstat_small_row[k], u);
+		mstat_wsection_requested(slot, sec.g, n);
+		mstat_section_close(&sec);
+		return p;
+	}
+	return malloc_header_large(slot, sec.g, p, n);
 }
 
 MSTAT_START_TEXT MSTAT_EXPORT void *
@@ -744,14 +780,23 @@ free_other(void *p)
 	next.free(p);
 }
 
-/* free_header() of a block past the size table, out of line: its call
- * is the fast path's last, and needs no register of the fast path. */
+/* free_header() of a block past the size table, or of the arena, out of
+ * line: its call is the fast path's last, and needs no register of the
+ * fast path. */
 static __attribute__((noinline)) void
 free_header_large(struct mstat_shm_slot *slot, unsigned g, void *p)
 {
 	struct mstat_section sec = { slot, g };
-	size_t u = glibc_usable(p);
+	size_t u;
 
+	if (UNLIKELY(in_arena(p))) {
+		u = arena_usable(p);
+		mstat_section_count_classes(&sec, MSTAT_OP_FREE, mstat_size_class(u),
+					    u, 0, 0, 0);
+		mstat_section_close(&sec);
+		return;
+	}
+	u = glibc_usable(p);
 	leaving(p, u);
 	mstat_section_count_classes(&sec, MSTAT_OP_FREE, mstat_size_class(u), u,
 				    0, 0, 0);
@@ -765,13 +810,13 @@ static inline __attribute__((always_inline)) void
 free_header(const struct mstat_section *sec, void *p)
 {
 	size_t u;
-	unsigned c;
+	size_t k;
 
-	if (UNLIKELY(!glibc_small(p, &c, &u))) {
+	if (UNLIKELY(!glibc_small(p, &k, &u))) {
 		free_header_large(sec->slot, sec->g, p);
 		return;
 	}
-	mstat_section_count_classes(sec, MSTAT_OP_FREE, c, u, 0, 0, 0);
+	mstat_section_count_small(sec, MSTAT_C_FREE_COUNT, mstat_small_row[k], u);
 	next.free(p);
 	mstat_section_close(sec);
 }
@@ -812,7 +857,6 @@ do_free(void *p)
 	 * be a sampled one (profile.h). */
 	if (UNLIKELY(slot == NULL) ||
 	    (UNLIKELY(mstat_sample_aligned(p)) && (p == NULL || mstat_sample_maybe(p))) ||
-	    UNLIKELY(in_arena(p)) ||
 	    UNLIKELY(mstat_wsection_begin(slot, &mstat_writer_config.epoch, false,
 					  &sec.g) != MSTAT_WS_OPEN)) {
 		free_slow(p);

@@ -44,6 +44,19 @@
 #include <stdint.h>
 
 #include "layout.h"
+#include "sizeclass.h"
+
+/*
+ * A single writer's add to a word of its own slot is one `add` to memory
+ * on x86-64: never a locked one, and not the load, add and store that
+ * gcc makes of a relaxed atomic load and store, two more instructions on
+ * every count.  The word is loaded and stored once each, as with the
+ * relaxed pair, so a reader sees its old value or its new one.
+ * ThreadSanitizer sees only the C form, and gets it.
+ */
+#if defined(__x86_64__) && !defined(__SANITIZE_THREAD__)
+#define MSTAT_WSECTION_ADD_ASM 1
+#endif
 
 enum mstat_wsection {
 	MSTAT_WS_OPEN,    /* entered: add, then end */
@@ -112,13 +125,30 @@ stopped:
 	return MSTAT_WS_STOPPED;
 }
 
+/* The counters of generation `g` of `slot`. */
+static inline _Atomic uint64_t *
+mstat_wsection_gen(struct mstat_shm_slot *slot, unsigned g)
+{
+#define MSTAT_GEN_BYTES (MSTAT_GEN_COUNTERS(MSTAT_CLASS_COUNT) * sizeof(uint64_t))
+	size_t at;
+
+#ifdef MSTAT_WSECTION_ADD_ASM
+	/* One imul: gcc makes three instructions of a multiply by this
+	 * constant (73 * 64), on every count. */
+	__asm__("imulq %2, %1, %0" : "=r"(at) : "rm"((size_t)g), "i"(MSTAT_GEN_BYTES));
+#else
+	at = (size_t)g * MSTAT_GEN_BYTES;
+#endif
+#undef MSTAT_GEN_BYTES
+	return (_Atomic uint64_t *)((char *)slot->acc + at);
+}
+
 /* Counter `k` of class row `row` in generation `g` of `slot`. */
 static inline _Atomic uint64_t *
 mstat_wsection_counter(struct mstat_shm_slot *slot, unsigned g, unsigned row,
 		       unsigned k)
 {
-	return slot->acc + (size_t)g * MSTAT_GEN_COUNTERS(MSTAT_CLASS_COUNT) +
-	       (size_t)row * MSTAT_ROW_COUNTERS + k;
+	return mstat_wsection_gen(slot, g) + (size_t)row * MSTAT_ROW_COUNTERS + k;
 }
 
 /* Note that this slot writes class row `row`; readers sum only rows noted. */
@@ -134,13 +164,17 @@ mstat_wsection_touch(struct mstat_shm_slot *slot, unsigned row)
 		atomic_store_explicit(w, v | bit, memory_order_relaxed);
 }
 
-/* Single writer: a plain load and store, never a locked add.  Published
- * by (C). */
+/* Single writer: a plain add, never a locked one (see the top of this
+ * file).  Published by (C). */
 static inline void
 mstat_wsection_bump(_Atomic uint64_t *c, uint64_t n)
 {
+#ifdef MSTAT_WSECTION_ADD_ASM
+	__asm__ volatile("addq %1, %0" : "+m"(*(uint64_t *)c) : "er"(n));
+#else
 	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + n,
 			      memory_order_relaxed);
+#endif
 }
 
 /* Add `n` to counter `k` of class row `row` in generation `g` (the row
@@ -178,6 +212,44 @@ mstat_wsection_count(struct mstat_shm_slot *slot, unsigned g, unsigned row,
 		mstat_wsection_touch(slot, row);
 }
 
+/*
+ * The first counter of the class row of glibc chunks of 16 * k bytes
+ * (mstat_small_class[k] * MSTAT_ROW_COUNTERS), k < 64: what the
+ * interposer's inline path indexes a generation with, the multiply done
+ * here.  One cache line.
+ */
+#define MSTAT_SMALL_ROW(i) (MSTAT_SC(i) * MSTAT_ROW_COUNTERS)
+static const uint8_t mstat_small_row[MSTAT_TABLE_MAX / 16]
+	__attribute__((unused, aligned(64))) = {
+	MSTAT_SC16(MSTAT_SMALL_ROW, 0), MSTAT_SC16(MSTAT_SMALL_ROW, 16),
+	MSTAT_SC16(MSTAT_SMALL_ROW, 32), MSTAT_SC16(MSTAT_SMALL_ROW, 48),
+};
+_Static_assert(MSTAT_SMALL_ROW(MSTAT_TABLE_MAX / 16 - 1) <= UINT8_MAX,
+	       "the rows of small chunks fit the table's bytes");
+
+/*
+ * Notes every row mstat_small_row[] points at, once, when a thread takes
+ * a slot: then counts into those rows need not test for their first
+ * (mstat_wsection_count_noted()).  A reader sums these rows of the slot
+ * even while they are zero: 25 rows, which a running program uses
+ * anyway.
+ */
+static inline void
+mstat_wsection_touch_small(struct mstat_shm_slot *slot)
+{
+	for (unsigned k = 0; k < MSTAT_TABLE_MAX / 16; k++)
+		mstat_wsection_touch(slot, mstat_small_class[k]);
+}
+
+/* mstat_wsection_count() into a row already noted: `row`, a generation's
+ * counters plus an entry of mstat_small_row[]. */
+static inline __attribute__((always_inline)) void
+mstat_wsection_count_noted(_Atomic uint64_t *row, unsigned k, uint64_t bytes)
+{
+	mstat_wsection_bump(&row[k], 1);
+	mstat_wsection_bump(&row[k + 1], bytes);
+}
+
 _Static_assert(MSTAT_C_ALLOC_BYTES == MSTAT_C_ALLOC_COUNT + 1 &&
 		       MSTAT_C_FREE_BYTES == MSTAT_C_FREE_COUNT + 1,
 	       "each count is followed by its bytes");
@@ -185,11 +257,17 @@ _Static_assert(MSTAT_C_ALLOC_BYTES == MSTAT_C_ALLOC_COUNT + 1 &&
 static inline void
 mstat_wsection_end(struct mstat_shm_slot *slot)
 {
-	uint64_t s = atomic_load_explicit(&slot->head.seq, memory_order_relaxed);
-
 	/* (C) even seq, release: publishes every add of the section; pairs
 	 * with the reader's acquire (E). */
+#ifdef MSTAT_WSECTION_ADD_ASM
+	/* An x86-64 store is a release store; the "memory" clobber keeps
+	 * the compiler from moving any add of the section below it. */
+	__asm__ volatile("addq $1, %0" : "+m"(*(uint64_t *)&slot->head.seq) : : "memory");
+#else
+	uint64_t s = atomic_load_explicit(&slot->head.seq, memory_order_relaxed);
+
 	atomic_store_explicit(&slot->head.seq, s + 1, memory_order_release);
+#endif
 }
 
 #endif /* MSTAT_SHM_SECTION_H */
