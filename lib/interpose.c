@@ -277,10 +277,10 @@ glibc_layout_holds(void)
 			       next.memalign(256, sizes[i]) };
 		for (int k = 0; k < 3; k++) {
 			size_t u;
-			if (p[k])
-				ok &= glibc_class(p[k], &u) == mstat_size_class(u) &&
-				      u == next.usable(p[k]) &&
-				      glibc_usable(p[k]) == u;
+			if (p[k]) {
+				(void)glibc_class(p[k], &u);
+				ok &= u == next.usable(p[k]) && glibc_usable(p[k]) == u;
+			}
 			next.free(p[k]);
 		}
 	}
@@ -519,20 +519,27 @@ new_size(void *p, size_t requested)
 
 /* ---- the family ---- */
 
-/* Into an open section, with glibc's header: the allocation of `p`. */
+/* Into an open section, with glibc's header: the allocation of `p`, if
+ * it is a small chunk (glibc_small()); false if not. */
+static inline __attribute__((always_inline)) bool
+count_header_small(const struct mstat_section *sec, void *p, size_t requested)
+{
+	size_t u, k;
+
+	if (UNLIKELY(!glibc_small(p, &k, &u)))
+		return false;
+	mstat_section_count_small(sec, MSTAT_C_ALLOC_COUNT, mstat_small_row[k], u);
+	mstat_wsection_requested(sec->slot, sec->g, requested);
+	return true;
+}
+
+/* The same, any block of glibc's. */
 static inline __attribute__((always_inline)) void
 count_header_alloc(const struct mstat_section *sec, void *p, size_t requested)
 {
-	size_t u;
-	size_t k;
-
-	if (LIKELY(glibc_small(p, &k, &u))) {
-		mstat_section_count_small(sec, MSTAT_C_ALLOC_COUNT,
-					  mstat_small_row[k], u);
-		mstat_wsection_requested(sec->slot, sec->g, requested);
+	if (LIKELY(count_header_small(sec, p, requested)))
 		return;
-	}
-	u = glibc_usable(p);
+	size_t u = glibc_usable(p);
 	mstat_section_count_classes(sec, MSTAT_OP_ALLOC, 0, 0, mstat_size_class(u),
 				    u, requested);
 }
@@ -748,11 +755,7 @@ do_malloc(size_t n, const void *caller)
 		return malloc_slow(n);
 	sec.slot = slot;
 	void *p = next.malloc(n);
-	size_t u, k;
-	if (LIKELY(p != NULL) && LIKELY(glibc_small(p, &k, &u))) {
-		mstat_section_count_small(&sec, MSTAT_C_ALLOC_COUNT,
-					  mstat_small_row[k], u);
-		mstat_wsection_requested(slot, sec.g, n);
+	if (LIKELY(p != NULL) && LIKELY(count_header_small(&sec, p, n))) {
 		mstat_section_close(&sec);
 		return p;
 	}

@@ -134,7 +134,7 @@ mstat_wsection_gen(struct mstat_shm_slot *slot, unsigned g)
 
 #ifdef MSTAT_WSECTION_ADD_ASM
 	/* One imul: gcc makes three instructions of a multiply by this
-	 * constant (73 * 64), on every count. */
+	 * constant (146 rows of 32 bytes), on every count. */
 	__asm__("imulq %2, %1, %0" : "=r"(at) : "rm"((size_t)g), "i"(MSTAT_GEN_BYTES));
 #else
 	at = (size_t)g * MSTAT_GEN_BYTES;
