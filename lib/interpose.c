@@ -116,7 +116,7 @@ header_word(const void *p)
 
 /*
  * An arena block's header word is its size with the top bit set: to the
- * decode of glibc's headers (glibc_small()) a chunk far too large for
+ * decode of glibc's headers (glibc_chunk()) a chunk far too large for
  * the inline path, so that free()'s inline path need not test for the
  * arena; the path it leaves to does.
  */
@@ -184,37 +184,35 @@ glibc_usable(const void *p)
 #define SAMPLE_IN_PLACE MSTAT_SAMPLE_ALIGN
 
 /*
- * The size step of live block `p` of glibc's in *step, and its usable
- * size in *usable, from its chunk header, if it is one of most blocks: a
- * chunk below 1 KiB.  Its size is a multiple of 16, so k = h >> 4 is the
- * chunk size in 16-byte steps (the flags, bits 0-2, fall off), its usable
- * size is 16k - 8, which is in the same class as 16k (class bounds are
- * multiples of 16), and the class is the size table's entry k
- * (mstat_small_class[k], its row mstat_small_row[k]).  No such chunk is
- * mmapped: glibc maps whole pages.  Everything else (mmapped chunks, with
- * their 16-byte header; arena blocks, ARENA_MARK) is left to the general
- * decode (false).  glibc_layout_holds() tries both decodes.
+ * The header word of live block `p` of glibc's in *header, if it is one
+ * of most blocks: a chunk below MSTAT_CHUNK_LIMIT, which is counted in its
+ * chunk row (mstat_wsection_chunk()).  Its size is a multiple of 16, so
+ * k = header >> 4 is the chunk size in 16-byte steps (the flags, bits
+ * 0-2, fall off), its usable size is 16k - 8 (MSTAT_CHUNK_USABLE(k)),
+ * which is in the same class as 16k (class bounds are multiples of 16),
+ * and the class is the size table's entry k, mstat_small_class[k].  No
+ * such chunk is mmapped: glibc maps whole pages.  Everything else
+ * (mmapped chunks, with their 16-byte header; arena blocks, ARENA_MARK) is
+ * left to the general decode (false).  glibc_layout_holds() tries both
+ * decodes.
  */
 static inline __attribute__((always_inline)) bool
-glibc_small(const void *p, size_t *step, size_t *usable)
+glibc_chunk(const void *p, size_t *header)
 {
-	size_t k = header_word(p) >> 4;
-
-	if (UNLIKELY(k >= MSTAT_TABLE_MAX / 16))
-		return false;
-	*usable = 16 * k - 8;
-	*step = k;
-	return true;
+	*header = header_word(p);
+	return *header < MSTAT_CHUNK_LIMIT;
 }
 
-/* The same for any live block of glibc's; returns the class. */
+/* The class of any live block of glibc's, its usable size in *usable. */
 static inline unsigned
 glibc_class(const void *p, size_t *usable)
 {
-	size_t k;
+	size_t h;
 
-	if (LIKELY(glibc_small(p, &k, usable)))
-		return mstat_small_class[k];
+	if (LIKELY(glibc_chunk(p, &h))) {
+		*usable = MSTAT_CHUNK_USABLE(h >> 4);
+		return mstat_small_class[h >> 4];
+	}
 	*usable = glibc_usable(p);
 	return mstat_size_class(*usable);
 }
@@ -520,15 +518,15 @@ new_size(void *p, size_t requested)
 /* ---- the family ---- */
 
 /* Into an open section, with glibc's header: the allocation of `p`, if
- * it is a small chunk (glibc_small()); false if not. */
+ * it is a small chunk (glibc_chunk()); false if not. */
 static inline __attribute__((always_inline)) bool
 count_header_small(const struct mstat_section *sec, void *p, size_t requested)
 {
-	size_t u, k;
+	size_t h;
 
-	if (UNLIKELY(!glibc_small(p, &k, &u)))
+	if (UNLIKELY(!glibc_chunk(p, &h)))
 		return false;
-	mstat_section_count_small(sec, MSTAT_C_ALLOC_COUNT, mstat_small_row[k], u);
+	mstat_wsection_chunk(sec->slot, sec->g, h, MSTAT_CHUNK_ALLOCS);
 	mstat_wsection_requested(sec->slot, sec->g, requested);
 	return true;
 }
@@ -812,14 +810,13 @@ free_header_large(struct mstat_shm_slot *slot, unsigned g, void *p)
 static inline __attribute__((always_inline)) void
 free_header(const struct mstat_section *sec, void *p)
 {
-	size_t u;
-	size_t k;
+	size_t h;
 
-	if (UNLIKELY(!glibc_small(p, &k, &u))) {
+	if (UNLIKELY(!glibc_chunk(p, &h))) {
 		free_header_large(sec->slot, sec->g, p);
 		return;
 	}
-	mstat_section_count_small(sec, MSTAT_C_FREE_COUNT, mstat_small_row[k], u);
+	mstat_wsection_chunk(sec->slot, sec->g, h, MSTAT_CHUNK_FREES);
 	next.free(p);
 	mstat_section_close(sec);
 }

@@ -747,9 +747,6 @@ take_slot(uint32_t i)
 	 * THREAD_CLAIMING and takes the shared path. */
 	if (proc.have_key)
 		pthread_setspecific(proc.exit_key, (void *)1);
-	/* Before the slot is this thread's to count in: the rows the inline
-	 * paths count into untested (mstat_section_count_small()). */
-	mstat_wsection_touch_small(s);
 	thread_slot_index = i;
 	thread_state = THREAD_OWN;
 	set_thread_slot(s);

@@ -162,18 +162,6 @@ mstat_section_count_classes(const struct mstat_section *sec, enum mstat_op op,
 	}
 }
 
-/* The count of one block of `bytes` into an open section of the thread's
- * own slot (whose small rows it noted when it took it), `k`
- * MSTAT_C_ALLOC_COUNT or MSTAT_C_FREE_COUNT, its row `row` an entry of
- * mstat_small_row[]. */
-MSTAT_INLINE void
-mstat_section_count_small(const struct mstat_section *sec, unsigned k,
-			  unsigned row, uint64_t bytes)
-{
-	mstat_wsection_count_noted(mstat_wsection_gen(sec->slot, sec->g) + row, k,
-				   bytes);
-}
-
 /* The same, classes from the sizes. */
 MSTAT_INLINE void
 mstat_section_count(const struct mstat_section *sec, enum mstat_op op,

@@ -55,8 +55,9 @@
  * 3: four generations chosen by epoch % 4, counters generation-major,
  *    requested bytes in the slot's first line.
  * 4: the sampled heap profile: its region after the slots, its geometry
- *    and the sampling words in the header. */
-#define MSTAT_SHM_VERSION_MAJOR 4
+ *    and the sampling words in the header.
+ * 5: chunk rows after the class rows of each generation. */
+#define MSTAT_SHM_VERSION_MAJOR 5
 #define MSTAT_SHM_VERSION_MINOR 0 /* readers accept any minor */
 
 #define MSTAT_SHM_DIR "/dev/shm"
@@ -121,8 +122,29 @@ enum mstat_total_counter {
  * between two rotations. */
 #define MSTAT_GENS 4
 #define MSTAT_GEN_OF(epoch) ((unsigned)((epoch) & (MSTAT_GENS - 1)))
-/* Counters of one generation: a row of MSTAT_ROW_COUNTERS per class. */
-#define MSTAT_GEN_COUNTERS(classes) ((classes) * MSTAT_ROW_COUNTERS)
+/*
+ * Chunk rows: after the class rows of each generation, one row per glibc
+ * chunk size 16 * k below MSTAT_CHUNK_LIMIT (k < MSTAT_CHUNKS), of two
+ * counts, allocations and frees, of blocks whose usable size is
+ * MSTAT_CHUNK_USABLE(k).  Their bytes are the count times that size, so
+ * none is kept: a count is one add to a word the chunk's header word
+ * addresses (header & ~15 is the row's byte offset).  A reader folds row
+ * k into class mstat_small_class[k] (shm/sum.c).  Rows 0 and 1 stay zero:
+ * no chunk is that small.
+ */
+#define MSTAT_CHUNK_LIMIT 1024u
+#define MSTAT_CHUNKS (MSTAT_CHUNK_LIMIT / 16)
+enum mstat_chunk_counter {
+	MSTAT_CHUNK_ALLOCS,
+	MSTAT_CHUNK_FREES,
+	MSTAT_CHUNK_ROW_COUNTERS
+};
+#define MSTAT_CHUNK_USABLE(k) (16u * (uint64_t)(k) - 8u)
+/* Counters of one generation: a row of MSTAT_ROW_COUNTERS per class, then
+ * the chunk rows. */
+#define MSTAT_CHUNK_COUNTERS (MSTAT_CHUNKS * MSTAT_CHUNK_ROW_COUNTERS)
+#define MSTAT_GEN_COUNTERS(classes)                                          \
+	((classes) * MSTAT_ROW_COUNTERS + MSTAT_CHUNK_COUNTERS)
 #define MSTAT_ROWS(classes) ((classes) + 1u) /* of a sum: classes + totals */
 #define MSTAT_TOUCHED_WORDS 3u /* bitmap of rows a slot ever wrote */
 
@@ -294,7 +316,7 @@ struct mstat_shm_slot_head {
 
 struct mstat_shm_slot {
 	alignas(MSTAT_CACHELINE) struct mstat_shm_slot_head head;
-	/* acc[gen][class][counter] */
+	/* acc[gen][class][counter], then acc[gen][chunk][counter] */
 	alignas(MSTAT_CACHELINE) _Atomic uint64_t acc[];
 };
 
@@ -375,7 +397,11 @@ _Static_assert(sizeof(struct mstat_shm_module) == 288, "a module entry is packed
 _Static_assert((MSTAT_STACKS & (MSTAT_STACKS - 1)) == 0, "stack table: a power of two");
 _Static_assert(MSTAT_SEGMENT_SIZE(MSTAT_CLASS_COUNT, MSTAT_SLOTS_MAX) < (UINT64_C(1) << 32),
 	       "offsets fit 32 bits");
-_Static_assert(MSTAT_SLOT_SIZE(MSTAT_CLASS_COUNT) == 5 * MSTAT_PAGE,
-	       "a slot is 20 KiB: what a thread costs in /dev/shm");
+_Static_assert(MSTAT_SLOT_SIZE(MSTAT_CLASS_COUNT) == 6 * MSTAT_PAGE,
+	       "a slot is 24 KiB: what a thread costs in /dev/shm");
+_Static_assert(MSTAT_CHUNK_LIMIT == MSTAT_TABLE_MAX,
+	       "every chunk row has a class in the size table");
+_Static_assert(MSTAT_GEN_COUNTERS(MSTAT_CLASS_COUNT) * sizeof(uint64_t) % MSTAT_CACHELINE == 0,
+	       "each generation starts a line: its chunk rows are four to a line");
 
 #endif /* MSTAT_SHM_LAYOUT_H */

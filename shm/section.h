@@ -213,41 +213,21 @@ mstat_wsection_count(struct mstat_shm_slot *slot, unsigned g, unsigned row,
 }
 
 /*
- * The first counter of the class row of glibc chunks of 16 * k bytes
- * (mstat_small_class[k] * MSTAT_ROW_COUNTERS), k < 64: what the
- * interposer's inline path indexes a generation with, the multiply done
- * here.  One cache line.
+ * Count one glibc chunk in its chunk row (layout.h): `header`, the chunk's
+ * size word, below MSTAT_CHUNK_LIMIT (the caller tested); `which`,
+ * MSTAT_CHUNK_ALLOCS or MSTAT_CHUNK_FREES.  The header's size is the
+ * row's byte offset, its flag bits masked off: one `and` and one add,
+ * where a class row took a table load, its bytes and a second add.  No
+ * touched bit: readers sum every chunk row.
  */
-#define MSTAT_SMALL_ROW(i) (MSTAT_SC(i) * MSTAT_ROW_COUNTERS)
-static const uint8_t mstat_small_row[MSTAT_TABLE_MAX / 16]
-	__attribute__((unused, aligned(64))) = {
-	MSTAT_SC16(MSTAT_SMALL_ROW, 0), MSTAT_SC16(MSTAT_SMALL_ROW, 16),
-	MSTAT_SC16(MSTAT_SMALL_ROW, 32), MSTAT_SC16(MSTAT_SMALL_ROW, 48),
-};
-_Static_assert(MSTAT_SMALL_ROW(MSTAT_TABLE_MAX / 16 - 1) <= UINT8_MAX,
-	       "the rows of small chunks fit the table's bytes");
-
-/*
- * Notes every row mstat_small_row[] points at, once, when a thread takes
- * a slot: then counts into those rows need not test for their first
- * (mstat_wsection_count_noted()).  A reader sums these rows of the slot
- * even while they are zero: 25 rows, which a running program uses
- * anyway.
- */
-static inline void
-mstat_wsection_touch_small(struct mstat_shm_slot *slot)
-{
-	for (unsigned k = 0; k < MSTAT_TABLE_MAX / 16; k++)
-		mstat_wsection_touch(slot, mstat_small_class[k]);
-}
-
-/* mstat_wsection_count() into a row already noted: `row`, a generation's
- * counters plus an entry of mstat_small_row[]. */
 static inline __attribute__((always_inline)) void
-mstat_wsection_count_noted(_Atomic uint64_t *row, unsigned k, uint64_t bytes)
+mstat_wsection_chunk(struct mstat_shm_slot *slot, unsigned g, size_t header,
+		     unsigned which)
 {
-	mstat_wsection_bump(&row[k], 1);
-	mstat_wsection_bump(&row[k + 1], bytes);
+	char *rows = (char *)(mstat_wsection_gen(slot, g) +
+			      MSTAT_CLASS_COUNT * MSTAT_ROW_COUNTERS);
+
+	mstat_wsection_bump((_Atomic uint64_t *)(rows + (header & ~(size_t)15)) + which, 1);
 }
 
 _Static_assert(MSTAT_C_ALLOC_BYTES == MSTAT_C_ALLOC_COUNT + 1 &&

@@ -61,20 +61,16 @@ mstat_size_class_computed(uint64_t size)
 			       << MSTAT_GEO_SUB_SHIFT) +                      \
 			      ((((i) * 16u - 1) >>                            \
 				(MSTAT_SC_LG((i) * 16u - 1) - MSTAT_GEO_SUB_SHIFT)) & 3u))
-/* F(i), ..., F(i + 15): a table of 16 steps, for F MSTAT_SC or a function
- * of it. */
-#define MSTAT_SC4(F, i) F(i), F(i + 1), F(i + 2), F(i + 3)
-#define MSTAT_SC16(F, i)                                                      \
-	MSTAT_SC4(F, i), MSTAT_SC4(F, i + 4), MSTAT_SC4(F, i + 8), MSTAT_SC4(F, i + 12)
+#define MSTAT_SC4(i) MSTAT_SC(i), MSTAT_SC(i + 1), MSTAT_SC(i + 2), MSTAT_SC(i + 3)
+#define MSTAT_SC16(i) MSTAT_SC4(i), MSTAT_SC4(i + 4), MSTAT_SC4(i + 8), MSTAT_SC4(i + 12)
 
 /* Class of the sizes up to 16 * i, i <= 64 (tests/protocol/test_layout.c
  * checks it against mstat_size_class_computed() for every size).  Entries
- * 0..63, which glibc's chunk sizes index (lib/interpose.c), are one cache
- * line. */
+ * 0..63, which glibc's chunk sizes index (the chunk rows of layout.h),
+ * are one cache line. */
 static const uint8_t mstat_small_class[MSTAT_TABLE_MAX / 16 + 1]
 	__attribute__((unused, aligned(64))) = {
-	MSTAT_SC16(MSTAT_SC, 0), MSTAT_SC16(MSTAT_SC, 16), MSTAT_SC16(MSTAT_SC, 32),
-	MSTAT_SC16(MSTAT_SC, 48), MSTAT_SC(64),
+	MSTAT_SC16(0), MSTAT_SC16(16), MSTAT_SC16(32), MSTAT_SC16(48), MSTAT_SC(64),
 };
 
 /* The class that counts an allocation of `size` usable bytes. */

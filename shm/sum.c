@@ -13,6 +13,26 @@ row_mask(unsigned rows, unsigned w)
 	return (UINT64_C(1) << (rows - w * 64)) - 1;
 }
 
+/* Chunk rows `c` (MSTAT_CHUNKS rows of MSTAT_CHUNK_ROW_COUNTERS) folded
+ * into their classes' rows of `sum`: counts, and bytes from the counts. */
+static void
+fold_chunks(const _Atomic uint64_t *c, uint32_t class_count,
+	    uint64_t (*sum)[MSTAT_ROW_COUNTERS])
+{
+	for (unsigned k = 0; k < MSTAT_CHUNKS; k++, c += MSTAT_CHUNK_ROW_COUNTERS) {
+		uint64_t allocs = atomic_load_explicit(&c[MSTAT_CHUNK_ALLOCS], memory_order_relaxed);
+		uint64_t frees = atomic_load_explicit(&c[MSTAT_CHUNK_FREES], memory_order_relaxed);
+		unsigned row = mstat_small_class[k];
+
+		if ((allocs | frees) == 0 || row >= class_count)
+			continue; /* the rows 0 and 1 of a bad segment among them */
+		sum[row][MSTAT_C_ALLOC_COUNT] += allocs;
+		sum[row][MSTAT_C_ALLOC_BYTES] += allocs * MSTAT_CHUNK_USABLE(k);
+		sum[row][MSTAT_C_FREE_COUNT] += frees;
+		sum[row][MSTAT_C_FREE_BYTES] += frees * MSTAT_CHUNK_USABLE(k);
+	}
+}
+
 void
 mstat_sum_generation(const unsigned char *slots, uint32_t slot_size, uint32_t n,
 		     uint32_t class_count, unsigned gen,
@@ -41,5 +61,6 @@ mstat_sum_generation(const unsigned char *slots, uint32_t slot_size, uint32_t n,
 						&c[k], memory_order_relaxed);
 			}
 		}
+		fold_chunks(g + (size_t)class_count * MSTAT_ROW_COUNTERS, class_count, sum);
 	}
 }

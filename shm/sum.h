@@ -15,8 +15,9 @@
 /* Adds generation `gen` (< MSTAT_GENS) of `n` slots starting at `slots`,
  * each `slot_size` bytes, into sum[row][counter] (rows = class_count + 1:
  * the classes, then the totals, whose requested bytes come from the slots'
- * heads).  Rows a slot never wrote are zero in every generation and are
- * skipped.  Loads are relaxed:
+ * heads; the chunk rows folded into their classes).  Class rows a slot
+ * never wrote are zero in every generation and are skipped.  Loads are
+ * relaxed:
  * the caller orders them (the handshake, or a fork). */
 void mstat_sum_generation(const unsigned char *slots, uint32_t slot_size,
 			  uint32_t n, uint32_t class_count, unsigned gen,

@@ -455,7 +455,7 @@ valid_segments(void)
 				      memory_order_relaxed);
 	done("rows-fill-one-word", &s);
 
-	/* The most classes a snapshot holds: 20 KiB slots. */
+	/* The most classes a snapshot holds: 28 KiB slots. */
 	s = seg_new(MSTAT_MAX_CLASSES, 3, 3, MSTAT_MODE_FENCED);
 	fill(&s);
 	for (unsigned w = 0; w < MSTAT_TOUCHED_WORDS; w++)

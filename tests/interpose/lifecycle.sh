@@ -88,14 +88,14 @@ one=$(pre "$ender" threads 0 | sed -n 's/^footprint //p')
 eight=$(pre "$ender" threads 7 | sed -n 's/^footprint //p')
 [ "$one" -gt 0 ] && [ "$one" -le 65536 ] ||
 	fail "one thread holds $one bytes of /dev/shm"
-[ "$eight" -le $((65536 + 7 * 20480)) ] ||
+[ "$eight" -le $((65536 + 7 * 24576)) ] ||
 	fail "eight threads hold $eight bytes of /dev/shm"
 echo "ok: footprint: one thread $one bytes, eight threads $eight bytes"
 
 # A full /dev/shm: room for the segment and one thread's slot.  The other
 # threads count through the shared slot, exactly, and nobody gets SIGBUS.
 umount /dev/shm
-mount -t tmpfs -o size=48k,mode=1777 mstat-lifecycle /dev/shm
+mount -t tmpfs -o size=56k,mode=1777 mstat-lifecycle /dev/shm
 out=$(pre "$ender" exact 8) || fail "full /dev/shm: exit status $?: $out"
 [ "$out" = "exact slots_used 2 overflowed 8" ] || fail "full /dev/shm: $out"
 none_left "full /dev/shm"

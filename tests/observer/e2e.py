@@ -443,7 +443,7 @@ def test_refusals():
     plant(name("mode"), head, size, mode=0o644)
     plant(name("owner"), head, size, uid=65534)
     plant(name("magic"), b"NOTMSTAT" + head[8:], size)
-    plant(name("version"), head[:8] + b"\x05\x00" + head[10:], size)
+    plant(name("version"), head[:8] + b"\x06\x00" + head[10:], size)
     plant(name("oldversion"), head[:8] + b"\x03\x00" + head[10:], size)
     plant(name("size"), head[:16] + (1 << 40).to_bytes(8, "little") + head[24:],
           size)
@@ -458,8 +458,8 @@ def test_refusals():
         "mode": "has mode 0644, not 0600",
         "owner": "is owned by uid 65534",
         "magic": "bad magic",
-        "version": "format version 5.0; this reader reads 4.x",
-        "oldversion": "format version 3.0; this reader reads 4.x",
+        "version": "format version 6.0; this reader reads 5.x",
+        "oldversion": "format version 3.0; this reader reads 5.x",
         "size": "",
         "identity": "says it belongs to pid %d" % good.pid,
         "symlink": "symbolic link",
