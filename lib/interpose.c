@@ -909,10 +909,11 @@ calloc(size_t n, size_t size)
 		return calloc_slow(n, size, total, due, __builtin_return_address(0));
 	sec.slot = slot;
 	void *p = next.calloc(n, size);
-	if (LIKELY(p != NULL))
-		count_header_alloc(&sec, p, total);
-	mstat_section_close(&sec);
-	return p;
+	if (LIKELY(p != NULL) && LIKELY(count_header_small(&sec, p, total))) {
+		mstat_section_close(&sec);
+		return p;
+	}
+	return malloc_header_large(slot, sec.g, p, total);
 }
 
 static void *realloc_plain(void *old, size_t n);
@@ -1021,11 +1022,73 @@ arena_realloc(void *old, size_t n)
 	return p;
 }
 
+/* realloc(NULL, n), out of line: malloc's inline path, not a second
+ * copy of it among realloc's. */
+static __attribute__((noinline)) void *
+realloc_null(size_t n, const void *caller)
+{
+	return do_malloc(n, caller);
+}
+
+/* The end of realloc()'s inline path for anything but a small chunk
+ * reallocated to a small chunk (realloc_chunk()), out of line as
+ * malloc_header_large() is: in open section slot, g, the realloc of
+ * `old`, whose header word was `old_header`, to `p`. */
+static __attribute__((noinline)) void *
+realloc_chunk_rest(struct mstat_shm_slot *slot, unsigned g, size_t old_header,
+		   void *p, size_t n)
+{
+	struct mstat_section sec = { slot, g };
+
+	if (p != NULL) {
+		size_t size;
+		unsigned c = glibc_class(p, &size);
+
+		mstat_wsection_chunk(slot, g, old_header, MSTAT_CHUNK_FREES);
+		mstat_section_count_classes(&sec, MSTAT_OP_ALLOC, 0, 0, c, size, n);
+	} else if (n == 0) { /* glibc: realloc(p, 0) frees p, gives NULL */
+		mstat_wsection_chunk(slot, g, old_header, MSTAT_CHUNK_FREES);
+	}
+	mstat_section_close(&sec);
+	return p;
+}
+
+/* In open section `sec`, with glibc's header: the realloc of `old`, a
+ * small chunk (glibc_chunk(), its header word `old_header`, read while it
+ * is live; too small to be a sample left in place), counted; the section
+ * closed. */
+static inline __attribute__((always_inline)) void *
+realloc_chunk(const struct mstat_section *sec, void *old, size_t old_header,
+	      size_t n)
+{
+	void *p = next.realloc(old, n);
+	size_t h;
+
+	if (LIKELY(p != NULL) && LIKELY(glibc_chunk(p, &h))) {
+		mstat_wsection_chunk(sec->slot, sec->g, old_header, MSTAT_CHUNK_FREES);
+		mstat_wsection_chunk(sec->slot, sec->g, h, MSTAT_CHUNK_ALLOCS);
+		mstat_wsection_requested(sec->slot, sec->g, n);
+		mstat_section_close(sec);
+		return p;
+	}
+	return realloc_chunk_rest(sec->slot, sec->g, old_header, p, n);
+}
+
+/* realloc_header() out of line: realloc()'s inline path keeps to small
+ * chunks. */
+static __attribute__((noinline)) void *
+realloc_header_other(struct mstat_shm_slot *slot, unsigned g, void *old, size_t n)
+{
+	struct mstat_section sec = { slot, g };
+
+	return realloc_header(&sec, true, old, n);
+}
+
 MSTAT_START_TEXT MSTAT_EXPORT void *
 realloc(void *old, size_t n)
 {
 	if (old == NULL)
-		return do_malloc(n, __builtin_return_address(0));
+		return realloc_null(n, __builtin_return_address(0));
 	if (UNLIKELY(in_arena(old)))
 		return arena_realloc(old, n);
 	if (UNLIKELY(mstat_sample_due(n)) && n != 0)
@@ -1041,7 +1104,10 @@ realloc(void *old, size_t n)
 					  &sec.g) != MSTAT_WS_OPEN))
 		return realloc_plain(old, n);
 	sec.slot = slot;
-	return realloc_header(&sec, true, old, n);
+	size_t h;
+	if (LIKELY(glibc_chunk(old, &h)))
+		return realloc_chunk(&sec, old, h, n);
+	return realloc_header_other(slot, sec.g, old, n);
 }
 
 /* realloc of a block of the next allocator's that was not sampled, but

@@ -20,12 +20,16 @@ fold_chunks(const _Atomic uint64_t *c, uint32_t class_count,
 	    uint64_t (*sum)[MSTAT_ROW_COUNTERS])
 {
 	for (unsigned k = 0; k < MSTAT_CHUNKS; k++, c += MSTAT_CHUNK_ROW_COUNTERS) {
-		uint64_t allocs = atomic_load_explicit(&c[MSTAT_CHUNK_ALLOCS], memory_order_relaxed);
-		uint64_t frees = atomic_load_explicit(&c[MSTAT_CHUNK_FREES], memory_order_relaxed);
+		uint64_t allocs =
+			atomic_load_explicit(&c[MSTAT_CHUNK_ALLOCS], memory_order_relaxed);
+		uint64_t frees =
+			atomic_load_explicit(&c[MSTAT_CHUNK_FREES], memory_order_relaxed);
 		unsigned row = mstat_small_class[k];
 
+		/* Rows 0 and 1 of a bad segment fold to nonsense, not to a
+		 * fault: the arithmetic wraps. */
 		if ((allocs | frees) == 0 || row >= class_count)
-			continue; /* the rows 0 and 1 of a bad segment among them */
+			continue;
 		sum[row][MSTAT_C_ALLOC_COUNT] += allocs;
 		sum[row][MSTAT_C_ALLOC_BYTES] += allocs * MSTAT_CHUNK_USABLE(k);
 		sum[row][MSTAT_C_FREE_COUNT] += frees;
