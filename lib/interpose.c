@@ -738,7 +738,9 @@ malloc_header_large(struct mstat_shm_slot *slot, unsigned g, void *p, size_t n)
 	return p;
 }
 
-/* The countdown is tested first: on the thread's line, like `fast`. */
+/* The countdown is tested first: on the thread's line, like `fast`.
+ * `caller`, for a sample, NULL for the caller of the function this is
+ * inlined into: then its return address is loaded only for a sample. */
 static inline __attribute__((always_inline)) void *
 do_malloc(size_t n, const void *caller)
 {
@@ -746,7 +748,7 @@ do_malloc(size_t n, const void *caller)
 	struct mstat_section sec;
 
 	if (UNLIKELY(mstat_sample_due(n)))
-		return malloc_sampled(n, caller);
+		return malloc_sampled(n, caller ? caller : __builtin_return_address(0));
 	if (UNLIKELY(slot == NULL) ||
 	    UNLIKELY(mstat_wsection_begin(slot, &mstat_writer_config.epoch, false,
 					  &sec.g) != MSTAT_WS_OPEN))
@@ -763,7 +765,7 @@ do_malloc(size_t n, const void *caller)
 MSTAT_START_TEXT MSTAT_EXPORT void *
 malloc(size_t n)
 {
-	return do_malloc(n, __builtin_return_address(0));
+	return do_malloc(n, NULL);
 }
 
 static MSTAT_START_TEXT __attribute__((noinline)) void
