@@ -78,7 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* The largest segment a valid header can describe with its parts packed:
  * the most classes a snapshot holds, the most slots, the largest profile a
- * reader accepts (109 MiB; a writer makes at most 80 MiB and 468 KiB, with
+ * reader accepts (125 MiB; a writer makes at most 96 MiB and 468 KiB, with
  * 146 classes).  The memfd is sparse: only the pages the reader touches
  * cost memory. */
 #define FUZZ_SEGMENT_MAX                                                     \

@@ -9,7 +9,7 @@
 #   bash tests/fuzz/run.sh SECONDS
 #
 # Builds into build-fuzz/ (its own directory, not meson's; emptied at each
-# run).  Inputs are at most 88 KiB: the start of a segment, then its heap
+# run).  Inputs are at most 96 KiB: the start of a segment, then its heap
 # profile region (profile_at and profile_bytes below, fuzz_reader.c).
 # Exits non-zero if the fuzzer found a crash, a leak, a hang (an input
 # that runs longer than 10 s) or an abort of the target's own checks;
@@ -34,7 +34,7 @@ cc=clang
 # of its heap profile region, wherever the header puts it (fuzz_reader.c):
 # the profile's head, and the stack table, frame pool and module list of a
 # small profile, or the first 255 stack entries of a default one.
-profile_at=73728
+profile_at=81920 # the control page, the class table, three slots
 profile_bytes=16384
 cflags=(-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer
 	-Wall -Wextra -Wno-unused-parameter -fno-strict-aliasing
