@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_layout.c - size classes, segment names, and every reason a reader
- * refuses a segment.
+ * test_layout.c - size classes, the sum of a slot's chunk rows, segment
+ * names, and every reason a reader refuses a segment.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +16,7 @@
 #include "layout.h"
 #include "name.h"
 #include "sizeclass.h"
+#include "sum.h"
 #include "validate.h"
 
 static void
@@ -264,11 +265,66 @@ class_tables_out_of_order_are_refused(void **state)
 	assert_non_null(strstr(err, "out of order at class 5"));
 }
 
+/* Counter `k` of chunk row `chunk` in generation `gen` of the slot at
+ * `slot`, in a segment of `classes` classes. */
+static _Atomic uint64_t *
+chunk_counter(unsigned char *slot, uint32_t classes, unsigned gen, unsigned chunk,
+	      unsigned k)
+{
+	return ((struct mstat_shm_slot *)slot)->acc +
+	       (size_t)gen * MSTAT_GEN_COUNTERS(classes) + classes * MSTAT_ROW_COUNTERS +
+	       chunk * MSTAT_CHUNK_ROW_COUNTERS + k;
+}
+
+static void
+chunk_rows_fold_into_their_classes(void **state)
+{
+	static _Alignas(MSTAT_PAGE) unsigned char slots[2 * MSTAT_SLOT_SIZE(MSTAT_CLASS_COUNT)];
+	static uint64_t sum[MSTAT_ROWS(MSTAT_CLASS_COUNT)][MSTAT_ROW_COUNTERS];
+	const uint32_t size = MSTAT_SLOT_SIZE(MSTAT_CLASS_COUNT);
+	const unsigned c32 = mstat_small_class[2], c1008 = mstat_small_class[63];
+
+	(void)state;
+	/* Slot 1, generation 2: three 32-byte chunks made, one freed; one of
+	 * 1008 bytes made.  Slot 0: a chunk of 32 in generation 1, which the
+	 * sum of generation 2 leaves out. */
+	atomic_store(chunk_counter(slots + size, MSTAT_CLASS_COUNT, 2, 2, MSTAT_CHUNK_ALLOCS), 3);
+	atomic_store(chunk_counter(slots + size, MSTAT_CLASS_COUNT, 2, 2, MSTAT_CHUNK_FREES), 1);
+	atomic_store(chunk_counter(slots + size, MSTAT_CLASS_COUNT, 2, 63, MSTAT_CHUNK_ALLOCS), 1);
+	atomic_store(chunk_counter(slots, MSTAT_CLASS_COUNT, 1, 2, MSTAT_CHUNK_ALLOCS), 5);
+	mstat_sum_generation(slots, size, 2, MSTAT_CLASS_COUNT, 2, sum);
+	assert_int_equal(sum[c32][MSTAT_C_ALLOC_COUNT], 3);
+	assert_int_equal(sum[c32][MSTAT_C_ALLOC_BYTES], 3 * 24);
+	assert_int_equal(sum[c32][MSTAT_C_FREE_COUNT], 1);
+	assert_int_equal(sum[c32][MSTAT_C_FREE_BYTES], 24);
+	assert_int_equal(sum[c1008][MSTAT_C_ALLOC_COUNT], 1);
+	assert_int_equal(sum[c1008][MSTAT_C_ALLOC_BYTES], 1000);
+	assert_int_equal(sum[c1008][MSTAT_C_FREE_COUNT], 0);
+	for (unsigned r = 0; r < MSTAT_ROWS(MSTAT_CLASS_COUNT); r++)
+		if (r != c32 && r != c1008)
+			for (unsigned k = 0; k < MSTAT_ROW_COUNTERS; k++)
+				assert_int_equal(sum[r][k], 0);
+
+	/* A segment of 2 classes: its chunk rows of classes it does not
+	 * have are left out, not added past the sum's 3 rows (here into
+	 * rows the array has, for the test to see). */
+	memset(slots, 0, sizeof(slots));
+	memset(sum, 0, sizeof(sum));
+	atomic_store(chunk_counter(slots, 2, 0, 1, MSTAT_CHUNK_ALLOCS), 7); /* class 1 */
+	atomic_store(chunk_counter(slots, 2, 0, 63, MSTAT_CHUNK_ALLOCS), 9);
+	mstat_sum_generation(slots, MSTAT_SLOT_SIZE(2), 1, 2, 0, sum);
+	assert_int_equal(sum[1][MSTAT_C_ALLOC_COUNT], 7);
+	for (unsigned r = MSTAT_ROWS(2); r < MSTAT_ROWS(MSTAT_CLASS_COUNT); r++)
+		for (unsigned k = 0; k < MSTAT_ROW_COUNTERS; k++)
+			assert_int_equal(sum[r][k], 0);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(size_classes_cover_every_size),
+		cmocka_unit_test(chunk_rows_fold_into_their_classes),
 		cmocka_unit_test(names_round_trip_and_reject_garbage),
 		cmocka_unit_test(headers_are_refused_for_every_reason),
 		cmocka_unit_test(files_are_refused_for_every_reason),
