@@ -921,19 +921,15 @@ calloc(size_t n, size_t size)
 static void *realloc_plain(void *old, size_t n);
 
 /* With glibc's header, in section `sec` if it is open (else without one
- * of the thread's own): the realloc of live block `old`, counted; the
+ * of the thread's own): the count of a realloc of a block of class
+ * `old_class` and `old_size` bytes that gave `p` for `n` bytes; the
  * section closed. */
-static inline __attribute__((always_inline)) void *
-realloc_header(const struct mstat_section *sec, bool open, void *old, size_t n)
+static inline __attribute__((always_inline)) void
+count_realloc(const struct mstat_section *sec, bool open, unsigned old_class,
+	      size_t old_size, void *p, size_t n)
 {
-	size_t old_size, size = 0;
-	/* A sample left in place leaves the live table before glibc can
-	 * free old; should the realloc fail, the block stays live,
-	 * unsampled, and its site shows it freed. */
-	unsigned old_class = glibc_class(old, &old_size);
+	size_t size = 0;
 
-	leaving(old, old_size);
-	void *p = next.realloc(old, n);
 	if (p || n == 0) { /* glibc: realloc(p, 0) frees p, gives NULL */
 		enum mstat_op op = p ? MSTAT_OP_REALLOC : MSTAT_OP_FREE;
 		unsigned c = p ? glibc_class(p, &size) : 0;
@@ -945,6 +941,23 @@ realloc_header(const struct mstat_section *sec, bool open, void *old, size_t n)
 	}
 	if (LIKELY(open))
 		mstat_section_close(sec);
+}
+
+/* With glibc's header, in section `sec` if it is open (else without one
+ * of the thread's own): the realloc of live block `old`, counted; the
+ * section closed. */
+static inline __attribute__((always_inline)) void *
+realloc_header(const struct mstat_section *sec, bool open, void *old, size_t n)
+{
+	size_t old_size;
+	/* A sample left in place leaves the live table before glibc can
+	 * free old; should the realloc fail, the block stays live,
+	 * unsampled, and its site shows it freed. */
+	unsigned old_class = glibc_class(old, &old_size);
+
+	leaving(old, old_size);
+	void *p = next.realloc(old, n);
+	count_realloc(sec, open, old_class, old_size, p, n);
 	return p;
 }
 
@@ -1041,17 +1054,9 @@ realloc_chunk_rest(struct mstat_shm_slot *slot, unsigned g, size_t old_header,
 		   void *p, size_t n)
 {
 	struct mstat_section sec = { slot, g };
+	size_t k = old_header >> 4;
 
-	if (p != NULL) {
-		size_t size;
-		unsigned c = glibc_class(p, &size);
-
-		mstat_wsection_chunk(slot, g, old_header, MSTAT_CHUNK_FREES);
-		mstat_section_count_classes(&sec, MSTAT_OP_ALLOC, 0, 0, c, size, n);
-	} else if (n == 0) { /* glibc: realloc(p, 0) frees p, gives NULL */
-		mstat_wsection_chunk(slot, g, old_header, MSTAT_CHUNK_FREES);
-	}
-	mstat_section_close(&sec);
+	count_realloc(&sec, true, mstat_small_class[k], MSTAT_CHUNK_USABLE(k), p, n);
 	return p;
 }
 
