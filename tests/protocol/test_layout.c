@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_layout.c - size classes, the sum of a slot's chunk rows, segment
- * names, and every reason a reader refuses a segment.
+ * test_layout.c - size classes, a slot's chunk rows as the writer counts
+ * and the reader sums them, segment names, and every reason a reader
+ * refuses a segment.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 
 #include "layout.h"
 #include "name.h"
+#include "section.h"
 #include "sizeclass.h"
 #include "sum.h"
 #include "validate.h"
@@ -266,7 +268,8 @@ class_tables_out_of_order_are_refused(void **state)
 }
 
 /* Counter `k` of chunk row `chunk` in generation `gen` of the slot at
- * `slot`, in a segment of `classes` classes. */
+ * `slot`, in a segment of `classes` classes: for a segment the writer
+ * cannot make (its chunk rows follow MSTAT_CLASS_COUNT classes). */
 static _Atomic uint64_t *
 chunk_counter(unsigned char *slot, uint32_t classes, unsigned gen, unsigned chunk,
 	      unsigned k)
@@ -284,14 +287,21 @@ chunk_rows_fold_into_their_classes(void **state)
 	const uint32_t size = MSTAT_SLOT_SIZE(MSTAT_CLASS_COUNT);
 	const unsigned c32 = mstat_small_class[2], c1008 = mstat_small_class[63];
 
+	struct mstat_shm_slot *s0 = (struct mstat_shm_slot *)slots,
+			      *s1 = (struct mstat_shm_slot *)(slots + size);
+
 	(void)state;
-	/* Slot 1, generation 2: three 32-byte chunks made, one freed; one of
-	 * 1008 bytes made.  Slot 0: a chunk of 32 in generation 1, which the
-	 * sum of generation 2 leaves out. */
-	atomic_store(chunk_counter(slots + size, MSTAT_CLASS_COUNT, 2, 2, MSTAT_CHUNK_ALLOCS), 3);
-	atomic_store(chunk_counter(slots + size, MSTAT_CLASS_COUNT, 2, 2, MSTAT_CHUNK_FREES), 1);
-	atomic_store(chunk_counter(slots + size, MSTAT_CLASS_COUNT, 2, 63, MSTAT_CHUNK_ALLOCS), 1);
-	atomic_store(chunk_counter(slots, MSTAT_CLASS_COUNT, 1, 2, MSTAT_CHUNK_ALLOCS), 5);
+	/* Counted as the writer counts, from glibc's header words, flag bits
+	 * and all (prev-in-use 1, not-main-arena 4).  Slot 1, generation 2:
+	 * three 32-byte chunks made, one freed; one of 1008 bytes made.
+	 * Slot 0: five of 32 in generation 1, which the sum of generation 2
+	 * leaves out. */
+	for (int i = 0; i < 3; i++)
+		mstat_wsection_chunk(s1, 2, i ? 0x21 : 0x25, MSTAT_CHUNK_ALLOCS);
+	mstat_wsection_chunk(s1, 2, 0x21, MSTAT_CHUNK_FREES);
+	mstat_wsection_chunk(s1, 2, 0x3f1, MSTAT_CHUNK_ALLOCS);
+	for (int i = 0; i < 5; i++)
+		mstat_wsection_chunk(s0, 1, 0x21, MSTAT_CHUNK_ALLOCS);
 	mstat_sum_generation(slots, size, 2, MSTAT_CLASS_COUNT, 2, sum);
 	assert_int_equal(sum[c32][MSTAT_C_ALLOC_COUNT], 3);
 	assert_int_equal(sum[c32][MSTAT_C_ALLOC_BYTES], 3 * 24);
