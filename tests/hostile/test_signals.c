@@ -3,12 +3,12 @@
  * test_signals.c - counts made in signal handlers are exact and never
  * deadlock, whatever the handler interrupts.
  *
- * A process counts in a loop while another process sends it signals as
- * fast as it can; the handler counts too.  Each case ends with a
- * snapshot of the process's own segment that must equal what the loop
- * and the handler tallied, per class; a process that hangs (the handler
- * waiting for a lock its own thread holds) is killed after a while, and
- * the case fails.  The paths:
+ * A process counts in a loop while another process keeps signalling it;
+ * the handler counts too.  Each case ends with a snapshot of the
+ * process's own segment that must equal what the loop and the handler
+ * tallied, per class; a process whose loop stops making progress (the
+ * handler waiting for a lock its own thread holds) is killed, and the
+ * case fails.  The paths:
  *
  *   own: the thread counts into a slot of its own;
  *   shared: it counts through the shared slot (a second thread holds the
@@ -21,6 +21,7 @@
  *     it forks) count and raise the signal too.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -61,6 +62,10 @@ handler(int sig)
 	errno = saved;
 }
 
+/* The case process writes a byte here now and then: the test's evidence
+ * that its loop is not stuck (see signalled()). */
+#define BEAT_FD 3
+
 static void
 loop(unsigned n)
 {
@@ -69,6 +74,8 @@ loop(unsigned n)
 		l_alloc++;
 		mstat_record_free(LOOP_SIZE);
 		l_free++;
+		if (i % 64 == 0 && write(BEAT_FD, "", 1) < 0)
+			continue; /* a full pipe, or not a case's process */
 	}
 }
 
@@ -98,11 +105,16 @@ exact(const char *what, bool live_only)
 		  mstat_live_bytes(l) == (l_alloc - l_free) * LOOP_SIZE &&
 		  mstat_live_objects(h) == (uint64_t)(h_alloc - h_free) &&
 		  mstat_live_bytes(h) == (uint64_t)(h_alloc - h_free) * HANDLER_SIZE;
+	/* The process's own allocations (stdio's, this snapshot) request
+	 * far less than one of the loop's. */
+	uint64_t others = s->requested_bytes - l_alloc * LOOP_SIZE -
+			  (uint64_t)h_alloc * HANDLER_SIZE;
 	if (!live_only)
 		ok = ok && l->alloc_count == l_alloc &&
 		     h->alloc_count == (uint64_t)h_alloc &&
 		     l->alloc_bytes == l_alloc * LOOP_SIZE &&
-		     h->alloc_bytes == (uint64_t)h_alloc * HANDLER_SIZE;
+		     h->alloc_bytes == (uint64_t)h_alloc * HANDLER_SIZE &&
+		     others < LOOP_SIZE;
 	if (!ok)
 		fprintf(stderr, "%s: loop %llu/%llu counted %llu/%llu, handler "
 			"%d/%d counted %llu/%llu\n", what,
@@ -111,6 +123,9 @@ exact(const char *what, bool live_only)
 			(unsigned long long)l->free_count, (int)h_alloc,
 			(int)h_free, (unsigned long long)h->alloc_count,
 			(unsigned long long)h->free_count);
+	if (!ok && !live_only && others >= LOOP_SIZE)
+		fprintf(stderr, "%s: requested bytes off by %lld loop sizes\n",
+			what, (long long)others / (long long)LOOP_SIZE);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	free(s);
 	return ok;
@@ -118,9 +133,13 @@ exact(const char *what, bool live_only)
 
 /* ---- fork handlers inside the library's ---- */
 
+/* Counts while the library forks, into rows of the fork's own that a
+ * handler must not add to at the same time: the loop gives the signals
+ * a window to land in, the raise() one for certain. */
 static void
 at_fork(void)
 {
+	loop(500);
 	mstat_record_alloc(LOOP_SIZE, LOOP_SIZE);
 	l_alloc++;
 	raise(SIGUSR1); /* ignored but in a case's process */
@@ -225,24 +244,42 @@ static const struct {
 
 static const char *self;
 
-/* A case taking longer hangs.  Under memcheck (meson test --setup
- * valgrind, whose timeouts are 20 times as long) the 200 fork children's
- * exits alone take 40 s: their leak checks. */
+/* A case whose loop makes no progress for this long hangs.  Under
+ * memcheck (meson test --setup valgrind, whose timeouts are 20 times as
+ * long) a fork child's exit alone is a leak check. */
 static time_t
-deadline_s(void)
+stall_s(void)
 {
 	const char *preload = getenv("LD_PRELOAD");
 
 	return preload && strstr(preload, "vgpreload") ? 20 * 30 : 30;
 }
 
+/* A busy pause of up to a few microseconds between signals, so that they
+ * land anywhere in the loop's counts (one in about 25 iterations) and
+ * still leave the loop time to go on.  A flood without pauses kept the
+ * process in its handler: the cases took minutes, more on a loaded
+ * machine, and a slow fork looked like a hung one. */
+static void
+pause_randomly(uint32_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 17;
+	*x ^= *x << 5;
+	for (volatile uint32_t i = 0, n = *x % 2048; i < n; i++)
+		;
+}
+
 /* Runs case `k` in a process of its own (this program, exec()ed so that
- * the library starts with the case's environment), and signals it as
- * fast as kill() goes until it exits.  Returns its exit status, or -1 if
- * it had to be killed at the deadline. */
+ * the library starts with the case's environment), and signals it until
+ * it exits.  Returns its exit status, or -1 if it had to be killed: its
+ * loop wrote nothing to the beat pipe for stall_s(). */
 static int
 signalled(unsigned k)
 {
+	int beat[2];
+
+	assert_int_equal(pipe(beat), 0);
 	pid_t pid = fork();
 
 	assert_true(pid >= 0);
@@ -252,23 +289,35 @@ signalled(unsigned k)
 		for (kv = strtok_r(env, " ", &save); kv;
 		     kv = strtok_r(NULL, " ", &save))
 			putenv(kv);
+		close(beat[0]);
+		if (dup2(beat[1], BEAT_FD) < 0 ||
+		    fcntl(BEAT_FD, F_SETFL, O_NONBLOCK) < 0)
+			_exit(126);
 		execl(self, self, cases[k].name, (char *)NULL);
 		_exit(127);
 	}
-	time_t end = time(NULL) + deadline_s();
+	close(beat[1]);
+	assert_int_equal(fcntl(beat[0], F_SETFL, O_NONBLOCK), 0);
+	time_t stall = time(NULL) + stall_s();
+	uint32_t x = 2463534242u + k;
 	int status;
 	for (;;) {
-		for (int i = 0; i < 64; i++)
-			kill(pid, SIGUSR1);
+		char drain[512];
+		kill(pid, SIGUSR1);
+		pause_randomly(&x);
 		pid_t w = waitpid(pid, &status, WNOHANG);
 		if (w == pid)
 			break;
-		if (time(NULL) > end) {
+		if (read(beat[0], drain, sizeof(drain)) > 0)
+			stall = time(NULL) + stall_s();
+		else if (time(NULL) > stall) {
 			kill(pid, SIGKILL);
 			waitpid(pid, &status, 0);
+			close(beat[0]);
 			return -1;
 		}
 	}
+	close(beat[0]);
 	if (WIFSIGNALED(status))
 		return 128 + WTERMSIG(status);
 	return WEXITSTATUS(status);
