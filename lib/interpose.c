@@ -175,15 +175,6 @@ glibc_usable(const void *p)
 }
 
 /*
- * With glibc's header, a sampled block of more than a page stays where
- * glibc made it (sampled()): moving it would copy it, and a sampled
- * realloc of a large buffer twice (once moved, once again at its next
- * realloc, which glibc would have made in place or with mremap).  It is
- * found by its address as it goes (leaving()).
- */
-#define SAMPLE_IN_PLACE MSTAT_SAMPLE_ALIGN
-
-/*
  * The header word of live block `p` of glibc's in *header, if it is one
  * of most blocks: a chunk below MSTAT_CHUNK_LIMIT, which is counted in its
  * chunk row (mstat_wsection_chunk()).  Its size is a multiple of 16, so
@@ -218,14 +209,18 @@ glibc_class(const void *p, size_t *usable)
 }
 
 /* Block `p` of glibc's, of `usable` bytes, is on its way out (freed, or
- * handed to realloc): a sample left in place leaves the live table. */
-static inline void
+ * handed to realloc): if it is a sampled one, it leaves the live table.
+ * The size its allocation was counted with: `usable` but for a small
+ * block that sampled() moved. */
+static inline size_t
 leaving(void *p, size_t usable)
 {
-	size_t counted; /* its own usable size: it was not moved */
+	size_t counted;
 
-	if (UNLIKELY(usable > SAMPLE_IN_PLACE))
-		(void)mstat_profile_freed(p, &counted);
+	if (UNLIKELY(usable >= MSTAT_CHUNK_USABLE(MSTAT_CHUNKS)) &&
+	    UNLIKELY(mstat_sample_maybe(p)) && mstat_profile_freed(p, &counted))
+		return counted;
+	return usable;
 }
 
 /* The loaded object (its link map) that holds code address `fn`, or NULL.
@@ -349,6 +344,23 @@ static inline bool
 header_sizes(void)
 {
 	return LIKELY(state_now() == NEXT_HEADER);
+}
+
+/*
+ * Whether live block `p` of the next allocator's (not NULL, not the
+ * arena's) may be a sampled one, to be looked up in the live table
+ * (profile.h).  With glibc's header a sampled block is never a small
+ * chunk: sampled() moves those to a larger one, and their frees keep
+ * their inline path, which reads no more than the header.  With another
+ * allocator a sampled block is page-aligned.
+ */
+static inline bool
+may_be_sampled(const void *p)
+{
+	if (header_sizes() ? header_word(p) < MSTAT_CHUNK_LIMIT
+			   : !mstat_sample_aligned(p))
+		return false;
+	return mstat_sample_maybe(p);
 }
 
 /* Set while this thread is inside the next allocator's
@@ -579,23 +591,34 @@ counted(void *p, size_t requested)
 /* ---- sampled blocks (profile.h) ---- */
 
 /*
- * A sampled block is page-aligned, and its free must not hand a
- * page-aligned chunk back to a hot loop: glibc's per-thread cache keeps
- * freed chunks of up to 1032 usable bytes and gives the last one out
- * first, so a loop that allocates and frees one size would get the
- * sampled chunk again and again, every one of its frees taking the
- * page-aligned branch, and all such blocks sharing the same cache sets.
- * So with glibc a smaller sampled block is made larger than that cache
- * takes: freed, it merges with its free neighbours instead.
+ * Where sampled() moves a block of `size` bytes, asked with alignment
+ * `align` (0: malloc's), or NULL.  With glibc's header, a chunk of at
+ * least MSTAT_CHUNK_LIMIT bytes: it is counted with the small chunk's
+ * size all the same, and its free goes the way of large chunks, which
+ * look in the live table.  Anywhere else in the heap, so that sampled
+ * blocks share no cache sets (page-aligned small blocks made python3's
+ * cycle collector 3 % slower).  With another allocator, a page-aligned
+ * block.
  */
-#define GLIBC_TCACHE_MAX 1032u
-
-static inline void *
-sampled_memalign(size_t n)
+static void *
+sample_block(size_t size, size_t align)
 {
-	if (header_sizes() && n <= GLIBC_TCACHE_MAX)
-		n = GLIBC_TCACHE_MAX + 1;
-	return next.memalign(MSTAT_SAMPLE_ALIGN, n);
+	if (!header_sizes())
+		return next.memalign(MSTAT_SAMPLE_ALIGN, size);
+	size_t large = MSTAT_CHUNK_USABLE(MSTAT_CHUNKS);
+	return align > 16 ? next.memalign(align, large) : next.malloc(large);
+}
+
+/* Whether block `q`, sampled, stays where it is: with glibc's header,
+ * unless it is a small chunk (a large block moved would be copied, and
+ * a realloc of a large buffer made twice: once moved, once again at its
+ * next realloc, which glibc would have made in place or with mremap);
+ * with another allocator, if it is page-aligned already. */
+static bool
+sample_in_place(const void *q)
+{
+	return header_sizes() ? header_word(q) >= MSTAT_CHUNK_LIMIT
+			      : mstat_sample_aligned(q);
 }
 
 /* The size live block `q`, just made, was counted with; false if it is
@@ -614,26 +637,25 @@ counted_size(void *q, size_t *size)
 }
 
 /*
- * Block `q` of `n` bytes, just made and counted by the plain path, becomes
- * a sampled one (profile.h): moved to a page-aligned block of the next
- * allocator's, at least as large as q, with q's first `copy` bytes (or
- * zeroed, if `zero`), unless it is page-aligned already or, with glibc,
- * larger than a page (SAMPLE_IN_PLACE).  It is remembered
- * with the size q was counted with, which its free is counted with and
+ * Block `q` of `n` bytes, asked with alignment `align` (0: malloc's), just
+ * made and counted by the plain path, becomes a sampled one (profile.h):
+ * unless sample_in_place(), moved to sample_block(), with q's first
+ * `copy` bytes (or zeroed, if `zero`).  It is remembered with the size q
+ * was counted with, which its free is counted with and
  * malloc_usable_size() says: the plain block's, whatever sampling does.
- * If it cannot be (no block, no page-aligned one, no room in the live
- * table), q stays as it is.
+ * If it cannot be (no block to move it to, no room in the live table), q
+ * stays as it is.
  */
 static __attribute__((noinline)) void *
-sampled(void *q, size_t n, size_t copy, bool zero, const void *caller)
+sampled(void *q, size_t n, size_t align, size_t copy, bool zero,
+	const void *caller)
 {
 	struct mstat_sample *e;
 	size_t size;
 	void *p = q;
 
 	if (!q || in_arena(q) || !counted_size(q, &size) ||
-	    (!mstat_sample_aligned(q) && !(header_sizes() && size > SAMPLE_IN_PLACE) &&
-	     !(p = sampled_memalign(size)))) {
+	    (!sample_in_place(q) && !(p = sample_block(size, align)))) {
 		mstat_profile_cancel();
 		return q;
 	}
@@ -721,7 +743,7 @@ malloc_sampled(size_t n, const void *caller)
 	bool sample = mstat_profile_begin(n);
 	void *p = malloc_slow(n);
 
-	return sample ? sampled(p, n, 0, false, caller) : p;
+	return sample ? sampled(p, n, 0, 0, false, caller) : p;
 }
 
 /* The end of do_malloc() for a block past the size table or none, out
@@ -799,8 +821,7 @@ free_header_large(struct mstat_shm_slot *slot, unsigned g, void *p)
 		mstat_section_close(&sec);
 		return;
 	}
-	u = glibc_usable(p);
-	leaving(p, u);
+	u = leaving(p, glibc_usable(p));
 	mstat_section_count_classes(&sec, MSTAT_OP_FREE, mstat_size_class(u), u,
 				    0, 0, 0);
 	next.free(p);
@@ -829,7 +850,7 @@ free_slow(void *p)
 	struct mstat_section sec;
 	size_t size;
 
-	if (UNLIKELY(mstat_sample_aligned(p)) && p != NULL && !in_arena(p) &&
+	if (p != NULL && !in_arena(p) && may_be_sampled(p) &&
 	    mstat_profile_freed(p, &size)) {
 		free_sampled(p, size);
 		return;
@@ -840,8 +861,7 @@ free_slow(void *p)
 		return;
 	}
 	if (!mstat_section_open_slow(&sec)) {
-		size = glibc_usable(p);
-		leaving(p, size);
+		size = glibc_usable(p); /* not a sampled block: see above */
 		mstat_count_unslotted(MSTAT_OP_FREE, size, 0, 0);
 		next.free(p);
 		return;
@@ -855,10 +875,9 @@ do_free(void *p)
 	struct mstat_shm_slot *slot = mstat_thread.fast;
 	struct mstat_section sec;
 
-	/* A page-aligned block, NULL among them, goes the slow way if it may
-	 * be a sampled one (profile.h). */
-	if (UNLIKELY(slot == NULL) ||
-	    (UNLIKELY(mstat_sample_aligned(p)) && (p == NULL || mstat_sample_maybe(p))) ||
+	/* A sampled block is not a small chunk: free_header_large() finds
+	 * it (the fast path is glibc's, see may_be_sampled()). */
+	if (UNLIKELY(slot == NULL) || UNLIKELY(p == NULL) ||
 	    UNLIKELY(mstat_wsection_begin(slot, &mstat_writer_config.epoch, false,
 					  &sec.g) != MSTAT_WS_OPEN)) {
 		free_slow(p);
@@ -889,7 +908,7 @@ calloc_slow(size_t n, size_t size, size_t total, bool due, const void *caller)
 		return arena_alloc(total, ARENA_ALIGN); /* zeroed: never reused */
 	}
 	ALLOCATE(p, next.calloc(n, size), total);
-	return UNLIKELY(sample) ? sampled(p, total, 0, true, caller) : p;
+	return UNLIKELY(sample) ? sampled(p, total, 0, 0, true, caller) : p;
 }
 
 MSTAT_START_TEXT MSTAT_EXPORT void *
@@ -952,10 +971,11 @@ realloc_header(const struct mstat_section *sec, bool open, void *old, size_t n)
 	size_t old_size;
 	/* A sample left in place leaves the live table before glibc can
 	 * free old; should the realloc fail, the block stays live,
-	 * unsampled, and its site shows it freed. */
+	 * unsampled, and its site shows it freed.  It was counted with its
+	 * own size: a moved one never comes here (realloc_sampled()). */
 	unsigned old_class = glibc_class(old, &old_size);
 
-	leaving(old, old_size);
+	(void)leaving(old, old_size);
 	void *p = next.realloc(old, n);
 	count_realloc(sec, open, old_class, old_size, p, n);
 	return p;
@@ -963,11 +983,15 @@ realloc_header(const struct mstat_section *sec, bool open, void *old, size_t n)
 
 /*
  * realloc whose new block is to be sampled (`sample`: mstat_profile_begin()
- * said so), or whose old one was.  A sampled block is never handed to the
- * next realloc, which could keep it in place, no longer sampled: it is
- * freed after a plain allocation and a copy, counted as one realloc, in
- * one section with glibc's header, as realloc_plain() counts.  Old is live
- * and this thread's; if no new block can be had, it stays so.
+ * said so), or whose old one may have been.  A sampled block that was
+ * moved is never handed to the next realloc, which could keep it in
+ * place, no longer sampled, and counted with a size its allocation was
+ * not: it is freed after a plain allocation and a copy, counted as one
+ * realloc, in one section with glibc's header, as realloc_plain()
+ * counts.  Old is live and this thread's; if no new block can be had, it
+ * stays so.  One left in place (glibc's large blocks) goes to
+ * realloc_plain(), as any block: realloc_header() takes it out of the
+ * live table.
  */
 static __attribute__((noinline)) void *
 realloc_sampled(void *old, size_t n, bool sample, const void *caller)
@@ -975,9 +999,10 @@ realloc_sampled(void *old, size_t n, bool sample, const void *caller)
 	size_t old_size, size, copy;
 	void *p;
 
-	if (!(mstat_sample_aligned(old) && mstat_profile_owns(old, &old_size))) {
+	if (!(may_be_sampled(old) && mstat_profile_owns(old, &old_size)) ||
+	    (header_sizes() && old_size == glibc_usable(old))) {
 		p = realloc_plain(old, n);
-		return sample ? sampled(p, n, n, false, caller) : p;
+		return sample ? sampled(p, n, 0, n, false, caller) : p;
 	}
 	if (n == 0) { /* as glibc's: realloc(p, 0) frees p, gives NULL */
 		free(old);
@@ -1012,7 +1037,7 @@ realloc_sampled(void *old, size_t n, bool sample, const void *caller)
 			mstat_count(MSTAT_OP_REALLOC, old_size, size, n);
 		}
 	}
-	return sample ? sampled(p, n, n, false, caller) : p;
+	return sample ? sampled(p, n, 0, n, false, caller) : p;
 }
 
 /* realloc of an arena block: the next allocator gets a copy. */
@@ -1062,8 +1087,8 @@ realloc_chunk_rest(struct mstat_shm_slot *slot, unsigned g, size_t old_header,
 
 /* In open section `sec`, with glibc's header: the realloc of `old`, a
  * small chunk (glibc_chunk(), its header word `old_header`, read while it
- * is live; too small to be a sample left in place), counted; the section
- * closed. */
+ * is live; never a sampled block, see may_be_sampled()), counted; the
+ * section closed. */
 static inline __attribute__((always_inline)) void *
 realloc_chunk(const struct mstat_section *sec, void *old, size_t old_header,
 	      size_t n)
@@ -1101,7 +1126,7 @@ realloc(void *old, size_t n)
 	if (UNLIKELY(mstat_sample_due(n)) && n != 0)
 		return realloc_sampled(old, n, mstat_profile_begin(n),
 				       __builtin_return_address(0));
-	if (UNLIKELY(mstat_sample_aligned(old)) && mstat_sample_maybe(old))
+	if (UNLIKELY(may_be_sampled(old)))
 		return realloc_sampled(old, n, false, NULL);
 	/* As free's fast path (do_free()); the rest out of line. */
 	struct mstat_shm_slot *slot = mstat_thread.fast;
@@ -1190,7 +1215,8 @@ posix_memalign(void **out, size_t align, size_t n)
 			p = counted(p, n);
 	}
 	if (UNLIKELY(sample))
-		p = sampled(rc == 0 ? p : NULL, n, 0, false, __builtin_return_address(0));
+		p = sampled(rc == 0 ? p : NULL, n, align, 0, false,
+			    __builtin_return_address(0));
 	if (rc == 0)
 		*out = p;
 	return rc;
@@ -1204,7 +1230,8 @@ aligned_alloc(size_t align, size_t n)
 	void *p;
 	bool sample = UNLIKELY(mstat_sample_due(n)) && mstat_profile_begin(n);
 	ALLOCATE(p, next.aligned_alloc(align, n), n);
-	return UNLIKELY(sample) ? sampled(p, n, 0, false, __builtin_return_address(0)) : p;
+	return UNLIKELY(sample) ? sampled(p, n, align, 0, false,
+					  __builtin_return_address(0)) : p;
 }
 
 MSTAT_EXPORT void *
@@ -1215,7 +1242,8 @@ memalign(size_t align, size_t n)
 	void *p;
 	bool sample = UNLIKELY(mstat_sample_due(n)) && mstat_profile_begin(n);
 	ALLOCATE(p, next.memalign(align, n), n);
-	return UNLIKELY(sample) ? sampled(p, n, 0, false, __builtin_return_address(0)) : p;
+	return UNLIKELY(sample) ? sampled(p, n, align, 0, false,
+					  __builtin_return_address(0)) : p;
 }
 
 /* The page size, for valloc() and pvalloc() only: asked on their first
@@ -1273,7 +1301,7 @@ malloc_usable_size(void *p)
 	/* A sampled block: the plain block's size, as it was counted (it
 	 * holds at least that). */
 	size_t size;
-	if (UNLIKELY(mstat_sample_aligned(p)) && mstat_profile_owns(p, &size))
+	if (UNLIKELY(may_be_sampled(p)) && mstat_profile_owns(p, &size))
 		return size;
 	return ready() ? next.usable(p) : 0;
 }
@@ -1439,7 +1467,7 @@ cxx_skips(struct cxx_next *n)
 			return p; /* our malloc counted, and sampled */      \
 		mstat_count(MSTAT_OP_ALLOC, 0, new_size(p, n), n);           \
 		if (UNLIKELY(mstat_sample_due(n)) && mstat_profile_begin(n)) \
-			p = sampled(p, n, 0, false, caller);                 \
+			p = sampled(p, n, align, 0, false, caller);          \
 		return p;                                                    \
 	}                                                                    \
 	MSTAT_EXPORT void *mstat_cxx_##e params __asm__(sym);                \
@@ -1473,7 +1501,7 @@ cxx_skips(struct cxx_next *n)
 			return;                                              \
 		}                                                            \
 		/* A sampled block is the next malloc's: free() frees it. */ \
-		if (UNLIKELY(mstat_sample_aligned(p)) && mstat_profile_owns(p, NULL)) { \
+		if (UNLIKELY(may_be_sampled(p)) && mstat_profile_owns(p, NULL)) { \
 			free(p);                                             \
 			return;                                              \
 		}                                                            \

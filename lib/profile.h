@@ -11,7 +11,8 @@
  *
  *	if (mstat_profile_begin(n)) {
  *		q = the plain path's block, counted with `size` bytes;
- *		p = a page-aligned block of the next allocator, >= size;
+ *		p = q, or a block of the next allocator's, >= size, where
+ *		    a free can tell it may be sampled (below);
  *		if (q && p && (e = mstat_profile_note(p, n, size))) {
  *			q's bytes to p, q freed, uncounted;
  *			mstat_profile_record(e, caller);
@@ -25,10 +26,13 @@
  * counts it, and the free of the sampled block is counted with the same
  * size, which the live table keeps (and malloc_usable_size() gives).
  *
- * A sampled block is page-aligned, so a free tests `(p & 4095) == 0`
- * before it calls mstat_profile_freed(), and the blocks that were not
- * sampled cost the free no memory read.  The block itself comes from the
- * next allocator (its memalign), so its free is that allocator's own.
+ * A free tells by where a block is whether it may be a sampled one
+ * before it calls mstat_profile_freed(): with glibc's chunk header, a
+ * sampled block is never a small chunk (those are moved to a larger
+ * one), so the frees of small chunks read nothing but the header they
+ * read anyway; with another allocator, a sampled block is page-aligned,
+ * and a free tests `(p & 4095) == 0`.  The block itself comes from the
+ * next allocator, so its free is that allocator's own.
  *
  * Everything here runs inside malloc: it never allocates, never takes a
  * lock a free could wait on, and a thread inside it samples nothing more
@@ -78,12 +82,12 @@ void mstat_profile_record(struct mstat_sample *e, const void *caller) MSTAT_HIDD
 /* The sampled allocation failed. */
 void mstat_profile_cancel(void) MSTAT_HIDDEN;
 
-/* Page-aligned `p` is being freed (or reallocated), while it is still
- * live: if it was sampled, its free is recorded, it is forgotten, and
+/* `p` is being freed (or reallocated), while it is still live: if it
+ * was sampled, its free is recorded, it is forgotten, and
  * *counted is the size its allocation was counted with.  True if it was. */
 bool mstat_profile_freed(void *p, size_t *counted) MSTAT_HIDDEN;
 
-/* Whether page-aligned `p` is a live sampled block; if so, and `counted`
+/* Whether `p` is a live sampled block; if so, and `counted`
  * is not NULL, the size its allocation was counted with. */
 bool mstat_profile_owns(const void *p, size_t *counted) MSTAT_HIDDEN;
 
@@ -92,7 +96,7 @@ bool mstat_profile_owns(const void *p, size_t *counted) MSTAT_HIDDEN;
  * counted with. */
 void mstat_profile_fork_child(void) MSTAT_HIDDEN;
 
-/* A block is recognised as possibly sampled by its address alone. */
+/* With an allocator other than glibc, a sampled block is page-aligned. */
 #define MSTAT_SAMPLE_ALIGN 4096u
 static inline bool
 mstat_sample_aligned(const void *p)
@@ -101,11 +105,11 @@ mstat_sample_aligned(const void *p)
 }
 
 /*
- * A page-aligned block that was not sampled is common once a sampled one
- * has been freed: the allocator hands the same chunk out again, often to
- * the same hot loop.  So a page-aligned block is looked up only if a
- * counting filter says it may be sampled: per bucket of addresses, the
- * live sampled blocks in it.  One load of a process-local table; a block
+ * A block where a sampled one may be (page-aligned; glibc's large
+ * chunks) that was not sampled is common: the allocator hands a freed
+ * sampled block out again, often to the same hot loop.  So such a block
+ * is looked up only if a counting filter says it may be sampled: per
+ * bucket of addresses, the live sampled blocks in it.  One load of a process-local table; a block
  * whose bucket is 0 is not sampled.  Relaxed: the increment for a sampled
  * block precedes its return to the program, whose own synchronisation
  * orders it before the free that loads it; other blocks of the bucket
@@ -117,10 +121,10 @@ extern _Atomic uint16_t mstat_sample_filter[MSTAT_SAMPLE_FILTER] MSTAT_HIDDEN;
 static inline unsigned
 mstat_sample_bucket(const void *p)
 {
-	return (unsigned)((((uintptr_t)p >> 12) * UINT64_C(0x9e3779b97f4a7c15)) >> 50);
+	return (unsigned)((((uintptr_t)p >> 4) * UINT64_C(0x9e3779b97f4a7c15)) >> 50);
 }
 
-/* Page-aligned `p` may be a live sampled block (false: it is not). */
+/* `p` may be a live sampled block (false: it is not). */
 static inline bool
 mstat_sample_maybe(const void *p)
 {

@@ -234,7 +234,6 @@ test_realloc_moves_the_sample(void **state)
 	memset(a, 7, 200);
 	char *b = site_realloc(a, 3000);
 	assert_int_equal(b[199], 7);
-	assert_int_equal((uintptr_t)b % 4096, 0);
 	read_profile(&p);
 	struct site_total r = site(&p, site_realloc);
 	assert_int_equal(r.allocs, 1);
