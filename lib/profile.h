@@ -26,13 +26,13 @@
  * counts it, and the free of the sampled block is counted with the same
  * size, which the live table keeps (and malloc_usable_size() gives).
  *
- * A free tells by where a block is whether it may be a sampled one
- * before it calls mstat_profile_freed(): with glibc's chunk header, a
- * sampled block is never a small chunk (those are moved to a larger
- * one), so the frees of small chunks read nothing but the header they
- * read anyway; with another allocator, a sampled block is page-aligned,
- * and a free tests `(p & 4095) == 0`.  The block itself comes from the
- * next allocator, so its free is that allocator's own.
+ * A free tells by its block's size or address whether it may be a
+ * sampled one before it calls mstat_profile_freed(): with glibc's chunk
+ * header, a sampled block is larger than a page (smaller ones are moved
+ * to a block just larger), a size the frees of smaller chunks read from
+ * the header anyway; with another allocator, a sampled block is
+ * page-aligned, and a free tests `(p & 4095) == 0`.  The block itself
+ * comes from the next allocator, so its free is that allocator's own.
  *
  * Everything here runs inside malloc: it never allocates, never takes a
  * lock a free could wait on, and a thread inside it samples nothing more
@@ -105,9 +105,9 @@ mstat_sample_aligned(const void *p)
 }
 
 /*
- * A block where a sampled one may be (page-aligned; glibc's large
- * chunks) that was not sampled is common: the allocator hands a freed
- * sampled block out again, often to the same hot loop.  So such a block
+ * A block where a sampled one may be (page-aligned; glibc's blocks
+ * larger than a page) that was not sampled is common: the allocator
+ * hands a freed sampled block out again, often to the same hot loop.  So such a block
  * is looked up only if a counting filter says it may be sampled: per
  * bucket of addresses, the live sampled blocks in it.  One load of a process-local table; a block
  * whose bucket is 0 is not sampled.  Relaxed: the increment for a sampled
@@ -121,7 +121,7 @@ extern _Atomic uint16_t mstat_sample_filter[MSTAT_SAMPLE_FILTER] MSTAT_HIDDEN;
 static inline unsigned
 mstat_sample_bucket(const void *p)
 {
-	return (unsigned)((((uintptr_t)p >> 4) * UINT64_C(0x9e3779b97f4a7c15)) >> 50);
+	return (unsigned)((((uintptr_t)p >> 12) * UINT64_C(0x9e3779b97f4a7c15)) >> 50);
 }
 
 /* `p` may be a live sampled block (false: it is not). */
