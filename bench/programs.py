@@ -3,7 +3,7 @@
 """programs.py - what counting costs real programs (suite `programs`).
 
   programs.py --lib SO --forward SO --lean SO --run MSTAT_RUN --service EXE
-              [--rounds N] [--only NAME,...] [--variant NAME=SO ...]
+              [--rounds N] [--only NAME,...] [--variant NAME=SO[,VAR=VALUE...] ...]
 
 Runs each program plain and with each preload, one run of each in turn,
 in an order rotated every round, every run a fresh process; takes each
@@ -24,7 +24,9 @@ Summary lines:
         cpu_ratio=.. extra_ns_pair=.. pairs=.. plain_s=..
   BENCH programs-goal program=P variant=lib wall_ratio=.. goal=1.03 met=..
 --variant NAME=SO adds a preload (another build of the library, say) to
-the same run.  MSTAT_BENCH_ROUNDS overrides --rounds.
+the same run, with the environment variables that follow it, if any
+(--variant nosample=libmstatshm.so,MSTAT_SAMPLE_BYTES=0); every other
+MSTAT_ variable is dropped.  MSTAT_BENCH_ROUNDS overrides --rounds.
 """
 import argparse
 import json
@@ -140,14 +142,16 @@ def main():
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--only", default="")
     ap.add_argument("--variant", action="append", default=[],
-                    help="NAME=SO: one more preload in the same run")
+                    help="NAME=SO[,VAR=VALUE...]: one more preload in the same run")
     a = ap.parse_args()
     rounds = int(os.environ.get("MSTAT_BENCH_ROUNDS", a.rounds))
 
-    variants = [("plain", None), ("lib", a.lib), ("forward", a.forward), ("lean", a.lean)]
+    variants = [("plain", None, {}), ("lib", a.lib, {}), ("forward", a.forward, {}),
+                ("lean", a.lean, {})]
     for v in a.variant:
-        name, _, so = v.partition("=")
-        variants.append((name, so))
+        name, _, rest = v.partition("=")
+        so, *kvs = rest.split(",")
+        variants.append((name, so, dict(kv.split("=", 1) for kv in kvs)))
     tmp = tempfile.mkdtemp(prefix="mstat-bench-programs.")
     try:
         make_inputs(tmp)
@@ -159,8 +163,8 @@ def main():
         pairs = {}
         for name, (argv, extra) in progs.items():
             outs = []
-            for _, so in variants:
-                e = dict(extra, **({"LD_PRELOAD": so} if so else {}))
+            for _, so, venv in variants:
+                e = dict(extra, **venv, **({"LD_PRELOAD": so} if so else {}))
                 with open(os.path.join(tmp, "out"), "wb") as f:
                     run(argv, env_for(e), f)
                 with open(os.path.join(tmp, "out"), "rb") as f:
@@ -175,13 +179,13 @@ def main():
             print("program %s pairs=%d threads_slots=%d output=%d bytes" % (
                 name, pairs[name], s.get("slots_used", 0), len(outs[0])), flush=True)
 
-        wall = {p: {v: [] for v, _ in variants} for p in progs}
-        cpu = {p: {v: [] for v, _ in variants} for p in progs}
+        wall = {p: {v[0]: [] for v in variants} for p in progs}
+        cpu = {p: {v[0]: [] for v in variants} for p in progs}
         for r in range(rounds):
             for name, (argv, extra) in progs.items():
                 order = variants[r % len(variants):] + variants[:r % len(variants)]
-                for v, so in order:
-                    e = dict(extra, **({"LD_PRELOAD": so} if so else {}))
+                for v, so, venv in order:
+                    e = dict(extra, **venv, **({"LD_PRELOAD": so} if so else {}))
                     w, c = run(argv, env_for(e))
                     wall[name][v].append(w)
                     cpu[name][v].append(c)
@@ -190,7 +194,7 @@ def main():
         for name in progs:
             base_w, base_c = wall[name]["plain"], cpu[name]["plain"]
             print("%s: plain wall %s" % (name, " ".join("%.3f" % x for x in base_w)))
-            for v, _ in variants[1:]:
+            for v, _, _ in variants[1:]:
                 ratios = [x / b for x, b in zip(wall[name][v], base_w)]
                 cratios = [x / b for x, b in zip(cpu[name][v], base_c)]
                 extra_ns = [(x - b) * 1e9 / pairs[name] for x, b in zip(wall[name][v], base_w)]
