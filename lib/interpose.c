@@ -363,17 +363,26 @@ header_sizes(void)
 
 /*
  * Whether live block `p` of the next allocator's (not NULL, not the
- * arena's) may be a sampled one, to be looked up in the live table
- * (profile.h).  With glibc's header a sampled block is larger than a
- * page (SAMPLE_IN_PLACE); with another allocator it is page-aligned.
+ * arena's) is where a sampled block may be: with glibc's header, larger
+ * than a page (SAMPLE_IN_PLACE; moved, such a block would be copied,
+ * and a realloc of a large buffer made twice: once moved, once again at
+ * its next realloc, which glibc would have made in place or with
+ * mremap); with another allocator, page-aligned.  sampled() leaves a
+ * block there in place and moves any other one there (sample_block()).
  */
+static inline bool
+sample_place(const void *p)
+{
+	return header_sizes() ? glibc_usable(p) > SAMPLE_IN_PLACE
+			      : mstat_sample_aligned(p);
+}
+
+/* Whether such a block may be a sampled one, to be looked up in the live
+ * table (profile.h). */
 static inline bool
 may_be_sampled(const void *p)
 {
-	if (header_sizes() ? glibc_usable(p) <= SAMPLE_IN_PLACE
-			   : !mstat_sample_aligned(p))
-		return false;
-	return mstat_sample_maybe(p);
+	return sample_place(p) && mstat_sample_maybe(p);
 }
 
 /* Set while this thread is inside the next allocator's
@@ -621,18 +630,6 @@ sample_block(size_t size, size_t align)
 			  : next.malloc(SAMPLE_IN_PLACE + 1);
 }
 
-/* Whether block `q`, sampled, stays where it is: with glibc's header, if
- * it is larger than a page (moved, it would be copied, and a realloc of
- * a large buffer made twice: once moved, once again at its next realloc,
- * which glibc would have made in place or with mremap); with another
- * allocator, if it is page-aligned already. */
-static bool
-sample_in_place(const void *q)
-{
-	return header_sizes() ? glibc_usable(q) > SAMPLE_IN_PLACE
-			      : mstat_sample_aligned(q);
-}
-
 /* The size live block `q`, just made, was counted with; false if it is
  * remembered as unsized (or being sized), and is not to be moved. */
 static bool
@@ -651,7 +648,7 @@ counted_size(void *q, size_t *size)
 /*
  * Block `q` of `n` bytes, asked with alignment `align` (0: malloc's), just
  * made and counted by the plain path, becomes a sampled one (profile.h):
- * unless sample_in_place(), moved to sample_block(), with q's first
+ * unless sample_place(), moved to sample_block(), with q's first
  * `copy` bytes (or zeroed, if `zero`).  It is remembered with the size q
  * was counted with, which its free is counted with and
  * malloc_usable_size() says: the plain block's, whatever sampling does.
@@ -667,7 +664,7 @@ sampled(void *q, size_t n, size_t align, size_t copy, bool zero,
 	void *p = q;
 
 	if (!q || in_arena(q) || !counted_size(q, &size) ||
-	    (!sample_in_place(q) && !(p = sample_block(size, align)))) {
+	    (!sample_place(q) && !(p = sample_block(size, align)))) {
 		mstat_profile_cancel();
 		return q;
 	}
