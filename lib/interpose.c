@@ -1116,12 +1116,16 @@ realloc_chunk(const struct mstat_section *sec, void *old, size_t old_header,
 }
 
 /* realloc_header() out of line: realloc()'s inline path keeps to small
- * chunks. */
+ * chunks, which are never sampled blocks.  A larger one may be. */
 static __attribute__((noinline)) void *
 realloc_header_other(struct mstat_shm_slot *slot, unsigned g, void *old, size_t n)
 {
 	struct mstat_section sec = { slot, g };
 
+	if (UNLIKELY(may_be_sampled(old))) {
+		mstat_section_close(&sec); /* it counted nothing */
+		return realloc_sampled(old, n, false, NULL);
+	}
 	return realloc_header(&sec, true, old, n);
 }
 
@@ -1135,15 +1139,14 @@ realloc(void *old, size_t n)
 	if (UNLIKELY(mstat_sample_due(n)) && n != 0)
 		return realloc_sampled(old, n, mstat_profile_begin(n),
 				       __builtin_return_address(0));
-	if (UNLIKELY(may_be_sampled(old)))
-		return realloc_sampled(old, n, false, NULL);
 	/* As free's fast path (do_free()); the rest out of line. */
 	struct mstat_shm_slot *slot = mstat_thread.fast;
 	struct mstat_section sec;
 	if (UNLIKELY(slot == NULL) ||
 	    UNLIKELY(mstat_wsection_begin(slot, &mstat_writer_config.epoch, false,
 					  &sec.g) != MSTAT_WS_OPEN))
-		return realloc_plain(old, n);
+		return UNLIKELY(may_be_sampled(old)) ? realloc_sampled(old, n, false, NULL)
+						     : realloc_plain(old, n);
 	sec.slot = slot;
 	size_t h;
 	if (LIKELY(glibc_chunk(old, &h)))
