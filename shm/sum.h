@@ -17,8 +17,7 @@
  * the classes, then the totals, whose requested bytes come from the slots'
  * heads; the chunk rows folded into their classes).  Class rows a slot
  * never wrote are zero in every generation and are skipped.  Loads are
- * relaxed:
- * the caller orders them (the handshake, or a fork). */
+ * relaxed: the caller orders them (the handshake, or a fork). */
 void mstat_sum_generation(const unsigned char *slots, uint32_t slot_size,
 			  uint32_t n, uint32_t class_count, unsigned gen,
 			  uint64_t (*sum)[MSTAT_ROW_COUNTERS]);
