@@ -83,12 +83,12 @@ void mstat_profile_record(struct mstat_sample *e, const void *caller) MSTAT_HIDD
 void mstat_profile_cancel(void) MSTAT_HIDDEN;
 
 /* `p` is being freed (or reallocated), while it is still live: if it
- * was sampled, its free is recorded, it is forgotten, and
- * *counted is the size its allocation was counted with.  True if it was. */
+ * was sampled, its free is recorded, it is forgotten, and *counted is
+ * the size its allocation was counted with.  True if it was. */
 bool mstat_profile_freed(void *p, size_t *counted) MSTAT_HIDDEN;
 
-/* Whether `p` is a live sampled block; if so, and `counted`
- * is not NULL, the size its allocation was counted with. */
+/* Whether `p` is a live sampled block; if so, and `counted` is not
+ * NULL, the size its allocation was counted with. */
 bool mstat_profile_owns(const void *p, size_t *counted) MSTAT_HIDDEN;
 
 /* In a fork child, before its own segment: the parent's region is not the
@@ -107,13 +107,14 @@ mstat_sample_aligned(const void *p)
 /*
  * A block where a sampled one may be (page-aligned; glibc's blocks
  * larger than a page) that was not sampled is common: the allocator
- * hands a freed sampled block out again, often to the same hot loop.  So such a block
- * is looked up only if a counting filter says it may be sampled: per
- * bucket of addresses, the live sampled blocks in it.  One load of a process-local table; a block
- * whose bucket is 0 is not sampled.  Relaxed: the increment for a sampled
- * block precedes its return to the program, whose own synchronisation
- * orders it before the free that loads it; other blocks of the bucket
- * only add to the count while they live.
+ * hands a freed sampled block out again, often to the same hot loop.  So
+ * such a block is looked up only if a counting filter says it may be
+ * sampled: per bucket of addresses, the live sampled blocks in it.  One
+ * load of a process-local table; a block whose bucket is 0 is not
+ * sampled.  Relaxed: the increment for a sampled block precedes its
+ * return to the program, whose own synchronisation orders it before the
+ * free that loads it; other blocks of the bucket only add to the count
+ * while they live.
  */
 #define MSTAT_SAMPLE_FILTER 16384u
 extern _Atomic uint16_t mstat_sample_filter[MSTAT_SAMPLE_FILTER] MSTAT_HIDDEN;
