@@ -54,8 +54,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "writer.h"
+#include "pool.h"
 #include "profile.h"
+#include "writer.h"
 
 #define MSTAT_EXPORT __attribute__((visibility("default")))
 #define LIKELY(x) __builtin_expect(!!(x), 1)
@@ -114,18 +115,13 @@ header_word(const void *p)
 	return *(const size_t *)((uintptr_t)p - sizeof(size_t));
 }
 
-/*
- * An arena block's header word is its size with the top bit set: to the
- * decode of glibc's headers (glibc_chunk()) a chunk far too large for
- * the inline path, so that free()'s inline path need not test for the
- * arena; the path it leaves to does.
- */
-#define ARENA_MARK ((size_t)1 << 63)
-
+/* An arena block's header word is its size, marked as the library's own
+ * (MSTAT_OWN_MARK): free()'s inline path need not test for the arena;
+ * the path it leaves to does. */
 static inline size_t
 arena_usable(const void *p)
 {
-	return header_word(p) & ~ARENA_MARK;
+	return header_word(p) & ~MSTAT_OWN_MARK;
 }
 
 /* A zeroed block of `n` bytes aligned to `align` (a power of two), or NULL
@@ -149,7 +145,7 @@ arena_alloc(size_t n, size_t align)
 	} while (!atomic_compare_exchange_weak_explicit(
 		&arena_used, &used, start + size, memory_order_relaxed,
 		memory_order_relaxed));
-	((size_t *)(arena + start))[-1] = size | ARENA_MARK;
+	((size_t *)(arena + start))[-1] = size | MSTAT_OWN_MARK;
 	void *p = arena + start;
 	mstat_count(MSTAT_OP_ALLOC, 0, size, n);
 	return p;
@@ -189,9 +185,9 @@ glibc_usable(const void *p)
  * which is in the same class as 16k (class bounds are multiples of 16),
  * and the class is the size table's entry k, mstat_small_class[k].  No
  * such chunk is mmapped: glibc maps whole pages.  Everything else
- * (mmapped chunks, with their 16-byte header; arena blocks, ARENA_MARK) is
- * left to the general decode (false).  glibc_layout_holds() tries both
- * decodes.
+ * (mmapped chunks, with their 16-byte header; the library's own blocks,
+ * MSTAT_OWN_MARK) is left to the general decode (false).
+ * glibc_layout_holds() tries both decodes.
  */
 static inline __attribute__((always_inline)) bool
 glibc_chunk(const void *p, size_t *header)
@@ -215,13 +211,16 @@ glibc_class(const void *p, size_t *usable)
 }
 
 /*
- * With glibc's header, every sampled block is larger than a page:
- * sampled() leaves those where glibc made them, and moves every other
- * one to a block just larger (sample_block()).  A free or realloc of a
- * block up to a page, most of them, then needs no test for a sample but
- * this size's, which the chunk rows' inline path does not even make.
+ * With glibc's header, every sampled block is larger than a page, or the
+ * pool's (pool.h), whose header word reads as larger still: sampled()
+ * leaves the large ones where glibc made them, and moves every other one
+ * (sample_block()).  A free or realloc of a block up to a page, most of
+ * them, then needs no test for a sample but this size's, which the chunk
+ * rows' inline path does not even make.
  */
 #define SAMPLE_IN_PLACE 4096u
+_Static_assert(MSTAT_CHUNK_USABLE(SAMPLE_IN_PLACE / 16) <= MSTAT_POOL_MAX,
+	       "the pool holds every block that sampled() moves");
 
 /* Block `p` of glibc's, of `usable` bytes, is on its way out (freed, or
  * handed to realloc): if it is a sampled one, it leaves the live table.
@@ -614,20 +613,35 @@ counted(void *p, size_t requested)
 
 /*
  * Where sampled() moves a block of `size` bytes, asked with alignment
- * `align` (0: malloc's), or NULL.  With glibc's header, a block just
- * larger than SAMPLE_IN_PLACE, anywhere in the heap: it is counted with
- * the plain block's size all the same.  Not on a page of its own: all
- * of a program's sampled objects would share a few cache sets (python3
- * at a 64 KiB interval ran 1.18-1.20x plain so, 1.10-1.13x with this).
- * With another allocator, a page-aligned block.
+ * `align` (0: malloc's), or NULL.  With glibc's header, the pool's
+ * (pool.h); for an alignment past 16, or when the pool's class is full,
+ * a block of glibc's just larger than SAMPLE_IN_PLACE, anywhere in the
+ * heap (not on a page of its own: all of a program's sampled objects
+ * would share a few cache sets).  Either is counted with the plain
+ * block's size.  With another allocator, a page-aligned block.
  */
 static void *
 sample_block(size_t size, size_t align)
 {
+	void *p;
+
 	if (!header_sizes())
 		return next.memalign(MSTAT_SAMPLE_ALIGN, size);
+	if (align <= 16 && (p = mstat_pool_alloc(size)) != NULL)
+		return p;
 	return align > 16 ? next.memalign(align, SAMPLE_IN_PLACE + 1)
 			  : next.malloc(SAMPLE_IN_PLACE + 1);
+}
+
+/* Sampled block `p` (or one sample_block() made) given back, uncounted:
+ * to the pool, or to the next allocator. */
+static void
+release_block(void *p)
+{
+	if (mstat_pool_has(p))
+		mstat_pool_free(p);
+	else
+		next.free(p);
 }
 
 /* The size live block `q`, just made, was counted with; false if it is
@@ -670,7 +684,7 @@ sampled(void *q, size_t n, size_t align, size_t copy, bool zero,
 	}
 	if (!(e = mstat_profile_note(p, n, size))) {
 		if (p != q)
-			next.free(p);
+			release_block(p);
 		mstat_profile_record(NULL, caller); /* dropped */
 		return q;
 	}
@@ -698,7 +712,7 @@ free_sampled(void *p, size_t size)
 			mstat_section_count(&sec, MSTAT_OP_FREE, size, 0, 0);
 		else
 			mstat_count_unslotted(MSTAT_OP_FREE, size, 0, 0);
-		next.free(p);
+		release_block(p);
 		if (open)
 			mstat_section_close(&sec);
 		return;
@@ -825,15 +839,20 @@ free_header_large(struct mstat_shm_slot *slot, unsigned g, void *p)
 
 	if (UNLIKELY(in_arena(p))) {
 		u = arena_usable(p);
-		mstat_section_count_classes(&sec, MSTAT_OP_FREE, mstat_size_class(u),
-					    u, 0, 0, 0);
-		mstat_section_close(&sec);
-		return;
+	} else if (UNLIKELY(mstat_pool_has(p))) {
+		/* A pool block is a sampled one, remembered while it lives;
+		 * any other address there is refused. */
+		if (!mstat_profile_freed(p, &u)) {
+			mstat_section_close(&sec);
+			return;
+		}
+	} else {
+		u = leaving(p, glibc_usable(p));
 	}
-	u = leaving(p, glibc_usable(p));
 	mstat_section_count_classes(&sec, MSTAT_OP_FREE, mstat_size_class(u), u,
 				    0, 0, 0);
-	next.free(p);
+	if (!in_arena(p))
+		release_block(p);
 	mstat_section_close(&sec);
 }
 
@@ -1026,7 +1045,7 @@ realloc_sampled(void *old, size_t n, bool sample, const void *caller)
 			unsigned c = glibc_class(p, &size);
 			memcpy(p, old, n < copy ? n : copy);
 			(void)mstat_profile_freed(old, &old_size);
-			next.free(old);
+			release_block(old);
 			if (LIKELY(open))
 				mstat_section_count_classes(&sec, MSTAT_OP_REALLOC,
 							    mstat_size_class(old_size),

@@ -592,10 +592,12 @@ note_modules(const uint64_t *f, unsigned n)
 
 /* ---- live sampled blocks ---- */
 
+/* By 16-byte granule: the pool (pool.h) packs many sampled blocks into
+ * a page. */
 static inline uint32_t
 live_hash(uintptr_t p)
 {
-	return (uint32_t)(((p >> 12) * UINT64_C(0x9e3779b97f4a7c15)) >> 40) & (LIVE_MAX - 1);
+	return (uint32_t)(((p >> 4) * UINT64_C(0x9e3779b97f4a7c15)) >> 40) & (LIVE_MAX - 1);
 }
 
 _Atomic uint16_t mstat_sample_filter[MSTAT_SAMPLE_FILTER];

@@ -11,8 +11,8 @@
  *
  *	if (mstat_profile_begin(n)) {
  *		q = the plain path's block, counted with `size` bytes;
- *		p = q, or a block of the next allocator's, >= size, where
- *		    a free can tell it may be sampled (below);
+ *		p = q, or a block >= size where a free can tell it may
+ *		    be sampled (below);
  *		if (q && p && (e = mstat_profile_note(p, n, size))) {
  *			q's bytes to p, q freed, uncounted;
  *			mstat_profile_record(e, caller);
@@ -28,11 +28,11 @@
  *
  * A free tells by its block's size or address whether it may be a
  * sampled one before it calls mstat_profile_freed(): with glibc's chunk
- * header, a sampled block is larger than a page (smaller ones are moved
- * to a block just larger), a size the frees of smaller chunks read from
- * the header anyway; with another allocator, a sampled block is
- * page-aligned, and a free tests `(p & 4095) == 0`.  The block itself
- * comes from the next allocator, so its free is that allocator's own.
+ * header, a sampled block is larger than a page, or one of the pool's
+ * (pool.h), whose header word reads as larger still, a size the frees
+ * of smaller chunks read from the header anyway; with another allocator,
+ * a sampled block is page-aligned (the next allocator's), and a free
+ * tests `(p & 4095) == 0`.
  *
  * Everything here runs inside malloc: it never allocates, never takes a
  * lock a free could wait on, and a thread inside it samples nothing more

@@ -33,6 +33,7 @@
 
 #include <cmocka.h>
 
+#include "pool.h"
 #include "truth.h"
 
 static struct truth t;
@@ -324,17 +325,35 @@ next_is_glibc(void)
 	return !want || strcmp(want, "libc.so.6") == 0;
 }
 
+/* The word before block `p`, its allocator's header.  The address is made
+ * from an integer: gcc's object-size tracking would call the read out of
+ * bounds. */
+static size_t
+header_word(const void *p)
+{
+	return *(const size_t *)((uintptr_t)p - sizeof(size_t));
+}
+
+/* Whether sampled block `p` is in the library's pool (lib/pool.h): with
+ * glibc, its header word is marked as the library's own. */
+static bool
+pooled(const void *p)
+{
+	return next_is_glibc() && (header_word(p) & MSTAT_OWN_MARK);
+}
+
 /*
  * Whether block `p`, of at most a page, was moved as the library moves a
- * sampled one: with glibc, to a chunk larger than a page, whose size is
- * the header word before the block (flags in the low 3 bits); with
- * another allocator, to a page-aligned block.
+ * sampled one: with glibc, into the pool, or, its class there being
+ * full, to a chunk larger than a page, whose size is the header word
+ * before the block (flags in the low 3 bits); with another allocator, to
+ * a page-aligned block.
  */
 static bool
 moved_sample(const void *p)
 {
 	if (next_is_glibc())
-		return (((const size_t *)p)[-1] & ~(size_t)7) > 4096;
+		return pooled(p) || (header_word(p) & ~(size_t)7) > 4096;
 	return (uintptr_t)p % 4096 == 0;
 }
 
@@ -356,6 +375,7 @@ test_sampled_blocks(void **state)
 	unsigned char *p = malloc(100);
 	assert_non_null(p);
 	assert_true(moved_sample(p));
+	assert_true(pooled(p) == next_is_glibc());
 	assert_true(malloc_usable_size(p) >= 100);
 	truth_alloc(&t, p, 100);
 	memset(p, 0x5a, 100);
@@ -370,11 +390,55 @@ test_sampled_blocks(void **state)
 	unsigned char *z = calloc(100, 30);
 	assert_non_null(z);
 	assert_true(moved_sample(z));
+	assert_true(pooled(z) == next_is_glibc());
 	truth_alloc(&t, z, 3000);
 	for (int i = 0; i < 3000; i++)
 		assert_int_equal(z[i], 0);
 	truth_free_p(&t, z);
 	truth_free_p(&t, q);
+	end();
+}
+
+/*
+ * Small sampled blocks fill the pool's pages densely (64 to a page here),
+ * and every one of them is remembered.  More live sampled blocks of 2-4
+ * KiB than the pool's class holds (512): the rest move to glibc's chunks
+ * larger than a page.  Every block keeps its bytes and is counted
+ * exactly.
+ */
+static void
+test_pool_full(void **state)
+{
+	enum { N = 600 };
+	static unsigned char *p[N];
+	size_t in_pool = 0;
+
+	(void)state;
+	if (!getenv("MSTAT_TEST_SAMPLED") || !next_is_glibc())
+		skip();
+	begin();
+	for (int i = 0; i < N; i++) {
+		p[i] = malloc(40);
+		assert_non_null(p[i]);
+		assert_true(pooled(p[i]));
+		truth_alloc(&t, p[i], 40);
+	}
+	for (int i = 0; i < N; i++)
+		truth_free_p(&t, p[i]);
+	for (int i = 0; i < N; i++) {
+		p[i] = malloc(3000);
+		assert_non_null(p[i]);
+		assert_true(moved_sample(p[i]));
+		in_pool += pooled(p[i]);
+		memset(p[i], i & 0xff, 3000);
+		truth_alloc(&t, p[i], 3000);
+	}
+	assert_true(in_pool > N / 2 && in_pool < N);
+	for (int i = 0; i < N; i++) {
+		assert_int_equal(p[i][0], i & 0xff);
+		assert_int_equal(p[i][2999], i & 0xff);
+		truth_free_p(&t, p[i]);
+	}
 	end();
 }
 
@@ -453,7 +517,9 @@ test_next_allocator(void **state)
 			assert_true(moved_sample(p));
 			void *q = next_malloc(sizes[i]);
 			assert_int_equal(malloc_usable_size(p), next_usable(q));
-			assert_true(next_usable(p) >= malloc_usable_size(p));
+			size_t holds = pooled(p) ? header_word(p) & ~MSTAT_OWN_MARK
+						 : next_usable(p);
+			assert_true(holds >= malloc_usable_size(p));
 			next_free(q);
 		} else if (!sampled || !moved) {
 			assert_int_equal(malloc_usable_size(p), next_usable(p));
@@ -478,6 +544,7 @@ main(void)
 		cmocka_unit_test(test_reallocarray),
 		cmocka_unit_test(test_aligned),
 		cmocka_unit_test(test_sampled_blocks),
+		cmocka_unit_test(test_pool_full),
 		cmocka_unit_test(test_fork_child_frees),
 	};
 

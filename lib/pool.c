@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pool.c - the blocks sampled objects move to; see pool.h.
+ *
+ * One reservation of address space, mapped at the first block and kept
+ * (a fork child keeps it with the parent's blocks), holds one part per
+ * class: class c has slots of 32 << c bytes, 32 B to 4 KiB.  Slot i's
+ * block starts 16 + i * stride bytes into its part, the header word just
+ * before it (in the previous slot's last 8 bytes, as glibc's chunks
+ * overlap): a block holds stride - 8 bytes, and is 16-aligned.  Pages
+ * are touched as slots are first taken, and stay; a part holds 2 MiB of
+ * slots, so a full pool is 16 MiB.
+ *
+ * Which slots are taken: one bitmap per class, a bit per slot.  A slot
+ * is taken with a compare-and-swap that sets its bit, and given back by
+ * clearing it:
+ *   (Q) the clear releases, after the program's last access to the block
+ *       (which happened before its free); the taking CAS acquires, so
+ *       the next owner's writes come after them.
+ * A per-class hint, the word a slot was last taken from or given back
+ * to (the lower), starts the search; it is only a hint, relaxed.
+ */
+#include "pool.h"
+
+#include <stdatomic.h>
+#include <sys/mman.h>
+
+#define CLASSES 8
+#define MIN_SHIFT 5 /* 32-byte slots in class 0 */
+#define PART_BYTES ((size_t)2 << 20)
+#define PART_STRIDE (PART_BYTES + 4096) /* each part's last slot ends past it */
+#define POOL_BYTES (CLASSES * PART_STRIDE)
+#define WORDS0 (PART_BYTES >> MIN_SHIFT >> 6) /* class 0's bitmap words */
+#define UNMAPPED 0
+#define NO_POOL 1 /* the mapping failed: never tried again */
+
+_Static_assert(((size_t)32 << (CLASSES - 1)) - 8 >= MSTAT_POOL_MAX,
+	       "the largest class holds MSTAT_POOL_MAX bytes");
+
+static struct {
+	/* Where the pool is, UNMAPPED or NO_POOL.  Written once, with a
+	 * CAS; relaxed everywhere: a block reaches a thread that frees it
+	 * through the program's own synchronisation, after the store its
+	 * allocating thread saw, and nothing else is published with it
+	 * (the mapping's pages are zeros, the bitmaps in .bss). */
+	_Atomic uintptr_t base;
+	_Atomic unsigned hint[CLASSES];
+	/* Class c's words start at 2 * WORDS0 - (2 * WORDS0 >> c). */
+	_Atomic uint64_t used[2 * WORDS0];
+} pool;
+
+static inline unsigned
+class_words(unsigned c)
+{
+	return WORDS0 >> c;
+}
+
+static inline _Atomic uint64_t *
+class_bitmap(unsigned c)
+{
+	return &pool.used[2 * WORDS0 - (2 * WORDS0 >> c)];
+}
+
+/* The class whose slots hold `size` bytes: 32 << c >= size + 8. */
+static inline unsigned
+class_of(size_t size)
+{
+	size_t slot = size + 8 <= 32 ? 32 : size + 8;
+	unsigned bits = 64 - (unsigned)__builtin_clzll((unsigned long long)slot - 1);
+
+	return bits - MIN_SHIFT;
+}
+
+static uintptr_t
+base_now(void)
+{
+	uintptr_t b = atomic_load_explicit(&pool.base, memory_order_relaxed);
+
+	if (b != UNMAPPED)
+		return b;
+	void *m = mmap(NULL, POOL_BYTES, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	uintptr_t want = m == MAP_FAILED ? NO_POOL : (uintptr_t)m;
+	/* Not in huge pages: a few blocks would hold 2 MiB each. */
+	if (m != MAP_FAILED)
+		(void)madvise(m, POOL_BYTES, MADV_NOHUGEPAGE);
+	/* Relaxed: see `base`.  Another thread may have mapped it first. */
+	if (atomic_compare_exchange_strong_explicit(&pool.base, &b, want,
+						    memory_order_relaxed,
+						    memory_order_relaxed))
+		return want;
+	if (m != MAP_FAILED)
+		munmap(m, POOL_BYTES);
+	return b;
+}
+
+void *
+mstat_pool_alloc(size_t size)
+{
+	if (size > MSTAT_POOL_MAX)
+		return NULL;
+	uintptr_t base = base_now();
+	if (base == NO_POOL)
+		return NULL;
+	unsigned c = class_of(size), n = class_words(c);
+	_Atomic uint64_t *used = class_bitmap(c);
+	unsigned start = atomic_load_explicit(&pool.hint[c], memory_order_relaxed);
+
+	for (unsigned k = 0; k < n; k++) {
+		unsigned w = (start + k) & (n - 1);
+		uint64_t x = atomic_load_explicit(&used[w], memory_order_relaxed);
+		while (~x != 0) {
+			uint64_t bit = ~x & (x + 1); /* the lowest clear bit */
+			/* (Q) acquire: pairs with the release in
+			 * mstat_pool_free() of the slot's last owner. */
+			if (!atomic_compare_exchange_weak_explicit(
+				    &used[w], &x, x | bit, memory_order_acquire,
+				    memory_order_relaxed))
+				continue;
+			atomic_store_explicit(&pool.hint[c], w, memory_order_relaxed);
+			size_t i = (size_t)w * 64 + (unsigned)__builtin_ctzll(bit);
+			size_t stride = (size_t)1 << (MIN_SHIFT + c);
+			unsigned char *p = (unsigned char *)base + c * PART_STRIDE + 16 +
+					   i * stride;
+			((size_t *)p)[-1] = MSTAT_OWN_MARK | (stride - 8);
+			return p;
+		}
+	}
+	return NULL;
+}
+
+bool
+mstat_pool_has(const void *p)
+{
+	uintptr_t b = atomic_load_explicit(&pool.base, memory_order_relaxed);
+
+	return b > NO_POOL && (uintptr_t)p - b < POOL_BYTES;
+}
+
+void
+mstat_pool_free(void *p)
+{
+	size_t off = (uintptr_t)p - atomic_load_explicit(&pool.base, memory_order_relaxed);
+	unsigned c = (unsigned)(off / PART_STRIDE);
+	size_t at = off % PART_STRIDE, stride = (size_t)1 << (MIN_SHIFT + c);
+
+	if (c >= CLASSES || at < 16 || (at - 16) % stride != 0 ||
+	    (at - 16) / stride >= (size_t)class_words(c) * 64)
+		return;
+	size_t i = (at - 16) / stride;
+	unsigned w = (unsigned)(i / 64);
+	/* (Q) release: pairs with the acquire CAS in mstat_pool_alloc()
+	 * of the slot's next owner. */
+	atomic_fetch_and_explicit(&class_bitmap(c)[w], ~((uint64_t)1 << (i % 64)),
+				  memory_order_release);
+	if (w < atomic_load_explicit(&pool.hint[c], memory_order_relaxed))
+		atomic_store_explicit(&pool.hint[c], w, memory_order_relaxed);
+}

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pool.h - the blocks sampled objects move to, with glibc's chunk
+ * header (interpose.c, sampled()).
+ *
+ * A sampled block must be one a free can tell from the others without a
+ * lookup on its inline path.  With glibc's header, a free reads the word
+ * before the block anyway: a pool block's says MSTAT_OWN_MARK, which
+ * sends the free out of line, where mstat_pool_has() tells it by address.
+ * Packed together, a program's live sampled objects share their pages
+ * and cache lines as its other objects do; alone in a block past a page
+ * each, as they were, they cost python3 5 % of its time at a 64 KiB
+ * interval (docs/performance.md, section 4e).
+ *
+ * Everything here is lock-free and allocates nothing: a slot is taken
+ * and given back by one atomic operation, safe in a signal handler that
+ * interrupts its own thread inside the pool.
+ */
+#ifndef MSTAT_LIB_POOL_H
+#define MSTAT_LIB_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "writer.h"
+
+/*
+ * The word before a block of the library's own (the pool's, the
+ * bootstrap arena's): its size with the top bit set.  glibc's header
+ * decode (interpose.c, glibc_chunk()) reads it as a chunk far too large
+ * for the inline paths, so they need no test of their own for it.
+ */
+#define MSTAT_OWN_MARK ((size_t)1 << 63)
+
+/* The largest block the pool holds: the largest of glibc's chunks up to
+ * a page holds 4088 bytes. */
+#define MSTAT_POOL_MAX 4088u
+
+/* A block of at least `size` bytes (at most MSTAT_POOL_MAX), 16-aligned,
+ * uninitialised; NULL if its class is full or the pool could not be
+ * mapped. */
+void *mstat_pool_alloc(size_t size) MSTAT_HIDDEN;
+
+/* Whether `p` lies in the pool (the caller knows it is a block). */
+bool mstat_pool_has(const void *p) MSTAT_HIDDEN;
+
+/* Block `p` of the pool, no longer used, may be taken again; a `p` that
+ * is not a block's start is ignored. */
+void mstat_pool_free(void *p) MSTAT_HIDDEN;
+
+#endif /* MSTAT_LIB_POOL_H */
