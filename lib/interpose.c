@@ -361,13 +361,14 @@ header_sizes(void)
 }
 
 /*
- * Whether live block `p` of the next allocator's (not NULL, not the
- * arena's) is where a sampled block may be: with glibc's header, larger
- * than a page (SAMPLE_IN_PLACE; moved, such a block would be copied,
- * and a realloc of a large buffer made twice: once moved, once again at
- * its next realloc, which glibc would have made in place or with
- * mremap); with another allocator, page-aligned.  sampled() leaves a
- * block there in place and moves any other one there (sample_block()).
+ * Whether live block `p` (not NULL, not the arena's) is where a sampled
+ * block may be: with glibc's header, the pool's (its header word reads as
+ * a chunk larger still) or larger than a page (SAMPLE_IN_PLACE; moved,
+ * such a block would be copied, and a realloc of a large buffer made
+ * twice: once moved, once again at its next realloc, which glibc would
+ * have made in place or with mremap); with another allocator,
+ * page-aligned.  sampled() leaves a block there in place and moves any
+ * other one (sample_block()).
  */
 static inline bool
 sample_place(const void *p)
