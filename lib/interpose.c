@@ -840,7 +840,13 @@ free_header_large(struct mstat_shm_slot *slot, unsigned g, void *p)
 
 	if (UNLIKELY(in_arena(p))) {
 		u = arena_usable(p);
-	} else if (UNLIKELY(mstat_pool_has(p))) {
+		mstat_section_count_classes(&sec, MSTAT_OP_FREE, mstat_size_class(u),
+					    u, 0, 0, 0);
+		mstat_section_close(&sec);
+		return;
+	}
+	bool pooled = mstat_pool_has(p);
+	if (UNLIKELY(pooled)) {
 		/* A pool block is a sampled one, remembered while it lives;
 		 * any other address there is refused. */
 		if (!mstat_profile_freed(p, &u)) {
@@ -852,8 +858,10 @@ free_header_large(struct mstat_shm_slot *slot, unsigned g, void *p)
 	}
 	mstat_section_count_classes(&sec, MSTAT_OP_FREE, mstat_size_class(u), u,
 				    0, 0, 0);
-	if (!in_arena(p))
-		release_block(p);
+	if (UNLIKELY(pooled))
+		mstat_pool_free(p);
+	else
+		next.free(p);
 	mstat_section_close(&sec);
 }
 

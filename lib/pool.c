@@ -32,18 +32,21 @@
 #define POOL_BYTES (CLASSES * PART_STRIDE)
 #define WORDS0 (PART_BYTES >> MIN_SHIFT >> 6) /* class 0's bitmap words */
 #define UNMAPPED 0
-#define NO_POOL 1 /* the mapping failed: never tried again */
+#define NO_POOL MSTAT_POOL_NONE /* the mapping failed: never tried again */
+
+_Static_assert(POOL_BYTES == MSTAT_POOL_SIZE, "pool.h has the pool's size");
 
 _Static_assert(((size_t)32 << (CLASSES - 1)) - 8 >= MSTAT_POOL_MAX,
 	       "the largest class holds MSTAT_POOL_MAX bytes");
 
+/* Where the pool is, UNMAPPED or NO_POOL.  Written once, with a CAS;
+ * relaxed everywhere: a block reaches a thread that frees it through the
+ * program's own synchronisation, after the store its allocating thread
+ * saw, and nothing else is published with it (the mapping's pages are
+ * zeros, the bitmaps in .bss). */
+_Atomic uintptr_t mstat_pool_base;
+
 static struct {
-	/* Where the pool is, UNMAPPED or NO_POOL.  Written once, with a
-	 * CAS; relaxed everywhere: a block reaches a thread that frees it
-	 * through the program's own synchronisation, after the store its
-	 * allocating thread saw, and nothing else is published with it
-	 * (the mapping's pages are zeros, the bitmaps in .bss). */
-	_Atomic uintptr_t base;
 	_Atomic unsigned hint[CLASSES];
 	/* Class c's words start at 2 * WORDS0 - (2 * WORDS0 >> c). */
 	_Atomic uint64_t used[2 * WORDS0];
@@ -74,7 +77,7 @@ class_of(size_t size)
 static uintptr_t
 base_now(void)
 {
-	uintptr_t b = atomic_load_explicit(&pool.base, memory_order_relaxed);
+	uintptr_t b = atomic_load_explicit(&mstat_pool_base, memory_order_relaxed);
 
 	if (b != UNMAPPED)
 		return b;
@@ -84,8 +87,9 @@ base_now(void)
 	/* Not in huge pages: a few blocks would hold 2 MiB each. */
 	if (m != MAP_FAILED)
 		(void)madvise(m, POOL_BYTES, MADV_NOHUGEPAGE);
-	/* Relaxed: see `base`.  Another thread may have mapped it first. */
-	if (atomic_compare_exchange_strong_explicit(&pool.base, &b, want,
+	/* Relaxed: see mstat_pool_base.  Another thread may have mapped it
+	 * first. */
+	if (atomic_compare_exchange_strong_explicit(&mstat_pool_base, &b, want,
 						    memory_order_relaxed,
 						    memory_order_relaxed))
 		return want;
@@ -129,18 +133,10 @@ mstat_pool_alloc(size_t size)
 	return NULL;
 }
 
-bool
-mstat_pool_has(const void *p)
-{
-	uintptr_t b = atomic_load_explicit(&pool.base, memory_order_relaxed);
-
-	return b > NO_POOL && (uintptr_t)p - b < POOL_BYTES;
-}
-
 void
 mstat_pool_free(void *p)
 {
-	size_t off = (uintptr_t)p - atomic_load_explicit(&pool.base, memory_order_relaxed);
+	size_t off = (uintptr_t)p - atomic_load_explicit(&mstat_pool_base, memory_order_relaxed);
 	unsigned c = (unsigned)(off / PART_STRIDE);
 	size_t at = off % PART_STRIDE, stride = (size_t)1 << (MIN_SHIFT + c);
 

@@ -19,6 +19,7 @@
 #ifndef MSTAT_LIB_POOL_H
 #define MSTAT_LIB_POOL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -42,8 +43,22 @@
  * mapped. */
 void *mstat_pool_alloc(size_t size) MSTAT_HIDDEN;
 
-/* Whether `p` lies in the pool (the caller knows it is a block). */
-bool mstat_pool_has(const void *p) MSTAT_HIDDEN;
+/* The pool's addresses: MSTAT_POOL_SIZE bytes from mstat_pool_base,
+ * once that is above MSTAT_POOL_NONE (pool.c).  Here for
+ * mstat_pool_has(), which a free of a large block asks. */
+#define MSTAT_POOL_SIZE ((size_t)8 * ((2u << 20) + 4096u))
+#define MSTAT_POOL_NONE 1 /* 0: not mapped yet; 1: could not be */
+extern _Atomic uintptr_t mstat_pool_base MSTAT_HIDDEN;
+
+/* Whether `p` lies in the pool (the caller knows it is a block).
+ * Relaxed: see mstat_pool_base in pool.c. */
+static inline bool
+mstat_pool_has(const void *p)
+{
+	uintptr_t b = atomic_load_explicit(&mstat_pool_base, memory_order_relaxed);
+
+	return b > MSTAT_POOL_NONE && (uintptr_t)p - b < MSTAT_POOL_SIZE;
+}
 
 /* Block `p` of the pool, no longer used, may be taken again; a `p` that
  * is not a block's start is ignored. */
