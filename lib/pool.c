@@ -84,7 +84,7 @@ base_now(void)
 	void *m = mmap(NULL, POOL_BYTES, PROT_READ | PROT_WRITE,
 		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	uintptr_t want = m == MAP_FAILED ? NO_POOL : (uintptr_t)m;
-	/* Not in huge pages: a few blocks would hold 2 MiB each. */
+	/* Not in huge pages: a few live blocks would each keep 2 MiB. */
 	if (m != MAP_FAILED)
 		(void)madvise(m, POOL_BYTES, MADV_NOHUGEPAGE);
 	/* Relaxed: see mstat_pool_base.  Another thread may have mapped it
@@ -137,18 +137,19 @@ void
 mstat_pool_free(void *p)
 {
 	size_t off = (uintptr_t)p - atomic_load_explicit(&mstat_pool_base, memory_order_relaxed);
-	unsigned c = (unsigned)(off / PART_STRIDE);
-	size_t at = off % PART_STRIDE, stride = (size_t)1 << (MIN_SHIFT + c);
+	size_t c = off / PART_STRIDE, at = off % PART_STRIDE;
 
-	if (c >= CLASSES || at < 16 || (at - 16) % stride != 0 ||
-	    (at - 16) / stride >= (size_t)class_words(c) * 64)
+	if (c >= CLASSES || at < 16)
 		return;
+	size_t stride = (size_t)1 << (MIN_SHIFT + c);
 	size_t i = (at - 16) / stride;
+	if ((at - 16) % stride != 0 || i >= (size_t)class_words((unsigned)c) * 64)
+		return;
 	unsigned w = (unsigned)(i / 64);
 	/* (Q) release: pairs with the acquire CAS in mstat_pool_alloc()
 	 * of the slot's next owner. */
-	atomic_fetch_and_explicit(&class_bitmap(c)[w], ~((uint64_t)1 << (i % 64)),
-				  memory_order_release);
+	atomic_fetch_and_explicit(&class_bitmap((unsigned)c)[w],
+				  ~((uint64_t)1 << (i % 64)), memory_order_release);
 	if (w < atomic_load_explicit(&pool.hint[c], memory_order_relaxed))
 		atomic_store_explicit(&pool.hint[c], w, memory_order_relaxed);
 }
