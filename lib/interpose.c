@@ -378,11 +378,12 @@ sample_place(const void *p)
 }
 
 /* Whether such a block may be a sampled one, to be looked up in the live
- * table (profile.h). */
+ * table (profile.h): a pool address always is, even one that is no live
+ * block, which the callers then refuse. */
 static inline bool
 may_be_sampled(const void *p)
 {
-	return sample_place(p) && mstat_sample_maybe(p);
+	return mstat_pool_has(p) || (sample_place(p) && mstat_sample_maybe(p));
 }
 
 /* Set while this thread is inside the next allocator's
@@ -892,6 +893,8 @@ free_slow(void *p)
 		free_sampled(p, size);
 		return;
 	}
+	if (UNLIKELY(mstat_pool_has(p)))
+		return; /* no live sampled block: refused */
 	if (UNLIKELY(state_now() != NEXT_HEADER) || UNLIKELY(p == NULL) ||
 	    UNLIKELY(in_arena(p))) {
 		free_other(p);
@@ -1035,9 +1038,16 @@ realloc_sampled(void *old, size_t n, bool sample, const void *caller)
 {
 	size_t old_size, size, copy;
 	void *p;
+	bool owned = may_be_sampled(old) && mstat_profile_owns(old, &old_size);
 
-	if (!(may_be_sampled(old) && mstat_profile_owns(old, &old_size)) ||
-	    (header_sizes() && old_size == glibc_usable(old))) {
+	if (!owned && mstat_pool_has(old)) {
+		/* A pool address that is no live sampled block: refused. */
+		if (sample)
+			mstat_profile_cancel();
+		errno = EINVAL;
+		return NULL;
+	}
+	if (!owned || (header_sizes() && old_size == glibc_usable(old))) {
 		p = realloc_plain(old, n);
 		return sample ? sampled(p, n, 0, n, false, caller) : p;
 	}
@@ -1343,6 +1353,8 @@ malloc_usable_size(void *p)
 	size_t size;
 	if (UNLIKELY(may_be_sampled(p)) && mstat_profile_owns(p, &size))
 		return size;
+	if (mstat_pool_has(p))
+		return 0; /* no live sampled block */
 	return ready() ? next.usable(p) : 0;
 }
 

@@ -443,6 +443,30 @@ test_pool_full(void **state)
 }
 
 /*
+ * A pool address that is no live sampled block (here, one freed twice) is
+ * refused by free, realloc and malloc_usable_size, where glibc would be
+ * handed a block it never made: nothing is counted, nothing crashes.
+ */
+static void
+test_pool_refuses(void **state)
+{
+	(void)state;
+	if (!getenv("MSTAT_TEST_SAMPLED") || !next_is_glibc())
+		skip();
+	unsigned char *p = malloc(100);
+	assert_non_null(p);
+	assert_true(pooled(p));
+	begin();
+	truth_free_p(&t, p);
+	free(p);
+	assert_int_equal(malloc_usable_size(p), 0);
+	errno = 0;
+	assert_null(realloc(p, 200));
+	assert_int_equal(errno, EINVAL);
+	end();
+}
+
+/*
  * A fork child frees the blocks its parent made, sampled ones among them
  * under MSTAT_SAMPLE_BYTES=1: each free is counted with the size its
  * allocation was, which the parent tallied.
@@ -545,6 +569,7 @@ main(void)
 		cmocka_unit_test(test_aligned),
 		cmocka_unit_test(test_sampled_blocks),
 		cmocka_unit_test(test_pool_full),
+		cmocka_unit_test(test_pool_refuses),
 		cmocka_unit_test(test_fork_child_frees),
 	};
 
