@@ -17,8 +17,11 @@
  *   (Q) the clear releases, after the program's last access to the block
  *       (which happened before its free); the taking CAS acquires, so
  *       the next owner's writes come after them.
- * A per-class hint, the word a slot was last taken from or given back
- * to (the lower), starts the search; it is only a hint, relaxed.
+ * Each thread starts its search at the word it last took a slot from,
+ * its own hint per class (the first one drawn from its address), so that
+ * threads that sample at once work on bitmap lines of their own: with a
+ * shared hint, and both on one line, two threads lost 0.3 ns a pair of
+ * the hot loop to that line's moves (docs/performance.md, section 4f).
  */
 #include "pool.h"
 
@@ -46,11 +49,12 @@ _Static_assert(((size_t)32 << (CLASSES - 1)) - 8 >= MSTAT_POOL_MAX,
  * zeros, the bitmaps in .bss). */
 _Atomic uintptr_t mstat_pool_base;
 
-static struct {
-	_Atomic unsigned hint[CLASSES];
-	/* Class c's words start at 2 * WORDS0 - (2 * WORDS0 >> c). */
-	_Atomic uint64_t used[2 * WORDS0];
-} pool;
+/* Class c's words start at 2 * WORDS0 - (2 * WORDS0 >> c). */
+static _Atomic uint64_t used_words[2 * WORDS0];
+
+/* Per class, the word this thread last took a slot from, plus one; 0
+ * before its first. */
+static _Thread_local unsigned hint[CLASSES] __attribute__((tls_model("initial-exec")));
 
 static inline unsigned
 class_words(unsigned c)
@@ -61,7 +65,7 @@ class_words(unsigned c)
 static inline _Atomic uint64_t *
 class_bitmap(unsigned c)
 {
-	return &pool.used[2 * WORDS0 - (2 * WORDS0 >> c)];
+	return &used_words[2 * WORDS0 - (2 * WORDS0 >> c)];
 }
 
 /* The class whose slots hold `size` bytes: 32 << c >= size + 8. */
@@ -108,7 +112,11 @@ mstat_pool_alloc(size_t size)
 		return NULL;
 	unsigned c = class_of(size), n = class_words(c);
 	_Atomic uint64_t *used = class_bitmap(c);
-	unsigned start = atomic_load_explicit(&pool.hint[c], memory_order_relaxed);
+	/* A first search starts on a bitmap line (8 words) of its own,
+	 * picked by a hash of the thread's address. */
+	unsigned start = hint[c] ? hint[c] - 1
+				 : (unsigned)(((uintptr_t)hint * UINT64_C(0x9e3779b97f4a7c15)) >> 40) &
+					   ~7u;
 
 	for (unsigned k = 0; k < n; k++) {
 		unsigned w = (start + k) & (n - 1);
@@ -121,7 +129,7 @@ mstat_pool_alloc(size_t size)
 				    &used[w], &x, x | bit, memory_order_acquire,
 				    memory_order_relaxed))
 				continue;
-			atomic_store_explicit(&pool.hint[c], w, memory_order_relaxed);
+			hint[c] = w + 1;
 			size_t i = (size_t)w * 64 + (unsigned)__builtin_ctzll(bit);
 			size_t stride = (size_t)1 << (MIN_SHIFT + c);
 			unsigned char *p = (unsigned char *)base + c * PART_STRIDE + 16 +
@@ -150,6 +158,4 @@ mstat_pool_free(void *p)
 	 * of the slot's next owner. */
 	atomic_fetch_and_explicit(&class_bitmap((unsigned)c)[w],
 				  ~((uint64_t)1 << (i % 64)), memory_order_release);
-	if (w < atomic_load_explicit(&pool.hint[c], memory_order_relaxed))
-		atomic_store_explicit(&pool.hint[c], w, memory_order_relaxed);
 }
