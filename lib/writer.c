@@ -1316,6 +1316,26 @@ on_fork_and_exit(void)
 }
 #endif
 
+/*
+ * Registers the process for both membarrier commands it uses: the global
+ * one, which readers issue (start() registers again, and falls back to
+ * fenced mode if it cannot), and the private one, barrier_threads()'.
+ * Here, at start, because the process most likely has one thread: the
+ * kernel then only marks it.  Registered once a second thread runs, it
+ * waits out an RCU grace period first (synchronize_rcu(); 12.6 ms on the
+ * machine of docs/performance.md), and that was paid by every process
+ * that made its segment on its second thread, then again by the first
+ * fork or the exit of one with threads alive.  Failure is silent here:
+ * start() says it, if the process ever makes a segment.
+ */
+static MSTAT_START_TEXT void
+register_barriers(void)
+{
+	(void)syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0);
+	proc.private_barrier = syscall(SYS_membarrier,
+		MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+}
+
 MSTAT_START_TEXT void
 mstat_writer_start(void)
 {
@@ -1354,6 +1374,8 @@ mstat_writer_start(void)
 	mstat_profile_start();
 	proc.slot_count = env_slots();
 	proc.writer_mode = env_mode();
+	if (proc.writer_mode == MSTAT_MODE_MEMBARRIER)
+		register_barriers();
 	*(void **)&proc.next_exit = dlsym(RTLD_NEXT, "_exit");
 	on_fork_and_exit();
 	set_status((const char *const[]){
