@@ -4,6 +4,7 @@
 
   programs.py --lib SO --forward SO --lean SO --run MSTAT_RUN --service EXE
               [--rounds N] [--only NAME,...] [--variant NAME=SO[,VAR=VALUE...] ...]
+              [--service-args "THREADS REQUESTS"] [--cpus LIST]
 
 Runs each program plain and with each preload, one run of each in turn,
 in an order rotated every round, every run a fresh process; takes each
@@ -27,6 +28,9 @@ Summary lines:
 the same run, with the environment variables that follow it, if any
 (--variant nosample=libmstatshm.so,MSTAT_SAMPLE_BYTES=0); every other
 MSTAT_ variable is dropped.  MSTAT_BENCH_ROUNDS overrides --rounds.
+--service-args replaces the service's "2 150000"; --cpus 0 runs every
+program on CPU 0 alone (a comma-separated list of CPUs), so that two
+threads take turns instead of running side by side.
 """
 import argparse
 import json
@@ -89,13 +93,13 @@ def make_inputs(tmp):
         f.write("]\n")
 
 
-def programs(tmp, service):
+def programs(tmp, service, service_args):
     py = shutil.which("python3", path="/usr/bin") or "python3"
     return {
         "python": ([py, os.path.join(tmp, "work.py")], {"PYTHONMALLOC": "malloc"}),
         "sqlite": (["sqlite3", ":memory:", ".read " + os.path.join(tmp, "work.sql")], {}),
         "jq": (["jq", "-c", JQ_FILTER, os.path.join(tmp, "in.json")], {}),
-        "cxx-service": ([service, "2", "150000"], {}),
+        "cxx-service": ([service] + service_args.split(), {}),
     }
 
 
@@ -109,10 +113,19 @@ def env_for(extra):
     return env
 
 
+CPUS = None  # --cpus: the CPUs every run is confined to
+
+
+def confine():
+    if CPUS:
+        os.sched_setaffinity(0, CPUS)
+
+
 def run(argv, env, out=subprocess.DEVNULL):
     """Wall seconds and CPU seconds (user + system) of one run."""
     t0 = time.perf_counter()
-    p = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.PIPE)
+    p = subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.PIPE,
+                         preexec_fn=confine)
     _, status, ru = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
     err = p.stderr.read()
@@ -143,7 +156,11 @@ def main():
     ap.add_argument("--only", default="")
     ap.add_argument("--variant", action="append", default=[],
                     help="NAME=SO[,VAR=VALUE...]: one more preload in the same run")
+    ap.add_argument("--service-args", default="2 150000")
+    ap.add_argument("--cpus", default="", help="LIST: confine every run to these CPUs")
     a = ap.parse_args()
+    global CPUS
+    CPUS = {int(c) for c in a.cpus.split(",")} if a.cpus else None
     rounds = int(os.environ.get("MSTAT_BENCH_ROUNDS", a.rounds))
 
     variants = [("plain", None, {}), ("lib", a.lib, {}), ("forward", a.forward, {}),
@@ -155,7 +172,7 @@ def main():
     tmp = tempfile.mkdtemp(prefix="mstat-bench-programs.")
     try:
         make_inputs(tmp)
-        progs = programs(tmp, a.service)
+        progs = programs(tmp, a.service, a.service_args)
         if a.only:
             progs = {k: v for k, v in progs.items() if k in a.only.split(",")}
 
