@@ -1319,7 +1319,8 @@ on_fork_and_exit(void)
 /*
  * Registers the process for both membarrier commands it uses: the global
  * one, which readers issue (start() registers again, and falls back to
- * fenced mode if it cannot), and the private one, barrier_threads()'.
+ * fenced mode if it cannot), and the private one, which
+ * barrier_threads() issues.
  * Here, at start, because the process most likely has one thread: the
  * kernel then only marks it.  Registered once a second thread runs, it
  * waits out an RCU grace period first (synchronize_rcu(); 12.6 ms on the

@@ -17,6 +17,7 @@
 #include <linux/membarrier.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,6 +27,7 @@
 
 #include <cmocka.h>
 
+#include "layout.h"
 #include "mstatshm.h"
 
 #define GET_REGISTRATIONS (1 << 9) /* MEMBARRIER_CMD_GET_REGISTRATIONS */
@@ -52,10 +54,12 @@ main(void)
 	got_errno = errno;
 
 	const char *mode = getenv("MSTAT_MODE");
+	bool fenced = mode && *mode ? strcmp(mode, "fenced") == 0
+				    : MSTAT_DEFAULT_MODE == MSTAT_MODE_FENCED;
 
-	/* Refused outright (a seccomp profile): nothing to register. */
-	if (syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0) < 0 ||
-	    (mode && strcmp(mode, "fenced") == 0))
+	/* Refused outright (a seccomp profile), or not used: nothing to
+	 * register. */
+	if (syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0) < 0 || fenced)
 		return 77;
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_registered_at_start),
