@@ -1161,8 +1161,11 @@ fork_child(void)
 	 * signal handler here counts into `forking`, taking no lock. */
 	mstat_ownlock_init(&proc.shared_lock);
 	thread_tid = (uint32_t)gettid();
-	pthread_mutex_init(&proc.fork_lock, NULL);
-	pthread_mutex_init(&proc.self_lock, NULL);
+	/* Not pthread_mutex_init(): the parent never calls it, and its lazy
+	 * binding would be done again in every child (a symbol lookup and
+	 * five page faults a fork). */
+	proc.fork_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	proc.self_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	/* Held while `early` is made: a handler's count meanwhile is
 	 * deferred, and taken into it below. */
 	shared_lock();

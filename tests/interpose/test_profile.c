@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -283,6 +284,40 @@ test_reader_sets_the_interval(void **state)
 	mstat_reader_close(r);
 }
 
+/* A fork child profiles afresh, in a segment of its own: its stacks are
+ * entered again, not found in the parent's index (whose entries number
+ * the parent's table), and its sites count what it sampled. */
+static void
+test_fork_child_profiles_afresh(void **state)
+{
+	int status;
+
+	(void)state;
+	for (int i = 0; i < 10; i++)
+		free(site_malloc(100)); /* the parent's index holds its stack */
+	pid_t pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct mstat_reader *r;
+		struct mstat_profile p;
+		char err[256];
+
+		for (int i = 0; i < 20; i++)
+			free(site_malloc(100));
+		for (int i = 0; i < 30; i++)
+			free(site_calloc(10, 30));
+		if (mstat_reader_open_pid(&r, getpid(), err, sizeof(err)) != 0 ||
+		    mstat_reader_profile(r, &p) != 0)
+			_exit(2);
+		struct site_total m = site(&p, site_malloc), c = site(&p, site_calloc);
+		_exit(m.stacks == 1 && m.allocs == 20 && c.stacks == 1 && c.allocs == 30
+			      ? 0 : 1);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 int
 main(void)
 {
@@ -291,6 +326,7 @@ main(void)
 		cmocka_unit_test(test_realloc_moves_the_sample),
 		cmocka_unit_test(test_large_blocks_stay_in_place),
 		cmocka_unit_test(test_reader_sets_the_interval),
+		cmocka_unit_test(test_fork_child_profiles_afresh),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);
 }
