@@ -45,12 +45,19 @@ static const char *const variant_name[VARIANTS] = {
 
 static char *dash;
 
-/* One start of dash -c true: wall time and the child's CPU time (user
+/* `dash -c true`, and a script that forks FORKS subshells which exit at
+ * once (a fork, a child that counts, its exit): what a fork costs. */
+#define FORKS 50
+static const char *script = "true";
+static const char forks_script[] =
+	"i=0; while [ $i -lt 50 ]; do (:); i=$((i+1)); done";
+
+/* One run of dash -c `script`: wall time and the child's CPU time (user
  * and system, from wait4), in ns. */
 static void
 one_start(char **env, double *wall, double *cpu)
 {
-	char *argv[] = { dash, "-c", "true", NULL };
+	char *argv[] = { dash, "-c", (char *)script, NULL };
 	uint64_t t0 = mbench_now_ns();
 	struct rusage ru;
 	int status;
@@ -237,6 +244,25 @@ main(int argc, char **argv)
 		printf("BENCH start piece %s: %.1f us (median of %u rounds of %u)\n",
 		       pieces[i].name, mbench_median(p[i], rounds) / 1e3, rounds,
 		       pieces[i].reps);
+
+	/* Forks: the script above, plain and counting, in turn; its time
+	 * less a start, per fork. */
+	double fork_us[2][MAX_ROUNDS];
+	static const enum variant fv[2] = { PLAIN, COUNTING };
+	script = forks_script;
+	for (unsigned r = 0; r < rounds; r++) {
+		double fw[2] = { 0, 0 }, fc = 0;
+		for (unsigned i = 0; i < runs / 10 + 1; i++)
+			for (unsigned k = 0; k < 2; k++)
+				one_start(env[fv[(k + i) % 2]], &fw[(k + i) % 2], &fc);
+		for (unsigned k = 0; k < 2; k++)
+			fork_us[k][r] = (fw[k] / (runs / 10 + 1) - wall[fv[k]][r]) /
+					FORKS / 1e3;
+	}
+	printf("BENCH start fork: %.1f us a fork plain, %.1f us counting "
+	       "(dash, %d subshells a run, less a start; medians of %u rounds)\n",
+	       mbench_median(fork_us[0], rounds), mbench_median(fork_us[1], rounds),
+	       FORKS, rounds);
 	for (unsigned v = 0; v < VARIANTS; v++)
 		mbench_env_free(env[v]);
 	return (int)(sink & 0); /* keep the pieces' results alive */
