@@ -17,6 +17,9 @@
  * Pieces, in this process, each repeated and timed (median of R rounds):
  * what start() and the exit do, one call at a time, on the real /dev/shm.
  *
+ * Forks: dash running FORKS subshells that exit at once, plain and
+ * counting, one run of each in turn, R rounds; per fork, less a start.
+ *
  * Figures, never assertions: docs/performance.md says what they mean.
  */
 #include <errno.h>
@@ -48,9 +51,11 @@ static char *dash;
 /* `dash -c true`, and a script that forks FORKS subshells which exit at
  * once (a fork, a child that counts, its exit): what a fork costs. */
 #define FORKS 50
+#define STR_(x) #x
+#define STR(x) STR_(x)
 static const char *script = "true";
 static const char forks_script[] =
-	"i=0; while [ $i -lt 50 ]; do (:); i=$((i+1)); done";
+	"i=0; while [ $i -lt " STR(FORKS) " ]; do (:); i=$((i+1)); done";
 
 /* One run of dash -c `script`: wall time and the child's CPU time (user
  * and system, from wait4), in ns. */
