@@ -6,7 +6,8 @@
  *
  * Runs itself as a child, plain, with the library preloaded, and
  * preloaded with sampling off (MSTAT_SAMPLE_BYTES=0), in turn, R rounds
- * (3 by default).  The child starts N threads (400 by default); each makes
+ * (3 by default); preloaded, with MSTAT_EAGER=1, so that every thread's
+ * allocations are sampled as a long-lived process's are.  The child starts N threads (400 by default); each makes
  * and frees 4096 blocks of 512 bytes (2 MiB, about four samples at the
  * default interval) and waits; then, with every thread alive, the child
  * reads its own anonymous resident memory (RssAnon in /proc/self/status).
@@ -18,6 +19,7 @@
  */
 #include <pthread.h>
 #include <spawn.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,7 +96,7 @@ measure(const char *self, unsigned n, const char *preload, const char *var)
 	snprintf(arg, sizeof(arg), "%u", n);
 	while (environ[count])
 		count++;
-	if (!(env = calloc(count + 3, sizeof(*env))))
+	if (!(env = calloc(count + 4, sizeof(*env))))
 		return -1;
 	for (size_t i = 0; i < count; i++)
 		if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0 &&
@@ -103,6 +105,9 @@ measure(const char *self, unsigned n, const char *preload, const char *var)
 	if (preload) {
 		snprintf(pre, sizeof(pre), "LD_PRELOAD=%s", preload);
 		env[k++] = pre;
+		/* The segment, and so sampling, from the start: else threads
+		 * that finish before it is made sample nothing. */
+		env[k++] = "MSTAT_EAGER=1";
 	}
 	if (var)
 		env[k++] = (char *)var;
@@ -152,8 +157,9 @@ main(int argc, char **argv)
 {
 	const char *lib = NULL;
 	unsigned n = 400, rounds = 3;
+	bool bad = false;
 
-	for (int i = 1; i < argc; i++) {
+	for (int i = 1; i < argc && !bad; i++) {
 		if (strcmp(argv[i], "--child") == 0 && i + 1 < argc)
 			return child((unsigned)strtoul(argv[i + 1], NULL, 10));
 		if (strcmp(argv[i], "--lib") == 0 && i + 1 < argc)
@@ -163,9 +169,9 @@ main(int argc, char **argv)
 		else if (strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
 			rounds = (unsigned)strtoul(argv[++i], NULL, 10);
 		else
-			lib = NULL, n = 0;
+			bad = true;
 	}
-	if (!lib || n < 1 || n > 10000 || rounds < 1 || rounds > 99) {
+	if (bad || !lib || n < 1 || n > 10000 || rounds < 1 || rounds > 99) {
 		fprintf(stderr, "usage: mstat-bench-threads --lib PATH [--threads N] [--rounds R]\n");
 		return 2;
 	}
