@@ -21,6 +21,8 @@
  *                          fast as they can until main() returns, 20 ms
  *                          later
  *   ender wait             prints "ready", exits once stdin is closed
+ *   ender late             allocates once more 30 ms after the first
+ *                          block, then as `wait`
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -261,6 +263,12 @@ main(int argc, char **argv)
 		struct timespec ts = { 0, 20 * 1000 * 1000 };
 		nanosleep(&ts, NULL);
 		return 0; /* exit() while they are inside malloc and free */
+	}
+	if (strcmp(m, "late") == 0) {
+		struct timespec ts = { 0, 30 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+		kept = malloc(2000);
+		m = "wait";
 	}
 	if (strcmp(m, "wait") == 0) {
 		char c;

@@ -64,24 +64,43 @@ done
 [ "$(stat -c %y /dev/shm)" = "$before" ] ||
 	fail "dash -c true made segments without MSTAT_EAGER"
 
+# Starts CMD with stdin from a fifo held open on fd 3, and waits until it
+# says "ready".
+start_waiting() {
+	rm -f "$tmp/in" "$tmp/out"
+	mkfifo "$tmp/in"
+	"$@" <"$tmp/in" >"$tmp/out" &
+	exec 3>"$tmp/in"
+	for i in $(seq 200); do
+		grep -q ready "$tmp/out" 2>/dev/null && break
+		sleep 0.05
+	done
+}
+# Waits until nothing is left, or 10 s.
+until_none_left() {
+	for i in $(seq 200); do
+		[ -z "$(segs)" ] && break
+		sleep 0.05
+	done
+	none_left "$1"
+}
+
+# By default, a process that counts again once it has lived 10 ms makes
+# its segment then (measured by the coarse clock, 4 ms a tick here).
+start_waiting env LD_PRELOAD="$lib" "$ender" late
+[ "$(segs | wc -l)" = 1 ] || fail "a process 30 ms old: no segment"
+exec 3>&-
+wait
+until_none_left "a process 30 ms old, once it exited"
+
 # mstat-run killed: its command runs on, counting, and leaves nothing.
-mkfifo "$tmp/in"
-"$run" -- "$ender" wait <"$tmp/in" >"$tmp/out" &
+start_waiting "$run" -- "$ender" wait
 run_pid=$!
-exec 3>"$tmp/in"
-for i in $(seq 200); do
-	grep -q ready "$tmp/out" 2>/dev/null && break
-	sleep 0.05
-done
 kill -9 "$run_pid"
 wait "$run_pid" 2>/dev/null || true
 [ "$(segs | wc -l)" = 1 ] || fail "the command of a killed mstat-run: not counting"
 exec 3>&-
-for i in $(seq 200); do
-	[ -z "$(segs)" ] && break
-	sleep 0.05
-done
-none_left "the command of a killed mstat-run, once it exited"
+until_none_left "the command of a killed mstat-run, once it exited"
 
 # Footprint: a process with one thread, and with eight.
 one=$(pre "$ender" threads 0 | sed -n 's/^footprint //p')
