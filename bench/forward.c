@@ -80,8 +80,9 @@ struct floor {
 #if MBENCH_FLOOR == 2
 	struct mstat_shm_slot *slot;
 	unsigned g;
+#else
+	char unused; /* C has no empty struct */
 #endif
-	char unused;
 };
 
 static inline size_t
