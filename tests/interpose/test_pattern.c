@@ -446,6 +446,8 @@ test_pool_full(void **state)
  * A pool address that is no live sampled block (here, one freed twice) is
  * refused by free, realloc and malloc_usable_size, where glibc would be
  * handed a block it never made: nothing is counted, nothing crashes.
+ * free is tried on both of its paths: the inline one, and the slow one a
+ * fork child's first call takes, before the child has a slot of its own.
  */
 static void
 test_pool_refuses(void **state)
@@ -459,11 +461,20 @@ test_pool_refuses(void **state)
 	begin();
 	truth_free_p(&t, p);
 	free(p);
+	free(p); /* refused: not counted again, not handed to glibc */
 	assert_int_equal(malloc_usable_size(p), 0);
 	errno = 0;
 	assert_null(realloc(p, 200));
 	assert_int_equal(errno, EINVAL);
 	end();
+	int status;
+	pid_t pid = fork();
+	if (pid == 0) {
+		free(p);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 /*
