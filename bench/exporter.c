@@ -143,36 +143,75 @@ http_get(unsigned port)
 	return total;
 }
 
+/* A port of 127.0.0.1 free a moment ago, or 0. */
+static unsigned
+free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	unsigned port = 0;
+
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+		port = ntohs(a.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+/* Starts the exporter on a free port (another taken it since: the next
+ * one).  Its pid and port, with its stderr open in *errf; or -1. */
+static int
+start_exporter(const char *exporter, pid_t *pid, unsigned *port, FILE **errf)
+{
+	char line[512], want[64], arg[64];
+
+	for (int attempt = 0; attempt < 20; attempt++) {
+		int pipefd[2];
+		bool in_use = false, listening = false;
+
+		if (!(*port = free_port()) || pipe(pipefd) < 0)
+			return -1;
+		snprintf(arg, sizeof(arg), "--web.listen-address=127.0.0.1:%u", *port);
+		snprintf(want, sizeof(want), "listening on 127.0.0.1:%u ", *port);
+		if ((*pid = fork()) == 0) {
+			dup2(pipefd[1], STDERR_FILENO);
+			close(pipefd[0]);
+			execl(exporter, exporter, arg, (char *)NULL);
+			_exit(127);
+		}
+		close(pipefd[1]);
+		FILE *err = fdopen(pipefd[0], "r");
+		while (err && !listening && fgets(line, sizeof(line), err)) {
+			listening = strstr(line, want) != NULL;
+			in_use |= strstr(line, "Address already in use") != NULL;
+		}
+		if (listening) {
+			*errf = err;
+			return 0;
+		}
+		kill(*pid, SIGTERM);
+		waitpid(*pid, NULL, 0);
+		if (err)
+			fclose(err);
+		if (!in_use)
+			break;
+	}
+	fprintf(stderr, "mstat-bench-exporter: %s did not start\n", exporter);
+	return -1;
+}
+
 static int
 over_http(const char *exporter, unsigned n, unsigned scrapes)
 {
-	int pipefd[2];
 	pid_t pid;
-	char line[512];
-	unsigned port = 0;
+	unsigned port;
+	FILE *err;
 
-	if (pipe(pipefd) < 0)
+	if (start_exporter(exporter, &pid, &port, &err) < 0)
 		return -1;
-	if ((pid = fork()) == 0) {
-		dup2(pipefd[1], STDERR_FILENO);
-		close(pipefd[0]);
-		execl(exporter, exporter, "--web.listen-address=127.0.0.1:0",
-		      (char *)NULL);
-		_exit(127);
-	}
-	close(pipefd[1]);
-	FILE *err = fdopen(pipefd[0], "r");
-	while (err && fgets(line, sizeof(line), err)) {
-		const char *p = strstr(line, "listening on 127.0.0.1:");
-		if (p && sscanf(p, "listening on 127.0.0.1:%u", &port) == 1)
-			break;
-	}
-	if (!port) {
-		fprintf(stderr, "mstat-bench-exporter: %s did not start\n", exporter);
-		kill(pid, SIGTERM);
-		waitpid(pid, NULL, 0);
-		return -1;
-	}
 	long bytes = http_get(port); /* attaches every segment */
 	double c0 = proc_cpu_ms(pid);
 	uint64_t w0 = mbench_now_ns();

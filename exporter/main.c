@@ -39,8 +39,8 @@ usage(FILE *f)
 	      "Serves the heap statistics of every process of this user that\n"
 	      "counts with libmstatshm to Prometheus, read when scraped.\n\n"
 	      "  --web.listen-address=ADDR   host:port, [ipv6]:port or :port (every\n"
-	      "                              interface); repeatable (default "
-	      DEFAULT_LISTEN ")\n"
+	      "                              interface), port 1 to 65535;\n"
+	      "                              repeatable (default " DEFAULT_LISTEN ")\n"
 	      "  --web.telemetry-path=PATH   where the metrics are (default /metrics)\n"
 	      "  --web.config.file=FILE      TLS and basic auth: the Prometheus\n"
 	      "                              exporter web configuration file\n"
@@ -103,6 +103,8 @@ parse_options(struct options *o, int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	char host[256], why[400];
+	unsigned port;
 	long long v;
 	char *end;
 	int c;
@@ -117,13 +119,16 @@ parse_options(struct options *o, int argc, char **argv)
 				say("at most %d --web.listen-address", MAX_LISTEN);
 				return -1;
 			}
+			if (mstat_web_parse_address(optarg, host, sizeof(host),
+						    &port, why, sizeof(why)) < 0) {
+				say("--web.listen-address \"%s\": %s", optarg, why);
+				return -1;
+			}
 			o->listen[o->nlisten++] = optarg;
 			break;
 		case OPT_PATH:
-			if (optarg[0] != '/' || strcmp(optarg, "/") == 0 ||
-			    strlen(optarg) > 256) {
-				say("--web.telemetry-path %s: a path such as /metrics, "
-				    "not /", optarg);
+			if (mstat_web_check_path(optarg, why, sizeof(why)) < 0) {
+				say("--web.telemetry-path \"%s\": %s", optarg, why);
 				return -1;
 			}
 			o->telemetry_path = optarg;

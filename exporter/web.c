@@ -10,6 +10,7 @@
 #include "web.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -23,11 +24,18 @@
 
 #include <microhttpd.h>
 
+#include "tlsgate.h"
+
 #define MAX_SOCKETS 32
+
+/* A connection that sends nothing for this long is let go: it holds a
+ * thread, or a place at a TLS port's gate. */
+#define IDLE_TIMEOUT_S 60
 
 struct mstat_web {
 	struct mstat_web_options opt;
 	struct MHD_Daemon *daemons[MAX_SOCKETS];
+	struct mstat_tlsgate *gates[MAX_SOCKETS]; /* with TLS */
 	char bound[MAX_SOCKETS][80];
 	size_t n;
 };
@@ -84,35 +92,7 @@ mstat_web_negotiate(const char *accept)
 	return om > 0 && om >= text ? MSTAT_EXPO_OPENMETRICS : MSTAT_EXPO_PROMETHEUS;
 }
 
-/* ---- addresses ---- */
-
-int
-mstat_web_split_address(const char *addr, char *host, size_t hostlen,
-			char *port, size_t portlen)
-{
-	const char *colon;
-
-	if (addr[0] == '[') {
-		const char *close = strchr(addr, ']');
-		if (!close || close[1] != ':')
-			return -1;
-		if ((size_t)(close - addr - 1) >= hostlen)
-			return -1;
-		snprintf(host, hostlen, "%.*s", (int)(close - addr - 1), addr + 1);
-		colon = close + 1;
-	} else {
-		colon = strrchr(addr, ':');
-		if (!colon || memchr(addr, ':', (size_t)(colon - addr)))
-			return -1; /* none, or an IPv6 address without [] */
-		if ((size_t)(colon - addr) >= hostlen)
-			return -1;
-		snprintf(host, hostlen, "%.*s", (int)(colon - addr), addr);
-	}
-	if (!colon[1] || strlen(colon + 1) >= portlen)
-		return -1;
-	snprintf(port, portlen, "%s", colon + 1);
-	return 0;
-}
+/* ---- what the operator gives ---- */
 
 static int
 fail(char *err, size_t errlen, const char *fmt, ...)
@@ -125,23 +105,125 @@ fail(char *err, size_t errlen, const char *fmt, ...)
 	return -1;
 }
 
+#define ADDRESS_FORMS "; the forms are host:port, [ipv6]:port and :port " \
+	"(every interface), with a port from 1 to 65535"
+
+/* An IPv6 address as it stands between brackets, with a zone if any
+ * ("fe80::1%eth0"). */
+static bool
+ipv6_address(const char *s, size_t len)
+{
+	char buf[INET6_ADDRSTRLEN];
+	struct in6_addr a;
+	const char *zone = memchr(s, '%', len);
+	size_t alen = zone ? (size_t)(zone - s) : len;
+
+	if (alen >= sizeof(buf))
+		return false;
+	memcpy(buf, s, alen);
+	buf[alen] = '\0';
+	if (inet_pton(AF_INET6, buf, &a) != 1)
+		return false;
+	if (!zone)
+		return true;
+	if (zone + 1 == s + len)
+		return false;
+	for (const char *z = zone + 1; z < s + len; z++)
+		if (!isalnum((unsigned char)*z) && !strchr("-_.", *z))
+			return false;
+	return true;
+}
+
+int
+mstat_web_parse_address(const char *addr, char *host, size_t hostlen,
+			unsigned *port, char *err, size_t errlen)
+{
+	const char *h = addr, *colon;
+	size_t hlen;
+
+	if (addr[0] == '[') {
+		const char *close = strchr(addr, ']');
+		if (!close)
+			return fail(err, errlen, "no ] after [" ADDRESS_FORMS);
+		h = addr + 1;
+		hlen = (size_t)(close - h);
+		if (!ipv6_address(h, hlen))
+			return fail(err, errlen, "%.*s is not an IPv6 address"
+				    ADDRESS_FORMS, (int)hlen, h);
+		if (close[1] != ':')
+			return fail(err, errlen, "no :port after ]" ADDRESS_FORMS);
+		colon = close + 1;
+	} else {
+		colon = strrchr(addr, ':');
+		if (!colon)
+			return fail(err, errlen, "no :port" ADDRESS_FORMS);
+		hlen = (size_t)(colon - addr);
+		if (memchr(addr, ':', hlen))
+			return fail(err, errlen, "an IPv6 address goes in "
+				    "brackets, as in [::1]:10415" ADDRESS_FORMS);
+		for (size_t i = 0; i < hlen; i++)
+			if (!isalnum((unsigned char)h[i]) && !strchr("-_.", h[i]))
+				return fail(err, errlen, "%.*s is not a host name "
+					    "or IPv4 address" ADDRESS_FORMS,
+					    (int)hlen, h);
+	}
+	if (hlen >= hostlen || hlen > 253)
+		return fail(err, errlen, "the host is too long" ADDRESS_FORMS);
+	const char *p = colon + 1;
+	unsigned long v = 0;
+	size_t n = strspn(p, "0123456789");
+	if (!*p)
+		return fail(err, errlen, "no port after :" ADDRESS_FORMS);
+	if (n == 0 || p[n])
+		return fail(err, errlen, "the port %s is not a decimal number"
+			    ADDRESS_FORMS, p);
+	for (size_t i = 0; i < n && v <= 65535; i++)
+		v = v * 10 + (unsigned long)(p[i] - '0');
+	if (v < 1 || v > 65535)
+		return fail(err, errlen, "the port %s is out of range"
+			    ADDRESS_FORMS, p);
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	*port = (unsigned)v;
+	return 0;
+}
+
+int
+mstat_web_check_path(const char *path, char *err, size_t errlen)
+{
+	if (path[0] != '/')
+		return fail(err, errlen, "it must start with /, as /metrics does");
+	if (!path[1])
+		return fail(err, errlen, "/ is the landing page: the metrics "
+			    "need a path of their own, such as /metrics");
+	if (strlen(path) > 256)
+		return fail(err, errlen, "longer than 256 bytes");
+	for (const char *c = path; *c; c++)
+		if (*c <= ' ' || *c > '~' || strchr("?#%", *c))
+			return fail(err, errlen, "a path is / and printable "
+				    "ASCII but for space, ?, # and %%");
+	return 0;
+}
+
 /* Binds and listens on every address `addr` names; their descriptors into
  * fds, their names into names.  Returns how many, or -1. */
 static int
 listen_on(const char *addr, int *fds, char (*names)[80], size_t room,
 	  char *err, size_t errlen)
 {
-	char host[256], port[32];
+	char host[256], port[8];
+	unsigned portnum;
 	struct addrinfo hints = { .ai_family = AF_UNSPEC,
 				  .ai_socktype = SOCK_STREAM,
 				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
 	struct addrinfo *res, *ai;
 	int n = 0, rc;
 
-	if (mstat_web_split_address(addr, host, sizeof(host), port,
-				    sizeof(port)) < 0)
-		return fail(err, errlen, "listen address %s: not host:port, "
-			    "[ipv6]:port or :port", addr);
+	char why[400];
+	if (mstat_web_parse_address(addr, host, sizeof(host), &portnum, why,
+				    sizeof(why)) < 0)
+		return fail(err, errlen, "listen address %s: %s", addr, why);
+	snprintf(port, sizeof(port), "%u", portnum);
 	if ((rc = getaddrinfo(host[0] ? host : NULL, port, &hints, &res)) != 0)
 		return fail(err, errlen, "listen address %s: %s", addr,
 			    gai_strerror(rc));
@@ -361,62 +443,81 @@ log_mhd(void *cls, const char *fmt, va_list ap)
 	fprintf(stderr, "mstat-exporter: http: %s\n", line);
 }
 
+/* The daemon serving one socket: listening on it, or, with TLS, given
+ * its connections by the socket's gate (tlsgate.h), which answers those
+ * that are plain HTTP. */
+static struct MHD_Daemon *
+start_daemon(struct mstat_web *w, int listen_fd)
+{
+	const struct mstat_webconfig *cfg = w->opt.config;
+	struct MHD_OptionItem plain[] = {
+		{ MHD_OPTION_LISTEN_SOCKET, listen_fd, NULL },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+	struct MHD_OptionItem tls[] = {
+		{ MHD_OPTION_HTTPS_MEM_CERT, 0, cfg->cert_pem },
+		{ MHD_OPTION_HTTPS_MEM_KEY, 0, cfg->key_pem },
+		{ MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)cfg->priorities },
+		{ MHD_OPTION_END, 0, NULL },
+	};
+	unsigned flags = MHD_USE_THREAD_PER_CONNECTION |
+			 MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+			 MHD_USE_ERROR_LOG;
+
+	if (cfg->cert_pem)
+		flags |= MHD_USE_TLS | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
+	return MHD_start_daemon(flags, 0, NULL, NULL, handle, w,
+		MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL,
+		MHD_OPTION_CONNECTION_LIMIT, w->opt.max_requests,
+		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S,
+		MHD_OPTION_ARRAY, cfg->cert_pem ? tls : plain,
+		MHD_OPTION_END);
+}
+
 int
 mstat_web_start(struct mstat_web **out, const struct mstat_web_options *o,
 		char *err, size_t errlen)
 {
 	struct mstat_web *w = calloc(1, sizeof(*w));
 	int fds[MAX_SOCKETS];
-	size_t nfds = 0;
+	size_t nfds = 0, i;
 
 	if (!w)
 		return fail(err, errlen, "out of memory");
 	w->opt = *o;
-	for (size_t i = 0; i < o->nlisten; i++) {
+	for (i = 0; i < o->nlisten; i++) {
 		int n = listen_on(o->listen[i], fds + nfds, w->bound + nfds,
 				  MAX_SOCKETS - nfds, err, errlen);
-		if (n < 0)
+		if (n < 0) {
+			i = 0;
 			goto fail;
+		}
 		nfds += (size_t)n;
 	}
-	const struct mstat_webconfig *cfg = o->config;
-	unsigned flags = MHD_USE_THREAD_PER_CONNECTION |
-			 MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-			 MHD_USE_ERROR_LOG | (cfg->cert_pem ? MHD_USE_TLS : 0);
-	for (w->n = 0; w->n < nfds; w->n++) {
-		struct MHD_OptionItem tls[] = {
-			{ MHD_OPTION_HTTPS_MEM_CERT, 0, cfg->cert_pem },
-			{ MHD_OPTION_HTTPS_MEM_KEY, 0, cfg->key_pem },
-			{ MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)cfg->priorities },
-			{ MHD_OPTION_END, 0, NULL },
-		};
-		w->daemons[w->n] = MHD_start_daemon(
-			flags, 0, NULL, NULL, handle, w,
-			MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL,
-			MHD_OPTION_LISTEN_SOCKET, fds[w->n],
-			MHD_OPTION_CONNECTION_LIMIT, o->max_requests,
-			/* A client that sends nothing for a minute is let go:
-			 * it holds a thread. */
-			MHD_OPTION_CONNECTION_TIMEOUT, 60u,
-			MHD_OPTION_ARRAY, cfg->cert_pem ? tls : tls + 3,
-			MHD_OPTION_END);
-		if (!w->daemons[w->n]) {
-			for (size_t i = w->n; i < nfds; i++)
-				close(fds[i]);
-			nfds = w->n;
+	/* fds[i] is open until its daemon listens on it, or its gate has
+	 * it (whatever the gate's start says). */
+	for (i = 0; i < nfds; i++, w->n++) {
+		bool tls = o->config->cert_pem != NULL;
+		w->daemons[i] = start_daemon(w, fds[i]);
+		if (!w->daemons[i]) {
 			fail(err, errlen, "cannot serve on %s (libmicrohttpd said "
-			     "why above)", w->bound[w->n]);
+			     "why above)", w->bound[i]);
+			goto fail;
+		}
+		if (tls && mstat_tlsgate_start(&w->gates[i], fds[i], w->daemons[i],
+					       o->max_requests, IDLE_TIMEOUT_S,
+					       err, errlen) < 0) {
+			w->n++;
+			i++;
 			goto fail;
 		}
 	}
 	*out = w;
 	return 0;
 fail:
-	for (size_t i = 0; i < w->n; i++)
-		MHD_stop_daemon(w->daemons[i]);
-	for (size_t i = w->n; i < nfds; i++)
+	for (; i < nfds; i++)
 		close(fds[i]);
-	free(w);
+	mstat_web_stop(w);
 	return -1;
 }
 
@@ -435,7 +536,11 @@ mstat_web_bound(const struct mstat_web *w, size_t i)
 void
 mstat_web_stop(struct mstat_web *w)
 {
-	/* Waits for the connections' threads, and closes the sockets. */
+	/* The gates first: they hand the daemons connections.  Stopping a
+	 * daemon waits for its connections' threads and closes its socket. */
+	for (size_t i = 0; i < w->n; i++)
+		if (w->gates[i])
+			mstat_tlsgate_stop(w->gates[i]);
 	for (size_t i = 0; i < w->n; i++)
 		MHD_stop_daemon(w->daemons[i]);
 	free(w);

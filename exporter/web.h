@@ -24,7 +24,7 @@
 struct mstat_web;
 
 struct mstat_web_options {
-	const char *const *listen;  /* "host:port", "[v6]:port", ":port" */
+	const char *const *listen;  /* as mstat_web_parse_address reads them */
 	size_t nlisten;
 	const char *telemetry_path;
 	unsigned max_requests;      /* connections served at once */
@@ -49,8 +49,19 @@ void mstat_web_stop(struct mstat_web *w);
  */
 enum mstat_expo_format mstat_web_negotiate(const char *accept);
 
-/* Splits "host:port", "[v6]:port" or ":port" (host then "").  0 or -1. */
-int mstat_web_split_address(const char *addr, char *host, size_t hostlen,
-			    char *port, size_t portlen);
+/*
+ * A listen address: "host:port", "[ipv6]:port" or ":port" (every
+ * interface), the port in decimal from 1 to 65535; a host is a name or an
+ * IPv4 address, an IPv6 address is in brackets.  Fills host (without
+ * brackets; "" for every interface) and port.  0, or -1 with why in err,
+ * ending with the forms allowed.
+ */
+int mstat_web_parse_address(const char *addr, char *host, size_t hostlen,
+			    unsigned *port, char *err, size_t errlen);
+
+/* A telemetry path: "/" and at least one more character, printable ASCII
+ * but for space, '?', '#' and '%', at most 256 bytes.  0, or -1 with why
+ * in err. */
+int mstat_web_check_path(const char *path, char *err, size_t errlen);
 
 #endif /* MSTAT_EXPORTER_WEB_H */

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 """End-to-end tests of mstat-exporter against real instrumented processes.
 
-    e2e.py TEST     TEST: http formats gone concurrent busy stalled tls
-                          dashboard prometheus
+    e2e.py TEST     TEST: flags http formats gone concurrent busy stalled
+                          tls dashboard prometheus
 
 Environment (set by meson): MSTAT_EXPORTER, MSTAT_TOP, MSTAT_TARGET
 (tests/observer/target.c), PROMTOOL, PROMETHEUS, OPENSSL (empty when not
@@ -18,7 +18,6 @@ timeout, generous enough for a loaded machine.
 import base64
 import ctypes
 import fcntl
-import http.client
 import json
 import os
 import re
@@ -109,20 +108,38 @@ def segments_of(pid):
     return [n for n in os.listdir("/dev/shm") if n.startswith("mstat.%d." % pid)]
 
 
+def free_port():
+    """A port free a moment ago: whoever binds it must be ready to find it
+    taken since, and try another."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
 class Exporter:
-    """mstat-exporter on a port the kernel picks (127.0.0.1:0)."""
+    """mstat-exporter on a free port of 127.0.0.1 (it takes no port 0)."""
 
     def __init__(self, *args, scheme="http", ca=None):
         self.err = os.path.join(tmpdir(), "stderr")
-        with open(self.err, "w") as err:
-            self.p = subprocess.Popen(
-                [EXPORTER, "--web.listen-address=127.0.0.1:0"] + list(args),
-                stdout=subprocess.DEVNULL, stderr=err)
-        children.append(self.p)
-        m = wait_for(lambda: self.p.poll() is None and re.search(
-            r"listening on 127\.0\.0\.1:(\d+)", self.stderr()),
-            "the exporter to listen: %s" % self.stderr())
-        self.port = int(m.group(1))
+        for attempt in range(20):
+            self.port = free_port()
+            with open(self.err, "w") as err:
+                self.p = subprocess.Popen(
+                    [EXPORTER, "--web.listen-address=127.0.0.1:%d" % self.port]
+                    + list(args), stdout=subprocess.DEVNULL, stderr=err)
+            children.append(self.p)
+            wait_for(lambda: self.p.poll() is not None or re.search(
+                r"listening on 127\.0\.0\.1:%d " % self.port, self.stderr()),
+                "the exporter to listen: %s" % self.stderr())
+            if self.p.poll() is None:
+                break
+            check("Address already in use" in self.stderr(),
+                  "the exporter exited %d: %s" % (self.p.returncode,
+                                                  self.stderr()))
+        else:
+            raise Failure("no free port in 20 attempts")
         self.scheme = scheme
         self.ctx = ssl.create_default_context(cafile=ca) if ca else None
 
@@ -532,14 +549,6 @@ def test_dashboard():
     check("mstat_live_bytes_total" not in served, "the checker")
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
 def bcrypt(password):
     """A bcrypt hash made here, with the system's libcrypt."""
     lib = ctypes.CDLL("libcrypt.so.1")
@@ -574,10 +583,154 @@ def certificates(d):
          "-extfile", "san.ext")
 
 
+def refused_start(args, status, line):
+    """mstat-exporter with args stops at once, never listening, with the
+    status and one line on stderr (`line` whole, or in it if it does not
+    begin "mstat-exporter: ")."""
+    err = os.path.join(tmpdir(), "stderr")
+    with open(err, "w") as f:
+        p = subprocess.Popen([EXPORTER] + args, stdout=subprocess.DEVNULL,
+                             stderr=f)
+    children.append(p)
+
+    def said():
+        with open(err) as f:
+            return f.read()
+    wait_for(lambda: p.poll() is not None or "listening on" in said(),
+             "%r to stop or listen" % args)
+    check(p.poll() is not None, "%r started: %s" % (args, said()))
+    got = said()
+    check(p.returncode == status, "%r exited %d, not %d: %s" %
+          (args, p.returncode, status, got))
+    whole = line.startswith("mstat-exporter: ")
+    check((got == line + "\n") if whole else
+          (line in got and got.count("\n") == 1),
+          "%r said %r, not %r" % (args, got, line))
+
+
+FORMS = ("; the forms are host:port, [ipv6]:port and :port (every "
+         "interface), with a port from 1 to 65535")
+
+
+def test_flags():
+    """What the exporter is given is checked before it starts: every port
+    outside 1-65535, every malformed listen address and a telemetry path
+    without its / stop the start with a line saying what is allowed."""
+    for addr, why in ((":99999", "the port 99999 is out of range"),
+                      ("127.0.0.1:65536", "the port 65536 is out of range"),
+                      ("127.0.0.1:0", "the port 0 is out of range"),
+                      ("127.0.0.1:-1", "the port -1 is not a decimal number"),
+                      ("127.0.0.1:+80", "the port +80 is not a decimal number"),
+                      ("localhost:http",
+                       "the port http is not a decimal number"),
+                      ("127.0.0.1:", "no port after :"),
+                      ("10415", "no :port"),
+                      ("::1:10415", "an IPv6 address goes in brackets, as in "
+                       "[::1]:10415"),
+                      ("[::1]", "no :port after ]"),
+                      ("[::1:10415", "no ] after ["),
+                      ("[localhost]:10415", "localhost is not an IPv6 address"),
+                      ("local host:10415",
+                       "local host is not a host name or IPv4 address")):
+        refused_start(["--web.listen-address=" + addr], 2,
+                      'mstat-exporter: --web.listen-address "%s": %s%s' %
+                      (addr, why, FORMS))
+    # A bad address after a good one: nothing is bound.
+    refused_start(["--web.listen-address=127.0.0.1:%d" % free_port(),
+                   "--web.listen-address=:99999"], 2,
+                  "the port 99999 is out of range")
+    refused_start(["--web.telemetry-path=nometrics"], 2,
+                  'mstat-exporter: --web.telemetry-path "nometrics": it must '
+                  'start with /, as /metrics does')
+    refused_start(["--web.telemetry-path=/"], 2,
+                  'mstat-exporter: --web.telemetry-path "/": / is the landing '
+                  'page: the metrics need a path of their own, such as '
+                  '/metrics')
+    refused_start(["--web.telemetry-path=/metrics?x"], 2,
+                  "a path is / and printable ASCII but for space, ?, # and %")
+    # The addresses that are allowed: served, at a path of its own.
+    e = Exporter("--web.telemetry-path=/heap")
+    check(e.get("/heap")[0] == 200 and e.get("/metrics")[0] == 404,
+          "the telemetry path")
+    e.stop()
+
+
+GO_REPLY = (b"HTTP/1.0 400 Bad Request\r\n\r\n"
+            b"Client sent an HTTP request to an HTTPS server.\n")
+
+
+def exchange(port, *pieces):
+    """Sends each piece (bytes) on a new connection, then reads until the
+    server closes it: what the server said."""
+    with socket.create_connection(("127.0.0.1", port), timeout=TIMEOUT) as c:
+        for piece in pieces:
+            c.sendall(piece)
+        got = b""
+        try:
+            while True:
+                b = c.recv(4096)
+                if not b:
+                    return got
+                got += b
+        except ConnectionResetError:
+            return got
+
+
+def plain_http_at_tls(e):
+    """Plain HTTP at a TLS port gets Go's 400 saying so; neither it nor a
+    client that says nothing holds up anyone; what is neither HTTP nor TLS
+    gets no HTTP answer."""
+    for req in (b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n",
+                b"HEAD / HTTP/1.0\r\n\r\n",
+                b"POST /metrics HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc",
+                b"PUT /x HTTP/1.1\r\n\r\n", b"OPTIONS * HTTP/1.1\r\n\r\n"):
+        got = exchange(e.port, req)
+        check(got == GO_REPLY, "%r at the TLS port: %r" % (req, got))
+    # Byte by byte: the gate waits for five.
+    got = exchange(e.port, b"G", b"E", b"T", b" ", b"/ HTTP/1.0\r\n\r\n")
+    check(got == GO_REPLY, "byte by byte: %r" % got)
+    # What a browser or curl shows.
+    try:
+        urllib.request.urlopen("http://127.0.0.1:%d/metrics" % e.port,
+                               timeout=TIMEOUT).read()
+        raise Failure("plain HTTP was served on the TLS port")
+    except urllib.error.HTTPError as err:
+        body = err.read()
+        check(err.code == 400 and body ==
+              b"Client sent an HTTP request to an HTTPS server.\n",
+              "urllib: %d %r" % (err.code, body))
+    # A client that says nothing, one that has said "GE", and one whose
+    # handshake stops midway hold up neither TLS nor plain HTTP clients.
+    silent = socket.create_connection(("127.0.0.1", e.port), timeout=TIMEOUT)
+    half = socket.create_connection(("127.0.0.1", e.port), timeout=TIMEOUT)
+    half.sendall(b"GE")
+    hello = socket.create_connection(("127.0.0.1", e.port), timeout=TIMEOUT)
+    hello.sendall(b"\x16\x03\x01")
+    check(e.get("/")[0] == 200, "TLS beside waiting clients")
+    check(exchange(e.port, b"GET / HTTP/1.1\r\n\r\n") == GO_REPLY,
+          "plain HTTP beside waiting clients")
+    half.sendall(b"T / HTTP/1.1\r\n\r\n")
+    got = b""
+    while True:
+        b = half.recv(4096)
+        if not b:
+            break
+        got += b
+    check(got == GO_REPLY, "the half request, finished: %r" % got)
+    for c in (silent, half, hello):
+        c.close()
+    # Neither HTTP nor TLS: no HTTP answer (a TLS alert at most).
+    got = exchange(e.port, b"XYZ / HTTP/1.1\r\n\r\n")
+    check(not got.startswith(b"HTTP"), "XYZ: %r" % got)
+    got = exchange(e.port, b"GEX / HTTP/1.1\r\n\r\n")
+    check(got == b"", "GEX: %r" % got)
+
+
 def test_tls():
     """The web configuration's TLS versions and headers are what a client
     meets: with min_version TLS13 a TLS 1.2 client is refused and a TLS
-    1.3 one served, with the configured header."""
+    1.3 one served, with the configured header; plain HTTP gets a 400
+    saying the port speaks TLS."""
     d = tmpdir()
     certificates(d)
     with open(os.path.join(d, "web.yml"), "w") as f:
@@ -597,6 +750,7 @@ def test_tls():
         raise Failure("a TLS 1.2 client was served")
     except (urllib.error.URLError, ssl.SSLError, ConnectionError):
         pass
+    plain_http_at_tls(e)
     e.stop()
     # A key that is not the certificate's stops the start, with why.
     certificates_other = os.path.join(d, "other")
@@ -605,7 +759,8 @@ def test_tls():
     with open(os.path.join(d, "bad.yml"), "w") as f:
         f.write("tls_server_config:\n  cert_file: server.crt\n"
                 "  key_file: other/server.key\n")
-    r = subprocess.run([EXPORTER, "--web.listen-address=127.0.0.1:0",
+    r = subprocess.run([EXPORTER, "--web.listen-address=127.0.0.1:%d" %
+                        free_port(),
                         "--web.config.file=" + os.path.join(d, "bad.yml")],
                        stderr=subprocess.PIPE, timeout=TIMEOUT)
     err = r.stderr.decode()
@@ -643,14 +798,6 @@ def test_prometheus():
     check(e.get(auth=("prometheus", "wrong"))[0] == 401, "wrong password")
     check(e.get(auth=("root", password))[0] == 401, "unknown user")
     expect_fixed(of(e.metrics(auth=("prometheus", password)), t), "over TLS")
-    # Plain HTTP to the TLS port is not served.
-    try:
-        urllib.request.urlopen("http://127.0.0.1:%d/metrics" % e.port,
-                               timeout=TIMEOUT).read()
-        raise Failure("plain HTTP was served on the TLS port")
-    except (urllib.error.URLError, ConnectionError,
-            http.client.HTTPException):
-        pass
 
     port = free_port()
     with open(os.path.join(d, "prometheus.yml"), "w") as f:

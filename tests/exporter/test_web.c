@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_web.c - mstat-exporter's pieces that need no server: content
- * negotiation, listen addresses, the web configuration file and basic
- * auth against bcrypt hashes.
+ * negotiation, listen addresses and the telemetry path, what a TLS
+ * port makes of a connection's first bytes, the web configuration file
+ * and basic auth against bcrypt hashes.
  */
 #include <crypt.h>
 #include <setjmp.h>
@@ -16,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "tlsgate.h"
 #include "web.h"
 #include "webconfig.h"
 
@@ -57,29 +59,157 @@ test_negotiate(void **state)
 		MSTAT_EXPO_OPENMETRICS);
 }
 
+/* `addr` parses to host and port. */
+static void
+address_ok(const char *addr, const char *host, unsigned port)
+{
+	char h[256], err[512];
+	unsigned p = 0;
+
+	if (mstat_web_parse_address(addr, h, sizeof(h), &p, err, sizeof(err)) < 0)
+		fail_msg("%s refused: %s", addr, err);
+	assert_string_equal(h, host);
+	assert_int_equal(p, port);
+}
+
+/* `addr` is refused, saying `why` and the forms allowed. */
+static void
+address_refused(const char *addr, const char *why)
+{
+	char h[256], err[512];
+	unsigned p = 0;
+
+	if (mstat_web_parse_address(addr, h, sizeof(h), &p, err, sizeof(err)) == 0)
+		fail_msg("%s accepted: host %s, port %u", addr, h, p);
+	if (!strstr(err, why) || !strstr(err, "the forms are host:port, "
+		    "[ipv6]:port and :port (every interface), with a port from "
+		    "1 to 65535"))
+		fail_msg("%s: %s, not %s", addr, err, why);
+}
+
 static void
 test_addresses(void **state)
 {
-	char host[64], port[16];
 	(void)state;
 
-	assert_int_equal(mstat_web_split_address("127.0.0.1:10415", host,
-						 sizeof(host), port, sizeof(port)), 0);
-	assert_string_equal(host, "127.0.0.1");
-	assert_string_equal(port, "10415");
-	assert_int_equal(mstat_web_split_address(":10415", host, sizeof(host),
-						 port, sizeof(port)), 0);
-	assert_string_equal(host, "");
-	assert_int_equal(mstat_web_split_address("[::1]:9", host, sizeof(host),
-						 port, sizeof(port)), 0);
-	assert_string_equal(host, "::1");
-	assert_string_equal(port, "9");
-	assert_int_equal(mstat_web_split_address("localhost:http", host,
-						 sizeof(host), port, sizeof(port)), 0);
-	const char *bad[] = { "::1:9", "10415", "host:", "[::1]9", "[::1]", "" };
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		assert_int_equal(mstat_web_split_address(bad[i], host, sizeof(host),
-							 port, sizeof(port)), -1);
+	address_ok("127.0.0.1:10415", "127.0.0.1", 10415);
+	address_ok(":10415", "", 10415);
+	address_ok("[::1]:9", "::1", 9);
+	address_ok("[::]:1", "::", 1);
+	address_ok("[fe80::1%eth0]:80", "fe80::1%eth0", 80);
+	address_ok("localhost:65535", "localhost", 65535);
+	address_ok("metrics-1.example.org:010415", "metrics-1.example.org", 10415);
+	/* Every port outside 1-65535, and what is no decimal number. */
+	address_refused(":99999", "the port 99999 is out of range");
+	address_refused("127.0.0.1:65536", "the port 65536 is out of range");
+	address_refused(":0", "the port 0 is out of range");
+	address_refused(":00000", "the port 00000 is out of range");
+	address_refused(":4294977711", "the port 4294977711 is out of range");
+	address_refused(":99999999999999999999999", "out of range");
+	address_refused(":-1", "the port -1 is not a decimal number");
+	address_refused(":+80", "the port +80 is not a decimal number");
+	address_refused(": 80", "the port  80 is not a decimal number");
+	address_refused(":80 ", "the port 80  is not a decimal number");
+	address_refused(":0x50", "the port 0x50 is not a decimal number");
+	address_refused("localhost:http", "the port http is not a decimal number");
+	address_refused("host:", "no port after :");
+	address_refused("10415", "no :port");
+	address_refused("", "no :port");
+	/* Hosts. */
+	address_refused("::1:9", "an IPv6 address goes in brackets");
+	address_refused("[::1]9", "no :port after ]");
+	address_refused("[::1]", "no :port after ]");
+	address_refused("[::1:9", "no ] after [");
+	address_refused("[127.0.0.1]:9", "127.0.0.1 is not an IPv6 address");
+	address_refused("[]:9", " is not an IPv6 address");
+	address_refused("[fe80::1%]:9", "fe80::1% is not an IPv6 address");
+	address_refused("a b:9", "a b is not a host name or IPv4 address");
+	address_refused("a/b:9", "a/b is not a host name or IPv4 address");
+	char longhost[300];
+	memset(longhost, 'a', 280);
+	snprintf(longhost + 280, sizeof(longhost) - 280, ":80");
+	address_refused(longhost, "the host is too long");
+}
+
+/* `path` is refused, saying `why`. */
+static void
+path_refused(const char *path, const char *why)
+{
+	char err[512];
+
+	if (mstat_web_check_path(path, err, sizeof(err)) == 0)
+		fail_msg("%s accepted", path);
+	if (!strstr(err, why))
+		fail_msg("%s: %s, not %s", path, err, why);
+}
+
+static void
+test_paths(void **state)
+{
+	char err[512], longpath[300];
+	(void)state;
+
+	assert_int_equal(mstat_web_check_path("/metrics", err, sizeof(err)), 0);
+	assert_int_equal(mstat_web_check_path("/a/b-c_d.e~", err, sizeof(err)), 0);
+	path_refused("nometrics", "it must start with /, as /metrics does");
+	path_refused("", "it must start with /");
+	path_refused("/", "/ is the landing page");
+	path_refused("/metrics?x=1", "printable ASCII but for space, ?, # and %");
+	path_refused("/a b", "printable ASCII but for space");
+	path_refused("/a#b", "printable ASCII but for space");
+	path_refused("/a%20b", "printable ASCII but for space");
+	path_refused("/a\tb", "printable ASCII but for space");
+	path_refused("/m\xc3\xa9trics", "printable ASCII but for space");
+	longpath[0] = '/';
+	memset(longpath + 1, 'm', 256);
+	longpath[257] = '\0';
+	path_refused(longpath, "longer than 256 bytes");
+	longpath[256] = '\0';
+	assert_int_equal(mstat_web_check_path(longpath, err, sizeof(err)), 0);
+}
+
+/* What the gate of a TLS port makes of a connection's first bytes. */
+static enum mstat_tlsgate_verdict
+first(const char *s)
+{
+	return mstat_tlsgate_classify((const unsigned char *)s, strlen(s));
+}
+
+static void
+test_tlsgate_classify(void **state)
+{
+	static const unsigned char hello[] = { 0x16, 0x03, 0x01, 0x02, 0x00 };
+	static const unsigned char sslv2[] = { 0x80, 0x2e, 0x01 };
+	(void)state;
+
+	/* Go's prefixes, and every request that begins with one. */
+	const char *http[] = { "GET /", "HEAD ", "POST ", "PUT /", "OPTIO",
+			       "GET /metrics HTTP/1.1\r\n", "OPTIONS * HTTP/1.1" };
+	for (size_t i = 0; i < sizeof(http) / sizeof(http[0]); i++)
+		assert_int_equal(first(http[i]), MSTAT_TLSGATE_HTTP);
+	/* Each proper prefix of them waits. */
+	const char *more[] = { "G", "GE", "GET", "GET ", "H", "HEA", "P", "PO",
+			       "PU", "PUT ", "O", "OPTI" };
+	for (size_t i = 0; i < sizeof(more) / sizeof(more[0]); i++)
+		assert_int_equal(first(more[i]), MSTAT_TLSGATE_MORE);
+	/* Begun so, then not: neither a request Go knows nor TLS. */
+	const char *neither[] = { "GEX", "GET x", "HEAD/", "PATCH /", "PUT x",
+				  "OPTIX" };
+	for (size_t i = 0; i < sizeof(neither) / sizeof(neither[0]); i++)
+		assert_int_equal(first(neither[i]), MSTAT_TLSGATE_NEITHER);
+	/* TLS handshakes (and SSL 2's), and what begins no request: to TLS,
+	 * unread, at the first byte. */
+	assert_int_equal(mstat_tlsgate_classify(hello, 1), MSTAT_TLSGATE_TLS);
+	assert_int_equal(mstat_tlsgate_classify(hello, sizeof(hello)),
+			 MSTAT_TLSGATE_TLS);
+	assert_int_equal(mstat_tlsgate_classify(sslv2, 1), MSTAT_TLSGATE_TLS);
+	assert_int_equal(first("DELETE / HTTP/1.1"), MSTAT_TLSGATE_TLS);
+	assert_int_equal(first("get /"), MSTAT_TLSGATE_TLS);
+	assert_int_equal(first("XYZ"), MSTAT_TLSGATE_TLS);
+	/* The reply is Go's, byte for byte. */
+	assert_string_equal(mstat_tlsgate_reply,
+			    "HTTP/1.0 400 Bad Request\r\n\r\n"
+			    "Client sent an HTTP request to an HTTPS server.\n");
 }
 
 static char dir[] = "/tmp/mstat-webconfig-XXXXXX";
@@ -238,6 +368,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_negotiate),
 		cmocka_unit_test(test_addresses),
+		cmocka_unit_test(test_paths),
+		cmocka_unit_test(test_tlsgate_classify),
 		cmocka_unit_test(test_config_refused),
 		cmocka_unit_test(test_auth),
 	};
