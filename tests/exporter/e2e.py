@@ -6,12 +6,13 @@
                           tls dashboard prometheus
 
 Environment (set by meson): MSTAT_EXPORTER, MSTAT_TOP, MSTAT_TARGET
-(tests/observer/target.c), PROMTOOL, PROMETHEUS, OPENSSL (empty when not
-installed), DASHBOARD (docs/mstat-grafana.json).
+(tests/observer/target.c), PROMTOOL, PROMETHEUS (as scripts/deps.sh
+unpacks them), OPENSSL (empty when not found), DASHBOARD
+(docs/mstat-grafana.json).
 
 The exporter reads every segment of this user, other tests' among them:
 every assertion is about processes this script started (by pid and a
-name unique to this run).  Ports are free ones the kernel picks, never
+name unique to this run).  Ports are ones the kernel found free, never
 fixed numbers.  Nothing here asserts a duration: a hang shows as a
 timeout, generous enough for a loaded machine.
 """
@@ -242,7 +243,7 @@ def parse_openmetrics(text):
 
 
 def promtool(text):
-    check(PROMTOOL, "promtool is not installed (bash scripts/deps.sh)")
+    check(PROMTOOL, "no promtool (bash scripts/deps.sh unpacks it)")
     r = subprocess.run([PROMTOOL, "check", "metrics"], input=text.encode(),
                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                        timeout=TIMEOUT)
@@ -781,7 +782,7 @@ def test_prometheus():
     with basic auth: the target is up, a live process's mstat_live_bytes
     is queried through /api/v1/query, its series are gone once it exits,
     and every dashboard expression is one the server accepts."""
-    check(PROMETHEUS, "prometheus is not installed (bash scripts/deps.sh)")
+    check(PROMETHEUS, "no prometheus (bash scripts/deps.sh unpacks it)")
     d = tmpdir()
     certificates(d)
     password = "s3cret %s" % TAG
