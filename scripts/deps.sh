@@ -24,6 +24,7 @@ pkgs=(gcc g++ meson ninja-build pkg-config liburcu-dev libcmocka-dev
       openssl python3-prometheus-client # its tests: a certificate, a
                               # strict OpenMetrics parser
       tmux python3            # mstat-top's tests: tmux drives the view
+      groff-base              # the install test renders the man pages
       libjemalloc2 libtcmalloc-minimal4 sqlite3 jq libxml2-utils
       util-linux binutils # interposition tests: allocators to stack on,
                           # real programs, unshare/setpriv, nm
