@@ -74,8 +74,9 @@ closure() {
 }
 
 if $check; then
-	base=$(closure $(dpkg-query -W -f='${Package} ${Essential}\n' |
-				 awk '$2 == "yes" { print $1 }'))
+	mapfile -t essential < <(dpkg-query -W -f='${Package} ${Essential}\n' |
+				 awk '$2 == "yes" { print $1 }')
+	base=$(closure "${essential[@]}")
 	found=$(comm -23 <(closure "${pkgs[@]}") <(echo "$base") |
 			services_installed | sort)
 	if [[ -n $found ]]; then
@@ -125,7 +126,7 @@ if ((${#missing[@]})); then
 	if [[ -n ${found//$'\n'/} ]]; then
 		echo "deps.sh: installing ${missing[*]} would bring these" \
 		     "services; nothing was installed:" >&2
-		echo "$found" >&2
+		grep -v '^$' <<<"$found" >&2
 		exit 1
 	fi
 	if [[ ! -e $policy ]]; then
