@@ -6,10 +6,11 @@
  * The ordered accesses, named as in docs/design.md ("Heap profile"):
  *   (J) a stack entry's `depth`, stored with release once its frames are
  *       written; readers load it with acquire before the frames.
- *   (K) a stack's `frees`/`free_bytes` added with release after its
- *       allocation was added (the block reached the freeing thread through
- *       the program's own synchronisation); readers load frees before
- *       allocs, with acquire: per stack, frees <= allocs.
+ *   (K) a stack's `frees`/`free_bytes`/`free_weight` added with release
+ *       after its allocation was added (the block reached the freeing
+ *       thread through the program's own synchronisation); readers load
+ *       them before the allocations', with acquire: per stack, frees <=
+ *       allocs, and so on.
  *   (L) `modules_used` stored with release after the module entry.
  *   (U) the reader's `sample_request`, a plain value: relaxed.
  * What stays in process memory: which live block belongs to which stack
@@ -38,9 +39,6 @@
 
 #include "segment.h"
 
-/* Bytes a thread allocates between two looks at the request word while
- * sampling is off. */
-#define RECHECK_BYTES (64u << 20)
 /* Live sampled blocks remembered; 32 bytes each, pages taken as used. */
 #define LIVE_MAX (1u << 15)
 #define LIVE_PROBES 32u
@@ -61,7 +59,7 @@ struct mstat_sample {
 	_Atomic uintptr_t p; /* 0 free, LIVE_GONE forgotten, else the block */
 	uint32_t stack;      /* NO_STACK until one is taken */
 	uint32_t gen;
-	uint64_t requested;
+	uint64_t weight;     /* the bytes it stands for (countdown.h) */
 	uint64_t counted;    /* the size its allocation was counted with */
 };
 #define NO_STACK UINT32_MAX
@@ -111,9 +109,11 @@ _Static_assert(REGION_PAGES <= 64 * sizeof(prof.paged) / sizeof(prof.paged[0]),
 
 
 static _Thread_local bool in_sample __attribute__((tls_model("initial-exec")));
-static _Thread_local uint64_t rng __attribute__((tls_model("initial-exec")));
-/* The thread has drawn its first countdown. */
-static _Thread_local bool drawn __attribute__((tls_model("initial-exec")));
+/* The thread's countdown (its bytes left are mstat_thread.sample_left),
+ * and the mean interval of the sample it is taking. */
+static _Thread_local struct mstat_countdown countdown
+	__attribute__((tls_model("initial-exec")));
+static _Thread_local uint64_t sample_interval __attribute__((tls_model("initial-exec")));
 
 /* MSTAT_SAMPLE_BYTES, read at the first sampling decision, and again by
  * the library's constructor (a program's .preinit_array allocates before
@@ -148,7 +148,7 @@ mstat_profile_start(void)
 	 * draw this thread's countdown again from it. */
 	read_env();
 	mstat_thread.sample_left = 0;
-	drawn = false;
+	countdown.mean = 0;
 }
 
 static uint64_t
@@ -173,56 +173,15 @@ interval(const struct mstat_shm_header *h)
 	return v > MSTAT_SAMPLE_MAX ? MSTAT_SAMPLE_MAX : v;
 }
 
-static uint64_t
-next_random(void)
+/* The thread's random numbers, seeded at its first allocation. */
+static MSTAT_START_TEXT void
+seed(void)
 {
-	if (rng == 0) {
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		rng = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^
-		      (uint64_t)(uintptr_t)&rng ^ UINT64_C(0x9e3779b97f4a7c15);
-	}
-	/* xorshift64* */
-	rng ^= rng >> 12;
-	rng ^= rng << 25;
-	rng ^= rng >> 27;
-	return rng * UINT64_C(2685821657736338717);
-}
+	struct timespec ts;
 
-/* The natural logarithm of a normal, positive x: its exponent, and the
- * series of atanh for its mantissa brought within [1/sqrt 2, sqrt 2]
- * (error below 1e-8).  Here rather than libm's: a process that never
- * samples does not load libm for it. */
-static double
-ln(double x)
-{
-	union {
-		double d;
-		uint64_t u;
-	} v = { x };
-	int e = (int)((v.u >> 52) & 0x7ff) - 1023;
-
-	v.u = (v.u & UINT64_C(0x000fffffffffffff)) | UINT64_C(0x3ff0000000000000);
-	double m = v.d; /* in [1, 2) */
-	if (m > 1.4142135623730951) {
-		m *= 0.5;
-		e++;
-	}
-	double t = (m - 1) / (m + 1), t2 = t * t; /* |t| < 0.1716 */
-	double r = 2 * t * (1 + t2 * (1.0 / 3 + t2 * (1.0 / 5 + t2 * (1.0 / 7 +
-				t2 * (1.0 / 9 + t2 / 11)))));
-	return e * 0.6931471805599453 + r;
-}
-
-/* An exponential variate of mean `mean`: the bytes to the next sample. */
-static MSTAT_START_TEXT int64_t
-draw(uint64_t mean)
-{
-	/* u in (0, 1] */
-	double u = ((double)(next_random() >> 11) + 1.0) * (1.0 / 9007199254740992.0);
-	double d = -ln(u) * (double)mean;
-
-	return d >= (double)INT64_MAX / 2 ? INT64_MAX / 2 : (int64_t)d;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	countdown.rng = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^
+			(uint64_t)(uintptr_t)&countdown ^ UINT64_C(0x9e3779b97f4a7c15);
 }
 
 /* Storage for bytes [off, off + len) of the region: true, or false if
@@ -351,48 +310,37 @@ mstat_profile_begin(size_t n)
 static bool
 begin(size_t n)
 {
-	const struct mstat_segment *seg;
+	const struct mstat_segment *seg = in_sample ? NULL : mstat_writer_segment();
 
-	if (in_sample) {
-		/* An allocation inside a sample (the unwinder's, a signal
-		 * handler's): not sampled; a fresh countdown, the process
-		 * being memoryless. */
-		uint64_t env = env_bytes();
-		mstat_thread.sample_left = env ? draw(env) : RECHECK_BYTES;
-		return false;
-	}
-	seg = mstat_writer_segment();
+	if (countdown.rng == 0)
+		seed();
 	if (!seg) {
-		/* No segment yet, or no more: look again after a while. */
-		uint64_t env = env_bytes();
-		mstat_thread.sample_left = env ? draw(env) : RECHECK_BYTES;
+		/* An allocation inside a sample (the unwinder's, a signal
+		 * handler's, the loader's: mstat_profile_load()), or with no
+		 * segment (not yet, or no more): no sample.  The next
+		 * countdown is drawn as any, at the running one's mean inside
+		 * a sample, else at the environment's. */
+		uint64_t mean = in_sample && countdown.mean ? countdown.mean
+							     : env_bytes();
+		(void)mstat_countdown_expired(&countdown, &mstat_thread.sample_left,
+					      n, mean);
 		return false;
 	}
 	uint64_t mean = interval(seg->hdr);
 	if (atomic_load_explicit(&seg->hdr->sample_bytes, memory_order_relaxed) != mean)
 		atomic_store_explicit(&seg->hdr->sample_bytes, mean, memory_order_relaxed);
-	if (mean == 0) {
-		mstat_thread.sample_left = RECHECK_BYTES;
+	/* Sampled at the mean its countdown was drawn from, whatever the
+	 * interval is now (countdown.h). */
+	uint64_t at = mstat_countdown_expired(&countdown, &mstat_thread.sample_left,
+					      n, mean);
+	if (at == 0)
 		return false;
-	}
-	int64_t left = draw(mean);
-	if (!drawn) {
-		/* A thread's first countdown: this allocation counts against
-		 * it like any other. */
-		drawn = true;
-		left -= (int64_t)(n > INT64_MAX / 2 ? INT64_MAX / 2 : n);
-		if (left >= 0) {
-			mstat_thread.sample_left = left;
-			return false;
-		}
-		left = draw(mean);
-	}
-	mstat_thread.sample_left = left;
 	in_sample = true;
 	if (!set_up(seg)) {
 		in_sample = false;
 		return false;
 	}
+	sample_interval = at;
 	return true;
 }
 
@@ -630,7 +578,8 @@ mstat_profile_note(void *p, size_t requested, size_t counted)
 							    memory_order_relaxed)) {
 			e->stack = NO_STACK;
 			e->gen = prof.gen;
-			e->requested = requested;
+			e->weight = mstat_sample_weight(requested, counted,
+							sample_interval);
 			e->counted = counted;
 			/* Before the block is the program's: see profile.h. */
 			atomic_fetch_add_explicit(&mstat_sample_filter[mstat_sample_bucket(p)],
@@ -708,7 +657,8 @@ record(struct mstat_sample *e, const void *caller)
 	e->stack = (uint32_t)k;
 	struct mstat_shm_stack *st = &prof.stacks[k];
 	/* Relaxed: the frees that follow are ordered after these by (K). */
-	atomic_fetch_add_explicit(&st->alloc_bytes, e->requested, memory_order_relaxed);
+	atomic_fetch_add_explicit(&st->alloc_weight, e->weight, memory_order_relaxed);
+	atomic_fetch_add_explicit(&st->alloc_bytes, e->counted, memory_order_relaxed);
 	atomic_fetch_add_explicit(&st->allocs, 1, memory_order_relaxed);
 }
 
@@ -730,7 +680,7 @@ mstat_profile_freed(void *p, size_t *counted)
 	if (!e)
 		return false;
 	uint32_t k = e->stack, gen = e->gen;
-	uint64_t requested = e->requested;
+	uint64_t weight = e->weight;
 	*counted = e->counted;
 	/* Release: the fields are read before the entry can be reused; pairs
 	 * with the acquire CAS in mstat_profile_note(). */
@@ -741,8 +691,10 @@ mstat_profile_freed(void *p, size_t *counted)
 		struct mstat_shm_stack *s = &prof.stacks[k];
 		/* (K) release: after the allocation's adds, which happened
 		 * before this free; pairs with the reader's acquire loads of
-		 * free_bytes and frees, made before it loads the allocs. */
-		atomic_fetch_add_explicit(&s->free_bytes, requested, memory_order_release);
+		 * frees, free_bytes and free_weight, made before it loads
+		 * the allocation's.  The very amounts its allocation added. */
+		atomic_fetch_add_explicit(&s->free_weight, weight, memory_order_release);
+		atomic_fetch_add_explicit(&s->free_bytes, *counted, memory_order_release);
 		atomic_fetch_add_explicit(&s->frees, 1, memory_order_release);
 	}
 	return true;

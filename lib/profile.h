@@ -5,9 +5,11 @@
  * Allocations are sampled per byte, as a Poisson process of mean
  * interval R bytes (MSTAT_SAMPLE_BYTES, 512 KiB by default, 0 off; a
  * reader may change it through the header's `sample_request`): a block
- * of n bytes is sampled with probability 1 - exp(-n/R).  The fast path is
- * a countdown in the thread's line (writer.h, mstat_sample_due()); when
- * it goes below zero the interposer calls here, out of line:
+ * of n bytes is sampled with probability 1 - exp(-n/R), R the mean its
+ * thread's countdown was drawn from, and weighs its counted bytes over
+ * that (countdown.h).  The fast path is the countdown in the thread's
+ * line (writer.h, mstat_sample_due()); when it goes below zero the
+ * interposer calls here, out of line:
  *
  *	if (mstat_profile_begin(n)) {
  *		q = the plain path's block, counted with `size` bytes;
@@ -69,8 +71,8 @@ bool mstat_profile_begin(size_t n) MSTAT_HIDDEN;
 struct mstat_sample;
 
 /* Sampled block `p`, `requested` bytes asked, counted with `counted`
- * bytes: remembered, before it is counted and before it is the
- * program's.  NULL if the table has no room. */
+ * bytes: remembered with its weight, before it is counted and before it
+ * is the program's.  NULL if the table has no room. */
 struct mstat_sample *mstat_profile_note(void *p, size_t requested,
 					size_t counted) MSTAT_HIDDEN;
 

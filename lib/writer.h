@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "countdown.h"
 #include "layout.h"
 #include "sizeclass.h"
 #include "section.h"
@@ -194,16 +195,13 @@ mstat_count(enum mstat_op op, uint64_t freed, uint64_t size, uint64_t requested)
 	}
 }
 
-/* The sampling countdown (lib/profile.h): one subtract on the thread's
- * line and a branch.  True when an allocation of `n` bytes is sampled.
- * Unsigned arithmetic: a huge `n` wraps, and such a block fails anyway. */
+/* The sampling countdown (lib/profile.h, countdown.h): one subtract on
+ * the thread's line and a branch.  True when an allocation of `n` bytes
+ * ran it out. */
 MSTAT_INLINE bool
 mstat_sample_due(size_t n)
 {
-	int64_t left = (int64_t)((uint64_t)mstat_thread.sample_left - n);
-
-	mstat_thread.sample_left = left;
-	return __builtin_expect(left < 0, 0);
+	return mstat_countdown_due(&mstat_thread.sample_left, n);
 }
 
 /* The segment, once published, while counting goes on; NULL before and

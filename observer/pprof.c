@@ -329,22 +329,35 @@ hex(char *out, const uint8_t *b, uint32_t n)
 }
 
 void
-mstat_pprof_scale(uint64_t count, uint64_t bytes, uint64_t rate,
-		  double *count_out, double *bytes_out)
+mstat_pprof_unbias(const struct mstat_profile *p, const struct mstat_profile_stack *s,
+		   bool live, double *objects, double *bytes)
 {
-	if (count == 0 || bytes == 0) {
-		*count_out = *bytes_out = 0;
+	/* The reader guarantees frees <= allocs, and so on. */
+	uint64_t n = live ? s->allocs - s->frees : s->allocs;
+	uint64_t b = live ? s->alloc_bytes - s->free_bytes : s->alloc_bytes;
+	uint64_t w = live ? s->alloc_weight - s->free_weight : s->alloc_weight;
+
+	if (n == 0 || b == 0) {
+		*objects = *bytes = 0;
 		return;
 	}
-	if (rate <= 1) {
-		*count_out = (double)count;
-		*bytes_out = (double)bytes;
+	if (p->weighted) {
+		/* Bytes: the sum of the samples' weights.  Objects: as many
+		 * as the average sample's bytes go into it. */
+		*bytes = (double)w;
+		*objects = (double)n * ((double)w / (double)b);
 		return;
 	}
-	double avg = (double)bytes / (double)count;
-	double scale = 1.0 / (1.0 - exp(-avg / (double)rate));
-	*count_out = (double)count * scale;
-	*bytes_out = (double)bytes * scale;
+	/* Format 5.0: Go's scaleHeapSample(), at the interval in effect. */
+	if (p->sample_bytes <= 1) {
+		*objects = (double)n;
+		*bytes = (double)b;
+		return;
+	}
+	double avg = (double)b / (double)n;
+	double scale = 1.0 / -expm1(-avg / (double)p->sample_bytes);
+	*objects = (double)n * scale;
+	*bytes = (double)b * scale;
 }
 
 static void
@@ -359,9 +372,8 @@ encode(struct enc *e, const struct mstat_profile *p, struct mstat_symbols *sym,
 	for (uint32_t i = 0; i < p->nstacks; i++) {
 		const struct mstat_profile_stack *s = &p->stacks[i];
 		double v[NVALUES];
-		mstat_pprof_scale(s->allocs, s->alloc_bytes, p->sample_bytes, &v[0], &v[1]);
-		mstat_pprof_scale(s->allocs - s->frees, s->alloc_bytes - s->free_bytes,
-				  p->sample_bytes, &v[2], &v[3]);
+		mstat_pprof_unbias(p, s, false, &v[0], &v[1]);
+		mstat_pprof_unbias(p, s, true, &v[2], &v[3]);
 		for (uint32_t k = 0; k < s->depth; k++)
 			varint(&e->sub, location_id(e, s->frames[k]));
 		field_msg(&e->m, SAMPLE_LOCATION_ID, &e->sub);

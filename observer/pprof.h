@@ -5,10 +5,9 @@
  *
  * Sample types alloc_objects/count, alloc_space/bytes,
  * inuse_objects/count, inuse_space/bytes, as Go's heap profiles have;
- * period_type space/bytes, period the sampling interval.  Sample counts
- * are unbiased as Go's scaleHeapSample() does: a stack whose samples
- * average s bytes, at a mean interval of R bytes, was sampled with
- * probability 1 - exp(-s/R), so its counts are divided by that.  Every
+ * period_type space/bytes, period the sampling interval in effect.
+ * Values are estimates of what the samples stand for: mstat_pprof_unbias(),
+ * which the sites view (sites.h) uses too.  Every
  * module becomes a Mapping with its path and build id; frames named here
  * (symbols.h) carry their function, file and line, the others only their
  * address, for pprof to symbolise from the mapping's file.
@@ -16,16 +15,30 @@
 #ifndef MSTAT_OBSERVER_PPROF_H
 #define MSTAT_OBSERVER_PPROF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "reader.h"
 #include "symbols.h"
 
-/* The unbiased (count, bytes) of `count` samples of `bytes` in all, at a
- * mean interval of `rate` bytes (<= 1: every byte, as they are). */
-void mstat_pprof_scale(uint64_t count, uint64_t bytes, uint64_t rate,
-		       double *count_out, double *bytes_out);
+/*
+ * The objects and bytes (the sizes the slots count) that the samples of
+ * stack `s` of profile `p` stand for: allocated, or allocated and not
+ * freed if `live`.  Bytes are the sum of the samples' weights (each
+ * sample's bytes over the probability it had of being sampled, at the
+ * interval of its countdown: lib/countdown.h), an unbiased estimate
+ * whatever the interval did and whatever the sizes; objects are the
+ * bytes over the average sample's, unbiased for a stack of one size (a
+ * stack of many sizes has more of its large ones sampled: its object
+ * count comes out low, as Go's does).  A profile of format 5.0 has no
+ * weights: its stacks are unbiased as Go's scaleHeapSample() does, at
+ * the interval in effect (samples averaging s bytes were taken with
+ * probability 1 - exp(-s / sample_bytes)).
+ */
+void mstat_pprof_unbias(const struct mstat_profile *p,
+			const struct mstat_profile_stack *s, bool live,
+			double *objects, double *bytes);
 
 /* Writes `p` (symbols from `sym`, which may be NULL) to `path`, gzipped;
  * `time_ns` is when it was read.  0, or -errno with a reason in err. */

@@ -80,10 +80,8 @@ mstat_sites_sum(const struct mstat_profile *p, struct mstat_site **out,
 		struct mstat_site *t = &all[i];
 		t->pc = s->frames[0];
 		t->caller_pc = s->depth > 1 ? s->frames[1] : 0;
-		mstat_pprof_scale(s->allocs, s->alloc_bytes, p->sample_bytes,
-				  &t->alloc_objects, &t->alloc_bytes);
-		mstat_pprof_scale(s->allocs - s->frees, s->alloc_bytes - s->free_bytes,
-				  p->sample_bytes, &t->live_objects, &t->live_bytes);
+		mstat_pprof_unbias(p, s, false, &t->alloc_objects, &t->alloc_bytes);
+		mstat_pprof_unbias(p, s, true, &t->live_objects, &t->live_bytes);
 	}
 	qsort(all, p->nstacks, sizeof(*all), by_pc_heaviest);
 	size_t m = 0;

@@ -2,8 +2,8 @@
 /*
  * sites.h - the call sites that hold a process's heap, from its sampled
  * profile: each stack's allocating call (its first frame), named, with
- * the unbiased bytes and objects of its stacks summed (pprof.h says how
- * samples are unbiased).
+ * the bytes and objects its stacks' samples stand for summed (pprof.h,
+ * mstat_pprof_unbias(), says how they are estimated).
  *
  * Growth per site: a baseline keeps each site's live bytes and objects
  * at one moment (the process's baseline: when it was first seen, or
@@ -33,8 +33,8 @@ struct mstat_site {
 	char caller_function[128];
 	char caller_file[192];
 	int caller_line;
-	double live_bytes, live_objects;   /* unbiased: allocated, not freed */
-	double alloc_bytes, alloc_objects; /* unbiased: allocated, ever */
+	double live_bytes, live_objects;   /* estimated: allocated, not freed */
+	double alloc_bytes, alloc_objects; /* estimated: allocated, ever */
 	/* Derived by mstat_sites_growth(): live - baseline. */
 	double growth_bytes, growth_objects;
 };

@@ -56,9 +56,16 @@
  *    requested bytes in the slot's first line.
  * 4: the sampled heap profile: its region after the slots, its geometry
  *    and the sampling words in the header.
- * 5: chunk rows after the class rows of each generation. */
+ * 5: chunk rows after the class rows of each generation.
+ * A minor version keeps every field where it was, and gives meaning to
+ * words an older one left reserved (0): readers accept any minor, and
+ * ignore what they do not know.
+ * 5.1: a stack entry's weights, and its bytes counted as the slots count
+ *      them (requested bytes in 5.0; a 5.0 reader takes them for those,
+ *      and unbiases blocks with slack a little low: struct
+ *      mstat_shm_stack). */
 #define MSTAT_SHM_VERSION_MAJOR 5
-#define MSTAT_SHM_VERSION_MINOR 0 /* readers accept any minor */
+#define MSTAT_SHM_VERSION_MINOR 1
 
 #define MSTAT_SHM_DIR "/dev/shm"
 #define MSTAT_SHM_PREFIX "mstat."   /* shm names: mstat.<pid>.<starttime> */
@@ -238,9 +245,10 @@ struct mstat_shm_header {
  *     entering the same new stack at once may make two entries: readers
  *     merge them.
  *   - a stack's counters are cumulative, updated with atomic adds: an
- *     allocation adds allocs and alloc_bytes, the free of a sampled block
- *     frees and free_bytes, each with release (K); a reader loads frees
- *     before allocs, with acquire, so frees <= allocs per stack.
+ *     allocation adds allocs, alloc_bytes and alloc_weight, the free of a
+ *     sampled block the same amounts to frees, free_bytes and free_weight,
+ *     each with release (K); a reader loads the frees' before the
+ *     allocations', with acquire, so each is at most its allocations'.
  *   - modules [0, modules_used) are complete: each is written, then
  *     `modules_used` stored with release (L).
  * Counts may exceed the capacities (an entry asked for and refused):
@@ -256,15 +264,26 @@ struct mstat_shm_profile {
 					* or /dev/shm */
 };
 
+/*
+ * A stack entry.  Bytes are the sizes the blocks were counted with (the
+ * allocator's usable size, as the slots count them); 5.0 kept requested
+ * bytes there.  A sample's weight is the bytes it stands for: its
+ * counted bytes over the probability it had of being sampled (computed
+ * from its requested bytes, which its countdown counted, and the mean
+ * interval of that countdown: lib/countdown.h), rounded to a byte.  Sums
+ * of weights are unbiased estimates of the bytes the stack allocated and
+ * freed, at whatever interval each sample was taken (5.1; 0 in 5.0).
+ */
 struct mstat_shm_stack {
 	uint64_t reserved0;
 	_Atomic uint32_t depth;        /* (J) frames, 1..MSTAT_STACK_DEPTH */
 	uint32_t frames_offset;        /* index of its first frame in the pool */
 	_Atomic uint64_t allocs;       /* (K) sampled allocations */
-	_Atomic uint64_t alloc_bytes;  /* their requested bytes */
+	_Atomic uint64_t alloc_bytes;  /* their counted bytes */
 	_Atomic uint64_t frees;        /* (K) sampled allocations freed */
 	_Atomic uint64_t free_bytes;
-	uint64_t reserved[2];
+	_Atomic uint64_t alloc_weight; /* 5.1: the sum of their weights */
+	_Atomic uint64_t free_weight;  /* (K) 5.1 */
 };
 
 /* A loaded object: the addresses of its loaded segments, its load bias

@@ -62,6 +62,7 @@ struct mstat_reader {
 	struct mstat_target_info info;
 	uint32_t class_count, slot_count, slot_size, slots_offset;
 	uint32_t profile_offset, stack_capacity, frame_capacity, module_capacity;
+	uint16_t version_minor;
 	uint64_t class_max[MSTAT_MAX_CLASSES];
 	unsigned wait_budget_us;
 
@@ -216,6 +217,7 @@ attach_fd(struct mstat_reader *r, const char *label)
 	r->stack_capacity = h.stack_capacity;
 	r->frame_capacity = h.frame_capacity;
 	r->module_capacity = h.module_capacity;
+	r->version_minor = h.version_minor;
 	struct copy_classes cc = { r, h.classes_offset };
 	if (mstat_guarded(copy_classes, &cc) < 0)
 		return fail(r, -EFAULT, "%s: truncated while being opened", label);
@@ -975,6 +977,7 @@ read_profile(void *arg)
 
 	out->sample_bytes = atomic_load_explicit(&r->ctl->sample_bytes,
 						 memory_order_relaxed);
+	out->weighted = r->version_minor >= 1;
 	/* Pages the target never wrote are holes: they read as zeros, an
 	 * empty profile. */
 	out->samples = atomic_load_explicit(&hp->samples, memory_order_relaxed);
@@ -1014,11 +1017,16 @@ read_profile(void *arg)
 		 * free, which follow its allocation's adds. */
 		s->frees = atomic_load_explicit(&e->frees, memory_order_acquire);
 		s->free_bytes = atomic_load_explicit(&e->free_bytes, memory_order_acquire);
+		s->free_weight = out->weighted ? atomic_load_explicit(&e->free_weight,
+								       memory_order_acquire) : 0;
 		s->allocs = atomic_load_explicit(&e->allocs, memory_order_relaxed);
 		s->alloc_bytes = atomic_load_explicit(&e->alloc_bytes, memory_order_relaxed);
+		s->alloc_weight = out->weighted ? atomic_load_explicit(&e->alloc_weight,
+									memory_order_relaxed) : 0;
 		/* A writer never shows a free without its allocation (K):
 		 * an entry that does was not written by one. */
-		if (s->frees > s->allocs || s->free_bytes > s->alloc_bytes)
+		if (s->frees > s->allocs || s->free_bytes > s->alloc_bytes ||
+		    s->free_weight > s->alloc_weight)
 			continue;
 		s->depth = d;
 		for (uint32_t k = 0; k < d; k++)
@@ -1075,6 +1083,8 @@ mstat_reader_profile(struct mstat_reader *r, struct mstat_profile *out)
 			t->alloc_bytes = add_sat(t->alloc_bytes, s->alloc_bytes);
 			t->frees = add_sat(t->frees, s->frees);
 			t->free_bytes = add_sat(t->free_bytes, s->free_bytes);
+			t->alloc_weight = add_sat(t->alloc_weight, s->alloc_weight);
+			t->free_weight = add_sat(t->free_weight, s->free_weight);
 		} else {
 			if (n != i)
 				out->stacks[n] = *s;

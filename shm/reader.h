@@ -107,19 +107,26 @@ void mstat_reader_snapshot_many(struct mstat_reader **rs, size_t n,
  * The sampled heap profile (docs/design.md, "Heap profile").  Read without
  * the flock and without rotating anything: its counters are cumulative
  * and only grow.  What a read guarantees: every stack has all its frames;
- * per stack, frees <= allocs and free_bytes <= alloc_bytes (a free is
- * never seen without its allocation); every module listed is whole.  It
- * is not the cut of a snapshot: a sample taken during the read may be in
- * or out.  Stacks the target entered twice (two threads making the same
- * new entry at once) are merged, their sums stopping at UINT64_MAX.
- * Counts are of samples, not unbiased.  The region is the target's to
+ * per stack, frees <= allocs, free_bytes <= alloc_bytes and free_weight
+ * <= alloc_weight (a free is never seen without its allocation); every
+ * module listed is whole.  It is not the cut of a snapshot: a sample
+ * taken during the read may be in or out.  Stacks the target entered
+ * twice (two threads making the same new entry at once) are merged, their
+ * sums stopping at UINT64_MAX.  Counts are of samples; the weights are
+ * the bytes the samples stand for, which observer/pprof.h turns into
+ * estimates.  The region is the target's to
  * write: entries no writer makes (a depth or frames out of bounds, more
  * frees than allocations, an empty module) are left out, and counts,
  * lengths and paths bounded (docs/design.md, "Reading it"), so that the
  * above holds whatever it holds.
  */
 struct mstat_profile_stack {
+	/* Samples, and their bytes as the slots count them (requested
+	 * bytes from a segment of format 5.0). */
 	uint64_t allocs, alloc_bytes, frees, free_bytes;
+	/* The bytes they stand for (layout.h, struct mstat_shm_stack); 0
+	 * unless the profile is `weighted`. */
+	uint64_t alloc_weight, free_weight;
 	uint32_t depth;
 	uint64_t frames[MSTAT_STACK_DEPTH]; /* leaf first: return addresses,
 					     * the first the allocation's call */
@@ -134,6 +141,9 @@ struct mstat_profile_module {
 
 struct mstat_profile {
 	uint64_t sample_bytes;  /* the mean interval in effect; 0 off */
+	/* Its stacks carry weights (format 5.1 on); else their counts are
+	 * unbiased with sample_bytes, as their samples' interval. */
+	bool weighted;
 	uint64_t samples;       /* taken */
 	uint64_t dropped;       /* taken, not kept (a table was full) */
 	uint32_t nstacks, nmodules;

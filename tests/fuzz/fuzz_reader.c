@@ -47,7 +47,8 @@
  * same counters however a read splits them); a state, cut, slot count
  * or order of class bounds that the snapshot's documentation rules out;
  * a profile that breaks what reader.h promises of it (a stack of no frame
- * or too many, more frees than allocations, a stack listed twice, a module
+ * or too many, more frees, freed bytes or freed weight than allocated, a
+ * stack listed twice, a module
  * with an unterminated path or a build id longer than its array, more
  * entries than the region's capacity), or that is not the profile the
  * region holds, as model_profile() reads it from the file's bytes.
@@ -437,7 +438,8 @@ same_stack(const struct mstat_profile_stack *x, const struct mstat_profile_stack
 {
 	return x->allocs == y->allocs && x->alloc_bytes == y->alloc_bytes &&
 	       x->frees == y->frees && x->free_bytes == y->free_bytes &&
-	       stack_cmp(x, y) == 0;
+	       x->alloc_weight == y->alloc_weight &&
+	       x->free_weight == y->free_weight && stack_cmp(x, y) == 0;
 }
 
 static bool
@@ -478,9 +480,11 @@ add_sat(uint64_t a, uint64_t b)
  * difference.  A module is kept if its range is not empty, with a build id
  * longer than its array taken as none and its path cut to its array; a
  * stack, if it has 1..MSTAT_STACK_DEPTH frames inside the pool, an
- * allocation counted, and no more frees or freed bytes than allocated;
- * the stacks with the same frames are one, their counts summed up to
- * 2^64 - 1.  Only entries below the counts used and the capacities.
+ * allocation counted, and no more frees, freed bytes or freed weight than
+ * allocated; its weights read only from a segment of minor version 1 on
+ * (0 before); the stacks with the same frames are one, their counts
+ * summed up to 2^64 - 1.  Only entries below the counts used and the
+ * capacities.
  */
 static void
 model_profile(const struct image *im, const struct mstat_shm_header *h,
@@ -493,6 +497,7 @@ model_profile(const struct image *im, const struct mstat_shm_header *h,
 	image_read(im, at, &head, sizeof(head));
 	memset(x, 0, sizeof(*x));
 	x->sample_bytes = atomic_load_explicit(&h->sample_bytes, memory_order_relaxed);
+	x->weighted = h->version_minor >= 1;
 	x->samples = atomic_load_explicit(&head.samples, memory_order_relaxed);
 	x->dropped = atomic_load_explicit(&head.dropped, memory_order_relaxed);
 	nm = atomic_load_explicit(&head.modules_used, memory_order_relaxed);
@@ -535,9 +540,13 @@ model_profile(const struct image *im, const struct mstat_shm_header *h,
 		o->alloc_bytes = atomic_load_explicit(&e.alloc_bytes, memory_order_relaxed);
 		o->frees = atomic_load_explicit(&e.frees, memory_order_relaxed);
 		o->free_bytes = atomic_load_explicit(&e.free_bytes, memory_order_relaxed);
+		o->alloc_weight = x->weighted ? atomic_load_explicit(&e.alloc_weight,
+								     memory_order_relaxed) : 0;
+		o->free_weight = x->weighted ? atomic_load_explicit(&e.free_weight,
+								    memory_order_relaxed) : 0;
 		if (d == 0 || d > MSTAT_STACK_DEPTH || off + d > h->frame_capacity ||
 		    o->allocs == 0 || o->frees > o->allocs ||
-		    o->free_bytes > o->alloc_bytes)
+		    o->free_bytes > o->alloc_bytes || o->free_weight > o->alloc_weight)
 			continue;
 		o->depth = d;
 		image_read(im, at + MSTAT_PROFILE_FRAMES_OFFSET(h->stack_capacity) +
@@ -555,6 +564,8 @@ model_profile(const struct image *im, const struct mstat_shm_header *h,
 			t->alloc_bytes = add_sat(t->alloc_bytes, s->alloc_bytes);
 			t->frees = add_sat(t->frees, s->frees);
 			t->free_bytes = add_sat(t->free_bytes, s->free_bytes);
+			t->alloc_weight = add_sat(t->alloc_weight, s->alloc_weight);
+			t->free_weight = add_sat(t->free_weight, s->free_weight);
 		} else {
 			x->stacks[n++] = *s;
 		}
@@ -590,12 +601,18 @@ check_profile(const struct mstat_profile *p, const struct mstat_shm_header *h,
 
 		if (st->depth == 0 || st->depth > MSTAT_STACK_DEPTH)
 			die("profile: stack %u has %u frames", i, st->depth);
-		if (st->frees > st->allocs || st->free_bytes > st->alloc_bytes)
+		if (st->frees > st->allocs || st->free_bytes > st->alloc_bytes ||
+		    st->free_weight > st->alloc_weight)
 			die("profile: stack %u has freed %llu of %llu, %llu of "
-			    "%llu bytes", i, (unsigned long long)st->frees,
+			    "%llu bytes, %llu of %llu weight", i,
+			    (unsigned long long)st->frees,
 			    (unsigned long long)st->allocs,
 			    (unsigned long long)st->free_bytes,
-			    (unsigned long long)st->alloc_bytes);
+			    (unsigned long long)st->alloc_bytes,
+			    (unsigned long long)st->free_weight,
+			    (unsigned long long)st->alloc_weight);
+		if (!p->weighted && (st->alloc_weight || st->free_weight))
+			die("profile: stack %u weighed in a segment of no weights", i);
 		for (uint32_t k = 0; k < st->depth; k++) {
 			const struct mstat_profile_module *m =
 				mstat_profile_module_of(p, st->frames[k]);
@@ -612,7 +629,7 @@ check_profile(const struct mstat_profile *p, const struct mstat_shm_header *h,
 
 	model_profile(im, h, &x);
 	if (p->sample_bytes != x.sample_bytes || p->samples != x.samples ||
-	    p->dropped != x.dropped)
+	    p->dropped != x.dropped || p->weighted != x.weighted)
 		die("profile: sample counts other than the segment's");
 	if (p->nmodules != x.nmodules)
 		die("profile: %u modules, the region %u", p->nmodules, x.nmodules);

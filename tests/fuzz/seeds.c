@@ -265,7 +265,8 @@ add_module(struct seg *s, uint64_t start, uint64_t end, const char *path,
 }
 
 /* A stack entry and its frames, as the writer makes one, with its
- * counters; returns its index. */
+ * counters, its samples weighing 8 times their bytes; returns its
+ * index. */
 static uint32_t
 add_stack(struct seg *s, const uint64_t *f, uint32_t depth, uint64_t allocs,
 	  uint64_t bytes, uint64_t frees, uint64_t freed)
@@ -282,6 +283,8 @@ add_stack(struct seg *s, const uint64_t *f, uint32_t depth, uint64_t allocs,
 	atomic_store_explicit(&st->alloc_bytes, bytes, memory_order_relaxed);
 	atomic_store_explicit(&st->frees, frees, memory_order_relaxed);
 	atomic_store_explicit(&st->free_bytes, freed, memory_order_relaxed);
+	atomic_store_explicit(&st->alloc_weight, 8 * bytes, memory_order_relaxed);
+	atomic_store_explicit(&st->free_weight, 8 * freed, memory_order_relaxed);
 	PROF_SET(s, stacks_used, e + 1);
 	PROF_SET(s, frames_used, off + depth);
 	PROF_SET(s, samples, PROF_GET(s, samples) + allocs);
@@ -608,14 +611,22 @@ near_valid(void)
 	PVARIANT("frees-beyond", atomic_store(&STACK(1)->frees, 2));
 	PVARIANT("freed-bytes-beyond",
 		 atomic_store(&STACK(0)->free_bytes, 5 * 4096 + 1));
+	PVARIANT("freed-weight-beyond",
+		 atomic_store(&STACK(0)->free_weight, 8 * 5 * 4096 + 1));
+	/* Format 5.0: the words that are weights in 5.1 are not read. */
+	PVARIANT("minor-0", H(s)->version_minor = 0;
+		 atomic_store(&STACK(0)->free_weight, UINT64_MAX));
 	/* A stack entered twice whose counts wrap when merged. */
 	PVARIANT("merge-wraps",
 		 atomic_store(&STACK(0)->allocs, UINT64_MAX);
 		 atomic_store(&STACK(0)->alloc_bytes, UINT64_MAX);
 		 atomic_store(&STACK(0)->frees, UINT64_MAX);
 		 atomic_store(&STACK(0)->free_bytes, UINT64_MAX);
+		 atomic_store(&STACK(0)->alloc_weight, UINT64_MAX);
+		 atomic_store(&STACK(0)->free_weight, UINT64_MAX);
 		 atomic_store(&STACK(2)->frees, 0);
-		 atomic_store(&STACK(2)->free_bytes, 0));
+		 atomic_store(&STACK(2)->free_bytes, 0);
+		 atomic_store(&STACK(2)->free_weight, 0));
 	PVARIANT("build-id-long", MODULE(0)->build_id_len = MSTAT_BUILD_ID_MAX + 1);
 	PVARIANT("build-id-huge", MODULE(1)->build_id_len = UINT32_MAX);
 	PVARIANT("path-unterminated",

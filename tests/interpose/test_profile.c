@@ -5,11 +5,16 @@
  * Run with MSTAT_SAMPLE_BYTES=1: every allocation is then sampled (its
  * countdown, an exponential draw of mean 1 byte, is below any size
  * asked here), so the profile's counts per call site are known exactly.
- * The program reads its own segment with the reader API, as an observer
- * would from outside.
+ * Its bytes are the sizes the counters count the blocks with, what
+ * malloc_usable_size() says of them; and each sample, taken with
+ * probability 1 - exp(-n) = 1 for the sizes asked here, weighs exactly
+ * its bytes.  The program reads its own segment with the reader API, as
+ * an observer would from outside.
  */
 #include <errno.h>
 #include <malloc.h>
+#include <math.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -58,8 +63,17 @@ site_realloc(void *old, size_t n)
 	return p;
 }
 
+NOINLINE static void *
+site_small(size_t n)
+{
+	void *p = malloc(n);
+	__asm__ volatile("" : : "r"(p) : "memory");
+	return p;
+}
+
 struct site_total {
 	uint64_t stacks, allocs, alloc_bytes, frees, free_bytes;
+	uint64_t alloc_weight, free_weight;
 };
 
 /* The site whose code holds return address `pc`, or 0. */
@@ -67,7 +81,7 @@ static uintptr_t
 site_of(uint64_t pc)
 {
 	const uintptr_t sites[] = { (uintptr_t)site_malloc, (uintptr_t)site_calloc,
-				    (uintptr_t)site_realloc };
+				    (uintptr_t)site_realloc, (uintptr_t)site_small };
 	uintptr_t best = 0;
 
 	if (pc < (uintptr_t)__start_mstat_sites || pc >= (uintptr_t)__stop_mstat_sites)
@@ -88,6 +102,7 @@ site_at(const struct mstat_profile *p, uintptr_t a)
 		const struct mstat_profile_stack *s = &p->stacks[i];
 		assert_true(s->frees <= s->allocs);
 		assert_true(s->free_bytes <= s->alloc_bytes);
+		assert_true(s->free_weight <= s->alloc_weight);
 		if (s->depth == 0 || site_of(s->frames[0]) != a)
 			continue;
 		t.stacks++;
@@ -95,6 +110,8 @@ site_at(const struct mstat_profile *p, uintptr_t a)
 		t.alloc_bytes += s->alloc_bytes;
 		t.frees += s->frees;
 		t.free_bytes += s->free_bytes;
+		t.alloc_weight += s->alloc_weight;
+		t.free_weight += s->free_weight;
 	}
 	return t;
 }
@@ -134,23 +151,34 @@ test_sites_counted_exactly(void **state)
 	(void)state;
 	for (int i = 0; i < 1000; i++)
 		keep[i] = site_malloc(100);
+	/* The size the counters count each with: 104 with glibc. */
+	uint64_t u = malloc_usable_size(keep[0]), cu = 0;
 	for (int i = 0; i < 400; i++)
 		free(keep[i]);
-	for (int i = 0; i < 50; i++)
-		free(site_calloc(10, 30));
+	for (int i = 0; i < 50; i++) {
+		void *q = site_calloc(10, 30);
+		cu = malloc_usable_size(q);
+		free(q);
+	}
 	read_profile(&p);
 	assert_int_equal(p.sample_bytes, 1);
+	assert_true(p.weighted);
 	assert_int_equal(p.dropped, 0);
+	assert_true(u >= 100 && cu >= 300);
 	struct site_total m = site(&p, site_malloc);
 	assert_int_equal(m.stacks, 1);
 	assert_int_equal(m.allocs, 1000);
-	assert_int_equal(m.alloc_bytes, 100000);
+	assert_int_equal(m.alloc_bytes, 1000 * u);
+	assert_int_equal(m.alloc_weight, 1000 * u);
 	assert_int_equal(m.frees, 400);
-	assert_int_equal(m.free_bytes, 40000);
+	assert_int_equal(m.free_bytes, 400 * u);
+	assert_int_equal(m.free_weight, 400 * u);
 	struct site_total c = site(&p, site_calloc);
 	assert_int_equal(c.allocs, 50);
-	assert_int_equal(c.alloc_bytes, 50 * 300);
+	assert_int_equal(c.alloc_bytes, 50 * cu);
+	assert_int_equal(c.alloc_weight, 50 * cu);
 	assert_int_equal(c.frees, 50);
+	assert_int_equal(c.free_weight, 50 * cu);
 	/* The module list holds this program, with its build id. */
 	const struct mstat_profile_module *mod =
 		mstat_profile_module_of(&p, (uint64_t)(uintptr_t)site_malloc);
@@ -163,7 +191,8 @@ test_sites_counted_exactly(void **state)
 	read_profile(&p);
 	m = site(&p, site_malloc);
 	assert_int_equal(m.frees, 1000);
-	assert_int_equal(m.free_bytes, 100000);
+	assert_int_equal(m.free_bytes, 1000 * u);
+	assert_int_equal(m.free_weight, 1000 * u);
 	mstat_profile_release(&p);
 }
 
@@ -192,8 +221,10 @@ test_large_blocks_stay_in_place(void **state)
 	read_profile(&p);
 	struct site_total m = site(&p, site_malloc), r = site(&p, site_realloc);
 	assert_int_equal(m.frees, m.allocs); /* a went with the realloc */
+	assert_int_equal(m.free_weight, m.alloc_weight);
 	assert_int_equal(r.allocs - r.frees, 1);
-	assert_int_equal(r.alloc_bytes - r.free_bytes, 3 * big);
+	assert_int_equal(r.alloc_bytes - r.free_bytes, malloc_usable_size(b));
+	assert_int_equal(r.alloc_weight - r.free_weight, malloc_usable_size(b));
 	mstat_profile_release(&p);
 	free(b);
 	/* Below the threshold: blocks of glibc's heap. */
@@ -218,8 +249,10 @@ test_large_blocks_stay_in_place(void **state)
 	struct site_total c2 = site(&p, site_calloc);
 	assert_int_equal(r.frees, r.allocs);
 	assert_int_equal(r.free_bytes, r.alloc_bytes);
+	assert_int_equal(r.free_weight, r.alloc_weight);
 	assert_int_equal(c2.frees, c2.allocs);
 	assert_int_equal(c2.free_bytes, c2.alloc_bytes);
+	assert_int_equal(c2.free_weight, c2.alloc_weight);
 	mstat_profile_release(&p);
 }
 
@@ -238,7 +271,8 @@ test_realloc_moves_the_sample(void **state)
 	read_profile(&p);
 	struct site_total r = site(&p, site_realloc);
 	assert_int_equal(r.allocs, 1);
-	assert_int_equal(r.alloc_bytes, 3000);
+	assert_int_equal(r.alloc_bytes, malloc_usable_size(b));
+	assert_int_equal(r.alloc_weight, malloc_usable_size(b));
 	assert_int_equal(r.frees, 0);
 	mstat_profile_release(&p);
 	free(b);
@@ -284,6 +318,64 @@ test_reader_sets_the_interval(void **state)
 	mstat_reader_close(r);
 }
 
+static void *
+small_blocks(void *arg)
+{
+	size_t *u = arg;
+
+	for (int i = 0; i < 40000; i++) {
+		void *p = site_small(64);
+		*u = malloc_usable_size(p);
+		free(p);
+	}
+	return NULL;
+}
+
+/* A sample weighs its counted bytes over the probability it had, which
+ * its requested bytes (what the countdown counted) and the interval its
+ * countdown was drawn from give.  A new thread draws its first countdown
+ * at the interval in effect, 64 KiB here: each sample of its 64-byte
+ * blocks (72 usable with glibc) weighs 72 / (1 - exp(-64 / 65536)), 73764
+ * bytes, where the usable size would give 65572.  Its 40000 blocks hold
+ * about 39 samples; none, once in 10^17 runs. */
+static void
+test_weight_is_of_the_interval_drawn(void **state)
+{
+	struct mstat_reader *r;
+	struct mstat_profile p;
+	pthread_t t;
+	size_t u = 0;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(mstat_reader_open_pid(&r, getpid(), err, sizeof(err)), 0);
+	assert_int_equal(mstat_reader_request_sampling(r, 65536), 0);
+	assert_int_equal(pthread_create(&t, NULL, small_blocks, &u), 0);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_int_equal(mstat_reader_profile(r, &p), 0);
+	struct site_total s = site(&p, site_small);
+	mstat_profile_release(&p);
+	assert_int_equal(mstat_reader_request_sampling(r, 1), 0);
+	mstat_reader_close(r);
+	/* This thread's countdown may have been drawn at 64 KiB meanwhile:
+	 * 4 MiB run it out (but once in e^64), and every allocation is
+	 * sampled again, as the tests after this one expect. */
+	for (int i = 0; i < 4; i++)
+		free(malloc(1 << 20));
+
+	double w = (double)u / -expm1(-64.0 / 65536);
+	printf("%llu samples, weighing %llu bytes (%.1f each, %.1f expected)\n",
+	       (unsigned long long)s.allocs, (unsigned long long)s.alloc_weight,
+	       (double)s.alloc_weight / (double)s.allocs, w);
+	assert_true(s.allocs > 0);
+	assert_int_equal(s.alloc_bytes, s.allocs * u);
+	assert_true(fabs((double)s.alloc_weight - (double)s.allocs * w) <= (double)s.allocs);
+	/* All freed: exactly what their allocations added. */
+	assert_int_equal(s.frees, s.allocs);
+	assert_int_equal(s.free_bytes, s.alloc_bytes);
+	assert_int_equal(s.free_weight, s.alloc_weight);
+}
+
 /* A fork child profiles afresh, in a segment of its own: its stacks are
  * entered again, not found in the parent's index (whose entries number
  * the parent's table), and its sites count what it sampled. */
@@ -326,6 +418,7 @@ main(void)
 		cmocka_unit_test(test_realloc_moves_the_sample),
 		cmocka_unit_test(test_large_blocks_stay_in_place),
 		cmocka_unit_test(test_reader_sets_the_interval),
+		cmocka_unit_test(test_weight_is_of_the_interval_drawn),
 		cmocka_unit_test(test_fork_child_profiles_afresh),
 	};
 	return cmocka_run_group_tests(tests, setup, NULL);

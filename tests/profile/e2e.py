@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: MIT
 """The heap profile read from outside, end to end.
 
-    e2e.py TEST     TEST: pprof sites view
+    e2e.py TEST     TEST: pprof sites view rates
 
 heapsites (heapsites.c) runs with libmstatshm preloaded: one site leaks
 64 MiB in 1 KiB blocks, another allocates and frees 512 MiB in 8 KiB
-blocks.
+blocks.  The truth is in usable bytes, the size the counters count the
+blocks with (heapsites says it), which the profile counts too.
 
 pprof: mstat-top -p PID --pprof=FILE writes its profile; go tool pprof, a
 client nobody here wrote, must read it and find, unbiased, the leaking
@@ -30,10 +31,23 @@ sampling off the view says so and how to turn it on; a process that
 ends leaves its final sites.  At R = 64 KiB, 16 MiB is 256 samples and
 25% is 4 standard deviations.
 
+rates: the sampling interval of the running process is changed three
+times with mstat-top --sample-bytes (128 KiB at start, then 32 KiB, 0,
+and 128 KiB again), and its call sites grow between the changes.  A
+change alone never changes what earlier samples say: leak_site, which
+allocates nothing more, reads the same live bytes, to the byte, in every
+read, in --sites JSON and in go tool pprof.  Each estimate is within 5
+standard deviations of the truth (below, sigma()): a bound a correct
+sampler exceeds about once in a million runs (where the interval
+changed, with the larger one's deviation), and that re-weighting the
+earlier samples with the new interval (4 times too few, or too many,
+bytes) exceeds at once.
+
 Environment (set by meson): MSTAT_TOP, MSTAT_LIB, HEAPSITES, GO (empty
 when go is not installed), TMUX_BIN (empty when tmux is not).
 """
 import json
+import math
 import os
 import re
 import subprocess
@@ -55,8 +69,9 @@ TAG = "sites%d" % os.getpid()  # unique names for this run
 DOC = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                    "docs", "mstat-top-json.md")
 INTERVAL = 256 * 1024
-LEAK_TRUTH = 65536 * 1024
-CHURN_TRUTH = 65536 * 8192
+LEAKS, LEAK_SIZE = 65536, 1024
+LATES, LATE_SIZE = 16384, 1024
+CHURNS = 65536
 
 
 def fail(what):
@@ -83,6 +98,24 @@ def top_bytes(go, profile, index, function):
     fail("pprof shows no %s in %s:\n%s" % (function, index, out.stdout))
 
 
+def sigma(blocks, requested, usable, interval):
+    """The standard deviation of the unbiased estimate of `blocks` blocks of
+    `requested` bytes, counted with `usable`, sampled at a mean interval of
+    `interval` bytes.  Each is sampled with probability p = 1 -
+    exp(-requested/interval) and stands for usable/p bytes when it is: a
+    variance of usable^2 (1 - p) / p per block."""
+    p = -math.expm1(-requested / interval)
+    return math.sqrt(blocks * usable * usable * (1 - p) / p)
+
+
+def within_sigmas(what, got, truth, sd, k=5):
+    print("%s %d (truth %d, %+.1f%%, %+.1f sd)" %
+          (what, got, truth, 100.0 * (got - truth) / truth, (got - truth) / sd))
+    if abs(got - truth) > k * sd:
+        fail("%s %d is not within %d standard deviations (%d) of %d"
+             % (what, got, k, sd, truth))
+
+
 def within(what, got, truth):
     print("%s %d (truth %d, %+.1f%%)" %
           (what, got, truth, 100.0 * (got - truth) / truth))
@@ -96,13 +129,20 @@ class Heapsites:
     def __init__(self, interval=INTERVAL):
         self.interval = interval
 
-    def grow(self):
-        """late_site keeps 16 MiB more."""
-        self.p.stdin.write("l")
+    def say(self, c, answer):
+        self.p.stdin.write(c)
         self.p.stdin.flush()
         line = self.p.stdout.readline()
-        if line.strip() != "grown":
+        if line.strip() != answer:
             fail("heapsites said %r" % line)
+
+    def grow(self):
+        """late_site keeps 16 MiB more."""
+        self.say("l", "grown")
+
+    def churn(self):
+        """churn_site allocates and frees 128 MiB more."""
+        self.say("c", "churned")
 
     def __enter__(self):
         env = dict(os.environ, LD_PRELOAD=LIB, MSTAT_EAGER="1",
@@ -110,10 +150,15 @@ class Heapsites:
                    MSTAT_SAMPLE_BYTES=str(self.interval))
         self.p = subprocess.Popen([HEAPSITES], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, env=env, text=True)
-        line = self.p.stdout.readline()
-        if line.strip() != "ready":
+        line = self.p.stdout.readline().split()
+        if len(line) != 3 or line[0] != "ready":
             self.__exit__()
             fail("heapsites said %r" % line)
+        # Usable bytes of its blocks: 1 KiB ones (leak_site, late_site),
+        # 8 KiB ones (churn_site).
+        self.usable_1k, self.usable_8k = int(line[1]), int(line[2])
+        self.leak_truth = LEAKS * self.usable_1k
+        self.churn_truth = CHURNS * self.usable_8k
         return self.p.pid
 
     def __exit__(self, *exc):
@@ -129,15 +174,14 @@ def test_pprof():
         return 77
     with tempfile.TemporaryDirectory(prefix="mstat-pprof.") as tmp:
         profile = os.path.join(tmp, "heap.pb.gz")
-        with Heapsites() as pid:
-            r = subprocess.run([TOP, "-p", str(pid), "--pprof=" + profile],
-                               capture_output=True, text=True, timeout=60)
-        if r.returncode != 0 or r.stderr:
-            fail("mstat-top --pprof: status %d: %s" % (r.returncode, r.stderr))
+        hs = Heapsites()
+        with hs as pid:
+            write_pprof(pid, profile)
         inuse = top_bytes(GO, profile, "inuse_space", "leak_site")
-        within("leak_site inuse_space", inuse, LEAK_TRUTH)
+        within("leak_site inuse_space", inuse, hs.leak_truth)
         within("churn_site alloc_space",
-               top_bytes(GO, profile, "alloc_space", "churn_site"), CHURN_TRUTH)
+               top_bytes(GO, profile, "alloc_space", "churn_site"),
+               hs.churn_truth)
         leak_alloc = top_bytes(GO, profile, "alloc_space", "leak_site")
         if leak_alloc != inuse:
             fail("leak_site: alloc_space %d, inuse_space %d: it freed nothing"
@@ -145,15 +189,37 @@ def test_pprof():
     return 0
 
 
-def test_sites():
-    with Heapsites() as pid:
-        r = subprocess.run([TOP, "-b", "-o", "json", "-n", "1", "--sites", "10",
-                            "-p", str(pid)],
-                           capture_output=True, text=True, timeout=60)
+def write_pprof(pid, profile):
+    r = subprocess.run([TOP, "-p", str(pid), "--pprof=" + profile],
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode != 0 or r.stderr:
+        fail("mstat-top --pprof: status %d: %s" % (r.returncode, r.stderr))
+
+
+def read_sites(pid):
+    """The process's JSON object, with its 10 top sites."""
+    r = subprocess.run([TOP, "-b", "-o", "json", "-n", "1", "--sites", "10",
+                        "-p", str(pid)],
+                       capture_output=True, text=True, timeout=60)
     if r.returncode != 0 or r.stderr:
         fail("mstat-top --sites: status %d: %s" % (r.returncode, r.stderr))
+    return json.loads(r.stdout.splitlines()[0])["processes"][0]
+
+
+def set_interval(pid, interval):
+    r = subprocess.run([TOP, "-p", str(pid), "--sample-bytes=%d" % interval,
+                        "-b", "-n", "1"],
+                       capture_output=True, text=True, timeout=60)
+    if r.returncode != 0 or r.stderr:
+        fail("mstat-top --sample-bytes: status %d: %s"
+             % (r.returncode, r.stderr))
+
+
+def test_sites():
+    hs = Heapsites()
+    with hs as pid:
+        p = read_sites(pid)
     doc = documented_fields(DOC)
-    p = json.loads(r.stdout.splitlines()[0])["processes"][0]
     if list(p) != doc["process"]:
         fail("process fields %r vs %r" % (list(p), doc["process"]))
     # The program's other blocks are sampled too, now and then (libc's
@@ -174,8 +240,8 @@ def test_sites():
         if not (s["file"].endswith("heapsites.c") and s["line"] > 0 and
                 s["module"] == os.path.realpath(HEAPSITES)):
             fail("site not placed: %r" % s)
-    within("leak_site live_bytes", leak["live_bytes"], LEAK_TRUTH)
-    within("churn_site alloc_bytes", churn["alloc_bytes"], CHURN_TRUTH)
+    within("leak_site live_bytes", leak["live_bytes"], hs.leak_truth)
+    within("churn_site alloc_bytes", churn["alloc_bytes"], hs.churn_truth)
     if churn["live_bytes"] != 0 or leak["alloc_bytes"] != leak["live_bytes"]:
         fail("live bytes: churn %d, leak %d of %d" %
              (churn["live_bytes"], leak["live_bytes"], leak["alloc_bytes"]))
@@ -233,7 +299,7 @@ def test_view():
         rows = sites_of(s)
         if rows[0][3] != "leak_site":
             fail("by live bytes, leak_site first:\n" + s)
-        within("leak_site live", rows[0][0], LEAK_TRUTH)
+        within("leak_site live", rows[0][0], hs.leak_truth)
         if not re.search(r"leak_site heapsites\.c:\d+ < main heapsites\.c:\d+$",
                          s, re.M):
             fail("leak_site and its caller, named and placed:\n" + s)
@@ -249,7 +315,8 @@ def test_view():
         rows = sites_of(s)
         if [r[3] for r in rows][0] != "late_site":
             fail("by growth, late_site first:\n" + s)
-        within("late_site growth since first seen", rows[0][2], 16 << 20)
+        late = LATES * hs.usable_1k
+        within("late_site growth since first seen", rows[0][2], late)
         if site(rows, "leak_site")[2] != 0 or site(rows, "churn_site")[2] != 0:
             fail("only late_site grew:\n" + s)
 
@@ -263,8 +330,8 @@ def test_view():
         rows = sites_of(s)
         if rows[0][3] != "late_site" or "call sites by growth" not in s:
             fail("by growth after b, late_site first:\n" + s)
-        within("late_site live", rows[0][0], 32 << 20)
-        within("late_site growth since b", rows[0][2], 16 << 20)
+        within("late_site live", rows[0][0], 2 * late)
+        within("late_site growth since b", rows[0][2], late)
 
         # It ends: its final sites stay.
         hs.p.stdin.close()
@@ -290,8 +357,82 @@ def test_view():
     return 0
 
 
+def live(p, function):
+    """The live bytes of `function`'s site in process object `p`."""
+    for s in p["sites"] or []:
+        if s["function"] == function:
+            return s["live_bytes"]
+    fail("no site %s in %r" % (function, p["sites"]))
+
+
+def test_rates():
+    start = 128 * 1024
+    hs = Heapsites(start)
+    with hs as pid:
+        u = hs.usable_1k
+        # 64 MiB of 1 KiB blocks at 128 KiB: about 512 samples.
+        leak = live(read_sites(pid), "leak_site")
+        within_sigmas("leak_site live at 128 KiB", leak, hs.leak_truth,
+                      sigma(LEAKS, LEAK_SIZE, u, start))
+
+        # 32 KiB: what leak_site's samples say stays what it said.
+        set_interval(pid, 32 * 1024)
+        now = live(read_sites(pid), "leak_site")
+        if now != leak:
+            fail("leak_site changed with the interval: %d, then %d"
+                 % (leak, now))
+        hs.grow()
+        hs.grow()
+        # 32 MiB, at 32 KiB but for the bytes its first countdown (drawn
+        # at 128 KiB) still covered: bounded as if all at 128 KiB.
+        var_late = sigma(2 * LATES, LATE_SIZE, u, start) ** 2
+        p = read_sites(pid)
+        late = live(p, "late_site")
+        within_sigmas("late_site live at 32 KiB", late, 2 * LATES * u,
+                      math.sqrt(var_late))
+        if live(p, "leak_site") != leak:
+            fail("leak_site changed: %d, then %d" % (leak, live(p, "leak_site")))
+
+        # Off, and what it allocates (and frees) meanwhile changes no
+        # site that holds memory.
+        set_interval(pid, 0)
+        hs.churn()
+        p = read_sites(pid)
+        if live(p, "leak_site") != leak or live(p, "late_site") != late:
+            fail("sampling off changed the sites: %d, %d, then %d, %d"
+                 % (leak, late, live(p, "leak_site"), live(p, "late_site")))
+
+        # On again: the next 128 MiB end the 64 MiB a thread allocates
+        # before it looks again while off; then 16 MiB more at 128 KiB.
+        set_interval(pid, start)
+        hs.churn()
+        hs.grow()
+        var_late += sigma(LATES, LATE_SIZE, u, start) ** 2
+        p = read_sites(pid)
+        if live(p, "leak_site") != leak:
+            fail("leak_site changed: %d, then %d" % (leak, live(p, "leak_site")))
+        late = live(p, "late_site")
+        within_sigmas("late_site live, 32 KiB then 128 KiB", late,
+                      3 * LATES * u, math.sqrt(var_late))
+
+        # pprof says the same, to the byte.
+        if GO:
+            with tempfile.TemporaryDirectory(prefix="mstat-pprof.") as tmp:
+                profile = os.path.join(tmp, "heap.pb.gz")
+                write_pprof(pid, profile)
+                for f, want in (("leak_site", leak), ("late_site", late)):
+                    got = top_bytes(GO, profile, "inuse_space", f)
+                    print("%s inuse_space %d, --sites %d" % (f, got, want))
+                    if got != want:
+                        fail("%s: pprof %d, --sites %d" % (f, got, want))
+        else:
+            print("go is not installed: pprof not compared")
+    return 0
+
+
 if __name__ == "__main__":
-    tests = {"pprof": test_pprof, "sites": test_sites, "view": test_view}
+    tests = {"pprof": test_pprof, "sites": test_sites, "view": test_view,
+             "rates": test_rates}
     if len(sys.argv) != 2 or sys.argv[1] not in tests:
         print("usage: e2e.py " + "|".join(tests))
         sys.exit(2)

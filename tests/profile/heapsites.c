@@ -6,11 +6,16 @@
  *
  *   heapsites   leak_site() keeps 65536 blocks of 1 KiB (64 MiB live);
  *               churn_site() allocates and frees 65536 blocks of 8 KiB
- *               (512 MiB allocated, none live); then prints "ready" and
- *               exits once stdin is closed, freeing nothing.  Each "l"
- *               read from stdin before then makes late_site() keep 16384
- *               blocks of 1 KiB more (16 MiB), and prints "grown".
+ *               (512 MiB allocated, none live); then prints "ready", the
+ *               usable sizes of a leak_site and a churn_site block (what
+ *               the counters and the profile count them with), and exits
+ *               once stdin is closed, freeing nothing.  Each "l" read from
+ *               stdin before then makes late_site() keep 16384 blocks of
+ *               1 KiB more (16 MiB), and prints "grown"; each "c" makes
+ *               churn_site() allocate and free 16384 blocks more (128
+ *               MiB), and prints "churned".
  */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -21,6 +26,7 @@
 #define CHURN_SIZE 8192
 #define LATES 16384
 #define LATE_SIZE 1024
+#define CHURNS_MORE 16384
 
 static void *kept[LEAKS];
 
@@ -32,14 +38,17 @@ leak_site(void)
 	return p;
 }
 
-__attribute__((noinline)) static void
+/* The usable size of the block it made, freed. */
+__attribute__((noinline)) static size_t
 churn_site(void)
 {
 	char *p = malloc(CHURN_SIZE);
+	size_t usable = p ? malloc_usable_size(p) : 0;
 	if (p)
 		p[0] = 1;
 	__asm__ volatile("" : : "r"(p) : "memory");
 	free(p);
+	return usable;
 }
 
 /* A block that keeps the one kept before it: a chain, no table. */
@@ -59,19 +68,24 @@ main(void)
 	for (int i = 0; i < LEAKS; i++)
 		if (!(kept[i] = leak_site()))
 			return 1;
+	size_t churn_usable = 0;
 	for (int i = 0; i < CHURNS; i++)
-		churn_site();
-	printf("ready\n");
+		churn_usable = churn_site();
+	printf("ready %zu %zu\n", malloc_usable_size(kept[0]), churn_usable);
 	fflush(stdout);
 	void *late = NULL;
 	int c;
 	while ((c = getchar()) != EOF) {
-		if (c != 'l')
-			continue;
-		for (int i = 0; i < LATES; i++)
-			if (!(late = late_site(late)))
-				return 1;
-		printf("grown\n");
+		if (c == 'l') {
+			for (int i = 0; i < LATES; i++)
+				if (!(late = late_site(late)))
+					return 1;
+			printf("grown\n");
+		} else if (c == 'c') {
+			for (int i = 0; i < CHURNS_MORE; i++)
+				churn_site();
+			printf("churned\n");
+		}
 		fflush(stdout);
 	}
 	return 0;

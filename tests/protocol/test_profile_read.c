@@ -3,8 +3,9 @@
  * test_profile_read.c - mstat_reader_profile() on heap profile regions
  * written by hand: what a writer makes is read exactly, and every entry a
  * writer cannot make (a count, an offset, a depth, a length out of bounds,
- * more frees than allocations) is skipped or bounded, so that what
- * reader.h promises of a profile holds whatever the region says.
+ * more frees or freed weight than allocations) is skipped or bounded,
+ * so that what reader.h promises of a profile holds whatever the region
+ * says.
  *
  * Each segment is a memfd of this user, mode 0600, with a valid header,
  * two slots and a small profile (16 stacks, 256 frames, 4 modules).
@@ -105,6 +106,14 @@ add_stack(struct seg *s, const uint64_t *f, uint32_t depth, uint64_t allocs,
 	return st;
 }
 
+/* The weights of entry `st` (format 5.1). */
+static void
+weigh(struct mstat_shm_stack *st, uint64_t alloc_weight, uint64_t free_weight)
+{
+	atomic_store(&st->alloc_weight, alloc_weight);
+	atomic_store(&st->free_weight, free_weight);
+}
+
 static struct mstat_shm_module *
 add_module(struct seg *s, uint64_t start, uint64_t end, const char *path,
 	   uint32_t id_len)
@@ -161,15 +170,17 @@ writers_profile_is_read_exactly(void **state)
 	atomic_store(&s.h->sample_bytes, 4096);
 	add_module(&s, EXE, EXE + 0x1000, "/usr/bin/svc", MSTAT_BUILD_ID_MAX);
 	add_module(&s, 0x7f0000000000, 0x7f0000100000, "linux-vdso.so.1", 0);
-	add_stack(&s, a, 3, 5, 500, 2, 200);
-	add_stack(&s, b, 1, 1, 64, 0, 0);
-	add_stack(&s, a, 3, 3, 300, 3, 300); /* the same stack, entered twice */
+	weigh(add_stack(&s, a, 3, 5, 500, 2, 200), 51200, 20480);
+	weigh(add_stack(&s, b, 1, 1, 64, 0, 0), 32768, 0);
+	/* The same stack, entered twice. */
+	weigh(add_stack(&s, a, 3, 3, 300, 3, 300), 30720, 30720);
 	add_stack(&s, b, 1, 0, 0, 0, 0);     /* published, not counted yet */
 	atomic_store(&s.prof->samples, 9);
 	atomic_store(&s.prof->dropped, 1);
 	read_profile(&s, &p);
 
 	assert_int_equal(p.sample_bytes, 4096);
+	assert_true(p.weighted);
 	assert_int_equal(p.samples, 9);
 	assert_int_equal(p.dropped, 1);
 	assert_int_equal(p.nstacks, 2);
@@ -180,11 +191,15 @@ writers_profile_is_read_exactly(void **state)
 	assert_int_equal(x->alloc_bytes, 800);
 	assert_int_equal(x->frees, 5);
 	assert_int_equal(x->free_bytes, 500);
+	assert_int_equal(x->alloc_weight, 81920);
+	assert_int_equal(x->free_weight, 51200);
 	x = stack_at(&p, b[0]);
 	assert_int_equal(x->depth, 1);
 	assert_int_equal(x->allocs, 1);
 	assert_int_equal(x->alloc_bytes, 64);
+	assert_int_equal(x->alloc_weight, 32768);
 	assert_int_equal(x->frees, 0);
+	assert_int_equal(x->free_weight, 0);
 	assert_int_equal(p.nmodules, 2);
 	assert_int_equal(p.modules[0].start, EXE);
 	assert_int_equal(p.modules[0].end, EXE + 0x1000);
@@ -208,16 +223,42 @@ stack_freeing_more_than_it_allocated_is_skipped(void **state)
 	struct seg s = seg_new();
 	struct mstat_profile p;
 	uint64_t a[] = { EXE + 0x100 }, b[] = { EXE + 0x200 }, c[] = { EXE + 0x300 };
+	uint64_t d[] = { EXE + 0x400 };
 
 	(void)state;
 	add_stack(&s, a, 1, 1, 100, 2, 100);   /* more frees */
 	add_stack(&s, b, 1, 2, 100, 1, 101);   /* more bytes freed */
-	add_stack(&s, c, 1, 2, 100, 2, 100);   /* all freed: kept */
+	weigh(add_stack(&s, c, 1, 2, 100, 2, 100), 7, 7); /* all freed: kept */
+	weigh(add_stack(&s, d, 1, 2, 100, 1, 50), 900, 901); /* more weight */
 	read_profile(&s, &p);
 	assert_int_equal(p.nstacks, 1);
 	assert_int_equal(p.stacks[0].frames[0], c[0]);
 	assert_int_equal(p.stacks[0].frees, 2);
 	assert_int_equal(p.stacks[0].free_bytes, 100);
+	assert_int_equal(p.stacks[0].free_weight, 7);
+	mstat_profile_release(&p);
+	seg_free(&s);
+}
+
+/* A segment of format 5.0 has no weights: its reserved words are not
+ * read, whatever they hold, and its counts are unbiased with the header's
+ * interval (observer/pprof.h). */
+static void
+format_5_0_has_no_weights(void **state)
+{
+	struct seg s = seg_new();
+	struct mstat_profile p;
+	uint64_t a[] = { EXE + 0x100 };
+
+	(void)state;
+	s.h->version_minor = 0;
+	weigh(add_stack(&s, a, 1, 2, 200, 1, 100), 5, 1000);
+	read_profile(&s, &p);
+	assert_false(p.weighted);
+	assert_int_equal(p.nstacks, 1);
+	assert_int_equal(p.stacks[0].alloc_bytes, 200);
+	assert_int_equal(p.stacks[0].alloc_weight, 0);
+	assert_int_equal(p.stacks[0].free_weight, 0);
 	mstat_profile_release(&p);
 	seg_free(&s);
 }
@@ -232,14 +273,17 @@ merged_counts_saturate(void **state)
 	uint64_t a[] = { EXE + 0x100, EXE + 0x200 };
 
 	(void)state;
-	add_stack(&s, a, 2, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX);
-	add_stack(&s, a, 2, 1, 1, 0, 0);
+	weigh(add_stack(&s, a, 2, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX),
+	      UINT64_MAX, UINT64_MAX);
+	weigh(add_stack(&s, a, 2, 1, 1, 0, 0), 1, 0);
 	read_profile(&s, &p);
 	assert_int_equal(p.nstacks, 1);
 	assert_int_equal(p.stacks[0].allocs, UINT64_MAX);
 	assert_int_equal(p.stacks[0].alloc_bytes, UINT64_MAX);
 	assert_int_equal(p.stacks[0].frees, UINT64_MAX);
 	assert_int_equal(p.stacks[0].free_bytes, UINT64_MAX);
+	assert_int_equal(p.stacks[0].alloc_weight, UINT64_MAX);
+	assert_int_equal(p.stacks[0].free_weight, UINT64_MAX);
 	mstat_profile_release(&p);
 	seg_free(&s);
 }
@@ -294,6 +338,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(writers_profile_is_read_exactly),
 		cmocka_unit_test(stack_freeing_more_than_it_allocated_is_skipped),
+		cmocka_unit_test(format_5_0_has_no_weights),
 		cmocka_unit_test(merged_counts_saturate),
 		cmocka_unit_test(entries_out_of_bounds_are_skipped),
 	};
