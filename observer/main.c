@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "columns.h"
+#include "outfile.h"
 #include "output.h"
 #include "pprof.h"
 #include "sites.h"
@@ -288,6 +289,7 @@ model_init(struct mstat_model *m, const struct options *o)
 
 struct recorder {
 	FILE *f;
+	struct mstat_outfile out;   /* f's, when recording */
 	const char *path;
 	struct mstat_top_scratch sc;
 	uint64_t seq;
@@ -302,12 +304,18 @@ recorder_open(struct recorder *rec, const char *path)
 	rec->path = path;
 	if (!path)
 		return 0;
-	if (!(rec->f = fopen(path, "we"))) {
-		complain("%s: %s", path, strerror(errno));
+	/* A stream: in place from the start, read while it grows. */
+	char why[512];
+	if (mstat_outfile_open(&rec->out, path, MSTAT_OUTFILE_STREAM, why,
+			       sizeof(why)) < 0) {
+		complain("%s", why);
 		return -1;
 	}
+	rec->f = rec->out.f;
 	if (mstat_record_begin(rec->f, wall_ms()) < 0) {
 		complain("%s: %s", path, strerror(errno));
+		mstat_outfile_discard(&rec->out);
+		rec->f = NULL;
 		return -1;
 	}
 	return 0;
@@ -316,8 +324,11 @@ recorder_open(struct recorder *rec, const char *path)
 static void
 recorder_close(struct recorder *rec)
 {
-	if (rec->f && fclose(rec->f) != 0 && !rec->failed)
-		complain("%s: %s", rec->path, strerror(errno));
+	char why[512];
+
+	if (rec->f && mstat_outfile_close(&rec->out, why, sizeof(why)) < 0 &&
+	    !rec->failed)
+		complain("%s", why);
 	free(rec->sc.in);
 }
 

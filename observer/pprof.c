@@ -15,6 +15,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "outfile.h"
+
 /* Field numbers of profile.proto. */
 enum {
 	PROFILE_SAMPLE_TYPE = 1, PROFILE_SAMPLE = 2, PROFILE_MAPPING = 3,
@@ -450,21 +452,21 @@ refuse(char *err, size_t errlen, int rc, const char *fmt, ...)
 	return rc;
 }
 
-/* `in` gzipped into `path`. */
+/* `in` gzipped into `path`, a private file (outfile.h). */
 static int
 gzip_to(const struct buf *in, const char *path, char *err, size_t errlen)
 {
 	z_stream z = { 0 };
 	unsigned char chunk[1 << 16];
-	int rc = 0;
-	FILE *f = fopen(path, "wbe");
+	struct mstat_outfile o;
+	int rc = mstat_outfile_open(&o, path, MSTAT_OUTFILE_WHOLE, err, errlen);
 
-	if (!f)
-		return refuse(err, errlen, -errno, "%s: %s", path, strerror(errno));
+	if (rc < 0)
+		return rc;
 	/* 15 + 16: a gzip header and trailer around the deflate stream. */
 	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
 			 Z_DEFAULT_STRATEGY) != Z_OK) {
-		fclose(f);
+		mstat_outfile_discard(&o);
 		return refuse(err, errlen, -ENOMEM, "zlib: cannot start deflate");
 	}
 	z.next_in = in->d;
@@ -476,15 +478,17 @@ gzip_to(const struct buf *in, const char *path, char *err, size_t errlen)
 		zr = deflate(&z, Z_FINISH);
 		size_t have = sizeof(chunk) - z.avail_out;
 		if (zr == Z_STREAM_ERROR ||
-		    (have && fwrite(chunk, 1, have, f) != have)) {
+		    (have && fwrite(chunk, 1, have, o.f) != have)) {
 			rc = refuse(err, errlen, -EIO, "%s: write failed", path);
 			break;
 		}
 	} while (zr != Z_STREAM_END);
 	deflateEnd(&z);
-	if (fclose(f) != 0 && rc == 0)
-		rc = refuse(err, errlen, -errno, "%s: %s", path, strerror(errno));
-	return rc;
+	if (rc < 0) {
+		mstat_outfile_discard(&o);
+		return rc;
+	}
+	return mstat_outfile_close(&o, err, errlen);
 }
 
 int

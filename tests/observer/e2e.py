@@ -4,7 +4,7 @@
 
     e2e.py TEST     TEST: exact lifecycle exec stopped refusals gc pidns
                           unpublished json openmetrics interactive escape
-                          leak replay keys terminal
+                          leak replay keys terminal files
 
 Environment (set by meson): MSTAT_TOP, MSTAT_TARGET (tests/observer/target.c),
 MSTAT_RUN, PROMTOOL and TMUX_BIN (empty when not installed).
@@ -1069,6 +1069,107 @@ def test_keys():
         t.kill()
     grows.stop()
     steady.stop()
+
+
+def test_files():
+    """The files the tools write where a user asks (--pprof, --record,
+    mstat-run --summary) are mode 0600 whatever the umask, replace a file
+    of ours under that name, and are never written through what is
+    planted there: a symbolic link (the file it points to stays as it
+    was), a FIFO (refused, nothing waits on it), another user's file.
+    Nothing is left behind by a refusal."""
+    import shutil
+    import tempfile
+    t = Target("fixed", TAG + "-files")
+    d = tempfile.mkdtemp(prefix="mstat-files.")
+    try:
+        files_in(t, d)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    t.stop()
+
+
+def files_in(t, d):
+    import stat
+    victim = os.path.join(d, "victim")
+    with open(victim, "w") as f:
+        f.write("untouched\n")
+    os.chmod(victim, 0o644)
+
+    def run(args, **kw):
+        return subprocess.run(args, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=TIMEOUT,
+                              preexec_fn=lambda: os.umask(0), **kw)
+
+    def outputs(name):
+        """(mstat-top/mstat-run arguments writing `name`, its exit status
+        when refused)"""
+        path = os.path.join(d, name)
+        out = [([TOP, "-p", str(t.pid), "--pprof=" + path], 1),
+               ([TOP, "-b", "-n", "1", "-p", str(t.pid), "--record", path],
+                1)]
+        if RUN:  # not beside a sanitizer's malloc
+            out.append(([RUN, "--summary", path, "--", "sh", "-c",
+                         "echo ran >%s" % os.path.join(d, "ran")], 125))
+        return path, out
+
+    def contents():
+        return sorted(n for n in os.listdir(d) if n != "ran")
+
+    os.mkfifo(os.path.join(d, "fifo"))
+    other = os.path.join(d, "other")
+    with open(other, "w") as f:
+        f.write("another user's\n")
+    os.chown(other, 65534, -1)
+    for name, why in (("link", "is a symbolic link; not written through"),
+                      ("fifo", "is a FIFO; not written through"),
+                      ("other", "belongs to uid 65534; not replaced")):
+        if name == "link":
+            os.symlink(victim, os.path.join(d, "link"))
+        before = contents()
+        path, runs = outputs(name)
+        for args, status in runs:
+            r = run(args)
+            err = ours(r.stderr.decode())
+            check(r.returncode == status and
+                  err.endswith("%s: %s (remove it, or name another file)\n"
+                               % (path, why)
+                               if name != "other" else
+                               "%s: %s\n" % (path, why)),
+                  "%s %s: exit %d, %r" % (os.path.basename(args[0]), name,
+                                          r.returncode, err))
+            check(open(victim).read() == "untouched\n" and
+                  open(other).read() == "another user's\n",
+                  "%s wrote through %s" % (args, name))
+            check(contents() == before, "%s left %r" % (args, contents()))
+            check(not os.path.exists(os.path.join(d, "ran")),
+                  "mstat-run ran its command with a summary it cannot write")
+        check(os.path.islink(os.path.join(d, "link")) or name != "link",
+              "the link is left as it was")
+    check(stat.S_ISFIFO(os.lstat(os.path.join(d, "fifo")).st_mode), "fifo")
+
+    # Written: 0600 with umask 0, also where a file of ours (0644) was.
+    for name in ("new", "old"):
+        path, runs = outputs(name)
+        for args, status in runs:
+            if name == "old":
+                with open(path, "w") as f:
+                    f.write("old\n")
+                os.chmod(path, 0o644)
+            r = run(args)
+            check(r.returncode == 0, "%s: exit %d: %s" %
+                  (args, r.returncode, r.stderr.decode()))
+            st = os.lstat(path)
+            check(stat.S_ISREG(st.st_mode) and
+                  stat.S_IMODE(st.st_mode) == 0o600 and
+                  st.st_uid == os.geteuid() and st.st_size > 0 and
+                  open(path, "rb").read(4) != b"old\n",
+                  "%s: mode %o, %d bytes" % (args, st.st_mode, st.st_size))
+            os.unlink(path)
+            if os.path.exists(os.path.join(d, "ran")):
+                os.unlink(os.path.join(d, "ran"))
+    check(sorted(os.listdir(d)) == ["fifo", "link", "other", "victim"],
+          "no temporary file left: %r" % os.listdir(d))
 
 
 def test_terminal():
