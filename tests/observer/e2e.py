@@ -4,7 +4,7 @@
 
     e2e.py TEST     TEST: exact lifecycle exec stopped refusals gc pidns
                           unpublished json openmetrics interactive escape
-                          leak replay keys terminal files
+                          leak replay keys terminal files cut
 
 Environment (set by meson): MSTAT_TOP, MSTAT_TARGET (tests/observer/target.c),
 MSTAT_RUN, PROMTOOL and TMUX_BIN (empty when not installed).
@@ -471,6 +471,11 @@ def test_refusals():
     lines = err.splitlines()
     for k, n in names.items():
         mine = [l for l in lines if n in l]
+        if k == "truncated":  # and nobody holds it: removed (test_cut)
+            check(mine[1:] == ["mstat-top: removed %s: cut shorter than a "
+                               "header, and its owner is gone" % n],
+                  "truncated: removed: %r" % mine)
+            mine = mine[:1]
         check(len(mine) == 1, "%s: one line, got %r" % (k, mine))
         check(mine[0].startswith("mstat-top: skipped ") and why[k] in mine[0],
               "%s: reason %r" % (k, mine[0]))
@@ -608,6 +613,94 @@ def test_unpublished():
     finally:
         os.close(lock)
     good.stop()
+
+
+def test_cut():
+    """A segment cut shorter than a header is refused, with one line, and
+    kept while its owner lives (it holds its lock); once the owner is
+    gone it is removed, by the tick that finds it and by --gc.  Removed
+    too when the reader that watched it dropped it.  One of format 1
+    (liveness by pid), or cut too short to say its format, is kept."""
+    good = Target("fixed", TAG + "-cut")
+    head, size = segment_head(good.pid)
+    names = {k: "mstat.%d.%d" % (os.getpid(), (1 << 43) + i)
+             for i, k in enumerate(("tick", "whole", "held", "noversion",
+                                    "v1", "gc"))}
+    v1 = head[:8] + (1).to_bytes(2, "little") + head[10:]
+    plant(names["tick"], head[:100])      # its identity cut too
+    plant(names["whole"], head[:1000])    # its identity whole
+    plant(names["held"], head[:100])
+    plant(names["noversion"], head[:9])   # the magic, then nothing
+    plant(names["v1"], v1[:100])
+    lock = hold_owner_lock("/dev/shm/" + names["held"])
+    kept = ("held", "noversion", "v1")
+    try:
+        out, err = run_top("-o", "json", "-n", "2", "-d", "0.2",
+                           "-F", TAG + "-none")
+        for k in ("tick", "whole"):
+            check("skipped %s: is %d bytes, smaller than a header" %
+                  (names[k], 100 if k == "tick" else 1000) in err and
+                  "removed %s: cut shorter than a header, and its owner is "
+                  "gone" % names[k] in err and
+                  not os.path.exists("/dev/shm/" + names[k]),
+                  "%s: removed by the tick: %r" % (k, err))
+        for k in kept:
+            check(os.path.exists("/dev/shm/" + names[k]) and
+                  "removed %s" % names[k] not in err,
+                  "%s kept by the tick: %r" % (k, err))
+        plant(names["gc"], head[:100])
+        r = subprocess.run([TOP, "--gc"], stderr=subprocess.PIPE,
+                           stdout=subprocess.PIPE, timeout=TIMEOUT)
+        err = r.stderr.decode()
+        check(r.returncode == 0 and
+              "removed %s (pid %d, cut shorter than a header)" %
+              (names["gc"], os.getpid()) in err and
+              not os.path.exists("/dev/shm/" + names["gc"]),
+              "--gc removed it: %r" % err)
+        for k in kept:
+            check(os.path.exists("/dev/shm/" + names[k]) and
+                  names[k] not in err, "%s kept by --gc: %r" % (k, err))
+    finally:
+        os.close(lock)
+
+    # A live process's segment cut short: refused, kept while it lives
+    # (it idles: no count of its touches the pages cut away); once it is
+    # killed, removed by the next tick.
+    seg = "/dev/shm/" + segments_of(good.pid)[0]
+    os.truncate(seg, 100)
+    out, err = run_top("-o", "json", "-n", "1", "-p", str(good.pid))
+    check("smaller than a header" in err and os.path.exists(seg),
+          "a live owner's: refused and kept: %r" % err)
+    good.p.kill()
+    good.p.wait()
+    out, err = run_top("-o", "json", "-n", "1", "-p", str(good.pid))
+    check(not os.path.exists(seg) and
+          "cut shorter than a header, and its owner is gone" in err,
+          "removed once its owner is gone: %r" % err)
+
+    # Cut short while watched: dropped by the observer watching it, and
+    # kept while its owner lives; removed by that observer once it is
+    # gone.
+    t = Target("fixed", TAG + "-cut2")
+    seg = "/dev/shm/" + segments_of(t.pid)[0]
+    top = subprocess.Popen([TOP, "-b", "-o", "json", "-d", "0.2", "-n",
+                            str(TIMEOUT * 5), "-p", str(t.pid)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    children.append(top)
+    try:
+        check(find(json.loads(top.stdout.readline()), t), "watched")
+        os.truncate(seg, 100)
+        line = top.stderr.readline().decode()
+        while re.match(r"--\d+-- ", line):  # valgrind's own
+            line = top.stderr.readline().decode()
+        check(line.startswith("mstat-top: dropped ") and
+              os.path.exists(seg), "dropped, kept: %r" % line)
+        t.p.kill()
+        t.p.wait()
+        wait_for(lambda: not os.path.exists(seg), "the dropped one removed")
+    finally:
+        top.kill()
+        top.wait()
 
 
 def test_json():
