@@ -199,8 +199,9 @@ struct enc {
 	uint32_t nstr, capstr;
 	uint64_t *loc_pc;    /* location id - 1 -> pc */
 	uint32_t nloc, caploc;
-	uint64_t *fn_key;    /* function id - 1 -> name << 32 | file */
-	uint32_t nfn, capfn;
+	uint64_t *fn_key;    /* function id - 1 -> system name << 32 | file */
+	uint64_t *fn_name;   /* function id - 1 -> name */
+	uint32_t nfn, capfn, capfn_name;
 	bool oom;
 };
 
@@ -267,11 +268,12 @@ same_u64(void *arg, uint32_t id)
 	return q->table[id - 1] == q->v;
 }
 
-/* The id of the function named `name` in `file` (string ids), made if new. */
+/* The id of the function whose symbol is `system` in `file`, named
+ * `name` (string ids), made if new. */
 static uint64_t
-function_id(struct enc *e, uint64_t name, uint64_t file)
+function_id(struct enc *e, uint64_t name, uint64_t system, uint64_t file)
 {
-	uint64_t v = name << 32 | file;
+	uint64_t v = system << 32 | file;
 	struct same_u64 q = { e->fn_key, v };
 	uint64_t key = hash_bytes(&v, sizeof(v), UINT64_C(0xcbf29ce484222325));
 	uint32_t slot;
@@ -279,10 +281,12 @@ function_id(struct enc *e, uint64_t name, uint64_t file)
 
 	if (id > 0)
 		return (uint64_t)id;
-	if (id < 0 || !grow((void **)&e->fn_key, &e->capfn, e->nfn, sizeof(*e->fn_key))) {
+	if (id < 0 || !grow((void **)&e->fn_key, &e->capfn, e->nfn, sizeof(*e->fn_key)) ||
+	    !grow((void **)&e->fn_name, &e->capfn_name, e->nfn, sizeof(*e->fn_name))) {
 		e->oom = true;
 		return 0;
 	}
+	e->fn_name[e->nfn] = name;
 	e->fn_key[e->nfn++] = v;
 	map_put(&e->functions, slot, key, e->nfn);
 	return e->nfn;
@@ -396,9 +400,15 @@ encode(struct enc *e, const struct mstat_profile *p, struct mstat_symbols *sym,
 		/* The call instruction: a frame's pc is its return address. */
 		field_varint(&e->m, LOCATION_ADDRESS, pc ? pc - 1 : 0);
 		if (f.function) {
+			/* The name as every view shows it; the symbol whole,
+			 * as the object file has it (mangled, and with its
+			 * clone suffixes); the file from / where the
+			 * compilation directory says. */
 			uint64_t name = string_id(e, f.function);
-			uint64_t file = string_id(e, f.file ? f.file : "");
-			field_varint(&e->sub, LINE_FUNCTION_ID, function_id(e, name, file));
+			uint64_t system = string_id(e, f.symbol);
+			uint64_t file = string_id(e, f.path ? f.path : "");
+			field_varint(&e->sub, LINE_FUNCTION_ID,
+				     function_id(e, name, system, file));
 			field_varint(&e->sub, LINE_LINE, (uint64_t)(f.line > 0 ? f.line : 0));
 			field_msg(&e->m, LOCATION_LINE, &e->sub);
 		}
@@ -427,7 +437,7 @@ encode(struct enc *e, const struct mstat_profile *p, struct mstat_symbols *sym,
 
 	for (uint32_t i = 0; i < e->nfn; i++) {
 		field_varint(&e->m, FUNCTION_ID, i + 1);
-		field_varint(&e->m, FUNCTION_NAME, e->fn_key[i] >> 32);
+		field_varint(&e->m, FUNCTION_NAME, e->fn_name[i]);
 		field_varint(&e->m, FUNCTION_SYSTEM_NAME, e->fn_key[i] >> 32);
 		field_varint(&e->m, FUNCTION_FILENAME, e->fn_key[i] & 0xffffffffu);
 		field_msg(&e->out, PROFILE_FUNCTION, &e->m);
@@ -508,6 +518,7 @@ mstat_pprof_write(const struct mstat_profile *p, struct mstat_symbols *sym,
 	free(e.str);
 	free(e.loc_pc);
 	free(e.fn_key);
+	free(e.fn_name);
 	map_free(&e.strings);
 	map_free(&e.locations);
 	map_free(&e.functions);

@@ -403,8 +403,11 @@ site_text(char *buf, size_t len, int w, const struct mstat_site *k)
 		snprintf(buf, len, "%s", self);
 		return;
 	}
-	/* Cut the name: keep what follows its first space (file:line). */
-	const char *where = k->function[0] ? strchr(self, ' ') : NULL;
+	/* Cut the name: keep what follows it (file:line).  A C++ name has
+	 * spaces of its own ("f(unsigned long)"). */
+	size_t fl = strlen(k->function);
+	const char *where = fl && fl < strlen(self) && self[fl] == ' '
+				    ? self + fl : NULL;
 	int wl = where ? (int)strlen(where) : 0;
 	int room = w - wl - 2;
 	if (room < 4)
