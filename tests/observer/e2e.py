@@ -4,7 +4,7 @@
 
     e2e.py TEST     TEST: exact lifecycle exec stopped refusals gc pidns
                           unpublished json openmetrics interactive escape
-                          leak replay keys terminal files cut
+                          leak replay keys terminal files cut narrow
 
 Environment (set by meson): MSTAT_TOP, MSTAT_TARGET (tests/observer/target.c),
 MSTAT_RUN, PROMTOOL and TMUX_BIN (empty when not installed).
@@ -212,6 +212,19 @@ def display_name(name, comm=TARGET_COMM):
     return name if name.startswith(comm) else "%s [%s]" % (name, comm)
 
 
+def shown_name(name, w, comm=TARGET_COMM):
+    """NAME in a column of w characters (columns.c): whole if it fits;
+    else the name and what fits of its [comm], marked cut; else the name
+    alone; else the name, cut.  A cut ends in an ellipsis."""
+    def cut(s):
+        return s if len(s) <= w else s[:w - 1] + "\u2026"
+    if name.startswith(comm) or len(display_name(name, comm)) <= w:
+        return cut(display_name(name, comm))
+    if len(name) + 4 <= w:
+        return "%s [%s\u2026]" % (name, comm[:w - len(name) - 4])
+    return cut(name)
+
+
 # ---- the tests ----
 
 def test_exact():
@@ -251,7 +264,7 @@ def test_exact():
     check(ours(err) == "mstat-top: pid 2000000001: no segment (is it counting "
           "with libmstatshm?)\n", "missing pid: %r" % err)
     rows = [r for r in table_rows(out) if r["PID"] == str(t.pid)]
-    check(rows and rows[0]["NAME"] == display_name(t.name)[:20] and
+    check(rows and rows[0]["NAME"] == shown_name(t.name, 20) and
           rows[0]["THR"] == "1" and rows[0]["LIVE"] == "896GiB" and
           rows[0]["OBJS"] == "%d" % ts[1]["processes"][0]["live_objects"] and
           rows[0]["STATE"] == "running", "table row: %r" % rows)
@@ -951,6 +964,54 @@ def test_interactive():
     small.stop()
 
 
+def test_narrow():
+    """In a terminal 40 columns wide, PID, NAME and STATE stay (and LIVE,
+    the sorted column): a killed process reads as killed, not as a
+    running one.  At 80, a NAME too long for its column keeps the
+    program's name whole, ends its [comm] in an ellipsis and closes it."""
+    if not TMUX:
+        print("tmux not installed")
+        sys.exit(77)
+    # Names short enough that at 80 some of the [comm] fits, whatever
+    # the pid.
+    a = Target("fixed", TAG + "-n")
+    doomed = Target("fixed", TAG + "-k")
+    t = Tmux("TERM=screen LANG=C.UTF-8 %s%s -d 0.3 --linger 60 -F %s "
+             "2>/dev/null" % (MEMCHECK, TOP, TAG), w=40, h=12)
+
+    def row(s, pid):
+        found = [l for l in s.splitlines() if l.split()[:1] == [str(pid)]]
+        return found[0] if found else None
+    try:
+        s = t.wait(lambda s: row(s, a.pid) and row(s, doomed.pid),
+                   "both processes")
+        head = [l for l in s.splitlines() if l.split()[:1] == ["PID"]]
+        check(head and head[0].split() == ["PID", "NAME", "LIVE", "STATE"],
+              "the columns at 40: %r" % head)
+        check(max(len(l) for l in s.splitlines()) <= 40, "fits 40")
+        check(row(s, a.pid).split()[-1] == "running", "running: %r" %
+              row(s, a.pid))
+        doomed.p.kill()
+        doomed.p.wait()
+        s = t.wait(lambda s: row(s, doomed.pid) and
+                   row(s, doomed.pid).split()[-1] == "killed",
+                   "the killed one shown killed")
+        check(row(s, a.pid)[8:8 + 14] == shown_name(a.name, 14),
+              "NAME at 40: %r" % row(s, a.pid))
+        t.tmux("resize-window", "-t", "t", "-x", "80", "-y", "12")
+        s = t.wait(lambda s: "GROWTH/s" in s and row(s, a.pid),
+                   "redrawn at 80")
+        cell = shown_name(a.name, 19)
+        check(cell.endswith("\u2026]") and cell.startswith(a.name + " [")
+              and row(s, a.pid)[8:8 + 19] == cell,
+              "NAME at 80: %r, not %r" % (row(s, a.pid), cell))
+        t.keys("q")
+        wait_for(lambda: not t.alive(), "q to quit")
+    finally:
+        t.kill()
+    a.stop()
+
+
 def leak_pair(tag, env=None):
     """A process that grows (10 objects of 256 GiB every 10 ms, never
     freed) and one that does not (50 objects of 64 bytes, renewed)."""
@@ -1364,8 +1425,8 @@ def test_escape():
     table = check_clean(out, "the table")
     check_clean(err, "stderr")
     check(("mstat-top: %s\n" % note) in err.decode(), "the note: %r" % err)
-    # Its first 20 bytes, but no character cut in two.
-    cell = display_name(shown).encode()[:20].decode(errors="ignore")
+    # Its first 20 characters, the last an ellipsis.
+    cell = shown_name(shown, 20)
     rows = [l for l in table.splitlines() if l.split()[:1] == [str(t.pid)]]
     check(len(rows) == 1 and rows[0][8:].startswith(cell + " "),
           "table row %r, name %r" % (rows, cell))
@@ -1431,7 +1492,7 @@ def test_escape():
         s = tm.wait(lambda s: view_note in s, "the note")
         s = capture()
         row = [l for l in s.splitlines() if l.split()[:1] == [str(t.pid)]]
-        cell = display_name(shown)[:24]  # NAME's bound, in characters
+        cell = shown_name(shown, 24)  # NAME's bound, in characters
         check(row and row[0][8:].startswith(cell),
               "the row shows %r: %r" % (cell, row))
         tm.keys("Enter")
