@@ -584,6 +584,7 @@ run_interactive(struct mstat_top *top, const struct options *o,
 	int rc;
 
 	snprintf(ui.filter, sizeof(ui.filter), "%s", o->filter);
+	snprintf(ui.filter_given, sizeof(ui.filter_given), "%s", o->filter);
 	model_init(&ui.model, o);
 	ui.keys = mstat_keys_table(&ui.nkeys);
 	ui.utf8 = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;

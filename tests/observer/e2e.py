@@ -909,9 +909,12 @@ def test_interactive():
               "class 128GiB with 896GiB live and no growth: %r" % row)
         t.keys("Escape")
         s = t.wait(lambda s: "SIZE<=" not in s and "GROWTH" in s, "back")
-        # Esc clears the filter (every process in /dev/shm shows: the
-        # status line says no filter), then back to this run's processes.
+        # Esc in the filter goes back to the command line's -F, not to
+        # every process of the user; C-u and Enter clear it.
         t.keys("/", "Escape")
+        s = t.wait(lambda s: "filter: %s  " % TAG in s, "back to -F")
+        check(len(rows_of(s, pids)) == 2, "-F's processes: %r" % s)
+        t.keys("/", "C-u", "Enter")
         t.wait(lambda s: "filter:" not in s, "no filter")
         t.keys("/", TAG, "Enter")
         s = t.wait(lambda s: len(rows_of(s, pids)) == 2 and
