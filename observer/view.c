@@ -9,6 +9,7 @@
  */
 #include <curses.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,7 +87,14 @@ draw_header(struct mstat_ui *ui)
 			 ui->replay->ended ? " (end)" : "", ui->replay->speed);
 	else
 		snprintf(src, sizeof(src), "every %.2gs", ui->interval_ms / 1000.0);
-	line(0, A_BOLD, "mstat-top  %s  %s  sort %s%s%s", when, src,
+	/* --baseline: growth counts from when each process was first seen
+	 * until its baseline is taken; said until then. */
+	char pending[48] = "";
+	uint64_t in_ns;
+	if (mstat_model_baseline_pending(&ui->model, &in_ns))
+		snprintf(pending, sizeof(pending), "  baseline in %.0fs",
+			 ceil((double)in_ns / 1e9));
+	line(0, A_BOLD, "mstat-top  %s  %s%s  sort %s%s%s", when, src, pending,
 	     mstat_model_sort_name(ui->sort), ui->reverse ? " (reversed)" : "",
 	     ui->paused ? "  [paused]" : "");
 	line(1, A_NORMAL, "processes %zu, %zu running, %u threads; live %s in "

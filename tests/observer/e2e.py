@@ -5,6 +5,7 @@
     e2e.py TEST     TEST: exact lifecycle exec stopped refusals gc pidns
                           unpublished json openmetrics interactive escape
                           leak replay keys terminal files cut narrow
+                          baseline
 
 Environment (set by meson): MSTAT_TOP, MSTAT_TARGET (tests/observer/target.c),
 MSTAT_RUN, PROMTOOL and TMUX_BIN (empty when not installed).
@@ -1088,6 +1089,39 @@ def test_leak():
           "growth from the new baseline: %r" % counts)
     grows.stop()
     steady.stop()
+
+
+def test_baseline():
+    """--baseline: --help and the man page say the same of it (whose
+    start: mstat-top's first tick), and the view shows that the baseline
+    is still to be taken, counting down, until it is."""
+    r = subprocess.run([TOP, "--help"], stdout=subprocess.PIPE,
+                       timeout=TIMEOUT)
+    help_text = " ".join(r.stdout.decode().split())
+    man = open(os.path.join(DOCS, "mstat-top.1")).read()
+    man = " ".join(man.replace("\\-", "-").replace(".I seconds\n",
+                                                     "SECONDS ").split())
+    said = "take every baseline again SECONDS after mstat-top's first tick"
+    check(said in help_text and "T" + said[1:] in man,
+          "--help and the man page say %r" % said)
+    check("in batch mode" not in man.split("--baseline")[1][:300],
+          "the man page does not limit it to batch mode")
+    if not TMUX:
+        print("tmux not installed: the view is not checked")
+        return
+    grows = Target("leak", TAG + "-grows")
+    t = Tmux("TERM=screen %s%s -d 0.3 --baseline 2 -F %s 2>/dev/null" %
+             (MEMCHECK, TOP, TAG), w=100)
+    try:
+        t.wait(lambda s: re.search(r"every 0.3s  baseline in [12]s  sort", s),
+               "the baseline pending")
+        t.wait(lambda s: "every 0.3s  sort" in s and "baseline in" not in s,
+               "the baseline taken")
+        t.keys("q")
+        wait_for(lambda: not t.alive(), "q to quit")
+    finally:
+        t.kill()
+    grows.stop()
 
 
 def test_replay():

@@ -844,8 +844,13 @@ test_baseline_after(void **state)
 	struct mstat_model_input in[2];
 	(void)state;
 
+	uint64_t in_ns = 1;
 	mstat_model_init(&m, 5 * SEC);
 	m.baseline_after_ns = 2 * SEC;
+	/* Pending, and how long until it is taken (what the view shows):
+	 * before the first update, all of it. */
+	assert_true(mstat_model_baseline_pending(&m, &in_ns));
+	assert_int_equal(in_ns, 2 * SEC);
 	for (uint64_t t = 1; t <= 5; t++) {
 		snap_fill(&s[0], 10 * t, 0, 0, 0, 1, MSTAT_RUNNING);
 		snap_fill(&s[1], 100 * t, 0, 0, 0, 1, MSTAT_RUNNING);
@@ -853,11 +858,19 @@ test_baseline_after(void **state)
 		in[1] = input("new", 2, "new", MSTAT_LIVE_RUNNING, t * SEC, &s[1]);
 		assert_int_equal(mstat_model_update(&m, in, t >= 4 ? 2 : 1,
 						    t * SEC), 0);
+		bool pending = mstat_model_baseline_pending(&m, &in_ns);
+		assert_int_equal(pending, t < 3);
+		if (pending)
+			assert_int_equal(in_ns, (3 - t) * SEC);
 	}
 	/* old: rebased at 3 s (30 objects), now 50; new: first seen at 4 s. */
 	assert_int_equal(mstat_model_find(&m, "old")->growth_objects, 20);
 	assert_int_equal(mstat_model_find(&m, "new")->growth_objects, 100);
 	assert_true(m.rebased);
+	mstat_model_fini(&m);
+	/* Without --baseline, nothing is pending. */
+	mstat_model_init(&m, 5 * SEC);
+	assert_false(mstat_model_baseline_pending(&m, &in_ns));
 	mstat_model_fini(&m);
 }
 
