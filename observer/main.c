@@ -377,20 +377,29 @@ record_after_tick(void *arg, struct mstat_top *top)
 
 /* ---- batch ---- */
 
-/* -p names a process with no segment: say so once, or the output is just
- * empty. */
-static void
+/* -p names a process with no segment: say so once, and why (no such
+ * process, another user's, one that does not count), or the output is
+ * just empty.  False if -p names nothing that exists: no row, and no
+ * process. */
+static bool
 note_missing(const struct options *o, const struct mstat_model *m)
 {
+	bool any = o->npids == 0;
+
 	for (size_t k = 0; k < o->npids; k++) {
 		bool found = false;
+		char why[200];
 		for (size_t i = 0; i < m->n && !found; i++)
 			found = m->rows[i]->pid == o->pids[k];
-		if (!found)
-			fprintf(stderr, "mstat-top: pid %d: no segment (is it "
-					"counting with libmstatshm?)\n",
-				(int)o->pids[k]);
+		if (found) {
+			any = true;
+			continue;
+		}
+		any |= mstat_reader_why_none(o->pids[k], why, sizeof(why)) !=
+		       -ESRCH;
+		complain("%s", why);
 	}
+	return any;
 }
 
 /* Prints the model's rows for tick `t`: 0, or 1 if the output failed
@@ -471,8 +480,10 @@ run_batch(struct mstat_top *top, const struct options *o)
 			rc = 1;
 			break;
 		}
-		if (i == 0)
-			note_missing(o, &m);
+		if (i == 0 && !note_missing(o, &m)) {
+			rc = 1; /* nothing to watch, ever */
+			break;
+		}
 		rc = print_tick(o, &m, &a.t, &rows, &stop, o->sites ? &sites : NULL);
 		if (rec.failed)
 			rc = 1, stop = true;

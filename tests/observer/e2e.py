@@ -260,10 +260,34 @@ def test_exact():
           ["killed", "running"], "by name: both: %s" % out)
     check(not os.path.exists("/dev/shm/" + old),
           "the dead one's segment was removed")
-    # A pid with no segment is named on stderr; the others are shown.
+    # A pid with no segment is named on stderr, with why; the others are
+    # shown.
     out, err = run_top("-n", "1", "-p", "%d,2000000001" % t.pid)
-    check(ours(err) == "mstat-top: pid 2000000001: no segment (is it counting "
-          "with libmstatshm?)\n", "missing pid: %r" % err)
+    check(ours(err) == "mstat-top: pid 2000000001: no such process\n",
+          "missing pid: %r" % err)
+    _, err = run_top("-n", "1", "-p", str(os.getpid()))
+    check(ours(err) == "mstat-top: pid %d: no segment: it does not count "
+          "with libmstatshm (mstat-run starts a program that does)\n" %
+          os.getpid(), "a live pid that does not count: %r" % err)
+    if os.geteuid() == 0:
+        other = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534",
+                                  "--clear-groups", "sleep", "60"])
+        children.append(other)
+        wait_for(lambda: os.stat("/proc/%d" % other.pid).st_uid == 65534,
+                 "a process of another user")
+        _, err = run_top("-n", "1", "-p", str(other.pid))
+        check(ours(err) == "mstat-top: pid %d: no segment of yours: it is a "
+              "process of uid 65534, and only uid 0's are read\n" % other.pid,
+              "another user's: %r" % err)
+        other.kill()
+        other.wait()
+    # -p naming nothing that exists: nothing to watch, ever: exit 1.
+    r = subprocess.run([TOP, "-b", "-n", "3", "-p", "2000000001,2000000002"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=TIMEOUT)
+    check(r.returncode == 1 and r.stdout == b"" and
+          ours(r.stderr.decode()).count("no such process\n") == 2,
+          "-p of no process: exit %d, %r" % (r.returncode, r.stderr))
     rows = [r for r in table_rows(out) if r["PID"] == str(t.pid)]
     check(rows and rows[0]["NAME"] == shown_name(t.name, 20) and
           rows[0]["THR"] == "1" and rows[0]["LIVE"] == "896GiB" and
@@ -687,10 +711,15 @@ def test_cut():
           "a live owner's: refused and kept: %r" % err)
     good.p.kill()
     good.p.wait()
-    out, err = run_top("-o", "json", "-n", "1", "-p", str(good.pid))
-    check(not os.path.exists(seg) and
-          "cut shorter than a header, and its owner is gone" in err,
-          "removed once its owner is gone: %r" % err)
+    # (With nothing left of what -p names, batch mode exits 1.)
+    r = subprocess.run([TOP, "-b", "-o", "json", "-n", "1", "-p",
+                        str(good.pid)], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=TIMEOUT)
+    err = ours(r.stderr.decode())
+    check(r.returncode == 1 and not os.path.exists(seg) and
+          "cut shorter than a header, and its owner is gone" in err and
+          err.endswith("pid %d: no such process\n" % good.pid),
+          "removed once its owner is gone: %d %r" % (r.returncode, err))
 
     # Cut short while watched: dropped by the observer watching it, and
     # kept while its owner lives; removed by that observer once it is
