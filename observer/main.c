@@ -141,8 +141,8 @@ parse_options(struct options *o, int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *name = NULL;
-	char *end;
+	const char *name = NULL, *want = NULL; /* what a value may be */
+	char *end, sorts[256] = "", sample[64];
 	int c, idx = -1;
 
 	*o = (struct options){ .count = -1, .delay_s = 1.0,
@@ -156,39 +156,59 @@ parse_options(struct options *o, int argc, char **argv)
 		switch (c) {
 		case 'b': o->batch = true; break;
 		case 'n':
+			want = "a number of ticks, 1 or more";
+			errno = 0;
 			o->count = strtol(optarg, &end, 10);
-			if (*end || o->count < 1)
+			if (end == optarg || *end || errno || o->count < 1)
 				goto bad;
 			break;
 		case 'd':
+			want = "seconds, 0.1 to 3600";
 			if (!seconds(optarg, 0.1, 3600, &o->delay_s))
 				goto bad;
 			break;
 		case 'o':
+			want = "table, json, openmetrics or prometheus";
 			if ((o->format = mstat_output_parse_format(optarg)) < 0)
 				goto bad;
 			break;
 		case 'p':
+			want = "process ids, 1 to 2147483647, separated by commas, "
+			       "at most 256";
 			if (parse_pids(o, optarg) < 0)
 				goto bad;
 			break;
-		case 'F': snprintf(o->filter, sizeof(o->filter), "%s", optarg); break;
+		case 'F':
+			want = "text of at most 63 bytes";
+			if (strlen(optarg) >= sizeof(o->filter))
+				goto bad;
+			snprintf(o->filter, sizeof(o->filter), "%s", optarg);
+			break;
 		case 's': {
 			int k = mstat_model_parse_sort(optarg);
+			for (int i = 0; i < MSTAT_SORT_COUNT; i++)
+				snprintf(sorts + strlen(sorts),
+					 sizeof(sorts) - strlen(sorts), "%s%s",
+					 i == 0 ? "a column: " : ", ",
+					 mstat_column(i)->name);
+			want = sorts;
 			if (k < 0)
 				goto bad;
 			o->sort = (enum mstat_model_sort)k;
 			break;
 		}
 		case 'L':
+			want = "seconds, 0 to 86400";
 			if (!seconds(optarg, 0, 86400, &o->linger_s))
 				goto bad;
 			break;
 		case 'W':
+			want = "seconds, 1 to 86400";
 			if (!seconds(optarg, 1, 86400, &o->window_s))
 				goto bad;
 			break;
 		case 'B':
+			want = "seconds, 0 to 31536000 (a year)";
 			if (!seconds(optarg, 0, 86400 * 365, &o->baseline_s))
 				goto bad;
 			break;
@@ -197,6 +217,7 @@ parse_options(struct options *o, int argc, char **argv)
 		case 'G': o->gc = true; break;
 		case 'X': o->pprof = optarg; break;
 		case 'T':
+			want = "a number of call sites, 1 to 1000";
 			o->sites = strtol(optarg, &end, 10);
 			if (!isdigit((unsigned char)optarg[0]) || *end ||
 			    o->sites < 1 || o->sites > MAX_SITES)
@@ -204,6 +225,9 @@ parse_options(struct options *o, int argc, char **argv)
 			break;
 		case 'S': {
 			unsigned long long v;
+			snprintf(sample, sizeof(sample), "bytes, 0 (off) to %llu",
+				 (unsigned long long)MSTAT_SAMPLE_MAX);
+			want = sample;
 			if (!isdigit((unsigned char)optarg[0]) ||
 			    (errno = 0, v = strtoull(optarg, &end, 10), *end || errno) ||
 			    v > MSTAT_SAMPLE_MAX)
@@ -248,9 +272,9 @@ parse_options(struct options *o, int argc, char **argv)
 	return 0;
 bad:
 	if (name)
-		complain("bad value '%s' for --%s", optarg, name);
+		complain("bad value '%s' for --%s: %s", optarg, name, want);
 	else
-		complain("bad value '%s' for -%c", optarg, c);
+		complain("bad value '%s' for -%c: %s", optarg, c, want);
 	return -1;
 }
 

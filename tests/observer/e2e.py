@@ -5,7 +5,7 @@
     e2e.py TEST     TEST: exact lifecycle exec stopped refusals gc pidns
                           unpublished json openmetrics interactive escape
                           leak replay keys terminal files cut narrow
-                          baseline
+                          baseline options
 
 Environment (set by meson): MSTAT_TOP, MSTAT_TARGET (tests/observer/target.c),
 MSTAT_RUN, PROMTOOL and TMUX_BIN (empty when not installed).
@@ -1390,6 +1390,38 @@ def files_in(t, d):
                 os.unlink(os.path.join(d, "ran"))
     check(sorted(os.listdir(d)) == ["fifo", "link", "other", "victim"],
           "no temporary file left: %r" % os.listdir(d))
+
+
+def test_options():
+    """A bad value for any option is refused with exit status 2 and one
+    line that says what the option takes."""
+    sorts = ("a column: pid, name, age, threads, live-bytes, live-objs, "
+             "alloc/s, free/s, net/s, growth, growth-objs, growth/s, state")
+    for args, flag, value, want in (
+            (["-n", "0"], "-n", "0", "a number of ticks, 1 or more"),
+            (["-n", "1x"], "-n", "1x", "a number of ticks, 1 or more"),
+            (["-d", "0.05"], "-d", "0.05", "seconds, 0.1 to 3600"),
+            (["--delay=3601"], "--delay", "3601", "seconds, 0.1 to 3600"),
+            (["-o", "xml"], "-o", "xml",
+             "table, json, openmetrics or prometheus"),
+            (["-p", "1,x"], "-p", "1,x", "process ids, 1 to 2147483647, "
+             "separated by commas, at most 256"),
+            (["-F", "x" * 64], "-F", "x" * 64, "text of at most 63 bytes"),
+            (["-s", "size"], "-s", "size", sorts),
+            (["--linger=86401"], "--linger", "86401", "seconds, 0 to 86400"),
+            (["--window=0.5"], "--window", "0.5", "seconds, 1 to 86400"),
+            (["--baseline=-1"], "--baseline", "-1",
+             "seconds, 0 to 31536000 (a year)"),
+            (["--sites=1001"], "--sites", "1001",
+             "a number of call sites, 1 to 1000"),
+            (["--sample-bytes=%d" % ((1 << 40) + 1)], "--sample-bytes",
+             str((1 << 40) + 1), "bytes, 0 (off) to 1099511627776")):
+        r = subprocess.run([TOP, "-b"] + args, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=TIMEOUT)
+        line = "mstat-top: bad value '%s' for %s: %s\n" % (value, flag, want)
+        check(r.returncode == 2 and ours(r.stderr.decode()) == line,
+              "%s: exit %d, %r, not %r" % (args, r.returncode,
+                                          r.stderr.decode(), line))
 
 
 def test_terminal():
