@@ -46,6 +46,7 @@
 #include "model.h"
 #include "mstatshm.h"
 #include "name.h"
+#include "outfile.h"
 #include "output.h"
 #include "owner.h"
 #include "proc.h"
@@ -184,12 +185,18 @@ static int
 write_summary(const char *file, char **cmd, int status, const struct ended *e,
 	      const char *why, const char *library)
 {
-	FILE *f = strcmp(file, "-") == 0 ? stdout : fopen(file, "w");
+	struct mstat_outfile out;
+	char err[512];
+	FILE *f = stdout;
 	const struct mstat_snapshot *s = e->snap;
 
-	if (!f) {
-		say("%s: %s", file, strerror(errno));
-		return -1;
+	if (strcmp(file, "-") != 0) {
+		if (mstat_outfile_open(&out, file, MSTAT_OUTFILE_WHOLE, err,
+				       sizeof(err)) < 0) {
+			say("%s", err);
+			return -1;
+		}
+		f = out.f;
 	}
 	fprintf(f, "{\n  \"version\": 2,\n  \"command\": [");
 	for (int i = 0; cmd[i]; i++) {
@@ -218,8 +225,13 @@ write_summary(const char *file, char **cmd, int status, const struct ended *e,
 	if (json_process(f, e) < 0)
 		fputs("null", f);
 	fprintf(f, "\n}\n");
-	if (f == stdout ? fflush(f) != 0 : fclose(f) != 0) {
-		say("%s: %s", file, strerror(errno));
+	if (f == stdout) {
+		if (fflush(f) != 0) {
+			say("%s: %s", file, strerror(errno));
+			return -1;
+		}
+	} else if (mstat_outfile_close(&out, err, sizeof(err)) < 0) {
+		say("%s", err);
 		return -1;
 	}
 	return 0;
@@ -408,6 +420,14 @@ main(int argc, char **argv)
 	if (optind >= argc) {
 		fprintf(stderr, "mstat-run: no command given\n");
 		usage(stderr);
+		return EXIT_OWN;
+	}
+	/* A summary that could not be written is refused before CMD runs,
+	 * not after it. */
+	char why_summary[512];
+	if (summary && strcmp(summary, "-") != 0 &&
+	    mstat_outfile_check(summary, why_summary, sizeof(why_summary)) < 0) {
+		say("%s", why_summary);
 		return EXIT_OWN;
 	}
 	if (name && (!*name || strlen(name) >= 64)) {

@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "text.h"
+
 /* ---- the value of each column ---- */
 
 static void
@@ -30,13 +32,19 @@ get_PID(const struct mstat_model_row *r, uint64_t now, struct mstat_cell *c)
  * (MSTAT_NAME, or its program's), and its comm where that tells more (a
  * name inherited by helpers it runs, a program that renamed itself).
  * comm is cut at 15 bytes, so a name it begins is the same name. */
+static bool
+name_with_comm(const struct mstat_model_row *r)
+{
+	return r->comm[0] && strncmp(r->name, r->comm, strlen(r->comm)) != 0 &&
+	       strcmp(r->name, r->exe) != 0;
+}
+
 static void
 get_NAME(const struct mstat_model_row *r, uint64_t now, struct mstat_cell *c)
 {
 	(void)now;
 	c->known = true;
-	if (!r->comm[0] || strncmp(r->name, r->comm, strlen(r->comm)) == 0 ||
-	    strcmp(r->name, r->exe) == 0) {
+	if (!name_with_comm(r)) {
 		c->text = r->name;
 		return;
 	}
@@ -177,6 +185,117 @@ mstat_column_text(enum mstat_model_sort k, const struct mstat_model_row *r,
 	return buf;
 }
 
+/* ---- cells: cut and padded by characters ---- */
+
+/* Characters of UTF-8 text (which text.h's rules leave): a character is
+ * one cell. */
+static int
+chars(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		n += (*s & 0xc0) != 0x80;
+	return n;
+}
+
+/* The bytes of the first `n` characters of `s`. */
+static int
+prefix(const char *s, int n)
+{
+	int b = 0;
+
+	for (; s[b] && n > 0; n--)
+		for (b++; (s[b] & 0xc0) == 0x80; b++)
+			;
+	return b;
+}
+
+/* `s`, or, longer than `w` characters, its first w - 1 and the
+ * ellipsis. */
+static void
+cut(char *out, size_t len, const char *s, int w, const char *ellipsis)
+{
+	if (w <= 0 || chars(s) <= w)
+		snprintf(out, len, "%s", s);
+	else
+		snprintf(out, len, "%.*s%s", prefix(s, w - 1), s, ellipsis);
+}
+
+/* NAME in `w` characters: whole if it fits; else the name and as much of
+ * its [comm] as fits, marked cut; else the name alone; else the name,
+ * cut.  The program's own name stays readable as long as it can. */
+static void
+name_cell(char *out, size_t len, const struct mstat_model_row *r, int w,
+	  const char *ellipsis)
+{
+	/* The plain rule never lengthens text. */
+	char name[sizeof(r->name)], comm[sizeof(r->comm)];
+
+	mstat_text_escape(name, sizeof(name), r->name, MSTAT_TEXT_PLAIN);
+	if (!name_with_comm(r)) {
+		cut(out, len, name, w, ellipsis);
+		return;
+	}
+	mstat_text_escape(comm, sizeof(comm), r->comm, MSTAT_TEXT_PLAIN);
+	int nn = chars(name), room = w - nn - 4; /* " [", the ellipsis, "]" */
+	if (w <= 0 || nn + 3 + chars(comm) <= w)
+		snprintf(out, len, "%s [%s]", name, comm);
+	else if (room >= 0)
+		snprintf(out, len, "%s [%.*s%s]", name, prefix(comm, room), comm,
+			 ellipsis);
+	else
+		cut(out, len, name, w, ellipsis);
+}
+
+/* `text` (escaped, cut if words) padded to `w` characters. */
+static const char *
+pad(const struct mstat_column *c, const char *text, int w, char *buf,
+    size_t len)
+{
+	int n = chars(text), fill = w > n ? w - n : 0;
+
+	if (c->unit & MSTAT_COLUMN_TEXT)
+		snprintf(buf, len, "%s%*s", text, fill, "");
+	else
+		snprintf(buf, len, "%*s%s", fill, "", text);
+	return buf;
+}
+
+const char *
+mstat_column_pad(enum mstat_model_sort k, const char *text, int width,
+		 const char *ellipsis, char *buf, size_t len)
+{
+	const struct mstat_column *col = mstat_column(k);
+	char esc[256], shown[256];
+
+	mstat_text_escape(esc, sizeof(esc), text, MSTAT_TEXT_PLAIN);
+	if (!col) {
+		snprintf(buf, len, "%s", esc);
+		return buf;
+	}
+	if (col->unit & MSTAT_COLUMN_TEXT)
+		cut(shown, sizeof(shown), esc, width, ellipsis);
+	else
+		snprintf(shown, sizeof(shown), "%s", esc); /* never cut */
+	return pad(col, shown, width, buf, len);
+}
+
+const char *
+mstat_column_cell(enum mstat_model_sort k, const struct mstat_model_row *r,
+		  uint64_t now_ns, int width, const char *ellipsis, char *buf,
+		  size_t len)
+{
+	char text[256];
+
+	if (k != MSTAT_SORT_NAME) {
+		mstat_column_text(k, r, now_ns, text, sizeof(text));
+		return mstat_column_pad(k, text, width, ellipsis, buf, len);
+	}
+	name_cell(text, sizeof(text), r, width, ellipsis);
+	return pad(&columns[k], text, width, buf, len);
+}
+
 /* Whether `s` names `n`: any case, '_' for '-'. */
 static bool
 names(const char *s, const char *n)
@@ -276,10 +395,14 @@ mstat_columns_fit(int width, enum mstat_model_sort keep, bool *shown)
 			    (worst < 0 || columns[k].drop > columns[worst].drop))
 				worst = k;
 		if (worst < 0)
-			break; /* only what always stays: cut at the edge */
+			break; /* only what always stays: NAME narrows */
 		shown[worst] = false;
 		used -= columns[worst].width + 1;
 	}
-	int name = columns[MSTAT_SORT_NAME].width + (width > used ? width - used : 0);
+	/* NAME takes what is left; or, too narrow still, narrows so that
+	 * what comes after it (STATE) stays on screen. */
+	int name = columns[MSTAT_SORT_NAME].width + (width - used);
+	if (name < MSTAT_COLUMN_NAME_MIN)
+		name = MSTAT_COLUMN_NAME_MIN;
 	return name > MSTAT_COLUMN_NAME_MAX ? MSTAT_COLUMN_NAME_MAX : name;
 }

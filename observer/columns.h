@@ -14,10 +14,13 @@
  * unit: enum mstat_unit bits, or MSTAT_COLUMN_ID (a number written
  * whole), MSTAT_COLUMN_TEXT (words) or MSTAT_COLUMN_AGE (seconds since
  * the value, a time).  Numbers and ages sort largest first (the oldest
- * first), ids and words smallest first, and "-" last.  drop: 0 for columns always shown;
- * else, on a screen too narrow for all, the highest goes first (the
- * sorted column stays).  NAME's width is the least it gets: it takes
- * what is left, up to MSTAT_COLUMN_NAME_MAX.
+ * first), ids and words smallest first, and "-" last.  drop: the order
+ * in which columns give way on a screen too narrow for all, the highest
+ * first (the sorted column stays); 0 for those that always stay, as
+ * htop keeps its most telling ones: PID, NAME and STATE (a killed row
+ * must not read as a running one).  NAME's width is what it gets when
+ * there is room: it takes what is left, up to MSTAT_COLUMN_NAME_MAX, and
+ * narrows, down to MSTAT_COLUMN_NAME_MIN, before STATE is cut.
  */
 #ifndef MSTAT_OBSERVER_COLUMNS_H
 #define MSTAT_OBSERVER_COLUMNS_H
@@ -33,37 +36,38 @@
 #define MSTAT_COLUMN_TEXT 0x200
 #define MSTAT_COLUMN_AGE 0x400
 #define MSTAT_COLUMN_NAME_MAX 24
+#define MSTAT_COLUMN_NAME_MIN 6
 
 #define MSTAT_COLUMNS(X)                                                      \
 	X(PID, "pid", "PID", 7, MSTAT_COLUMN_ID, 0,                           \
 	  "process id")                                                       \
 	X(NAME, "name", "NAME", 12, MSTAT_COLUMN_TEXT, 0,                     \
 	  "MSTAT_NAME or the program's name, [its comm] where that differs")  \
-	X(AGE, "age", "AGE", 6, MSTAT_COLUMN_AGE, 1,                          \
+	X(AGE, "age", "AGE", 6, MSTAT_COLUMN_AGE, 3,                          \
 	  "time since the process started (its lifetime, once gone)")         \
-	X(THREADS, "threads", "THR", 4, MSTAT_UNIT_COUNT, 5,                  \
+	X(THREADS, "threads", "THR", 4, MSTAT_UNIT_COUNT, 7,                  \
 	  "threads counting into a slot of their own")                        \
-	X(LIVE_BYTES, "live-bytes", "LIVE", 8, MSTAT_UNIT_BYTES, 0,           \
+	X(LIVE_BYTES, "live-bytes", "LIVE", 8, MSTAT_UNIT_BYTES, 1,           \
 	  "bytes allocated and not yet freed")                                \
-	X(LIVE_OBJECTS, "live-objs", "OBJS", 6, MSTAT_UNIT_COUNT, 3,          \
+	X(LIVE_OBJECTS, "live-objs", "OBJS", 6, MSTAT_UNIT_COUNT, 5,          \
 	  "allocations not yet freed")                                        \
 	X(ALLOC_RATE, "alloc/s", "ALLOC/s", 8,                                \
-	  MSTAT_UNIT_COUNT | MSTAT_UNIT_RATE, 7,                              \
+	  MSTAT_UNIT_COUNT | MSTAT_UNIT_RATE, 9,                              \
 	  "allocations per second")                                           \
 	X(FREE_RATE, "free/s", "FREE/s", 8,                                   \
-	  MSTAT_UNIT_COUNT | MSTAT_UNIT_RATE, 8,                              \
+	  MSTAT_UNIT_COUNT | MSTAT_UNIT_RATE, 10,                             \
 	  "frees per second")                                                 \
 	X(NET_RATE, "net/s", "NET/s", 10,                                     \
-	  MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED | MSTAT_UNIT_RATE, 4,          \
+	  MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED | MSTAT_UNIT_RATE, 6,          \
 	  "growth of live bytes per second, since the last tick")             \
 	X(GROWTH_BYTES, "growth", "GROWTH", 9,                                \
-	  MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED, 0,                            \
+	  MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED, 2,                            \
 	  "live bytes gained since the baseline (b, B, --baseline)")          \
 	X(GROWTH_OBJECTS, "growth-objs", "+OBJS", 7,                          \
-	  MSTAT_UNIT_COUNT | MSTAT_UNIT_SIGNED, 6,                            \
+	  MSTAT_UNIT_COUNT | MSTAT_UNIT_SIGNED, 8,                            \
 	  "live objects gained since the baseline")                           \
 	X(GROWTH_RATE, "growth/s", "GROWTH/s", 10,                            \
-	  MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED | MSTAT_UNIT_RATE, 2,          \
+	  MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED | MSTAT_UNIT_RATE, 4,          \
 	  "growth of live bytes per second over the window (--window)")       \
 	X(STATE, "state", "STATE", 7, MSTAT_COLUMN_TEXT, 0,                   \
 	  "running, stopped, stalled, busy, exiting, exited, killed")
@@ -104,6 +108,24 @@ const char *mstat_column_text(enum mstat_model_sort k,
 			      const struct mstat_model_row *r, uint64_t now_ns,
 			      char *buf, size_t len);
 
+/*
+ * Row r's cell in column k as a table shows it, `width` characters
+ * (width 0: as it is): escaped by text.h's plain rule, padded (text to
+ * the left, numbers to the right), and words longer than the width cut,
+ * ending in `ellipsis` (one character).  NAME gives up its [comm] before
+ * its name: "demo-churning [mst…]", "demo-churning", "demo-chu…".
+ * Numbers are never cut.  Returns buf, which holds any cell (256 bytes).
+ */
+const char *mstat_column_cell(enum mstat_model_sort k,
+			      const struct mstat_model_row *r, uint64_t now_ns,
+			      int width, const char *ellipsis, char *buf,
+			      size_t len);
+
+/* The same for text of column `k` given as it is (a title). */
+const char *mstat_column_pad(enum mstat_model_sort k, const char *text,
+			     int width, const char *ellipsis, char *buf,
+			     size_t len);
+
 /* The title of column `k` ("LIVE"), or "?". */
 const char *mstat_model_sort_name(enum mstat_model_sort k);
 /* A column's name or title, any case, '_' for '-' allowed: the key, or
@@ -123,7 +145,7 @@ size_t mstat_model_view(const struct mstat_model *m, const char *filter,
 /*
  * Which columns fit `width` characters (separated by one space): fills
  * shown[] (MSTAT_SORT_COUNT entries) and returns NAME's width.  The
- * sorted column `keep` always stays.
+ * sorted column `keep` always stays, and so do those whose drop is 0.
  */
 int mstat_columns_fit(int width, enum mstat_model_sort keep, bool *shown);
 

@@ -288,13 +288,19 @@ mstat_discover_scan(struct mstat_discover *d, struct cds_list_head *targets)
 	}
 
 	/* A segment not initialised yet whose creator is gone (it died while
-	 * making it) is removed; one still being made is left alone. */
+	 * making it) is removed; one still being made is left alone.  So is
+	 * one cut shorter than a header, once its owner is gone: its lock
+	 * says so whatever its size (docs/design.md, "Removing dead
+	 * segments"). */
 	for (size_t i = 0; i < d->nrefused; i++) {
 		struct mstat_discover_refusal *f = d->refused[i];
-		if (f->in_scan && f->rc == -EAGAIN &&
+		if (f->in_scan && (f->rc == -EAGAIN || f->rc == -ENODATA) &&
 		    mstat_reap_at(dirfd(dir), f->name, geteuid(), NULL, NULL) ==
 			    MSTAT_REAP_REMOVED) {
-			note(d, "removed %s: its creator died making it", f->name);
+			note(d, f->rc == -EAGAIN
+				? "removed %s: its creator died making it"
+				: "removed %s: cut shorter than a header, and "
+				  "its owner is gone", f->name);
 			f->in_scan = false;
 		}
 	}
@@ -420,7 +426,8 @@ mstat_discover_gc(struct mstat_discover *d)
 			note(d, "%s: cannot remove: %s", de->d_name, strerror(-rc));
 		} else if (rc == MSTAT_REAP_REMOVED) {
 			note(d, "removed %s (pid %d, %s)", de->d_name,
-				       (int)pid, !r.published ? "not a complete segment"
+				       (int)pid, r.cut ? "cut shorter than a header"
+				       : !r.published ? "not a complete segment"
 				       : r.state < sizeof(how) / sizeof(how[0]) &&
 						       how[r.state] ? how[r.state]
 				       : "gone");

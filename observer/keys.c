@@ -270,7 +270,7 @@ static const struct mstat_key_binding table[] = {
 	{ { 'B' }, "B", "reset the baseline of every process shown", key_rebase_all },
 	{ { 'x', KEY_DC }, "x Del", "dismiss the selected process, once it ended", key_dismiss },
 	{ { 'X' }, "X", "dismiss every process shown that ended", key_dismiss_all },
-	{ { '/' }, "/", "filter by name, comm or pid (Enter keeps, Esc clears)", key_filter },
+	{ { '/' }, "/", "filter by name, comm or pid (Enter keeps, Esc: back to -F)", key_filter },
 	{ { ' ' }, "Space", "pause or resume the display", key_pause },
 	{ { '.' }, ".", "replay: one tick forward (and pause)", key_step },
 	{ { '+' }, "+", "longer interval (x2); replay: slower", key_slower },
@@ -286,7 +286,8 @@ mstat_keys_table(size_t *n)
 	return table;
 }
 
-/* Typing a filter: printable characters, Backspace, Ctrl-U, Enter, Esc. */
+/* Typing a filter: printable characters, Backspace, Ctrl-U, Enter, Esc
+ * (back to the filter of the command line). */
 static int
 edit_key(struct mstat_ui *ui, int ch)
 {
@@ -298,7 +299,10 @@ edit_key(struct mstat_ui *ui, int ch)
 		return MSTAT_KEY_RESELECT;
 	}
 	if (ch == KEY_ESC) {
-		ui->filter[0] = ui->edit[0] = '\0';
+		/* Back to what the command line asked for (-F), not to every
+		 * process of the user. */
+		snprintf(ui->filter, sizeof(ui->filter), "%s", ui->filter_given);
+		ui->edit[0] = '\0';
 		ui->editing = false;
 		return MSTAT_KEY_RESELECT;
 	}

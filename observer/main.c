@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "columns.h"
+#include "outfile.h"
 #include "output.h"
 #include "pprof.h"
 #include "sites.h"
@@ -62,8 +63,10 @@ usage(FILE *f)
 	      "  -s, --sort=COLUMN      pid, name, age, threads, live-bytes, live-objs,\n"
 	      "                         alloc/s, free/s, net/s, growth, growth-objs,\n"
 	      "                         growth/s, state\n"
-	      "      --baseline=SECONDS count growth from SECONDS after the start\n"
-	      "                         (default: from when each process is first seen)\n"
+	      "      --baseline=SECONDS take every baseline again SECONDS after\n"
+	      "                         mstat-top's first tick (a replay: the\n"
+	      "                         recording's); until then, and by default,\n"
+	      "                         a process's baseline is when it is first seen\n"
 	      "      --window=SECONDS   the growth rate's window (default 60)\n"
 	      "      --linger=SECONDS   keep exited and killed processes this long\n"
 	      "                         (default 300)\n"
@@ -138,8 +141,8 @@ parse_options(struct options *o, int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *name = NULL;
-	char *end;
+	const char *name = NULL, *want = NULL; /* what a value may be */
+	char *end, sorts[256] = "", sample[64];
 	int c, idx = -1;
 
 	*o = (struct options){ .count = -1, .delay_s = 1.0,
@@ -153,39 +156,59 @@ parse_options(struct options *o, int argc, char **argv)
 		switch (c) {
 		case 'b': o->batch = true; break;
 		case 'n':
+			want = "a number of ticks, 1 or more";
+			errno = 0;
 			o->count = strtol(optarg, &end, 10);
-			if (*end || o->count < 1)
+			if (end == optarg || *end || errno || o->count < 1)
 				goto bad;
 			break;
 		case 'd':
+			want = "seconds, 0.1 to 3600";
 			if (!seconds(optarg, 0.1, 3600, &o->delay_s))
 				goto bad;
 			break;
 		case 'o':
+			want = "table, json, openmetrics or prometheus";
 			if ((o->format = mstat_output_parse_format(optarg)) < 0)
 				goto bad;
 			break;
 		case 'p':
+			want = "process ids, 1 to 2147483647, separated by commas, "
+			       "at most 256";
 			if (parse_pids(o, optarg) < 0)
 				goto bad;
 			break;
-		case 'F': snprintf(o->filter, sizeof(o->filter), "%s", optarg); break;
+		case 'F':
+			want = "text of at most 63 bytes";
+			if (strlen(optarg) >= sizeof(o->filter))
+				goto bad;
+			snprintf(o->filter, sizeof(o->filter), "%s", optarg);
+			break;
 		case 's': {
 			int k = mstat_model_parse_sort(optarg);
+			for (int i = 0; i < MSTAT_SORT_COUNT; i++)
+				snprintf(sorts + strlen(sorts),
+					 sizeof(sorts) - strlen(sorts), "%s%s",
+					 i == 0 ? "a column: " : ", ",
+					 mstat_column(i)->name);
+			want = sorts;
 			if (k < 0)
 				goto bad;
 			o->sort = (enum mstat_model_sort)k;
 			break;
 		}
 		case 'L':
+			want = "seconds, 0 to 86400";
 			if (!seconds(optarg, 0, 86400, &o->linger_s))
 				goto bad;
 			break;
 		case 'W':
+			want = "seconds, 1 to 86400";
 			if (!seconds(optarg, 1, 86400, &o->window_s))
 				goto bad;
 			break;
 		case 'B':
+			want = "seconds, 0 to 31536000 (a year)";
 			if (!seconds(optarg, 0, 86400 * 365, &o->baseline_s))
 				goto bad;
 			break;
@@ -194,6 +217,7 @@ parse_options(struct options *o, int argc, char **argv)
 		case 'G': o->gc = true; break;
 		case 'X': o->pprof = optarg; break;
 		case 'T':
+			want = "a number of call sites, 1 to 1000";
 			o->sites = strtol(optarg, &end, 10);
 			if (!isdigit((unsigned char)optarg[0]) || *end ||
 			    o->sites < 1 || o->sites > MAX_SITES)
@@ -201,6 +225,9 @@ parse_options(struct options *o, int argc, char **argv)
 			break;
 		case 'S': {
 			unsigned long long v;
+			snprintf(sample, sizeof(sample), "bytes, 0 (off) to %llu",
+				 (unsigned long long)MSTAT_SAMPLE_MAX);
+			want = sample;
 			if (!isdigit((unsigned char)optarg[0]) ||
 			    (errno = 0, v = strtoull(optarg, &end, 10), *end || errno) ||
 			    v > MSTAT_SAMPLE_MAX)
@@ -245,9 +272,9 @@ parse_options(struct options *o, int argc, char **argv)
 	return 0;
 bad:
 	if (name)
-		complain("bad value '%s' for --%s", optarg, name);
+		complain("bad value '%s' for --%s: %s", optarg, name, want);
 	else
-		complain("bad value '%s' for -%c", optarg, c);
+		complain("bad value '%s' for -%c: %s", optarg, c, want);
 	return -1;
 }
 
@@ -288,6 +315,7 @@ model_init(struct mstat_model *m, const struct options *o)
 
 struct recorder {
 	FILE *f;
+	struct mstat_outfile out;   /* f's, when recording */
 	const char *path;
 	struct mstat_top_scratch sc;
 	uint64_t seq;
@@ -302,12 +330,18 @@ recorder_open(struct recorder *rec, const char *path)
 	rec->path = path;
 	if (!path)
 		return 0;
-	if (!(rec->f = fopen(path, "we"))) {
-		complain("%s: %s", path, strerror(errno));
+	/* A stream: in place from the start, read while it grows. */
+	char why[512];
+	if (mstat_outfile_open(&rec->out, path, MSTAT_OUTFILE_STREAM, why,
+			       sizeof(why)) < 0) {
+		complain("%s", why);
 		return -1;
 	}
+	rec->f = rec->out.f;
 	if (mstat_record_begin(rec->f, wall_ms()) < 0) {
 		complain("%s: %s", path, strerror(errno));
+		mstat_outfile_discard(&rec->out);
+		rec->f = NULL;
 		return -1;
 	}
 	return 0;
@@ -316,8 +350,11 @@ recorder_open(struct recorder *rec, const char *path)
 static void
 recorder_close(struct recorder *rec)
 {
-	if (rec->f && fclose(rec->f) != 0 && !rec->failed)
-		complain("%s: %s", rec->path, strerror(errno));
+	char why[512];
+
+	if (rec->f && mstat_outfile_close(&rec->out, why, sizeof(why)) < 0 &&
+	    !rec->failed)
+		complain("%s", why);
 	free(rec->sc.in);
 }
 
@@ -364,20 +401,29 @@ record_after_tick(void *arg, struct mstat_top *top)
 
 /* ---- batch ---- */
 
-/* -p names a process with no segment: say so once, or the output is just
- * empty. */
-static void
+/* -p names a process with no segment: say so once, and why (no such
+ * process, another user's, one that does not count), or the output is
+ * just empty.  False if -p names nothing that exists: no row, and no
+ * process. */
+static bool
 note_missing(const struct options *o, const struct mstat_model *m)
 {
+	bool any = o->npids == 0;
+
 	for (size_t k = 0; k < o->npids; k++) {
 		bool found = false;
+		char why[200];
 		for (size_t i = 0; i < m->n && !found; i++)
 			found = m->rows[i]->pid == o->pids[k];
-		if (!found)
-			fprintf(stderr, "mstat-top: pid %d: no segment (is it "
-					"counting with libmstatshm?)\n",
-				(int)o->pids[k]);
+		if (found) {
+			any = true;
+			continue;
+		}
+		any |= mstat_reader_why_none(o->pids[k], why, sizeof(why)) !=
+		       -ESRCH;
+		complain("%s", why);
 	}
+	return any;
 }
 
 /* Prints the model's rows for tick `t`: 0, or 1 if the output failed
@@ -458,8 +504,10 @@ run_batch(struct mstat_top *top, const struct options *o)
 			rc = 1;
 			break;
 		}
-		if (i == 0)
-			note_missing(o, &m);
+		if (i == 0 && !note_missing(o, &m)) {
+			rc = 1; /* nothing to watch, ever */
+			break;
+		}
 		rc = print_tick(o, &m, &a.t, &rows, &stop, o->sites ? &sites : NULL);
 		if (rec.failed)
 			rc = 1, stop = true;
@@ -573,6 +621,7 @@ run_interactive(struct mstat_top *top, const struct options *o,
 	int rc;
 
 	snprintf(ui.filter, sizeof(ui.filter), "%s", o->filter);
+	snprintf(ui.filter_given, sizeof(ui.filter_given), "%s", o->filter);
 	model_init(&ui.model, o);
 	ui.keys = mstat_keys_table(&ui.nkeys);
 	ui.utf8 = strcmp(nl_langinfo(CODESET), "UTF-8") == 0;

@@ -343,6 +343,17 @@ mstat_model_update(struct mstat_model *m, const struct mstat_model_input *in,
 	return rc;
 }
 
+bool
+mstat_model_baseline_pending(const struct mstat_model *m, uint64_t *in_ns)
+{
+	if (!m->baseline_after_ns || m->rebased)
+		return false;
+	/* Before the first update, the whole wait is ahead. */
+	uint64_t waited = m->updates ? m->now_ns - m->first_ns : 0;
+	*in_ns = waited < m->baseline_after_ns ? m->baseline_after_ns - waited : 0;
+	return true;
+}
+
 size_t
 mstat_model_rebase(struct mstat_model *m, const char *key, bool from_nothing)
 {

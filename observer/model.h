@@ -146,7 +146,8 @@ struct mstat_model {
 	uint64_t window_ns;  /* of the growth rate (default 60 s) */
 	uint64_t baseline_after_ns; /* if not 0: every row's baseline is reset
 				     * at the first update this long after
-				     * the first one (--baseline) */
+				     * the first one (--baseline); a row
+				     * first seen later keeps its own */
 	uint64_t first_ns;   /* now_ns of the first update */
 	uint64_t wall_ns;    /* CLOCK_REALTIME of the last update, set by the
 			      * caller: what ages are counted to */
@@ -179,6 +180,11 @@ bool mstat_model_match(const struct mstat_model_row *r, const char *filter);
  * how many rows it reset. */
 size_t mstat_model_rebase(struct mstat_model *m, const char *key,
 			  bool from_nothing);
+
+/* Whether the baseline of baseline_after_ns is still to be taken: then
+ * *in_ns says in how long (0: at the next update). */
+bool mstat_model_baseline_pending(const struct mstat_model *m,
+				  uint64_t *in_ns);
 
 /* Dismisses the row `key` if its process is gone, or every such row if
  * `key` is NULL: hidden from then on.  Returns how many. */

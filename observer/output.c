@@ -109,20 +109,16 @@ mstat_output_table(FILE *f, const struct mstat_output_tick *t,
 			const struct mstat_column *c = mstat_column(k);
 			int w = k == MSTAT_SORT_NAME ? MSTAT_OUTPUT_NAME_WIDTH
 						     : c->width;
-			char raw[128], cell[128];
-			mstat_column_text(k, r, now_ns, raw, sizeof(raw));
-			/* What a process wrote, made safe; cut to the
-			 * column without splitting a character. */
-			mstat_text_escape(cell, (c->unit & MSTAT_COLUMN_TEXT) &&
-					  k != MSTAT_SORT_COUNT - 1
-					  ? (size_t)w + 1 : sizeof(cell),
-					  raw, MSTAT_TEXT_PLAIN);
-			if (k == MSTAT_SORT_COUNT - 1)
-				fputs(cell, f);
-			else if (c->unit & MSTAT_COLUMN_TEXT)
-				fprintf(f, "%-*s ", w, cell);
-			else
-				fprintf(f, "%*s ", w, cell);
+			char cell[256];
+			/* What a process wrote, made safe; cut and padded
+			 * to the column by characters, as on the screen;
+			 * the last column as it is. */
+			mstat_column_cell(k, r, now_ns,
+					  k == MSTAT_SORT_COUNT - 1 ? 0 : w,
+					  "\u2026", cell, sizeof(cell));
+			fputs(cell, f);
+			if (k != MSTAT_SORT_COUNT - 1)
+				fputc(' ', f);
 		}
 		if (r->err[0]) {
 			fputs(": ", f);

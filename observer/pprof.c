@@ -15,6 +15,8 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "outfile.h"
+
 /* Field numbers of profile.proto. */
 enum {
 	PROFILE_SAMPLE_TYPE = 1, PROFILE_SAMPLE = 2, PROFILE_MAPPING = 3,
@@ -197,8 +199,9 @@ struct enc {
 	uint32_t nstr, capstr;
 	uint64_t *loc_pc;    /* location id - 1 -> pc */
 	uint32_t nloc, caploc;
-	uint64_t *fn_key;    /* function id - 1 -> name << 32 | file */
-	uint32_t nfn, capfn;
+	uint64_t *fn_key;    /* function id - 1 -> system name << 32 | file */
+	uint64_t *fn_name;   /* function id - 1 -> name */
+	uint32_t nfn, capfn, capfn_name;
 	bool oom;
 };
 
@@ -265,11 +268,12 @@ same_u64(void *arg, uint32_t id)
 	return q->table[id - 1] == q->v;
 }
 
-/* The id of the function named `name` in `file` (string ids), made if new. */
+/* The id of the function whose symbol is `system` in `file`, named
+ * `name` (string ids), made if new. */
 static uint64_t
-function_id(struct enc *e, uint64_t name, uint64_t file)
+function_id(struct enc *e, uint64_t name, uint64_t system, uint64_t file)
 {
-	uint64_t v = name << 32 | file;
+	uint64_t v = system << 32 | file;
 	struct same_u64 q = { e->fn_key, v };
 	uint64_t key = hash_bytes(&v, sizeof(v), UINT64_C(0xcbf29ce484222325));
 	uint32_t slot;
@@ -277,10 +281,12 @@ function_id(struct enc *e, uint64_t name, uint64_t file)
 
 	if (id > 0)
 		return (uint64_t)id;
-	if (id < 0 || !grow((void **)&e->fn_key, &e->capfn, e->nfn, sizeof(*e->fn_key))) {
+	if (id < 0 || !grow((void **)&e->fn_key, &e->capfn, e->nfn, sizeof(*e->fn_key)) ||
+	    !grow((void **)&e->fn_name, &e->capfn_name, e->nfn, sizeof(*e->fn_name))) {
 		e->oom = true;
 		return 0;
 	}
+	e->fn_name[e->nfn] = name;
 	e->fn_key[e->nfn++] = v;
 	map_put(&e->functions, slot, key, e->nfn);
 	return e->nfn;
@@ -406,9 +412,15 @@ encode(struct enc *e, const struct mstat_profile *p, struct mstat_symbols *sym,
 		/* The call instruction: a frame's pc is its return address. */
 		field_varint(&e->m, LOCATION_ADDRESS, pc ? pc - 1 : 0);
 		if (f.function) {
+			/* The name as every view shows it; the symbol whole,
+			 * as the object file has it (mangled, and with its
+			 * clone suffixes); the file from / where the
+			 * compilation directory says. */
 			uint64_t name = string_id(e, f.function);
-			uint64_t file = string_id(e, f.file ? f.file : "");
-			field_varint(&e->sub, LINE_FUNCTION_ID, function_id(e, name, file));
+			uint64_t system = string_id(e, f.symbol);
+			uint64_t file = string_id(e, f.path ? f.path : "");
+			field_varint(&e->sub, LINE_FUNCTION_ID,
+				     function_id(e, name, system, file));
 			field_varint(&e->sub, LINE_LINE, (uint64_t)(f.line > 0 ? f.line : 0));
 			field_msg(&e->m, LOCATION_LINE, &e->sub);
 		}
@@ -437,7 +449,7 @@ encode(struct enc *e, const struct mstat_profile *p, struct mstat_symbols *sym,
 
 	for (uint32_t i = 0; i < e->nfn; i++) {
 		field_varint(&e->m, FUNCTION_ID, i + 1);
-		field_varint(&e->m, FUNCTION_NAME, e->fn_key[i] >> 32);
+		field_varint(&e->m, FUNCTION_NAME, e->fn_name[i]);
 		field_varint(&e->m, FUNCTION_SYSTEM_NAME, e->fn_key[i] >> 32);
 		field_varint(&e->m, FUNCTION_FILENAME, e->fn_key[i] & 0xffffffffu);
 		field_msg(&e->out, PROFILE_FUNCTION, &e->m);
@@ -462,21 +474,21 @@ refuse(char *err, size_t errlen, int rc, const char *fmt, ...)
 	return rc;
 }
 
-/* `in` gzipped into `path`. */
+/* `in` gzipped into `path`, a private file (outfile.h). */
 static int
 gzip_to(const struct buf *in, const char *path, char *err, size_t errlen)
 {
 	z_stream z = { 0 };
 	unsigned char chunk[1 << 16];
-	int rc = 0;
-	FILE *f = fopen(path, "wbe");
+	struct mstat_outfile o;
+	int rc = mstat_outfile_open(&o, path, MSTAT_OUTFILE_WHOLE, err, errlen);
 
-	if (!f)
-		return refuse(err, errlen, -errno, "%s: %s", path, strerror(errno));
+	if (rc < 0)
+		return rc;
 	/* 15 + 16: a gzip header and trailer around the deflate stream. */
 	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
 			 Z_DEFAULT_STRATEGY) != Z_OK) {
-		fclose(f);
+		mstat_outfile_discard(&o);
 		return refuse(err, errlen, -ENOMEM, "zlib: cannot start deflate");
 	}
 	z.next_in = in->d;
@@ -488,15 +500,17 @@ gzip_to(const struct buf *in, const char *path, char *err, size_t errlen)
 		zr = deflate(&z, Z_FINISH);
 		size_t have = sizeof(chunk) - z.avail_out;
 		if (zr == Z_STREAM_ERROR ||
-		    (have && fwrite(chunk, 1, have, f) != have)) {
+		    (have && fwrite(chunk, 1, have, o.f) != have)) {
 			rc = refuse(err, errlen, -EIO, "%s: write failed", path);
 			break;
 		}
 	} while (zr != Z_STREAM_END);
 	deflateEnd(&z);
-	if (fclose(f) != 0 && rc == 0)
-		rc = refuse(err, errlen, -errno, "%s: %s", path, strerror(errno));
-	return rc;
+	if (rc < 0) {
+		mstat_outfile_discard(&o);
+		return rc;
+	}
+	return mstat_outfile_close(&o, err, errlen);
 }
 
 int
@@ -516,6 +530,7 @@ mstat_pprof_write(const struct mstat_profile *p, struct mstat_symbols *sym,
 	free(e.str);
 	free(e.loc_pc);
 	free(e.fn_key);
+	free(e.fn_name);
 	map_free(&e.strings);
 	map_free(&e.locations);
 	map_free(&e.functions);

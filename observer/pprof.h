@@ -9,8 +9,10 @@
  * Values are estimates of what the samples stand for: mstat_pprof_unbias(),
  * which the sites view (sites.h) uses too.  Every
  * module becomes a Mapping with its path and build id; frames named here
- * (symbols.h) carry their function, file and line, the others only their
- * address, for pprof to symbolise from the mapping's file.
+ * (symbols.h) carry their function (its name as views show it, its
+ * system_name the symbol whole: mangled, with clone suffixes), its file
+ * from / and line, the others only their address, for pprof to
+ * symbolise from the mapping's file.
  */
 #ifndef MSTAT_OBSERVER_PPROF_H
 #define MSTAT_OBSERVER_PPROF_H

@@ -66,6 +66,7 @@ struct mstat_ui {
 	enum mstat_model_sort sort;
 	bool reverse;
 	char filter[MSTAT_UI_FILTER_MAX];
+	char filter_given[MSTAT_UI_FILTER_MAX]; /* -F: what Esc goes back to */
 	bool editing;                         /* typing a filter */
 	char edit[MSTAT_UI_FILTER_MAX];
 

@@ -9,6 +9,7 @@
  */
 #include <curses.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,7 +87,14 @@ draw_header(struct mstat_ui *ui)
 			 ui->replay->ended ? " (end)" : "", ui->replay->speed);
 	else
 		snprintf(src, sizeof(src), "every %.2gs", ui->interval_ms / 1000.0);
-	line(0, A_BOLD, "mstat-top  %s  %s  sort %s%s%s", when, src,
+	/* --baseline: growth counts from when each process was first seen
+	 * until its baseline is taken; said until then. */
+	char pending[48] = "";
+	uint64_t in_ns;
+	if (mstat_model_baseline_pending(&ui->model, &in_ns))
+		snprintf(pending, sizeof(pending), "  baseline in %.0fs",
+			 ceil((double)in_ns / 1e9));
+	line(0, A_BOLD, "mstat-top  %s  %s%s  sort %s%s%s", when, src, pending,
 	     mstat_model_sort_name(ui->sort), ui->reverse ? " (reversed)" : "",
 	     ui->paused ? "  [paused]" : "");
 	line(1, A_NORMAL, "processes %zu, %zu running, %u threads; live %s in "
@@ -103,38 +111,6 @@ draw_header(struct mstat_ui *ui)
 	     (double)ui->model.window_ns / 1e9);
 }
 
-/* One cell, padded to its column: text to the left, numbers to the
- * right, cut without splitting a character. */
-static void
-cell(char *out, size_t len, const struct mstat_column *c, int w,
-     const char *text)
-{
-	char cut[256];
-
-	mstat_text_escape(cut, sizeof(cut), text, MSTAT_TEXT_PLAIN);
-	/* Cut and pad by characters: bytes of a UTF-8 name are not its
-	 * width. */
-	int chars = 0;
-	char *p = cut;
-	for (; *p; p++) {
-		if ((*p & 0xc0) == 0x80)
-			continue;
-		if (chars == w)
-			break;
-		chars++;
-	}
-	*p = '\0';
-	size_t pad = w > chars ? (size_t)(w - chars) : 0, n = strlen(cut);
-	if (pad + n + 1 > len)
-		pad = 0; /* cannot be: out has room for any column */
-	bool left = c->unit & MSTAT_COLUMN_TEXT;
-	memset(out, ' ', pad);
-	memcpy(out + (left ? 0 : pad), cut, n);
-	if (left)
-		memset(out + n, ' ', pad);
-	out[pad + n] = '\0';
-}
-
 static void
 draw_table(struct mstat_ui *ui)
 {
@@ -142,6 +118,7 @@ draw_table(struct mstat_ui *ui)
 	int nw = mstat_columns_fit(COLS - 1, ui->sort, shown);
 	int y0 = HEAD + 1, rows = LINES - y0 - 1;
 	uint64_t now_ns = ui->model.wall_ns;
+	const char *ellipsis = ui->utf8 ? "\u2026" : "~";
 
 	ui->page = rows > 0 ? (size_t)rows : 0;
 	/* The header: the sorted column underlined and bold. */
@@ -152,7 +129,7 @@ draw_table(struct mstat_ui *ui)
 		if (!shown[k])
 			continue;
 		int w = k == MSTAT_SORT_NAME ? nw : c->width;
-		cell(buf, sizeof(buf), c, w, c->title);
+		mstat_column_pad(k, c->title, w, ellipsis, buf, sizeof(buf));
 		attrset(A_REVERSE | (k == (int)ui->sort ? A_BOLD | A_UNDERLINE : 0));
 		mvaddnstr(HEAD, x, buf, COLS - x);
 		x += w + 1;
@@ -174,12 +151,12 @@ draw_table(struct mstat_ui *ui)
 		size_t at = 0;
 		for (int k = 0; k < MSTAT_SORT_COUNT; k++) {
 			const struct mstat_column *c = mstat_column(k);
-			char raw[128], buf[256];
+			char buf[256];
 			if (!shown[k])
 				continue;
-			mstat_column_text(k, ui->rows[r], now_ns, raw, sizeof(raw));
-			cell(buf, sizeof(buf), c, k == MSTAT_SORT_NAME ? nw
-								    : c->width, raw);
+			mstat_column_cell(k, ui->rows[r], now_ns,
+					  k == MSTAT_SORT_NAME ? nw : c->width,
+					  ellipsis, buf, sizeof(buf));
 			at += (size_t)snprintf(text + at, sizeof(text) - at, "%s%s",
 					       at ? " " : "", buf);
 			if (at >= sizeof(text))
@@ -403,8 +380,11 @@ site_text(char *buf, size_t len, int w, const struct mstat_site *k)
 		snprintf(buf, len, "%s", self);
 		return;
 	}
-	/* Cut the name: keep what follows its first space (file:line). */
-	const char *where = k->function[0] ? strchr(self, ' ') : NULL;
+	/* Cut the name: keep what follows it (file:line).  A C++ name has
+	 * spaces of its own ("f(unsigned long)"). */
+	size_t fl = strlen(k->function);
+	const char *where = fl && fl < strlen(self) && self[fl] == ' '
+				    ? self + fl : NULL;
 	int wl = where ? (int)strlen(where) : 0;
 	int room = w - wl - 2;
 	if (room < 4)

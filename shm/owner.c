@@ -46,30 +46,53 @@ mstat_owner_alive(int fd)
 	return l.l_type != F_UNLCK;
 }
 
-/* What the header at `fd` says; false if it is a segment of another
- * format, whose liveness is not ours to judge.  Bytes that are no
- * segment of any format (a header someone wrote over) are judged as an
- * unpublished one: by the lock alone. */
+/* Format 2 brought the owner lock on byte MSTAT_OWNER_LOCK_BYTE, and
+ * every format since has kept it (layout.h).  Format 1 told liveness by
+ * pid. */
+#define OWNER_LOCK_SINCE_MAJOR 2
+
+/*
+ * Whether the segment at `fd`, `size` bytes, is judged by the owner lock,
+ * and what its header says (`out`).  False if it is of a format whose
+ * liveness is not ours to judge (format 1, one newer than this code), or
+ * is cut too short to say which format it is.  Bytes that are no segment
+ * of any format (a header someone wrote over, a file not yet written by
+ * its creator) are judged by the lock alone: every creator since format
+ * 2 locks its file before it gives it any size (docs/design.md,
+ * "Removing dead segments").
+ */
 static bool
-read_identity(int fd, struct mstat_reaped *out)
+read_identity(int fd, off_t size, struct mstat_reaped *out)
 {
 	struct mstat_shm_header h;
 	ssize_t n = pread(fd, &h, offsetof(struct mstat_shm_header, name), 0);
 	uint32_t state = 0;
 
 	memset(out, 0, sizeof(*out));
+	out->cut = size > 0 && size < (off_t)MSTAT_PAGE;
 	if (n < (ssize_t)sizeof(h.magic))
-		return true; /* made, not yet sized: its creator died there */
+		return true; /* made, not yet sized: its creator died there;
+			      * or cut before its magic */
 	uint64_t magic = atomic_load_explicit(&h.magic, memory_order_relaxed);
 	if (magic != MSTAT_SHM_MAGIC)
 		return true; /* not published yet, and its creator is gone;
 			      * or not a segment, and nobody holds it */
-	if (n < (ssize_t)offsetof(struct mstat_shm_header, name) ||
-	    h.version_major != MSTAT_SHM_VERSION_MAJOR)
+	if (n < (ssize_t)(offsetof(struct mstat_shm_header, version_major) +
+			  sizeof(h.version_major)))
+		return false; /* cut inside the magic's header: which format,
+			       * and so whose rules, it no longer says */
+	if (h.version_major < OWNER_LOCK_SINCE_MAJOR ||
+	    h.version_major > MSTAT_SHM_VERSION_MAJOR)
 		return false; /* liveness by another format's rules */
-	if (pread(fd, &state, sizeof(state),
+	/* An owner of any format since the lock's holds it for life,
+	 * whatever the file's size now: judged by the lock.  Who it was is
+	 * read only from a whole header of this format. */
+	if (h.version_major != MSTAT_SHM_VERSION_MAJOR ||
+	    n < (ssize_t)offsetof(struct mstat_shm_header, name) ||
+	    size < (off_t)MSTAT_PAGE ||
+	    pread(fd, &state, sizeof(state),
 		  offsetof(struct mstat_shm_header, state)) != sizeof(state))
-		return false;
+		return true;
 	out->published = true;
 	out->pid = h.pid;
 	out->start_time = h.start_time;
@@ -150,7 +173,7 @@ mstat_reap_at(int dirfd, const char *name, uid_t uid,
 	rc = lock_dead(fd);
 	if (rc <= 0)
 		goto out;
-	if (!read_identity(fd, &id)) {
+	if (!read_identity(fd, st.st_size, &id)) {
 		rc = MSTAT_REAP_KEPT;
 		goto unlock;
 	}

@@ -37,7 +37,8 @@ int mstat_owner_alive(int fd);
 
 /* Who made a segment, as its header says, and how it ended. */
 struct mstat_reaped {
-	bool published;     /* it had its magic: a complete segment */
+	bool published;     /* a whole header of this format: who made it */
+	bool cut;           /* shorter than a header: truncated */
 	pid_t pid;
 	uint64_t start_time;
 	uint64_t pid_ns;
@@ -51,8 +52,8 @@ enum mstat_reap {
 
 /*
  * If `name` in directory `dirfd` is a segment of user `uid` (a regular
- * file, this format or not yet published) whose owner is gone, unlinks
- * it.  If `succeeded` is not NULL and the segment is that process's own
+ * file of any size, of a format since the owner lock's or not yet
+ * published) whose owner is gone, unlinks it.  If `succeeded` is not NULL and the segment is that process's own
  * (same pid, start time and pid namespace: the image before an exec),
  * marks it MSTAT_STATE_EXECED first, for readers that still have it.
  * Returns enum mstat_reap, or -errno; `out` (if not NULL) says what the

@@ -34,6 +34,7 @@
 #include <fcntl.h>
 #include <linux/membarrier.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -329,6 +330,38 @@ mstat_reader_open_fd(struct mstat_reader **out, int fd, const char *label,
 }
 
 int
+mstat_reader_why_none(pid_t pid, char *err, size_t errlen)
+{
+	char proc[32];
+	struct stat st;
+	int rc;
+
+	snprintf(proc, sizeof(proc), "/proc/%d", (int)pid);
+	/* kill(0) says whether the pid exists here, even where /proc hides
+	 * other users' processes; /proc says whose it is, where it can. */
+	if (kill(pid, 0) < 0 && errno == ESRCH)
+		rc = -ESRCH;
+	else if (stat(proc, &st) == 0 && st.st_uid != geteuid())
+		rc = -EPERM;
+	else
+		rc = -ENOENT;
+	if (err && errlen) {
+		if (rc == -ESRCH)
+			snprintf(err, errlen, "pid %d: no such process", (int)pid);
+		else if (rc == -EPERM)
+			snprintf(err, errlen, "pid %d: no segment of yours: it is "
+				 "a process of uid %u, and only uid %u's are read",
+				 (int)pid, (unsigned)st.st_uid,
+				 (unsigned)geteuid());
+		else
+			snprintf(err, errlen, "pid %d: no segment: it does not "
+				 "count with libmstatshm (mstat-run starts a "
+				 "program that does)", (int)pid);
+	}
+	return rc;
+}
+
+int
 mstat_reader_open_pid(struct mstat_reader **out, pid_t pid, char *err,
 		      size_t errlen)
 {
@@ -389,10 +422,7 @@ mstat_reader_open_pid(struct mstat_reader **out, pid_t pid, char *err,
 	}
 	mstat_reader_close(dead);
 	if (matches == 0) {
-		if (err && errlen)
-			snprintf(err, errlen,
-				 "pid %d: no segment (is it %s with libmstatshm?)",
-				 (int)pid, have_start ? "running" : "alive");
+		(void)mstat_reader_why_none(pid, err, errlen);
 		return -ENOENT;
 	}
 	if (opened > 1) {

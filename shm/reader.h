@@ -27,6 +27,12 @@
 #include "layout.h"
 #include "mstatshm.h"
 
+/* Why process `pid` has no segment to read, in one line into `err`:
+ * -ESRCH there is no such process (here), -EPERM it is another user's,
+ * -ENOENT it does not count with libmstatshm.  mstat_reader_open_pid()
+ * says the same when it finds none. */
+int mstat_reader_why_none(pid_t pid, char *err, size_t errlen);
+
 #define MSTAT_READER_MAGIC 0x6d737264u /* "msrd" */
 #define MSTAT_WAIT_BUDGET_DEFAULT_US 10000u
 #define MSTAT_LOCK_BUDGET_US 1000000u

@@ -38,7 +38,7 @@ mstat_validate_stat(const struct stat *st, uid_t uid, char *err, size_t errlen)
 		return refuse(-EPERM, err, errlen, "has mode %04o, not 0600",
 			      (unsigned)(st->st_mode & 07777));
 	if (st->st_size < (off_t)MSTAT_PAGE)
-		return refuse(-EPROTO, err, errlen,
+		return refuse(-ENODATA, err, errlen,
 			      "is %lld bytes, smaller than a header",
 			      (long long)st->st_size);
 	return 0;

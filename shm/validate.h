@@ -9,6 +9,8 @@
  *   -EPERM            another owner, or a mode other than 0600
  *   -EAGAIN           the target has not finished creating it yet (empty,
  *                     or not published)
+ *   -ENODATA          shorter than a header: cut short by someone (a
+ *                     creator sizes its file whole before it writes it)
  *   -EPROTONOSUPPORT  a major version this reader does not know
  *   -EPROTO           anything else that does not add up
  */

@@ -4,7 +4,8 @@
 
     e2e.py TEST     TEST: exact lifecycle exec stopped refusals gc pidns
                           unpublished json openmetrics interactive escape
-                          leak replay keys terminal
+                          leak replay keys terminal files cut narrow
+                          baseline options
 
 Environment (set by meson): MSTAT_TOP, MSTAT_TARGET (tests/observer/target.c),
 MSTAT_RUN, PROMTOOL and TMUX_BIN (empty when not installed).
@@ -212,6 +213,19 @@ def display_name(name, comm=TARGET_COMM):
     return name if name.startswith(comm) else "%s [%s]" % (name, comm)
 
 
+def shown_name(name, w, comm=TARGET_COMM):
+    """NAME in a column of w characters (columns.c): whole if it fits;
+    else the name and what fits of its [comm], marked cut; else the name
+    alone; else the name, cut.  A cut ends in an ellipsis."""
+    def cut(s):
+        return s if len(s) <= w else s[:w - 1] + "\u2026"
+    if name.startswith(comm) or len(display_name(name, comm)) <= w:
+        return cut(display_name(name, comm))
+    if len(name) + 4 <= w:
+        return "%s [%s\u2026]" % (name, comm[:w - len(name) - 4])
+    return cut(name)
+
+
 # ---- the tests ----
 
 def test_exact():
@@ -246,12 +260,36 @@ def test_exact():
           ["killed", "running"], "by name: both: %s" % out)
     check(not os.path.exists("/dev/shm/" + old),
           "the dead one's segment was removed")
-    # A pid with no segment is named on stderr; the others are shown.
+    # A pid with no segment is named on stderr, with why; the others are
+    # shown.
     out, err = run_top("-n", "1", "-p", "%d,2000000001" % t.pid)
-    check(ours(err) == "mstat-top: pid 2000000001: no segment (is it counting "
-          "with libmstatshm?)\n", "missing pid: %r" % err)
+    check(ours(err) == "mstat-top: pid 2000000001: no such process\n",
+          "missing pid: %r" % err)
+    _, err = run_top("-n", "1", "-p", str(os.getpid()))
+    check(ours(err) == "mstat-top: pid %d: no segment: it does not count "
+          "with libmstatshm (mstat-run starts a program that does)\n" %
+          os.getpid(), "a live pid that does not count: %r" % err)
+    if os.geteuid() == 0:
+        other = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534",
+                                  "--clear-groups", "sleep", "60"])
+        children.append(other)
+        wait_for(lambda: os.stat("/proc/%d" % other.pid).st_uid == 65534,
+                 "a process of another user")
+        _, err = run_top("-n", "1", "-p", str(other.pid))
+        check(ours(err) == "mstat-top: pid %d: no segment of yours: it is a "
+              "process of uid 65534, and only uid 0's are read\n" % other.pid,
+              "another user's: %r" % err)
+        other.kill()
+        other.wait()
+    # -p naming nothing that exists: nothing to watch, ever: exit 1.
+    r = subprocess.run([TOP, "-b", "-n", "3", "-p", "2000000001,2000000002"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=TIMEOUT)
+    check(r.returncode == 1 and r.stdout == b"" and
+          ours(r.stderr.decode()).count("no such process\n") == 2,
+          "-p of no process: exit %d, %r" % (r.returncode, r.stderr))
     rows = [r for r in table_rows(out) if r["PID"] == str(t.pid)]
-    check(rows and rows[0]["NAME"] == display_name(t.name)[:20] and
+    check(rows and rows[0]["NAME"] == shown_name(t.name, 20) and
           rows[0]["THR"] == "1" and rows[0]["LIVE"] == "896GiB" and
           rows[0]["OBJS"] == "%d" % ts[1]["processes"][0]["live_objects"] and
           rows[0]["STATE"] == "running", "table row: %r" % rows)
@@ -472,6 +510,11 @@ def test_refusals():
     lines = err.splitlines()
     for k, n in names.items():
         mine = [l for l in lines if n in l]
+        if k == "truncated":  # and nobody holds it: removed (test_cut)
+            check(mine[1:] == ["mstat-top: removed %s: cut shorter than a "
+                               "header, and its owner is gone" % n],
+                  "truncated: removed: %r" % mine)
+            mine = mine[:1]
         check(len(mine) == 1, "%s: one line, got %r" % (k, mine))
         check(mine[0].startswith("mstat-top: skipped ") and why[k] in mine[0],
               "%s: reason %r" % (k, mine[0]))
@@ -609,6 +652,99 @@ def test_unpublished():
     finally:
         os.close(lock)
     good.stop()
+
+
+def test_cut():
+    """A segment cut shorter than a header is refused, with one line, and
+    kept while its owner lives (it holds its lock); once the owner is
+    gone it is removed, by the tick that finds it and by --gc.  Removed
+    too when the reader that watched it dropped it.  One of format 1
+    (liveness by pid), or cut too short to say its format, is kept."""
+    good = Target("fixed", TAG + "-cut")
+    head, size = segment_head(good.pid)
+    names = {k: "mstat.%d.%d" % (os.getpid(), (1 << 43) + i)
+             for i, k in enumerate(("tick", "whole", "held", "noversion",
+                                    "v1", "gc"))}
+    v1 = head[:8] + (1).to_bytes(2, "little") + head[10:]
+    plant(names["tick"], head[:100])      # its identity cut too
+    plant(names["whole"], head[:1000])    # its identity whole
+    plant(names["held"], head[:100])
+    plant(names["noversion"], head[:9])   # the magic, then nothing
+    plant(names["v1"], v1[:100])
+    lock = hold_owner_lock("/dev/shm/" + names["held"])
+    kept = ("held", "noversion", "v1")
+    try:
+        out, err = run_top("-o", "json", "-n", "2", "-d", "0.2",
+                           "-F", TAG + "-none")
+        for k in ("tick", "whole"):
+            check("skipped %s: is %d bytes, smaller than a header" %
+                  (names[k], 100 if k == "tick" else 1000) in err and
+                  "removed %s: cut shorter than a header, and its owner is "
+                  "gone" % names[k] in err and
+                  not os.path.exists("/dev/shm/" + names[k]),
+                  "%s: removed by the tick: %r" % (k, err))
+        for k in kept:
+            check(os.path.exists("/dev/shm/" + names[k]) and
+                  "removed %s" % names[k] not in err,
+                  "%s kept by the tick: %r" % (k, err))
+        plant(names["gc"], head[:100])
+        r = subprocess.run([TOP, "--gc"], stderr=subprocess.PIPE,
+                           stdout=subprocess.PIPE, timeout=TIMEOUT)
+        err = r.stderr.decode()
+        check(r.returncode == 0 and
+              "removed %s (pid %d, cut shorter than a header)" %
+              (names["gc"], os.getpid()) in err and
+              not os.path.exists("/dev/shm/" + names["gc"]),
+              "--gc removed it: %r" % err)
+        for k in kept:
+            check(os.path.exists("/dev/shm/" + names[k]) and
+                  names[k] not in err, "%s kept by --gc: %r" % (k, err))
+    finally:
+        os.close(lock)
+
+    # A live process's segment cut short: refused, kept while it lives
+    # (it idles: no count of its touches the pages cut away); once it is
+    # killed, removed by the next tick.
+    seg = "/dev/shm/" + segments_of(good.pid)[0]
+    os.truncate(seg, 100)
+    out, err = run_top("-o", "json", "-n", "1", "-p", str(good.pid))
+    check("smaller than a header" in err and os.path.exists(seg),
+          "a live owner's: refused and kept: %r" % err)
+    good.p.kill()
+    good.p.wait()
+    # (With nothing left of what -p names, batch mode exits 1.)
+    r = subprocess.run([TOP, "-b", "-o", "json", "-n", "1", "-p",
+                        str(good.pid)], stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, timeout=TIMEOUT)
+    err = ours(r.stderr.decode())
+    check(r.returncode == 1 and not os.path.exists(seg) and
+          "cut shorter than a header, and its owner is gone" in err and
+          err.endswith("pid %d: no such process\n" % good.pid),
+          "removed once its owner is gone: %d %r" % (r.returncode, err))
+
+    # Cut short while watched: dropped by the observer watching it, and
+    # kept while its owner lives; removed by that observer once it is
+    # gone.
+    t = Target("fixed", TAG + "-cut2")
+    seg = "/dev/shm/" + segments_of(t.pid)[0]
+    top = subprocess.Popen([TOP, "-b", "-o", "json", "-d", "0.2", "-n",
+                            str(TIMEOUT * 5), "-p", str(t.pid)],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    children.append(top)
+    try:
+        check(find(json.loads(top.stdout.readline()), t), "watched")
+        os.truncate(seg, 100)
+        line = top.stderr.readline().decode()
+        while re.match(r"--\d+-- ", line):  # valgrind's own
+            line = top.stderr.readline().decode()
+        check(line.startswith("mstat-top: dropped ") and
+              os.path.exists(seg), "dropped, kept: %r" % line)
+        t.p.kill()
+        t.p.wait()
+        wait_for(lambda: not os.path.exists(seg), "the dropped one removed")
+    finally:
+        top.kill()
+        top.wait()
 
 
 def test_json():
@@ -804,9 +940,12 @@ def test_interactive():
               "class 128GiB with 896GiB live and no growth: %r" % row)
         t.keys("Escape")
         s = t.wait(lambda s: "SIZE<=" not in s and "GROWTH" in s, "back")
-        # Esc clears the filter (every process in /dev/shm shows: the
-        # status line says no filter), then back to this run's processes.
+        # Esc in the filter goes back to the command line's -F, not to
+        # every process of the user; C-u and Enter clear it.
         t.keys("/", "Escape")
+        s = t.wait(lambda s: "filter: %s  " % TAG in s, "back to -F")
+        check(len(rows_of(s, pids)) == 2, "-F's processes: %r" % s)
+        t.keys("/", "C-u", "Enter")
         t.wait(lambda s: "filter:" not in s, "no filter")
         t.keys("/", TAG, "Enter")
         s = t.wait(lambda s: len(rows_of(s, pids)) == 2 and
@@ -857,6 +996,54 @@ def test_interactive():
                 os.unlink(f)
     big.stop()
     small.stop()
+
+
+def test_narrow():
+    """In a terminal 40 columns wide, PID, NAME and STATE stay (and LIVE,
+    the sorted column): a killed process reads as killed, not as a
+    running one.  At 80, a NAME too long for its column keeps the
+    program's name whole, ends its [comm] in an ellipsis and closes it."""
+    if not TMUX:
+        print("tmux not installed")
+        sys.exit(77)
+    # Names short enough that at 80 some of the [comm] fits, whatever
+    # the pid.
+    a = Target("fixed", TAG + "-n")
+    doomed = Target("fixed", TAG + "-k")
+    t = Tmux("TERM=screen LANG=C.UTF-8 %s%s -d 0.3 --linger 60 -F %s "
+             "2>/dev/null" % (MEMCHECK, TOP, TAG), w=40, h=12)
+
+    def row(s, pid):
+        found = [l for l in s.splitlines() if l.split()[:1] == [str(pid)]]
+        return found[0] if found else None
+    try:
+        s = t.wait(lambda s: row(s, a.pid) and row(s, doomed.pid),
+                   "both processes")
+        head = [l for l in s.splitlines() if l.split()[:1] == ["PID"]]
+        check(head and head[0].split() == ["PID", "NAME", "LIVE", "STATE"],
+              "the columns at 40: %r" % head)
+        check(max(len(l) for l in s.splitlines()) <= 40, "fits 40")
+        check(row(s, a.pid).split()[-1] == "running", "running: %r" %
+              row(s, a.pid))
+        doomed.p.kill()
+        doomed.p.wait()
+        s = t.wait(lambda s: row(s, doomed.pid) and
+                   row(s, doomed.pid).split()[-1] == "killed",
+                   "the killed one shown killed")
+        check(row(s, a.pid)[8:8 + 14] == shown_name(a.name, 14),
+              "NAME at 40: %r" % row(s, a.pid))
+        t.tmux("resize-window", "-t", "t", "-x", "80", "-y", "12")
+        s = t.wait(lambda s: "GROWTH/s" in s and row(s, a.pid),
+                   "redrawn at 80")
+        cell = shown_name(a.name, 19)
+        check(cell.endswith("\u2026]") and cell.startswith(a.name + " [")
+              and row(s, a.pid)[8:8 + 19] == cell,
+              "NAME at 80: %r, not %r" % (row(s, a.pid), cell))
+        t.keys("q")
+        wait_for(lambda: not t.alive(), "q to quit")
+    finally:
+        t.kill()
+    a.stop()
 
 
 def leak_pair(tag, env=None):
@@ -932,6 +1119,39 @@ def test_leak():
           "growth from the new baseline: %r" % counts)
     grows.stop()
     steady.stop()
+
+
+def test_baseline():
+    """--baseline: --help and the man page say the same of it (whose
+    start: mstat-top's first tick), and the view shows that the baseline
+    is still to be taken, counting down, until it is."""
+    r = subprocess.run([TOP, "--help"], stdout=subprocess.PIPE,
+                       timeout=TIMEOUT)
+    help_text = " ".join(r.stdout.decode().split())
+    man = open(os.path.join(DOCS, "mstat-top.1")).read()
+    man = " ".join(man.replace("\\-", "-").replace(".I seconds\n",
+                                                     "SECONDS ").split())
+    said = "take every baseline again SECONDS after mstat-top's first tick"
+    check(said in help_text and "T" + said[1:] in man,
+          "--help and the man page say %r" % said)
+    check("in batch mode" not in man.split("--baseline")[1][:300],
+          "the man page does not limit it to batch mode")
+    if not TMUX:
+        print("tmux not installed: the view is not checked")
+        return
+    grows = Target("leak", TAG + "-grows")
+    t = Tmux("TERM=screen %s%s -d 0.3 --baseline 2 -F %s 2>/dev/null" %
+             (MEMCHECK, TOP, TAG), w=100)
+    try:
+        t.wait(lambda s: re.search(r"every 0.3s  baseline in [12]s  sort", s),
+               "the baseline pending")
+        t.wait(lambda s: "every 0.3s  sort" in s and "baseline in" not in s,
+               "the baseline taken")
+        t.keys("q")
+        wait_for(lambda: not t.alive(), "q to quit")
+    finally:
+        t.kill()
+    grows.stop()
 
 
 def test_replay():
@@ -1072,6 +1292,139 @@ def test_keys():
     steady.stop()
 
 
+def test_files():
+    """The files the tools write where a user asks (--pprof, --record,
+    mstat-run --summary) are mode 0600 whatever the umask, replace a file
+    of ours under that name, and are never written through what is
+    planted there: a symbolic link (the file it points to stays as it
+    was), a FIFO (refused, nothing waits on it), another user's file.
+    Nothing is left behind by a refusal."""
+    import shutil
+    import tempfile
+    t = Target("fixed", TAG + "-files")
+    d = tempfile.mkdtemp(prefix="mstat-files.")
+    try:
+        files_in(t, d)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    t.stop()
+
+
+def files_in(t, d):
+    import stat
+    victim = os.path.join(d, "victim")
+    with open(victim, "w") as f:
+        f.write("untouched\n")
+    os.chmod(victim, 0o644)
+
+    def run(args, **kw):
+        return subprocess.run(args, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=TIMEOUT,
+                              preexec_fn=lambda: os.umask(0), **kw)
+
+    def outputs(name):
+        """(mstat-top/mstat-run arguments writing `name`, its exit status
+        when refused)"""
+        path = os.path.join(d, name)
+        out = [([TOP, "-p", str(t.pid), "--pprof=" + path], 1),
+               ([TOP, "-b", "-n", "1", "-p", str(t.pid), "--record", path],
+                1)]
+        if RUN:  # not beside a sanitizer's malloc
+            out.append(([RUN, "--summary", path, "--", "sh", "-c",
+                         "echo ran >%s" % os.path.join(d, "ran")], 125))
+        return path, out
+
+    def contents():
+        return sorted(n for n in os.listdir(d) if n != "ran")
+
+    os.mkfifo(os.path.join(d, "fifo"))
+    other = os.path.join(d, "other")
+    with open(other, "w") as f:
+        f.write("another user's\n")
+    os.chown(other, 65534, -1)
+    for name, why in (("link", "is a symbolic link; not written through"),
+                      ("fifo", "is a FIFO; not written through"),
+                      ("other", "belongs to uid 65534; not replaced")):
+        if name == "link":
+            os.symlink(victim, os.path.join(d, "link"))
+        before = contents()
+        path, runs = outputs(name)
+        for args, status in runs:
+            r = run(args)
+            err = ours(r.stderr.decode())
+            check(r.returncode == status and
+                  err.endswith("%s: %s (remove it, or name another file)\n"
+                               % (path, why)
+                               if name != "other" else
+                               "%s: %s\n" % (path, why)),
+                  "%s %s: exit %d, %r" % (os.path.basename(args[0]), name,
+                                          r.returncode, err))
+            check(open(victim).read() == "untouched\n" and
+                  open(other).read() == "another user's\n",
+                  "%s wrote through %s" % (args, name))
+            check(contents() == before, "%s left %r" % (args, contents()))
+            check(not os.path.exists(os.path.join(d, "ran")),
+                  "mstat-run ran its command with a summary it cannot write")
+        check(os.path.islink(os.path.join(d, "link")) or name != "link",
+              "the link is left as it was")
+    check(stat.S_ISFIFO(os.lstat(os.path.join(d, "fifo")).st_mode), "fifo")
+
+    # Written: 0600 with umask 0, also where a file of ours (0644) was.
+    for name in ("new", "old"):
+        path, runs = outputs(name)
+        for args, status in runs:
+            if name == "old":
+                with open(path, "w") as f:
+                    f.write("old\n")
+                os.chmod(path, 0o644)
+            r = run(args)
+            check(r.returncode == 0, "%s: exit %d: %s" %
+                  (args, r.returncode, r.stderr.decode()))
+            st = os.lstat(path)
+            check(stat.S_ISREG(st.st_mode) and
+                  stat.S_IMODE(st.st_mode) == 0o600 and
+                  st.st_uid == os.geteuid() and st.st_size > 0 and
+                  open(path, "rb").read(4) != b"old\n",
+                  "%s: mode %o, %d bytes" % (args, st.st_mode, st.st_size))
+            os.unlink(path)
+            if os.path.exists(os.path.join(d, "ran")):
+                os.unlink(os.path.join(d, "ran"))
+    check(sorted(os.listdir(d)) == ["fifo", "link", "other", "victim"],
+          "no temporary file left: %r" % os.listdir(d))
+
+
+def test_options():
+    """A bad value for any option is refused with exit status 2 and one
+    line that says what the option takes."""
+    sorts = ("a column: pid, name, age, threads, live-bytes, live-objs, "
+             "alloc/s, free/s, net/s, growth, growth-objs, growth/s, state")
+    for args, flag, value, want in (
+            (["-n", "0"], "-n", "0", "a number of ticks, 1 or more"),
+            (["-n", "1x"], "-n", "1x", "a number of ticks, 1 or more"),
+            (["-d", "0.05"], "-d", "0.05", "seconds, 0.1 to 3600"),
+            (["--delay=3601"], "--delay", "3601", "seconds, 0.1 to 3600"),
+            (["-o", "xml"], "-o", "xml",
+             "table, json, openmetrics or prometheus"),
+            (["-p", "1,x"], "-p", "1,x", "process ids, 1 to 2147483647, "
+             "separated by commas, at most 256"),
+            (["-F", "x" * 64], "-F", "x" * 64, "text of at most 63 bytes"),
+            (["-s", "size"], "-s", "size", sorts),
+            (["--linger=86401"], "--linger", "86401", "seconds, 0 to 86400"),
+            (["--window=0.5"], "--window", "0.5", "seconds, 1 to 86400"),
+            (["--baseline=-1"], "--baseline", "-1",
+             "seconds, 0 to 31536000 (a year)"),
+            (["--sites=1001"], "--sites", "1001",
+             "a number of call sites, 1 to 1000"),
+            (["--sample-bytes=%d" % ((1 << 40) + 1)], "--sample-bytes",
+             str((1 << 40) + 1), "bytes, 0 (off) to 1099511627776")):
+        r = subprocess.run([TOP, "-b"] + args, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=TIMEOUT)
+        line = "mstat-top: bad value '%s' for %s: %s\n" % (value, flag, want)
+        check(r.returncode == 2 and ours(r.stderr.decode()) == line,
+              "%s: exit %d, %r, not %r" % (args, r.returncode,
+                                          r.stderr.decode(), line))
+
+
 def test_terminal():
     """--version; a terminal curses cannot drive gets batch output and a
     one-line note, not garbage or an error."""
@@ -1171,8 +1524,8 @@ def test_escape():
     table = check_clean(out, "the table")
     check_clean(err, "stderr")
     check(("mstat-top: %s\n" % note) in err.decode(), "the note: %r" % err)
-    # Its first 20 bytes, but no character cut in two.
-    cell = display_name(shown).encode()[:20].decode(errors="ignore")
+    # Its first 20 characters, the last an ellipsis.
+    cell = shown_name(shown, 20)
     rows = [l for l in table.splitlines() if l.split()[:1] == [str(t.pid)]]
     check(len(rows) == 1 and rows[0][8:].startswith(cell + " "),
           "table row %r, name %r" % (rows, cell))
@@ -1238,7 +1591,7 @@ def test_escape():
         s = tm.wait(lambda s: view_note in s, "the note")
         s = capture()
         row = [l for l in s.splitlines() if l.split()[:1] == [str(t.pid)]]
-        cell = display_name(shown)[:24]  # NAME's bound, in characters
+        cell = shown_name(shown, 24)  # NAME's bound, in characters
         check(row and row[0][8:].startswith(cell),
               "the row shows %r: %r" % (cell, row))
         tm.keys("Enter")

@@ -616,13 +616,98 @@ test_table(void **state)
 		"allocs 2/s, frees 0/s, net +116B/s, growth +232B, +116B/s\n"
 		"    PID NAME                    AGE  THR     LIVE   OBJS  ALLOC/s"
 		"   FREE/s      NET/s    GROWTH   +OBJS   GROWTH/s STATE\n"
-		"     42 we?[2J??1???\"\\\xc3\xa9????     9s    2     280B      7"
+		/* The name, cut to 20 characters (not bytes), ends in an
+		 * ellipsis. */
+		"     42 we?[2J??1???\"\\\xc3\xa9????\xe2\x80\xa6"
+		"     9s    2     280B      7"
 		"      2/s      0/s    +116B/s     +232B      +4    +116B/s running\n"
 		"      7 sleepy                    -    -        -      -"
 		"        -        -          -         -       -          - "
 		"stalled: mstat.?[31m.1: is not initialised yet\n\n");
 	free(out);
 	mstat_model_fini(&m);
+}
+
+/* NAME cut to a column: the program's name stays readable before its
+ * [comm], and a cut ends in an ellipsis; numbers are never cut. */
+static void
+test_name_cells(void **state)
+{
+	struct mstat_model_row *r = calloc(1, sizeof(*r));
+	char b[256];
+	(void)state;
+
+	assert_non_null(r);
+	snprintf(r->name, sizeof(r->name), "demo-churning");
+	snprintf(r->comm, sizeof(r->comm), "mstat-demo-work");
+	snprintf(r->exe, sizeof(r->exe), "mstat-demo-workload");
+#define CELL(k, w, want) assert_string_equal( \
+	mstat_column_cell(k, r, 0, w, "~", b, sizeof(b)), want)
+	CELL(MSTAT_SORT_NAME, 0, "demo-churning [mstat-demo-work]");
+	CELL(MSTAT_SORT_NAME, 32, "demo-churning [mstat-demo-work] ");
+	CELL(MSTAT_SORT_NAME, 31, "demo-churning [mstat-demo-work]");
+	CELL(MSTAT_SORT_NAME, 30, "demo-churning [mstat-demo-wo~]");
+	CELL(MSTAT_SORT_NAME, 20, "demo-churning [mst~]");
+	CELL(MSTAT_SORT_NAME, 17, "demo-churning [~]");
+	CELL(MSTAT_SORT_NAME, 16, "demo-churning   ");
+	CELL(MSTAT_SORT_NAME, 13, "demo-churning");
+	CELL(MSTAT_SORT_NAME, 8, "demo-ch~");
+	/* Characters, not bytes: "é" is one. */
+	snprintf(r->name, sizeof(r->name), "d\xc3\xa9mo-churning");
+	CELL(MSTAT_SORT_NAME, 20, "d\xc3\xa9mo-churning [mst~]");
+	CELL(MSTAT_SORT_NAME, 4, "d\xc3\xa9m~");
+	/* A name its comm begins: no brackets. */
+	snprintf(r->comm, sizeof(r->comm), "d\xc3\xa9mo-chur");
+	CELL(MSTAT_SORT_NAME, 10, "d\xc3\xa9mo-chur~");
+	/* Numbers to the right, whole, even past their column. */
+	r->pid = 1234567;
+	CELL(MSTAT_SORT_PID, 9, "  1234567");
+	CELL(MSTAT_SORT_PID, 3, "1234567");
+	CELL(MSTAT_SORT_STATE, 9, "running  ");
+#undef CELL
+	free(r);
+}
+
+/* On a narrow screen PID, NAME and STATE stay (a killed row must not
+ * read as a running one), and the sorted column; the rest give way, and
+ * then NAME narrows. */
+static void
+test_narrow_columns(void **state)
+{
+	bool shown[MSTAT_SORT_COUNT];
+	(void)state;
+
+	struct {
+		int width;
+		enum mstat_model_sort sort;
+		int name;
+		const char *titles;
+	} want[] = {
+		{ 39, MSTAT_SORT_LIVE_BYTES, 14, "PID NAME LIVE STATE" },
+		{ 39, MSTAT_SORT_GROWTH_BYTES, 13, "PID NAME GROWTH STATE" },
+		{ 39, MSTAT_SORT_FREE_RATE, 14, "PID NAME FREE/s STATE" },
+		{ 29, MSTAT_SORT_LIVE_BYTES, 6, "PID NAME LIVE STATE" },
+		{ 29, MSTAT_SORT_PID, 13, "PID NAME STATE" },
+		{ 79, MSTAT_SORT_LIVE_BYTES, 19,
+		  "PID NAME AGE LIVE OBJS GROWTH GROWTH/s STATE" },
+		{ 200, MSTAT_SORT_LIVE_BYTES, 24,
+		  "PID NAME AGE THR LIVE OBJS ALLOC/s FREE/s NET/s GROWTH "
+		  "+OBJS GROWTH/s STATE" },
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		char titles[256] = "";
+		int name = mstat_columns_fit(want[i].width, want[i].sort, shown);
+		for (int k = 0; k < MSTAT_SORT_COUNT; k++)
+			if (shown[k])
+				snprintf(titles + strlen(titles),
+					 sizeof(titles) - strlen(titles), "%s%s",
+					 titles[0] ? " " : "",
+					 mstat_column(k)->title);
+		if (name != want[i].name || strcmp(titles, want[i].titles))
+			fail_msg("width %d: NAME %d, %s; not %d, %s",
+				 want[i].width, name, titles, want[i].name,
+				 want[i].titles);
+	}
 }
 
 static void
@@ -759,8 +844,13 @@ test_baseline_after(void **state)
 	struct mstat_model_input in[2];
 	(void)state;
 
+	uint64_t in_ns = 1;
 	mstat_model_init(&m, 5 * SEC);
 	m.baseline_after_ns = 2 * SEC;
+	/* Pending, and how long until it is taken (what the view shows):
+	 * before the first update, all of it. */
+	assert_true(mstat_model_baseline_pending(&m, &in_ns));
+	assert_int_equal(in_ns, 2 * SEC);
 	for (uint64_t t = 1; t <= 5; t++) {
 		snap_fill(&s[0], 10 * t, 0, 0, 0, 1, MSTAT_RUNNING);
 		snap_fill(&s[1], 100 * t, 0, 0, 0, 1, MSTAT_RUNNING);
@@ -768,11 +858,19 @@ test_baseline_after(void **state)
 		in[1] = input("new", 2, "new", MSTAT_LIVE_RUNNING, t * SEC, &s[1]);
 		assert_int_equal(mstat_model_update(&m, in, t >= 4 ? 2 : 1,
 						    t * SEC), 0);
+		bool pending = mstat_model_baseline_pending(&m, &in_ns);
+		assert_int_equal(pending, t < 3);
+		if (pending)
+			assert_int_equal(in_ns, (3 - t) * SEC);
 	}
 	/* old: rebased at 3 s (30 objects), now 50; new: first seen at 4 s. */
 	assert_int_equal(mstat_model_find(&m, "old")->growth_objects, 20);
 	assert_int_equal(mstat_model_find(&m, "new")->growth_objects, 100);
 	assert_true(m.rebased);
+	mstat_model_fini(&m);
+	/* Without --baseline, nothing is pending. */
+	mstat_model_init(&m, 5 * SEC);
+	assert_false(mstat_model_baseline_pending(&m, &in_ns));
 	mstat_model_fini(&m);
 }
 
@@ -1029,6 +1127,8 @@ main(void)
 		cmocka_unit_test(test_openmetrics),
 		cmocka_unit_test(test_prometheus_text),
 		cmocka_unit_test(test_table),
+		cmocka_unit_test(test_name_cells),
+		cmocka_unit_test(test_narrow_columns),
 		cmocka_unit_test(test_units),
 		cmocka_unit_test(test_growth),
 		cmocka_unit_test(test_baseline_after),

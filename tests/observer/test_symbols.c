@@ -3,7 +3,10 @@
  * test_symbols.c - naming frames from a module list the target wrote
  * (symbols.h).  The list is the target's, so a path may name anything: a
  * FIFO, which a plain open() would wait on for ever, is skipped, and the
- * modules that are ELF files are still used.
+ * modules that are ELF files are still used.  Names are shown as a user
+ * reads them: C++ demangled, without the compiler's clone suffixes, files
+ * relative to the source tree rather than to the build directory; pprof
+ * keeps the symbol whole, and the file from /.
  */
 #include <limits.h>
 #include <link.h>
@@ -20,6 +23,9 @@
 
 #include <cmocka.h>
 
+#include <zlib.h>
+
+#include "pprof.h"
 #include "symbols.h"
 
 __attribute__((noinline)) static int
@@ -27,6 +33,25 @@ mstat_test_named_function(int x)
 {
 	__asm__ volatile("" : "+r"(x));
 	return x + 1;
+}
+
+/* Functions with the symbols a C++ method and a GCC clone have. */
+__attribute__((noinline, used)) static int
+cxx_method(int x) __asm__("_ZN5Cache8rememberEm");
+__attribute__((noinline, used)) static int
+cxx_method(int x)
+{
+	__asm__ volatile("" : "+r"(x));
+	return x + 2;
+}
+
+__attribute__((noinline, used)) static int
+gcc_clone(int x) __asm__("renew.constprop.0");
+__attribute__((noinline, used)) static int
+gcc_clone(int x)
+{
+	__asm__ volatile("" : "+r"(x));
+	return x + 3;
 }
 
 /* The load address of this program (the first object listed). */
@@ -86,11 +111,265 @@ test_fifo_in_module_list(void **state)
 	rmdir(dir);
 }
 
+static void
+readable(const char *symbol, const char *want)
+{
+	char *got = mstat_symbol_readable(symbol);
+
+	assert_non_null(got);
+	if (strcmp(got, want) != 0)
+		fail_msg("%s: %s, not %s", symbol, got, want);
+	free(got);
+}
+
+static void
+test_readable_names(void **state)
+{
+	(void)state;
+	readable("main", "main");
+	readable("i", "i"); /* not "int": only _Z names are mangled */
+	readable("_ZN5Cache8rememberEm", "Cache::remember(unsigned long)");
+	readable("_ZN5Cache8rememberEm.isra.0", "Cache::remember(unsigned long)");
+	readable("renew.constprop.0", "renew");
+	readable("renew.constprop.12.isra.0", "renew");
+	readable("parse.part.0", "parse");
+	readable("parse.part.0.cold", "parse");
+	readable("parse.cold", "parse");
+	readable("helper.lto_priv.0", "helper");
+	readable("helper.llvm.1234567890", "helper");
+	readable("_ZN3foo3barEv.cold", "foo::bar()");
+	/* Not clone suffixes: kept as they are. */
+	readable("v1.2", "v1.2");
+	readable("name.with.dots", "name.with.dots");
+	readable(".cold", ".cold");
+	readable("_Znotmangled", "_Znotmangled");
+}
+
+static void
+shown(const char *comp_dir, const char *file, const char *want_shown,
+      const char *want_path)
+{
+	char a[64], b[64];
+
+	mstat_source_shown(a, sizeof(a), comp_dir, file);
+	mstat_source_path(b, sizeof(b), comp_dir, file);
+	if (strcmp(a, want_shown) != 0 || strcmp(b, want_path) != 0)
+		fail_msg("%s in %s: shown %s, path %s; not %s, %s", file,
+			 comp_dir ? comp_dir : "(null)", a, b, want_shown,
+			 want_path);
+}
+
+static void
+test_source_names(void **state)
+{
+	(void)state;
+	/* meson and CMake: the build directory in the source tree. */
+	shown("/src/proj/build", "../demo/workload.c", "demo/workload.c",
+	      "/src/proj/demo/workload.c");
+	shown("/src/proj/build/x86", "../../lib/./a/../b.c", "lib/b.c",
+	      "/src/proj/lib/b.c");
+	/* make: in the source tree, as recorded. */
+	shown("/src/proj", "demo/workload.c", "demo/workload.c",
+	      "/src/proj/demo/workload.c");
+	shown("/src/proj", "./workload.c", "workload.c",
+	      "/src/proj/workload.c");
+	/* Absolute, as recorded (the path resolved). */
+	shown("/b", "/src/proj/x.c", "/src/proj/x.c", "/src/proj/x.c");
+	shown("/b", "/src/proj/../x.c", "/src/proj/../x.c", "/src/x.c");
+	/* A build directory as far from the tree as from /: from /. */
+	shown("/tmp/b", "../../src/x.c", "/src/x.c", "/src/x.c");
+	/* No compilation directory known. */
+	shown(NULL, "../demo/w.c", "demo/w.c", "../demo/w.c");
+	shown(NULL, "..", "..", "..");
+	/* Too long for the room: as recorded, cut. */
+	shown("/b", "../0123456789012345678901234567890123456789"
+		    "0123456789012345678901234567890123456789.c",
+	      "../012345678901234567890123456789012345678901234567890123456789",
+	      "../012345678901234567890123456789012345678901234567890123456789");
+}
+
+/* The test's own binary, named: a C++ symbol demangled and a clone's
+ * suffix gone in `function`, both whole in `symbol`; its source file
+ * relative to the source tree in `file` (meson compiles it as
+ * "../tests/observer/test_symbols.c" in the build directory), and from /
+ * in `path`. */
+static void
+test_frames_named_readably(void **state)
+{
+	char exe[PATH_MAX];
+	struct mstat_profile_module mod;
+	struct mstat_profile p = { .nmodules = 1, .modules = &mod };
+	uint64_t bias = 0;
+	static const struct {
+		int (*fn)(int);
+		const char *function, *symbol;
+	} want[] = {
+		{ cxx_method, "Cache::remember(unsigned long)", "_ZN5Cache8rememberEm" },
+		{ gcc_clone, "renew", "renew.constprop.0" },
+		{ mstat_test_named_function, "mstat_test_named_function",
+		  "mstat_test_named_function" },
+	};
+
+	(void)state;
+	dl_iterate_phdr(first_object, &bias);
+	assert_non_null(realpath("/proc/self/exe", exe));
+	memset(&mod, 0, sizeof(mod));
+	memcpy(mod.path, exe, strlen(exe) + 1);
+	mod.bias = bias;
+	mod.start = 0;
+	mod.end = UINT64_MAX;
+	struct mstat_symbols *s = mstat_symbols_new(&p);
+	assert_non_null(s);
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		struct mstat_frame f;
+		mstat_symbols_lookup(s, (uint64_t)(uintptr_t)want[i].fn + 4, &f);
+		assert_non_null(f.function);
+		assert_string_equal(f.function, want[i].function);
+		assert_string_equal(f.symbol, want[i].symbol);
+		assert_non_null(f.file);
+		assert_non_null(f.path);
+		static const char src[] = "tests/observer/test_symbols.c";
+		size_t n = strlen(f.file), m = strlen(f.path);
+		if (n < sizeof(src) - 1 || strcmp(f.file + n - (sizeof(src) - 1), src) ||
+		    strncmp(f.file, "../", 3) == 0 || strstr(f.file, "/../"))
+			fail_msg("file %s", f.file);
+		if (f.path[0] != '/' || strstr(f.path, "/../") ||
+		    strstr(f.path, "/./") || m < sizeof(src) ||
+		    strcmp(f.path + m - (sizeof(src) - 1), src) ||
+		    f.path[m - sizeof(src)] != '/' || access(f.path, R_OK) != 0)
+			fail_msg("path %s", f.path);
+		assert_true(f.line > 0);
+	}
+	mstat_symbols_free(s);
+}
+
+/* ---- the pprof file: names and symbols (profile.proto) ---- */
+
+static uint64_t
+get_varint(const unsigned char **p, const unsigned char *end)
+{
+	uint64_t v = 0;
+
+	for (int shift = 0; *p < end && shift < 64; shift += 7) {
+		unsigned char c = *(*p)++;
+		v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80))
+			break;
+	}
+	return v;
+}
+
+/* Field `want` (a varint) of the message p[0..n). */
+static uint64_t
+msg_varint(const unsigned char *p, size_t n, unsigned want)
+{
+	const unsigned char *end = p + n;
+
+	while (p < end) {
+		uint64_t key = get_varint(&p, end);
+		if ((key & 7) == 0) {
+			uint64_t v = get_varint(&p, end);
+			if (key >> 3 == want)
+				return v;
+		} else {
+			p += get_varint(&p, end); /* length-delimited */
+		}
+	}
+	return 0;
+}
+
+/* A profile of one stack, the C++ method's and the clone's frames, written
+ * by mstat_pprof_write() with the test's own symbols: each Function's name
+ * is what views show, its system_name the symbol whole, its file from /. */
+static void
+test_pprof_keeps_symbols(void **state)
+{
+	char exe[PATH_MAX], dir[] = "/tmp/mstat-test-pprof.XXXXXX", path[64], err[256];
+	struct mstat_profile_module mod;
+	struct mstat_profile_stack st = { .allocs = 1, .alloc_bytes = 64,
+					  .depth = 2 };
+	struct mstat_profile p = { .sample_bytes = 1, .nstacks = 1, .stacks = &st,
+				   .nmodules = 1, .modules = &mod };
+	uint64_t bias = 0;
+
+	(void)state;
+	dl_iterate_phdr(first_object, &bias);
+	assert_non_null(realpath("/proc/self/exe", exe));
+	memset(&mod, 0, sizeof(mod));
+	memcpy(mod.path, exe, strlen(exe) + 1);
+	mod.bias = bias;
+	mod.end = UINT64_MAX;
+	st.frames[0] = (uint64_t)(uintptr_t)cxx_method + 4;
+	st.frames[1] = (uint64_t)(uintptr_t)gcc_clone + 4;
+	assert_non_null(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/heap.pb.gz", dir);
+	struct mstat_symbols *sym = mstat_symbols_new(&p);
+	assert_int_equal(mstat_pprof_write(&p, sym, 1, path, err, sizeof(err)), 0);
+	mstat_symbols_free(sym);
+
+	static unsigned char buf[1 << 20];
+	gzFile gz = gzopen(path, "rb");
+	assert_non_null(gz);
+	int n = gzread(gz, buf, sizeof(buf));
+	gzclose(gz);
+	unlink(path);
+	rmdir(dir);
+	assert_true(n > 0 && n < (int)sizeof(buf));
+
+	/* The string table, then the functions by it. */
+	const char *str[256];
+	size_t nstr = 0;
+	struct { const unsigned char *p; size_t n; } fn[8];
+	size_t nfn = 0;
+	for (const unsigned char *q = buf, *end = buf + n; q < end;) {
+		uint64_t key = get_varint(&q, end);
+		if ((key & 7) == 0) {
+			get_varint(&q, end);
+			continue;
+		}
+		size_t len = (size_t)get_varint(&q, end);
+		if (key >> 3 == 6 && nstr < 256) { /* string_table */
+			char *copy = malloc(len + 1);
+			memcpy(copy, q, len);
+			copy[len] = '\0';
+			str[nstr++] = copy;
+		} else if (key >> 3 == 5 && nfn < 8) { /* function */
+			fn[nfn].p = q;
+			fn[nfn++].n = len;
+		}
+		q += len;
+	}
+	assert_int_equal(nfn, 2);
+	int seen = 0;
+	for (size_t i = 0; i < nfn; i++) {
+		uint64_t name = msg_varint(fn[i].p, fn[i].n, 2);
+		uint64_t system = msg_varint(fn[i].p, fn[i].n, 3);
+		uint64_t file = msg_varint(fn[i].p, fn[i].n, 4);
+		assert_true(name < nstr && system < nstr && file < nstr);
+		if (strcmp(str[system], "_ZN5Cache8rememberEm") == 0) {
+			assert_string_equal(str[name], "Cache::remember(unsigned long)");
+			seen |= 1;
+		} else {
+			assert_string_equal(str[system], "renew.constprop.0");
+			assert_string_equal(str[name], "renew");
+			seen |= 2;
+		}
+		assert_true(str[file][0] == '/' && !strstr(str[file], "/../"));
+	}
+	assert_int_equal(seen, 3);
+	for (size_t i = 0; i < nstr; i++)
+		free((void *)str[i]);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fifo_in_module_list),
+		cmocka_unit_test(test_readable_names),
+		cmocka_unit_test(test_source_names),
+		cmocka_unit_test(test_frames_named_readably),
+		cmocka_unit_test(test_pprof_keeps_symbols),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -245,7 +245,7 @@ files_are_refused_for_every_reason(void **state)
 	assert_non_null(strstr(err, "mode 0644"));
 	st.st_mode = S_IFREG | 0600;
 	st.st_size = 100;
-	assert_int_equal(mstat_validate_stat(&st, 1000, err, sizeof(err)), -EPROTO);
+	assert_int_equal(mstat_validate_stat(&st, 1000, err, sizeof(err)), -ENODATA);
 	assert_non_null(strstr(err, "smaller than a header"));
 	/* Empty, whatever its mode: a creator between making it and sizing
 	 * it, to be looked at again. */
