@@ -130,7 +130,9 @@ static alignas(4096) struct {
 	bool started;            /* the constructor has run */
 	bool disabled;           /* not counting, for good */
 	bool eager;              /* make the segment at start */
-	_Atomic bool starting;   /* start() has been called */
+	_Atomic bool starting;   /* start() has been called (under shared_lock) */
+	_Atomic uint32_t start_ended; /* start() has returned; a futex word */
+	uint32_t starter;        /* the thread in start() */
 	_Atomic bool retired;    /* the exit has stopped counting */
 	bool have_key;
 	bool private_barrier;    /* registered for the private membarrier */
@@ -594,14 +596,47 @@ publish_due(uint64_t bytes)
 
 static void start(void);
 
-/* Makes the segment, once, if the library has started and counts. */
+/*
+ * Makes the segment, once, if the library has started and counts.
+ * `starting` is set under shared_lock, which a fork before the segment
+ * holds across fork(): so a fork either sees a start begun, and waits for
+ * its end (fork_prepare()), or is over before it begins.  A child never
+ * inherits half a segment (its descriptor, its `starting`).
+ */
 static void
 publish(void)
 {
+	bool go;
+
 	if (!proc.started || proc.disabled ||
-	    atomic_exchange_explicit(&proc.starting, true, memory_order_relaxed))
+	    atomic_load_explicit(&proc.starting, memory_order_relaxed) ||
+	    must_defer()) /* a signal handler, its thread holding the lock */
 		return;
-	start();
+	shared_lock();
+	go = !atomic_load_explicit(&proc.starting, memory_order_relaxed);
+	if (go) {
+		atomic_store_explicit(&proc.starting, true, memory_order_relaxed);
+		proc.starter = my_tid();
+	}
+	shared_unlock();
+	if (go)
+		start();
+}
+
+/* After publish(): a start in another thread is waited for, so that the
+ * segment exists now unless it cannot be made (or this very thread is
+ * making it: a signal handler). */
+static void
+publish_wait(void)
+{
+	publish();
+	/* Acquire: pairs with the release in start_end(); what start() did
+	 * (the segment, `ready`, `disabled`) is seen. */
+	while (atomic_load_explicit(&proc.starting, memory_order_relaxed) &&
+	       !atomic_load_explicit(&proc.start_ended, memory_order_acquire) &&
+	       proc.starter != my_tid())
+		syscall(SYS_futex, &proc.start_ended, FUTEX_WAIT_PRIVATE, 0,
+			NULL, NULL, 0);
 }
 
 /* Around the forking thread's adds to `forking`: a handler's count
@@ -989,6 +1024,17 @@ env_mode(void)
 	return MSTAT_DEFAULT_MODE;
 }
 
+/* start() has returned, made the segment or not: threads that wait for
+ * it go on (publish_wait(), fork_prepare()). */
+static void
+start_end(void)
+{
+	/* Release: pairs with the acquire loads of its waiters. */
+	atomic_store_explicit(&proc.start_ended, 1, memory_order_release);
+	syscall(SYS_futex, &proc.start_ended, FUTEX_WAKE_PRIVATE, INT_MAX,
+		NULL, NULL, 0);
+}
+
 /* Creates the segment, folds `early` into the shared slot, publishes.  The
  * process has one thread, or the others count into `early` meanwhile. */
 static void
@@ -1018,6 +1064,7 @@ start(void)
 		set_status((const char *const[]){ "not counting: ", err, NULL });
 		log_line("not counting", err);
 		report(NULL);
+		start_end();
 		return;
 	}
 
@@ -1047,6 +1094,7 @@ start(void)
 		"counting into " MSTAT_SHM_DIR "/", seg.shm_name,
 		mode == MSTAT_MODE_FENCED ? " (fenced)" : " (membarrier)", NULL });
 	report(&proc.seg);
+	start_end();
 }
 
 MSTAT_START_TEXT const struct mstat_segment *
@@ -1111,6 +1159,19 @@ fork_prepare(void)
 	 * locks, the child gets a copy no thread was half-way through.  (The
 	 * segment cannot be published meanwhile: that takes the lock too.) */
 	shared_lock();
+	/* Another thread is making the segment (publish() set `starting`
+	 * under this lock): fork once it is made.  A child of a fork in the
+	 * middle would hold the parent's new segment open, its owner lock
+	 * with it, and never make one of its own. */
+	while (!atomic_load_explicit(&proc.ready, memory_order_relaxed) &&
+	       atomic_load_explicit(&proc.starting, memory_order_relaxed) &&
+	       !atomic_load_explicit(&proc.start_ended, memory_order_relaxed) &&
+	       proc.starter != my_tid()) {
+		shared_unlock();
+		syscall(SYS_futex, &proc.start_ended, FUTEX_WAIT_PRIVATE, 0,
+			NULL, NULL, 0);
+		shared_lock();
+	}
 	if (!atomic_load_explicit(&proc.ready, memory_order_acquire)) {
 		proc.fork_holds_shared = true;
 		return;
@@ -1197,6 +1258,12 @@ fork_child(void)
 	}
 	add_into(proc.early, proc.forking);
 	if (!was_ready) {
+		/* A fork from inside start() (a signal handler of the thread
+		 * making the segment; any other thread's fork waits for it):
+		 * that start goes on in the parent alone.  This child counts
+		 * in process memory for good, and waits for no start. */
+		if (atomic_load_explicit(&proc.starting, memory_order_relaxed))
+			atomic_store_explicit(&proc.start_ended, 1, memory_order_relaxed);
 		/* start() will fold `early` */
 		(void)take_deferred_early();
 		shared_unlock();
@@ -1230,6 +1297,7 @@ fork_child(void)
 	proc.early_threads = 0;
 	thread_counted_early = false;
 	atomic_store_explicit(&proc.starting, false, memory_order_relaxed);
+	atomic_store_explicit(&proc.start_ended, 0, memory_order_relaxed);
 	(void)take_deferred_early();
 	shared_unlock();
 	if (proc.eager)
@@ -1424,7 +1492,7 @@ mstat_record_realloc(size_t old_size, size_t new_size, size_t requested)
 int
 mstat_self_enabled(void)
 {
-	publish();
+	publish_wait();
 	return atomic_load_explicit(&proc.ready, memory_order_acquire) &&
 	       !proc.disabled;
 }
@@ -1435,13 +1503,46 @@ mstat_self_status(void)
 	return proc.started || proc.disabled ? proc.status : "not started";
 }
 
+/*
+ * Without a segment (none yet, or none any more to be made: the exit has
+ * begun), the counts are in process memory: a snapshot of them, taken
+ * under the lock that guards them, is as exact as a read of the segment.
+ * 1 if the segment exists, to be read instead.
+ */
+static int
+snapshot_early(struct mstat_snapshot *out)
+{
+	if (must_defer())
+		return -EAGAIN; /* a signal handler inside our critical section */
+	shared_lock();
+	if (atomic_load_explicit(&proc.ready, memory_order_relaxed)) {
+		shared_unlock();
+		return 1;
+	}
+	(void)take_deferred_early();
+	memset(out, 0, offsetof(struct mstat_snapshot, class_max_size));
+	out->state = MSTAT_RUNNING;
+	out->class_count = MSTAT_CLASS_COUNT;
+	for (unsigned c = 0; c < MSTAT_CLASS_COUNT; c++)
+		out->class_max_size[c] = mstat_class_max_size(c);
+	mstat_sum_counts(out, (const uint64_t (*)[MSTAT_ROW_COUNTERS])proc.early,
+			 MSTAT_CLASS_COUNT);
+	out->requested_bytes += proc.early_requested;
+	shared_unlock();
+	return 0;
+}
+
 int
 mstat_self_snapshot(struct mstat_snapshot *out)
 {
 	int rc = 0;
 
-	if (!mstat_self_enabled())
+	publish_wait(); /* asking is a reason to be seen */
+	if (proc.disabled)
 		return -ENODEV;
+	if ((rc = snapshot_early(out)) <= 0)
+		return rc;
+	rc = 0;
 	pthread_mutex_lock(&proc.self_lock);
 	if (!proc.self_reader)
 		rc = mstat_reader_open_name(&proc.self_reader, proc.seg.shm_name,

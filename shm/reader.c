@@ -766,16 +766,7 @@ mstat_reader_finish(struct mstat_reader *r, struct mstat_snapshot *out)
 	out->slots_used = r->used;
 	out->class_count = cc;
 	memcpy(out->class_max_size, r->class_max, cc * sizeof(r->class_max[0]));
-	for (unsigned c = 0; c < cc; c++) {
-#define MSTAT_X(e, f, h)                                                     \
-	out->classes[c].f = acc[c][MSTAT_C_##e];                             \
-	out->total.f += acc[c][MSTAT_C_##e];
-		MSTAT_CLASS_COUNTERS(MSTAT_X)
-#undef MSTAT_X
-	}
-#define MSTAT_X(e, f, h) out->f = acc[cc][MSTAT_T_##e];
-	MSTAT_TOTAL_COUNTERS(MSTAT_X)
-#undef MSTAT_X
+	mstat_sum_counts(out, (const uint64_t (*)[MSTAT_ROW_COUNTERS])acc, cc);
 	step(MSTAT_STEP_SUMMED);
 	if (!r->dead) {
 		/* (G) release: the next reader's acquire finds this epoch

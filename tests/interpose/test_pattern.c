@@ -16,7 +16,8 @@
  *
  * Allocations made before the library's constructor (from this program's
  * .preinit_array, which runs before any shared object's constructor) must
- * be in the counts too.
+ * be in the counts too, and a snapshot of itself taken there, before any
+ * segment exists, must already be exact.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -69,6 +70,8 @@ end(void)
 #define EARLY_SIZE 777777u /* a class nothing else here uses */
 static int early_enabled = -1;
 static size_t early_usable[3];
+static int early_rc[2] = { 1, 1 };
+static struct mstat_snapshot early_snap[2];
 
 static void
 before_the_library(int argc, char **argv, char **envp)
@@ -77,11 +80,13 @@ before_the_library(int argc, char **argv, char **envp)
 	static void *p[3]; /* p[1], p[2] stay allocated, reachable */
 
 	early_enabled = mstat_self_enabled();
+	early_rc[0] = mstat_self_snapshot(&early_snap[0]);
 	for (int i = 0; i < 3; i++) {
 		p[i] = malloc(EARLY_SIZE);
 		early_usable[i] = p[i] ? malloc_usable_size(p[i]) : 0;
 	}
 	free(p[0]); /* p[1], p[2] stay: counted live */
+	early_rc[1] = mstat_self_snapshot(&early_snap[1]);
 }
 __attribute__((section(".preinit_array"), used)) static void (*preinit)(
 	int, char **, char **) = before_the_library;
@@ -107,6 +112,19 @@ test_before_constructor(void **state)
 			 early_usable[0] + early_usable[1] + early_usable[2]);
 	assert_int_equal(s->classes[c].free_count, 1);
 	assert_int_equal(s->classes[c].free_bytes, early_usable[0]);
+	/* Read from process memory then: no segment, no epoch. */
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(early_rc[i], 0);
+		assert_int_equal(early_snap[i].epoch, 0);
+		assert_int_equal(early_snap[i].state, MSTAT_RUNNING);
+		assert_int_equal(early_snap[i].class_count, MSTAT_CLASS_COUNT);
+	}
+	const struct mstat_counts *a = &early_snap[0].classes[c], *b = &early_snap[1].classes[c];
+	assert_int_equal(b->alloc_count - a->alloc_count, 3);
+	assert_int_equal(b->alloc_bytes - a->alloc_bytes,
+			 early_usable[0] + early_usable[1] + early_usable[2]);
+	assert_int_equal(b->free_count - a->free_count, 1);
+	assert_int_equal(b->free_bytes - a->free_bytes, early_usable[0]);
 }
 
 /* ---- the family ---- */
