@@ -765,8 +765,29 @@ set_thread_slot(struct mstat_shm_slot *s)
 	mstat_thread.own = s;
 	mstat_thread.slot = inline_slot;
 	mstat_thread.fast =
-		atomic_load_explicit(&header_sizes, memory_order_relaxed) ? inline_slot
-									  : NULL;
+		atomic_load_explicit(&header_sizes, memory_order_relaxed) &&
+				!mstat_own_work()
+			? inline_slot
+			: NULL;
+}
+
+_Thread_local _Atomic unsigned mstat_own_depth __attribute__((tls_model("initial-exec")));
+
+void
+mstat_own_begin(void)
+{
+	atomic_fetch_add_explicit(&mstat_own_depth, 1, memory_order_relaxed);
+	/* A signal handler sees the depth before `fast` goes. */
+	atomic_signal_fence(memory_order_seq_cst);
+	mstat_thread.fast = NULL;
+}
+
+void
+mstat_own_end(void)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	if (atomic_fetch_sub_explicit(&mstat_own_depth, 1, memory_order_relaxed) == 1)
+		set_thread_slot(mstat_thread.own);
 }
 
 MSTAT_START_TEXT void
@@ -782,10 +803,13 @@ take_slot(uint32_t i)
 
 	atomic_store_explicit(&s->head.tid, (uint32_t)gettid(), memory_order_relaxed);
 	atomic_fetch_add_explicit(&proc.seg.hdr->threads, 1, memory_order_relaxed);
-	/* May allocate (keys past the first 32): that count sees
-	 * THREAD_CLAIMING and takes the shared path. */
-	if (proc.have_key)
+	/* May allocate (keys past the first 32): the library's own block,
+	 * freed as the thread exits. */
+	if (proc.have_key) {
+		mstat_own_begin();
 		pthread_setspecific(proc.exit_key, (void *)1);
+		mstat_own_end();
+	}
 	thread_slot_index = i;
 	thread_state = THREAD_OWN;
 	set_thread_slot(s);
@@ -1051,7 +1075,10 @@ start(void)
 	}
 	/* Whoever starts removes a few segments of processes that are gone. */
 	mstat_reap_some(geteuid(), REAP_PROBES);
+	/* What loading libunwind allocates is the library's own. */
+	mstat_own_begin();
 	mstat_profile_load();
+	mstat_own_end();
 	/* Made outside shared_lock: creating may allocate (it should not,
 	 * but a count from in here must not deadlock), counted as early. */
 	struct mstat_segment seg;
@@ -1452,8 +1479,11 @@ mstat_writer_start(void)
 	proc.writer_mode = env_mode();
 	if (proc.writer_mode == MSTAT_MODE_MEMBARRIER)
 		register_barriers();
+	/* Handlers may take glibc a block to keep: the library's own. */
+	mstat_own_begin();
 	*(void **)&proc.next_exit = dlsym(RTLD_NEXT, "_exit");
 	on_fork_and_exit();
+	mstat_own_end();
 	set_status((const char *const[]){
 		"counting in process memory; the segment is made once the "
 		"process is worth watching", NULL });
@@ -1544,9 +1574,13 @@ mstat_self_snapshot(struct mstat_snapshot *out)
 		return rc;
 	rc = 0;
 	pthread_mutex_lock(&proc.self_lock);
-	if (!proc.self_reader)
+	if (!proc.self_reader) {
+		/* The reader is the library's own block. */
+		mstat_own_begin();
 		rc = mstat_reader_open_name(&proc.self_reader, proc.seg.shm_name,
 					    NULL, 0);
+		mstat_own_end();
+	}
 	if (rc == 0)
 		rc = mstat_reader_snapshot(proc.self_reader, out);
 	pthread_mutex_unlock(&proc.self_lock);

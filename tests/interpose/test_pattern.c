@@ -22,6 +22,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -330,6 +331,73 @@ test_aligned(void **state)
 	end();
 }
 
+/* ---- threads ---- */
+
+/*
+ * 20,000 allocations across 8 threads, made and freed between the two
+ * snapshots; the threads then exit.  What the library does for itself
+ * meanwhile must not show: a thread's first sample takes a stack with
+ * libunwind, whose thread-local block glibc then allocates (and frees as
+ * the thread exits).  Under MSTAT_SAMPLE_BYTES=1 every thread samples;
+ * under MSTAT_SAMPLE_BYTES=0 none does.  The threads are made before the
+ * first snapshot (making one allocates its thread's own blocks, which
+ * are the program's), with small stacks, so that glibc keeps their
+ * stacks, and what it allocated with them, when they are joined.
+ */
+#define PATTERN_THREADS 8
+#define PATTERN_ALLOCS 20000
+static pthread_barrier_t pattern_go;
+
+static void *
+pattern_thread(void *arg)
+{
+	static const size_t small[] = { 1, 16, 24, 40, 100, 200, 500, 1000, 3000 };
+	const size_t n = sizeof(small) / sizeof(small[0]);
+	uintptr_t id = (uintptr_t)arg;
+	void *kept[64] = { 0 };
+
+	pthread_barrier_wait(&pattern_go);
+	for (unsigned k = 0; k < PATTERN_ALLOCS / PATTERN_THREADS; k++) {
+		size_t size = small[(id * 7 + k) % n];
+		void *p = k % 3 ? malloc(size) : calloc(1, size);
+		if (!p)
+			return (void *)1;
+		truth_alloc(&t, p, size);
+		if (kept[k % 64])
+			truth_free_p(&t, kept[k % 64]);
+		kept[k % 64] = p;
+	}
+	for (unsigned i = 0; i < 64; i++)
+		if (kept[i])
+			truth_free_p(&t, kept[i]);
+	return NULL;
+}
+
+static void
+test_threads(void **state)
+{
+	pthread_t th[PATTERN_THREADS];
+	pthread_attr_t attr;
+
+	(void)state;
+	assert_int_equal(pthread_attr_init(&attr), 0);
+	assert_int_equal(pthread_attr_setstacksize(&attr, 256u << 10), 0);
+	assert_int_equal(pthread_barrier_init(&pattern_go, NULL, PATTERN_THREADS + 1), 0);
+	for (uintptr_t i = 0; i < PATTERN_THREADS; i++)
+		assert_int_equal(pthread_create(&th[i], &attr, pattern_thread,
+						(void *)i), 0);
+	begin();
+	pthread_barrier_wait(&pattern_go);
+	for (unsigned i = 0; i < PATTERN_THREADS; i++) {
+		void *rc;
+		assert_int_equal(pthread_join(th[i], &rc), 0);
+		assert_null(rc);
+	}
+	end();
+	pthread_barrier_destroy(&pattern_go);
+	pthread_attr_destroy(&attr);
+}
+
 /* ---- sampled blocks ---- */
 
 /* Whether glibc's malloc is the next allocator: it keeps a sampled block
@@ -596,6 +664,7 @@ main(void)
 		cmocka_unit_test(test_realloc_cases),
 		cmocka_unit_test(test_reallocarray),
 		cmocka_unit_test(test_aligned),
+		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_sampled_blocks),
 		cmocka_unit_test(test_pool_full),
 		cmocka_unit_test(test_pool_refuses),
