@@ -54,9 +54,11 @@ mstat_live_bytes(const struct mstat_counts *c)
 
 enum mstat_state {
 	MSTAT_RUNNING = 1,
-	MSTAT_EXITING = 2, /* exit has begun: the counts are final */
-	MSTAT_EXITED = 3,  /* gone, after exit(), _exit() or a return from main */
-	MSTAT_KILLED = 4,  /* gone without exiting: a signal, SIGKILL */
+	MSTAT_EXITING = 2, /* exit has begun: the exiting thread counts on */
+	MSTAT_EXITED = 3,  /* gone, after exit(), _exit() or a return from
+			    * main ran to its end: the counts are final */
+	MSTAT_KILLED = 4,  /* gone without exiting, or during its exit: a
+			    * signal, SIGKILL */
 	MSTAT_EXECED = 5,  /* replaced by exec(): a new segment counts on */
 };
 

@@ -131,8 +131,9 @@ struct mstat_section {
 bool mstat_section_open_slow(struct mstat_section *sec) MSTAT_HIDDEN;
 
 /* Counts without a section of the thread's own: the shared slot, the
- * counts before the segment exists, a forking thread's; nothing once the
- * process exits. */
+ * counts before the segment exists, a forking thread's; once the process
+ * exits, the exiting thread's (through the shared slot) and the other
+ * threads' (into process memory, until it adds them in). */
 void mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
 			   uint64_t requested) MSTAT_HIDDEN;
 

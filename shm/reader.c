@@ -675,7 +675,19 @@ mstat_reader_abandon(struct mstat_reader *r)
 	return unlock_with(r, -EAGAIN);
 }
 
-/* The public state: the target's own word, and whether it lives. */
+/* The exiting thread's exit_flags, of a writer that keeps them (5.1);
+ * DONE for an older one, whose exit counted nothing after EXITING. */
+static uint32_t
+exit_flags(const struct mstat_reader *r)
+{
+	if (r->info.version_minor < 1)
+		return MSTAT_EXIT_DONE;
+	return atomic_load_explicit(&r->ctl->exit_flags, memory_order_relaxed);
+}
+
+/* The public state: the target's own word, and whether it lives.  Gone
+ * after EXITING, it exited if its exit ran to its end; if not, a signal
+ * killed it during its exit (its destructors, its atexit handlers). */
 static uint32_t
 public_state(const struct mstat_reader *r)
 {
@@ -685,14 +697,20 @@ public_state(const struct mstat_reader *r)
 		return MSTAT_EXECED;
 	if (!r->dead)
 		return s == MSTAT_STATE_EXITING ? MSTAT_EXITING : MSTAT_RUNNING;
-	return s == MSTAT_STATE_EXITING ? MSTAT_EXITED : MSTAT_KILLED;
+	return s == MSTAT_STATE_EXITING &&
+			       (exit_flags(r) & (MSTAT_EXIT_BUSY | MSTAT_EXIT_DONE)) ==
+				       MSTAT_EXIT_DONE
+		       ? MSTAT_EXITED
+		       : MSTAT_KILLED;
 }
 
 /* A final read: every generation as it is.  After an exit, the target
  * waited for the updates in flight and says which it could not wait for
  * (exit_cut); a seq still odd then is an update that stopped before it
- * added anything.  A process killed says nothing: each slot still odd
- * was cut by its death inside an update. */
+ * added anything.  Its exiting thread counted on, and says whether its
+ * death found it inside an update (MSTAT_EXIT_BUSY).  A process killed
+ * before its exit says nothing: each slot still odd was cut by its death
+ * inside an update. */
 static uint32_t
 sum_final(struct mstat_reader *r)
 {
@@ -701,13 +719,15 @@ sum_final(struct mstat_reader *r)
 	memset(r->base, 0, MSTAT_ROWS(r->class_count) * sizeof(r->base[0]));
 	for (unsigned g = 0; g < MSTAT_GENS; g++)
 		add_generation(r, r->used, g, r->base);
-	/* (acquire, with the state) the target's exit_cut store is before its
-	 * release store of EXITING. */
+	/* (X) acquire, with the state: the target's exit_cut store is before
+	 * its release store of EXITING.  exit_flags came later still, and
+	 * the owner is gone: its last value is here. */
 	if (atomic_load_explicit(&r->ctl->state, memory_order_acquire) ==
 	    MSTAT_STATE_EXITING) {
 		cut = atomic_load_explicit(&r->ctl->exit_cut, memory_order_relaxed);
 		if (cut > r->used)
 			cut = r->used;
+		cut += (exit_flags(r) & MSTAT_EXIT_BUSY) != 0;
 	} else {
 		for (uint32_t i = 0; i < r->used; i++)
 			cut += atomic_load_explicit(&slot_at(r, i)->head.seq,

@@ -443,8 +443,8 @@ def test_refusals():
     plant(name("mode"), head, size, mode=0o644)
     plant(name("owner"), head, size, uid=65534)
     plant(name("magic"), b"NOTMSTAT" + head[8:], size)
-    plant(name("version"), head[:8] + b"\x06\x00" + head[10:], size)
-    plant(name("oldversion"), head[:8] + b"\x03\x00" + head[10:], size)
+    plant(name("version"), head[:8] + b"\x06\x00\x00\x00" + head[12:], size)
+    plant(name("oldversion"), head[:8] + b"\x03\x00\x00\x00" + head[12:], size)
     plant(name("size"), head[:16] + (1 << 40).to_bytes(8, "little") + head[24:],
           size)
     plant(name("identity"), head, size)  # says it is good.pid's

@@ -153,14 +153,19 @@ headers_are_refused_for_every_reason(void **state)
 	h = good_header(); atomic_init(&h.magic, 0x1234);
 	REFUSED(h, size, -EPROTO, "bad magic");
 	h = good_header(); h.version_major = 1; /* dense, liveness by pid */
+	h.version_minor = 0;
 	REFUSED(h, size, -EPROTONOSUPPORT, "version 1.0; this reader reads 5.x");
 	h = good_header(); h.version_major = 2; /* three generations by % 3 */
+	h.version_minor = 0;
 	REFUSED(h, size, -EPROTONOSUPPORT, "version 2.0; this reader reads 5.x");
 	h = good_header(); h.version_major = 3; /* no profile */
+	h.version_minor = 0;
 	REFUSED(h, size, -EPROTONOSUPPORT, "version 3.0; this reader reads 5.x");
 	h = good_header(); h.version_major = 4; /* no chunk rows */
+	h.version_minor = 0;
 	REFUSED(h, size, -EPROTONOSUPPORT, "version 4.0; this reader reads 5.x");
 	h = good_header(); h.version_major = 6;
+	h.version_minor = 0;
 	REFUSED(h, size, -EPROTONOSUPPORT, "version 6.0");
 	h = good_header(); h.version_minor = 7; /* newer minor: accepted */
 	assert_int_equal(mstat_validate_header(&h, size, 1000, err, sizeof(err)), 0);
