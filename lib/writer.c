@@ -27,9 +27,10 @@
  *     the thread's `deferred` ring, which that thread adds where it was
  *     adding before it lets go (see defer()).
  *
- * Inside a host process: nothing here aborts, and nothing allocates except
- * pthread_setspecific() on a thread's first count, which may recurse into
- * malloc once; that count takes the shared path (see claim_slot()).
+ * Inside a host process: nothing here aborts, and nothing allocates but
+ * what glibc does on the library's behalf (pthread_setspecific() on a
+ * thread's first count, the reader of itself, the handlers' lists): the
+ * library's own blocks, never counted (mstat_own_begin()).
  */
 #include "writer.h"
 #include "profile.h"
@@ -72,6 +73,9 @@
  * this much of the process's life, or once it has counted this much, or
  * when a second thread counts (publish_due()). */
 #define PUBLISH_AFTER_NS (10u * 1000u * 1000u)
+/* How long a fork waits for another thread to make the segment
+ * (fork_prepare()): that takes a millisecond or two (loading libunwind). */
+#define START_WAIT_NS (1000u * 1000u * 1000u)
 #define PUBLISH_AFTER_COUNTS 4096u
 #define PUBLISH_AFTER_BYTES (1u << 20)
 
@@ -735,18 +739,22 @@ publish(void)
 
 /* After publish(): a start in another thread is waited for, so that the
  * segment exists now unless it cannot be made (or this very thread is
- * making it: a signal handler). */
+ * making it: a signal handler; or it waits for a lock this thread holds,
+ * START_WAIT_NS). */
 static void
 publish_wait(void)
 {
 	publish();
+	uint64_t since = coarse_ns();
 	/* (W) acquire: pairs with the release in start_end(); what start()
 	 * did (the segment, `ready`, `disabled`) is seen. */
 	while (atomic_load_explicit(&proc.starting, memory_order_relaxed) &&
 	       !atomic_load_explicit(&proc.start_ended, memory_order_acquire) &&
-	       proc.starter != my_tid())
-		syscall(SYS_futex, &proc.start_ended, FUTEX_WAIT_PRIVATE, 0,
-			NULL, NULL, 0);
+	       proc.starter != my_tid() && coarse_ns() - since < START_WAIT_NS) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		syscall(SYS_futex, &proc.start_ended, FUTEX_WAIT_PRIVATE, 0, &ts,
+			NULL, 0);
+	}
 }
 
 /* Around the forking thread's adds to `forking`: a handler's count
@@ -1316,16 +1324,22 @@ fork_prepare(void)
 	/* Another thread is making the segment (publish() set `starting`
 	 * under this lock): fork once it is made.  A child of a fork in the
 	 * middle would hold the parent's new segment open, its owner lock
-	 * with it, and never make one of its own. */
+	 * with it, and never make one of its own.  For START_WAIT_NS at
+	 * most: the maker may wait for something this thread holds (the
+	 * loader's lock, when a library's constructor forks while the
+	 * segment's making loads libunwind); fork_child() copes. */
+	uint64_t waited_since = coarse_ns();
 	while (!atomic_load_explicit(&proc.ready, memory_order_relaxed) &&
 	       atomic_load_explicit(&proc.starting, memory_order_relaxed) &&
 	       /* (W) relaxed: under shared_lock, which start() holds as it
 		* publishes or gives up; the acquire of `ready` below. */
 	       !atomic_load_explicit(&proc.start_ended, memory_order_relaxed) &&
-	       proc.starter != my_tid()) {
+	       proc.starter != my_tid() &&
+	       coarse_ns() - waited_since < START_WAIT_NS) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
 		shared_unlock();
 		syscall(SYS_futex, &proc.start_ended, FUTEX_WAIT_PRIVATE, 0,
-			NULL, NULL, 0);
+			&ts, NULL, 0);
 		shared_lock();
 	}
 	if (!atomic_load_explicit(&proc.ready, memory_order_acquire)) {
@@ -1441,10 +1455,11 @@ fork_child(void)
 	}
 	add_into(proc.early, proc.forking);
 	if (!was_ready) {
-		/* A fork from inside start() (a signal handler of the thread
-		 * making the segment; any other thread's fork waits for it):
-		 * that start goes on in the parent alone.  This child counts
-		 * in process memory for good, and waits for no start. */
+		/* A fork in the middle of start() (from inside it, a signal
+		 * handler of the thread making the segment; or a fork that
+		 * waited for it in vain, fork_prepare()): that start goes on
+		 * in the parent alone.  This child counts in process memory
+		 * for good, and waits for no start. */
 		if (atomic_load_explicit(&proc.starting, memory_order_relaxed))
 			atomic_store_explicit(&proc.start_ended, 1, memory_order_relaxed);
 		/* start() will fold `early` */
