@@ -1852,6 +1852,11 @@ mstat_self_snapshot(struct mstat_snapshot *out)
 	if ((rc = snapshot_early(out)) <= 0)
 		return rc;
 	rc = 0;
+	if (thread_exiting && !must_defer()) {
+		/* What other threads counted since the exit began, in. */
+		unsigned g;
+		(void)shared_close(shared_open(&g), g);
+	}
 	pthread_mutex_lock(&proc.self_lock);
 	if (!proc.self_reader) {
 		/* The reader is the library's own block.  Once the exit has

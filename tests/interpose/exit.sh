@@ -64,6 +64,22 @@ done
 summary thread
 [ "$rc" = 0 ] || fail "thread: exit status $rc"
 check thread exited 0 100 10 || fail "thread: $(cat "$tmp/thread.json")"
+# A snapshot of itself once its segment's name is gone (the exit has
+# begun): the destructor's frees, and `exiting`.
+summary self
+[ "$rc" = 0 ] || fail "self: exit status $rc"
+check self exited 0 100 || fail "self: $(cat "$tmp/self.json")"
+python3 - "$tmp/self.json" "$tmp/self.out" "$usable" <<'PY' || fail "self: $(cat "$tmp/self.out")"
+import json, sys
+s = json.load(open(sys.argv[1]))
+usable = int(sys.argv[3])
+said = [l.split() for l in open(sys.argv[2]) if l.startswith("self ")]
+assert said, "no snapshot"
+frees, state = int(said[0][1]), int(said[0][2])
+c = min((c for c in s["process"]["classes"] if c["size"] >= usable), key=lambda c: c["size"])
+assert frees == c["free_count"], (frees, c)
+assert state == 2, state  # MSTAT_EXITING
+PY
 # Killed during its exit: what it freed until then, and `killed`.
 summary kill
 [ "$rc" = 137 ] || fail "kill: exit status $rc"

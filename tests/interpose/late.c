@@ -16,6 +16,9 @@
  *                    frees the other half, then the 100 blocks
  *   late vfork       the destructor vforks a child that _exit()s, then
  *                    frees them
+ *   late self        the destructor frees them, then prints "self N S":
+ *                    a snapshot of itself says N frees of their class,
+ *                    in state S
  *   late wait        main() returns once a byte arrives on stdin; the
  *                    destructor prints "exiting", waits until stdin is
  *                    closed, then frees them

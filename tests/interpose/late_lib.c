@@ -7,6 +7,7 @@
  * its frees come after the library's own exit handler.  How its
  * destructor ends is the program's choice (late_mode(), late.c).
  */
+#include <dlfcn.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -17,6 +18,8 @@
 #include <unistd.h>
 
 #include "late.h"
+#include "mstatshm.h"
+#include "sizeclass.h"
 
 #define LATE_BLOCKS 100
 #define LATE_SIZE 1000
@@ -97,6 +100,18 @@ late_fini(void)
 			_exit(0); /* shares our memory: must not end our counting */
 		waitpid(pid, NULL, 0);
 		late_free(0, LATE_BLOCKS);
+	} else if (strcmp(mode, "self") == 0) {
+		/* A snapshot of itself, its segment's name gone: the frees of
+		 * the blocks' class it counts. */
+		int (*snap)(struct mstat_snapshot *);
+		static struct mstat_snapshot s;
+		size_t usable = late_usable();
+		late_free(0, LATE_BLOCKS);
+		*(void **)&snap = dlsym(RTLD_DEFAULT, "mstat_self_snapshot");
+		if (snap && snap(&s) == 0)
+			printf("self %llu %u\n", (unsigned long long)
+			       s.classes[mstat_size_class(usable)].free_count, s.state);
+		fflush(stdout);
 	} else if (strcmp(mode, "wait") == 0) {
 		char c;
 		printf("exiting\n");
