@@ -64,6 +64,19 @@ done
 summary thread
 [ "$rc" = 0 ] || fail "thread: exit status $rc"
 check thread exited 0 100 10 || fail "thread: $(cat "$tmp/thread.json")"
+# Killed inside an update of its exiting thread: `killed`, that update
+# cut, and nothing of it counted half (frees never exceed allocations).
+summary busy
+[ "$rc" = 137 ] || fail "busy: exit status $rc"
+python3 - "$tmp/busy.json" <<'PY' || fail "busy: $(cat "$tmp/busy.json")"
+import json, sys
+s = json.load(open(sys.argv[1]))
+p = s["process"]
+assert s["counted"] is True and p["state"] == "killed" and s["cut"] == 1, s
+assert s["exit"] == {"signal": 9}, s["exit"]
+for c in p["classes"] + [p]:
+    assert c["free_count"] <= c["alloc_count"], c
+PY
 # A snapshot of itself once its segment's name is gone (the exit has
 # begun): the destructor's frees, and `exiting`.
 summary self

@@ -11,6 +11,10 @@
  *   late quick_exit  an at_quick_exit handler frees them; quick_exit()
  *   late _exit       the destructor frees them, then calls _exit()
  *   late kill        the destructor frees half, then SIGKILLs itself
+ *   late busy        the destructor frees them, then allocates and frees
+ *                    until a profiling timer's tick finds it inside an
+ *                    update of its segment (its exit_flags say so), and
+ *                    SIGKILLs itself there
  *   late thread      the destructor starts a thread that allocates 10
  *                    blocks of 3000 bytes and frees half; it joins it,
  *                    frees the other half, then the 100 blocks
@@ -24,9 +28,12 @@
  *                    closed, then frees them
  *   late keep        nothing frees them
  */
+#include <dlfcn.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "late.h"
@@ -37,6 +44,26 @@ free_all(void)
 	late_free(0, 100);
 }
 
+/* The header of this process's own segment, mapped read-only: the name
+ * is in the library's status ("counting into /dev/shm/NAME ..."). */
+static const void *
+own_header(void)
+{
+	const char *(*status)(void);
+	char path[128];
+
+	*(void **)&status = dlsym(RTLD_DEFAULT, "mstat_self_status");
+	const char *st = status ? status() : "", *p = strstr(st, "/dev/shm/");
+	if (!p)
+		return NULL;
+	snprintf(path, sizeof(path), "%.*s", (int)strcspn(p, " "), p);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	void *h = fd < 0 ? MAP_FAILED : mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	if (fd >= 0)
+		close(fd);
+	return h == MAP_FAILED ? NULL : h;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -45,6 +72,8 @@ main(int argc, char **argv)
 	printf("usable %zu\n", late_usable());
 	fflush(stdout);
 	late_mode(m);
+	if (strcmp(m, "busy") == 0)
+		late_watch(own_header());
 	if (strcmp(m, "atexit") == 0)
 		atexit(free_all);
 	if (strcmp(m, "quick_exit") == 0) {

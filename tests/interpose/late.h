@@ -9,6 +9,8 @@
 void late_mode(const char *m);
 /* The usable bytes of one of its blocks. */
 size_t late_usable(void);
+/* The header of its own segment, mapped, for mode "busy". */
+void late_watch(const void *header);
 /* Frees blocks [from, to). */
 void late_free(unsigned from, unsigned to);
 

@@ -11,13 +11,16 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "late.h"
+#include "layout.h"
 #include "mstatshm.h"
 #include "sizeclass.h"
 
@@ -28,11 +31,27 @@
 
 static void *blocks[LATE_BLOCKS];
 static const char *mode = "";
+static const struct mstat_shm_header *watched;
 
 void
 late_mode(const char *m)
 {
 	mode = m;
+}
+
+void
+late_watch(const void *header)
+{
+	watched = header;
+}
+
+/* SIGPROF: death, if it finds the exiting thread inside an update. */
+static void
+kill_if_busy(int sig)
+{
+	(void)sig;
+	if (atomic_load(&watched->exit_flags) & MSTAT_EXIT_BUSY)
+		raise(SIGKILL);
 }
 
 /* The usable bytes of one block (all are alike). */
@@ -112,6 +131,18 @@ late_fini(void)
 			printf("self %llu %u\n", (unsigned long long)
 			       s.classes[mstat_size_class(usable)].free_count, s.state);
 		fflush(stdout);
+	} else if (strcmp(mode, "busy") == 0 && watched) {
+		/* Count until a profiling tick finds this thread inside an
+		 * update of its segment, and dies of it there. */
+		struct sigaction sa = { .sa_handler = kill_if_busy };
+		struct itimerval it = { { 0, 100 }, { 0, 100 } };
+		late_free(0, LATE_BLOCKS);
+		sigaction(SIGPROF, &sa, NULL);
+		setitimer(ITIMER_PROF, &it, NULL);
+		for (unsigned i = 0; i < 100000000u; i++) {
+			void *volatile p = malloc(LATE_SIZE);
+			free(p);
+		}
 	} else if (strcmp(mode, "wait") == 0) {
 		char c;
 		printf("exiting\n");
