@@ -17,7 +17,10 @@
  * of its segment (SCM_RIGHTS).  The descriptor keeps the segment readable
  * after its name is gone.  Once CMD has ended, mstat-run takes the last
  * segment CMD sent, reads it (its owner is gone, so the counts are final),
- * writes them as JSON, and removes what CMD left in /dev/shm.  If
+ * writes them as JSON, and removes what CMD left in /dev/shm.  CMD counts
+ * to its last instruction (its exiting thread runs the destructors and
+ * atexit handlers after the library's own), so the totals are read once
+ * it is gone, never before.  If
  * mstat-run is killed, the socket goes with it and CMD runs on as any
  * other process: nothing is left behind either way.
  *
@@ -545,7 +548,9 @@ main(int argc, char **argv)
 		say("%s was not counted: %s", cmd[0], why);
 	e.name = counted ? seg_name : name ? name : cmd[0];
 	e.snap = counted ? snap : NULL;
-	e.killed = counted ? snap->state == MSTAT_KILLED : WIFSIGNALED(status);
+	/* A signal ended it, whatever the segment says: one that came after
+	 * the end of its exit (its last count) is not in there. */
+	e.killed = WIFSIGNALED(status) || (counted && snap->state == MSTAT_KILLED);
 	if (summary && write_summary(summary, cmd, status, &e, why,
 				     reported ? rep.status : NULL) < 0)
 		result = EXIT_OWN;

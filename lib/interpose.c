@@ -611,6 +611,71 @@ counted(void *p, size_t requested)
 		}                                                            \
 	} while (0)
 
+/* ---- the library's own blocks ---- */
+
+/*
+ * While this thread does the library's own work (writer.h,
+ * mstat_own_begin()), what it allocates is a block of the pool's own
+ * part, uncounted, as its free will be: a free tells it by its address,
+ * whoever frees it, on any allocator.  NULL (too large, the pool full or
+ * not mapped): the caller goes on as for any block, counted.
+ */
+static __attribute__((noinline)) void *
+own_alloc(size_t n, bool zero)
+{
+	void *p = mstat_pool_own_alloc(n);
+
+	if (p && zero)
+		memset(p, 0, n);
+	return p;
+}
+
+/* Whether live block `p` is the library's own. */
+static inline bool
+own_block(const void *p)
+{
+	return mstat_pool_has(p) && mstat_pool_own(p);
+}
+
+/* realloc of own block `old`, by anyone (glibc growing a thread's TLS
+ * vector it made in the library's work): it stays the library's, unless
+ * the own part cannot hold it; then a block of the program's, counted as
+ * allocated, as the old one never was. */
+static __attribute__((noinline)) void *
+own_realloc(void *old, size_t n)
+{
+	size_t have = mstat_pool_usable(old);
+	void *p;
+
+	if (n == 0) { /* as glibc's: frees, gives NULL */
+		mstat_pool_free(old);
+		return NULL;
+	}
+	if (n <= have)
+		return old;
+	if (!(p = mstat_pool_own_alloc(n)) && !(p = malloc(n)))
+		return NULL;
+	memcpy(p, old, have);
+	mstat_pool_free(old);
+	return p;
+}
+
+/* realloc of `old`, a block of the program's, in the library's own
+ * work: its free counted, and an own block in its place; NULL if none
+ * can be had (the caller reallocates as for any block). */
+static __attribute__((noinline)) void *
+realloc_to_own(void *old, size_t n)
+{
+	void *p = n ? mstat_pool_own_alloc(n) : NULL;
+
+	if (!p)
+		return NULL;
+	size_t have = malloc_usable_size(old);
+	memcpy(p, old, have < n ? have : n);
+	free(old);
+	return p;
+}
+
 /* ---- sampled blocks (profile.h) ---- */
 
 /*
@@ -679,7 +744,8 @@ sampled(void *q, size_t n, size_t align, size_t copy, bool zero,
 	size_t size;
 	void *p = q;
 
-	if (!q || in_arena(q) || !counted_size(q, &size) ||
+	/* A pool block here is an own one (own_alloc()): not the program's. */
+	if (!q || in_arena(q) || mstat_pool_has(q) || !counted_size(q, &size) ||
 	    (!sample_place(q) && !(p = sample_block(size, align)))) {
 		mstat_profile_cancel();
 		return q;
@@ -697,7 +763,11 @@ sampled(void *q, size_t n, size_t align, size_t copy, bool zero,
 			memcpy(p, q, copy < size ? copy : size);
 		next.free(q);
 	}
+	/* The stack: what libunwind allocates for it (a thread's first one
+	 * makes its thread-local block) is the library's own. */
+	mstat_own_begin();
 	mstat_profile_record(e, caller);
+	mstat_own_end();
 	return p;
 }
 
@@ -747,6 +817,8 @@ malloc_slow(size_t n)
 	struct mstat_section sec;
 	void *p;
 
+	if (UNLIKELY(mstat_own_work()) && (p = own_alloc(n, false)))
+		return p;
 	if (UNLIKELY(state_now() != NEXT_HEADER))
 		return malloc_other(n);
 	if (!mstat_section_open_slow(&sec)) {
@@ -848,8 +920,13 @@ free_header_large(struct mstat_shm_slot *slot, unsigned g, void *p)
 	}
 	bool pooled = mstat_pool_has(p);
 	if (UNLIKELY(pooled)) {
-		/* A pool block is a sampled one, remembered while it lives;
-		 * any other address there is refused. */
+		if (mstat_pool_own(p)) { /* the library's: never counted */
+			mstat_section_close(&sec);
+			mstat_pool_free(p);
+			return;
+		}
+		/* A sample pool block is a sampled one, remembered while it
+		 * lives; any other address there is refused. */
 		if (!mstat_profile_freed(p, &u)) {
 			mstat_section_close(&sec);
 			return;
@@ -888,6 +965,10 @@ free_slow(void *p)
 	struct mstat_section sec;
 	size_t size;
 
+	if (UNLIKELY(own_block(p))) { /* the library's: never counted */
+		mstat_pool_free(p);
+		return;
+	}
 	if (p != NULL && !in_arena(p) && may_be_sampled(p) &&
 	    mstat_profile_freed(p, &size)) {
 		free_sampled(p, size);
@@ -939,9 +1020,11 @@ free(void *p)
 static MSTAT_START_TEXT __attribute__((noinline)) void *
 calloc_slow(size_t n, size_t size, size_t total, bool due, const void *caller)
 {
-	bool sample = due && mstat_profile_begin(total);
 	void *p;
 
+	if (UNLIKELY(mstat_own_work()) && (p = own_alloc(total, true)))
+		return p;
+	bool sample = due && mstat_profile_begin(total);
 	if (UNLIKELY(!ready())) {
 		if (sample)
 			mstat_profile_cancel();
@@ -1038,6 +1121,17 @@ realloc_sampled(void *old, size_t n, bool sample, const void *caller)
 {
 	size_t old_size, size, copy;
 	void *p;
+
+	if (own_block(old)) {
+		if (sample)
+			mstat_profile_cancel();
+		return own_realloc(old, n);
+	}
+	if (UNLIKELY(mstat_own_work()) && (p = realloc_to_own(old, n)) != NULL) {
+		if (sample)
+			mstat_profile_cancel();
+		return p;
+	}
 	bool owned = may_be_sampled(old) && mstat_profile_owns(old, &old_size);
 
 	if (!owned && mstat_pool_has(old)) {
@@ -1162,7 +1256,8 @@ realloc_header_other(struct mstat_shm_slot *slot, unsigned g, void *old, size_t 
 
 	if (UNLIKELY(may_be_sampled(old))) {
 		mstat_section_close(&sec); /* it counted nothing */
-		return realloc_sampled(old, n, false, NULL);
+		return own_block(old) ? own_realloc(old, n)
+				      : realloc_sampled(old, n, false, NULL);
 	}
 	return realloc_header(&sec, true, old, n);
 }
@@ -1202,6 +1297,8 @@ realloc_plain(void *old, size_t n)
 	size_t old_size;
 	void *p;
 
+	if (UNLIKELY(mstat_own_work()) && (p = realloc_to_own(old, n)))
+		return p;
 	/* The old block is live and this thread's until next.realloc(). */
 	if (LIKELY(header_sizes())) {
 		bool open = mstat_section_open(&sec);
@@ -1239,6 +1336,11 @@ posix_memalign(void **out, size_t align, size_t n)
 	void *p;
 	int rc;
 
+	if (UNLIKELY(mstat_own_work()) && align <= 16 && !(align & (align - 1)) &&
+	    align % sizeof(void *) == 0 && (p = own_alloc(n, false))) {
+		*out = p;
+		return 0;
+	}
 	if (UNLIKELY(!ready())) {
 		if (align == 0 || (align & (align - 1)) || align % sizeof(void *))
 			return EINVAL;
@@ -1275,9 +1377,13 @@ posix_memalign(void **out, size_t align, size_t n)
 MSTAT_EXPORT void *
 aligned_alloc(size_t align, size_t n)
 {
+	void *p;
+
+	if (UNLIKELY(mstat_own_work()) && align <= 16 && !(align & (align - 1)) &&
+	    (p = own_alloc(n, false)))
+		return p;
 	if (UNLIKELY(!ready()))
 		return align & (align - 1) ? NULL : arena_alloc(n, align);
-	void *p;
 	bool sample = UNLIKELY(mstat_sample_due(n)) && mstat_profile_begin(n);
 	ALLOCATE(p, next.aligned_alloc(align, n), n);
 	return UNLIKELY(sample) ? sampled(p, n, align, 0, false,
@@ -1287,9 +1393,13 @@ aligned_alloc(size_t align, size_t n)
 MSTAT_EXPORT void *
 memalign(size_t align, size_t n)
 {
+	void *p;
+
+	if (UNLIKELY(mstat_own_work()) && align <= 16 && !(align & (align - 1)) &&
+	    (p = own_alloc(n, false)))
+		return p;
 	if (UNLIKELY(!ready()))
 		return align & (align - 1) ? NULL : arena_alloc(n, align);
-	void *p;
 	bool sample = UNLIKELY(mstat_sample_due(n)) && mstat_profile_begin(n);
 	ALLOCATE(p, next.memalign(align, n), n);
 	return UNLIKELY(sample) ? sampled(p, n, align, 0, false,
@@ -1353,8 +1463,8 @@ malloc_usable_size(void *p)
 	size_t size;
 	if (UNLIKELY(may_be_sampled(p)) && mstat_profile_owns(p, &size))
 		return size;
-	if (mstat_pool_has(p))
-		return 0; /* no live sampled block */
+	if (mstat_pool_has(p)) /* the library's own; else no live sampled block */
+		return mstat_pool_own(p) ? mstat_pool_usable(p) : 0;
 	return ready() ? next.usable(p) : 0;
 }
 
@@ -1552,8 +1662,10 @@ cxx_skips(struct cxx_next *n)
 			f args;                                              \
 			return;                                              \
 		}                                                            \
-		/* A sampled block is the next malloc's: free() frees it. */ \
-		if (UNLIKELY(may_be_sampled(p)) && mstat_profile_owns(p, NULL)) { \
+		/* A sampled block is the next malloc's, a pool block the    \
+		 * library's: free() frees them. */                          \
+		if (UNLIKELY(may_be_sampled(p)) &&                           \
+		    (mstat_pool_has(p) || mstat_profile_owns(p, NULL))) {    \
 			free(p);                                             \
 			return;                                              \
 		}                                                            \

@@ -54,14 +54,18 @@ mstat_live_bytes(const struct mstat_counts *c)
 
 enum mstat_state {
 	MSTAT_RUNNING = 1,
-	MSTAT_EXITING = 2, /* exit has begun: the counts are final */
-	MSTAT_EXITED = 3,  /* gone, after exit(), _exit() or a return from main */
-	MSTAT_KILLED = 4,  /* gone without exiting: a signal, SIGKILL */
+	MSTAT_EXITING = 2, /* exit has begun: the exiting thread counts on */
+	MSTAT_EXITED = 3,  /* gone, after exit(), _exit() or a return from
+			    * main ran to its end: the counts are final */
+	MSTAT_KILLED = 4,  /* gone without exiting, or during its exit: a
+			    * signal, SIGKILL */
 	MSTAT_EXECED = 5,  /* replaced by exec(): a new segment counts on */
 };
 
 struct mstat_snapshot {
-	uint64_t epoch;         /* increases with every snapshot taken */
+	uint64_t epoch;         /* increases with every snapshot taken; 0 in
+				 * a snapshot of oneself taken before the
+				 * segment exists */
 	uint32_t state;         /* enum mstat_state */
 	uint32_t threads;       /* threads counting into a slot of their own */
 	uint32_t slots_used;    /* slots ever used, including the shared one */
@@ -110,7 +114,9 @@ int mstat_self_enabled(void);
 const char *mstat_self_status(void);
 
 /* A consistent snapshot of this process's own counters (what Go's
- * runtime/metrics gives a Go service).  0, or a negative errno value. */
+ * runtime/metrics gives a Go service), from its first instruction on:
+ * before its segment exists, of the counts it keeps in its own memory,
+ * as exactly.  0, or a negative errno value (-ENODEV: not counting). */
 int mstat_self_snapshot(struct mstat_snapshot *out);
 
 /* ---- reading ---- */

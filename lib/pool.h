@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pool.h - the blocks sampled objects move to, with glibc's chunk
- * header (interpose.c, sampled()).
+ * header (interpose.c, sampled()); and the library's own blocks.
  *
  * A sampled block must be one a free can tell from the others without a
  * lookup on its inline path.  With glibc's header, a free reads the word
@@ -38,20 +38,41 @@
  * a page holds 4088 bytes. */
 #define MSTAT_POOL_MAX 4088u
 
+/*
+ * The library's own blocks: what glibc or libunwind allocate for the
+ * library's sake (interpose.c, own_alloc()), in a part of the pool of
+ * its own, classes of 32 B to 32 KiB.  A free tells them by address, on
+ * any allocator, and counts nothing; their header word is marked as the
+ * sample pool's are, so that glibc's inline free path leaves them to the
+ * out-of-line one.  Slots are reused: a thread's blocks go back as it
+ * exits.
+ */
+#define MSTAT_POOL_OWN_MAX 32760u
+
+/* A block of at least `size` bytes (at most MSTAT_POOL_OWN_MAX), 16-
+ * aligned, uninitialised, in the own part; its class full, one of the
+ * next class up; NULL if none, or the pool could not be mapped. */
+void *mstat_pool_own_alloc(size_t size) MSTAT_HIDDEN;
+
 /* A block of at least `size` bytes (at most MSTAT_POOL_MAX), 16-aligned,
  * uninitialised; NULL if its class is full or the pool could not be
  * mapped. */
 void *mstat_pool_alloc(size_t size) MSTAT_HIDDEN;
 
 /* The pool's addresses: MSTAT_POOL_SIZE bytes from mstat_pool_base,
- * once that is above MSTAT_POOL_NONE (pool.c).  Here for
- * mstat_pool_has(), which a free of a large block asks. */
-#define MSTAT_POOL_SIZE ((size_t)8 * ((2u << 20) + 4096u))
+ * once that is above MSTAT_POOL_NONE (pool.c): 8 sample parts, then 11
+ * own parts, from MSTAT_POOL_OWN_OFFSET.  Here for mstat_pool_has(),
+ * which a free of a large block asks. */
+#define MSTAT_POOL_PART_BYTES ((size_t)2 << 20)
+#define MSTAT_POOL_PART_TAIL 4096u /* a page past the last slot's 8-byte overhang */
+#define MSTAT_POOL_OWN_OFFSET ((size_t)8 * (MSTAT_POOL_PART_BYTES + MSTAT_POOL_PART_TAIL))
+#define MSTAT_POOL_SIZE ((size_t)19 * (MSTAT_POOL_PART_BYTES + MSTAT_POOL_PART_TAIL))
 #define MSTAT_POOL_NONE 1 /* 0: not mapped yet; 1: could not be */
 extern _Atomic uintptr_t mstat_pool_base MSTAT_HIDDEN;
 
-/* Whether `p` lies in the pool (the caller knows it is a block).
- * Relaxed: see mstat_pool_base in pool.c. */
+/* Whether `p` lies in the pool, a sampled block's part or the own one
+ * (the caller knows it is a block).  Relaxed: see mstat_pool_base in
+ * pool.c. */
 static inline bool
 mstat_pool_has(const void *p)
 {
@@ -60,8 +81,20 @@ mstat_pool_has(const void *p)
 	return b > MSTAT_POOL_NONE && (uintptr_t)p - b < MSTAT_POOL_SIZE;
 }
 
-/* Block `p` of the pool, no longer used, may be taken again; a `p` that
- * is not a block's start is ignored. */
+/* Whether `p`, in the pool, is one of the library's own blocks. */
+static inline bool
+mstat_pool_own(const void *p)
+{
+	uintptr_t b = atomic_load_explicit(&mstat_pool_base, memory_order_relaxed);
+
+	return (uintptr_t)p - b >= MSTAT_POOL_OWN_OFFSET;
+}
+
+/* The bytes block `p` of the pool holds. */
+size_t mstat_pool_usable(const void *p) MSTAT_HIDDEN;
+
+/* Block `p` of the pool (either part), no longer used, may be taken
+ * again; a `p` that is not a block's start is ignored. */
 void mstat_pool_free(void *p) MSTAT_HIDDEN;
 
 #endif /* MSTAT_LIB_POOL_H */

@@ -215,8 +215,11 @@ load_unwinder(void)
 	if (prof.backtrace || tried)
 		return prof.backtrace != NULL;
 	tried = true;
+	/* What the loader allocates for it is the library's own. */
+	mstat_own_begin();
 	void *h = dlopen("libunwind.so.8", RTLD_NOW | RTLD_LOCAL);
 	*(void **)&prof.backtrace = h ? dlsym(h, "unw_backtrace") : NULL;
+	mstat_own_end();
 	if (!prof.backtrace)
 		mstat_writer_warn("libunwind.so.8 could not be loaded",
 				  "not sampling");

@@ -287,14 +287,32 @@ mstat_segment_retire(struct mstat_segment *seg, uint32_t cut)
 		return;
 	atomic_store_explicit(&seg->hdr->exit_ns, realtime_ns(), memory_order_relaxed);
 	atomic_store_explicit(&seg->hdr->exit_cut, cut, memory_order_relaxed);
-	/* Release: a reader that sees EXITING sees the final counters (the
-	 * writer has stopped counting before this; see retire()). */
+	/* (X) release: a reader that sees EXITING sees exit_cut (the other
+	 * threads have stopped counting before this; see retire()). */
 	atomic_store_explicit(&seg->hdr->state, MSTAT_STATE_EXITING,
 			      memory_order_release);
 	/* We hold the owner lock: no remover can be unlinking it now. */
 	char path[sizeof(MSTAT_SHM_DIR) + MSTAT_SHM_NAME_MAX];
 	path_of(path, sizeof(path), seg->shm_name);
 	unlink(path);
+}
+
+void
+mstat_segment_ended(struct mstat_segment *seg)
+{
+	atomic_store_explicit(&seg->hdr->exit_ns, realtime_ns(), memory_order_relaxed);
+}
+
+void
+mstat_segment_discard(struct mstat_segment *seg)
+{
+	char path[sizeof(MSTAT_SHM_DIR) + MSTAT_SHM_NAME_MAX];
+
+	/* Unpublished and locked by us: no reader uses it, no remover
+	 * unlinks it now. */
+	path_of(path, sizeof(path), seg->shm_name);
+	unlink(path);
+	mstat_segment_forget(seg);
 }
 
 void

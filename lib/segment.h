@@ -64,8 +64,15 @@ int mstat_segment_report(const struct mstat_segment *seg,
 /* Marks the target exiting, with the time and the slots whose update the
  * exit could not wait for (`cut`), and unlinks the name.  The mapping and
  * the owner lock stay until the process ends: readers that have it open
- * see the final totals, and it is `exiting`, not gone. */
+ * see the counts go on to the end of the exit, and it is `exiting`, not
+ * gone. */
 void mstat_segment_retire(struct mstat_segment *seg, uint32_t cut);
+
+/* The exit has run to its end: exit_ns says when. */
+void mstat_segment_ended(struct mstat_segment *seg);
+
+/* Removes a segment made but never published, and forgets it. */
+void mstat_segment_discard(struct mstat_segment *seg);
 
 /* Unmaps and closes a segment inherited from the parent (in a fork
  * child).  The parent's owner lock is the parent's: it stays held. */

@@ -17,15 +17,20 @@
  *   - while a thread forks, its own counts go to `forking`, process memory
  *     that fork copies, and every other thread's sections are stopped
  *     until the fork is done (see fork_prepare());
- *   - once the process exits, nothing is counted: the totals are final;
+ *   - once the process exits, the thread that runs the exit counts on,
+ *     to the end, through the shared slot; every other thread counts into
+ *     process memory (`early` again), which the exiting thread adds in
+ *     with its next count: nothing a thread's death can cut is ever half
+ *     in the segment (see retire());
  *   - a signal handler that counts while its thread holds `shared_lock` or
  *     adds to `forking` cannot wait for itself: its count is deferred to
  *     the thread's `deferred` ring, which that thread adds where it was
  *     adding before it lets go (see defer()).
  *
- * Inside a host process: nothing here aborts, and nothing allocates except
- * pthread_setspecific() on a thread's first count, which may recurse into
- * malloc once; that count takes the shared path (see claim_slot()).
+ * Inside a host process: nothing here aborts, and nothing allocates but
+ * what glibc does on the library's behalf (pthread_setspecific() on a
+ * thread's first count, the reader of itself, the handlers' lists): the
+ * library's own blocks, never counted (mstat_own_begin()).
  */
 #include "writer.h"
 #include "profile.h"
@@ -68,6 +73,9 @@
  * this much of the process's life, or once it has counted this much, or
  * when a second thread counts (publish_due()). */
 #define PUBLISH_AFTER_NS (10u * 1000u * 1000u)
+/* How long a fork waits for another thread to make the segment
+ * (fork_prepare()): that takes a millisecond or two (loading libunwind). */
+#define START_WAIT_NS (1000u * 1000u * 1000u)
 #define PUBLISH_AFTER_COUNTS 4096u
 #define PUBLISH_AFTER_BYTES (1u << 20)
 
@@ -104,6 +112,12 @@ static _Thread_local bool thread_in_forking __attribute__((tls_model("initial-ex
 /* It is counting its deferred counts (count_deferred()): one deeper
  * down does not start another loop. */
 static _Thread_local bool thread_draining __attribute__((tls_model("initial-exec")));
+/* It runs the process's exit (retire()): it counts on, through the
+ * shared slot, where every other thread has stopped. */
+static _Thread_local bool thread_exiting __attribute__((tls_model("initial-exec")));
+/* It may hold fork_lock (fork_prepare() to fork_parent() or fork_child()):
+ * a signal handler that exits must not wait for it. */
+static _Thread_local bool thread_fork_lock __attribute__((tls_model("initial-exec")));
 
 /* A count a signal handler deferred (see defer()). */
 struct deferred {
@@ -130,8 +144,16 @@ static alignas(4096) struct {
 	bool started;            /* the constructor has run */
 	bool disabled;           /* not counting, for good */
 	bool eager;              /* make the segment at start */
-	_Atomic bool starting;   /* start() has been called */
-	_Atomic bool retired;    /* the exit has stopped counting */
+	_Atomic bool starting;   /* start() has been called (under shared_lock) */
+	_Atomic uint32_t start_ended; /* start() has returned; a futex word */
+	uint32_t starter;        /* the thread in start() */
+	_Atomic bool retired;    /* the exit has begun (retire()) */
+	bool late;               /* `early` holds counts made since, which
+				  * the exiting thread adds in (under
+				  * shared_lock) */
+	uint32_t exit_flags;     /* the header's, as last stored (under
+				  * shared_lock) */
+	pid_t pid;               /* this process's (a vfork child is not) */
 	bool have_key;
 	bool private_barrier;    /* registered for the private membarrier */
 	bool fork_holds_shared;  /* a fork before the segment holds shared_lock */
@@ -139,6 +161,10 @@ static alignas(4096) struct {
 	uint32_t slot_count;
 	uint32_t writer_mode;
 	pthread_key_t exit_key;  /* its destructor gives a thread's slot back */
+	/* (V) the exiting thread's epoch word: the address of `epoch`, with
+	 * MSTAT_EPOCH_STOPPED only while a fork drains (the exit's stop bit
+	 * is in mstat_writer_config.epoch alone). */
+	_Atomic uintptr_t exit_word;
 	pid_t report_pid;        /* MSTAT_REPORT_PID: which process reports */
 	struct mstat_segment seg;
 	/* Slots 0 .. reserved - 1 have pages (slot 0 from creation).  One
@@ -281,9 +307,10 @@ add_rows(struct mstat_shm_slot *slot, unsigned g, mstat_rows acc)
 /* ---- stopping sections: fork and exit ---- */
 
 /* A section found `stop` set.  While a fork is in progress, sleeps until
- * it ends and says to try again; once the process exits, says to count
- * nothing more.  Takes no lock: a signal handler may wait here, for a
- * fork of another thread. */
+ * it ends and says to try again (the exit too: a fork made during it);
+ * once the process exits, says to count without a section of the
+ * thread's own (mstat_count_unslotted()).  Takes no lock: a signal
+ * handler may wait here, for a fork of another thread. */
 static bool
 wait_stopped(void)
 {
@@ -294,12 +321,12 @@ wait_stopped(void)
 	unsigned char s = atomic_load_explicit(&mstat_writer_config.stop,
 					       memory_order_relaxed);
 
-	if (s & MSTAT_STOP_EXIT)
-		return false;
-	if (s & MSTAT_STOP_FORK)
+	if (s & MSTAT_STOP_FORK) {
 		syscall(SYS_futex, &proc.forks_ended, FUTEX_WAIT_PRIVATE, ended,
 			NULL, NULL, 0);
-	return true;
+		return true;
+	}
+	return !(s & MSTAT_STOP_EXIT);
 }
 
 /* (M') a full barrier on every CPU running a thread of this process. */
@@ -336,6 +363,11 @@ stop_sections(unsigned char bit)
 	 * Dekker with the (E) loads of the handshake, as (D) with (B). */
 	atomic_fetch_or_explicit(&mstat_writer_config.epoch, MSTAT_EPOCH_STOPPED,
 				 memory_order_seq_cst);
+	/* A fork stops the exiting thread's sections too: (V) again, on its
+	 * word (exit_section()). */
+	if (bit == MSTAT_STOP_FORK)
+		atomic_fetch_or_explicit(&proc.exit_word, MSTAT_EPOCH_STOPPED,
+					 memory_order_seq_cst);
 	if (__libc_single_threaded)
 		return 0; /* no other thread has ever run */
 	if (!mstat_writer_config.fenced)
@@ -502,9 +534,67 @@ shared_unlock(void)
 
 enum shared {
 	SHARED_SLOT,  /* a section is open on slot 0; shared_lock held */
+	SHARED_EXIT,  /* the same, of the exiting thread (exit_section()) */
 	SHARED_EARLY, /* no segment yet: count into `early`; shared_lock held */
+	SHARED_LATE,  /* the exit has begun: into `early` too, for the
+		       * exiting thread to add in; shared_lock held */
 	SHARED_NONE,  /* count nothing; no lock held */
 };
+
+/* Stores the exiting thread's flags in the header (under shared_lock). */
+static void
+exit_flags(uint32_t f)
+{
+	/* (Y) relaxed: read only once this process is gone (a final read).
+	 * In program order with the section's own stores, for the compiler
+	 * too: what a death finds there is what this thread had done. */
+	atomic_signal_fence(memory_order_seq_cst);
+	proc.exit_flags = f;
+	atomic_store_explicit(&proc.seg.hdr->exit_flags, f, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+/*
+ * Under shared_lock, once the exit has begun, in the exiting thread: a
+ * section on the shared slot that the exit's stop bit does not refuse
+ * (its epoch word is proc.exit_word; a fork's drain still stops it),
+ * with everything other threads have counted into `early` since the
+ * exit began added in first, in the same section.  BUSY in the header
+ * until exit_section_end(): a death in between, which can only be a
+ * signal's (this thread calls exit_group() after its last count), is
+ * told apart from the end of the exit.  False if a fork drains (wait for
+ * it and try again), or the slot is inside an update this thread
+ * interrupted.
+ */
+static MSTAT_START_TEXT enum mstat_wsection
+exit_section(unsigned *g)
+{
+	struct mstat_shm_slot *slot = mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT);
+
+	exit_flags(proc.exit_flags | MSTAT_EXIT_BUSY);
+	enum mstat_wsection w = mstat_wsection_begin(slot, &proc.exit_word,
+						     mstat_writer_config.fenced, g);
+	if (w != MSTAT_WS_OPEN) {
+		exit_flags(proc.exit_flags & ~MSTAT_EXIT_BUSY);
+		return w;
+	}
+	if (proc.late) {
+		proc.early[MSTAT_CLASS_COUNT][MSTAT_T_REQUESTED_BYTES] += proc.early_requested;
+		proc.early_requested = 0;
+		add_rows(slot, *g, proc.early);
+		memset(proc.early, 0, sizeof(proc.early));
+		proc.late = false;
+	}
+	return MSTAT_WS_OPEN;
+}
+
+/* Ends exit_section()'s section, `done`: the exit has run to its end. */
+static MSTAT_START_TEXT void
+exit_section_end(bool done)
+{
+	mstat_wsection_end(mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT));
+	exit_flags((proc.exit_flags & ~MSTAT_EXIT_BUSY) | (done ? MSTAT_EXIT_DONE : 0));
+}
 
 static MSTAT_START_TEXT enum shared
 shared_open(unsigned *g)
@@ -515,6 +605,20 @@ shared_open(unsigned *g)
 			if (!proc.disabled)
 				return SHARED_EARLY;
 			break;
+		}
+		/* Set by retire() under this lock: from then on no thread but
+		 * the exiting one begins a section on the shared slot. */
+		if (atomic_load_explicit(&mstat_writer_config.stop,
+					 memory_order_relaxed) & MSTAT_STOP_EXIT) {
+			if (!thread_exiting)
+				return SHARED_LATE;
+			enum mstat_wsection w = exit_section(g);
+			if (w == MSTAT_WS_OPEN)
+				return SHARED_EXIT;
+			mstat_ownlock_unlock(&proc.shared_lock);
+			if (w == MSTAT_WS_NESTED || !wait_stopped())
+				return SHARED_NONE;
+			continue;
 		}
 		if (mstat_wsection_begin(mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT),
 					 &mstat_writer_config.epoch,
@@ -542,14 +646,22 @@ shared_close(enum shared s, unsigned g)
 	 * into the same section or rows. */
 	if (s == SHARED_EARLY) {
 		due = take_deferred_early();
-	} else if (s == SHARED_SLOT) {
+	} else if (s == SHARED_LATE) {
+		while (take_deferred_held(&d))
+			count_early(d.op, d.freed, d.size, d.requested);
+		take_spill(NULL, 0, proc.early);
+		proc.late = true;
+	} else if (s == SHARED_SLOT || s == SHARED_EXIT) {
 		struct mstat_section sec = {
 			mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT), g
 		};
 		while (take_deferred_held(&d))
 			mstat_section_count(&sec, d.op, d.freed, d.size, d.requested);
 		take_spill(sec.slot, g, NULL);
-		mstat_wsection_end(sec.slot);
+		if (s == SHARED_EXIT)
+			exit_section_end(false);
+		else
+			mstat_wsection_end(sec.slot);
 	} else {
 		return false;
 	}
@@ -594,14 +706,55 @@ publish_due(uint64_t bytes)
 
 static void start(void);
 
-/* Makes the segment, once, if the library has started and counts. */
+/*
+ * Makes the segment, once, if the library has started and counts.
+ * `starting` is set under shared_lock, which a fork before the segment
+ * holds across fork(): so a fork either sees a start begun, and waits for
+ * its end (fork_prepare()), or is over before it begins.  A child never
+ * inherits half a segment (its descriptor, its `starting`).
+ */
 static void
 publish(void)
 {
+	bool go;
+
 	if (!proc.started || proc.disabled ||
-	    atomic_exchange_explicit(&proc.starting, true, memory_order_relaxed))
+	    atomic_load_explicit(&proc.starting, memory_order_relaxed) ||
+	    must_defer()) /* a signal handler, its thread holding the lock */
 		return;
-	start();
+	shared_lock();
+	/* Not once the exit has begun (retire() sets that under this lock):
+	 * a segment made then would never be retired. */
+	go = !atomic_load_explicit(&proc.starting, memory_order_relaxed) &&
+	     !(atomic_load_explicit(&mstat_writer_config.stop, memory_order_relaxed) &
+	       MSTAT_STOP_EXIT);
+	if (go) {
+		atomic_store_explicit(&proc.starting, true, memory_order_relaxed);
+		proc.starter = my_tid();
+	}
+	shared_unlock();
+	if (go)
+		start();
+}
+
+/* After publish(): a start in another thread is waited for, so that the
+ * segment exists now unless it cannot be made (or this very thread is
+ * making it: a signal handler; or it waits for a lock this thread holds,
+ * START_WAIT_NS). */
+static void
+publish_wait(void)
+{
+	publish();
+	uint64_t since = coarse_ns();
+	/* (W) acquire: pairs with the release in start_end(); what start()
+	 * did (the segment, `ready`, `disabled`) is seen. */
+	while (atomic_load_explicit(&proc.starting, memory_order_relaxed) &&
+	       !atomic_load_explicit(&proc.start_ended, memory_order_acquire) &&
+	       proc.starter != my_tid() && coarse_ns() - since < START_WAIT_NS) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		syscall(SYS_futex, &proc.start_ended, FUTEX_WAIT_PRIVATE, 0, &ts,
+			NULL, 0);
+	}
 }
 
 /* Around the forking thread's adds to `forking`: a handler's count
@@ -641,9 +794,9 @@ count_rows(mstat_rows acc)
 		return;
 	}
 	s = shared_open(&g);
-	if (s == SHARED_SLOT)
+	if (s == SHARED_SLOT || s == SHARED_EXIT)
 		add_rows(mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT), g, acc);
-	else if (s == SHARED_EARLY)
+	else if (s == SHARED_EARLY || s == SHARED_LATE)
 		add_into(proc.early, acc);
 	if (shared_close(s, g))
 		publish();
@@ -673,7 +826,7 @@ mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
 	}
 	bool due = false;
 	s = shared_open(&g);
-	if (s == SHARED_SLOT) {
+	if (s == SHARED_SLOT || s == SHARED_EXIT) {
 		struct mstat_section sec = {
 			mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT), g
 		};
@@ -681,6 +834,8 @@ mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
 	} else if (s == SHARED_EARLY) {
 		count_early(op, freed, size, requested);
 		due = publish_due(op == MSTAT_OP_FREE ? 0 : size);
+	} else if (s == SHARED_LATE) {
+		count_early(op, freed, size, requested);
 	}
 	if (shared_close(s, g) || due)
 		publish();
@@ -730,8 +885,29 @@ set_thread_slot(struct mstat_shm_slot *s)
 	mstat_thread.own = s;
 	mstat_thread.slot = inline_slot;
 	mstat_thread.fast =
-		atomic_load_explicit(&header_sizes, memory_order_relaxed) ? inline_slot
-									  : NULL;
+		atomic_load_explicit(&header_sizes, memory_order_relaxed) &&
+				!mstat_own_work()
+			? inline_slot
+			: NULL;
+}
+
+_Thread_local _Atomic unsigned mstat_own_depth __attribute__((tls_model("initial-exec")));
+
+void
+mstat_own_begin(void)
+{
+	atomic_fetch_add_explicit(&mstat_own_depth, 1, memory_order_relaxed);
+	/* A signal handler sees the depth before `fast` goes. */
+	atomic_signal_fence(memory_order_seq_cst);
+	mstat_thread.fast = NULL;
+}
+
+void
+mstat_own_end(void)
+{
+	atomic_signal_fence(memory_order_seq_cst);
+	if (atomic_fetch_sub_explicit(&mstat_own_depth, 1, memory_order_relaxed) == 1)
+		set_thread_slot(mstat_thread.own);
 }
 
 MSTAT_START_TEXT void
@@ -747,10 +923,13 @@ take_slot(uint32_t i)
 
 	atomic_store_explicit(&s->head.tid, (uint32_t)gettid(), memory_order_relaxed);
 	atomic_fetch_add_explicit(&proc.seg.hdr->threads, 1, memory_order_relaxed);
-	/* May allocate (keys past the first 32): that count sees
-	 * THREAD_CLAIMING and takes the shared path. */
-	if (proc.have_key)
+	/* May allocate (keys past the first 32): the library's own block,
+	 * freed as the thread exits. */
+	if (proc.have_key) {
+		mstat_own_begin();
 		pthread_setspecific(proc.exit_key, (void *)1);
+		mstat_own_end();
+	}
 	thread_slot_index = i;
 	thread_state = THREAD_OWN;
 	set_thread_slot(s);
@@ -848,7 +1027,10 @@ mstat_section_open_slow(struct mstat_section *sec)
 			if (thread_forking || thread_state != THREAD_NEW ||
 			    /* (R) acquire: pairs with the release in start();
 			     * the segment and the config are complete. */
-			    !atomic_load_explicit(&proc.ready, memory_order_acquire))
+			    !atomic_load_explicit(&proc.ready, memory_order_acquire) ||
+			    /* No slot is written once the exit has begun. */
+			    (atomic_load_explicit(&mstat_writer_config.stop,
+						  memory_order_relaxed) & MSTAT_STOP_EXIT))
 				return false;
 			claim_slot();
 			if (!mstat_thread.own)
@@ -989,6 +1171,17 @@ env_mode(void)
 	return MSTAT_DEFAULT_MODE;
 }
 
+/* start() has returned, made the segment or not: threads that wait for
+ * it go on (publish_wait(), fork_prepare()). */
+static void
+start_end(void)
+{
+	/* (W) release: pairs with the acquire loads of its waiters. */
+	atomic_store_explicit(&proc.start_ended, 1, memory_order_release);
+	syscall(SYS_futex, &proc.start_ended, FUTEX_WAKE_PRIVATE, INT_MAX,
+		NULL, NULL, 0);
+}
+
 /* Creates the segment, folds `early` into the shared slot, publishes.  The
  * process has one thread, or the others count into `early` meanwhile. */
 static void
@@ -1005,7 +1198,10 @@ start(void)
 	}
 	/* Whoever starts removes a few segments of processes that are gone. */
 	mstat_reap_some(geteuid(), REAP_PROBES);
+	/* What loading libunwind allocates is the library's own. */
+	mstat_own_begin();
 	mstat_profile_load();
+	mstat_own_end();
 	/* Made outside shared_lock: creating may allocate (it should not,
 	 * but a count from in here must not deadlock), counted as early. */
 	struct mstat_segment seg;
@@ -1018,6 +1214,7 @@ start(void)
 		set_status((const char *const[]){ "not counting: ", err, NULL });
 		log_line("not counting", err);
 		report(NULL);
+		start_end();
 		return;
 	}
 
@@ -1027,10 +1224,21 @@ start(void)
 	if (!proc.have_key)
 		proc.have_key = pthread_key_create(&proc.exit_key, give_back_slot) == 0;
 	shared_lock();
+	/* The exit began while the segment was made: it would never be
+	 * retired.  Nobody has seen it (magic is not published). */
+	if (atomic_load_explicit(&mstat_writer_config.stop, memory_order_relaxed) &
+	    MSTAT_STOP_EXIT) {
+		shared_unlock();
+		mstat_segment_discard(&seg);
+		start_end();
+		return;
+	}
 	proc.seg = seg;
 	atomic_store_explicit(&proc.reserved, 1, memory_order_relaxed);
 	atomic_store_explicit(&mstat_writer_config.epoch,
 			      mstat_epoch_word(&seg.hdr->epoch), memory_order_relaxed);
+	atomic_store_explicit(&proc.exit_word, mstat_epoch_word(&seg.hdr->epoch),
+			      memory_order_relaxed);
 	mstat_writer_config.fenced = mode == MSTAT_MODE_FENCED;
 	/* A section on a segment no reader can see yet, which nothing can
 	 * stop: epoch 0, generation 0. */
@@ -1047,6 +1255,7 @@ start(void)
 		"counting into " MSTAT_SHM_DIR "/", seg.shm_name,
 		mode == MSTAT_MODE_FENCED ? " (fenced)" : " (membarrier)", NULL });
 	report(&proc.seg);
+	start_end();
 }
 
 MSTAT_START_TEXT const struct mstat_segment *
@@ -1099,6 +1308,7 @@ sum_slots(mstat_rows out)
 static void
 fork_prepare(void)
 {
+	thread_fork_lock = true;
 	pthread_mutex_lock(&proc.fork_lock);
 	memset(proc.forking, 0, sizeof(proc.forking));
 	memset(proc.inherit, 0, sizeof(proc.inherit));
@@ -1111,6 +1321,27 @@ fork_prepare(void)
 	 * locks, the child gets a copy no thread was half-way through.  (The
 	 * segment cannot be published meanwhile: that takes the lock too.) */
 	shared_lock();
+	/* Another thread is making the segment (publish() set `starting`
+	 * under this lock): fork once it is made.  A child of a fork in the
+	 * middle would hold the parent's new segment open, its owner lock
+	 * with it, and never make one of its own.  For START_WAIT_NS at
+	 * most: the maker may wait for something this thread holds (the
+	 * loader's lock, when a library's constructor forks while the
+	 * segment's making loads libunwind); fork_child() copes. */
+	uint64_t waited_since = coarse_ns();
+	while (!atomic_load_explicit(&proc.ready, memory_order_relaxed) &&
+	       atomic_load_explicit(&proc.starting, memory_order_relaxed) &&
+	       /* (W) relaxed: under shared_lock, which start() holds as it
+		* publishes or gives up; the acquire of `ready` below. */
+	       !atomic_load_explicit(&proc.start_ended, memory_order_relaxed) &&
+	       proc.starter != my_tid() &&
+	       coarse_ns() - waited_since < START_WAIT_NS) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		shared_unlock();
+		syscall(SYS_futex, &proc.start_ended, FUTEX_WAIT_PRIVATE, 0,
+			&ts, NULL, 0);
+		shared_lock();
+	}
 	if (!atomic_load_explicit(&proc.ready, memory_order_acquire)) {
 		proc.fork_holds_shared = true;
 		return;
@@ -1118,6 +1349,12 @@ fork_prepare(void)
 	shared_unlock();
 	(void)stop_sections(MSTAT_STOP_FORK);
 	sum_slots(proc.inherit);
+	/* During the exit: what other threads counted since, not added in
+	 * yet (exit_section()). */
+	shared_lock();
+	if (proc.late)
+		add_into(proc.inherit, proc.early);
+	shared_unlock();
 }
 
 static void
@@ -1126,10 +1363,15 @@ fork_parent(void)
 	mstat_rows *mine = &proc.forking;
 	mstat_rows copy;
 
-	atomic_fetch_and_explicit(&mstat_writer_config.stop,
+	unsigned char stop = atomic_fetch_and_explicit(&mstat_writer_config.stop,
 				  (unsigned char)~MSTAT_STOP_FORK, memory_order_relaxed);
-	/* The bit set in stop_sections(); sections run again from here. */
-	atomic_fetch_and_explicit(&mstat_writer_config.epoch, ~MSTAT_EPOCH_STOPPED,
+	/* The bit set in stop_sections(); sections run again from here, but
+	 * for the exit's stop (a fork made during the exit: retire() holds
+	 * fork_lock as it sets it, so it cannot come in between). */
+	if (!(stop & MSTAT_STOP_EXIT))
+		atomic_fetch_and_explicit(&mstat_writer_config.epoch,
+					  ~MSTAT_EPOCH_STOPPED, memory_order_relaxed);
+	atomic_fetch_and_explicit(&proc.exit_word, ~MSTAT_EPOCH_STOPPED,
 				  memory_order_relaxed);
 	/* Release, after the bit is cleared: pairs with the acquire in
 	 * wait_stopped(), whose sleepers are woken to find it so. */
@@ -1148,6 +1390,7 @@ fork_parent(void)
 	 * slot, the shared one, or `early`, which takes shared_lock). */
 	memcpy(copy, *mine, sizeof(copy));
 	pthread_mutex_unlock(&proc.fork_lock);
+	thread_fork_lock = false;
 	count_rows(copy);
 	count_deferred(); /* a spill while it forked */
 }
@@ -1169,7 +1412,9 @@ fork_child(void)
 	 * binding would be done again in every child (a symbol lookup and
 	 * five page faults a fork). */
 	proc.fork_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	thread_fork_lock = false;
 	proc.self_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	proc.pid = getpid();
 	/* Held while `early` is made: a handler's count meanwhile is
 	 * deferred, and taken into it below. */
 	shared_lock();
@@ -1179,6 +1424,19 @@ fork_child(void)
 	atomic_store_explicit(&mstat_writer_config.stop, 0, memory_order_relaxed);
 	atomic_fetch_and_explicit(&mstat_writer_config.epoch, ~MSTAT_EPOCH_STOPPED,
 				  memory_order_relaxed);
+	atomic_fetch_and_explicit(&proc.exit_word, ~MSTAT_EPOCH_STOPPED,
+				  memory_order_relaxed);
+	/* A child of a fork made during the exit is a process of its own,
+	 * not exiting.  What the parent's other threads counted since is in
+	 * `inherit` (fork_prepare()). */
+	thread_exiting = false;
+	atomic_store_explicit(&proc.retired, false, memory_order_relaxed);
+	if (was_ready) {
+		memset(proc.early, 0, sizeof(proc.early));
+		proc.early_requested = 0;
+	}
+	proc.late = false;
+	proc.exit_flags = 0;
 	thread_forking = false;
 	atomic_signal_fence(memory_order_seq_cst);
 	thread_state = THREAD_NEW;
@@ -1197,6 +1455,13 @@ fork_child(void)
 	}
 	add_into(proc.early, proc.forking);
 	if (!was_ready) {
+		/* A fork in the middle of start() (from inside it, a signal
+		 * handler of the thread making the segment; or a fork that
+		 * waited for it in vain, fork_prepare()): that start goes on
+		 * in the parent alone.  This child counts in process memory
+		 * for good, and waits for no start. */
+		if (atomic_load_explicit(&proc.starting, memory_order_relaxed))
+			atomic_store_explicit(&proc.start_ended, 1, memory_order_relaxed);
 		/* start() will fold `early` */
 		(void)take_deferred_early();
 		shared_unlock();
@@ -1222,7 +1487,6 @@ fork_child(void)
 	atomic_store_explicit(&proc.reserving, false, memory_order_relaxed);
 	atomic_store_explicit(&proc.reserve_failed, false, memory_order_relaxed);
 	memset((void *)proc.busy, 0, sizeof(proc.busy));
-	atomic_store_explicit(&proc.retired, false, memory_order_relaxed);
 	/* A segment of its own when it is worth one, as for any process: a
 	 * shell's child that exec()s at once never makes one. */
 	proc.born_ns = coarse_ns();
@@ -1230,6 +1494,7 @@ fork_child(void)
 	proc.early_threads = 0;
 	thread_counted_early = false;
 	atomic_store_explicit(&proc.starting, false, memory_order_relaxed);
+	atomic_store_explicit(&proc.start_ended, 0, memory_order_relaxed);
 	(void)take_deferred_early();
 	shared_unlock();
 	if (proc.eager)
@@ -1240,33 +1505,112 @@ fork_child(void)
 
 /*
  * Every way out that runs code of ours: exit() and a return from main
- * (atexit), quick_exit() (at_quick_exit), _exit() and _Exit() (defined
- * below).  Counting stops, every section in flight is waited for, and the
- * segment is marked exiting and unlinked: the totals readers see from now
- * on are final and consistent.  What the process frees after this point
- * is not counted; it is on its way out.  A process that dies by a signal
- * runs none of this: its owner lock goes with it, and the next process
- * that starts, or an observer, removes the segment.
+ * (atexit; for the library, its own destructor), quick_exit()
+ * (at_quick_exit), _exit() and _Exit() (defined below).
+ *
+ * The thread that calls it runs the rest of the exit: the atexit
+ * handlers after ours, every library's destructors (one that is
+ * finalised after this library frees what its constructor allocated),
+ * and finally exit_group(), which kills every other thread wherever it
+ * is.  So the totals can be final and whole only if no other thread is
+ * inside an update when that comes, and complete only if this one counts
+ * to the end.  retire() stops every other thread's sections, waits for
+ * those in flight (exit_cut: how many it could not wait for), marks the
+ * segment EXITING and unlinks its name.  From then on:
+ *
+ *   - this thread counts on, through the shared slot, under shared_lock
+ *     (exit_section()): each of its updates is whole when it calls
+ *     exit_group(), for it makes none after its last;
+ *   - every other thread counts into process memory (`early`), under
+ *     the same lock, where no death can leave half an update in the
+ *     segment; this thread adds those counts in with its next count.
+ *     What they count after its last count is lost;
+ *   - finish(), at the very end, adds in what is left and says DONE.
+ *
+ * A reader that finds the owner gone reads the final totals (shm/
+ * reader.c): exited if DONE; killed if not (a signal during the exit),
+ * with one update more cut if BUSY.  A process that dies by a signal
+ * before its exit runs none of this: its owner lock goes with it, and
+ * the next process that starts, or an observer, removes the segment.  A
+ * process that exits before it made its segment counts on in process
+ * memory, and makes none.
  */
 static MSTAT_START_TEXT void
 retire(void)
 {
-	if (!atomic_load_explicit(&proc.ready, memory_order_acquire) ||
-	    getpid() != proc.seg.pid || /* a vfork child, sharing our memory */
-	    atomic_exchange_explicit(&proc.retired, true, memory_order_relaxed))
+	bool mine, first = false, ready = false;
+
+	if (!proc.started || proc.disabled ||
+	    getpid() != proc.pid || /* a vfork child, sharing our memory */
+	    atomic_load_explicit(&proc.retired, memory_order_relaxed))
 		return;
-	mstat_segment_retire(&proc.seg, stop_sections(MSTAT_STOP_EXIT));
+	/* A fork of another thread ends first: its parent handler would let
+	 * the sections go again.  Not this thread's own (a signal handler
+	 * inside it exits): it never gets back there. */
+	if (!thread_fork_lock)
+		pthread_mutex_lock(&proc.fork_lock);
+	/* Under shared_lock: a thread that begins a section of the shared
+	 * slot after this sees the exit first (shared_open()), and so does
+	 * a start (publish(), start()).  Not if this is a signal handler of
+	 * the holder: it never gets back there either. */
+	mine = mstat_ownlock_mine(&proc.shared_lock, my_tid());
+	if (!mine)
+		mstat_ownlock_lock(&proc.shared_lock, my_tid());
+	if (!atomic_exchange_explicit(&proc.retired, true, memory_order_relaxed)) {
+		first = true;
+		atomic_fetch_or_explicit(&mstat_writer_config.stop, MSTAT_STOP_EXIT,
+					 memory_order_relaxed);
+		thread_exiting = true;
+		ready = atomic_load_explicit(&proc.ready, memory_order_relaxed);
+	}
+	if (!mine)
+		mstat_ownlock_unlock(&proc.shared_lock);
+	if (first && ready)
+		mstat_segment_retire(&proc.seg, stop_sections(MSTAT_STOP_EXIT));
+	if (!thread_fork_lock)
+		pthread_mutex_unlock(&proc.fork_lock);
+}
+
+/*
+ * The end of the exit: exit_group() comes next.  A last section of the
+ * exiting thread adds in what other threads counted since its last
+ * count, and says DONE.  Called by another thread (its _exit() while the
+ * exiting thread runs destructors), it becomes the exiting thread, and
+ * keeps shared_lock: the other one begins no update of which exit_group()
+ * could cut half.
+ */
+static MSTAT_START_TEXT void
+finish(void)
+{
+	unsigned g;
+
+	if (getpid() != proc.pid ||
+	    !atomic_load_explicit(&proc.retired, memory_order_relaxed) ||
+	    !atomic_load_explicit(&proc.ready, memory_order_acquire) ||
+	    /* A signal handler of the holder: the update it cut stays BUSY. */
+	    mstat_ownlock_mine(&proc.shared_lock, my_tid()))
+		return;
+	bool last = !thread_exiting;
+	thread_exiting = true;
+	if (shared_open(&g) != SHARED_EXIT)
+		return;
+	mstat_segment_ended(&proc.seg);
+	exit_section_end(true);
+	if (!last)
+		shared_unlock();
 }
 
 /* _exit() and _Exit(): the library's exit path, then the next _exit
  * (glibc's, or a tool's: valgrind's own interception of it is what keeps
  * a fork child from reporting its parent's threads as leaks).
- * Async-signal-safe, as _exit must be: retire() takes no lock and
- * allocates nothing, and the next _exit was looked up at start. */
+ * Async-signal-safe, as _exit must be: nothing here allocates, the next
+ * _exit was looked up at start, and no lock is waited for that this
+ * thread holds. */
 static MSTAT_START_TEXT __attribute__((noreturn)) void
 exit_now(int status)
 {
 	retire();
+	finish();
 	if (proc.next_exit)
 		proc.next_exit(status);
 	for (;;)
@@ -1307,19 +1651,46 @@ retire_at(void *unused)
 }
 
 static MSTAT_START_TEXT void
+finish_at(void *unused)
+{
+	(void)unused;
+	retire();
+	finish();
+}
+
+/*
+ * retire() runs with this library's destructor (its handler is this
+ * object's: __cxa_finalize() runs it there, in _dl_fini()), after the
+ * handlers registered since the program started and before the
+ * destructors of the objects finalised after it.  finish() runs last:
+ * registered with no object, before the program's entry point
+ * registered _dl_fini() (this constructor runs from the loader, before
+ * it), it comes after every destructor.  quick_exit() runs no
+ * destructors: both at once.
+ */
+static MSTAT_START_TEXT void
 on_fork_and_exit(void)
 {
 	__register_atfork(fork_prepare, fork_parent, fork_child, __dso_handle);
+	__cxa_atexit(finish_at, NULL, NULL);
 	__cxa_atexit(retire_at, NULL, __dso_handle);
-	__cxa_at_quick_exit(retire_at, __dso_handle);
+	__cxa_at_quick_exit(finish_at, __dso_handle);
 }
 #else
+static void
+finish_now(void)
+{
+	retire();
+	finish();
+}
+
 static void
 on_fork_and_exit(void)
 {
 	pthread_atfork(fork_prepare, fork_parent, fork_child);
+	atexit(finish_now);
 	atexit(retire);
-	at_quick_exit(retire);
+	at_quick_exit(finish_now);
 }
 #endif
 
@@ -1353,6 +1724,7 @@ mstat_writer_start(void)
 	if (started)
 		return;
 	started = true;
+	proc.pid = getpid();
 	proc.born_ns = coarse_ns();
 	e = getenv("MSTAT_NAME");
 	join(proc.name, sizeof(proc.name), (const char *const[]){
@@ -1384,8 +1756,11 @@ mstat_writer_start(void)
 	proc.writer_mode = env_mode();
 	if (proc.writer_mode == MSTAT_MODE_MEMBARRIER)
 		register_barriers();
+	/* Handlers may take glibc a block to keep: the library's own. */
+	mstat_own_begin();
 	*(void **)&proc.next_exit = dlsym(RTLD_NEXT, "_exit");
 	on_fork_and_exit();
+	mstat_own_end();
 	set_status((const char *const[]){
 		"counting in process memory; the segment is made once the "
 		"process is worth watching", NULL });
@@ -1424,7 +1799,7 @@ mstat_record_realloc(size_t old_size, size_t new_size, size_t requested)
 int
 mstat_self_enabled(void)
 {
-	publish();
+	publish_wait();
 	return atomic_load_explicit(&proc.ready, memory_order_acquire) &&
 	       !proc.disabled;
 }
@@ -1435,17 +1810,71 @@ mstat_self_status(void)
 	return proc.started || proc.disabled ? proc.status : "not started";
 }
 
+/*
+ * Without a segment (none yet, or none any more to be made: the exit has
+ * begun), the counts are in process memory: a snapshot of them, taken
+ * under the lock that guards them, is as exact as a read of the segment.
+ * 1 if the segment exists, to be read instead.
+ */
+static int
+snapshot_early(struct mstat_snapshot *out)
+{
+	if (must_defer())
+		return -EAGAIN; /* a signal handler inside our critical section */
+	shared_lock();
+	if (atomic_load_explicit(&proc.ready, memory_order_relaxed)) {
+		shared_unlock();
+		return 1;
+	}
+	(void)take_deferred_early();
+	memset(out, 0, offsetof(struct mstat_snapshot, class_max_size));
+	out->state = atomic_load_explicit(&proc.retired, memory_order_relaxed)
+			     ? MSTAT_EXITING
+			     : MSTAT_RUNNING;
+	out->class_count = MSTAT_CLASS_COUNT;
+	for (unsigned c = 0; c < MSTAT_CLASS_COUNT; c++)
+		out->class_max_size[c] = mstat_class_max_size(c);
+	mstat_sum_counts(out, (const uint64_t (*)[MSTAT_ROW_COUNTERS])proc.early,
+			 MSTAT_CLASS_COUNT);
+	out->requested_bytes += proc.early_requested;
+	shared_unlock();
+	return 0;
+}
+
 int
 mstat_self_snapshot(struct mstat_snapshot *out)
 {
 	int rc = 0;
 
-	if (!mstat_self_enabled())
+	publish_wait(); /* asking is a reason to be seen */
+	if (proc.disabled)
 		return -ENODEV;
+	if ((rc = snapshot_early(out)) <= 0)
+		return rc;
+	rc = 0;
+	if (thread_exiting && !must_defer()) {
+		/* What other threads counted since the exit began, in. */
+		unsigned g;
+		(void)shared_close(shared_open(&g), g);
+	}
 	pthread_mutex_lock(&proc.self_lock);
-	if (!proc.self_reader)
+	if (!proc.self_reader) {
+		/* The reader is the library's own block.  Once the exit has
+		 * unlinked the name, a file of its own through /proc (the
+		 * owner lock is the open file's: not seg.fd's). */
+		mstat_own_begin();
 		rc = mstat_reader_open_name(&proc.self_reader, proc.seg.shm_name,
 					    NULL, 0);
+		if (rc == -ENOENT) {
+			char path[40] = "/proc/self/fd/";
+			mstat_utoa(path + strlen(path), (uint64_t)proc.seg.fd);
+			int fd = open(path, O_RDWR | O_CLOEXEC);
+			rc = fd < 0 ? -errno
+				    : mstat_reader_open_fd(&proc.self_reader, fd,
+							   proc.seg.shm_name, NULL, 0);
+		}
+		mstat_own_end();
+	}
 	if (rc == 0)
 		rc = mstat_reader_snapshot(proc.self_reader, out);
 	pthread_mutex_unlock(&proc.self_lock);

@@ -99,6 +99,27 @@ struct mstat_thread {
 extern _Thread_local struct mstat_thread mstat_thread
 	__attribute__((tls_model("initial-exec"))) MSTAT_HIDDEN;
 
+/*
+ * The library's own work: while a thread does it (loads libunwind, takes
+ * a stack, gives itself a slot, opens its reader of itself, registers its
+ * handlers), what glibc and libunwind allocate for it is the library's,
+ * not the program's, and neither that allocation nor its free, whenever
+ * and by whomever, is counted (interpose.c, own_alloc()).  Nests.  The
+ * thread's `fast` slot is NULL meanwhile: its allocations leave the
+ * inline paths for the ones that look at this.
+ */
+extern _Thread_local _Atomic unsigned mstat_own_depth
+	__attribute__((tls_model("initial-exec"))) MSTAT_HIDDEN;
+void mstat_own_begin(void) MSTAT_HIDDEN;
+void mstat_own_end(void) MSTAT_HIDDEN;
+
+MSTAT_INLINE bool
+mstat_own_work(void)
+{
+	/* Relaxed: this thread's, and its signal handlers'. */
+	return atomic_load_explicit(&mstat_own_depth, memory_order_relaxed) != 0;
+}
+
 /* An open update section. */
 struct mstat_segment;
 
@@ -111,8 +132,9 @@ struct mstat_section {
 bool mstat_section_open_slow(struct mstat_section *sec) MSTAT_HIDDEN;
 
 /* Counts without a section of the thread's own: the shared slot, the
- * counts before the segment exists, a forking thread's; nothing once the
- * process exits. */
+ * counts before the segment exists, a forking thread's; once the process
+ * exits, the exiting thread's (through the shared slot) and the other
+ * threads' (into process memory, until it adds them in). */
 void mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
 			   uint64_t requested) MSTAT_HIDDEN;
 

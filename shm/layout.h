@@ -63,9 +63,9 @@
  * 5.1: a stack entry's weights, and its bytes counted as the slots count
  *      them (requested bytes in 5.0; a 5.0 reader takes them for those,
  *      and unbiases blocks with slack a little low: struct
- *      mstat_shm_stack). */
+ *      mstat_shm_stack); the header's `exit_flags`. */
 #define MSTAT_SHM_VERSION_MAJOR 5
-#define MSTAT_SHM_VERSION_MINOR 1
+#define MSTAT_SHM_VERSION_MINOR 1 /* readers accept any minor */
 
 #define MSTAT_SHM_DIR "/dev/shm"
 #define MSTAT_SHM_PREFIX "mstat."   /* shm names: mstat.<pid>.<starttime> */
@@ -91,11 +91,16 @@ enum mstat_writer_mode {
 	MSTAT_MODE_MEMBARRIER = 2, /* compiler barrier; readers call membarrier */
 };
 
+/* exit_flags */
+#define MSTAT_EXIT_BUSY 1u
+#define MSTAT_EXIT_DONE 2u
+
 /* Target lifecycle, in `state`. */
 enum mstat_target_state {
 	MSTAT_STATE_RUNNING = 1,
-	MSTAT_STATE_EXITING = 2, /* exit began: counts are final, the name is
-				  * unlinked; the process may still run */
+	MSTAT_STATE_EXITING = 2, /* exit began: the name is unlinked; the
+				  * exiting thread counts on to its end
+				  * (exit_flags) */
 	MSTAT_STATE_EXECED = 3,  /* replaced by exec(): the new image, same
 				  * pid and start time, set this and made a
 				  * segment of its own */
@@ -187,13 +192,20 @@ struct mstat_shm_header {
 	_Atomic uint32_t threads;    /* threads holding a slot of their own */
 	_Atomic uint32_t slots_used; /* (F) slots with pages, ever used */
 	_Atomic uint32_t overflowed; /* threads that found every slot taken */
-	/* Set with state EXITING: the exit stops counting and waits for the
-	 * updates in flight; any seq still odd after that belongs to an
-	 * update that added nothing, and the counts are whole, unless the
-	 * wait gave up on `exit_cut` slots (stopped threads). */
+	/* Set with state EXITING: the exit stops every other thread's
+	 * counting and waits for the updates in flight; any seq still odd
+	 * after that belongs to an update that added nothing, and the counts
+	 * are whole, unless the wait gave up on `exit_cut` slots (stopped
+	 * threads). */
 	_Atomic uint32_t exit_cut;
-	uint32_t reserved1;
-	_Atomic uint64_t exit_ns;    /* CLOCK_REALTIME when exiting began */
+	/* (5.1) The exiting thread's: it counts on, through the shared slot,
+	 * to the process's end.  MSTAT_EXIT_BUSY while it is inside an
+	 * update; MSTAT_EXIT_DONE once its exit has run to its end (what
+	 * follows is exit_group()).  A process gone after EXITING without
+	 * DONE was killed during its exit; with BUSY, inside an update. */
+	_Atomic uint32_t exit_flags;
+	_Atomic uint64_t exit_ns;    /* CLOCK_REALTIME when exiting began;
+				      * again when it ended (DONE) */
 
 	/* The only words a reader writes.  Own cache line: every writer loads
 	 * `epoch` on every update, and nothing else here changes often. */

@@ -707,7 +707,19 @@ mstat_reader_abandon(struct mstat_reader *r)
 	return unlock_with(r, -EAGAIN);
 }
 
-/* The public state: the target's own word, and whether it lives. */
+/* The exiting thread's exit_flags, of a writer that keeps them (5.1);
+ * DONE for an older one, whose exit counted nothing after EXITING. */
+static uint32_t
+exit_flags(const struct mstat_reader *r)
+{
+	if (r->info.version_minor < 1)
+		return MSTAT_EXIT_DONE;
+	return atomic_load_explicit(&r->ctl->exit_flags, memory_order_relaxed);
+}
+
+/* The public state: the target's own word, and whether it lives.  Gone
+ * after EXITING, it exited if its exit ran to its end; if not, a signal
+ * killed it during its exit (its destructors, its atexit handlers). */
 static uint32_t
 public_state(const struct mstat_reader *r)
 {
@@ -717,14 +729,20 @@ public_state(const struct mstat_reader *r)
 		return MSTAT_EXECED;
 	if (!r->dead)
 		return s == MSTAT_STATE_EXITING ? MSTAT_EXITING : MSTAT_RUNNING;
-	return s == MSTAT_STATE_EXITING ? MSTAT_EXITED : MSTAT_KILLED;
+	return s == MSTAT_STATE_EXITING &&
+			       (exit_flags(r) & (MSTAT_EXIT_BUSY | MSTAT_EXIT_DONE)) ==
+				       MSTAT_EXIT_DONE
+		       ? MSTAT_EXITED
+		       : MSTAT_KILLED;
 }
 
 /* A final read: every generation as it is.  After an exit, the target
  * waited for the updates in flight and says which it could not wait for
  * (exit_cut); a seq still odd then is an update that stopped before it
- * added anything.  A process killed says nothing: each slot still odd
- * was cut by its death inside an update. */
+ * added anything.  Its exiting thread counted on, and says whether its
+ * death found it inside an update (MSTAT_EXIT_BUSY).  A process killed
+ * before its exit says nothing: each slot still odd was cut by its death
+ * inside an update. */
 static uint32_t
 sum_final(struct mstat_reader *r)
 {
@@ -733,13 +751,15 @@ sum_final(struct mstat_reader *r)
 	memset(r->base, 0, MSTAT_ROWS(r->class_count) * sizeof(r->base[0]));
 	for (unsigned g = 0; g < MSTAT_GENS; g++)
 		add_generation(r, r->used, g, r->base);
-	/* (acquire, with the state) the target's exit_cut store is before its
-	 * release store of EXITING. */
+	/* (X) acquire, with the state: the target's exit_cut store is before
+	 * its release store of EXITING.  exit_flags came later still, and
+	 * the owner is gone: its last value is here. */
 	if (atomic_load_explicit(&r->ctl->state, memory_order_acquire) ==
 	    MSTAT_STATE_EXITING) {
 		cut = atomic_load_explicit(&r->ctl->exit_cut, memory_order_relaxed);
 		if (cut > r->used)
 			cut = r->used;
+		cut += (exit_flags(r) & MSTAT_EXIT_BUSY) != 0;
 	} else {
 		for (uint32_t i = 0; i < r->used; i++)
 			cut += atomic_load_explicit(&slot_at(r, i)->head.seq,
@@ -798,16 +818,7 @@ mstat_reader_finish(struct mstat_reader *r, struct mstat_snapshot *out)
 	out->slots_used = r->used;
 	out->class_count = cc;
 	memcpy(out->class_max_size, r->class_max, cc * sizeof(r->class_max[0]));
-	for (unsigned c = 0; c < cc; c++) {
-#define MSTAT_X(e, f, h)                                                     \
-	out->classes[c].f = acc[c][MSTAT_C_##e];                             \
-	out->total.f += acc[c][MSTAT_C_##e];
-		MSTAT_CLASS_COUNTERS(MSTAT_X)
-#undef MSTAT_X
-	}
-#define MSTAT_X(e, f, h) out->f = acc[cc][MSTAT_T_##e];
-	MSTAT_TOTAL_COUNTERS(MSTAT_X)
-#undef MSTAT_X
+	mstat_sum_counts(out, (const uint64_t (*)[MSTAT_ROW_COUNTERS])acc, cc);
 	step(MSTAT_STEP_SUMMED);
 	if (!r->dead) {
 		/* (G) release: the next reader's acquire finds this epoch

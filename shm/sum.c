@@ -2,6 +2,8 @@
 /* sum.c - adding up the counters of slots; see sum.h. */
 #include "sum.h"
 
+#include "mstatshm.h"
+
 /* The bits of touched-bitmap word `w` that stand for rows below `rows`. */
 static uint64_t
 row_mask(unsigned rows, unsigned w)
@@ -67,4 +69,20 @@ mstat_sum_generation(const unsigned char *slots, uint32_t slot_size, uint32_t n,
 		}
 		fold_chunks(g + (size_t)class_count * MSTAT_ROW_COUNTERS, class_count, sum);
 	}
+}
+
+void
+mstat_sum_counts(struct mstat_snapshot *out,
+		 const uint64_t (*sum)[MSTAT_ROW_COUNTERS], uint32_t class_count)
+{
+	for (unsigned c = 0; c < class_count; c++) {
+#define MSTAT_X(e, f, h)                                                     \
+	out->classes[c].f = sum[c][MSTAT_C_##e];                             \
+	out->total.f += sum[c][MSTAT_C_##e];
+		MSTAT_CLASS_COUNTERS(MSTAT_X)
+#undef MSTAT_X
+	}
+#define MSTAT_X(e, f, h) out->f = sum[class_count][MSTAT_T_##e];
+	MSTAT_TOTAL_COUNTERS(MSTAT_X)
+#undef MSTAT_X
 }

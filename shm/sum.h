@@ -22,4 +22,13 @@ void mstat_sum_generation(const unsigned char *slots, uint32_t slot_size,
 			  uint32_t n, uint32_t class_count, unsigned gen,
 			  uint64_t (*sum)[MSTAT_ROW_COUNTERS]);
 
+struct mstat_snapshot;
+
+/* The counts of a sum (rows as above) into `out`: each class's counters,
+ * their totals over the classes and the per-process totals, as a
+ * snapshot holds them; nothing else of `out` is written. */
+void mstat_sum_counts(struct mstat_snapshot *out,
+		      const uint64_t (*sum)[MSTAT_ROW_COUNTERS],
+		      uint32_t class_count);
+
 #endif /* MSTAT_SHM_SUM_H */

@@ -13,6 +13,10 @@
  *   thread held in its hand.  The same on one CPU shared with threads
  *   that take it from them.
  *   exec: the new image starts from nothing, under the same segment name.
+ *   fork, fresh: the same, in a process that has no segment yet when it
+ *   starts forking, every 2 ms while its threads churn and its segment
+ *   is being made (slowly: dlopen() below), with another process reading
+ *   every segment meanwhile: every child reads itself, exactly.
  *   realloc: another process, reading a target that reallocates one block
  *   back and forth between two classes as fast as it can, never sees the
  *   block in both classes or in neither.
@@ -22,10 +26,12 @@
  * The test program re-executes itself for exec (argument "after-exec").
  */
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -37,6 +43,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -346,6 +353,127 @@ test_fork_of_threaded_parent_under_load(void **state)
 	assert_int_equal(sched_setaffinity(0, sizeof(all), &all), 0);
 }
 
+/* ---- forks of a process whose segment is being made ---- */
+
+/*
+ * The library loads libunwind as it makes its segment.  This program's
+ * dlopen() comes first in the lookup, and in the "fresh-forks" run makes
+ * that load take 30 ms: a window in which the segment is being made,
+ * which forks then fall into.
+ */
+static bool slow_unwinder;
+
+void *
+dlopen(const char *file, int flags)
+{
+	static void *(*real)(const char *, int);
+
+	if (!real)
+		*(void **)&real = dlsym(RTLD_NEXT, "dlopen");
+	if (slow_unwinder && file && strstr(file, "libunwind")) {
+		struct timespec ts = { 0, 30 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	return real(file, flags);
+}
+
+#define FRESH_FORKS 20
+
+/* The "fresh-forks" run, in a process of its own: no segment yet.  Its
+ * threads start churning at once (the second thread to count makes the
+ * segment), and it forks every 2 ms meanwhile.  Exit status: 0, or 10 +
+ * the number of the check the first wrong child failed. */
+static int
+fresh_forks(void)
+{
+	pthread_t th[CHURNERS];
+	int bad = 0;
+
+	slow_unwinder = true;
+	for (unsigned t = 0; t < CHURNERS; t++) {
+		void *p = malloc(churn_size[t]);
+		churn_usable[t] = malloc_usable_size(p);
+		churn_class[t] = mstat_size_class(churn_usable[t]);
+		free(p);
+	}
+	for (unsigned t = 0; t < CHURNERS; t++)
+		if (pthread_create(&th[t], NULL, churn, (void *)(uintptr_t)t) != 0)
+			return 3;
+	for (int i = 0; i < FRESH_FORKS; i++) {
+		struct timespec ts = { 0, 2 * 1000 * 1000 };
+		int status;
+		nanosleep(&ts, NULL);
+		fflush(NULL);
+		pid_t pid = fork();
+		if (pid < 0)
+			return 3;
+		if (pid == 0)
+			_exit(child_frees_the_rings());
+		if (waitpid(pid, &status, 0) != pid)
+			return 3;
+		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+			fprintf(stderr, "child %d of %d: %s %d (%s)\n", i + 1,
+				FRESH_FORKS, WIFEXITED(status) ? "check" : "signal",
+				WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status),
+				mstat_self_status());
+			if (!bad)
+				bad = 10 + (WIFEXITED(status) ? WEXITSTATUS(status) : 9);
+		}
+	}
+	atomic_store(&churn_stop, 1);
+	for (unsigned t = 0; t < CHURNERS; t++)
+		pthread_join(th[t], NULL);
+	return bad;
+}
+
+/* Reads every segment in /dev/shm, over and over, until *stop: as
+ * mstat-top does beside the processes it watches. */
+static void *
+read_everything(void *arg)
+{
+	_Atomic int *stop = arg;
+	struct mstat_snapshot *s = malloc(sizeof(*s));
+
+	while (s && !atomic_load(stop)) {
+		DIR *d = opendir("/dev/shm");
+		struct dirent *de;
+		while (d && (de = readdir(d))) {
+			struct mstat_reader *r;
+			if (strncmp(de->d_name, "mstat.", 6) != 0 ||
+			    mstat_reader_open_name(&r, de->d_name, NULL, 0) != 0)
+				continue;
+			(void)mstat_reader_snapshot(r, s);
+			mstat_reader_close(r);
+		}
+		if (d)
+			closedir(d);
+	}
+	free(s);
+	return NULL;
+}
+
+static void
+test_fork_while_segment_is_made(void **state)
+{
+	_Atomic int stop = 0;
+	pthread_t reader;
+	int status;
+
+	(void)state;
+	assert_int_equal(pthread_create(&reader, NULL, read_everything, &stop), 0);
+	pid_t pid = fork_child();
+	if (pid == 0) {
+		execl("/proc/self/exe", "test-interpose-fork", "fresh-forks",
+		      (char *)NULL);
+		_exit(4);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	atomic_store(&stop, 1);
+	pthread_join(reader, NULL);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* ---- exec ---- */
 
 static unsigned
@@ -495,11 +623,14 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_exec_starts_fresh),
 		cmocka_unit_test(test_fork_of_threaded_parent_is_exact),
 		cmocka_unit_test(test_fork_of_threaded_parent_under_load),
+		cmocka_unit_test(test_fork_while_segment_is_made),
 		cmocka_unit_test(test_realloc_is_one_update),
 	};
 
 	skip_under_valgrind();
 	if (argc == 3 && strcmp(argv[1], "after-exec") == 0)
 		return after_exec(atoi(argv[2]));
+	if (argc == 2 && strcmp(argv[1], "fresh-forks") == 0)
+		return fresh_forks();
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,11 +16,13 @@
  *
  * Allocations made before the library's constructor (from this program's
  * .preinit_array, which runs before any shared object's constructor) must
- * be in the counts too.
+ * be in the counts too, and a snapshot of itself taken there, before any
+ * segment exists, must already be exact.
  */
 #include <dlfcn.h>
 #include <errno.h>
 #include <malloc.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -69,6 +71,8 @@ end(void)
 #define EARLY_SIZE 777777u /* a class nothing else here uses */
 static int early_enabled = -1;
 static size_t early_usable[3];
+static int early_rc[2] = { 1, 1 };
+static struct mstat_snapshot early_snap[2];
 
 static void
 before_the_library(int argc, char **argv, char **envp)
@@ -77,11 +81,13 @@ before_the_library(int argc, char **argv, char **envp)
 	static void *p[3]; /* p[1], p[2] stay allocated, reachable */
 
 	early_enabled = mstat_self_enabled();
+	early_rc[0] = mstat_self_snapshot(&early_snap[0]);
 	for (int i = 0; i < 3; i++) {
 		p[i] = malloc(EARLY_SIZE);
 		early_usable[i] = p[i] ? malloc_usable_size(p[i]) : 0;
 	}
 	free(p[0]); /* p[1], p[2] stay: counted live */
+	early_rc[1] = mstat_self_snapshot(&early_snap[1]);
 }
 __attribute__((section(".preinit_array"), used)) static void (*preinit)(
 	int, char **, char **) = before_the_library;
@@ -107,6 +113,19 @@ test_before_constructor(void **state)
 			 early_usable[0] + early_usable[1] + early_usable[2]);
 	assert_int_equal(s->classes[c].free_count, 1);
 	assert_int_equal(s->classes[c].free_bytes, early_usable[0]);
+	/* Read from process memory then: no segment, no epoch. */
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(early_rc[i], 0);
+		assert_int_equal(early_snap[i].epoch, 0);
+		assert_int_equal(early_snap[i].state, MSTAT_RUNNING);
+		assert_int_equal(early_snap[i].class_count, MSTAT_CLASS_COUNT);
+	}
+	const struct mstat_counts *a = &early_snap[0].classes[c], *b = &early_snap[1].classes[c];
+	assert_int_equal(b->alloc_count - a->alloc_count, 3);
+	assert_int_equal(b->alloc_bytes - a->alloc_bytes,
+			 early_usable[0] + early_usable[1] + early_usable[2]);
+	assert_int_equal(b->free_count - a->free_count, 1);
+	assert_int_equal(b->free_bytes - a->free_bytes, early_usable[0]);
 }
 
 /* ---- the family ---- */
@@ -310,6 +329,73 @@ test_aligned(void **state)
 	for (int i = 0; i < n; i++)
 		truth_free_p(&t, p[i]);
 	end();
+}
+
+/* ---- threads ---- */
+
+/*
+ * 20,000 allocations across 8 threads, made and freed between the two
+ * snapshots; the threads then exit.  What the library does for itself
+ * meanwhile must not show: a thread's first sample takes a stack with
+ * libunwind, whose thread-local block glibc then allocates (and frees as
+ * the thread exits).  Under MSTAT_SAMPLE_BYTES=1 every thread samples;
+ * under MSTAT_SAMPLE_BYTES=0 none does.  The threads are made before the
+ * first snapshot (making one allocates its thread's own blocks, which
+ * are the program's), with small stacks, so that glibc keeps their
+ * stacks, and what it allocated with them, when they are joined.
+ */
+#define PATTERN_THREADS 8
+#define PATTERN_ALLOCS 20000
+static pthread_barrier_t pattern_go;
+
+static void *
+pattern_thread(void *arg)
+{
+	static const size_t small[] = { 1, 16, 24, 40, 100, 200, 500, 1000, 3000 };
+	const size_t n = sizeof(small) / sizeof(small[0]);
+	uintptr_t id = (uintptr_t)arg;
+	void *kept[64] = { 0 };
+
+	pthread_barrier_wait(&pattern_go);
+	for (unsigned k = 0; k < PATTERN_ALLOCS / PATTERN_THREADS; k++) {
+		size_t size = small[(id * 7 + k) % n];
+		void *p = k % 3 ? malloc(size) : calloc(1, size);
+		if (!p)
+			return (void *)1;
+		truth_alloc(&t, p, size);
+		if (kept[k % 64])
+			truth_free_p(&t, kept[k % 64]);
+		kept[k % 64] = p;
+	}
+	for (unsigned i = 0; i < 64; i++)
+		if (kept[i])
+			truth_free_p(&t, kept[i]);
+	return NULL;
+}
+
+static void
+test_threads(void **state)
+{
+	pthread_t th[PATTERN_THREADS];
+	pthread_attr_t attr;
+
+	(void)state;
+	assert_int_equal(pthread_attr_init(&attr), 0);
+	assert_int_equal(pthread_attr_setstacksize(&attr, 256u << 10), 0);
+	assert_int_equal(pthread_barrier_init(&pattern_go, NULL, PATTERN_THREADS + 1), 0);
+	for (uintptr_t i = 0; i < PATTERN_THREADS; i++)
+		assert_int_equal(pthread_create(&th[i], &attr, pattern_thread,
+						(void *)i), 0);
+	begin();
+	pthread_barrier_wait(&pattern_go);
+	for (unsigned i = 0; i < PATTERN_THREADS; i++) {
+		void *rc;
+		assert_int_equal(pthread_join(th[i], &rc), 0);
+		assert_null(rc);
+	}
+	end();
+	pthread_barrier_destroy(&pattern_go);
+	pthread_attr_destroy(&attr);
 }
 
 /* ---- sampled blocks ---- */
@@ -578,6 +664,7 @@ main(void)
 		cmocka_unit_test(test_realloc_cases),
 		cmocka_unit_test(test_reallocarray),
 		cmocka_unit_test(test_aligned),
+		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_sampled_blocks),
 		cmocka_unit_test(test_pool_full),
 		cmocka_unit_test(test_pool_refuses),

@@ -3,7 +3,8 @@
  * test_pool.c - the sample pool (lib/pool.c): its blocks' sizes, headers
  * and alignment, a full class, refused addresses, and threads that take
  * and give back slots at once, none of them ever handed a slot another
- * still holds.
+ * still holds.  The same of the library's own part, whose full classes
+ * spill to the next class up.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -35,12 +36,14 @@ test_sizes(void **state)
 		assert_non_null(a);
 		assert_non_null(b);
 		assert_true(mstat_pool_has(a) && mstat_pool_has(b));
+		assert_false(mstat_pool_own(a) || mstat_pool_own(b));
 		assert_int_equal((uintptr_t)a % 16, 0);
 		size_t h = header(a), cap = h & ~MSTAT_OWN_MARK;
 		assert_true(h & MSTAT_OWN_MARK);
 		assert_true(cap >= n);
 		assert_true(cap < 2 * n + 32); /* the next class up, at most */
 		assert_int_equal(header(b), h);
+		assert_int_equal(mstat_pool_usable(a), cap);
 		memset(a, 0xa5, cap);
 		memset(b, 0x5a, cap);
 		assert_int_equal(header(a), h);
@@ -85,6 +88,63 @@ test_full_class(void **state)
 	for (size_t i = 0; i < n; i++)
 		mstat_pool_free(p[i]);
 	assert_non_null(mstat_pool_alloc(MSTAT_POOL_MAX));
+}
+
+/* The own part: every size up to MSTAT_POOL_OWN_MAX, marked, own, its
+ * bytes its own; nothing larger. */
+static void
+test_own_sizes(void **state)
+{
+	(void)state;
+	for (size_t n = 0; n <= MSTAT_POOL_OWN_MAX; n += n < 256 ? 1 : 509) {
+		unsigned char *a = mstat_pool_own_alloc(n), *b = mstat_pool_own_alloc(n);
+		assert_non_null(a);
+		assert_non_null(b);
+		assert_true(mstat_pool_has(a) && mstat_pool_own(a));
+		assert_true(mstat_pool_has(b) && mstat_pool_own(b));
+		assert_int_equal((uintptr_t)a % 16, 0);
+		size_t h = header(a), cap = h & ~MSTAT_OWN_MARK;
+		assert_true(h & MSTAT_OWN_MARK);
+		assert_true(cap >= n && cap < 2 * n + 32);
+		assert_int_equal(mstat_pool_usable(a), cap);
+		memset(a, 0xa5, cap);
+		memset(b, 0x5a, cap);
+		for (size_t i = 0; i < cap; i++)
+			assert_int_equal(a[i], 0xa5);
+		mstat_pool_free(a);
+		mstat_pool_free(b);
+	}
+	assert_null(mstat_pool_own_alloc(MSTAT_POOL_OWN_MAX + 1));
+	assert_false(mstat_pool_own(mstat_pool_alloc(100)));
+}
+
+/* The largest own class fills (64 slots of 32 KiB); the next to last
+ * spills into it, and then is full too; a block given back is taken
+ * again. */
+static void
+test_own_full(void **state)
+{
+	enum { MAX = 512 };
+	static unsigned char *p[MAX];
+	size_t n = 0, m = 0;
+
+	(void)state;
+	while (n < MAX && (p[n] = mstat_pool_own_alloc(MSTAT_POOL_OWN_MAX)) != NULL)
+		n++;
+	assert_int_equal(n, 64);
+	assert_null(mstat_pool_own_alloc(MSTAT_POOL_OWN_MAX));
+	mstat_pool_free(p[7]);
+	assert_ptr_equal(mstat_pool_own_alloc(MSTAT_POOL_OWN_MAX - 100), p[7]);
+	mstat_pool_free(p[7]);
+	/* 16 KiB blocks: 128 of their own, then the free 32 KiB slot. */
+	while (m < MAX - n && (p[n + m] = mstat_pool_own_alloc(16000)) != NULL)
+		m++;
+	assert_int_equal(m, 129);
+	assert_int_equal(mstat_pool_usable(p[n + m - 1]), MSTAT_POOL_OWN_MAX);
+	for (size_t i = 0; i < n + m; i++)
+		if (i != 7)
+			mstat_pool_free(p[i]);
+	assert_non_null(mstat_pool_own_alloc(16000));
 }
 
 /*
@@ -154,6 +214,8 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_full_class),
+		cmocka_unit_test(test_own_sizes),
+		cmocka_unit_test(test_own_full),
 		cmocka_unit_test(test_threads),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
