@@ -48,6 +48,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/single_threaded.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -1080,6 +1081,25 @@ join(char *dst, size_t len, const char *const *parts)
 	append(dst, len, parts);
 }
 
+/* The file MSTAT_LOG names, opened to append, or -1: made mode 0600 if
+ * new; never through a symbolic link planted under the name, never a
+ * FIFO or device (O_NONBLOCK: a FIFO's open would wait for a reader,
+ * inside the program's malloc), never a file of another user. */
+static int
+open_log(void)
+{
+	struct stat st;
+	int fd = open(proc.log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
+				O_NOCTTY | O_NOFOLLOW | O_NONBLOCK, 0600);
+
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+			st.st_uid != geteuid())) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
 /* One line where MSTAT_LOG asks (stderr, or appended to a file), and
  * nowhere unasked: the program's descriptors are its own, and its stderr
  * may be a data file or a protocol. */
@@ -1091,9 +1111,7 @@ log_line(const char *what, const char *why)
 
 	if (!proc.log[0])
 		return;
-	if (strcmp(proc.log, "stderr") != 0 &&
-	    (fd = open(proc.log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
-			       O_NOCTTY, 0600)) < 0)
+	if (strcmp(proc.log, "stderr") != 0 && (fd = open_log()) < 0)
 		return;
 	mstat_utoa(pid, (uint64_t)getpid());
 	join(line, sizeof(line), (const char *const[]){

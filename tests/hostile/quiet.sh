@@ -87,6 +87,21 @@ grep -q '^segments: 0' "$tmp/out" || fail "disabled: a segment exists"
 MSTAT_DISABLE=1 "$run" --summary - -- "$leaker" status >"$tmp/out" 2>"$tmp/err"
 grep -q '"reason": "disabled by MSTAT_DISABLE' "$tmp/out" || fail "disabled, mstat-run: $(cat "$tmp/out")"
 
+# MSTAT_LOG names a file the program appends to: never through a
+# symbolic link planted under that name, never into a FIFO (whose open
+# would wait for a reader, inside the program), never another user's.
+echo victim >"$tmp/victim"
+ln -s "$tmp/victim" "$tmp/log-link"
+MSTAT_LOG="$tmp/log-link" MSTAT_SLOTS=x LD_PRELOAD="$lib" "$leaker" status >"$tmp/out" 2>"$tmp/err"
+[ "$(cat "$tmp/victim")" = victim ] || fail "MSTAT_LOG through a symbolic link: wrote $(cat "$tmp/victim")"
+[ ! -s "$tmp/err" ] || fail "MSTAT_LOG through a symbolic link: said $(cat "$tmp/err")"
+mkfifo "$tmp/log-fifo"
+MSTAT_LOG="$tmp/log-fifo" MSTAT_SLOTS=x LD_PRELOAD="$lib" timeout 10 "$leaker" status \
+	>"$tmp/out" 2>"$tmp/err" || fail "MSTAT_LOG a FIFO: exit $? (waited on it?)"
+MSTAT_LOG="$tmp/log-new" MSTAT_SLOTS=x LD_PRELOAD="$lib" "$leaker" status >"$tmp/out" 2>"$tmp/err"
+[ "$(stat -c %a "$tmp/log-new")" = 600 ] || fail "MSTAT_LOG made mode $(stat -c %a "$tmp/log-new")"
+grep -q 'MSTAT_SLOTS ignored' "$tmp/log-new" || fail "MSTAT_LOG=FILE: $(cat "$tmp/log-new")"
+
 # And enabled, for contrast: one segment, nothing said.
 LD_PRELOAD="$lib" "$leaker" status >"$tmp/out" 2>"$tmp/err"
 [ ! -s "$tmp/err" ] || fail "enabled: said $(cat "$tmp/err")"
