@@ -45,6 +45,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "layout.h"
 #include "model.h"
 #include "mstatshm.h"
@@ -518,11 +519,8 @@ main(int argc, char **argv)
 	bool reported = !exec_err && last_report(listener, child, &rep);
 	char seg_name[64], why[500];
 	bool counted = false;
-	struct timespec ended_at;
-	clock_gettime(CLOCK_REALTIME, &ended_at);
 	struct ended e = { .pid = si.si_pid,
-			   .end_ns = (uint64_t)ended_at.tv_sec * 1000000000u +
-				     (uint64_t)ended_at.tv_nsec };
+			   .end_ns = mstat_clock_ns(CLOCK_REALTIME) };
 	if (exec_err)
 		snprintf(why, sizeof(why), "cannot run %s: %s", cmd[0],
 			 strerror(exec_err));

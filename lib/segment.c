@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "owner.h"
 
 static int
@@ -37,15 +38,6 @@ path_of(char *path, size_t len, const char *name)
 	path[d + 1 + n] = '\0';
 }
 
-static uint64_t
-realtime_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-}
-
 /* A suffix nobody can have guessed, never 0 (the plain name). */
 static uint64_t
 random_suffix(void)
@@ -55,7 +47,7 @@ random_suffix(void)
 	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v)) {
 		/* Early boot: the clock and where the stack is, as good as
 		 * it gets without blocking. */
-		v = realtime_ns() ^ ((uint64_t)(uintptr_t)&v << 16);
+		v = mstat_clock_ns(CLOCK_REALTIME) ^ ((uint64_t)(uintptr_t)&v << 16);
 	}
 	return v ? v : 1;
 }
@@ -166,7 +158,7 @@ mstat_segment_create(struct mstat_segment *seg, const char *name,
 	h->pid = self.pid;
 	h->uid = geteuid();
 	h->start_time = self.start_time;
-	h->created_ns = realtime_ns();
+	h->created_ns = mstat_clock_ns(CLOCK_REALTIME);
 	h->pid_ns = self.pid_ns;
 	strncpy(h->name, name, sizeof(h->name) - 1);
 	uint64_t *max_size = (uint64_t *)((char *)p + MSTAT_CLASSES_OFFSET);
@@ -285,7 +277,7 @@ mstat_segment_retire(struct mstat_segment *seg, uint32_t cut)
 {
 	if (!seg->hdr)
 		return;
-	atomic_store_explicit(&seg->hdr->exit_ns, realtime_ns(), memory_order_relaxed);
+	atomic_store_explicit(&seg->hdr->exit_ns, mstat_clock_ns(CLOCK_REALTIME), memory_order_relaxed);
 	atomic_store_explicit(&seg->hdr->exit_cut, cut, memory_order_relaxed);
 	/* (X) release: a reader that sees EXITING sees exit_cut (the other
 	 * threads have stopped counting before this; see retire()). */
@@ -300,7 +292,7 @@ mstat_segment_retire(struct mstat_segment *seg, uint32_t cut)
 void
 mstat_segment_ended(struct mstat_segment *seg)
 {
-	atomic_store_explicit(&seg->hdr->exit_ns, realtime_ns(), memory_order_relaxed);
+	atomic_store_explicit(&seg->hdr->exit_ns, mstat_clock_ns(CLOCK_REALTIME), memory_order_relaxed);
 }
 
 void

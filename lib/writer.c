@@ -53,6 +53,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "handshake.h"
 #include "mstatshm.h"
 #include "owner.h"
@@ -670,19 +671,6 @@ shared_close(enum shared s, unsigned g)
 	return due;
 }
 
-/* The coarse clock, read on every count before the segment exists: a
- * read of the vDSO's last tick (4 ms here), 5 ns where CLOCK_MONOTONIC
- * takes 23, and a shell counts a thousand times as it starts
- * (docs/performance.md, "Starting a process").  Enough for a 10 ms rule. */
-static MSTAT_START_TEXT uint64_t
-coarse_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /*
  * Under shared_lock, after an early count of `bytes` allocated: whether
  * the process is worth a segment now.  A process that lives 10 ms, counts
@@ -690,6 +678,12 @@ coarse_ns(void)
  * one that does none of that (a shell's `true`, `sed` on a small file)
  * ends before any observer could see it, and never pays for a segment:
  * its counts stay in process memory.
+ *
+ * The clock is the coarse one, read on every count before the segment
+ * exists: a read of the vDSO's last tick (4 ms here), 5 ns where
+ * CLOCK_MONOTONIC takes 23, and a shell counts a thousand times as it
+ * starts (docs/performance.md, "Starting a process").  Enough for a 10 ms
+ * rule, and for the waits below.
  */
 static MSTAT_START_TEXT bool
 publish_due(uint64_t bytes)
@@ -702,7 +696,7 @@ publish_due(uint64_t bytes)
 	proc.early_bytes += bytes;
 	return proc.early_threads > 1 || proc.early_counts >= PUBLISH_AFTER_COUNTS ||
 	       proc.early_bytes >= PUBLISH_AFTER_BYTES ||
-	       coarse_ns() - proc.born_ns >= PUBLISH_AFTER_NS;
+	       mstat_clock_ns(CLOCK_MONOTONIC_COARSE) - proc.born_ns >= PUBLISH_AFTER_NS;
 }
 
 static void start(void);
@@ -746,12 +740,12 @@ static void
 publish_wait(void)
 {
 	publish();
-	uint64_t since = coarse_ns();
+	uint64_t since = mstat_clock_ns(CLOCK_MONOTONIC_COARSE);
 	/* (W) acquire: pairs with the release in start_end(); what start()
 	 * did (the segment, `ready`, `disabled`) is seen. */
 	while (atomic_load_explicit(&proc.starting, memory_order_relaxed) &&
 	       !atomic_load_explicit(&proc.start_ended, memory_order_acquire) &&
-	       proc.starter != my_tid() && coarse_ns() - since < START_WAIT_NS) {
+	       proc.starter != my_tid() && mstat_clock_ns(CLOCK_MONOTONIC_COARSE) - since < START_WAIT_NS) {
 		struct timespec ts = { 0, 10 * 1000 * 1000 };
 		syscall(SYS_futex, &proc.start_ended, FUTEX_WAIT_PRIVATE, 0, &ts,
 			NULL, 0);
@@ -1346,14 +1340,14 @@ fork_prepare(void)
 	 * most: the maker may wait for something this thread holds (the
 	 * loader's lock, when a library's constructor forks while the
 	 * segment's making loads libunwind); fork_child() copes. */
-	uint64_t waited_since = coarse_ns();
+	uint64_t waited_since = mstat_clock_ns(CLOCK_MONOTONIC_COARSE);
 	while (!atomic_load_explicit(&proc.ready, memory_order_relaxed) &&
 	       atomic_load_explicit(&proc.starting, memory_order_relaxed) &&
 	       /* (W) relaxed: under shared_lock, which start() holds as it
 		* publishes or gives up; the acquire of `ready` below. */
 	       !atomic_load_explicit(&proc.start_ended, memory_order_relaxed) &&
 	       proc.starter != my_tid() &&
-	       coarse_ns() - waited_since < START_WAIT_NS) {
+	       mstat_clock_ns(CLOCK_MONOTONIC_COARSE) - waited_since < START_WAIT_NS) {
 		struct timespec ts = { 0, 10 * 1000 * 1000 };
 		shared_unlock();
 		syscall(SYS_futex, &proc.start_ended, FUTEX_WAIT_PRIVATE, 0,
@@ -1507,7 +1501,7 @@ fork_child(void)
 	memset((void *)proc.busy, 0, sizeof(proc.busy));
 	/* A segment of its own when it is worth one, as for any process: a
 	 * shell's child that exec()s at once never makes one. */
-	proc.born_ns = coarse_ns();
+	proc.born_ns = mstat_clock_ns(CLOCK_MONOTONIC_COARSE);
 	proc.early_counts = proc.early_bytes = 0;
 	proc.early_threads = 0;
 	thread_counted_early = false;
@@ -1743,7 +1737,7 @@ mstat_writer_start(void)
 		return;
 	started = true;
 	proc.pid = getpid();
-	proc.born_ns = coarse_ns();
+	proc.born_ns = mstat_clock_ns(CLOCK_MONOTONIC_COARSE);
 	e = getenv("MSTAT_NAME");
 	join(proc.name, sizeof(proc.name), (const char *const[]){
 		e && *e ? e : program_invocation_short_name, NULL });

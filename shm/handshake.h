@@ -49,9 +49,6 @@ bool mstat_handshake_wait(struct mstat_handshake *h, unsigned budget_us,
  * they were in when first seen, or when the wait ended. */
 uint32_t mstat_handshake_pending(const struct mstat_handshake *h);
 
-/* CLOCK_MONOTONIC in microseconds. */
-uint64_t mstat_now_us(void);
-
 /* A pause in a spin loop. */
 void mstat_cpu_relax(void);
 
