@@ -58,6 +58,7 @@
 #include "mstatshm.h"
 #include "owner.h"
 #include "reader.h"
+#include "report.h"
 #include "segment.h"
 #include "sum.h"
 
@@ -200,10 +201,12 @@ static alignas(4096) struct {
 	 * that starts allocates, are then the only ones it touches. */
 	uint64_t early_requested;
 	char name[MSTAT_NAME_MAX];
-	char status[400];        /* mstat_self_status(): state; warnings */
+	char status[MSTAT_REPORT_STATUS_MAX]; /* mstat_self_status(): state;
+					       * warnings (and the report's) */
 	char state[200];         /* what the library does */
 	char warnings[200];      /* said once, kept in the status */
-	char report[100];        /* MSTAT_REPORT: where mstat-run listens */
+	char report[MSTAT_REPORT_NAME_MAX]; /* MSTAT_REPORT: where mstat-run
+					     * listens */
 	char log[256];           /* MSTAT_LOG: "stderr", a file, or "" */
 	mstat_rows early;
 	mstat_rows forking;      /* the forking thread's counts meanwhile */
@@ -1148,8 +1151,14 @@ set_status(const char *const *parts)
 static MSTAT_START_TEXT void
 report(const struct mstat_segment *seg)
 {
-	if (proc.report[0] && getpid() == proc.report_pid)
-		(void)mstat_segment_report(seg, proc.report, proc.status);
+	int fd = -1;
+
+	if (!proc.report[0] || getpid() != proc.report_pid ||
+	    (seg && (fd = mstat_segment_reopen(seg)) < 0))
+		return;
+	(void)mstat_report_send(proc.report, proc.status, fd);
+	if (fd >= 0)
+		close(fd);
 }
 
 static MSTAT_START_TEXT uint32_t
@@ -1738,18 +1747,18 @@ mstat_writer_start(void)
 	started = true;
 	proc.pid = getpid();
 	proc.born_ns = mstat_clock_ns(CLOCK_MONOTONIC_COARSE);
-	e = getenv("MSTAT_NAME");
+	e = getenv(MSTAT_ENV_NAME);
 	join(proc.name, sizeof(proc.name), (const char *const[]){
 		e && *e ? e : program_invocation_short_name, NULL });
 	e = getenv("MSTAT_LOG");
 	if (e && strlen(e) < sizeof(proc.log))
 		join(proc.log, sizeof(proc.log), (const char *const[]){ e, NULL });
-	/* Set by mstat-run for the command it runs (see mstat-run.c): that
+	/* Set by mstat-run for the command it runs (shm/report.h): that
 	 * process sends its segment as it makes it, at once, or says why
 	 * there is none. */
-	e = getenv("MSTAT_REPORT");
+	e = getenv(MSTAT_ENV_REPORT);
 	if (e && *e && strlen(e) < sizeof(proc.report)) {
-		const char *p = getenv("MSTAT_REPORT_PID");
+		const char *p = getenv(MSTAT_ENV_REPORT_PID);
 		join(proc.report, sizeof(proc.report), (const char *const[]){ e, NULL });
 		proc.report_pid = p ? (pid_t)strtol(p, NULL, 10) : 0;
 	}
