@@ -62,29 +62,6 @@
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 
-/* The next allocator, and how to size its blocks.  Written once, before
- * `state` becomes ready; read-mostly, on one cache line. */
-enum next_state {
-	NEXT_NONE,      /* not looked up yet */
-	NEXT_RESOLVING, /* a thread is looking it up */
-	NEXT_FAILED,    /* there is none: the arena serves, until full */
-	NEXT_ASK,       /* ready; sizes are asked (malloc_usable_size) */
-	NEXT_HEADER,    /* ready; sizes are read from glibc's chunk header */
-};
-
-static alignas(MSTAT_CACHELINE) struct {
-	_Atomic int state;  /* enum next_state */
-	_Atomic unsigned unsized_live; /* entries in `unsized` */
-	void *(*malloc)(size_t);
-	void (*free)(void *);
-	void *(*calloc)(size_t, size_t);
-	void *(*realloc)(void *, size_t);
-	int (*posix_memalign)(void **, size_t, size_t);
-	void *(*aligned_alloc)(size_t, size_t);
-	void *(*memalign)(size_t, size_t);
-	size_t (*usable)(void *);
-} next MSTAT_STARTUP;
-
 /* ---- the bootstrap arena ---- */
 
 /*
@@ -161,9 +138,6 @@ full:
 #define ENTRY_ALIGN __attribute__((aligned(64)))
 
 /* ---- finding the next allocator ---- */
-
-/* Not on every thread's stack: set while this thread is inside dlsym. */
-static _Thread_local bool resolving __attribute__((tls_model("initial-exec")));
 
 /* What glibc's malloc_usable_size() returns for an in-use chunk: its size
  * (low three bits are flags) less the header, 16 bytes for an mmapped
@@ -260,7 +234,7 @@ static MSTAT_START_TEXT bool
 glibc_layout_holds(void)
 {
 	static const size_t sizes[] = { 0, 24, 25, 1000 };
-	const struct link_map *m = object_of(*(void **)&next.malloc);
+	const struct link_map *m = object_of(*(void **)&mstat_next.malloc);
 	bool ok = true;
 
 	/* Under a valgrind tool that replaces malloc (memcheck, massif,
@@ -277,25 +251,25 @@ glibc_layout_holds(void)
 	 * below decide; this only spares another allocator the trial.) */
 	char *(*libc_getenv)(const char *) = getenv;
 	if (sizeof(size_t) != 8 || !m || m != object_of(*(void **)&libc_getenv) ||
-	    object_of(*(void **)&next.usable) != m)
+	    object_of(*(void **)&mstat_next.usable) != m)
 		return false;
 	for (size_t i = 0; ok && i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		void *p[3] = { next.malloc(sizes[i]), next.calloc(1, sizes[i]),
-			       next.memalign(256, sizes[i]) };
+		void *p[3] = { mstat_next.malloc(sizes[i]), mstat_next.calloc(1, sizes[i]),
+			       mstat_next.memalign(256, sizes[i]) };
 		for (int k = 0; k < 3; k++) {
 			size_t u;
 			if (p[k]) {
 				(void)glibc_class(p[k], &u);
-				ok &= u == next.usable(p[k]) && glibc_usable(p[k]) == u;
+				ok &= u == mstat_next.usable(p[k]) && glibc_usable(p[k]) == u;
 			}
-			next.free(p[k]);
+			mstat_next.free(p[k]);
 		}
 	}
 	return ok;
 }
 
 #define NEXT(name)                                                           \
-	(*(void **)&next.name = dlsym(RTLD_NEXT, #name)) != NULL
+	(*(void **)&mstat_next.name = dlsym(RTLD_NEXT, #name)) != NULL
 
 /* True once the next allocator is known.  False while this thread is in
  * dlsym, while another thread resolves (it is never waited for: it may hold
@@ -304,38 +278,38 @@ glibc_layout_holds(void)
 static MSTAT_START_TEXT bool
 resolve(void)
 {
-	/* Acquire: pairs with the releases below (NEXT_FAILED, and the
+	/* Acquire: pairs with the releases below (MSTAT_NEXT_FAILED, and the
 	 * publication of the resolved pointers); a state seen is complete. */
-	int s = atomic_load_explicit(&next.state, memory_order_acquire);
+	int s = atomic_load_explicit(&mstat_next.state, memory_order_acquire);
 
-	if (s != NEXT_NONE || resolving)
-		return s >= NEXT_ASK;
-	if (!atomic_compare_exchange_strong_explicit(&next.state, &s,
-						     NEXT_RESOLVING,
+	if (s != MSTAT_NEXT_NONE || mstat_thread.resolving)
+		return s >= MSTAT_NEXT_ASK;
+	if (!atomic_compare_exchange_strong_explicit(&mstat_next.state, &s,
+						     MSTAT_NEXT_RESOLVING,
 						     memory_order_relaxed,
 						     memory_order_relaxed))
-		return s >= NEXT_ASK;
-	resolving = true;
+		return s >= MSTAT_NEXT_ASK;
+	mstat_thread.resolving = true;
 	bool ok = NEXT(malloc) && NEXT(free) && NEXT(calloc) && NEXT(realloc) &&
 		  NEXT(posix_memalign) && NEXT(aligned_alloc) && NEXT(memalign);
-	*(void **)&next.usable = dlsym(RTLD_NEXT, "malloc_usable_size");
-	ok = ok && next.usable;
-	resolving = false;
+	*(void **)&mstat_next.usable = dlsym(RTLD_NEXT, "malloc_usable_size");
+	ok = ok && mstat_next.usable;
+	mstat_thread.resolving = false;
 	if (!ok) {
 		mstat_writer_warn("no next malloc to forward to (RTLD_NEXT)",
 				  "serving a small static arena only");
-		/* Release: pairs with the acquire loads of next.state. */
-		atomic_store_explicit(&next.state, NEXT_FAILED, memory_order_release);
+		/* Release: pairs with the acquire loads of mstat_next.state. */
+		atomic_store_explicit(&mstat_next.state, MSTAT_NEXT_FAILED, memory_order_release);
 		return false;
 	}
 	bool header = glibc_layout_holds();
-	/* Before the state: a thread that sees NEXT_HEADER may be handed a
+	/* Before the state: a thread that sees MSTAT_NEXT_HEADER may be handed a
 	 * `fast` slot, whose callers read sizes from the header. */
 	if (header)
 		mstat_writer_header_sizes(true);
 	/* Release: publishes every field above; pairs with the acquire in
 	 * state_now() and at the top of this function. */
-	atomic_store_explicit(&next.state, header ? NEXT_HEADER : NEXT_ASK,
+	atomic_store_explicit(&mstat_next.state, header ? MSTAT_NEXT_HEADER : MSTAT_NEXT_ASK,
 			      memory_order_release);
 	return true;
 }
@@ -344,20 +318,20 @@ static inline int
 state_now(void)
 {
 	/* Acquire: pairs with the release in resolve().  A plain load on x86. */
-	return atomic_load_explicit(&next.state, memory_order_acquire);
+	return atomic_load_explicit(&mstat_next.state, memory_order_acquire);
 }
 
 static inline bool
 ready(void)
 {
-	return LIKELY(state_now() >= NEXT_ASK) || resolve();
+	return LIKELY(state_now() >= MSTAT_NEXT_ASK) || resolve();
 }
 
 /* Whether sizes come from glibc's header; only once ready. */
 static inline bool
 header_sizes(void)
 {
-	return LIKELY(state_now() == NEXT_HEADER);
+	return LIKELY(state_now() == MSTAT_NEXT_HEADER);
 }
 
 /*
@@ -386,18 +360,16 @@ may_be_sampled(const void *p)
 	return mstat_pool_has(p) || (sample_place(p) && mstat_sample_maybe(p));
 }
 
-/* Set while this thread is inside the next allocator's
- * malloc_usable_size(), which may allocate (tcmalloc's does, through
- * operator new, on its first call): such a block is not sized by asking
- * again, which would recurse without end. */
-static _Thread_local bool sizing __attribute__((tls_model("initial-exec")));
-
+/* mstat_thread.sizing: set while this thread is inside the next
+ * allocator's malloc_usable_size(), which may allocate (tcmalloc's does,
+ * through operator new, on its first call): such a block is not sized by
+ * asking again, which would recurse without end. */
 static size_t
 ask_usable(void *p)
 {
-	sizing = true;
-	size_t u = next.usable(p);
-	sizing = false;
+	mstat_thread.sizing = true;
+	size_t u = mstat_next.usable(p);
+	mstat_thread.sizing = false;
 	return u;
 }
 
@@ -463,7 +435,7 @@ unsized_note(void *p, size_t requested)
 		unsized[k].size = requested;
 		/* Relaxed: the block reaches a freeing thread only through the
 		 * program's own synchronisation, which orders this too. */
-		atomic_fetch_add_explicit(&next.unsized_live, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&mstat_next.unsized_live, 1, memory_order_relaxed);
 		return requested;
 	}
 	return 0;
@@ -510,14 +482,14 @@ unsized_forget(void *p, size_t *size)
 	/* Release: the size is read before the entry is reused; pairs with the
 	 * acquire CAS in unsized_note(). */
 	atomic_store_explicit(&unsized[k].p, UNSIZED_GONE, memory_order_release);
-	atomic_fetch_sub_explicit(&next.unsized_live, 1, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&mstat_next.unsized_live, 1, memory_order_relaxed);
 	return true;
 }
 
 static inline bool
 unsized_any(void)
 {
-	return UNLIKELY(atomic_load_explicit(&next.unsized_live,
+	return UNLIKELY(atomic_load_explicit(&mstat_next.unsized_live,
 					     memory_order_relaxed) != 0);
 }
 
@@ -543,7 +515,7 @@ new_size(void *p, size_t requested)
 
 	if (header_sizes())
 		return glibc_usable(p);
-	if (UNLIKELY(sizing))
+	if (UNLIKELY(mstat_thread.sizing))
 		u = 0; /* made inside the next malloc_usable_size() */
 	else
 		u = ask_usable(p);
@@ -693,11 +665,11 @@ sample_block(size_t size, size_t align)
 	void *p;
 
 	if (!header_sizes())
-		return next.memalign(MSTAT_SAMPLE_ALIGN, size);
+		return mstat_next.memalign(MSTAT_SAMPLE_ALIGN, size);
 	if (align <= 16 && (p = mstat_pool_alloc(size)) != NULL)
 		return p;
-	return align > 16 ? next.memalign(align, SAMPLE_IN_PLACE + 1)
-			  : next.malloc(SAMPLE_IN_PLACE + 1);
+	return align > 16 ? mstat_next.memalign(align, SAMPLE_IN_PLACE + 1)
+			  : mstat_next.malloc(SAMPLE_IN_PLACE + 1);
 }
 
 /* Sampled block `p` (or one sample_block() made) given back, uncounted:
@@ -708,7 +680,7 @@ release_block(void *p)
 	if (mstat_pool_has(p))
 		mstat_pool_free(p);
 	else
-		next.free(p);
+		mstat_next.free(p);
 }
 
 /* The size live block `q`, just made, was counted with; false if it is
@@ -720,7 +692,7 @@ counted_size(void *q, size_t *size)
 		*size = glibc_usable(q);
 		return true;
 	}
-	if (sizing || (unsized_any() && unsized_find(q, size)))
+	if (mstat_thread.sizing || (unsized_any() && unsized_find(q, size)))
 		return false;
 	*size = ask_usable(q);
 	return *size != 0;
@@ -761,7 +733,7 @@ sampled(void *q, size_t n, size_t align, size_t copy, bool zero,
 			memset(p, 0, size);
 		else
 			memcpy(p, q, copy < size ? copy : size);
-		next.free(q);
+		mstat_next.free(q);
 	}
 	/* The stack: what libunwind allocates for it (a thread's first one
 	 * makes its thread-local block) is the library's own. */
@@ -790,7 +762,7 @@ free_sampled(void *p, size_t size)
 		return;
 	}
 	mstat_count(MSTAT_OP_FREE, size, 0, 0);
-	next.free(p);
+	mstat_next.free(p);
 }
 
 /*
@@ -806,7 +778,7 @@ malloc_other(size_t n)
 {
 	if (UNLIKELY(!ready()))
 		return arena_alloc(n, ARENA_ALIGN);
-	return counted(next.malloc(n), n);
+	return counted(mstat_next.malloc(n), n);
 }
 
 /* Everything but the fast path: another allocator, before resolution, a
@@ -819,15 +791,15 @@ malloc_slow(size_t n)
 
 	if (UNLIKELY(mstat_own_work()) && (p = own_alloc(n, false)))
 		return p;
-	if (UNLIKELY(state_now() != NEXT_HEADER))
+	if (UNLIKELY(state_now() != MSTAT_NEXT_HEADER))
 		return malloc_other(n);
 	if (!mstat_section_open_slow(&sec)) {
-		p = next.malloc(n);
+		p = mstat_next.malloc(n);
 		if (LIKELY(p != NULL))
 			mstat_count_unslotted(MSTAT_OP_ALLOC, 0, glibc_usable(p), n);
 		return p;
 	}
-	p = next.malloc(n);
+	p = mstat_next.malloc(n);
 	if (LIKELY(p != NULL))
 		count_header_alloc(&sec, p, n);
 	mstat_section_close(&sec);
@@ -873,7 +845,7 @@ do_malloc(size_t n, const void *caller)
 					  &sec.g) != MSTAT_WS_OPEN))
 		return malloc_slow(n);
 	sec.slot = slot;
-	void *p = next.malloc(n);
+	void *p = mstat_next.malloc(n);
 	if (LIKELY(p != NULL) && LIKELY(count_header_small(&sec, p, n))) {
 		mstat_section_close(&sec);
 		return p;
@@ -899,7 +871,7 @@ free_other(void *p)
 	/* A block not from the arena came from the next allocator, which is
 	 * therefore known. */
 	mstat_count(MSTAT_OP_FREE, freed_size(p), 0, 0);
-	next.free(p);
+	mstat_next.free(p);
 }
 
 /* free_header() of a block past the size table, or of the arena, out of
@@ -939,7 +911,7 @@ free_header_large(struct mstat_shm_slot *slot, unsigned g, void *p)
 	if (UNLIKELY(pooled))
 		mstat_pool_free(p);
 	else
-		next.free(p);
+		mstat_next.free(p);
 	mstat_section_close(&sec);
 }
 
@@ -955,7 +927,7 @@ free_header(const struct mstat_section *sec, void *p)
 		return;
 	}
 	mstat_wsection_chunk(sec->slot, sec->g, h, MSTAT_CHUNK_FREES);
-	next.free(p);
+	mstat_next.free(p);
 	mstat_section_close(sec);
 }
 
@@ -976,7 +948,7 @@ free_slow(void *p)
 	}
 	if (UNLIKELY(mstat_pool_has(p)))
 		return; /* no live sampled block: refused */
-	if (UNLIKELY(state_now() != NEXT_HEADER) || UNLIKELY(p == NULL) ||
+	if (UNLIKELY(state_now() != MSTAT_NEXT_HEADER) || UNLIKELY(p == NULL) ||
 	    UNLIKELY(in_arena(p))) {
 		free_other(p);
 		return;
@@ -984,7 +956,7 @@ free_slow(void *p)
 	if (!mstat_section_open_slow(&sec)) {
 		size = glibc_usable(p); /* not a sampled block: see above */
 		mstat_count_unslotted(MSTAT_OP_FREE, size, 0, 0);
-		next.free(p);
+		mstat_next.free(p);
 		return;
 	}
 	free_header(&sec, p);
@@ -1030,7 +1002,7 @@ calloc_slow(size_t n, size_t size, size_t total, bool due, const void *caller)
 			mstat_profile_cancel();
 		return arena_alloc(total, ARENA_ALIGN); /* zeroed: never reused */
 	}
-	ALLOCATE(p, next.calloc(n, size), total);
+	ALLOCATE(p, mstat_next.calloc(n, size), total);
 	return UNLIKELY(sample) ? sampled(p, total, 0, 0, true, caller) : p;
 }
 
@@ -1052,7 +1024,7 @@ calloc(size_t n, size_t size)
 					  &sec.g) != MSTAT_WS_OPEN))
 		return calloc_slow(n, size, total, due, __builtin_return_address(0));
 	sec.slot = slot;
-	void *p = next.calloc(n, size);
+	void *p = mstat_next.calloc(n, size);
 	if (LIKELY(p != NULL) && LIKELY(count_header_small(&sec, p, total))) {
 		mstat_section_close(&sec);
 		return p;
@@ -1099,7 +1071,7 @@ realloc_header(const struct mstat_section *sec, bool open, void *old, size_t n)
 	unsigned old_class = glibc_class(old, &old_size);
 
 	(void)leaving(old, old_size);
-	void *p = next.realloc(old, n);
+	void *p = mstat_next.realloc(old, n);
 	count_realloc(sec, open, old_class, old_size, p, n);
 	return p;
 }
@@ -1153,7 +1125,7 @@ realloc_sampled(void *old, size_t n, bool sample, const void *caller)
 	if (LIKELY(header_sizes())) {
 		struct mstat_section sec;
 		bool open = mstat_section_open(&sec);
-		p = next.malloc(n);
+		p = mstat_next.malloc(n);
 		if (p) {
 			unsigned c = glibc_class(p, &size);
 			memcpy(p, old, n < copy ? n : copy);
@@ -1169,12 +1141,12 @@ realloc_sampled(void *old, size_t n, bool sample, const void *caller)
 		if (LIKELY(open))
 			mstat_section_close(&sec);
 	} else {
-		p = next.malloc(n);
+		p = mstat_next.malloc(n);
 		if (p) {
 			size = new_size(p, n);
 			memcpy(p, old, n < copy ? n : copy);
 			(void)mstat_profile_freed(old, &old_size);
-			next.free(old);
+			mstat_next.free(old);
 			mstat_count(MSTAT_OP_REALLOC, old_size, size, n);
 		}
 	}
@@ -1192,7 +1164,7 @@ arena_realloc(void *old, size_t n)
 		mstat_count(MSTAT_OP_FREE, old_size, 0, 0);
 		return NULL;
 	}
-	p = ready() ? next.malloc(n) : arena_alloc(n, ARENA_ALIGN);
+	p = ready() ? mstat_next.malloc(n) : arena_alloc(n, ARENA_ALIGN);
 	if (!p)
 		return NULL;
 	memcpy(p, old, n < old_size ? n : old_size);
@@ -1234,7 +1206,7 @@ static inline __attribute__((always_inline)) void *
 realloc_chunk(const struct mstat_section *sec, void *old, size_t old_header,
 	      size_t n)
 {
-	void *p = next.realloc(old, n);
+	void *p = mstat_next.realloc(old, n);
 	size_t h;
 
 	if (LIKELY(p != NULL) && LIKELY(glibc_chunk(p, &h))) {
@@ -1299,7 +1271,7 @@ realloc_plain(void *old, size_t n)
 
 	if (UNLIKELY(mstat_own_work()) && (p = realloc_to_own(old, n)))
 		return p;
-	/* The old block is live and this thread's until next.realloc(). */
+	/* The old block is live and this thread's until mstat_next.realloc(). */
 	if (LIKELY(header_sizes())) {
 		bool open = mstat_section_open(&sec);
 		return realloc_header(&sec, open, old, n);
@@ -1307,7 +1279,7 @@ realloc_plain(void *old, size_t n)
 	bool unsized_old = unsized_any() && unsized_forget(old, &old_size);
 	if (!unsized_old)
 		old_size = usable(old);
-	p = next.realloc(old, n);
+	p = mstat_next.realloc(old, n);
 	if (LIKELY(p != NULL))
 		mstat_count(MSTAT_OP_REALLOC, old_size, new_size(p, n), n);
 	else if (n == 0)
@@ -1354,7 +1326,7 @@ posix_memalign(void **out, size_t align, size_t n)
 	struct mstat_section sec;
 	if (LIKELY(header_sizes())) {
 		bool open = mstat_section_open(&sec);
-		rc = next.posix_memalign(&p, align, n);
+		rc = mstat_next.posix_memalign(&p, align, n);
 		if (rc == 0 && open)
 			count_header_alloc(&sec, p, n);
 		else if (rc == 0)
@@ -1362,7 +1334,7 @@ posix_memalign(void **out, size_t align, size_t n)
 		if (open)
 			mstat_section_close(&sec);
 	} else {
-		rc = next.posix_memalign(&p, align, n);
+		rc = mstat_next.posix_memalign(&p, align, n);
 		if (rc == 0)
 			p = counted(p, n);
 	}
@@ -1385,7 +1357,7 @@ aligned_alloc(size_t align, size_t n)
 	if (UNLIKELY(!ready()))
 		return align & (align - 1) ? NULL : arena_alloc(n, align);
 	bool sample = UNLIKELY(mstat_sample_due(n)) && mstat_profile_begin(n);
-	ALLOCATE(p, next.aligned_alloc(align, n), n);
+	ALLOCATE(p, mstat_next.aligned_alloc(align, n), n);
 	return UNLIKELY(sample) ? sampled(p, n, align, 0, false,
 					  __builtin_return_address(0)) : p;
 }
@@ -1401,7 +1373,7 @@ memalign(size_t align, size_t n)
 	if (UNLIKELY(!ready()))
 		return align & (align - 1) ? NULL : arena_alloc(n, align);
 	bool sample = UNLIKELY(mstat_sample_due(n)) && mstat_profile_begin(n);
-	ALLOCATE(p, next.memalign(align, n), n);
+	ALLOCATE(p, mstat_next.memalign(align, n), n);
 	return UNLIKELY(sample) ? sampled(p, n, align, 0, false,
 					  __builtin_return_address(0)) : p;
 }
@@ -1428,7 +1400,7 @@ valloc(size_t n)
 	if (UNLIKELY(!ready()))
 		return arena_alloc(n, 4096);
 	void *p;
-	ALLOCATE(p, next.memalign(page_size(), n), n);
+	ALLOCATE(p, mstat_next.memalign(page_size(), n), n);
 	return p;
 }
 
@@ -1447,7 +1419,7 @@ pvalloc(size_t n)
 	}
 	rounded &= ~(page - 1);
 	void *p;
-	ALLOCATE(p, next.memalign(page, rounded), n);
+	ALLOCATE(p, mstat_next.memalign(page, rounded), n);
 	return p;
 }
 
@@ -1465,7 +1437,7 @@ malloc_usable_size(void *p)
 		return size;
 	if (mstat_pool_has(p)) /* the library's own; else no live sampled block */
 		return mstat_pool_own(p) ? mstat_pool_usable(p) : 0;
-	return ready() ? next.usable(p) : 0;
+	return ready() ? mstat_next.usable(p) : 0;
 }
 
 /* ---- C++ operator new and delete ---- */
@@ -1561,7 +1533,7 @@ cxx_resolve(struct cxx_next *n, const char *sym)
 	if (!ready() || !(fn = dlsym(RTLD_NEXT, sym)))
 		return NULL;
 	const struct link_map *obj = object_of(fn);
-	int how = obj && obj == object_of(*(void **)&next.malloc) ? CXX_COUNT
+	int how = obj && obj == object_of(*(void **)&mstat_next.malloc) ? CXX_COUNT
 		  : is_libstdcxx(obj)				 ? CXX_MALLOC
 								 : CXX_FORWARD;
 	atomic_store_explicit(&n->how, how, memory_order_relaxed);

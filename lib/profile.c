@@ -108,12 +108,6 @@ _Static_assert(REGION_PAGES <= 64 * sizeof(prof.paged) / sizeof(prof.paged[0]),
 	       "a bit for every page of the region");
 
 
-static _Thread_local bool in_sample __attribute__((tls_model("initial-exec")));
-/* The thread's countdown (its bytes left are mstat_thread.sample_left),
- * and the mean interval of the sample it is taking. */
-static _Thread_local struct mstat_countdown countdown
-	__attribute__((tls_model("initial-exec")));
-static _Thread_local uint64_t sample_interval __attribute__((tls_model("initial-exec")));
 
 /* MSTAT_SAMPLE_BYTES, read at the first sampling decision, and again by
  * the library's constructor (a program's .preinit_array allocates before
@@ -148,7 +142,7 @@ mstat_profile_start(void)
 	 * draw this thread's countdown again from it. */
 	read_env();
 	mstat_thread.sample_left = 0;
-	countdown.mean = 0;
+	mstat_thread.countdown.mean = 0;
 }
 
 static uint64_t
@@ -180,8 +174,9 @@ seed(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	countdown.rng = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^
-			(uint64_t)(uintptr_t)&countdown ^ UINT64_C(0x9e3779b97f4a7c15);
+	mstat_thread.countdown.rng = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^
+				     (uint64_t)(uintptr_t)&mstat_thread.countdown ^
+				     UINT64_C(0x9e3779b97f4a7c15);
 }
 
 /* Storage for bytes [off, off + len) of the region: true, or false if
@@ -235,7 +230,7 @@ mstat_profile_load(void)
 	 * sampled.  The threads that sample later see prof.backtrace through
 	 * the segment's publication ((R): release in start(), acquire where
 	 * a thread finds the segment). */
-	in_sample = true;
+	mstat_thread.in_sample = true;
 	if (env_bytes() && load_unwinder()) {
 		/* libunwind sets itself up on its first call, and a thread's
 		 * first call allocates its thread-local block (a library
@@ -244,7 +239,7 @@ mstat_profile_load(void)
 		void *buf[2];
 		(void)prof.backtrace(buf, 2);
 	}
-	in_sample = false;
+	mstat_thread.in_sample = false;
 	errno = saved;
 }
 
@@ -313,9 +308,10 @@ mstat_profile_begin(size_t n)
 static bool
 begin(size_t n)
 {
-	const struct mstat_segment *seg = in_sample ? NULL : mstat_writer_segment();
+	struct mstat_thread *t = &mstat_thread;
+	const struct mstat_segment *seg = t->in_sample ? NULL : mstat_writer_segment();
 
-	if (countdown.rng == 0)
+	if (t->countdown.rng == 0)
 		seed();
 	if (!seg) {
 		/* An allocation inside a sample (the unwinder's, a signal
@@ -323,10 +319,9 @@ begin(size_t n)
 		 * segment (not yet, or no more): no sample.  The next
 		 * countdown is drawn as any, at the running one's mean inside
 		 * a sample, else at the environment's. */
-		uint64_t mean = in_sample && countdown.mean ? countdown.mean
-							     : env_bytes();
-		(void)mstat_countdown_expired(&countdown, &mstat_thread.sample_left,
-					      n, mean);
+		uint64_t mean = t->in_sample && t->countdown.mean ? t->countdown.mean
+								  : env_bytes();
+		(void)mstat_countdown_expired(&t->countdown, &t->sample_left, n, mean);
 		return false;
 	}
 	uint64_t mean = interval(seg->hdr);
@@ -334,23 +329,22 @@ begin(size_t n)
 		atomic_store_explicit(&seg->hdr->sample_bytes, mean, memory_order_relaxed);
 	/* Sampled at the mean its countdown was drawn from, whatever the
 	 * interval is now (countdown.h). */
-	uint64_t at = mstat_countdown_expired(&countdown, &mstat_thread.sample_left,
-					      n, mean);
+	uint64_t at = mstat_countdown_expired(&t->countdown, &t->sample_left, n, mean);
 	if (at == 0)
 		return false;
-	in_sample = true;
+	t->in_sample = true;
 	if (!set_up(seg)) {
-		in_sample = false;
+		t->in_sample = false;
 		return false;
 	}
-	sample_interval = at;
+	t->sample_interval = at;
 	return true;
 }
 
 void
 mstat_profile_cancel(void)
 {
-	in_sample = false;
+	mstat_thread.in_sample = false;
 }
 
 static uint64_t
@@ -582,7 +576,7 @@ mstat_profile_note(void *p, size_t requested, size_t counted)
 			e->stack = NO_STACK;
 			e->gen = prof.gen;
 			e->weight = mstat_sample_weight(requested, counted,
-							sample_interval);
+							mstat_thread.sample_interval);
 			e->counted = counted;
 			/* Before the block is the program's: see profile.h. */
 			atomic_fetch_add_explicit(&mstat_sample_filter[mstat_sample_bucket(p)],
@@ -622,7 +616,7 @@ mstat_profile_record(struct mstat_sample *e, const void *caller)
 	int saved = errno;
 
 	record(e, caller);
-	in_sample = false;
+	mstat_thread.in_sample = false;
 	errno = saved;
 }
 

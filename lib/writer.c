@@ -84,143 +84,10 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-struct mstat_writer_config mstat_writer_config MSTAT_STARTUP;
-_Thread_local struct mstat_thread mstat_thread
-	__attribute__((tls_model("initial-exec"), aligned(MSTAT_CACHELINE)));
 /* Set by the interposer (mstat_writer_header_sizes()): `fast` may be
  * handed out.  Relaxed: a thread that misses it takes the slow path,
  * which looks again. */
 static _Atomic bool header_sizes MSTAT_STARTUP;
-
-/* Where a thread stands, besides its slot pointer. */
-enum thread_state {
-	THREAD_NEW = 0, /* has no slot yet; tries to claim one when it counts */
-	THREAD_CLAIMING, /* taking a slot: a count now takes the shared path */
-	THREAD_OWN,      /* has a slot of its own */
-	THREAD_SHARED,   /* no slot could be had, or it has exited */
-};
-static _Thread_local unsigned char thread_state __attribute__((tls_model("initial-exec")));
-static _Thread_local uint32_t thread_slot_index __attribute__((tls_model("initial-exec")));
-/* Between fork_prepare() and fork_parent()/fork_child(), in the forking
- * thread: its slot is set aside and its counts go to proc.forking. */
-static _Thread_local bool thread_forking __attribute__((tls_model("initial-exec")));
-static _Thread_local struct mstat_shm_slot *slot_before_fork
-	__attribute__((tls_model("initial-exec")));
-/* This thread has counted before the segment existed. */
-static _Thread_local bool thread_counted_early __attribute__((tls_model("initial-exec")));
-/* Its id, as the shared lock knows its holder (0 until first needed). */
-static _Thread_local uint32_t thread_tid __attribute__((tls_model("initial-exec")));
-/* It is adding to proc.forking: a signal handler must not. */
-static _Thread_local bool thread_in_forking __attribute__((tls_model("initial-exec")));
-/* It is counting its deferred counts (count_deferred()): one deeper
- * down does not start another loop. */
-static _Thread_local bool thread_draining __attribute__((tls_model("initial-exec")));
-/* It runs the process's exit (retire()): it counts on, through the
- * shared slot, where every other thread has stopped. */
-static _Thread_local bool thread_exiting __attribute__((tls_model("initial-exec")));
-/* It may hold fork_lock (fork_prepare() to fork_parent() or fork_child()):
- * a signal handler that exits must not wait for it. */
-static _Thread_local bool thread_fork_lock __attribute__((tls_model("initial-exec")));
-
-/* A count a signal handler deferred (see defer()). */
-struct deferred {
-	uint64_t freed, size, requested;
-	enum mstat_op op;
-};
-#define DEFERRED_MAX 8u
-static _Thread_local struct deferred thread_deferred[DEFERRED_MAX]
-	__attribute__((tls_model("initial-exec")));
-/* Entries put in (by handlers) and taken out (by the thread), counting up:
- * the ring holds in - out. */
-static _Thread_local _Atomic unsigned thread_deferred_in
-	__attribute__((tls_model("initial-exec")));
-static _Thread_local _Atomic unsigned thread_deferred_out
-	__attribute__((tls_model("initial-exec")));
-
-typedef uint64_t mstat_rows[MSTAT_ROWS(MSTAT_CLASS_COUNT)][MSTAT_ROW_COUNTERS];
-
-/* The small fields first and the large tables last: a process that
- * starts touches only the first pages of this, each page a fault.  On a
- * page boundary, so that they are the fewest. */
-static alignas(4096) struct {
-	_Atomic int ready;       /* (R) the segment is published */
-	bool started;            /* the constructor has run */
-	bool disabled;           /* not counting, for good */
-	bool eager;              /* make the segment at start */
-	_Atomic bool starting;   /* start() has been called (under shared_lock) */
-	_Atomic uint32_t start_ended; /* start() has returned; a futex word */
-	uint32_t starter;        /* the thread in start() */
-	_Atomic bool retired;    /* the exit has begun (retire()) */
-	bool late;               /* `early` holds counts made since, which
-				  * the exiting thread adds in (under
-				  * shared_lock) */
-	uint32_t exit_flags;     /* the header's, as last stored (under
-				  * shared_lock) */
-	pid_t pid;               /* this process's (a vfork child is not) */
-	bool have_key;
-	bool private_barrier;    /* registered for the private membarrier */
-	bool fork_holds_shared;  /* a fork before the segment holds shared_lock */
-	void (*next_exit)(int);  /* the next _exit in the chain */
-	uint32_t slot_count;
-	uint32_t writer_mode;
-	pthread_key_t exit_key;  /* its destructor gives a thread's slot back */
-	/* (V) the exiting thread's epoch word: the address of `epoch`, with
-	 * MSTAT_EPOCH_STOPPED only while a fork drains (the exit's stop bit
-	 * is in mstat_writer_config.epoch alone). */
-	_Atomic uintptr_t exit_word;
-	pid_t report_pid;        /* MSTAT_REPORT_PID: which process reports */
-	struct mstat_segment seg;
-	/* Slots 0 .. reserved - 1 have pages (slot 0 from creation).  One
-	 * thread at a time reserves the next; (S) release/acquire. */
-	_Atomic uint32_t reserved;
-	_Atomic bool reserving;
-	_Atomic bool reserve_failed; /* /dev/shm is full: no more slots */
-	struct mstat_ownlock shared_lock;
-	/* Held by a forking thread from its prepare handler to its parent or
-	 * child handler: keeps two threads forking at once from sharing
-	 * `forking` and `inherit`. */
-	pthread_mutex_t fork_lock;
-	/* Bumped as a fork ends; stopped sections sleep on it (a futex, which
-	 * a signal handler may wait on: no lock is held). */
-	_Atomic uint32_t forks_ended;
-	pthread_mutex_t self_lock;  /* guards self_reader */
-	struct mstat_reader *self_reader;
-	struct mstat_reader *parent_reader; /* a fork child's, unmapped */
-	/* How much was counted before the segment exists, under shared_lock;
-	 * when the process (or fork child) began. */
-	uint64_t early_counts, early_bytes;
-	unsigned early_threads;
-	uint64_t born_ns;
-	/* Deferred counts that found their thread's ring full; see defer(). */
-	_Atomic bool spilled;
-	/* What every process writes as it starts, from here on, on one page
-	 * (docs/performance.md, "Starting a process"): the texts, then the
-	 * counts made before the segment exists, under shared_lock.  Their
-	 * requested bytes are kept here, not in the totals row, the last
-	 * of `early`: the rows of the classes up to 1 KiB, where a process
-	 * that starts allocates, are then the only ones it touches. */
-	uint64_t early_requested;
-	char name[MSTAT_NAME_MAX];
-	char status[MSTAT_REPORT_STATUS_MAX]; /* mstat_self_status(): state;
-					       * warnings (and the report's) */
-	char state[200];         /* what the library does */
-	char warnings[200];      /* said once, kept in the status */
-	char report[MSTAT_REPORT_NAME_MAX]; /* MSTAT_REPORT: where mstat-run
-					     * listens */
-	char log[256];           /* MSTAT_LOG: "stderr", a file, or "" */
-	mstat_rows early;
-	mstat_rows forking;      /* the forking thread's counts meanwhile */
-	mstat_rows inherit;      /* every slot, summed once sections stopped */
-	_Atomic uint64_t spill[MSTAT_ROWS(MSTAT_CLASS_COUNT)][MSTAT_ROW_COUNTERS];
-	/* (H) slot i is owned by a live thread; process-local. */
-	_Atomic unsigned char busy[MSTAT_SLOTS_MAX];
-} proc = {
-	.fork_lock = PTHREAD_MUTEX_INITIALIZER,
-	.self_lock = PTHREAD_MUTEX_INITIALIZER,
-};
-
-_Static_assert(offsetof(__typeof__(proc), early[MSTAT_SC(MSTAT_TABLE_MAX / 16) + 1]) <= 4096,
-	       "a process that starts writes more than one page of proc");
 
 /* ---- counts kept in process memory ---- */
 
@@ -272,7 +139,7 @@ count_into(mstat_rows acc, uint64_t *req, enum mstat_op op, uint64_t freed,
 static MSTAT_START_TEXT void
 count_early(enum mstat_op op, uint64_t freed, uint64_t size, uint64_t requested)
 {
-	count_into(proc.early, &proc.early_requested, op, freed, size, requested);
+	count_into(mstat_proc.early, &mstat_proc.early_requested, op, freed, size, requested);
 }
 
 static void
@@ -322,12 +189,12 @@ wait_stopped(void)
 	/* Acquire, before `stop`: pairs with the release increment in
 	 * fork_parent(), after it cleared the bit.  Seen unchanged, the
 	 * futex sleeps only while it still is. */
-	uint32_t ended = atomic_load_explicit(&proc.forks_ended, memory_order_acquire);
+	uint32_t ended = atomic_load_explicit(&mstat_proc.forks_ended, memory_order_acquire);
 	unsigned char s = atomic_load_explicit(&mstat_writer_config.stop,
 					       memory_order_relaxed);
 
 	if (s & MSTAT_STOP_FORK) {
-		syscall(SYS_futex, &proc.forks_ended, FUTEX_WAIT_PRIVATE, ended,
+		syscall(SYS_futex, &mstat_proc.forks_ended, FUTEX_WAIT_PRIVATE, ended,
 			NULL, NULL, 0);
 		return true;
 	}
@@ -338,10 +205,10 @@ wait_stopped(void)
 static void
 barrier_threads(void)
 {
-	if (!proc.private_barrier)
-		proc.private_barrier = syscall(SYS_membarrier,
+	if (!mstat_proc.private_barrier)
+		mstat_proc.private_barrier = syscall(SYS_membarrier,
 			MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-	if (proc.private_barrier &&
+	if (mstat_proc.private_barrier &&
 	    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
 		return;
 	/* Membarrier mode registered the process for this one at start. */
@@ -371,16 +238,16 @@ stop_sections(unsigned char bit)
 	/* A fork stops the exiting thread's sections too: (V) again, on its
 	 * word (exit_section()). */
 	if (bit == MSTAT_STOP_FORK)
-		atomic_fetch_or_explicit(&proc.exit_word, MSTAT_EPOCH_STOPPED,
+		atomic_fetch_or_explicit(&mstat_proc.exit_word, MSTAT_EPOCH_STOPPED,
 					 memory_order_seq_cst);
 	if (__libc_single_threaded)
 		return 0; /* no other thread has ever run */
 	if (!mstat_writer_config.fenced)
 		barrier_threads(); /* (M') pairs with the compiler barrier
 				    * between (A') and (V') */
-	mstat_handshake_start(&hs, (const unsigned char *)mstat_segment_slot(&proc.seg, 0),
-			      proc.seg.slot_size,
-			      atomic_load_explicit(&proc.reserved, memory_order_acquire));
+	mstat_handshake_start(&hs, (const unsigned char *)mstat_segment_slot(&mstat_proc.seg, 0),
+			      mstat_proc.seg.slot_size,
+			      atomic_load_explicit(&mstat_proc.reserved, memory_order_acquire));
 	/* The budget is this thread's CPU time: on a loaded CPU a section's
 	 * thread can wait many time slices to run again, and the wait must
 	 * last until it has (a copy or a sum taken before would hold half
@@ -394,9 +261,9 @@ stop_sections(unsigned char bit)
 static uint32_t
 my_tid(void)
 {
-	if (!thread_tid)
-		thread_tid = (uint32_t)gettid();
-	return thread_tid;
+	if (!mstat_thread.tid)
+		mstat_thread.tid = (uint32_t)gettid();
+	return mstat_thread.tid;
 }
 
 /*
@@ -410,8 +277,8 @@ my_tid(void)
  * compare-and-swap, which no signal splits, and every handler ends before
  * the code it interrupted goes on.
  *
- * Should a thread's ring be full (more than DEFERRED_MAX counts in
- * handlers within one such section), the count goes to proc.spill, added
+ * Should a thread's ring be full (more than MSTAT_DEFERRED_MAX counts in
+ * handlers within one such section), the count goes to mstat_proc.spill, added
  * atomically, and the next holder of shared_lock takes it out.  That is
  * exact too, but two threads doing so at once may have a reader see half
  * of one count until then.
@@ -419,49 +286,49 @@ my_tid(void)
 static MSTAT_START_TEXT bool
 must_defer(void)
 {
-	return thread_in_forking || mstat_ownlock_mine(&proc.shared_lock, my_tid());
+	return mstat_thread.in_forking || mstat_ownlock_mine(&mstat_proc.shared_lock, my_tid());
 }
 
 static void
 defer(enum mstat_op op, uint64_t freed, uint64_t size, uint64_t requested)
 {
-	unsigned i = atomic_load_explicit(&thread_deferred_in, memory_order_relaxed);
+	unsigned i = atomic_load_explicit(&mstat_thread.deferred_in, memory_order_relaxed);
 
 	do {
-		if (i - atomic_load_explicit(&thread_deferred_out,
-					     memory_order_relaxed) >= DEFERRED_MAX) {
+		if (i - atomic_load_explicit(&mstat_thread.deferred_out,
+					     memory_order_relaxed) >= MSTAT_DEFERRED_MAX) {
 			struct adds x;
 			adds_of(&x, op, freed, size, requested);
 			for (unsigned k = 0; k < x.n; k++)
-				atomic_fetch_add_explicit(&proc.spill[x.a[k].row][x.a[k].k],
+				atomic_fetch_add_explicit(&mstat_proc.spill[x.a[k].row][x.a[k].k],
 							  x.a[k].v, memory_order_relaxed);
 			/* Release: pairs with the acquire exchange in
 			 * take_spill(); the adds are before it. */
-			atomic_store_explicit(&proc.spilled, true, memory_order_release);
+			atomic_store_explicit(&mstat_proc.spilled, true, memory_order_release);
 			return;
 		}
-	} while (!atomic_compare_exchange_weak_explicit(&thread_deferred_in, &i,
+	} while (!atomic_compare_exchange_weak_explicit(&mstat_thread.deferred_in, &i,
 							i + 1, memory_order_relaxed,
 							memory_order_relaxed));
-	thread_deferred[i % DEFERRED_MAX] = (struct deferred){ freed, size,
+	mstat_thread.deferred[i % MSTAT_DEFERRED_MAX] = (struct mstat_deferred){ freed, size,
 							       requested, op };
 }
 
 /* Takes the oldest deferred count of this thread into *d; false if none. */
 static bool
-take_deferred(struct deferred *d)
+take_deferred(struct mstat_deferred *d)
 {
-	unsigned out = atomic_load_explicit(&thread_deferred_out, memory_order_relaxed);
+	unsigned out = atomic_load_explicit(&mstat_thread.deferred_out, memory_order_relaxed);
 
-	if (out == atomic_load_explicit(&thread_deferred_in, memory_order_relaxed))
+	if (out == atomic_load_explicit(&mstat_thread.deferred_in, memory_order_relaxed))
 		return false;
 	/* The handlers that put entries up to `in` have returned: their
 	 * stores are before this, for the compiler too. */
 	atomic_signal_fence(memory_order_acquire);
-	*d = thread_deferred[out % DEFERRED_MAX];
+	*d = mstat_thread.deferred[out % MSTAT_DEFERRED_MAX];
 	/* Copied before the entry is given back to a handler. */
 	atomic_signal_fence(memory_order_release);
-	atomic_store_explicit(&thread_deferred_out, out + 1, memory_order_relaxed);
+	atomic_store_explicit(&mstat_thread.deferred_out, out + 1, memory_order_relaxed);
 	return true;
 }
 
@@ -470,13 +337,13 @@ take_deferred(struct deferred *d)
 static void
 take_spill(struct mstat_shm_slot *slot, unsigned g, mstat_rows acc)
 {
-	if (!atomic_load_explicit(&proc.spilled, memory_order_relaxed) ||
+	if (!atomic_load_explicit(&mstat_proc.spilled, memory_order_relaxed) ||
 	    /* Acquire: pairs with the release in defer(). */
-	    !atomic_exchange_explicit(&proc.spilled, false, memory_order_acquire))
+	    !atomic_exchange_explicit(&mstat_proc.spilled, false, memory_order_acquire))
 		return;
 	for (unsigned row = 0; row < MSTAT_ROWS(MSTAT_CLASS_COUNT); row++)
 		for (unsigned k = 0; k < MSTAT_ROW_COUNTERS; k++) {
-			uint64_t v = atomic_exchange_explicit(&proc.spill[row][k], 0,
+			uint64_t v = atomic_exchange_explicit(&mstat_proc.spill[row][k], 0,
 							      memory_order_relaxed);
 			if (!v)
 				continue;
@@ -497,9 +364,9 @@ take_spill(struct mstat_shm_slot *slot, unsigned g, mstat_rows acc)
  * meanwhile.
  */
 static bool
-take_deferred_held(struct deferred *d)
+take_deferred_held(struct mstat_deferred *d)
 {
-	return !thread_draining && take_deferred(d);
+	return !mstat_thread.draining && take_deferred(d);
 }
 
 static bool publish_due(uint64_t bytes);
@@ -509,21 +376,21 @@ static bool publish_due(uint64_t bytes);
 static MSTAT_START_TEXT bool
 take_deferred_early(void)
 {
-	struct deferred d;
+	struct mstat_deferred d;
 	bool due = false;
 
 	while (take_deferred_held(&d)) {
 		count_early(d.op, d.freed, d.size, d.requested);
 		due |= publish_due(d.op == MSTAT_OP_FREE ? 0 : d.size);
 	}
-	take_spill(NULL, 0, proc.early);
+	take_spill(NULL, 0, mstat_proc.early);
 	return due;
 }
 
 static MSTAT_START_TEXT void
 shared_lock(void)
 {
-	mstat_ownlock_lock(&proc.shared_lock, my_tid());
+	mstat_ownlock_lock(&mstat_proc.shared_lock, my_tid());
 }
 
 static void count_deferred(void);
@@ -533,7 +400,7 @@ static void count_deferred(void);
 static MSTAT_START_TEXT void
 shared_unlock(void)
 {
-	mstat_ownlock_unlock(&proc.shared_lock);
+	mstat_ownlock_unlock(&mstat_proc.shared_lock);
 	count_deferred();
 }
 
@@ -554,15 +421,15 @@ exit_flags(uint32_t f)
 	 * In program order with the section's own stores, for the compiler
 	 * too: what a death finds there is what this thread had done. */
 	atomic_signal_fence(memory_order_seq_cst);
-	proc.exit_flags = f;
-	atomic_store_explicit(&proc.seg.hdr->exit_flags, f, memory_order_relaxed);
+	mstat_proc.exit_flags = f;
+	atomic_store_explicit(&mstat_proc.seg.hdr->exit_flags, f, memory_order_relaxed);
 	atomic_signal_fence(memory_order_seq_cst);
 }
 
 /*
  * Under shared_lock, once the exit has begun, in the exiting thread: a
  * section on the shared slot that the exit's stop bit does not refuse
- * (its epoch word is proc.exit_word; a fork's drain still stops it),
+ * (its epoch word is mstat_proc.exit_word; a fork's drain still stops it),
  * with everything other threads have counted into `early` since the
  * exit began added in first, in the same section.  BUSY in the header
  * until exit_section_end(): a death in between, which can only be a
@@ -574,21 +441,21 @@ exit_flags(uint32_t f)
 static MSTAT_START_TEXT enum mstat_wsection
 exit_section(unsigned *g)
 {
-	struct mstat_shm_slot *slot = mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT);
+	struct mstat_shm_slot *slot = mstat_segment_slot(&mstat_proc.seg, MSTAT_SHARED_SLOT);
 
-	exit_flags(proc.exit_flags | MSTAT_EXIT_BUSY);
-	enum mstat_wsection w = mstat_wsection_begin(slot, &proc.exit_word,
+	exit_flags(mstat_proc.exit_flags | MSTAT_EXIT_BUSY);
+	enum mstat_wsection w = mstat_wsection_begin(slot, &mstat_proc.exit_word,
 						     mstat_writer_config.fenced, g);
 	if (w != MSTAT_WS_OPEN) {
-		exit_flags(proc.exit_flags & ~MSTAT_EXIT_BUSY);
+		exit_flags(mstat_proc.exit_flags & ~MSTAT_EXIT_BUSY);
 		return w;
 	}
-	if (proc.late) {
-		proc.early[MSTAT_CLASS_COUNT][MSTAT_T_REQUESTED_BYTES] += proc.early_requested;
-		proc.early_requested = 0;
-		add_rows(slot, *g, proc.early);
-		memset(proc.early, 0, sizeof(proc.early));
-		proc.late = false;
+	if (mstat_proc.late) {
+		mstat_proc.early[MSTAT_CLASS_COUNT][MSTAT_T_REQUESTED_BYTES] += mstat_proc.early_requested;
+		mstat_proc.early_requested = 0;
+		add_rows(slot, *g, mstat_proc.early);
+		memset(mstat_proc.early, 0, sizeof(mstat_proc.early));
+		mstat_proc.late = false;
 	}
 	return MSTAT_WS_OPEN;
 }
@@ -597,8 +464,8 @@ exit_section(unsigned *g)
 static MSTAT_START_TEXT void
 exit_section_end(bool done)
 {
-	mstat_wsection_end(mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT));
-	exit_flags((proc.exit_flags & ~MSTAT_EXIT_BUSY) | (done ? MSTAT_EXIT_DONE : 0));
+	mstat_wsection_end(mstat_segment_slot(&mstat_proc.seg, MSTAT_SHARED_SLOT));
+	exit_flags((mstat_proc.exit_flags & ~MSTAT_EXIT_BUSY) | (done ? MSTAT_EXIT_DONE : 0));
 }
 
 static MSTAT_START_TEXT enum shared
@@ -606,8 +473,8 @@ shared_open(unsigned *g)
 {
 	for (;;) {
 		shared_lock();
-		if (!atomic_load_explicit(&proc.ready, memory_order_relaxed)) {
-			if (!proc.disabled)
+		if (!atomic_load_explicit(&mstat_proc.ready, memory_order_relaxed)) {
+			if (!mstat_proc.disabled)
 				return SHARED_EARLY;
 			break;
 		}
@@ -615,27 +482,27 @@ shared_open(unsigned *g)
 		 * the exiting one begins a section on the shared slot. */
 		if (atomic_load_explicit(&mstat_writer_config.stop,
 					 memory_order_relaxed) & MSTAT_STOP_EXIT) {
-			if (!thread_exiting)
+			if (!mstat_thread.exiting)
 				return SHARED_LATE;
 			enum mstat_wsection w = exit_section(g);
 			if (w == MSTAT_WS_OPEN)
 				return SHARED_EXIT;
-			mstat_ownlock_unlock(&proc.shared_lock);
+			mstat_ownlock_unlock(&mstat_proc.shared_lock);
 			if (w == MSTAT_WS_NESTED || !wait_stopped())
 				return SHARED_NONE;
 			continue;
 		}
-		if (mstat_wsection_begin(mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT),
+		if (mstat_wsection_begin(mstat_segment_slot(&mstat_proc.seg, MSTAT_SHARED_SLOT),
 					 &mstat_writer_config.epoch,
 					 mstat_writer_config.fenced, g) == MSTAT_WS_OPEN)
 			return SHARED_SLOT;
 		/* Never wait for a fork holding shared_lock: the forking
 		 * thread may need it in its parent handler. */
-		mstat_ownlock_unlock(&proc.shared_lock);
+		mstat_ownlock_unlock(&mstat_proc.shared_lock);
 		if (!wait_stopped())
 			return SHARED_NONE;
 	}
-	mstat_ownlock_unlock(&proc.shared_lock);
+	mstat_ownlock_unlock(&mstat_proc.shared_lock);
 	return SHARED_NONE;
 }
 
@@ -644,7 +511,7 @@ shared_open(unsigned *g)
 static MSTAT_START_TEXT bool
 shared_close(enum shared s, unsigned g)
 {
-	struct deferred d;
+	struct mstat_deferred d;
 	bool due = false;
 
 	/* A handler meanwhile found the lock ours and deferred: taken here,
@@ -654,11 +521,11 @@ shared_close(enum shared s, unsigned g)
 	} else if (s == SHARED_LATE) {
 		while (take_deferred_held(&d))
 			count_early(d.op, d.freed, d.size, d.requested);
-		take_spill(NULL, 0, proc.early);
-		proc.late = true;
+		take_spill(NULL, 0, mstat_proc.early);
+		mstat_proc.late = true;
 	} else if (s == SHARED_SLOT || s == SHARED_EXIT) {
 		struct mstat_section sec = {
-			mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT), g
+			mstat_segment_slot(&mstat_proc.seg, MSTAT_SHARED_SLOT), g
 		};
 		while (take_deferred_held(&d))
 			mstat_section_count(&sec, d.op, d.freed, d.size, d.requested);
@@ -691,15 +558,15 @@ shared_close(enum shared s, unsigned g)
 static MSTAT_START_TEXT bool
 publish_due(uint64_t bytes)
 {
-	if (!thread_counted_early) {
-		thread_counted_early = true;
-		proc.early_threads++;
+	if (!mstat_thread.counted_early) {
+		mstat_thread.counted_early = true;
+		mstat_proc.early_threads++;
 	}
-	proc.early_counts++;
-	proc.early_bytes += bytes;
-	return proc.early_threads > 1 || proc.early_counts >= PUBLISH_AFTER_COUNTS ||
-	       proc.early_bytes >= PUBLISH_AFTER_BYTES ||
-	       mstat_clock_ns(CLOCK_MONOTONIC_COARSE) - proc.born_ns >= PUBLISH_AFTER_NS;
+	mstat_proc.early_counts++;
+	mstat_proc.early_bytes += bytes;
+	return mstat_proc.early_threads > 1 || mstat_proc.early_counts >= PUBLISH_AFTER_COUNTS ||
+	       mstat_proc.early_bytes >= PUBLISH_AFTER_BYTES ||
+	       mstat_clock_ns(CLOCK_MONOTONIC_COARSE) - mstat_proc.born_ns >= PUBLISH_AFTER_NS;
 }
 
 static void start(void);
@@ -716,19 +583,19 @@ publish(void)
 {
 	bool go;
 
-	if (!proc.started || proc.disabled ||
-	    atomic_load_explicit(&proc.starting, memory_order_relaxed) ||
+	if (!mstat_proc.started || mstat_proc.disabled ||
+	    atomic_load_explicit(&mstat_proc.starting, memory_order_relaxed) ||
 	    must_defer()) /* a signal handler, its thread holding the lock */
 		return;
 	shared_lock();
 	/* Not once the exit has begun (retire() sets that under this lock):
 	 * a segment made then would never be retired. */
-	go = !atomic_load_explicit(&proc.starting, memory_order_relaxed) &&
+	go = !atomic_load_explicit(&mstat_proc.starting, memory_order_relaxed) &&
 	     !(atomic_load_explicit(&mstat_writer_config.stop, memory_order_relaxed) &
 	       MSTAT_STOP_EXIT);
 	if (go) {
-		atomic_store_explicit(&proc.starting, true, memory_order_relaxed);
-		proc.starter = my_tid();
+		atomic_store_explicit(&mstat_proc.starting, true, memory_order_relaxed);
+		mstat_proc.starter = my_tid();
 	}
 	shared_unlock();
 	if (go)
@@ -746,11 +613,11 @@ publish_wait(void)
 	uint64_t since = mstat_clock_ns(CLOCK_MONOTONIC_COARSE);
 	/* (W) acquire: pairs with the release in start_end(); what start()
 	 * did (the segment, `ready`, `disabled`) is seen. */
-	while (atomic_load_explicit(&proc.starting, memory_order_relaxed) &&
-	       !atomic_load_explicit(&proc.start_ended, memory_order_acquire) &&
-	       proc.starter != my_tid() && mstat_clock_ns(CLOCK_MONOTONIC_COARSE) - since < START_WAIT_NS) {
+	while (atomic_load_explicit(&mstat_proc.starting, memory_order_relaxed) &&
+	       !atomic_load_explicit(&mstat_proc.start_ended, memory_order_acquire) &&
+	       mstat_proc.starter != my_tid() && mstat_clock_ns(CLOCK_MONOTONIC_COARSE) - since < START_WAIT_NS) {
 		struct timespec ts = { 0, 10 * 1000 * 1000 };
-		syscall(SYS_futex, &proc.start_ended, FUTEX_WAIT_PRIVATE, 0, &ts,
+		syscall(SYS_futex, &mstat_proc.start_ended, FUTEX_WAIT_PRIVATE, 0, &ts,
 			NULL, 0);
 	}
 }
@@ -760,7 +627,7 @@ publish_wait(void)
 static void
 forking_begin(void)
 {
-	thread_in_forking = true;
+	mstat_thread.in_forking = true;
 	atomic_signal_fence(memory_order_seq_cst);
 }
 
@@ -768,7 +635,7 @@ static void
 forking_end(void)
 {
 	atomic_signal_fence(memory_order_seq_cst);
-	thread_in_forking = false;
+	mstat_thread.in_forking = false;
 	count_deferred();
 }
 
@@ -785,17 +652,17 @@ count_rows(mstat_rows acc)
 		mstat_section_close(&sec);
 		return;
 	}
-	if (thread_forking) {
+	if (mstat_thread.forking) {
 		forking_begin();
-		add_into(proc.forking, acc);
+		add_into(mstat_proc.forking, acc);
 		forking_end();
 		return;
 	}
 	s = shared_open(&g);
 	if (s == SHARED_SLOT || s == SHARED_EXIT)
-		add_rows(mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT), g, acc);
+		add_rows(mstat_segment_slot(&mstat_proc.seg, MSTAT_SHARED_SLOT), g, acc);
 	else if (s == SHARED_EARLY || s == SHARED_LATE)
-		add_into(proc.early, acc);
+		add_into(mstat_proc.early, acc);
 	if (shared_close(s, g))
 		publish();
 }
@@ -807,17 +674,17 @@ mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
 	unsigned g = 0;
 	enum shared s;
 
-	if (proc.disabled)
+	if (mstat_proc.disabled)
 		return;
-	if (thread_forking ? thread_in_forking : must_defer()) {
+	if (mstat_thread.forking ? mstat_thread.in_forking : must_defer()) {
 		/* A signal handler, and its thread is in our way. */
 		defer(op, freed, size, requested);
 		return;
 	}
-	if (thread_forking) {
+	if (mstat_thread.forking) {
 		forking_begin();
-		count_into(proc.forking,
-			   &proc.forking[MSTAT_CLASS_COUNT][MSTAT_T_REQUESTED_BYTES],
+		count_into(mstat_proc.forking,
+			   &mstat_proc.forking[MSTAT_CLASS_COUNT][MSTAT_T_REQUESTED_BYTES],
 			   op, freed, size, requested);
 		forking_end();
 		return;
@@ -826,7 +693,7 @@ mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
 	s = shared_open(&g);
 	if (s == SHARED_SLOT || s == SHARED_EXIT) {
 		struct mstat_section sec = {
-			mstat_segment_slot(&proc.seg, MSTAT_SHARED_SLOT), g
+			mstat_segment_slot(&mstat_proc.seg, MSTAT_SHARED_SLOT), g
 		};
 		mstat_section_count(&sec, op, freed, size, requested);
 	} else if (s == SHARED_EARLY) {
@@ -846,16 +713,16 @@ mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
 static MSTAT_START_TEXT void
 count_deferred(void)
 {
-	struct deferred d;
+	struct mstat_deferred d;
 
-	if (thread_draining)
+	if (mstat_thread.draining)
 		return; /* the taker below goes on */
-	thread_draining = true;
+	mstat_thread.draining = true;
 	do {
 		while (take_deferred(&d))
 			mstat_count(d.op, d.freed, d.size, d.requested);
-		if (atomic_load_explicit(&proc.spilled, memory_order_relaxed) &&
-		    !thread_forking && !proc.disabled) {
+		if (atomic_load_explicit(&mstat_proc.spilled, memory_order_relaxed) &&
+		    !mstat_thread.forking && !mstat_proc.disabled) {
 			unsigned g = 0;
 			enum shared s = shared_open(&g);
 			if (shared_close(s, g))
@@ -866,9 +733,9 @@ count_deferred(void)
 		 * Relaxed, as in take_deferred(): only this thread and its
 		 * handlers touch the ring, and a handler ends before the code
 		 * it interrupted goes on. */
-	} while (atomic_load_explicit(&thread_deferred_out, memory_order_relaxed) !=
-		 atomic_load_explicit(&thread_deferred_in, memory_order_relaxed));
-	thread_draining = false;
+	} while (atomic_load_explicit(&mstat_thread.deferred_out, memory_order_relaxed) !=
+		 atomic_load_explicit(&mstat_thread.deferred_in, memory_order_relaxed));
+	mstat_thread.draining = false;
 }
 
 /* ---- thread slots ---- */
@@ -889,12 +756,10 @@ set_thread_slot(struct mstat_shm_slot *s)
 			: NULL;
 }
 
-_Thread_local _Atomic unsigned mstat_own_depth __attribute__((tls_model("initial-exec")));
-
 void
 mstat_own_begin(void)
 {
-	atomic_fetch_add_explicit(&mstat_own_depth, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&mstat_thread.own_depth, 1, memory_order_relaxed);
 	/* A signal handler sees the depth before `fast` goes. */
 	atomic_signal_fence(memory_order_seq_cst);
 	mstat_thread.fast = NULL;
@@ -904,7 +769,7 @@ void
 mstat_own_end(void)
 {
 	atomic_signal_fence(memory_order_seq_cst);
-	if (atomic_fetch_sub_explicit(&mstat_own_depth, 1, memory_order_relaxed) == 1)
+	if (atomic_fetch_sub_explicit(&mstat_thread.own_depth, 1, memory_order_relaxed) == 1)
 		set_thread_slot(mstat_thread.own);
 }
 
@@ -917,19 +782,19 @@ mstat_writer_header_sizes(bool yes)
 static void
 take_slot(uint32_t i)
 {
-	struct mstat_shm_slot *s = mstat_segment_slot(&proc.seg, i);
+	struct mstat_shm_slot *s = mstat_segment_slot(&mstat_proc.seg, i);
 
 	atomic_store_explicit(&s->head.tid, (uint32_t)gettid(), memory_order_relaxed);
-	atomic_fetch_add_explicit(&proc.seg.hdr->threads, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&mstat_proc.seg.hdr->threads, 1, memory_order_relaxed);
 	/* May allocate (keys past the first 32): the library's own block,
 	 * freed as the thread exits. */
-	if (proc.have_key) {
+	if (mstat_proc.have_key) {
 		mstat_own_begin();
-		pthread_setspecific(proc.exit_key, (void *)1);
+		pthread_setspecific(mstat_proc.exit_key, (void *)1);
 		mstat_own_end();
 	}
-	thread_slot_index = i;
-	thread_state = THREAD_OWN;
+	mstat_thread.slot_index = i;
+	mstat_thread.state = MSTAT_THREAD_OWN;
 	set_thread_slot(s);
 }
 
@@ -938,24 +803,24 @@ take_slot(uint32_t i)
 static bool
 reserve_slot(uint32_t n)
 {
-	if (atomic_exchange_explicit(&proc.reserving, true, memory_order_acquire))
+	if (atomic_exchange_explicit(&mstat_proc.reserving, true, memory_order_acquire))
 		return false;
-	bool ok = n == atomic_load_explicit(&proc.reserved, memory_order_relaxed) &&
-		  mstat_segment_reserve(&proc.seg, n) == 0;
+	bool ok = n == atomic_load_explicit(&mstat_proc.reserved, memory_order_relaxed) &&
+		  mstat_segment_reserve(&mstat_proc.seg, n) == 0;
 	if (ok) {
-		atomic_store_explicit(&proc.busy[n], 1, memory_order_relaxed);
+		atomic_store_explicit(&mstat_proc.busy[n], 1, memory_order_relaxed);
 		/* (F) seq_cst, before this thread's first section in the
 		 * slot: pairs with the reader's load of slots_used after its
 		 * rotation (D).  Only the reserving thread raises it. */
-		atomic_store_explicit(&proc.seg.hdr->slots_used, n + 1,
+		atomic_store_explicit(&mstat_proc.seg.hdr->slots_used, n + 1,
 				      memory_order_seq_cst);
 		/* (S) release: the slot's pages and busy flag before the
 		 * count that lets other threads scan it. */
-		atomic_store_explicit(&proc.reserved, n + 1, memory_order_release);
-	} else if (n == atomic_load_explicit(&proc.reserved, memory_order_relaxed)) {
-		atomic_store_explicit(&proc.reserve_failed, true, memory_order_relaxed);
+		atomic_store_explicit(&mstat_proc.reserved, n + 1, memory_order_release);
+	} else if (n == atomic_load_explicit(&mstat_proc.reserved, memory_order_relaxed)) {
+		atomic_store_explicit(&mstat_proc.reserve_failed, true, memory_order_relaxed);
 	}
-	atomic_store_explicit(&proc.reserving, false, memory_order_release);
+	atomic_store_explicit(&mstat_proc.reserving, false, memory_order_release);
 	return ok;
 }
 
@@ -964,36 +829,36 @@ static void
 claim_slot(void)
 {
 	/* (S) acquire: pairs with the release in reserve_slot(). */
-	uint32_t n = atomic_load_explicit(&proc.reserved, memory_order_acquire);
+	uint32_t n = atomic_load_explicit(&mstat_proc.reserved, memory_order_acquire);
 
-	thread_state = THREAD_CLAIMING;
+	mstat_thread.state = MSTAT_THREAD_CLAIMING;
 	for (uint32_t i = 1; i < n; i++) {
 		unsigned char free_ = 0;
 
-		if (atomic_load_explicit(&proc.busy[i], memory_order_relaxed) ||
+		if (atomic_load_explicit(&mstat_proc.busy[i], memory_order_relaxed) ||
 		    /* (H) acquire: pairs with the release in give_back_slot();
 		     * the counters and seq the last owner left are visible. */
 		    !atomic_compare_exchange_strong_explicit(
-			    &proc.busy[i], &free_, 1, memory_order_acquire,
+			    &mstat_proc.busy[i], &free_, 1, memory_order_acquire,
 			    memory_order_relaxed))
 			continue;
 		take_slot(i);
 		return;
 	}
-	if (n < proc.slot_count &&
-	    !atomic_load_explicit(&proc.reserve_failed, memory_order_relaxed)) {
+	if (n < mstat_proc.slot_count &&
+	    !atomic_load_explicit(&mstat_proc.reserve_failed, memory_order_relaxed)) {
 		if (reserve_slot(n)) {
 			take_slot(n);
 			return;
 		}
-		if (!atomic_load_explicit(&proc.reserve_failed, memory_order_relaxed)) {
+		if (!atomic_load_explicit(&mstat_proc.reserve_failed, memory_order_relaxed)) {
 			/* Another thread is reserving: try again next time. */
-			thread_state = THREAD_NEW;
+			mstat_thread.state = MSTAT_THREAD_NEW;
 			return;
 		}
 	}
-	atomic_fetch_add_explicit(&proc.seg.hdr->overflowed, 1, memory_order_relaxed);
-	thread_state = THREAD_SHARED;
+	atomic_fetch_add_explicit(&mstat_proc.seg.hdr->overflowed, 1, memory_order_relaxed);
+	mstat_thread.state = MSTAT_THREAD_SHARED;
 }
 
 /* The destructor of exit_key: runs as a thread exits. */
@@ -1001,18 +866,18 @@ static void
 give_back_slot(void *unused)
 {
 	(void)unused;
-	if (thread_state != THREAD_OWN)
+	if (mstat_thread.state != MSTAT_THREAD_OWN)
 		return;
 	struct mstat_shm_slot *s = mstat_thread.own;
 	/* Later counts of this thread (other destructors freeing) go to the
 	 * shared slot: nothing is lost, and the slot is free now. */
 	set_thread_slot(NULL);
-	thread_state = THREAD_SHARED;
+	mstat_thread.state = MSTAT_THREAD_SHARED;
 	atomic_store_explicit(&s->head.tid, 0, memory_order_relaxed);
-	atomic_fetch_sub_explicit(&proc.seg.hdr->threads, 1, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&mstat_proc.seg.hdr->threads, 1, memory_order_relaxed);
 	/* (H) release: the next owner's acquire sees every count made here.
 	 * The counters stay: a slot keeps its cumulative counts for good. */
-	atomic_store_explicit(&proc.busy[thread_slot_index], 0, memory_order_release);
+	atomic_store_explicit(&mstat_proc.busy[mstat_thread.slot_index], 0, memory_order_release);
 }
 
 MSTAT_START_TEXT bool
@@ -1022,10 +887,10 @@ mstat_section_open_slow(struct mstat_section *sec)
 		struct mstat_shm_slot *slot = mstat_thread.own;
 
 		if (!slot) {
-			if (thread_forking || thread_state != THREAD_NEW ||
+			if (mstat_thread.forking || mstat_thread.state != MSTAT_THREAD_NEW ||
 			    /* (R) acquire: pairs with the release in start();
 			     * the segment and the config are complete. */
-			    !atomic_load_explicit(&proc.ready, memory_order_acquire) ||
+			    !atomic_load_explicit(&mstat_proc.ready, memory_order_acquire) ||
 			    /* No slot is written once the exit has begun. */
 			    (atomic_load_explicit(&mstat_writer_config.stop,
 						  memory_order_relaxed) & MSTAT_STOP_EXIT))
@@ -1086,7 +951,7 @@ static int
 open_log(void)
 {
 	struct stat st;
-	int fd = open(proc.log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
+	int fd = open(mstat_proc.log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
 				O_NOCTTY | O_NOFOLLOW | O_NONBLOCK, 0600);
 
 	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
@@ -1106,13 +971,13 @@ log_line(const char *what, const char *why)
 	char line[400], pid[24];
 	int fd = STDERR_FILENO;
 
-	if (!proc.log[0])
+	if (!mstat_proc.log[0])
 		return;
-	if (strcmp(proc.log, "stderr") != 0 && (fd = open_log()) < 0)
+	if (strcmp(mstat_proc.log, "stderr") != 0 && (fd = open_log()) < 0)
 		return;
 	mstat_utoa(pid, (uint64_t)getpid());
 	join(line, sizeof(line), (const char *const[]){
-		"mstatshm: ", proc.name, "[", pid, "]: ", what, ": ", why, "\n",
+		"mstatshm: ", mstat_proc.name, "[", pid, "]: ", what, ": ", why, "\n",
 		NULL });
 	(void)!write(fd, line, strlen(line));
 	if (fd != STDERR_FILENO)
@@ -1123,8 +988,8 @@ log_line(const char *what, const char *why)
 static void
 compose_status(void)
 {
-	join(proc.status, sizeof(proc.status), (const char *const[]){
-		proc.state, proc.warnings[0] ? "; " : "", proc.warnings, NULL });
+	join(mstat_proc.status, sizeof(mstat_proc.status), (const char *const[]){
+		mstat_proc.state, mstat_proc.warnings[0] ? "; " : "", mstat_proc.warnings, NULL });
 }
 
 /* What the process should know but that does not stop it counting (a
@@ -1132,8 +997,8 @@ compose_status(void)
 void
 mstat_writer_warn(const char *what, const char *why)
 {
-	append(proc.warnings, sizeof(proc.warnings), (const char *const[]){
-		proc.warnings[0] ? "; " : "", what, ": ", why, NULL });
+	append(mstat_proc.warnings, sizeof(mstat_proc.warnings), (const char *const[]){
+		mstat_proc.warnings[0] ? "; " : "", what, ": ", why, NULL });
 	compose_status();
 	log_line(what, why);
 }
@@ -1142,7 +1007,7 @@ mstat_writer_warn(const char *what, const char *why)
 static MSTAT_START_TEXT void
 set_status(const char *const *parts)
 {
-	join(proc.state, sizeof(proc.state), parts);
+	join(mstat_proc.state, sizeof(mstat_proc.state), parts);
 	compose_status();
 }
 
@@ -1153,10 +1018,10 @@ report(const struct mstat_segment *seg)
 {
 	int fd = -1;
 
-	if (!proc.report[0] || getpid() != proc.report_pid ||
+	if (!mstat_proc.report[0] || getpid() != mstat_proc.report_pid ||
 	    (seg && (fd = mstat_segment_reopen(seg)) < 0))
 		return;
-	(void)mstat_report_send(proc.report, proc.status, fd);
+	(void)mstat_report_send(mstat_proc.report, mstat_proc.status, fd);
 	if (fd >= 0)
 		close(fd);
 }
@@ -1198,8 +1063,8 @@ static void
 start_end(void)
 {
 	/* (W) release: pairs with the acquire loads of its waiters. */
-	atomic_store_explicit(&proc.start_ended, 1, memory_order_release);
-	syscall(SYS_futex, &proc.start_ended, FUTEX_WAKE_PRIVATE, INT_MAX,
+	atomic_store_explicit(&mstat_proc.start_ended, 1, memory_order_release);
+	syscall(SYS_futex, &mstat_proc.start_ended, FUTEX_WAKE_PRIVATE, INT_MAX,
 		NULL, NULL, 0);
 }
 
@@ -1209,7 +1074,7 @@ static void
 start(void)
 {
 	char err[160];
-	uint32_t mode = proc.writer_mode;
+	uint32_t mode = mstat_proc.writer_mode;
 
 	if (mode == MSTAT_MODE_MEMBARRIER &&
 	    syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) < 0) {
@@ -1226,11 +1091,11 @@ start(void)
 	/* Made outside shared_lock: creating may allocate (it should not,
 	 * but a count from in here must not deadlock), counted as early. */
 	struct mstat_segment seg;
-	int rc = mstat_segment_create(&seg, proc.name, proc.slot_count, mode, err,
+	int rc = mstat_segment_create(&seg, mstat_proc.name, mstat_proc.slot_count, mode, err,
 				      sizeof(err));
 	if (rc < 0) {
 		shared_lock();
-		proc.disabled = true;
+		mstat_proc.disabled = true;
 		shared_unlock();
 		set_status((const char *const[]){ "not counting: ", err, NULL });
 		log_line("not counting", err);
@@ -1242,8 +1107,8 @@ start(void)
 	/* Its destructor gives an exiting thread's slot back; made here, not
 	 * at start, where most processes never need it.  Once: a fork child
 	 * inherits it. */
-	if (!proc.have_key)
-		proc.have_key = pthread_key_create(&proc.exit_key, give_back_slot) == 0;
+	if (!mstat_proc.have_key)
+		mstat_proc.have_key = pthread_key_create(&mstat_proc.exit_key, give_back_slot) == 0;
 	shared_lock();
 	/* The exit began while the segment was made: it would never be
 	 * retired.  Nobody has seen it (magic is not published). */
@@ -1254,28 +1119,28 @@ start(void)
 		start_end();
 		return;
 	}
-	proc.seg = seg;
-	atomic_store_explicit(&proc.reserved, 1, memory_order_relaxed);
+	mstat_proc.seg = seg;
+	atomic_store_explicit(&mstat_proc.reserved, 1, memory_order_relaxed);
 	atomic_store_explicit(&mstat_writer_config.epoch,
 			      mstat_epoch_word(&seg.hdr->epoch), memory_order_relaxed);
-	atomic_store_explicit(&proc.exit_word, mstat_epoch_word(&seg.hdr->epoch),
+	atomic_store_explicit(&mstat_proc.exit_word, mstat_epoch_word(&seg.hdr->epoch),
 			      memory_order_relaxed);
 	mstat_writer_config.fenced = mode == MSTAT_MODE_FENCED;
 	/* A section on a segment no reader can see yet, which nothing can
 	 * stop: epoch 0, generation 0. */
 	(void)take_deferred_early();
-	proc.early[MSTAT_CLASS_COUNT][MSTAT_T_REQUESTED_BYTES] += proc.early_requested;
-	proc.early_requested = 0;
-	add_rows(mstat_segment_slot(&seg, MSTAT_SHARED_SLOT), 0, proc.early);
-	memset(proc.early, 0, sizeof(proc.early));
+	mstat_proc.early[MSTAT_CLASS_COUNT][MSTAT_T_REQUESTED_BYTES] += mstat_proc.early_requested;
+	mstat_proc.early_requested = 0;
+	add_rows(mstat_segment_slot(&seg, MSTAT_SHARED_SLOT), 0, mstat_proc.early);
+	memset(mstat_proc.early, 0, sizeof(mstat_proc.early));
 	mstat_segment_publish(&seg);
 	/* (R) release: pairs with the acquire in mstat_section_open_slow(). */
-	atomic_store_explicit(&proc.ready, 1, memory_order_release);
+	atomic_store_explicit(&mstat_proc.ready, 1, memory_order_release);
 	shared_unlock();
 	set_status((const char *const[]){
 		"counting into " MSTAT_SHM_DIR "/", seg.shm_name,
 		mode == MSTAT_MODE_FENCED ? " (fenced)" : " (membarrier)", NULL });
-	report(&proc.seg);
+	report(&mstat_proc.seg);
 	start_end();
 }
 
@@ -1284,10 +1149,10 @@ mstat_writer_segment(void)
 {
 	/* (R) acquire: pairs with the release in start(); the segment's
 	 * fields are then set. */
-	if (!atomic_load_explicit(&proc.ready, memory_order_acquire) ||
-	    atomic_load_explicit(&proc.retired, memory_order_relaxed))
+	if (!atomic_load_explicit(&mstat_proc.ready, memory_order_acquire) ||
+	    atomic_load_explicit(&mstat_proc.retired, memory_order_relaxed))
 		return NULL;
-	return &proc.seg;
+	return &mstat_proc.seg;
 }
 
 /* ---- fork ---- */
@@ -1297,11 +1162,11 @@ mstat_writer_segment(void)
 static void
 sum_slots(mstat_rows out)
 {
-	uint32_t n = atomic_load_explicit(&proc.reserved, memory_order_acquire);
+	uint32_t n = atomic_load_explicit(&mstat_proc.reserved, memory_order_acquire);
 
 	for (unsigned g = 0; g < MSTAT_GENS; g++)
-		mstat_sum_generation((const unsigned char *)mstat_segment_slot(&proc.seg, 0),
-				     proc.seg.slot_size, n, MSTAT_CLASS_COUNT, g, out);
+		mstat_sum_generation((const unsigned char *)mstat_segment_slot(&mstat_proc.seg, 0),
+				     mstat_proc.seg.slot_size, n, MSTAT_CLASS_COUNT, g, out);
 }
 
 /*
@@ -1329,13 +1194,13 @@ sum_slots(mstat_rows out)
 static void
 fork_prepare(void)
 {
-	thread_fork_lock = true;
-	pthread_mutex_lock(&proc.fork_lock);
-	memset(proc.forking, 0, sizeof(proc.forking));
-	memset(proc.inherit, 0, sizeof(proc.inherit));
-	slot_before_fork = mstat_thread.own;
+	mstat_thread.holds_fork_lock = true;
+	pthread_mutex_lock(&mstat_proc.fork_lock);
+	memset(mstat_proc.forking, 0, sizeof(mstat_proc.forking));
+	memset(mstat_proc.inherit, 0, sizeof(mstat_proc.inherit));
+	mstat_thread.slot_before_fork = mstat_thread.own;
 	set_thread_slot(NULL);
-	thread_forking = true;
+	mstat_thread.forking = true;
 	atomic_signal_fence(memory_order_seq_cst); /* for this thread's handlers */
 	/* No segment yet: the counts are `early`, which other threads write
 	 * under shared_lock.  Held across the fork, as glibc holds its arena
@@ -1350,38 +1215,38 @@ fork_prepare(void)
 	 * loader's lock, when a library's constructor forks while the
 	 * segment's making loads libunwind); fork_child() copes. */
 	uint64_t waited_since = mstat_clock_ns(CLOCK_MONOTONIC_COARSE);
-	while (!atomic_load_explicit(&proc.ready, memory_order_relaxed) &&
-	       atomic_load_explicit(&proc.starting, memory_order_relaxed) &&
+	while (!atomic_load_explicit(&mstat_proc.ready, memory_order_relaxed) &&
+	       atomic_load_explicit(&mstat_proc.starting, memory_order_relaxed) &&
 	       /* (W) relaxed: under shared_lock, which start() holds as it
 		* publishes or gives up; the acquire of `ready` below. */
-	       !atomic_load_explicit(&proc.start_ended, memory_order_relaxed) &&
-	       proc.starter != my_tid() &&
+	       !atomic_load_explicit(&mstat_proc.start_ended, memory_order_relaxed) &&
+	       mstat_proc.starter != my_tid() &&
 	       mstat_clock_ns(CLOCK_MONOTONIC_COARSE) - waited_since < START_WAIT_NS) {
 		struct timespec ts = { 0, 10 * 1000 * 1000 };
 		shared_unlock();
-		syscall(SYS_futex, &proc.start_ended, FUTEX_WAIT_PRIVATE, 0,
+		syscall(SYS_futex, &mstat_proc.start_ended, FUTEX_WAIT_PRIVATE, 0,
 			&ts, NULL, 0);
 		shared_lock();
 	}
-	if (!atomic_load_explicit(&proc.ready, memory_order_acquire)) {
-		proc.fork_holds_shared = true;
+	if (!atomic_load_explicit(&mstat_proc.ready, memory_order_acquire)) {
+		mstat_proc.fork_holds_shared = true;
 		return;
 	}
 	shared_unlock();
 	(void)stop_sections(MSTAT_STOP_FORK);
-	sum_slots(proc.inherit);
+	sum_slots(mstat_proc.inherit);
 	/* During the exit: what other threads counted since, not added in
 	 * yet (exit_section()). */
 	shared_lock();
-	if (proc.late)
-		add_into(proc.inherit, proc.early);
+	if (mstat_proc.late)
+		add_into(mstat_proc.inherit, mstat_proc.early);
 	shared_unlock();
 }
 
 static void
 fork_parent(void)
 {
-	mstat_rows *mine = &proc.forking;
+	mstat_rows *mine = &mstat_proc.forking;
 	mstat_rows copy;
 
 	unsigned char stop = atomic_fetch_and_explicit(&mstat_writer_config.stop,
@@ -1392,97 +1257,97 @@ fork_parent(void)
 	if (!(stop & MSTAT_STOP_EXIT))
 		atomic_fetch_and_explicit(&mstat_writer_config.epoch,
 					  ~MSTAT_EPOCH_STOPPED, memory_order_relaxed);
-	atomic_fetch_and_explicit(&proc.exit_word, ~MSTAT_EPOCH_STOPPED,
+	atomic_fetch_and_explicit(&mstat_proc.exit_word, ~MSTAT_EPOCH_STOPPED,
 				  memory_order_relaxed);
 	/* Release, after the bit is cleared: pairs with the acquire in
 	 * wait_stopped(), whose sleepers are woken to find it so. */
-	atomic_fetch_add_explicit(&proc.forks_ended, 1, memory_order_release);
-	syscall(SYS_futex, &proc.forks_ended, FUTEX_WAKE_PRIVATE, INT_MAX,
+	atomic_fetch_add_explicit(&mstat_proc.forks_ended, 1, memory_order_release);
+	syscall(SYS_futex, &mstat_proc.forks_ended, FUTEX_WAKE_PRIVATE, INT_MAX,
 		NULL, NULL, 0);
-	thread_forking = false;
+	mstat_thread.forking = false;
 	/* A handler's count into `forking` is before the copy below. */
 	atomic_signal_fence(memory_order_seq_cst);
-	set_thread_slot(slot_before_fork);
-	if (proc.fork_holds_shared) {
-		proc.fork_holds_shared = false;
+	set_thread_slot(mstat_thread.slot_before_fork);
+	if (mstat_proc.fork_holds_shared) {
+		mstat_proc.fork_holds_shared = false;
 		shared_unlock();
 	}
 	/* Counted once fork_lock is free, where this thread counts (its
 	 * slot, the shared one, or `early`, which takes shared_lock). */
 	memcpy(copy, *mine, sizeof(copy));
-	pthread_mutex_unlock(&proc.fork_lock);
-	thread_fork_lock = false;
+	pthread_mutex_unlock(&mstat_proc.fork_lock);
+	mstat_thread.holds_fork_lock = false;
 	count_rows(copy);
 	count_deferred(); /* a spill while it forked */
 }
 
 /* The child must not write into its parent's segment (its slots belong to
- * the parent's threads): it makes its own, starting from proc.inherit and
+ * the parent's threads): it makes its own, starting from mstat_proc.inherit and
  * what was counted while forking. */
 static void
 fork_child(void)
 {
-	bool was_ready = atomic_load_explicit(&proc.ready, memory_order_relaxed);
+	bool was_ready = atomic_load_explicit(&mstat_proc.ready, memory_order_relaxed);
 
 	/* Whoever held these in the parent does not exist here; this thread
-	 * has an id of its own.  Until thread_forking is cleared below, a
+	 * has an id of its own.  Until mstat_thread.forking is cleared below, a
 	 * signal handler here counts into `forking`, taking no lock. */
-	mstat_ownlock_init(&proc.shared_lock);
-	thread_tid = (uint32_t)gettid();
+	mstat_ownlock_init(&mstat_proc.shared_lock);
+	mstat_thread.tid = (uint32_t)gettid();
 	/* Not pthread_mutex_init(): the parent never calls it, and its lazy
 	 * binding would be done again in every child (a symbol lookup and
 	 * five page faults a fork). */
-	proc.fork_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
-	thread_fork_lock = false;
-	proc.self_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
-	proc.pid = getpid();
+	mstat_proc.fork_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	mstat_thread.holds_fork_lock = false;
+	mstat_proc.self_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
+	mstat_proc.pid = getpid();
 	/* Held while `early` is made: a handler's count meanwhile is
 	 * deferred, and taken into it below. */
 	shared_lock();
 	/* From here until start(), counts go to `early`, never to the
 	 * parent's segment. */
-	atomic_store_explicit(&proc.ready, 0, memory_order_relaxed);
+	atomic_store_explicit(&mstat_proc.ready, 0, memory_order_relaxed);
 	atomic_store_explicit(&mstat_writer_config.stop, 0, memory_order_relaxed);
 	atomic_fetch_and_explicit(&mstat_writer_config.epoch, ~MSTAT_EPOCH_STOPPED,
 				  memory_order_relaxed);
-	atomic_fetch_and_explicit(&proc.exit_word, ~MSTAT_EPOCH_STOPPED,
+	atomic_fetch_and_explicit(&mstat_proc.exit_word, ~MSTAT_EPOCH_STOPPED,
 				  memory_order_relaxed);
 	/* A child of a fork made during the exit is a process of its own,
 	 * not exiting.  What the parent's other threads counted since is in
 	 * `inherit` (fork_prepare()). */
-	thread_exiting = false;
-	atomic_store_explicit(&proc.retired, false, memory_order_relaxed);
+	mstat_thread.exiting = false;
+	atomic_store_explicit(&mstat_proc.retired, false, memory_order_relaxed);
 	if (was_ready) {
-		memset(proc.early, 0, sizeof(proc.early));
-		proc.early_requested = 0;
+		memset(mstat_proc.early, 0, sizeof(mstat_proc.early));
+		mstat_proc.early_requested = 0;
 	}
-	proc.late = false;
-	proc.exit_flags = 0;
-	thread_forking = false;
+	mstat_proc.late = false;
+	mstat_proc.exit_flags = 0;
+	mstat_thread.forking = false;
 	atomic_signal_fence(memory_order_seq_cst);
-	thread_state = THREAD_NEW;
+	mstat_thread.state = MSTAT_THREAD_NEW;
 	set_thread_slot(NULL);
-	proc.fork_holds_shared = false;
+	mstat_proc.fork_holds_shared = false;
 	/* The parent's reader of itself: drop the copies of its mapping and
 	 * fd, keep its memory (inherited heap, still reachable from here). */
-	if (proc.self_reader) {
-		mstat_reader_unmap(proc.self_reader);
-		proc.parent_reader = proc.self_reader;
-		proc.self_reader = NULL;
+	if (mstat_proc.self_reader) {
+		mstat_reader_unmap(mstat_proc.self_reader);
+		mstat_proc.parent_reader = mstat_proc.self_reader;
+		mstat_proc.self_reader = NULL;
 	}
-	if (proc.disabled) {
+	if (mstat_proc.disabled) {
 		shared_unlock();
 		return;
 	}
-	add_into(proc.early, proc.forking);
+	add_into(mstat_proc.early, mstat_proc.forking);
 	if (!was_ready) {
 		/* A fork in the middle of start() (from inside it, a signal
 		 * handler of the thread making the segment; or a fork that
 		 * waited for it in vain, fork_prepare()): that start goes on
 		 * in the parent alone.  This child counts in process memory
 		 * for good, and waits for no start. */
-		if (atomic_load_explicit(&proc.starting, memory_order_relaxed))
-			atomic_store_explicit(&proc.start_ended, 1, memory_order_relaxed);
+		if (atomic_load_explicit(&mstat_proc.starting, memory_order_relaxed))
+			atomic_store_explicit(&mstat_proc.start_ended, 1, memory_order_relaxed);
 		/* start() will fold `early` */
 		(void)take_deferred_early();
 		shared_unlock();
@@ -1490,35 +1355,35 @@ fork_child(void)
 	}
 
 	for (unsigned c = 0; c < MSTAT_CLASS_COUNT; c++) {
-		uint64_t *in = proc.inherit[c];
+		uint64_t *in = mstat_proc.inherit[c];
 		/* The drain makes frees never exceed allocations; kept from
 		 * going below zero should a stopped thread have defeated it. */
 		if (in[MSTAT_C_ALLOC_COUNT] > in[MSTAT_C_FREE_COUNT])
-			proc.early[c][MSTAT_C_ALLOC_COUNT] +=
+			mstat_proc.early[c][MSTAT_C_ALLOC_COUNT] +=
 				in[MSTAT_C_ALLOC_COUNT] - in[MSTAT_C_FREE_COUNT];
 		if (in[MSTAT_C_ALLOC_BYTES] > in[MSTAT_C_FREE_BYTES])
-			proc.early[c][MSTAT_C_ALLOC_BYTES] +=
+			mstat_proc.early[c][MSTAT_C_ALLOC_BYTES] +=
 				in[MSTAT_C_ALLOC_BYTES] - in[MSTAT_C_FREE_BYTES];
 	}
 	/* The parent's descriptor goes; its owner lock is the parent's and
 	 * stays held by the parent's copy.  Its profile goes with it. */
 	mstat_profile_fork_child();
-	mstat_segment_forget(&proc.seg);
-	atomic_store_explicit(&proc.reserved, 0, memory_order_relaxed);
-	atomic_store_explicit(&proc.reserving, false, memory_order_relaxed);
-	atomic_store_explicit(&proc.reserve_failed, false, memory_order_relaxed);
-	memset((void *)proc.busy, 0, sizeof(proc.busy));
+	mstat_segment_forget(&mstat_proc.seg);
+	atomic_store_explicit(&mstat_proc.reserved, 0, memory_order_relaxed);
+	atomic_store_explicit(&mstat_proc.reserving, false, memory_order_relaxed);
+	atomic_store_explicit(&mstat_proc.reserve_failed, false, memory_order_relaxed);
+	memset((void *)mstat_proc.busy, 0, sizeof(mstat_proc.busy));
 	/* A segment of its own when it is worth one, as for any process: a
 	 * shell's child that exec()s at once never makes one. */
-	proc.born_ns = mstat_clock_ns(CLOCK_MONOTONIC_COARSE);
-	proc.early_counts = proc.early_bytes = 0;
-	proc.early_threads = 0;
-	thread_counted_early = false;
-	atomic_store_explicit(&proc.starting, false, memory_order_relaxed);
-	atomic_store_explicit(&proc.start_ended, 0, memory_order_relaxed);
+	mstat_proc.born_ns = mstat_clock_ns(CLOCK_MONOTONIC_COARSE);
+	mstat_proc.early_counts = mstat_proc.early_bytes = 0;
+	mstat_proc.early_threads = 0;
+	mstat_thread.counted_early = false;
+	atomic_store_explicit(&mstat_proc.starting, false, memory_order_relaxed);
+	atomic_store_explicit(&mstat_proc.start_ended, 0, memory_order_relaxed);
 	(void)take_deferred_early();
 	shared_unlock();
-	if (proc.eager)
+	if (mstat_proc.eager)
 		publish();
 }
 
@@ -1561,35 +1426,35 @@ retire(void)
 {
 	bool mine, first = false, ready = false;
 
-	if (!proc.started || proc.disabled ||
-	    getpid() != proc.pid || /* a vfork child, sharing our memory */
-	    atomic_load_explicit(&proc.retired, memory_order_relaxed))
+	if (!mstat_proc.started || mstat_proc.disabled ||
+	    getpid() != mstat_proc.pid || /* a vfork child, sharing our memory */
+	    atomic_load_explicit(&mstat_proc.retired, memory_order_relaxed))
 		return;
 	/* A fork of another thread ends first: its parent handler would let
 	 * the sections go again.  Not this thread's own (a signal handler
 	 * inside it exits): it never gets back there. */
-	if (!thread_fork_lock)
-		pthread_mutex_lock(&proc.fork_lock);
+	if (!mstat_thread.holds_fork_lock)
+		pthread_mutex_lock(&mstat_proc.fork_lock);
 	/* Under shared_lock: a thread that begins a section of the shared
 	 * slot after this sees the exit first (shared_open()), and so does
 	 * a start (publish(), start()).  Not if this is a signal handler of
 	 * the holder: it never gets back there either. */
-	mine = mstat_ownlock_mine(&proc.shared_lock, my_tid());
+	mine = mstat_ownlock_mine(&mstat_proc.shared_lock, my_tid());
 	if (!mine)
-		mstat_ownlock_lock(&proc.shared_lock, my_tid());
-	if (!atomic_exchange_explicit(&proc.retired, true, memory_order_relaxed)) {
+		mstat_ownlock_lock(&mstat_proc.shared_lock, my_tid());
+	if (!atomic_exchange_explicit(&mstat_proc.retired, true, memory_order_relaxed)) {
 		first = true;
 		atomic_fetch_or_explicit(&mstat_writer_config.stop, MSTAT_STOP_EXIT,
 					 memory_order_relaxed);
-		thread_exiting = true;
-		ready = atomic_load_explicit(&proc.ready, memory_order_relaxed);
+		mstat_thread.exiting = true;
+		ready = atomic_load_explicit(&mstat_proc.ready, memory_order_relaxed);
 	}
 	if (!mine)
-		mstat_ownlock_unlock(&proc.shared_lock);
+		mstat_ownlock_unlock(&mstat_proc.shared_lock);
 	if (first && ready)
-		mstat_segment_retire(&proc.seg, stop_sections(MSTAT_STOP_EXIT));
-	if (!thread_fork_lock)
-		pthread_mutex_unlock(&proc.fork_lock);
+		mstat_segment_retire(&mstat_proc.seg, stop_sections(MSTAT_STOP_EXIT));
+	if (!mstat_thread.holds_fork_lock)
+		pthread_mutex_unlock(&mstat_proc.fork_lock);
 }
 
 /*
@@ -1605,17 +1470,17 @@ finish(void)
 {
 	unsigned g;
 
-	if (getpid() != proc.pid ||
-	    !atomic_load_explicit(&proc.retired, memory_order_relaxed) ||
-	    !atomic_load_explicit(&proc.ready, memory_order_acquire) ||
+	if (getpid() != mstat_proc.pid ||
+	    !atomic_load_explicit(&mstat_proc.retired, memory_order_relaxed) ||
+	    !atomic_load_explicit(&mstat_proc.ready, memory_order_acquire) ||
 	    /* A signal handler of the holder: the update it cut stays BUSY. */
-	    mstat_ownlock_mine(&proc.shared_lock, my_tid()))
+	    mstat_ownlock_mine(&mstat_proc.shared_lock, my_tid()))
 		return;
-	bool last = !thread_exiting;
-	thread_exiting = true;
+	bool last = !mstat_thread.exiting;
+	mstat_thread.exiting = true;
 	if (shared_open(&g) != SHARED_EXIT)
 		return;
-	mstat_segment_ended(&proc.seg);
+	mstat_segment_ended(&mstat_proc.seg);
 	exit_section_end(true);
 	if (!last)
 		shared_unlock();
@@ -1632,8 +1497,8 @@ exit_now(int status)
 {
 	retire();
 	finish();
-	if (proc.next_exit)
-		proc.next_exit(status);
+	if (mstat_proc.next_exit)
+		mstat_proc.next_exit(status);
 	for (;;)
 		syscall(SYS_exit_group, status);
 }
@@ -1732,7 +1597,7 @@ static MSTAT_START_TEXT void
 register_barriers(void)
 {
 	(void)syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0);
-	proc.private_barrier = syscall(SYS_membarrier,
+	mstat_proc.private_barrier = syscall(SYS_membarrier,
 		MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
 
@@ -1745,48 +1610,48 @@ mstat_writer_start(void)
 	if (started)
 		return;
 	started = true;
-	proc.pid = getpid();
-	proc.born_ns = mstat_clock_ns(CLOCK_MONOTONIC_COARSE);
+	mstat_proc.pid = getpid();
+	mstat_proc.born_ns = mstat_clock_ns(CLOCK_MONOTONIC_COARSE);
 	e = getenv(MSTAT_ENV_NAME);
-	join(proc.name, sizeof(proc.name), (const char *const[]){
+	join(mstat_proc.name, sizeof(mstat_proc.name), (const char *const[]){
 		e && *e ? e : program_invocation_short_name, NULL });
 	e = getenv("MSTAT_LOG");
-	if (e && strlen(e) < sizeof(proc.log))
-		join(proc.log, sizeof(proc.log), (const char *const[]){ e, NULL });
+	if (e && strlen(e) < sizeof(mstat_proc.log))
+		join(mstat_proc.log, sizeof(mstat_proc.log), (const char *const[]){ e, NULL });
 	/* Set by mstat-run for the command it runs (shm/report.h): that
 	 * process sends its segment as it makes it, at once, or says why
 	 * there is none. */
 	e = getenv(MSTAT_ENV_REPORT);
-	if (e && *e && strlen(e) < sizeof(proc.report)) {
+	if (e && *e && strlen(e) < sizeof(mstat_proc.report)) {
 		const char *p = getenv(MSTAT_ENV_REPORT_PID);
-		join(proc.report, sizeof(proc.report), (const char *const[]){ e, NULL });
-		proc.report_pid = p ? (pid_t)strtol(p, NULL, 10) : 0;
+		join(mstat_proc.report, sizeof(mstat_proc.report), (const char *const[]){ e, NULL });
+		mstat_proc.report_pid = p ? (pid_t)strtol(p, NULL, 10) : 0;
 	}
 	e = getenv("MSTAT_DISABLE");
 	if (e && *e && strcmp(e, "0") != 0) {
-		proc.disabled = true;
+		mstat_proc.disabled = true;
 		set_status((const char *const[]){ "disabled by MSTAT_DISABLE", NULL });
 		report(NULL);
 		return;
 	}
 	e = getenv("MSTAT_EAGER");
-	proc.eager = (e && *e && strcmp(e, "0") != 0) ||
-		     (proc.report[0] && proc.report_pid == getpid());
+	mstat_proc.eager = (e && *e && strcmp(e, "0") != 0) ||
+		     (mstat_proc.report[0] && mstat_proc.report_pid == getpid());
 	mstat_profile_start();
-	proc.slot_count = env_slots();
-	proc.writer_mode = env_mode();
-	if (proc.writer_mode == MSTAT_MODE_MEMBARRIER)
+	mstat_proc.slot_count = env_slots();
+	mstat_proc.writer_mode = env_mode();
+	if (mstat_proc.writer_mode == MSTAT_MODE_MEMBARRIER)
 		register_barriers();
 	/* Handlers may take glibc a block to keep: the library's own. */
 	mstat_own_begin();
-	*(void **)&proc.next_exit = dlsym(RTLD_NEXT, "_exit");
+	*(void **)&mstat_proc.next_exit = dlsym(RTLD_NEXT, "_exit");
 	on_fork_and_exit();
 	mstat_own_end();
 	set_status((const char *const[]){
 		"counting in process memory; the segment is made once the "
 		"process is worth watching", NULL });
-	proc.started = true;
-	if (proc.eager)
+	mstat_proc.started = true;
+	if (mstat_proc.eager)
 		publish();
 }
 
@@ -1821,14 +1686,14 @@ int
 mstat_self_enabled(void)
 {
 	publish_wait();
-	return atomic_load_explicit(&proc.ready, memory_order_acquire) &&
-	       !proc.disabled;
+	return atomic_load_explicit(&mstat_proc.ready, memory_order_acquire) &&
+	       !mstat_proc.disabled;
 }
 
 const char *
 mstat_self_status(void)
 {
-	return proc.started || proc.disabled ? proc.status : "not started";
+	return mstat_proc.started || mstat_proc.disabled ? mstat_proc.status : "not started";
 }
 
 /*
@@ -1843,21 +1708,21 @@ snapshot_early(struct mstat_snapshot *out)
 	if (must_defer())
 		return -EAGAIN; /* a signal handler inside our critical section */
 	shared_lock();
-	if (atomic_load_explicit(&proc.ready, memory_order_relaxed)) {
+	if (atomic_load_explicit(&mstat_proc.ready, memory_order_relaxed)) {
 		shared_unlock();
 		return 1;
 	}
 	(void)take_deferred_early();
 	memset(out, 0, offsetof(struct mstat_snapshot, class_max_size));
-	out->state = atomic_load_explicit(&proc.retired, memory_order_relaxed)
+	out->state = atomic_load_explicit(&mstat_proc.retired, memory_order_relaxed)
 			     ? MSTAT_EXITING
 			     : MSTAT_RUNNING;
 	out->class_count = MSTAT_CLASS_COUNT;
 	for (unsigned c = 0; c < MSTAT_CLASS_COUNT; c++)
 		out->class_max_size[c] = mstat_class_max_size(c);
-	mstat_sum_counts(out, (const uint64_t (*)[MSTAT_ROW_COUNTERS])proc.early,
+	mstat_sum_counts(out, (const uint64_t (*)[MSTAT_ROW_COUNTERS])mstat_proc.early,
 			 MSTAT_CLASS_COUNT);
-	out->requested_bytes += proc.early_requested;
+	out->requested_bytes += mstat_proc.early_requested;
 	shared_unlock();
 	return 0;
 }
@@ -1868,36 +1733,36 @@ mstat_self_snapshot(struct mstat_snapshot *out)
 	int rc = 0;
 
 	publish_wait(); /* asking is a reason to be seen */
-	if (proc.disabled)
+	if (mstat_proc.disabled)
 		return -ENODEV;
 	if ((rc = snapshot_early(out)) <= 0)
 		return rc;
 	rc = 0;
-	if (thread_exiting && !must_defer()) {
+	if (mstat_thread.exiting && !must_defer()) {
 		/* What other threads counted since the exit began, in. */
 		unsigned g;
 		(void)shared_close(shared_open(&g), g);
 	}
-	pthread_mutex_lock(&proc.self_lock);
-	if (!proc.self_reader) {
+	pthread_mutex_lock(&mstat_proc.self_lock);
+	if (!mstat_proc.self_reader) {
 		/* The reader is the library's own block.  Once the exit has
 		 * unlinked the name, a file of its own through /proc (the
 		 * owner lock is the open file's: not seg.fd's). */
 		mstat_own_begin();
-		rc = mstat_reader_open_name(&proc.self_reader, proc.seg.shm_name,
+		rc = mstat_reader_open_name(&mstat_proc.self_reader, mstat_proc.seg.shm_name,
 					    NULL, 0);
 		if (rc == -ENOENT) {
 			char path[40] = "/proc/self/fd/";
-			mstat_utoa(path + strlen(path), (uint64_t)proc.seg.fd);
+			mstat_utoa(path + strlen(path), (uint64_t)mstat_proc.seg.fd);
 			int fd = open(path, O_RDWR | O_CLOEXEC);
 			rc = fd < 0 ? -errno
-				    : mstat_reader_open_fd(&proc.self_reader, fd,
-							   proc.seg.shm_name, NULL, 0);
+				    : mstat_reader_open_fd(&mstat_proc.self_reader, fd,
+							   mstat_proc.seg.shm_name, NULL, 0);
 		}
 		mstat_own_end();
 	}
 	if (rc == 0)
-		rc = mstat_reader_snapshot(proc.self_reader, out);
-	pthread_mutex_unlock(&proc.self_lock);
+		rc = mstat_reader_snapshot(mstat_proc.self_reader, out);
+	pthread_mutex_unlock(&mstat_proc.self_lock);
 	return rc;
 }

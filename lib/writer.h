@@ -22,82 +22,18 @@
 
 #include "countdown.h"
 #include "layout.h"
-#include "sizeclass.h"
 #include "section.h"
+#include "sizeclass.h"
+#include "state.h"
 
-#define MSTAT_HIDDEN __attribute__((visibility("hidden")))
 /* The fast path must inline into each caller, so `op` is a constant. */
 #define MSTAT_INLINE static inline __attribute__((always_inline))
-
-/*
- * For the few words every process writes as it starts: in .data, on the
- * page the loader has already written (it zeroes the end of the last page
- * of the file's data), rather than on pages of their own in .bss, each a
- * page fault of its own at every start (docs/performance.md, "Starting a
- * process").
- */
-#define MSTAT_STARTUP __attribute__((section(".data.mstat_startup")))
-
-/*
- * For the code every process runs as it starts (the constructor, the
- * first malloc and its resolution, the counts before the segment exists,
- * the exit), and the allocation entry points: together at the front of
- * .text, where the linker puts .text.hot, after the constructor in
- * .text.startup.  A fault on a page of code maps the page-cache pages
- * around it, up to a 64 KiB-aligned window; spread over the library's
- * 85 KiB of code, a start touched three such windows, three faults of
- * 3 us each here.  (lib/link.ld puts the read-only data before all this,
- * in the same first window.)
- */
-#define MSTAT_START_TEXT __attribute__((section(".text.hot")))
 
 enum mstat_op {
 	MSTAT_OP_ALLOC,
 	MSTAT_OP_FREE,
 	MSTAT_OP_REALLOC, /* a free and an alloc in one section */
 };
-
-/* Bits of mstat_writer_config.stop: why sections are refused. */
-enum mstat_stop {
-	MSTAT_STOP_FORK = 1, /* a thread forks: wait until it is done */
-	MSTAT_STOP_EXIT = 2, /* the process exits: the counts are final */
-};
-
-/* What every writer of the process reads.  `fenced` changes only while
- * the process has a single thread (start-up, fork child). */
-struct mstat_writer_config {
-	/* (V) (B) the segment's `epoch`, | MSTAT_EPOCH_STOPPED while a fork
-	 * or the exit drains the slots (section.h); 0 before the segment. */
-	_Atomic uintptr_t epoch;
-	bool fenced;
-	_Atomic unsigned char stop; /* why stopped: enum mstat_stop bits */
-};
-extern struct mstat_writer_config mstat_writer_config MSTAT_HIDDEN;
-
-/*
- * What a counting thread reads of its own, on one cache line (one more
- * field here costs a fast path nothing but its own load).  Each pointer
- * is the thread's own slot, or NULL where the inline path must not run
- * and the slow path decides:
- *   - `own`: the slot this thread writes, in either mode;
- *   - `slot`: `own` in membarrier mode, for the inline section of
- *     mstat_section_open(); NULL in fenced mode, so that the inline path
- *     tests no mode: fenced sections open out of line;
- *   - `fast`: `slot`, once the interposer has said its blocks carry
- *     glibc's header (mstat_writer_header_sizes()): the interposer's
- *     inline path then tests nothing else of the process.
- */
-struct mstat_thread {
-	struct mstat_shm_slot *fast;
-	struct mstat_shm_slot *slot;
-	struct mstat_shm_slot *own;
-	/* Bytes to allocate before the next sample (lib/profile.h); below
-	 * zero: this allocation is sampled.  0 for a new thread, whose first
-	 * allocation draws its first countdown. */
-	int64_t sample_left;
-};
-extern _Thread_local struct mstat_thread mstat_thread
-	__attribute__((tls_model("initial-exec"))) MSTAT_HIDDEN;
 
 /*
  * The library's own work: while a thread does it (loads libunwind, takes
@@ -108,8 +44,6 @@ extern _Thread_local struct mstat_thread mstat_thread
  * thread's `fast` slot is NULL meanwhile: its allocations leave the
  * inline paths for the ones that look at this.
  */
-extern _Thread_local _Atomic unsigned mstat_own_depth
-	__attribute__((tls_model("initial-exec"))) MSTAT_HIDDEN;
 void mstat_own_begin(void) MSTAT_HIDDEN;
 void mstat_own_end(void) MSTAT_HIDDEN;
 
@@ -117,7 +51,7 @@ MSTAT_INLINE bool
 mstat_own_work(void)
 {
 	/* Relaxed: this thread's, and its signal handlers'. */
-	return atomic_load_explicit(&mstat_own_depth, memory_order_relaxed) != 0;
+	return atomic_load_explicit(&mstat_thread.own_depth, memory_order_relaxed) != 0;
 }
 
 /* An open update section. */

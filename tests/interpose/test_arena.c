@@ -28,15 +28,15 @@ static struct mstat_snapshot s0, s1;
 static void
 test_arena_while_resolving(void **state)
 {
-	int ready_state = atomic_load(&next.state);
+	int ready_state = atomic_load(&mstat_next.state);
 
 	(void)state;
-	assert_true(ready_state >= NEXT_ASK);
+	assert_true(ready_state >= MSTAT_NEXT_ASK);
 	truth_clear(&t);
 	assert_int_equal(self_snapshot(&s0), 0);
 
 	/* Another thread is resolving: never waited for, the arena serves. */
-	window_open(NEXT_RESOLVING);
+	window_open(MSTAT_NEXT_RESOLVING);
 	unsigned char *a = malloc(100);
 	unsigned char *b = calloc(10, 10);
 	void *c = NULL;
@@ -46,11 +46,11 @@ test_arena_while_resolving(void **state)
 	window_close(ready_state);
 
 	/* This thread is inside dlsym: the same. */
-	resolving = true;
-	window_open(NEXT_NONE);
+	mstat_thread.resolving = true;
+	window_open(MSTAT_NEXT_NONE);
 	void *f = malloc(24);
 	window_close(ready_state);
-	resolving = false;
+	mstat_thread.resolving = false;
 
 	assert_int_equal(rc, 0);
 	void *all[] = { a, b, c, d, e, f };
@@ -99,10 +99,10 @@ test_arena_while_resolving(void **state)
 static void
 test_arena_full(void **state)
 {
-	int ready_state = atomic_load(&next.state);
+	int ready_state = atomic_load(&mstat_next.state);
 
 	(void)state;
-	window_open(NEXT_RESOLVING);
+	window_open(MSTAT_NEXT_RESOLVING);
 	errno = 0;
 	void *p = malloc(ARENA_SIZE);
 	int e = errno;

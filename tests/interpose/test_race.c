@@ -101,17 +101,17 @@ static void
 test_resolve_race(void **state)
 {
 	(void)state;
-	assert_int_equal(atomic_load(&next.state), NEXT_NONE);
+	assert_int_equal(atomic_load(&mstat_next.state), MSTAT_NEXT_NONE);
 	race(); /* the first calls of all: one thread resolves */
-	assert_true(atomic_load(&next.state) >= NEXT_ASK);
-	ready_state = atomic_load(&next.state);
+	assert_true(atomic_load(&mstat_next.state) >= MSTAT_NEXT_ASK);
+	ready_state = atomic_load(&mstat_next.state);
 }
 
 static void
 test_arena_race(void **state)
 {
 	(void)state;
-	window_open(NEXT_RESOLVING); /* all served by the arena */
+	window_open(MSTAT_NEXT_RESOLVING); /* all served by the arena */
 	race();
 	window_close(ready_state);
 	for (int t = 0; t < THREADS; t++)
@@ -147,7 +147,7 @@ test_unsized_table_race(void **state)
 		pthread_create(&th[t], NULL, unsized_churn, (void *)(t + 1));
 	for (int t = 0; t < THREADS; t++)
 		pthread_join(th[t], NULL);
-	assert_int_equal(atomic_load(&next.unsized_live), 0);
+	assert_int_equal(atomic_load(&mstat_next.unsized_live), 0);
 }
 
 int
