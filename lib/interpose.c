@@ -56,6 +56,7 @@
 
 #include "pool.h"
 #include "profile.h"
+#include "status.h"
 #include "writer.h"
 
 #define MSTAT_EXPORT __attribute__((visibility("default")))
@@ -296,7 +297,7 @@ resolve(void)
 	ok = ok && mstat_next.usable;
 	mstat_thread.resolving = false;
 	if (!ok) {
-		mstat_writer_warn("no next malloc to forward to (RTLD_NEXT)",
+		mstat_status_warn("no next malloc to forward to (RTLD_NEXT)",
 				  "serving a small static arena only");
 		/* Release: pairs with the acquire loads of mstat_next.state. */
 		atomic_store_explicit(&mstat_next.state, MSTAT_NEXT_FAILED, memory_order_release);

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "segment.h"
+#include "status.h"
 
 /* Live sampled blocks remembered; 32 bytes each, pages taken as used. */
 #define LIVE_MAX (1u << 15)
@@ -123,7 +124,7 @@ read_env(void)
 		errno = 0;
 		unsigned long long x = strtoull(e, &end, 10);
 		if (*end || errno || e[0] == '-')
-			mstat_writer_warn("MSTAT_SAMPLE_BYTES is not a number of bytes",
+			mstat_status_warn("MSTAT_SAMPLE_BYTES is not a number of bytes",
 					  "sampling every 512 KiB");
 		else
 			v = x > MSTAT_SAMPLE_MAX ? MSTAT_SAMPLE_MAX : x;
@@ -216,7 +217,7 @@ load_unwinder(void)
 	*(void **)&prof.backtrace = h ? dlsym(h, "unw_backtrace") : NULL;
 	mstat_own_end();
 	if (!prof.backtrace)
-		mstat_writer_warn("libunwind.so.8 could not be loaded",
+		mstat_status_warn("libunwind.so.8 could not be loaded",
 				  "not sampling");
 	return prof.backtrace != NULL;
 }
@@ -272,7 +273,7 @@ set_up(const struct mstat_segment *seg)
 		live = mmap(NULL, LIVE_MAX * sizeof(struct mstat_sample),
 			    PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (live == MAP_FAILED || !paged(0, MSTAT_PROFILE_STACKS_OFFSET)) {
-		mstat_writer_warn("no room for the heap profile in " MSTAT_SHM_DIR,
+		mstat_status_warn("no room for the heap profile in " MSTAT_SHM_DIR,
 				  "not sampling");
 		atomic_store_explicit(&prof.setup, SETUP_FAILED, memory_order_relaxed);
 		return false;

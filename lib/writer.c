@@ -60,6 +60,7 @@
 #include "reader.h"
 #include "report.h"
 #include "segment.h"
+#include "status.h"
 #include "sum.h"
 
 #ifndef MSTAT_DEFAULT_MODE
@@ -922,95 +923,6 @@ mstat_section_open_slow(struct mstat_section *sec)
 
 /* ---- start-up ---- */
 
-/* Appends NULL-terminated `parts` to the string in dst (len bytes,
- * truncated).  Not snprintf: a starting process need not fault in stdio's
- * code for it. */
-static void
-append(char *dst, size_t len, const char *const *parts)
-{
-	size_t n = strlen(dst);
-
-	for (; *parts; parts++)
-		for (const char *p = *parts; *p && n + 1 < len; p++)
-			dst[n++] = *p;
-	dst[n] = '\0';
-}
-
-static MSTAT_START_TEXT void
-join(char *dst, size_t len, const char *const *parts)
-{
-	dst[0] = '\0';
-	append(dst, len, parts);
-}
-
-/* The file MSTAT_LOG names, opened to append, or -1: made mode 0600 if
- * new; never through a symbolic link planted under the name, never a
- * FIFO or device (O_NONBLOCK: a FIFO's open would wait for a reader,
- * inside the program's malloc), never a file of another user. */
-static int
-open_log(void)
-{
-	struct stat st;
-	int fd = open(mstat_proc.log, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC |
-				O_NOCTTY | O_NOFOLLOW | O_NONBLOCK, 0600);
-
-	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-			st.st_uid != geteuid())) {
-		close(fd);
-		fd = -1;
-	}
-	return fd;
-}
-
-/* One line where MSTAT_LOG asks (stderr, or appended to a file), and
- * nowhere unasked: the program's descriptors are its own, and its stderr
- * may be a data file or a protocol. */
-static void
-log_line(const char *what, const char *why)
-{
-	char line[400], pid[24];
-	int fd = STDERR_FILENO;
-
-	if (!mstat_proc.log[0])
-		return;
-	if (strcmp(mstat_proc.log, "stderr") != 0 && (fd = open_log()) < 0)
-		return;
-	mstat_utoa(pid, (uint64_t)getpid());
-	join(line, sizeof(line), (const char *const[]){
-		"mstatshm: ", mstat_proc.name, "[", pid, "]: ", what, ": ", why, "\n",
-		NULL });
-	(void)!write(fd, line, strlen(line));
-	if (fd != STDERR_FILENO)
-		close(fd);
-}
-
-/* mstat_self_status(): the state, then the warnings so far. */
-static void
-compose_status(void)
-{
-	join(mstat_proc.status, sizeof(mstat_proc.status), (const char *const[]){
-		mstat_proc.state, mstat_proc.warnings[0] ? "; " : "", mstat_proc.warnings, NULL });
-}
-
-/* What the process should know but that does not stop it counting (a
- * variable ignored, a fallback): in its status from now on, and logged. */
-void
-mstat_writer_warn(const char *what, const char *why)
-{
-	append(mstat_proc.warnings, sizeof(mstat_proc.warnings), (const char *const[]){
-		mstat_proc.warnings[0] ? "; " : "", what, ": ", why, NULL });
-	compose_status();
-	log_line(what, why);
-}
-
-/* What the library does now, for mstat_self_status(). */
-static MSTAT_START_TEXT void
-set_status(const char *const *parts)
-{
-	join(mstat_proc.state, sizeof(mstat_proc.state), parts);
-	compose_status();
-}
-
 /* Tells mstat-run, if it runs this process: the status, and the segment
  * unless `seg` is NULL (nothing is counted). */
 static MSTAT_START_TEXT void
@@ -1036,7 +948,7 @@ env_slots(void)
 		return MSTAT_SLOTS_DEFAULT;
 	unsigned long v = strtoul(s, &end, 10);
 	if (*end || v < MSTAT_SLOTS_MIN || v > MSTAT_SLOTS_MAX) {
-		mstat_writer_warn("MSTAT_SLOTS ignored", "not a number in 2..4096");
+		mstat_status_warn("MSTAT_SLOTS ignored", "not a number in 2..4096");
 		return MSTAT_SLOTS_DEFAULT;
 	}
 	return (uint32_t)v;
@@ -1053,7 +965,7 @@ env_mode(void)
 		return MSTAT_MODE_FENCED;
 	if (strcmp(s, "membarrier") == 0)
 		return MSTAT_MODE_MEMBARRIER;
-	mstat_writer_warn("MSTAT_MODE ignored", "use fenced or membarrier");
+	mstat_status_warn("MSTAT_MODE ignored", "use fenced or membarrier");
 	return MSTAT_DEFAULT_MODE;
 }
 
@@ -1078,7 +990,7 @@ start(void)
 
 	if (mode == MSTAT_MODE_MEMBARRIER &&
 	    syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) < 0) {
-		mstat_writer_warn("membarrier unavailable, counting in fenced mode",
+		mstat_status_warn("membarrier unavailable, counting in fenced mode",
 				  strerror(errno));
 		mode = MSTAT_MODE_FENCED;
 	}
@@ -1097,8 +1009,8 @@ start(void)
 		shared_lock();
 		mstat_proc.disabled = true;
 		shared_unlock();
-		set_status((const char *const[]){ "not counting: ", err, NULL });
-		log_line("not counting", err);
+		mstat_status_set((const char *const[]){ "not counting: ", err, NULL });
+		mstat_status_log("not counting", err);
 		report(NULL);
 		start_end();
 		return;
@@ -1137,7 +1049,7 @@ start(void)
 	/* (R) release: pairs with the acquire in mstat_section_open_slow(). */
 	atomic_store_explicit(&mstat_proc.ready, 1, memory_order_release);
 	shared_unlock();
-	set_status((const char *const[]){
+	mstat_status_set((const char *const[]){
 		"counting into " MSTAT_SHM_DIR "/", seg.shm_name,
 		mode == MSTAT_MODE_FENCED ? " (fenced)" : " (membarrier)", NULL });
 	report(&mstat_proc.seg);
@@ -1613,24 +1525,24 @@ mstat_writer_start(void)
 	mstat_proc.pid = getpid();
 	mstat_proc.born_ns = mstat_clock_ns(CLOCK_MONOTONIC_COARSE);
 	e = getenv(MSTAT_ENV_NAME);
-	join(mstat_proc.name, sizeof(mstat_proc.name), (const char *const[]){
+	mstat_join(mstat_proc.name, sizeof(mstat_proc.name), (const char *const[]){
 		e && *e ? e : program_invocation_short_name, NULL });
 	e = getenv("MSTAT_LOG");
 	if (e && strlen(e) < sizeof(mstat_proc.log))
-		join(mstat_proc.log, sizeof(mstat_proc.log), (const char *const[]){ e, NULL });
+		mstat_join(mstat_proc.log, sizeof(mstat_proc.log), (const char *const[]){ e, NULL });
 	/* Set by mstat-run for the command it runs (shm/report.h): that
 	 * process sends its segment as it makes it, at once, or says why
 	 * there is none. */
 	e = getenv(MSTAT_ENV_REPORT);
 	if (e && *e && strlen(e) < sizeof(mstat_proc.report)) {
 		const char *p = getenv(MSTAT_ENV_REPORT_PID);
-		join(mstat_proc.report, sizeof(mstat_proc.report), (const char *const[]){ e, NULL });
+		mstat_join(mstat_proc.report, sizeof(mstat_proc.report), (const char *const[]){ e, NULL });
 		mstat_proc.report_pid = p ? (pid_t)strtol(p, NULL, 10) : 0;
 	}
 	e = getenv("MSTAT_DISABLE");
 	if (e && *e && strcmp(e, "0") != 0) {
 		mstat_proc.disabled = true;
-		set_status((const char *const[]){ "disabled by MSTAT_DISABLE", NULL });
+		mstat_status_set((const char *const[]){ "disabled by MSTAT_DISABLE", NULL });
 		report(NULL);
 		return;
 	}
@@ -1647,7 +1559,7 @@ mstat_writer_start(void)
 	*(void **)&mstat_proc.next_exit = dlsym(RTLD_NEXT, "_exit");
 	on_fork_and_exit();
 	mstat_own_end();
-	set_status((const char *const[]){
+	mstat_status_set((const char *const[]){
 		"counting in process memory; the segment is made once the "
 		"process is worth watching", NULL });
 	mstat_proc.started = true;

@@ -167,9 +167,4 @@ const struct mstat_segment *mstat_writer_segment(void) MSTAT_HIDDEN;
 /* Starts counting (the library's constructor does; idempotent). */
 void mstat_writer_start(void) MSTAT_HIDDEN;
 
-/* Something the process should know that does not stop it counting: kept
- * in mstat_self_status(), and logged where MSTAT_LOG asks (nowhere by
- * default: the program's descriptors are its own). */
-void mstat_writer_warn(const char *what, const char *why) MSTAT_HIDDEN;
-
 #endif /* MSTAT_LIB_WRITER_H */
