@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "segment.h"
 #include "status.h"
 
@@ -108,28 +109,15 @@ static struct {
 _Static_assert(REGION_PAGES <= 64 * sizeof(prof.paged) / sizeof(prof.paged[0]),
 	       "a bit for every page of the region");
 
-
-
 /* MSTAT_SAMPLE_BYTES, read at the first sampling decision, and again by
  * the library's constructor (a program's .preinit_array allocates before
  * libc has set up the environment). */
 static MSTAT_START_TEXT void
 read_env(void)
 {
-	const char *e = getenv("MSTAT_SAMPLE_BYTES");
-	uint64_t v = MSTAT_SAMPLE_DEFAULT;
-	char *end;
-
-	if (e && *e) {
-		errno = 0;
-		unsigned long long x = strtoull(e, &end, 10);
-		if (*end || errno || e[0] == '-')
-			mstat_status_warn("MSTAT_SAMPLE_BYTES is not a number of bytes",
-					  "sampling every 512 KiB");
-		else
-			v = x > MSTAT_SAMPLE_MAX ? MSTAT_SAMPLE_MAX : x;
-	}
-	atomic_store_explicit(&sample_env.bytes, v, memory_order_relaxed);
+	atomic_store_explicit(&sample_env.bytes,
+			      mstat_config_number(MSTAT_CONF_SAMPLE_BYTES),
+			      memory_order_relaxed);
 	/* Release: the value before the flag; pairs with the acquire in
 	 * env_bytes().  Two threads may both read it: the same value. */
 	atomic_store_explicit(&sample_env.read, true, memory_order_release);

@@ -54,6 +54,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "config.h"
 #include "handshake.h"
 #include "mstatshm.h"
 #include "owner.h"
@@ -62,10 +63,6 @@
 #include "segment.h"
 #include "status.h"
 #include "sum.h"
-
-#ifndef MSTAT_DEFAULT_MODE
-#define MSTAT_DEFAULT_MODE MSTAT_MODE_MEMBARRIER
-#endif
 
 /* How long a fork or the exit waits for a thread to leave its section
  * (it is inside malloc or free: microseconds, unless it is stopped). */
@@ -938,37 +935,6 @@ report(const struct mstat_segment *seg)
 		close(fd);
 }
 
-static MSTAT_START_TEXT uint32_t
-env_slots(void)
-{
-	const char *s = getenv("MSTAT_SLOTS");
-	char *end;
-
-	if (!s || !*s)
-		return MSTAT_SLOTS_DEFAULT;
-	unsigned long v = strtoul(s, &end, 10);
-	if (*end || v < MSTAT_SLOTS_MIN || v > MSTAT_SLOTS_MAX) {
-		mstat_status_warn("MSTAT_SLOTS ignored", "not a number in 2..4096");
-		return MSTAT_SLOTS_DEFAULT;
-	}
-	return (uint32_t)v;
-}
-
-static MSTAT_START_TEXT uint32_t
-env_mode(void)
-{
-	const char *s = getenv("MSTAT_MODE");
-
-	if (!s || !*s)
-		return MSTAT_DEFAULT_MODE;
-	if (strcmp(s, "fenced") == 0)
-		return MSTAT_MODE_FENCED;
-	if (strcmp(s, "membarrier") == 0)
-		return MSTAT_MODE_MEMBARRIER;
-	mstat_status_warn("MSTAT_MODE ignored", "use fenced or membarrier");
-	return MSTAT_DEFAULT_MODE;
-}
-
 /* start() has returned, made the segment or not: threads that wait for
  * it go on (publish_wait(), fork_prepare()). */
 static void
@@ -1524,34 +1490,30 @@ mstat_writer_start(void)
 	started = true;
 	mstat_proc.pid = getpid();
 	mstat_proc.born_ns = mstat_clock_ns(CLOCK_MONOTONIC_COARSE);
-	e = getenv(MSTAT_ENV_NAME);
+	e = mstat_config_text(MSTAT_CONF_NAME);
 	mstat_join(mstat_proc.name, sizeof(mstat_proc.name), (const char *const[]){
-		e && *e ? e : program_invocation_short_name, NULL });
-	e = getenv("MSTAT_LOG");
-	if (e && strlen(e) < sizeof(mstat_proc.log))
+		e ? e : program_invocation_short_name, NULL });
+	if ((e = mstat_config_text(MSTAT_CONF_LOG)))
 		mstat_join(mstat_proc.log, sizeof(mstat_proc.log), (const char *const[]){ e, NULL });
 	/* Set by mstat-run for the command it runs (shm/report.h): that
 	 * process sends its segment as it makes it, at once, or says why
 	 * there is none. */
-	e = getenv(MSTAT_ENV_REPORT);
-	if (e && *e && strlen(e) < sizeof(mstat_proc.report)) {
-		const char *p = getenv(MSTAT_ENV_REPORT_PID);
-		mstat_join(mstat_proc.report, sizeof(mstat_proc.report), (const char *const[]){ e, NULL });
-		mstat_proc.report_pid = p ? (pid_t)strtol(p, NULL, 10) : 0;
+	if ((e = mstat_config_text(MSTAT_CONF_REPORT))) {
+		mstat_join(mstat_proc.report, sizeof(mstat_proc.report),
+			   (const char *const[]){ e, NULL });
+		mstat_proc.report_pid = (pid_t)mstat_config_number(MSTAT_CONF_REPORT_PID);
 	}
-	e = getenv("MSTAT_DISABLE");
-	if (e && *e && strcmp(e, "0") != 0) {
+	if (mstat_config_number(MSTAT_CONF_DISABLE)) {
 		mstat_proc.disabled = true;
 		mstat_status_set((const char *const[]){ "disabled by MSTAT_DISABLE", NULL });
 		report(NULL);
 		return;
 	}
-	e = getenv("MSTAT_EAGER");
-	mstat_proc.eager = (e && *e && strcmp(e, "0") != 0) ||
-		     (mstat_proc.report[0] && mstat_proc.report_pid == getpid());
+	mstat_proc.eager = mstat_config_number(MSTAT_CONF_EAGER) ||
+			   (mstat_proc.report[0] && mstat_proc.report_pid == getpid());
 	mstat_profile_start();
-	mstat_proc.slot_count = env_slots();
-	mstat_proc.writer_mode = env_mode();
+	mstat_proc.slot_count = (uint32_t)mstat_config_number(MSTAT_CONF_SLOTS);
+	mstat_proc.writer_mode = (uint32_t)mstat_config_number(MSTAT_CONF_MODE);
 	if (mstat_proc.writer_mode == MSTAT_MODE_MEMBARRIER)
 		register_barriers();
 	/* Handlers may take glibc a block to keep: the library's own. */
