@@ -123,8 +123,10 @@ read_env(void)
 	atomic_store_explicit(&sample_env.read, true, memory_order_release);
 }
 
-MSTAT_START_TEXT void
-mstat_profile_start(void)
+/* The writer starts (its `start` hook): MSTAT_SAMPLE_BYTES is read
+ * again. */
+static MSTAT_START_TEXT void
+on_start(void)
 {
 	/* Allocations before libc's own initialiser (a program's
 	 * .preinit_array) find no environment yet: read it again now, and
@@ -210,8 +212,11 @@ load_unwinder(void)
 	return prof.backtrace != NULL;
 }
 
-void
-mstat_profile_load(void)
+/* A segment is being made (the writer's `segment` hook), before it is
+ * published: the unwinder is loaded if sampling is on, so that no sample
+ * later loads it inside a program's malloc. */
+static void
+on_segment(void)
 {
 	int saved = errno;
 
@@ -304,7 +309,7 @@ begin(size_t n)
 		seed();
 	if (!seg) {
 		/* An allocation inside a sample (the unwinder's, a signal
-		 * handler's, the loader's: mstat_profile_load()), or with no
+		 * handler's, the loader's: on_segment()), or with no
 		 * segment (not yet, or no more): no sample.  The next
 		 * countdown is drawn as any, at the running one's mean inside
 		 * a sample, else at the environment's. */
@@ -700,8 +705,11 @@ fresh_index(void)
 		memset((void *)prof.index, 0, sizeof(prof.index));
 }
 
-void
-mstat_profile_fork_child(void)
+/* A fork child is about to make a segment of its own (the writer's
+ * `fork_child` hook): the parent's region is not the child's.  Its live
+ * sampled blocks are, with the sizes they were counted with. */
+static void
+on_fork_child(void)
 {
 	/* One thread, the forking one, outside any sample: nothing races.
 	 * The live table and its filter stay: the parent's sampled blocks
@@ -717,4 +725,18 @@ mstat_profile_fork_child(void)
 	fresh_index();
 	atomic_store_explicit(&prof.scanning, false, memory_order_relaxed);
 	atomic_store_explicit(&prof.setup, SETUP_NONE, memory_order_relaxed);
+}
+
+/* The profile's part in the writer's life, registered before the writer
+ * starts. */
+__attribute__((constructor(MSTAT_HOOKS_PRIORITY))) static MSTAT_START_TEXT void
+register_hooks(void)
+{
+	static const struct mstat_writer_hooks hooks = {
+		.start = on_start,
+		.segment = on_segment,
+		.fork_child = on_fork_child,
+	};
+
+	mstat_writer_hooks(&hooks);
 }

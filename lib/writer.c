@@ -33,7 +33,6 @@
  * library's own blocks, never counted (mstat_own_begin()).
  */
 #include "writer.h"
-#include "profile.h"
 #include "ownlock.h"
 
 #include <dlfcn.h>
@@ -935,6 +934,25 @@ report(const struct mstat_segment *seg)
 		close(fd);
 }
 
+/* The hooks registered (mstat_writer_hooks()), by constructors: every
+ * process writes them as it starts. */
+#define HOOKS_MAX 4u
+static const struct mstat_writer_hooks *hooks[HOOKS_MAX] MSTAT_STARTUP;
+static unsigned hooks_n MSTAT_STARTUP;
+
+MSTAT_START_TEXT void
+mstat_writer_hooks(const struct mstat_writer_hooks *h)
+{
+	if (hooks_n < HOOKS_MAX)
+		hooks[hooks_n++] = h;
+}
+
+/* Runs hook `point` of each registered set, in their order. */
+#define RUN_HOOKS(point)                                                     \
+	for (unsigned i_ = 0; i_ < hooks_n; i_++)                            \
+		if (hooks[i_]->point)                                        \
+			hooks[i_]->point()
+
 /* start() has returned, made the segment or not: threads that wait for
  * it go on (publish_wait(), fork_prepare()). */
 static void
@@ -962,9 +980,9 @@ start(void)
 	}
 	/* Whoever starts removes a few segments of processes that are gone. */
 	mstat_reap_some(geteuid(), REAP_PROBES);
-	/* What loading libunwind allocates is the library's own. */
+	/* What the hooks allocate (loading libunwind) is the library's own. */
 	mstat_own_begin();
-	mstat_profile_load();
+	RUN_HOOKS(segment);
 	mstat_own_end();
 	/* Made outside shared_lock: creating may allocate (it should not,
 	 * but a count from in here must not deadlock), counted as early. */
@@ -1243,9 +1261,10 @@ fork_child(void)
 			mstat_proc.early[c][MSTAT_C_ALLOC_BYTES] +=
 				in[MSTAT_C_ALLOC_BYTES] - in[MSTAT_C_FREE_BYTES];
 	}
-	/* The parent's descriptor goes; its owner lock is the parent's and
-	 * stays held by the parent's copy.  Its profile goes with it. */
-	mstat_profile_fork_child();
+	/* What the hooks kept of the parent's segment goes first, then its
+	 * descriptor; its owner lock is the parent's and stays held by the
+	 * parent's copy. */
+	RUN_HOOKS(fork_child);
 	mstat_segment_forget(&mstat_proc.seg);
 	atomic_store_explicit(&mstat_proc.reserved, 0, memory_order_relaxed);
 	atomic_store_explicit(&mstat_proc.reserving, false, memory_order_relaxed);
@@ -1479,15 +1498,11 @@ register_barriers(void)
 		MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
 
-MSTAT_START_TEXT void
+__attribute__((constructor)) static MSTAT_START_TEXT void
 mstat_writer_start(void)
 {
-	static bool started MSTAT_STARTUP;
 	const char *e;
 
-	if (started)
-		return;
-	started = true;
 	mstat_proc.pid = getpid();
 	mstat_proc.born_ns = mstat_clock_ns(CLOCK_MONOTONIC_COARSE);
 	e = mstat_config_text(MSTAT_CONF_NAME);
@@ -1511,7 +1526,7 @@ mstat_writer_start(void)
 	}
 	mstat_proc.eager = mstat_config_number(MSTAT_CONF_EAGER) ||
 			   (mstat_proc.report[0] && mstat_proc.report_pid == getpid());
-	mstat_profile_start();
+	RUN_HOOKS(start);
 	mstat_proc.slot_count = (uint32_t)mstat_config_number(MSTAT_CONF_SLOTS);
 	mstat_proc.writer_mode = (uint32_t)mstat_config_number(MSTAT_CONF_MODE);
 	if (mstat_proc.writer_mode == MSTAT_MODE_MEMBARRIER)
@@ -1527,12 +1542,6 @@ mstat_writer_start(void)
 	mstat_proc.started = true;
 	if (mstat_proc.eager)
 		publish();
-}
-
-__attribute__((constructor)) static void
-mstat_constructor(void)
-{
-	mstat_writer_start();
 }
 
 /* ---- the public API ---- */

@@ -164,7 +164,25 @@ mstat_sample_due(size_t n)
  * after (for the profile, which lives in it). */
 const struct mstat_segment *mstat_writer_segment(void) MSTAT_HIDDEN;
 
-/* Starts counting (the library's constructor does; idempotent). */
-void mstat_writer_start(void) MSTAT_HIDDEN;
+/*
+ * Points of the writer's life where another part of the library acts
+ * (the profile: profile.c), registered from that part's constructor,
+ * which runs before the writer's (MSTAT_HOOKS_PRIORITY).  The writer
+ * knows nothing of who registered; NULL hooks are skipped.
+ */
+struct mstat_writer_hooks {
+	/* The library's constructor starts counting: the environment is
+	 * there now (allocations before libc's own initialiser, from a
+	 * program's .preinit_array, found none). */
+	void (*start)(void);
+	/* A segment is being made: before it is published, with no lock of
+	 * the writer held, as the library's own work (mstat_own_begin()). */
+	void (*segment)(void);
+	/* In a fork child whose parent had a segment, before the child
+	 * counts into one of its own: one thread, no lock held. */
+	void (*fork_child)(void);
+};
+#define MSTAT_HOOKS_PRIORITY 101 /* a constructor priority: before the writer's */
+void mstat_writer_hooks(const struct mstat_writer_hooks *hooks) MSTAT_HIDDEN;
 
 #endif /* MSTAT_LIB_WRITER_H */
