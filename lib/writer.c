@@ -59,6 +59,7 @@
 #include "owner.h"
 #include "reader.h"
 #include "report.h"
+#include "rows.h"
 #include "segment.h"
 #include "status.h"
 #include "sum.h"
@@ -86,91 +87,11 @@
  * which looks again. */
 static _Atomic bool header_sizes MSTAT_STARTUP;
 
-/* ---- counts kept in process memory ---- */
-
-/* The counters one count adds to, and how much. */
-struct adds {
-	unsigned n;
-	struct {
-		unsigned row, k;
-		uint64_t v;
-	} a[5];
-};
-
-static void
-adds_of(struct adds *x, enum mstat_op op, uint64_t freed, uint64_t size,
-	uint64_t requested)
-{
-	x->n = 0;
-	if (op != MSTAT_OP_ALLOC) {
-		unsigned c = mstat_size_class(freed);
-		x->a[x->n++] = (__typeof__(x->a[0])){ c, MSTAT_C_FREE_COUNT, 1 };
-		x->a[x->n++] = (__typeof__(x->a[0])){ c, MSTAT_C_FREE_BYTES, freed };
-	}
-	if (op != MSTAT_OP_FREE) {
-		unsigned c = mstat_size_class(size);
-		x->a[x->n++] = (__typeof__(x->a[0])){ c, MSTAT_C_ALLOC_COUNT, 1 };
-		x->a[x->n++] = (__typeof__(x->a[0])){ c, MSTAT_C_ALLOC_BYTES, size };
-		x->a[x->n++] = (__typeof__(x->a[0])){
-			MSTAT_CLASS_COUNT, MSTAT_T_REQUESTED_BYTES, requested };
-	}
-}
-
-/* Counts into process memory: the class rows of `acc` (early or forking
- * counts), and requested bytes into *req. */
-static MSTAT_START_TEXT void
-count_into(mstat_rows acc, uint64_t *req, enum mstat_op op, uint64_t freed,
-	   uint64_t size, uint64_t requested)
-{
-	struct adds x;
-
-	adds_of(&x, op, freed, size, requested);
-	for (unsigned i = 0; i < x.n; i++) {
-		if (x.a[i].row == MSTAT_CLASS_COUNT)
-			*req += x.a[i].v;
-		else
-			acc[x.a[i].row][x.a[i].k] += x.a[i].v;
-	}
-}
-
 static MSTAT_START_TEXT void
 count_early(enum mstat_op op, uint64_t freed, uint64_t size, uint64_t requested)
 {
-	count_into(mstat_proc.early, &mstat_proc.early_requested, op, freed, size, requested);
-}
-
-static void
-add_into(mstat_rows to, mstat_rows from)
-{
-	for (unsigned row = 0; row < MSTAT_ROWS(MSTAT_CLASS_COUNT); row++)
-		for (unsigned k = 0; k < MSTAT_ROW_COUNTERS; k++)
-			to[row][k] += from[row][k];
-}
-
-/* Adds `v` to counter `k` of row `row` (the totals row: requested
- * bytes) in an open section. */
-static void
-add_one(struct mstat_shm_slot *slot, unsigned g, unsigned row, unsigned k,
-	uint64_t v)
-{
-	if (!v)
-		return;
-	if (row == MSTAT_CLASS_COUNT) {
-		if (k == MSTAT_T_REQUESTED_BYTES)
-			mstat_wsection_requested(slot, g, v);
-		return;
-	}
-	mstat_wsection_touch(slot, row);
-	mstat_wsection_add(slot, g, row, k, v);
-}
-
-/* Adds counts kept in process memory into an open section. */
-static void
-add_rows(struct mstat_shm_slot *slot, unsigned g, mstat_rows acc)
-{
-	for (unsigned row = 0; row < MSTAT_ROWS(MSTAT_CLASS_COUNT); row++)
-		for (unsigned k = 0; k < MSTAT_ROW_COUNTERS; k++)
-			add_one(slot, g, row, k, acc[row][k]);
+	mstat_rows_count(mstat_proc.early, &mstat_proc.early_requested, op, freed,
+			 size, requested);
 }
 
 /* ---- stopping sections: fork and exit ---- */
@@ -294,8 +215,8 @@ defer(enum mstat_op op, uint64_t freed, uint64_t size, uint64_t requested)
 	do {
 		if (i - atomic_load_explicit(&mstat_thread.deferred_out,
 					     memory_order_relaxed) >= MSTAT_DEFERRED_MAX) {
-			struct adds x;
-			adds_of(&x, op, freed, size, requested);
+			struct mstat_adds x;
+			mstat_adds_of(&x, op, freed, size, requested);
 			for (unsigned k = 0; k < x.n; k++)
 				atomic_fetch_add_explicit(&mstat_proc.spill[x.a[k].row][x.a[k].k],
 							  x.a[k].v, memory_order_relaxed);
@@ -348,7 +269,7 @@ take_spill(struct mstat_shm_slot *slot, unsigned g, mstat_rows acc)
 				acc[row][k] += v;
 				continue;
 			}
-			add_one(slot, g, row, k, v);
+			mstat_rows_put_one(slot, g, row, k, v);
 		}
 }
 
@@ -450,7 +371,7 @@ exit_section(unsigned *g)
 	if (mstat_proc.late) {
 		mstat_proc.early[MSTAT_CLASS_COUNT][MSTAT_T_REQUESTED_BYTES] += mstat_proc.early_requested;
 		mstat_proc.early_requested = 0;
-		add_rows(slot, *g, mstat_proc.early);
+		mstat_rows_put(slot, *g, mstat_proc.early);
 		memset(mstat_proc.early, 0, sizeof(mstat_proc.early));
 		mstat_proc.late = false;
 	}
@@ -645,21 +566,21 @@ count_rows(mstat_rows acc)
 	enum shared s;
 
 	if (mstat_section_open(&sec)) {
-		add_rows(sec.slot, sec.g, acc);
+		mstat_rows_put(sec.slot, sec.g, acc);
 		mstat_section_close(&sec);
 		return;
 	}
 	if (mstat_thread.forking) {
 		forking_begin();
-		add_into(mstat_proc.forking, acc);
+		mstat_rows_add(mstat_proc.forking, acc);
 		forking_end();
 		return;
 	}
 	s = shared_open(&g);
 	if (s == SHARED_SLOT || s == SHARED_EXIT)
-		add_rows(mstat_segment_slot(&mstat_proc.seg, MSTAT_SHARED_SLOT), g, acc);
+		mstat_rows_put(mstat_segment_slot(&mstat_proc.seg, MSTAT_SHARED_SLOT), g, acc);
 	else if (s == SHARED_EARLY || s == SHARED_LATE)
-		add_into(mstat_proc.early, acc);
+		mstat_rows_add(mstat_proc.early, acc);
 	if (shared_close(s, g))
 		publish();
 }
@@ -680,7 +601,7 @@ mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
 	}
 	if (mstat_thread.forking) {
 		forking_begin();
-		count_into(mstat_proc.forking,
+		mstat_rows_count(mstat_proc.forking,
 			   &mstat_proc.forking[MSTAT_CLASS_COUNT][MSTAT_T_REQUESTED_BYTES],
 			   op, freed, size, requested);
 		forking_end();
@@ -1027,7 +948,7 @@ start(void)
 	(void)take_deferred_early();
 	mstat_proc.early[MSTAT_CLASS_COUNT][MSTAT_T_REQUESTED_BYTES] += mstat_proc.early_requested;
 	mstat_proc.early_requested = 0;
-	add_rows(mstat_segment_slot(&seg, MSTAT_SHARED_SLOT), 0, mstat_proc.early);
+	mstat_rows_put(mstat_segment_slot(&seg, MSTAT_SHARED_SLOT), 0, mstat_proc.early);
 	memset(mstat_proc.early, 0, sizeof(mstat_proc.early));
 	mstat_segment_publish(&seg);
 	/* (R) release: pairs with the acquire in mstat_section_open_slow(). */
@@ -1135,7 +1056,7 @@ fork_prepare(void)
 	 * yet (exit_section()). */
 	shared_lock();
 	if (mstat_proc.late)
-		add_into(mstat_proc.inherit, mstat_proc.early);
+		mstat_rows_add(mstat_proc.inherit, mstat_proc.early);
 	shared_unlock();
 }
 
@@ -1235,7 +1156,7 @@ fork_child(void)
 		shared_unlock();
 		return;
 	}
-	add_into(mstat_proc.early, mstat_proc.forking);
+	mstat_rows_add(mstat_proc.early, mstat_proc.forking);
 	if (!was_ready) {
 		/* A fork in the middle of start() (from inside it, a signal
 		 * handler of the thread making the segment; or a fork that
