@@ -216,7 +216,6 @@ struct mstat_proc {
 				  * shared_lock) */
 	pid_t pid;               /* this process's (a vfork child is not) */
 	bool have_key;
-	bool private_barrier;    /* registered for the private membarrier */
 	bool fork_holds_shared;  /* a fork before the segment holds shared_lock */
 	void (*next_exit)(int);  /* the next _exit in the chain */
 	uint32_t slot_count;
@@ -238,9 +237,6 @@ struct mstat_proc {
 	 * child handler: keeps two threads forking at once from sharing
 	 * `forking` and `inherit`. */
 	pthread_mutex_t fork_lock;
-	/* Bumped as a fork ends; stopped sections sleep on it (a futex, which
-	 * a signal handler may wait on: no lock is held). */
-	_Atomic uint32_t forks_ended;
 	pthread_mutex_t self_lock;  /* guards self_reader */
 	struct mstat_reader *self_reader;
 	struct mstat_reader *parent_reader; /* a fork child's, unmapped */

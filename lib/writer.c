@@ -46,7 +46,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/single_threaded.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -62,11 +61,9 @@
 #include "rows.h"
 #include "segment.h"
 #include "status.h"
+#include "stop.h"
 #include "sum.h"
 
-/* How long a fork or the exit waits for a thread to leave its section
- * (it is inside malloc or free: microseconds, unless it is stopped). */
-#define DRAIN_BUDGET_US 50000u
 /* Dead segments a process may look at when it makes its segment
  * (mstat_reap_some()). */
 #define REAP_PROBES 8u
@@ -92,86 +89,6 @@ count_early(enum mstat_op op, uint64_t freed, uint64_t size, uint64_t requested)
 {
 	mstat_rows_count(mstat_proc.early, &mstat_proc.early_requested, op, freed,
 			 size, requested);
-}
-
-/* ---- stopping sections: fork and exit ---- */
-
-/* A section found `stop` set.  While a fork is in progress, sleeps until
- * it ends and says to try again (the exit too: a fork made during it);
- * once the process exits, says to count without a section of the
- * thread's own (mstat_count_unslotted()).  Takes no lock: a signal
- * handler may wait here, for a fork of another thread. */
-static bool
-wait_stopped(void)
-{
-	/* Acquire, before `stop`: pairs with the release increment in
-	 * fork_parent(), after it cleared the bit.  Seen unchanged, the
-	 * futex sleeps only while it still is. */
-	uint32_t ended = atomic_load_explicit(&mstat_proc.forks_ended, memory_order_acquire);
-	unsigned char s = atomic_load_explicit(&mstat_writer_config.stop,
-					       memory_order_relaxed);
-
-	if (s & MSTAT_STOP_FORK) {
-		syscall(SYS_futex, &mstat_proc.forks_ended, FUTEX_WAIT_PRIVATE, ended,
-			NULL, NULL, 0);
-		return true;
-	}
-	return !(s & MSTAT_STOP_EXIT);
-}
-
-/* (M') a full barrier on every CPU running a thread of this process. */
-static void
-barrier_threads(void)
-{
-	if (!mstat_proc.private_barrier)
-		mstat_proc.private_barrier = syscall(SYS_membarrier,
-			MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-	if (mstat_proc.private_barrier &&
-	    syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0)
-		return;
-	/* Membarrier mode registered the process for this one at start. */
-	(void)syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0);
-}
-
-/*
- * Sets `bit` in `stop` and waits, at most DRAIN_BUDGET_US of its CPU
- * time, until every section that did not see it has ended.  Afterwards no
- * thread writes a slot until the bit is cleared.  Returns how many slots stayed inside a
- * section (a thread stopped in a debugger, or this very thread,
- * interrupted by the signal handler that called us): normally 0.
- */
-static uint32_t
-stop_sections(unsigned char bit)
-{
-	struct mstat_handshake hs;
-
-	/* Why, for wait_stopped(): before the bit that sends sections
-	 * there (a section that saw the bit and not yet this retries). */
-	atomic_fetch_or_explicit(&mstat_writer_config.stop, bit,
-				 memory_order_relaxed);
-	/* (V) seq_cst RMW: pairs with the writers' (V) loads after (A);
-	 * Dekker with the (E) loads of the handshake, as (D) with (B). */
-	atomic_fetch_or_explicit(&mstat_writer_config.epoch, MSTAT_EPOCH_STOPPED,
-				 memory_order_seq_cst);
-	/* A fork stops the exiting thread's sections too: (V) again, on its
-	 * word (exit_section()). */
-	if (bit == MSTAT_STOP_FORK)
-		atomic_fetch_or_explicit(&mstat_proc.exit_word, MSTAT_EPOCH_STOPPED,
-					 memory_order_seq_cst);
-	if (__libc_single_threaded)
-		return 0; /* no other thread has ever run */
-	if (!mstat_writer_config.fenced)
-		barrier_threads(); /* (M') pairs with the compiler barrier
-				    * between (A') and (V') */
-	mstat_handshake_start(&hs, (const unsigned char *)mstat_segment_slot(&mstat_proc.seg, 0),
-			      mstat_proc.seg.slot_size,
-			      atomic_load_explicit(&mstat_proc.reserved, memory_order_acquire));
-	/* The budget is this thread's CPU time: on a loaded CPU a section's
-	 * thread can wait many time slices to run again, and the wait must
-	 * last until it has (a copy or a sum taken before would hold half
-	 * of its update); one that cannot run ends the wait all the same. */
-	return mstat_handshake_wait(&hs, DRAIN_BUDGET_US, CLOCK_THREAD_CPUTIME_ID)
-		       ? 0 : mstat_handshake_pending(&hs);
 }
 
 /* ---- the shared lock, and counts of signal handlers ---- */
@@ -406,7 +323,7 @@ shared_open(unsigned *g)
 			if (w == MSTAT_WS_OPEN)
 				return SHARED_EXIT;
 			mstat_ownlock_unlock(&mstat_proc.shared_lock);
-			if (w == MSTAT_WS_NESTED || !wait_stopped())
+			if (w == MSTAT_WS_NESTED || !mstat_stop_wait())
 				return SHARED_NONE;
 			continue;
 		}
@@ -417,7 +334,7 @@ shared_open(unsigned *g)
 		/* Never wait for a fork holding shared_lock: the forking
 		 * thread may need it in its parent handler. */
 		mstat_ownlock_unlock(&mstat_proc.shared_lock);
-		if (!wait_stopped())
+		if (!mstat_stop_wait())
 			return SHARED_NONE;
 	}
 	mstat_ownlock_unlock(&mstat_proc.shared_lock);
@@ -831,7 +748,7 @@ mstat_section_open_slow(struct mstat_section *sec)
 		case MSTAT_WS_NESTED:
 			return false;
 		case MSTAT_WS_STOPPED:
-			if (!wait_stopped())
+			if (!mstat_stop_wait())
 				return false;
 			break;
 		}
@@ -975,7 +892,7 @@ mstat_writer_segment(void)
 /* ---- fork ---- */
 
 /* Every slot with pages, all generations: the counts so far.  Exact once
- * stop_sections() has returned true. */
+ * mstat_stop() has returned true. */
 static void
 sum_slots(mstat_rows out)
 {
@@ -1050,7 +967,7 @@ fork_prepare(void)
 		return;
 	}
 	shared_unlock();
-	(void)stop_sections(MSTAT_STOP_FORK);
+	(void)mstat_stop(MSTAT_STOP_FORK);
 	sum_slots(mstat_proc.inherit);
 	/* During the exit: what other threads counted since, not added in
 	 * yet (exit_section()). */
@@ -1066,21 +983,7 @@ fork_parent(void)
 	mstat_rows *mine = &mstat_proc.forking;
 	mstat_rows copy;
 
-	unsigned char stop = atomic_fetch_and_explicit(&mstat_writer_config.stop,
-				  (unsigned char)~MSTAT_STOP_FORK, memory_order_relaxed);
-	/* The bit set in stop_sections(); sections run again from here, but
-	 * for the exit's stop (a fork made during the exit: retire() holds
-	 * fork_lock as it sets it, so it cannot come in between). */
-	if (!(stop & MSTAT_STOP_EXIT))
-		atomic_fetch_and_explicit(&mstat_writer_config.epoch,
-					  ~MSTAT_EPOCH_STOPPED, memory_order_relaxed);
-	atomic_fetch_and_explicit(&mstat_proc.exit_word, ~MSTAT_EPOCH_STOPPED,
-				  memory_order_relaxed);
-	/* Release, after the bit is cleared: pairs with the acquire in
-	 * wait_stopped(), whose sleepers are woken to find it so. */
-	atomic_fetch_add_explicit(&mstat_proc.forks_ended, 1, memory_order_release);
-	syscall(SYS_futex, &mstat_proc.forks_ended, FUTEX_WAKE_PRIVATE, INT_MAX,
-		NULL, NULL, 0);
+	mstat_stop_fork_end();
 	mstat_thread.forking = false;
 	/* A handler's count into `forking` is before the copy below. */
 	atomic_signal_fence(memory_order_seq_cst);
@@ -1124,11 +1027,7 @@ fork_child(void)
 	/* From here until start(), counts go to `early`, never to the
 	 * parent's segment. */
 	atomic_store_explicit(&mstat_proc.ready, 0, memory_order_relaxed);
-	atomic_store_explicit(&mstat_writer_config.stop, 0, memory_order_relaxed);
-	atomic_fetch_and_explicit(&mstat_writer_config.epoch, ~MSTAT_EPOCH_STOPPED,
-				  memory_order_relaxed);
-	atomic_fetch_and_explicit(&mstat_proc.exit_word, ~MSTAT_EPOCH_STOPPED,
-				  memory_order_relaxed);
+	mstat_stop_fork_child();
 	/* A child of a fork made during the exit is a process of its own,
 	 * not exiting.  What the parent's other threads counted since is in
 	 * `inherit` (fork_prepare()). */
@@ -1270,7 +1169,7 @@ retire(void)
 	if (!mine)
 		mstat_ownlock_unlock(&mstat_proc.shared_lock);
 	if (first && ready)
-		mstat_segment_retire(&mstat_proc.seg, stop_sections(MSTAT_STOP_EXIT));
+		mstat_segment_retire(&mstat_proc.seg, mstat_stop(MSTAT_STOP_EXIT));
 	if (!mstat_thread.holds_fork_lock)
 		pthread_mutex_unlock(&mstat_proc.fork_lock);
 }
@@ -1398,27 +1297,6 @@ on_fork_and_exit(void)
 }
 #endif
 
-/*
- * Registers the process for both membarrier commands it uses: the global
- * one, which readers issue (start() registers again, and falls back to
- * fenced mode if it cannot), and the private one, which
- * barrier_threads() issues.
- * Here, at start, because the process most likely has one thread: the
- * kernel then only marks it.  Registered once a second thread runs, it
- * waits out an RCU grace period first (synchronize_rcu(); 12.6 ms on the
- * machine of docs/performance.md), and that was paid by every process
- * that made its segment on its second thread, then again by the first
- * fork or the exit of one with threads alive.  Failure is silent here:
- * start() says it, if the process ever makes a segment.
- */
-static MSTAT_START_TEXT void
-register_barriers(void)
-{
-	(void)syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0);
-	mstat_proc.private_barrier = syscall(SYS_membarrier,
-		MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-}
-
 __attribute__((constructor)) static MSTAT_START_TEXT void
 mstat_writer_start(void)
 {
@@ -1451,7 +1329,7 @@ mstat_writer_start(void)
 	mstat_proc.slot_count = (uint32_t)mstat_config_number(MSTAT_CONF_SLOTS);
 	mstat_proc.writer_mode = (uint32_t)mstat_config_number(MSTAT_CONF_MODE);
 	if (mstat_proc.writer_mode == MSTAT_MODE_MEMBARRIER)
-		register_barriers();
+		mstat_stop_start();
 	/* Handlers may take glibc a block to keep: the library's own. */
 	mstat_own_begin();
 	*(void **)&mstat_proc.next_exit = dlsym(RTLD_NEXT, "_exit");
