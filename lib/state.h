@@ -215,23 +215,16 @@ struct mstat_proc {
 	uint32_t exit_flags;     /* the header's, as last stored (under
 				  * shared_lock) */
 	pid_t pid;               /* this process's (a vfork child is not) */
-	bool have_key;
 	bool fork_holds_shared;  /* a fork before the segment holds shared_lock */
 	void (*next_exit)(int);  /* the next _exit in the chain */
 	uint32_t slot_count;
 	uint32_t writer_mode;
-	pthread_key_t exit_key;  /* its destructor gives a thread's slot back */
 	/* (V) the exiting thread's epoch word: the address of `epoch`, with
 	 * MSTAT_EPOCH_STOPPED only while a fork drains (the exit's stop bit
 	 * is in mstat_writer_config.epoch alone). */
 	_Atomic uintptr_t exit_word;
 	pid_t report_pid;        /* MSTAT_REPORT_PID: which process reports */
 	struct mstat_segment seg;
-	/* Slots 0 .. reserved - 1 have pages (slot 0 from creation).  One
-	 * thread at a time reserves the next; (S) release/acquire. */
-	_Atomic uint32_t reserved;
-	_Atomic bool reserving;
-	_Atomic bool reserve_failed; /* /dev/shm is full: no more slots */
 	struct mstat_ownlock shared_lock;
 	/* Held by a forking thread from its prepare handler to its parent or
 	 * child handler: keeps two threads forking at once from sharing
@@ -266,8 +259,6 @@ struct mstat_proc {
 	mstat_rows forking;      /* the forking thread's counts meanwhile */
 	mstat_rows inherit;      /* every slot, summed once sections stopped */
 	_Atomic uint64_t spill[MSTAT_ROWS(MSTAT_CLASS_COUNT)][MSTAT_ROW_COUNTERS];
-	/* (H) slot i is owned by a live thread; process-local. */
-	_Atomic unsigned char busy[MSTAT_SLOTS_MAX];
 };
 extern struct mstat_proc mstat_proc MSTAT_HIDDEN;
 

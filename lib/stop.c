@@ -12,6 +12,7 @@
 
 #include "handshake.h"
 #include "section.h"
+#include "slots.h"
 
 /* How long a fork or the exit waits for a thread to leave its section
  * (it is inside malloc or free: microseconds, unless it is stopped). */
@@ -100,9 +101,7 @@ mstat_stop(unsigned char bit)
 		barrier_threads(); /* (M') pairs with the compiler barrier
 				    * between (A') and (V') */
 	mstat_handshake_start(&hs, (const unsigned char *)mstat_segment_slot(&mstat_proc.seg, 0),
-			      mstat_proc.seg.slot_size,
-			      /* (S) acquire: pairs with the release in reserve_slot() */
-			      atomic_load_explicit(&mstat_proc.reserved, memory_order_acquire));
+			      mstat_proc.seg.slot_size, mstat_slots_reserved());
 	/* The budget is this thread's CPU time: on a loaded CPU a section's
 	 * thread can wait many time slices to run again, and the wait must
 	 * last until it has (a copy or a sum taken before would hold half

@@ -60,6 +60,7 @@
 #include "report.h"
 #include "rows.h"
 #include "segment.h"
+#include "slots.h"
 #include "status.h"
 #include "stop.h"
 #include "sum.h"
@@ -78,11 +79,6 @@
 #define PUBLISH_AFTER_BYTES (1u << 20)
 
 #define EXPORT __attribute__((visibility("default")))
-
-/* Set by the interposer (mstat_writer_header_sizes()): `fast` may be
- * handed out.  Relaxed: a thread that misses it takes the slow path,
- * which looks again. */
-static _Atomic bool header_sizes MSTAT_STARTUP;
 
 static MSTAT_START_TEXT void
 count_early(enum mstat_op op, uint64_t freed, uint64_t size, uint64_t requested)
@@ -573,188 +569,6 @@ count_deferred(void)
 	mstat_thread.draining = false;
 }
 
-/* ---- thread slots ---- */
-
-/* This thread writes `s` (or nothing of its own, NULL) from now on; the
- * inline paths take it as far as the mode and the interposer allow. */
-static void
-set_thread_slot(struct mstat_shm_slot *s)
-{
-	struct mstat_shm_slot *inline_slot = mstat_writer_config.fenced ? NULL : s;
-
-	mstat_thread.own = s;
-	mstat_thread.slot = inline_slot;
-	mstat_thread.fast =
-		atomic_load_explicit(&header_sizes, memory_order_relaxed) &&
-				!mstat_own_work()
-			? inline_slot
-			: NULL;
-}
-
-void
-mstat_own_begin(void)
-{
-	atomic_fetch_add_explicit(&mstat_thread.own_depth, 1, memory_order_relaxed);
-	/* A signal handler sees the depth before `fast` goes. */
-	atomic_signal_fence(memory_order_seq_cst);
-	mstat_thread.fast = NULL;
-}
-
-void
-mstat_own_end(void)
-{
-	atomic_signal_fence(memory_order_seq_cst);
-	if (atomic_fetch_sub_explicit(&mstat_thread.own_depth, 1, memory_order_relaxed) == 1)
-		set_thread_slot(mstat_thread.own);
-}
-
-MSTAT_START_TEXT void
-mstat_writer_header_sizes(bool yes)
-{
-	atomic_store_explicit(&header_sizes, yes, memory_order_relaxed);
-}
-
-static void
-take_slot(uint32_t i)
-{
-	struct mstat_shm_slot *s = mstat_segment_slot(&mstat_proc.seg, i);
-
-	atomic_store_explicit(&s->head.tid, (uint32_t)gettid(), memory_order_relaxed);
-	atomic_fetch_add_explicit(&mstat_proc.seg.hdr->threads, 1, memory_order_relaxed);
-	/* May allocate (keys past the first 32): the library's own block,
-	 * freed as the thread exits. */
-	if (mstat_proc.have_key) {
-		mstat_own_begin();
-		pthread_setspecific(mstat_proc.exit_key, (void *)1);
-		mstat_own_end();
-	}
-	mstat_thread.slot_index = i;
-	mstat_thread.state = MSTAT_THREAD_OWN;
-	set_thread_slot(s);
-}
-
-/* Gives slot `n`, the next without pages, its pages; false if another
- * thread is doing so now, or they cannot be had. */
-static bool
-reserve_slot(uint32_t n)
-{
-	if (atomic_exchange_explicit(&mstat_proc.reserving, true, memory_order_acquire))
-		return false;
-	bool ok = n == atomic_load_explicit(&mstat_proc.reserved, memory_order_relaxed) &&
-		  mstat_segment_reserve(&mstat_proc.seg, n) == 0;
-	if (ok) {
-		atomic_store_explicit(&mstat_proc.busy[n], 1, memory_order_relaxed);
-		/* (F) seq_cst, before this thread's first section in the
-		 * slot: pairs with the reader's load of slots_used after its
-		 * rotation (D).  Only the reserving thread raises it. */
-		atomic_store_explicit(&mstat_proc.seg.hdr->slots_used, n + 1,
-				      memory_order_seq_cst);
-		/* (S) release: the slot's pages and busy flag before the
-		 * count that lets other threads scan it. */
-		atomic_store_explicit(&mstat_proc.reserved, n + 1, memory_order_release);
-	} else if (n == atomic_load_explicit(&mstat_proc.reserved, memory_order_relaxed)) {
-		atomic_store_explicit(&mstat_proc.reserve_failed, true, memory_order_relaxed);
-	}
-	atomic_store_explicit(&mstat_proc.reserving, false, memory_order_release);
-	return ok;
-}
-
-/* Takes a free slot that has pages, or gives the next one pages. */
-static void
-claim_slot(void)
-{
-	/* (S) acquire: pairs with the release in reserve_slot(). */
-	uint32_t n = atomic_load_explicit(&mstat_proc.reserved, memory_order_acquire);
-
-	mstat_thread.state = MSTAT_THREAD_CLAIMING;
-	for (uint32_t i = 1; i < n; i++) {
-		unsigned char free_ = 0;
-
-		if (atomic_load_explicit(&mstat_proc.busy[i], memory_order_relaxed) ||
-		    /* (H) acquire: pairs with the release in give_back_slot();
-		     * the counters and seq the last owner left are visible. */
-		    !atomic_compare_exchange_strong_explicit(
-			    &mstat_proc.busy[i], &free_, 1, memory_order_acquire,
-			    memory_order_relaxed))
-			continue;
-		take_slot(i);
-		return;
-	}
-	if (n < mstat_proc.slot_count &&
-	    !atomic_load_explicit(&mstat_proc.reserve_failed, memory_order_relaxed)) {
-		if (reserve_slot(n)) {
-			take_slot(n);
-			return;
-		}
-		if (!atomic_load_explicit(&mstat_proc.reserve_failed, memory_order_relaxed)) {
-			/* Another thread is reserving: try again next time. */
-			mstat_thread.state = MSTAT_THREAD_NEW;
-			return;
-		}
-	}
-	atomic_fetch_add_explicit(&mstat_proc.seg.hdr->overflowed, 1, memory_order_relaxed);
-	mstat_thread.state = MSTAT_THREAD_SHARED;
-}
-
-/* The destructor of exit_key: runs as a thread exits. */
-static void
-give_back_slot(void *unused)
-{
-	(void)unused;
-	if (mstat_thread.state != MSTAT_THREAD_OWN)
-		return;
-	struct mstat_shm_slot *s = mstat_thread.own;
-	/* Later counts of this thread (other destructors freeing) go to the
-	 * shared slot: nothing is lost, and the slot is free now. */
-	set_thread_slot(NULL);
-	mstat_thread.state = MSTAT_THREAD_SHARED;
-	atomic_store_explicit(&s->head.tid, 0, memory_order_relaxed);
-	atomic_fetch_sub_explicit(&mstat_proc.seg.hdr->threads, 1, memory_order_relaxed);
-	/* (H) release: the next owner's acquire sees every count made here.
-	 * The counters stay: a slot keeps its cumulative counts for good. */
-	atomic_store_explicit(&mstat_proc.busy[mstat_thread.slot_index], 0, memory_order_release);
-}
-
-MSTAT_START_TEXT bool
-mstat_section_open_slow(struct mstat_section *sec)
-{
-	for (;;) {
-		struct mstat_shm_slot *slot = mstat_thread.own;
-
-		if (!slot) {
-			if (mstat_thread.forking || mstat_thread.state != MSTAT_THREAD_NEW ||
-			    /* (R) acquire: pairs with the release in start();
-			     * the segment and the config are complete. */
-			    !atomic_load_explicit(&mstat_proc.ready, memory_order_acquire) ||
-			    /* No slot is written once the exit has begun. */
-			    (atomic_load_explicit(&mstat_writer_config.stop,
-						  memory_order_relaxed) & MSTAT_STOP_EXIT))
-				return false;
-			claim_slot();
-			if (!mstat_thread.own)
-				return false;
-			continue;
-		}
-		switch (mstat_wsection_begin(slot, &mstat_writer_config.epoch,
-					     mstat_writer_config.fenced, &sec->g)) {
-		case MSTAT_WS_OPEN:
-			sec->slot = slot;
-			/* The interposer may have spoken since the slot was
-			 * taken (a count from inside its own resolution). */
-			if (!mstat_thread.fast && !mstat_writer_config.fenced &&
-			    atomic_load_explicit(&header_sizes, memory_order_relaxed))
-				set_thread_slot(slot);
-			return true;
-		case MSTAT_WS_NESTED:
-			return false;
-		case MSTAT_WS_STOPPED:
-			if (!mstat_stop_wait())
-				return false;
-			break;
-		}
-	}
-}
-
 /* ---- start-up ---- */
 
 /* Tells mstat-run, if it runs this process: the status, and the segment
@@ -838,11 +652,7 @@ start(void)
 		return;
 	}
 
-	/* Its destructor gives an exiting thread's slot back; made here, not
-	 * at start, where most processes never need it.  Once: a fork child
-	 * inherits it. */
-	if (!mstat_proc.have_key)
-		mstat_proc.have_key = pthread_key_create(&mstat_proc.exit_key, give_back_slot) == 0;
+	mstat_slots_key();
 	shared_lock();
 	/* The exit began while the segment was made: it would never be
 	 * retired.  Nobody has seen it (magic is not published). */
@@ -854,7 +664,7 @@ start(void)
 		return;
 	}
 	mstat_proc.seg = seg;
-	atomic_store_explicit(&mstat_proc.reserved, 1, memory_order_relaxed);
+	mstat_slots_made();
 	atomic_store_explicit(&mstat_writer_config.epoch,
 			      mstat_epoch_word(&seg.hdr->epoch), memory_order_relaxed);
 	atomic_store_explicit(&mstat_proc.exit_word, mstat_epoch_word(&seg.hdr->epoch),
@@ -896,7 +706,7 @@ mstat_writer_segment(void)
 static void
 sum_slots(mstat_rows out)
 {
-	uint32_t n = atomic_load_explicit(&mstat_proc.reserved, memory_order_acquire);
+	uint32_t n = mstat_slots_reserved();
 
 	for (unsigned g = 0; g < MSTAT_GENS; g++)
 		mstat_sum_generation((const unsigned char *)mstat_segment_slot(&mstat_proc.seg, 0),
@@ -933,7 +743,7 @@ fork_prepare(void)
 	memset(mstat_proc.forking, 0, sizeof(mstat_proc.forking));
 	memset(mstat_proc.inherit, 0, sizeof(mstat_proc.inherit));
 	mstat_thread.slot_before_fork = mstat_thread.own;
-	set_thread_slot(NULL);
+	mstat_slots_set(NULL);
 	mstat_thread.forking = true;
 	atomic_signal_fence(memory_order_seq_cst); /* for this thread's handlers */
 	/* No segment yet: the counts are `early`, which other threads write
@@ -987,7 +797,7 @@ fork_parent(void)
 	mstat_thread.forking = false;
 	/* A handler's count into `forking` is before the copy below. */
 	atomic_signal_fence(memory_order_seq_cst);
-	set_thread_slot(mstat_thread.slot_before_fork);
+	mstat_slots_set(mstat_thread.slot_before_fork);
 	if (mstat_proc.fork_holds_shared) {
 		mstat_proc.fork_holds_shared = false;
 		shared_unlock();
@@ -1042,7 +852,7 @@ fork_child(void)
 	mstat_thread.forking = false;
 	atomic_signal_fence(memory_order_seq_cst);
 	mstat_thread.state = MSTAT_THREAD_NEW;
-	set_thread_slot(NULL);
+	mstat_slots_set(NULL);
 	mstat_proc.fork_holds_shared = false;
 	/* The parent's reader of itself: drop the copies of its mapping and
 	 * fd, keep its memory (inherited heap, still reachable from here). */
@@ -1086,10 +896,7 @@ fork_child(void)
 	 * parent's copy. */
 	RUN_HOOKS(fork_child);
 	mstat_segment_forget(&mstat_proc.seg);
-	atomic_store_explicit(&mstat_proc.reserved, 0, memory_order_relaxed);
-	atomic_store_explicit(&mstat_proc.reserving, false, memory_order_relaxed);
-	atomic_store_explicit(&mstat_proc.reserve_failed, false, memory_order_relaxed);
-	memset((void *)mstat_proc.busy, 0, sizeof(mstat_proc.busy));
+	mstat_slots_fork_child();
 	/* A segment of its own when it is worth one, as for any process: a
 	 * shell's child that exec()s at once never makes one. */
 	mstat_proc.born_ns = mstat_clock_ns(CLOCK_MONOTONIC_COARSE);
