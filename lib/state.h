@@ -238,8 +238,6 @@ struct mstat_proc {
 	uint64_t early_counts, early_bytes;
 	unsigned early_threads;
 	uint64_t born_ns;
-	/* Deferred counts that found their thread's ring full; see defer(). */
-	_Atomic bool spilled;
 	/* What every process writes as it starts, from here on, on one page
 	 * (docs/performance.md, "Starting a process"): the texts, then the
 	 * counts made before the segment exists, under shared_lock.  Their
@@ -258,7 +256,6 @@ struct mstat_proc {
 	mstat_rows early;
 	mstat_rows forking;      /* the forking thread's counts meanwhile */
 	mstat_rows inherit;      /* every slot, summed once sections stopped */
-	_Atomic uint64_t spill[MSTAT_ROWS(MSTAT_CLASS_COUNT)][MSTAT_ROW_COUNTERS];
 };
 extern struct mstat_proc mstat_proc MSTAT_HIDDEN;
 

@@ -60,7 +60,9 @@
 #include "report.h"
 #include "rows.h"
 #include "segment.h"
+#include "shared.h"
 #include "slots.h"
+#include "start.h"
 #include "status.h"
 #include "stop.h"
 #include "sum.h"
@@ -68,357 +70,32 @@
 /* Dead segments a process may look at when it makes its segment
  * (mstat_reap_some()). */
 #define REAP_PROBES 8u
-/* When the segment is made, unless MSTAT_EAGER=1: at the first count after
- * this much of the process's life, or once it has counted this much, or
- * when a second thread counts (publish_due()). */
-#define PUBLISH_AFTER_NS (10u * 1000u * 1000u)
 /* How long a fork waits for another thread to make the segment
  * (fork_prepare()): that takes a millisecond or two (loading libunwind). */
 #define START_WAIT_NS (1000u * 1000u * 1000u)
-#define PUBLISH_AFTER_COUNTS 4096u
-#define PUBLISH_AFTER_BYTES (1u << 20)
 
 #define EXPORT __attribute__((visibility("default")))
 
-static MSTAT_START_TEXT void
-count_early(enum mstat_op op, uint64_t freed, uint64_t size, uint64_t requested)
-{
-	mstat_rows_count(mstat_proc.early, &mstat_proc.early_requested, op, freed,
-			 size, requested);
-}
-
-/* ---- the shared lock, and counts of signal handlers ---- */
-
-static uint32_t
-my_tid(void)
-{
-	if (!mstat_thread.tid)
-		mstat_thread.tid = (uint32_t)gettid();
-	return mstat_thread.tid;
-}
-
-/*
- * A count from a signal handler whose thread is inside one of our critical
- * sections (holding shared_lock, adding to `forking`) must neither wait
- * for that thread nor write what it is half-way through writing.  It goes
- * into the thread's ring, and the thread takes it out before it lets go of
- * what it holds, into the section or the rows it was adding to: visible
- * to readers with the count the handler interrupted.  A handler that
- * interrupts this one appends too: the entry is taken by a
- * compare-and-swap, which no signal splits, and every handler ends before
- * the code it interrupted goes on.
- *
- * Should a thread's ring be full (more than MSTAT_DEFERRED_MAX counts in
- * handlers within one such section), the count goes to mstat_proc.spill, added
- * atomically, and the next holder of shared_lock takes it out.  That is
- * exact too, but two threads doing so at once may have a reader see half
- * of one count until then.
- */
-static MSTAT_START_TEXT bool
-must_defer(void)
-{
-	return mstat_thread.in_forking || mstat_ownlock_mine(&mstat_proc.shared_lock, my_tid());
-}
-
-static void
-defer(enum mstat_op op, uint64_t freed, uint64_t size, uint64_t requested)
-{
-	unsigned i = atomic_load_explicit(&mstat_thread.deferred_in, memory_order_relaxed);
-
-	do {
-		if (i - atomic_load_explicit(&mstat_thread.deferred_out,
-					     memory_order_relaxed) >= MSTAT_DEFERRED_MAX) {
-			struct mstat_adds x;
-			mstat_adds_of(&x, op, freed, size, requested);
-			for (unsigned k = 0; k < x.n; k++)
-				atomic_fetch_add_explicit(&mstat_proc.spill[x.a[k].row][x.a[k].k],
-							  x.a[k].v, memory_order_relaxed);
-			/* Release: pairs with the acquire exchange in
-			 * take_spill(); the adds are before it. */
-			atomic_store_explicit(&mstat_proc.spilled, true, memory_order_release);
-			return;
-		}
-	} while (!atomic_compare_exchange_weak_explicit(&mstat_thread.deferred_in, &i,
-							i + 1, memory_order_relaxed,
-							memory_order_relaxed));
-	mstat_thread.deferred[i % MSTAT_DEFERRED_MAX] = (struct mstat_deferred){ freed, size,
-							       requested, op };
-}
-
-/* Takes the oldest deferred count of this thread into *d; false if none. */
-static bool
-take_deferred(struct mstat_deferred *d)
-{
-	unsigned out = atomic_load_explicit(&mstat_thread.deferred_out, memory_order_relaxed);
-
-	if (out == atomic_load_explicit(&mstat_thread.deferred_in, memory_order_relaxed))
-		return false;
-	/* The handlers that put entries up to `in` have returned: their
-	 * stores are before this, for the compiler too. */
-	atomic_signal_fence(memory_order_acquire);
-	*d = mstat_thread.deferred[out % MSTAT_DEFERRED_MAX];
-	/* Copied before the entry is given back to a handler. */
-	atomic_signal_fence(memory_order_release);
-	atomic_store_explicit(&mstat_thread.deferred_out, out + 1, memory_order_relaxed);
-	return true;
-}
-
-/* Under shared_lock: the spilled counts, zeroed there, into the section
- * open on `slot` (its generation `gen`), or into `acc` if slot is NULL. */
-static void
-take_spill(struct mstat_shm_slot *slot, unsigned g, mstat_rows acc)
-{
-	if (!atomic_load_explicit(&mstat_proc.spilled, memory_order_relaxed) ||
-	    /* Acquire: pairs with the release in defer(). */
-	    !atomic_exchange_explicit(&mstat_proc.spilled, false, memory_order_acquire))
-		return;
-	for (unsigned row = 0; row < MSTAT_ROWS(MSTAT_CLASS_COUNT); row++)
-		for (unsigned k = 0; k < MSTAT_ROW_COUNTERS; k++) {
-			uint64_t v = atomic_exchange_explicit(&mstat_proc.spill[row][k], 0,
-							      memory_order_relaxed);
-			if (!v)
-				continue;
-			if (!slot) {
-				acc[row][k] += v;
-				continue;
-			}
-			mstat_rows_put_one(slot, g, row, k, v);
-		}
-}
-
-/*
- * The same, for a holder of shared_lock.  Not while count_deferred() is
- * taking on this thread: a signal handler that interrupts it half-way
- * through a take (the entry read, `out` not yet moved on), and counts
- * with the lock free, would take that entry too and count it twice.
- * count_deferred() takes what is left, including what handlers deferred
- * meanwhile.
- */
-static bool
-take_deferred_held(struct mstat_deferred *d)
-{
-	return !mstat_thread.draining && take_deferred(d);
-}
-
-static bool publish_due(uint64_t bytes);
-
-/* Under shared_lock, before the segment exists: this thread's deferred
- * counts into `early`.  Whether the segment is due (publish_due()). */
-static MSTAT_START_TEXT bool
-take_deferred_early(void)
-{
-	struct mstat_deferred d;
-	bool due = false;
-
-	while (take_deferred_held(&d)) {
-		count_early(d.op, d.freed, d.size, d.requested);
-		due |= publish_due(d.op == MSTAT_OP_FREE ? 0 : d.size);
-	}
-	take_spill(NULL, 0, mstat_proc.early);
-	return due;
-}
-
-static MSTAT_START_TEXT void
-shared_lock(void)
-{
-	mstat_ownlock_lock(&mstat_proc.shared_lock, my_tid());
-}
-
-static void count_deferred(void);
-
-/* Lets go of shared_lock; counts deferred after the holder took them out
- * (a handler between that and this) are counted as any other. */
-static MSTAT_START_TEXT void
-shared_unlock(void)
-{
-	mstat_ownlock_unlock(&mstat_proc.shared_lock);
-	count_deferred();
-}
-
-enum shared {
-	SHARED_SLOT,  /* a section is open on slot 0; shared_lock held */
-	SHARED_EXIT,  /* the same, of the exiting thread (exit_section()) */
-	SHARED_EARLY, /* no segment yet: count into `early`; shared_lock held */
-	SHARED_LATE,  /* the exit has begun: into `early` too, for the
-		       * exiting thread to add in; shared_lock held */
-	SHARED_NONE,  /* count nothing; no lock held */
-};
-
-/* Stores the exiting thread's flags in the header (under shared_lock). */
-static void
-exit_flags(uint32_t f)
-{
-	/* (Y) relaxed: read only once this process is gone (a final read).
-	 * In program order with the section's own stores, for the compiler
-	 * too: what a death finds there is what this thread had done. */
-	atomic_signal_fence(memory_order_seq_cst);
-	mstat_proc.exit_flags = f;
-	atomic_store_explicit(&mstat_proc.seg.hdr->exit_flags, f, memory_order_relaxed);
-	atomic_signal_fence(memory_order_seq_cst);
-}
-
-/*
- * Under shared_lock, once the exit has begun, in the exiting thread: a
- * section on the shared slot that the exit's stop bit does not refuse
- * (its epoch word is mstat_proc.exit_word; a fork's drain still stops it),
- * with everything other threads have counted into `early` since the
- * exit began added in first, in the same section.  BUSY in the header
- * until exit_section_end(): a death in between, which can only be a
- * signal's (this thread calls exit_group() after its last count), is
- * told apart from the end of the exit.  False if a fork drains (wait for
- * it and try again), or the slot is inside an update this thread
- * interrupted.
- */
-static MSTAT_START_TEXT enum mstat_wsection
-exit_section(unsigned *g)
-{
-	struct mstat_shm_slot *slot = mstat_segment_slot(&mstat_proc.seg, MSTAT_SHARED_SLOT);
-
-	exit_flags(mstat_proc.exit_flags | MSTAT_EXIT_BUSY);
-	enum mstat_wsection w = mstat_wsection_begin(slot, &mstat_proc.exit_word,
-						     mstat_writer_config.fenced, g);
-	if (w != MSTAT_WS_OPEN) {
-		exit_flags(mstat_proc.exit_flags & ~MSTAT_EXIT_BUSY);
-		return w;
-	}
-	if (mstat_proc.late) {
-		mstat_proc.early[MSTAT_CLASS_COUNT][MSTAT_T_REQUESTED_BYTES] += mstat_proc.early_requested;
-		mstat_proc.early_requested = 0;
-		mstat_rows_put(slot, *g, mstat_proc.early);
-		memset(mstat_proc.early, 0, sizeof(mstat_proc.early));
-		mstat_proc.late = false;
-	}
-	return MSTAT_WS_OPEN;
-}
-
-/* Ends exit_section()'s section, `done`: the exit has run to its end. */
-static MSTAT_START_TEXT void
-exit_section_end(bool done)
-{
-	mstat_wsection_end(mstat_segment_slot(&mstat_proc.seg, MSTAT_SHARED_SLOT));
-	exit_flags((mstat_proc.exit_flags & ~MSTAT_EXIT_BUSY) | (done ? MSTAT_EXIT_DONE : 0));
-}
-
-static MSTAT_START_TEXT enum shared
-shared_open(unsigned *g)
-{
-	for (;;) {
-		shared_lock();
-		if (!atomic_load_explicit(&mstat_proc.ready, memory_order_relaxed)) {
-			if (!mstat_proc.disabled)
-				return SHARED_EARLY;
-			break;
-		}
-		/* Set by retire() under this lock: from then on no thread but
-		 * the exiting one begins a section on the shared slot. */
-		if (atomic_load_explicit(&mstat_writer_config.stop,
-					 memory_order_relaxed) & MSTAT_STOP_EXIT) {
-			if (!mstat_thread.exiting)
-				return SHARED_LATE;
-			enum mstat_wsection w = exit_section(g);
-			if (w == MSTAT_WS_OPEN)
-				return SHARED_EXIT;
-			mstat_ownlock_unlock(&mstat_proc.shared_lock);
-			if (w == MSTAT_WS_NESTED || !mstat_stop_wait())
-				return SHARED_NONE;
-			continue;
-		}
-		if (mstat_wsection_begin(mstat_segment_slot(&mstat_proc.seg, MSTAT_SHARED_SLOT),
-					 &mstat_writer_config.epoch,
-					 mstat_writer_config.fenced, g) == MSTAT_WS_OPEN)
-			return SHARED_SLOT;
-		/* Never wait for a fork holding shared_lock: the forking
-		 * thread may need it in its parent handler. */
-		mstat_ownlock_unlock(&mstat_proc.shared_lock);
-		if (!mstat_stop_wait())
-			return SHARED_NONE;
-	}
-	mstat_ownlock_unlock(&mstat_proc.shared_lock);
-	return SHARED_NONE;
-}
-
-/* Ends what shared_open() began, with the counts this thread's handlers
- * deferred meanwhile.  Returns whether the segment is due (publish_due()). */
-static MSTAT_START_TEXT bool
-shared_close(enum shared s, unsigned g)
-{
-	struct mstat_deferred d;
-	bool due = false;
-
-	/* A handler meanwhile found the lock ours and deferred: taken here,
-	 * into the same section or rows. */
-	if (s == SHARED_EARLY) {
-		due = take_deferred_early();
-	} else if (s == SHARED_LATE) {
-		while (take_deferred_held(&d))
-			count_early(d.op, d.freed, d.size, d.requested);
-		take_spill(NULL, 0, mstat_proc.early);
-		mstat_proc.late = true;
-	} else if (s == SHARED_SLOT || s == SHARED_EXIT) {
-		struct mstat_section sec = {
-			mstat_segment_slot(&mstat_proc.seg, MSTAT_SHARED_SLOT), g
-		};
-		while (take_deferred_held(&d))
-			mstat_section_count(&sec, d.op, d.freed, d.size, d.requested);
-		take_spill(sec.slot, g, NULL);
-		if (s == SHARED_EXIT)
-			exit_section_end(false);
-		else
-			mstat_wsection_end(sec.slot);
-	} else {
-		return false;
-	}
-	shared_unlock();
-	return due;
-}
-
-/*
- * Under shared_lock, after an early count of `bytes` allocated: whether
- * the process is worth a segment now.  A process that lives 10 ms, counts
- * 4096 times, allocates 1 MiB or runs a second thread will be watched;
- * one that does none of that (a shell's `true`, `sed` on a small file)
- * ends before any observer could see it, and never pays for a segment:
- * its counts stay in process memory.
- *
- * The clock is the coarse one, read on every count before the segment
- * exists: a read of the vDSO's last tick (4 ms here), 5 ns where
- * CLOCK_MONOTONIC takes 23, and a shell counts a thousand times as it
- * starts (docs/performance.md, "Starting a process").  Enough for a 10 ms
- * rule, and for the waits below.
- */
-static MSTAT_START_TEXT bool
-publish_due(uint64_t bytes)
-{
-	if (!mstat_thread.counted_early) {
-		mstat_thread.counted_early = true;
-		mstat_proc.early_threads++;
-	}
-	mstat_proc.early_counts++;
-	mstat_proc.early_bytes += bytes;
-	return mstat_proc.early_threads > 1 || mstat_proc.early_counts >= PUBLISH_AFTER_COUNTS ||
-	       mstat_proc.early_bytes >= PUBLISH_AFTER_BYTES ||
-	       mstat_clock_ns(CLOCK_MONOTONIC_COARSE) - mstat_proc.born_ns >= PUBLISH_AFTER_NS;
-}
 
 static void start(void);
 
 /*
- * Makes the segment, once, if the library has started and counts.
- * `starting` is set under shared_lock, which a fork before the segment
+ * `starting` is set under the shared lock, which a fork before the segment
  * holds across fork(): so a fork either sees a start begun, and waits for
  * its end (fork_prepare()), or is over before it begins.  A child never
  * inherits half a segment (its descriptor, its `starting`).
  */
-static void
-publish(void)
+void
+mstat_publish(void)
 {
 	bool go;
 
 	if (!mstat_proc.started || mstat_proc.disabled ||
 	    atomic_load_explicit(&mstat_proc.starting, memory_order_relaxed) ||
-	    must_defer()) /* a signal handler, its thread holding the lock */
+	    /* a signal handler, its thread holding the lock */
+	    mstat_shared_must_defer())
 		return;
-	shared_lock();
+	mstat_shared_lock();
 	/* Not once the exit has begun (retire() sets that under this lock):
 	 * a segment made then would never be retired. */
 	go = !atomic_load_explicit(&mstat_proc.starting, memory_order_relaxed) &&
@@ -426,147 +103,28 @@ publish(void)
 	       MSTAT_STOP_EXIT);
 	if (go) {
 		atomic_store_explicit(&mstat_proc.starting, true, memory_order_relaxed);
-		mstat_proc.starter = my_tid();
+		mstat_proc.starter = mstat_tid();
 	}
-	shared_unlock();
+	mstat_shared_unlock();
 	if (go)
 		start();
 }
 
-/* After publish(): a start in another thread is waited for, so that the
- * segment exists now unless it cannot be made (or this very thread is
- * making it: a signal handler; or it waits for a lock this thread holds,
- * START_WAIT_NS). */
-static void
-publish_wait(void)
+void
+mstat_publish_wait(void)
 {
-	publish();
+	mstat_publish();
 	uint64_t since = mstat_clock_ns(CLOCK_MONOTONIC_COARSE);
 	/* (W) acquire: pairs with the release in start_end(); what start()
 	 * did (the segment, `ready`, `disabled`) is seen. */
 	while (atomic_load_explicit(&mstat_proc.starting, memory_order_relaxed) &&
 	       !atomic_load_explicit(&mstat_proc.start_ended, memory_order_acquire) &&
-	       mstat_proc.starter != my_tid() && mstat_clock_ns(CLOCK_MONOTONIC_COARSE) - since < START_WAIT_NS) {
+	       mstat_proc.starter != mstat_tid() &&
+	       mstat_clock_ns(CLOCK_MONOTONIC_COARSE) - since < START_WAIT_NS) {
 		struct timespec ts = { 0, 10 * 1000 * 1000 };
 		syscall(SYS_futex, &mstat_proc.start_ended, FUTEX_WAIT_PRIVATE, 0, &ts,
 			NULL, 0);
 	}
-}
-
-/* Around the forking thread's adds to `forking`: a handler's count
- * meanwhile is deferred, then counted (into `forking` too). */
-static void
-forking_begin(void)
-{
-	mstat_thread.in_forking = true;
-	atomic_signal_fence(memory_order_seq_cst);
-}
-
-static void
-forking_end(void)
-{
-	atomic_signal_fence(memory_order_seq_cst);
-	mstat_thread.in_forking = false;
-	count_deferred();
-}
-
-/* Adds rows kept in process memory where this thread counts. */
-static void
-count_rows(mstat_rows acc)
-{
-	struct mstat_section sec;
-	unsigned g = 0;
-	enum shared s;
-
-	if (mstat_section_open(&sec)) {
-		mstat_rows_put(sec.slot, sec.g, acc);
-		mstat_section_close(&sec);
-		return;
-	}
-	if (mstat_thread.forking) {
-		forking_begin();
-		mstat_rows_add(mstat_proc.forking, acc);
-		forking_end();
-		return;
-	}
-	s = shared_open(&g);
-	if (s == SHARED_SLOT || s == SHARED_EXIT)
-		mstat_rows_put(mstat_segment_slot(&mstat_proc.seg, MSTAT_SHARED_SLOT), g, acc);
-	else if (s == SHARED_EARLY || s == SHARED_LATE)
-		mstat_rows_add(mstat_proc.early, acc);
-	if (shared_close(s, g))
-		publish();
-}
-
-MSTAT_START_TEXT void
-mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
-		      uint64_t requested)
-{
-	unsigned g = 0;
-	enum shared s;
-
-	if (mstat_proc.disabled)
-		return;
-	if (mstat_thread.forking ? mstat_thread.in_forking : must_defer()) {
-		/* A signal handler, and its thread is in our way. */
-		defer(op, freed, size, requested);
-		return;
-	}
-	if (mstat_thread.forking) {
-		forking_begin();
-		mstat_rows_count(mstat_proc.forking,
-			   &mstat_proc.forking[MSTAT_CLASS_COUNT][MSTAT_T_REQUESTED_BYTES],
-			   op, freed, size, requested);
-		forking_end();
-		return;
-	}
-	bool due = false;
-	s = shared_open(&g);
-	if (s == SHARED_SLOT || s == SHARED_EXIT) {
-		struct mstat_section sec = {
-			mstat_segment_slot(&mstat_proc.seg, MSTAT_SHARED_SLOT), g
-		};
-		mstat_section_count(&sec, op, freed, size, requested);
-	} else if (s == SHARED_EARLY) {
-		count_early(op, freed, size, requested);
-		due = publish_due(op == MSTAT_OP_FREE ? 0 : size);
-	} else if (s == SHARED_LATE) {
-		count_early(op, freed, size, requested);
-	}
-	if (shared_close(s, g) || due)
-		publish();
-}
-
-/* Counts what this thread's handlers deferred while it held what it has
- * just let go of, wherever it counts now; and any spill, through the
- * shared slot (not while forking: the shared slot is stopped, by this
- * very thread, and the spill waits for a later holder). */
-static MSTAT_START_TEXT void
-count_deferred(void)
-{
-	struct mstat_deferred d;
-
-	if (mstat_thread.draining)
-		return; /* the taker below goes on */
-	mstat_thread.draining = true;
-	do {
-		while (take_deferred(&d))
-			mstat_count(d.op, d.freed, d.size, d.requested);
-		if (atomic_load_explicit(&mstat_proc.spilled, memory_order_relaxed) &&
-		    !mstat_thread.forking && !mstat_proc.disabled) {
-			unsigned g = 0;
-			enum shared s = shared_open(&g);
-			if (shared_close(s, g))
-				publish();
-		}
-		/* Deferred while the lock was held above: the holder left them
-		 * (take_deferred_held()).  No handler defers once it is free.
-		 * Relaxed, as in take_deferred(): only this thread and its
-		 * handlers touch the ring, and a handler ends before the code
-		 * it interrupted goes on. */
-	} while (atomic_load_explicit(&mstat_thread.deferred_out, memory_order_relaxed) !=
-		 atomic_load_explicit(&mstat_thread.deferred_in, memory_order_relaxed));
-	mstat_thread.draining = false;
 }
 
 /* ---- start-up ---- */
@@ -606,7 +164,7 @@ mstat_writer_hooks(const struct mstat_writer_hooks *h)
 			hooks[i_]->point()
 
 /* start() has returned, made the segment or not: threads that wait for
- * it go on (publish_wait(), fork_prepare()). */
+ * it go on (mstat_publish_wait(), fork_prepare()). */
 static void
 start_end(void)
 {
@@ -642,9 +200,9 @@ start(void)
 	int rc = mstat_segment_create(&seg, mstat_proc.name, mstat_proc.slot_count, mode, err,
 				      sizeof(err));
 	if (rc < 0) {
-		shared_lock();
+		mstat_shared_lock();
 		mstat_proc.disabled = true;
-		shared_unlock();
+		mstat_shared_unlock();
 		mstat_status_set((const char *const[]){ "not counting: ", err, NULL });
 		mstat_status_log("not counting", err);
 		report(NULL);
@@ -653,12 +211,12 @@ start(void)
 	}
 
 	mstat_slots_key();
-	shared_lock();
+	mstat_shared_lock();
 	/* The exit began while the segment was made: it would never be
 	 * retired.  Nobody has seen it (magic is not published). */
 	if (atomic_load_explicit(&mstat_writer_config.stop, memory_order_relaxed) &
 	    MSTAT_STOP_EXIT) {
-		shared_unlock();
+		mstat_shared_unlock();
 		mstat_segment_discard(&seg);
 		start_end();
 		return;
@@ -672,7 +230,7 @@ start(void)
 	mstat_writer_config.fenced = mode == MSTAT_MODE_FENCED;
 	/* A section on a segment no reader can see yet, which nothing can
 	 * stop: epoch 0, generation 0. */
-	(void)take_deferred_early();
+	(void)mstat_shared_take_early();
 	mstat_proc.early[MSTAT_CLASS_COUNT][MSTAT_T_REQUESTED_BYTES] += mstat_proc.early_requested;
 	mstat_proc.early_requested = 0;
 	mstat_rows_put(mstat_segment_slot(&seg, MSTAT_SHARED_SLOT), 0, mstat_proc.early);
@@ -680,7 +238,7 @@ start(void)
 	mstat_segment_publish(&seg);
 	/* (R) release: pairs with the acquire in mstat_section_open_slow(). */
 	atomic_store_explicit(&mstat_proc.ready, 1, memory_order_release);
-	shared_unlock();
+	mstat_shared_unlock();
 	mstat_status_set((const char *const[]){
 		"counting into " MSTAT_SHM_DIR "/", seg.shm_name,
 		mode == MSTAT_MODE_FENCED ? " (fenced)" : " (membarrier)", NULL });
@@ -750,8 +308,8 @@ fork_prepare(void)
 	 * under shared_lock.  Held across the fork, as glibc holds its arena
 	 * locks, the child gets a copy no thread was half-way through.  (The
 	 * segment cannot be published meanwhile: that takes the lock too.) */
-	shared_lock();
-	/* Another thread is making the segment (publish() set `starting`
+	mstat_shared_lock();
+	/* Another thread is making the segment (mstat_publish() set `starting`
 	 * under this lock): fork once it is made.  A child of a fork in the
 	 * middle would hold the parent's new segment open, its owner lock
 	 * with it, and never make one of its own.  For START_WAIT_NS at
@@ -764,27 +322,27 @@ fork_prepare(void)
 	       /* (W) relaxed: under shared_lock, which start() holds as it
 		* publishes or gives up; the acquire of `ready` below. */
 	       !atomic_load_explicit(&mstat_proc.start_ended, memory_order_relaxed) &&
-	       mstat_proc.starter != my_tid() &&
+	       mstat_proc.starter != mstat_tid() &&
 	       mstat_clock_ns(CLOCK_MONOTONIC_COARSE) - waited_since < START_WAIT_NS) {
 		struct timespec ts = { 0, 10 * 1000 * 1000 };
-		shared_unlock();
+		mstat_shared_unlock();
 		syscall(SYS_futex, &mstat_proc.start_ended, FUTEX_WAIT_PRIVATE, 0,
 			&ts, NULL, 0);
-		shared_lock();
+		mstat_shared_lock();
 	}
 	if (!atomic_load_explicit(&mstat_proc.ready, memory_order_acquire)) {
 		mstat_proc.fork_holds_shared = true;
 		return;
 	}
-	shared_unlock();
+	mstat_shared_unlock();
 	(void)mstat_stop(MSTAT_STOP_FORK);
 	sum_slots(mstat_proc.inherit);
 	/* During the exit: what other threads counted since, not added in
 	 * yet (exit_section()). */
-	shared_lock();
+	mstat_shared_lock();
 	if (mstat_proc.late)
 		mstat_rows_add(mstat_proc.inherit, mstat_proc.early);
-	shared_unlock();
+	mstat_shared_unlock();
 }
 
 static void
@@ -800,15 +358,15 @@ fork_parent(void)
 	mstat_slots_set(mstat_thread.slot_before_fork);
 	if (mstat_proc.fork_holds_shared) {
 		mstat_proc.fork_holds_shared = false;
-		shared_unlock();
+		mstat_shared_unlock();
 	}
 	/* Counted once fork_lock is free, where this thread counts (its
 	 * slot, the shared one, or `early`, which takes shared_lock). */
 	memcpy(copy, *mine, sizeof(copy));
 	pthread_mutex_unlock(&mstat_proc.fork_lock);
 	mstat_thread.holds_fork_lock = false;
-	count_rows(copy);
-	count_deferred(); /* a spill while it forked */
+	mstat_count_rows(copy);
+	mstat_count_deferred(); /* a spill while it forked */
 }
 
 /* The child must not write into its parent's segment (its slots belong to
@@ -833,7 +391,7 @@ fork_child(void)
 	mstat_proc.pid = getpid();
 	/* Held while `early` is made: a handler's count meanwhile is
 	 * deferred, and taken into it below. */
-	shared_lock();
+	mstat_shared_lock();
 	/* From here until start(), counts go to `early`, never to the
 	 * parent's segment. */
 	atomic_store_explicit(&mstat_proc.ready, 0, memory_order_relaxed);
@@ -862,7 +420,7 @@ fork_child(void)
 		mstat_proc.self_reader = NULL;
 	}
 	if (mstat_proc.disabled) {
-		shared_unlock();
+		mstat_shared_unlock();
 		return;
 	}
 	mstat_rows_add(mstat_proc.early, mstat_proc.forking);
@@ -875,8 +433,8 @@ fork_child(void)
 		if (atomic_load_explicit(&mstat_proc.starting, memory_order_relaxed))
 			atomic_store_explicit(&mstat_proc.start_ended, 1, memory_order_relaxed);
 		/* start() will fold `early` */
-		(void)take_deferred_early();
-		shared_unlock();
+		(void)mstat_shared_take_early();
+		mstat_shared_unlock();
 		return;
 	}
 
@@ -905,10 +463,10 @@ fork_child(void)
 	mstat_thread.counted_early = false;
 	atomic_store_explicit(&mstat_proc.starting, false, memory_order_relaxed);
 	atomic_store_explicit(&mstat_proc.start_ended, 0, memory_order_relaxed);
-	(void)take_deferred_early();
-	shared_unlock();
+	(void)mstat_shared_take_early();
+	mstat_shared_unlock();
 	if (mstat_proc.eager)
-		publish();
+		mstat_publish();
 }
 
 /* ---- exit ---- */
@@ -960,12 +518,12 @@ retire(void)
 	if (!mstat_thread.holds_fork_lock)
 		pthread_mutex_lock(&mstat_proc.fork_lock);
 	/* Under shared_lock: a thread that begins a section of the shared
-	 * slot after this sees the exit first (shared_open()), and so does
-	 * a start (publish(), start()).  Not if this is a signal handler of
+	 * slot after this sees the exit first (mstat_shared_open()), and so does
+	 * a start (mstat_publish(), start()).  Not if this is a signal handler of
 	 * the holder: it never gets back there either. */
-	mine = mstat_ownlock_mine(&mstat_proc.shared_lock, my_tid());
+	mine = mstat_ownlock_mine(&mstat_proc.shared_lock, mstat_tid());
 	if (!mine)
-		mstat_ownlock_lock(&mstat_proc.shared_lock, my_tid());
+		mstat_ownlock_lock(&mstat_proc.shared_lock, mstat_tid());
 	if (!atomic_exchange_explicit(&mstat_proc.retired, true, memory_order_relaxed)) {
 		first = true;
 		atomic_fetch_or_explicit(&mstat_writer_config.stop, MSTAT_STOP_EXIT,
@@ -998,16 +556,16 @@ finish(void)
 	    !atomic_load_explicit(&mstat_proc.retired, memory_order_relaxed) ||
 	    !atomic_load_explicit(&mstat_proc.ready, memory_order_acquire) ||
 	    /* A signal handler of the holder: the update it cut stays BUSY. */
-	    mstat_ownlock_mine(&mstat_proc.shared_lock, my_tid()))
+	    mstat_ownlock_mine(&mstat_proc.shared_lock, mstat_tid()))
 		return;
 	bool last = !mstat_thread.exiting;
 	mstat_thread.exiting = true;
-	if (shared_open(&g) != SHARED_EXIT)
+	if (mstat_shared_open(&g) != MSTAT_INTO_EXIT)
 		return;
 	mstat_segment_ended(&mstat_proc.seg);
-	exit_section_end(true);
+	mstat_shared_exit_end(true);
 	if (!last)
-		shared_unlock();
+		mstat_shared_unlock();
 }
 
 /* _exit() and _Exit(): the library's exit path, then the next _exit
@@ -1147,7 +705,7 @@ mstat_writer_start(void)
 		"process is worth watching", NULL });
 	mstat_proc.started = true;
 	if (mstat_proc.eager)
-		publish();
+		mstat_publish();
 }
 
 /* ---- the public API ---- */
@@ -1174,7 +732,7 @@ mstat_record_realloc(size_t old_size, size_t new_size, size_t requested)
 int
 mstat_self_enabled(void)
 {
-	publish_wait();
+	mstat_publish_wait();
 	return atomic_load_explicit(&mstat_proc.ready, memory_order_acquire) &&
 	       !mstat_proc.disabled;
 }
@@ -1194,14 +752,14 @@ mstat_self_status(void)
 static int
 snapshot_early(struct mstat_snapshot *out)
 {
-	if (must_defer())
+	if (mstat_shared_must_defer())
 		return -EAGAIN; /* a signal handler inside our critical section */
-	shared_lock();
+	mstat_shared_lock();
 	if (atomic_load_explicit(&mstat_proc.ready, memory_order_relaxed)) {
-		shared_unlock();
+		mstat_shared_unlock();
 		return 1;
 	}
-	(void)take_deferred_early();
+	(void)mstat_shared_take_early();
 	memset(out, 0, offsetof(struct mstat_snapshot, class_max_size));
 	out->state = atomic_load_explicit(&mstat_proc.retired, memory_order_relaxed)
 			     ? MSTAT_EXITING
@@ -1212,7 +770,7 @@ snapshot_early(struct mstat_snapshot *out)
 	mstat_sum_counts(out, (const uint64_t (*)[MSTAT_ROW_COUNTERS])mstat_proc.early,
 			 MSTAT_CLASS_COUNT);
 	out->requested_bytes += mstat_proc.early_requested;
-	shared_unlock();
+	mstat_shared_unlock();
 	return 0;
 }
 
@@ -1221,16 +779,16 @@ mstat_self_snapshot(struct mstat_snapshot *out)
 {
 	int rc = 0;
 
-	publish_wait(); /* asking is a reason to be seen */
+	mstat_publish_wait(); /* asking is a reason to be seen */
 	if (mstat_proc.disabled)
 		return -ENODEV;
 	if ((rc = snapshot_early(out)) <= 0)
 		return rc;
 	rc = 0;
-	if (mstat_thread.exiting && !must_defer()) {
+	if (mstat_thread.exiting && !mstat_shared_must_defer()) {
 		/* What other threads counted since the exit began, in. */
 		unsigned g;
-		(void)shared_close(shared_open(&g), g);
+		(void)mstat_shared_close(mstat_shared_open(&g), g);
 	}
 	pthread_mutex_lock(&mstat_proc.self_lock);
 	if (!mstat_proc.self_reader) {
