@@ -215,7 +215,6 @@ struct mstat_proc {
 	uint32_t exit_flags;     /* the header's, as last stored (under
 				  * shared_lock) */
 	pid_t pid;               /* this process's (a vfork child is not) */
-	bool fork_holds_shared;  /* a fork before the segment holds shared_lock */
 	void (*next_exit)(int);  /* the next _exit in the chain */
 	uint32_t slot_count;
 	uint32_t writer_mode;
@@ -228,7 +227,7 @@ struct mstat_proc {
 	struct mstat_ownlock shared_lock;
 	/* Held by a forking thread from its prepare handler to its parent or
 	 * child handler: keeps two threads forking at once from sharing
-	 * `forking` and `inherit`. */
+	 * `forking` and what the child inherits (fork.c). */
 	pthread_mutex_t fork_lock;
 	pthread_mutex_t self_lock;  /* guards self_reader */
 	struct mstat_reader *self_reader;
@@ -255,7 +254,6 @@ struct mstat_proc {
 	char log[256];           /* MSTAT_LOG: "stderr", a file, or "" */
 	mstat_rows early;
 	mstat_rows forking;      /* the forking thread's counts meanwhile */
-	mstat_rows inherit;      /* every slot, summed once sections stopped */
 };
 extern struct mstat_proc mstat_proc MSTAT_HIDDEN;
 
