@@ -215,7 +215,6 @@ struct mstat_proc {
 	uint32_t exit_flags;     /* the header's, as last stored (under
 				  * shared_lock) */
 	pid_t pid;               /* this process's (a vfork child is not) */
-	void (*next_exit)(int);  /* the next _exit in the chain */
 	uint32_t slot_count;
 	uint32_t writer_mode;
 	/* (V) the exiting thread's epoch word: the address of `epoch`, with
