@@ -9,10 +9,40 @@
  * fork or the exit, which drain every open section before they read the
  * counts, never find a block allocated and not yet counted.
  *
- * Every other case goes out of line to writer.c: a thread's first count
- * (it claims a slot), a fork in progress (it waits), a section inside a
- * section of the same thread (a signal handler), and the counts that
- * cannot go to a slot of their own (mstat_count_unslotted()).
+ * Every other case goes out of line: a thread's first count (it claims a
+ * slot: slots.c), a fork in progress (it waits: stop.c), a section inside
+ * a section of the same thread (a signal handler), and the counts that
+ * cannot go to a slot of their own (mstat_count_unslotted(): shared.c).
+ *
+ * Who writes where:
+ *   - a thread with a slot of its own writes it lock-free (here);
+ *   - everything else writes the shared slot 0 under the shared lock, a
+ *     process-local lock readers never take: threads that found every
+ *     slot taken or could not get pages for one, threads past their
+ *     exit, and (folded in when the segment is made) the counts made
+ *     before it existed (shared.c);
+ *   - before the segment exists, counts go to `early`, process memory,
+ *     under the same lock.  The segment is made only once the process is
+ *     worth watching (start.c): a command that runs for a millisecond
+ *     never pays for one;
+ *   - while a thread forks, its own counts go to `forking`, process
+ *     memory that fork copies, and every other thread's sections are
+ *     stopped until the fork is done (fork.c);
+ *   - once the process exits, the thread that runs the exit counts on,
+ *     to the end, through the shared slot; every other thread counts
+ *     into process memory (`early` again), which the exiting thread adds
+ *     in with its next count: nothing a thread's death can cut is ever
+ *     half in the segment (exit.c);
+ *   - a signal handler that counts while its thread holds the shared
+ *     lock or adds to `forking` cannot wait for itself: its count is
+ *     deferred to the thread's ring, which that thread adds where it was
+ *     adding before it lets go (shared.c).
+ *
+ * Inside a host process: nothing of the writer aborts, and nothing
+ * allocates but what glibc does on the library's behalf
+ * (pthread_setspecific() on a thread's first count, the reader of
+ * itself, the handlers' lists): the library's own blocks, never counted
+ * (mstat_own_begin()).
  */
 #ifndef MSTAT_LIB_WRITER_H
 #define MSTAT_LIB_WRITER_H

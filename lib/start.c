@@ -1,52 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * writer.c - the process's side: its segment, its threads' slots, and every
- * count that cannot take the fast path of writer.h.
- *
- * Who writes where:
- *   - a thread with a slot of its own writes it lock-free (writer.h);
- *   - everything else writes the shared slot 0 under `shared_lock`, a
- *     process-local lock readers never take: threads that found every slot
- *     taken or could not get pages for one, threads past their exit, and
- *     (folded in when the segment is made) the counts made before it
- *     existed;
- *   - before the segment exists, counts go to `early`, process memory,
- *     under the same lock.  The segment is made only once the process is
- *     worth watching (see publish_due()): a command that runs for a
- *     millisecond never pays for one;
- *   - while a thread forks, its own counts go to `forking`, process memory
- *     that fork copies, and every other thread's sections are stopped
- *     until the fork is done (see fork_prepare());
- *   - once the process exits, the thread that runs the exit counts on,
- *     to the end, through the shared slot; every other thread counts into
- *     process memory (`early` again), which the exiting thread adds in
- *     with its next count: nothing a thread's death can cut is ever half
- *     in the segment (see retire());
- *   - a signal handler that counts while its thread holds `shared_lock` or
- *     adds to `forking` cannot wait for itself: its count is deferred to
- *     the thread's `deferred` ring, which that thread adds where it was
- *     adding before it lets go (see defer()).
- *
- * Inside a host process: nothing here aborts, and nothing allocates but
- * what glibc does on the library's behalf (pthread_setspecific() on a
- * thread's first count, the reader of itself, the handlers' lists): the
- * library's own blocks, never counted (mstat_own_begin()).
+ * start.c - the library's start (its constructor: the configuration
+ * read, the handlers registered, counting begun in process memory), and
+ * the segment made once the process is worth watching, or at once
+ * (MSTAT_EAGER, mstat-run's command, a process asking about itself); the
+ * hooks other parts of the library act at (writer.h); the report to
+ * mstat-run (shm/report.h).  See start.h.
  */
-#include "writer.h"
-#include "ownlock.h"
+#include "start.h"
 
-#include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <linux/futex.h>
 #include <linux/membarrier.h>
-#include <pthread.h>
-#include <stddef.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -55,24 +22,38 @@
 #include "config.h"
 #include "exit.h"
 #include "fork.h"
-#include "handshake.h"
-#include "mstatshm.h"
 #include "owner.h"
-#include "reader.h"
 #include "report.h"
 #include "rows.h"
 #include "segment.h"
 #include "shared.h"
 #include "slots.h"
-#include "start.h"
 #include "status.h"
 #include "stop.h"
-#include "sum.h"
+#include "writer.h"
 
 /* Dead segments a process may look at when it makes its segment
  * (mstat_reap_some()). */
 #define REAP_PROBES 8u
 
+/* The hooks registered (mstat_writer_hooks()), by constructors: every
+ * process writes them as it starts. */
+#define HOOKS_MAX 4u
+static const struct mstat_writer_hooks *hooks[HOOKS_MAX] MSTAT_STARTUP;
+static unsigned hooks_n MSTAT_STARTUP;
+
+MSTAT_START_TEXT void
+mstat_writer_hooks(const struct mstat_writer_hooks *h)
+{
+	if (hooks_n < HOOKS_MAX)
+		hooks[hooks_n++] = h;
+}
+
+/* Runs hook `point` of each registered set, in their order. */
+#define RUN_HOOKS(point)                                                     \
+	for (unsigned i_ = 0; i_ < hooks_n; i_++)                            \
+		if (hooks[i_]->point)                                        \
+			hooks[i_]->point()
 
 static void start(void);
 
@@ -124,8 +105,6 @@ mstat_publish_wait(void)
 	}
 }
 
-/* ---- start-up ---- */
-
 /* Tells mstat-run, if it runs this process: the status, and the segment
  * unless `seg` is NULL (nothing is counted). */
 static MSTAT_START_TEXT void
@@ -140,25 +119,6 @@ report(const struct mstat_segment *seg)
 	if (fd >= 0)
 		close(fd);
 }
-
-/* The hooks registered (mstat_writer_hooks()), by constructors: every
- * process writes them as it starts. */
-#define HOOKS_MAX 4u
-static const struct mstat_writer_hooks *hooks[HOOKS_MAX] MSTAT_STARTUP;
-static unsigned hooks_n MSTAT_STARTUP;
-
-MSTAT_START_TEXT void
-mstat_writer_hooks(const struct mstat_writer_hooks *h)
-{
-	if (hooks_n < HOOKS_MAX)
-		hooks[hooks_n++] = h;
-}
-
-/* Runs hook `point` of each registered set, in their order. */
-#define RUN_HOOKS(point)                                                     \
-	for (unsigned i_ = 0; i_ < hooks_n; i_++)                            \
-		if (hooks[i_]->point)                                        \
-			hooks[i_]->point()
 
 void
 mstat_start_fork_child(void)
@@ -199,11 +159,11 @@ start(void)
 	mstat_own_begin();
 	RUN_HOOKS(segment);
 	mstat_own_end();
-	/* Made outside shared_lock: creating may allocate (it should not,
+	/* Made outside the shared lock: creating may allocate (it should not,
 	 * but a count from in here must not deadlock), counted as early. */
 	struct mstat_segment seg;
-	int rc = mstat_segment_create(&seg, mstat_proc.name, mstat_proc.slot_count, mode, err,
-				      sizeof(err));
+	int rc = mstat_segment_create(&seg, mstat_proc.name, mstat_proc.slot_count,
+				      mode, err, sizeof(err));
 	if (rc < 0) {
 		mstat_shared_lock();
 		mstat_proc.disabled = true;
@@ -236,7 +196,8 @@ start(void)
 	/* A section on a segment no reader can see yet, which nothing can
 	 * stop: epoch 0, generation 0. */
 	(void)mstat_shared_take_early();
-	mstat_proc.early[MSTAT_CLASS_COUNT][MSTAT_T_REQUESTED_BYTES] += mstat_proc.early_requested;
+	mstat_proc.early[MSTAT_CLASS_COUNT][MSTAT_T_REQUESTED_BYTES] +=
+		mstat_proc.early_requested;
 	mstat_proc.early_requested = 0;
 	mstat_rows_put(mstat_segment_slot(&seg, MSTAT_SHARED_SLOT), 0, mstat_proc.early);
 	memset(mstat_proc.early, 0, sizeof(mstat_proc.early));
@@ -262,7 +223,6 @@ mstat_writer_segment(void)
 	return &mstat_proc.seg;
 }
 
-
 __attribute__((constructor)) static MSTAT_START_TEXT void
 mstat_writer_start(void)
 {
@@ -274,7 +234,8 @@ mstat_writer_start(void)
 	mstat_join(mstat_proc.name, sizeof(mstat_proc.name), (const char *const[]){
 		e ? e : program_invocation_short_name, NULL });
 	if ((e = mstat_config_text(MSTAT_CONF_LOG)))
-		mstat_join(mstat_proc.log, sizeof(mstat_proc.log), (const char *const[]){ e, NULL });
+		mstat_join(mstat_proc.log, sizeof(mstat_proc.log),
+			   (const char *const[]){ e, NULL });
 	/* Set by mstat-run for the command it runs (shm/report.h): that
 	 * process sends its segment as it makes it, at once, or says why
 	 * there is none. */
@@ -285,7 +246,8 @@ mstat_writer_start(void)
 	}
 	if (mstat_config_number(MSTAT_CONF_DISABLE)) {
 		mstat_proc.disabled = true;
-		mstat_status_set((const char *const[]){ "disabled by MSTAT_DISABLE", NULL });
+		mstat_status_set((const char *const[]){ "disabled by MSTAT_DISABLE",
+							NULL });
 		report(NULL);
 		return;
 	}
@@ -307,110 +269,4 @@ mstat_writer_start(void)
 	mstat_proc.started = true;
 	if (mstat_proc.eager)
 		mstat_publish();
-}
-
-/* ---- the public API ---- */
-
-void
-mstat_record_alloc(size_t size, size_t requested)
-{
-	mstat_count(MSTAT_OP_ALLOC, 0, size, requested);
-}
-
-void
-mstat_record_free(size_t size)
-{
-	mstat_count(MSTAT_OP_FREE, size, 0, 0);
-}
-
-void
-mstat_record_realloc(size_t old_size, size_t new_size, size_t requested)
-{
-	mstat_count(MSTAT_OP_REALLOC, old_size, new_size, requested);
-}
-
-/* Asking about itself is a reason to be seen: the segment is made now. */
-int
-mstat_self_enabled(void)
-{
-	mstat_publish_wait();
-	return atomic_load_explicit(&mstat_proc.ready, memory_order_acquire) &&
-	       !mstat_proc.disabled;
-}
-
-const char *
-mstat_self_status(void)
-{
-	return mstat_proc.started || mstat_proc.disabled ? mstat_proc.status : "not started";
-}
-
-/*
- * Without a segment (none yet, or none any more to be made: the exit has
- * begun), the counts are in process memory: a snapshot of them, taken
- * under the lock that guards them, is as exact as a read of the segment.
- * 1 if the segment exists, to be read instead.
- */
-static int
-snapshot_early(struct mstat_snapshot *out)
-{
-	if (mstat_shared_must_defer())
-		return -EAGAIN; /* a signal handler inside our critical section */
-	mstat_shared_lock();
-	if (atomic_load_explicit(&mstat_proc.ready, memory_order_relaxed)) {
-		mstat_shared_unlock();
-		return 1;
-	}
-	(void)mstat_shared_take_early();
-	memset(out, 0, offsetof(struct mstat_snapshot, class_max_size));
-	out->state = atomic_load_explicit(&mstat_proc.retired, memory_order_relaxed)
-			     ? MSTAT_EXITING
-			     : MSTAT_RUNNING;
-	out->class_count = MSTAT_CLASS_COUNT;
-	for (unsigned c = 0; c < MSTAT_CLASS_COUNT; c++)
-		out->class_max_size[c] = mstat_class_max_size(c);
-	mstat_sum_counts(out, (const uint64_t (*)[MSTAT_ROW_COUNTERS])mstat_proc.early,
-			 MSTAT_CLASS_COUNT);
-	out->requested_bytes += mstat_proc.early_requested;
-	mstat_shared_unlock();
-	return 0;
-}
-
-int
-mstat_self_snapshot(struct mstat_snapshot *out)
-{
-	int rc = 0;
-
-	mstat_publish_wait(); /* asking is a reason to be seen */
-	if (mstat_proc.disabled)
-		return -ENODEV;
-	if ((rc = snapshot_early(out)) <= 0)
-		return rc;
-	rc = 0;
-	if (mstat_thread.exiting && !mstat_shared_must_defer()) {
-		/* What other threads counted since the exit began, in. */
-		unsigned g;
-		(void)mstat_shared_close(mstat_shared_open(&g), g);
-	}
-	pthread_mutex_lock(&mstat_proc.self_lock);
-	if (!mstat_proc.self_reader) {
-		/* The reader is the library's own block.  Once the exit has
-		 * unlinked the name, a file of its own through /proc (the
-		 * owner lock is the open file's: not seg.fd's). */
-		mstat_own_begin();
-		rc = mstat_reader_open_name(&mstat_proc.self_reader, mstat_proc.seg.shm_name,
-					    NULL, 0);
-		if (rc == -ENOENT) {
-			char path[40] = "/proc/self/fd/";
-			mstat_utoa(path + strlen(path), (uint64_t)mstat_proc.seg.fd);
-			int fd = open(path, O_RDWR | O_CLOEXEC);
-			rc = fd < 0 ? -errno
-				    : mstat_reader_open_fd(&mstat_proc.self_reader, fd,
-							   mstat_proc.seg.shm_name, NULL, 0);
-		}
-		mstat_own_end();
-	}
-	if (rc == 0)
-		rc = mstat_reader_snapshot(mstat_proc.self_reader, out);
-	pthread_mutex_unlock(&mstat_proc.self_lock);
-	return rc;
 }
