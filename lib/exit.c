@@ -14,8 +14,6 @@
 #include "shared.h"
 #include "stop.h"
 
-#define EXPORT __attribute__((visibility("default")))
-
 /* The next _exit in the chain (glibc's, or a tool's), looked up at
  * start: every process writes it. */
 static void (*next_exit)(int) MSTAT_STARTUP;
@@ -134,13 +132,13 @@ exit_now(int status)
 		syscall(SYS_exit_group, status);
 }
 
-MSTAT_START_TEXT EXPORT void
+MSTAT_START_TEXT MSTAT_EXPORT void
 _exit(int status)
 {
 	exit_now(status);
 }
 
-MSTAT_START_TEXT EXPORT void
+MSTAT_START_TEXT MSTAT_EXPORT void
 _Exit(int status)
 {
 	exit_now(status);

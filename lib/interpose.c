@@ -35,7 +35,7 @@
  * (a call of about 2 ns each).  When the next allocator is glibc's, and a
  * self-test at resolution shows that its chunk header gives exactly what
  * its malloc_usable_size() returns for a live block, the size is read from
- * the header instead (glibc_usable()): the word before the block holds the
+ * the header instead (mstat_glibc_usable()): the word before the block holds the
  * chunk size, with IS_MMAPPED in bit 1.  That is the computation glibc's
  * own musable() makes for an in-use chunk, so the count is the same number,
  * without the call.  Any other allocator, or a glibc whose layout fails the
@@ -54,14 +54,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "next.h"
 #include "pool.h"
 #include "profile.h"
 #include "status.h"
 #include "writer.h"
-
-#define MSTAT_EXPORT __attribute__((visibility("default")))
-#define LIKELY(x) __builtin_expect(!!(x), 1)
-#define UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /* ---- the bootstrap arena ---- */
 
@@ -83,23 +80,13 @@ in_arena(const void *p)
 	return (uintptr_t)p - (uintptr_t)arena < ARENA_SIZE;
 }
 
-/* The word before block `p`: the allocator's header, outside the object
- * the compiler thinks malloc returned.  The address is made from an
- * integer, so object-size tracking (-Warray-bounds at -O3) does not call
- * the read out of bounds. */
-static inline size_t
-header_word(const void *p)
-{
-	return *(const size_t *)((uintptr_t)p - sizeof(size_t));
-}
-
 /* An arena block's header word is its size, marked as the library's own
  * (MSTAT_OWN_MARK): free()'s inline path need not test for the arena;
  * the path it leaves to does. */
 static inline size_t
 arena_usable(const void *p)
 {
-	return header_word(p) & ~MSTAT_OWN_MARK;
+	return mstat_header_word(p) & ~MSTAT_OWN_MARK;
 }
 
 /* A zeroed block of `n` bytes aligned to `align` (a power of two), or NULL
@@ -138,53 +125,6 @@ full:
  * a pair (bench/run.sh --suite writer). */
 #define ENTRY_ALIGN __attribute__((aligned(64)))
 
-/* ---- finding the next allocator ---- */
-
-/* What glibc's malloc_usable_size() returns for an in-use chunk: its size
- * (low three bits are flags) less the header, 16 bytes for an mmapped
- * chunk (IS_MMAPPED, bit 1), 8 otherwise. */
-static inline size_t
-glibc_usable(const void *p)
-{
-	size_t h = header_word(p);
-
-	return (h & ~(size_t)7) - 8 - ((h & 2) << 2);
-}
-
-/*
- * The header word of live block `p` of glibc's in *header, if it is one
- * of most blocks: a chunk below MSTAT_CHUNK_LIMIT, which is counted in its
- * chunk row (mstat_wsection_chunk()).  Its size is a multiple of 16, so
- * k = header >> 4 is the chunk size in 16-byte steps (the flags, bits
- * 0-2, fall off), its usable size is 16k - 8 (MSTAT_CHUNK_USABLE(k)),
- * which is in the same class as 16k (class bounds are multiples of 16),
- * and the class is the size table's entry k, mstat_small_class[k].  No
- * such chunk is mmapped: glibc maps whole pages.  Everything else
- * (mmapped chunks, with their 16-byte header; the library's own blocks,
- * MSTAT_OWN_MARK) is left to the general decode (false).
- * glibc_layout_holds() tries both decodes.
- */
-static inline __attribute__((always_inline)) bool
-glibc_chunk(const void *p, size_t *header)
-{
-	*header = header_word(p);
-	return *header < MSTAT_CHUNK_LIMIT;
-}
-
-/* The class of any live block of glibc's, its usable size in *usable. */
-static inline unsigned
-glibc_class(const void *p, size_t *usable)
-{
-	size_t h;
-
-	if (LIKELY(glibc_chunk(p, &h))) {
-		*usable = MSTAT_CHUNK_USABLE(h >> 4);
-		return mstat_small_class[h >> 4];
-	}
-	*usable = glibc_usable(p);
-	return mstat_size_class(*usable);
-}
-
 /*
  * With glibc's header, every sampled block is larger than a page, or the
  * pool's (pool.h), whose header word reads as larger still: sampled()
@@ -212,129 +152,6 @@ leaving(void *p, size_t usable)
 	return usable;
 }
 
-/* The loaded object (its link map) that holds code address `fn`, or NULL.
- * _dl_find_object() answers without the symbol search dladdr() makes
- * (5 us against 6 ns here), and without a lock. */
-static MSTAT_START_TEXT const void *
-object_of(const void *fn)
-{
-	struct dl_find_object o;
-
-	return _dl_find_object((void *)fn, &o) == 0 ? o.dlfo_link_map : NULL;
-}
-
-/* Whether the next allocator is glibc's and its header says what its
- * malloc_usable_size() says, on small, aligned and calloc'd blocks.
- * Allocates from the next allocator directly: nothing is counted.  Cheap
- * and without side effects on the host: no block reaches glibc's mmap
- * threshold (freeing an mmapped block would raise it), and calloc() zeroes
- * only a few pages a starting process would fault in.  Mmapped chunks are
- * decoded by the same rule of glibc's musable() that these blocks pass:
- * IS_MMAPPED, then a 16-byte header instead of 8. */
-static MSTAT_START_TEXT bool
-glibc_layout_holds(void)
-{
-	static const size_t sizes[] = { 0, 24, 25, 1000 };
-	const struct link_map *m = object_of(*(void **)&mstat_next.malloc);
-	bool ok = true;
-
-	/* Under a valgrind tool that replaces malloc (memcheck, massif,
-	 * helgrind, ...), blocks are valgrind's, with no glibc header, and
-	 * reading before one is reported.  Such a tool preloads a
-	 * vgpreload_<tool> object besides vgpreload_core; callgrind and
-	 * cachegrind preload only the core, and run glibc's malloc. */
-	const char *v = getenv("LD_PRELOAD");
-	for (; v && *v; v++)
-		if (memcmp(v, "vgpreload_", 10) == 0 &&
-		    memcmp(v + 10, "core", 4) != 0)
-			return false;
-	/* glibc's: the object that defines getenv() too.  (The blocks
-	 * below decide; this only spares another allocator the trial.) */
-	char *(*libc_getenv)(const char *) = getenv;
-	if (sizeof(size_t) != 8 || !m || m != object_of(*(void **)&libc_getenv) ||
-	    object_of(*(void **)&mstat_next.usable) != m)
-		return false;
-	for (size_t i = 0; ok && i < sizeof(sizes) / sizeof(sizes[0]); i++) {
-		void *p[3] = { mstat_next.malloc(sizes[i]), mstat_next.calloc(1, sizes[i]),
-			       mstat_next.memalign(256, sizes[i]) };
-		for (int k = 0; k < 3; k++) {
-			size_t u;
-			if (p[k]) {
-				(void)glibc_class(p[k], &u);
-				ok &= u == mstat_next.usable(p[k]) && glibc_usable(p[k]) == u;
-			}
-			mstat_next.free(p[k]);
-		}
-	}
-	return ok;
-}
-
-#define NEXT(name)                                                           \
-	(*(void **)&mstat_next.name = dlsym(RTLD_NEXT, #name)) != NULL
-
-/* True once the next allocator is known.  False while this thread is in
- * dlsym, while another thread resolves (it is never waited for: it may hold
- * a loader lock this thread's caller holds too), or if resolution failed:
- * the caller then allocates from the arena. */
-static MSTAT_START_TEXT bool
-resolve(void)
-{
-	/* Acquire: pairs with the releases below (MSTAT_NEXT_FAILED, and the
-	 * publication of the resolved pointers); a state seen is complete. */
-	int s = atomic_load_explicit(&mstat_next.state, memory_order_acquire);
-
-	if (s != MSTAT_NEXT_NONE || mstat_thread.resolving)
-		return s >= MSTAT_NEXT_ASK;
-	if (!atomic_compare_exchange_strong_explicit(&mstat_next.state, &s,
-						     MSTAT_NEXT_RESOLVING,
-						     memory_order_relaxed,
-						     memory_order_relaxed))
-		return s >= MSTAT_NEXT_ASK;
-	mstat_thread.resolving = true;
-	bool ok = NEXT(malloc) && NEXT(free) && NEXT(calloc) && NEXT(realloc) &&
-		  NEXT(posix_memalign) && NEXT(aligned_alloc) && NEXT(memalign);
-	*(void **)&mstat_next.usable = dlsym(RTLD_NEXT, "malloc_usable_size");
-	ok = ok && mstat_next.usable;
-	mstat_thread.resolving = false;
-	if (!ok) {
-		mstat_status_warn("no next malloc to forward to (RTLD_NEXT)",
-				  "serving a small static arena only");
-		/* Release: pairs with the acquire loads of mstat_next.state. */
-		atomic_store_explicit(&mstat_next.state, MSTAT_NEXT_FAILED, memory_order_release);
-		return false;
-	}
-	bool header = glibc_layout_holds();
-	/* Before the state: a thread that sees MSTAT_NEXT_HEADER may be handed a
-	 * `fast` slot, whose callers read sizes from the header. */
-	if (header)
-		mstat_writer_header_sizes(true);
-	/* Release: publishes every field above; pairs with the acquire in
-	 * state_now() and at the top of this function. */
-	atomic_store_explicit(&mstat_next.state, header ? MSTAT_NEXT_HEADER : MSTAT_NEXT_ASK,
-			      memory_order_release);
-	return true;
-}
-
-static inline int
-state_now(void)
-{
-	/* Acquire: pairs with the release in resolve().  A plain load on x86. */
-	return atomic_load_explicit(&mstat_next.state, memory_order_acquire);
-}
-
-static inline bool
-ready(void)
-{
-	return LIKELY(state_now() >= MSTAT_NEXT_ASK) || resolve();
-}
-
-/* Whether sizes come from glibc's header; only once ready. */
-static inline bool
-header_sizes(void)
-{
-	return LIKELY(state_now() == MSTAT_NEXT_HEADER);
-}
-
 /*
  * Whether live block `p` (not NULL, not the arena's) is where a sampled
  * block may be: with glibc's header, the pool's (its header word reads as
@@ -348,7 +165,7 @@ header_sizes(void)
 static inline bool
 sample_place(const void *p)
 {
-	return header_sizes() ? glibc_usable(p) > SAMPLE_IN_PLACE
+	return mstat_next_header() ? mstat_glibc_usable(p) > SAMPLE_IN_PLACE
 			      : mstat_sample_aligned(p);
 }
 
@@ -359,28 +176,6 @@ static inline bool
 may_be_sampled(const void *p)
 {
 	return mstat_pool_has(p) || (sample_place(p) && mstat_sample_maybe(p));
-}
-
-/* mstat_thread.sizing: set while this thread is inside the next
- * allocator's malloc_usable_size(), which may allocate (tcmalloc's does,
- * through operator new, on its first call): such a block is not sized by
- * asking again, which would recurse without end. */
-static size_t
-ask_usable(void *p)
-{
-	mstat_thread.sizing = true;
-	size_t u = mstat_next.usable(p);
-	mstat_thread.sizing = false;
-	return u;
-}
-
-/* The usable size of a live block of the next allocator. */
-static inline size_t
-usable(void *p)
-{
-	if (header_sizes())
-		return glibc_usable(p);
-	return ask_usable(p);
 }
 
 /* ---- blocks the next allocator cannot size yet ---- */
@@ -501,11 +296,11 @@ freed_size(void *p)
 {
 	size_t size;
 
-	if (header_sizes())
-		return glibc_usable(p);
+	if (mstat_next_header())
+		return mstat_glibc_usable(p);
 	if (unsized_any() && unsized_forget(p, &size))
 		return size;
-	return ask_usable(p);
+	return mstat_next_ask(p);
 }
 
 /* The size to count a new block with. */
@@ -514,25 +309,25 @@ new_size(void *p, size_t requested)
 {
 	size_t u;
 
-	if (header_sizes())
-		return glibc_usable(p);
+	if (mstat_next_header())
+		return mstat_glibc_usable(p);
 	if (UNLIKELY(mstat_thread.sizing))
 		u = 0; /* made inside the next malloc_usable_size() */
 	else
-		u = ask_usable(p);
+		u = mstat_next_ask(p);
 	return u != 0 ? u : unsized_note(p, requested);
 }
 
 /* ---- the family ---- */
 
 /* Into an open section, with glibc's header: the allocation of `p`, if
- * it is a small chunk (glibc_chunk()); false if not. */
+ * it is a small chunk (mstat_glibc_chunk()); false if not. */
 static inline __attribute__((always_inline)) bool
 count_header_small(const struct mstat_section *sec, void *p, size_t requested)
 {
 	size_t h;
 
-	if (UNLIKELY(!glibc_chunk(p, &h)))
+	if (UNLIKELY(!mstat_glibc_chunk(p, &h)))
 		return false;
 	mstat_wsection_chunk(sec->slot, sec->g, h, MSTAT_CHUNK_ALLOCS);
 	mstat_wsection_requested(sec->slot, sec->g, requested);
@@ -545,7 +340,7 @@ count_header_alloc(const struct mstat_section *sec, void *p, size_t requested)
 {
 	if (LIKELY(count_header_small(sec, p, requested)))
 		return;
-	size_t u = glibc_usable(p);
+	size_t u = mstat_glibc_usable(p);
 	mstat_section_count_classes(sec, MSTAT_OP_ALLOC, 0, 0, mstat_size_class(u),
 				    u, requested);
 }
@@ -567,7 +362,7 @@ counted(void *p, size_t requested)
 #define ALLOCATE(result, expr, requested)                                    \
 	do {                                                                 \
 		struct mstat_section sec_;                                   \
-		if (LIKELY(header_sizes())) {                                \
+		if (LIKELY(mstat_next_header())) {                                \
 			bool open_ = mstat_section_open(&sec_);              \
 			(result) = (expr);                                   \
 			if (open_ && LIKELY((result) != NULL))               \
@@ -575,7 +370,7 @@ counted(void *p, size_t requested)
 						   (requested));             \
 			else if ((result) != NULL)                           \
 				mstat_count_unslotted(MSTAT_OP_ALLOC, 0,     \
-						      glibc_usable(result),  \
+						      mstat_glibc_usable(result),  \
 						      (requested));          \
 			if (open_)                                           \
 				mstat_section_close(&sec_);                  \
@@ -665,7 +460,7 @@ sample_block(size_t size, size_t align)
 {
 	void *p;
 
-	if (!header_sizes())
+	if (!mstat_next_header())
 		return mstat_next.memalign(MSTAT_SAMPLE_ALIGN, size);
 	if (align <= 16 && (p = mstat_pool_alloc(size)) != NULL)
 		return p;
@@ -689,13 +484,13 @@ release_block(void *p)
 static bool
 counted_size(void *q, size_t *size)
 {
-	if (header_sizes()) {
-		*size = glibc_usable(q);
+	if (mstat_next_header()) {
+		*size = mstat_glibc_usable(q);
 		return true;
 	}
 	if (mstat_thread.sizing || (unsized_any() && unsized_find(q, size)))
 		return false;
-	*size = ask_usable(q);
+	*size = mstat_next_ask(q);
 	return *size != 0;
 }
 
@@ -751,7 +546,7 @@ free_sampled(void *p, size_t size)
 {
 	struct mstat_section sec;
 
-	if (LIKELY(header_sizes())) {
+	if (LIKELY(mstat_next_header())) {
 		bool open = mstat_section_open(&sec);
 		if (open)
 			mstat_section_count(&sec, MSTAT_OP_FREE, size, 0, 0);
@@ -777,7 +572,7 @@ free_sampled(void *p, size_t size)
 static MSTAT_START_TEXT __attribute__((noinline)) void *
 malloc_other(size_t n)
 {
-	if (UNLIKELY(!ready()))
+	if (UNLIKELY(!mstat_next_ready()))
 		return arena_alloc(n, ARENA_ALIGN);
 	return counted(mstat_next.malloc(n), n);
 }
@@ -792,12 +587,12 @@ malloc_slow(size_t n)
 
 	if (UNLIKELY(mstat_own_work()) && (p = own_alloc(n, false)))
 		return p;
-	if (UNLIKELY(state_now() != MSTAT_NEXT_HEADER))
+	if (UNLIKELY(mstat_next_state() != MSTAT_NEXT_HEADER))
 		return malloc_other(n);
 	if (!mstat_section_open_slow(&sec)) {
 		p = mstat_next.malloc(n);
 		if (LIKELY(p != NULL))
-			mstat_count_unslotted(MSTAT_OP_ALLOC, 0, glibc_usable(p), n);
+			mstat_count_unslotted(MSTAT_OP_ALLOC, 0, mstat_glibc_usable(p), n);
 		return p;
 	}
 	p = mstat_next.malloc(n);
@@ -905,7 +700,7 @@ free_header_large(struct mstat_shm_slot *slot, unsigned g, void *p)
 			return;
 		}
 	} else {
-		u = leaving(p, glibc_usable(p));
+		u = leaving(p, mstat_glibc_usable(p));
 	}
 	mstat_section_count_classes(&sec, MSTAT_OP_FREE, mstat_size_class(u), u,
 				    0, 0, 0);
@@ -923,7 +718,7 @@ free_header(const struct mstat_section *sec, void *p)
 {
 	size_t h;
 
-	if (UNLIKELY(!glibc_chunk(p, &h))) {
+	if (UNLIKELY(!mstat_glibc_chunk(p, &h))) {
 		free_header_large(sec->slot, sec->g, p);
 		return;
 	}
@@ -949,13 +744,13 @@ free_slow(void *p)
 	}
 	if (UNLIKELY(mstat_pool_has(p)))
 		return; /* no live sampled block: refused */
-	if (UNLIKELY(state_now() != MSTAT_NEXT_HEADER) || UNLIKELY(p == NULL) ||
+	if (UNLIKELY(mstat_next_state() != MSTAT_NEXT_HEADER) || UNLIKELY(p == NULL) ||
 	    UNLIKELY(in_arena(p))) {
 		free_other(p);
 		return;
 	}
 	if (!mstat_section_open_slow(&sec)) {
-		size = glibc_usable(p); /* not a sampled block: see above */
+		size = mstat_glibc_usable(p); /* not a sampled block: see above */
 		mstat_count_unslotted(MSTAT_OP_FREE, size, 0, 0);
 		mstat_next.free(p);
 		return;
@@ -998,7 +793,7 @@ calloc_slow(size_t n, size_t size, size_t total, bool due, const void *caller)
 	if (UNLIKELY(mstat_own_work()) && (p = own_alloc(total, true)))
 		return p;
 	bool sample = due && mstat_profile_begin(total);
-	if (UNLIKELY(!ready())) {
+	if (UNLIKELY(!mstat_next_ready())) {
 		if (sample)
 			mstat_profile_cancel();
 		return arena_alloc(total, ARENA_ALIGN); /* zeroed: never reused */
@@ -1047,7 +842,7 @@ count_realloc(const struct mstat_section *sec, bool open, unsigned old_class,
 
 	if (p || n == 0) { /* glibc: realloc(p, 0) frees p, gives NULL */
 		enum mstat_op op = p ? MSTAT_OP_REALLOC : MSTAT_OP_FREE;
-		unsigned c = p ? glibc_class(p, &size) : 0;
+		unsigned c = p ? mstat_glibc_class(p, &size) : 0;
 		if (LIKELY(open))
 			mstat_section_count_classes(sec, op, old_class, old_size, c,
 						    size, n);
@@ -1069,7 +864,7 @@ realloc_header(const struct mstat_section *sec, bool open, void *old, size_t n)
 	 * free old; should the realloc fail, the block stays live,
 	 * unsampled, and its site shows it freed.  It was counted with its
 	 * own size: a moved one never comes here (realloc_sampled()). */
-	unsigned old_class = glibc_class(old, &old_size);
+	unsigned old_class = mstat_glibc_class(old, &old_size);
 
 	(void)leaving(old, old_size);
 	void *p = mstat_next.realloc(old, n);
@@ -1114,7 +909,7 @@ realloc_sampled(void *old, size_t n, bool sample, const void *caller)
 		errno = EINVAL;
 		return NULL;
 	}
-	if (!owned || (header_sizes() && old_size == glibc_usable(old))) {
+	if (!owned || (mstat_next_header() && old_size == mstat_glibc_usable(old))) {
 		p = realloc_plain(old, n);
 		return sample ? sampled(p, n, 0, n, false, caller) : p;
 	}
@@ -1123,12 +918,12 @@ realloc_sampled(void *old, size_t n, bool sample, const void *caller)
 		return NULL;
 	}
 	copy = old_size; /* what malloc_usable_size() said of it */
-	if (LIKELY(header_sizes())) {
+	if (LIKELY(mstat_next_header())) {
 		struct mstat_section sec;
 		bool open = mstat_section_open(&sec);
 		p = mstat_next.malloc(n);
 		if (p) {
-			unsigned c = glibc_class(p, &size);
+			unsigned c = mstat_glibc_class(p, &size);
 			memcpy(p, old, n < copy ? n : copy);
 			(void)mstat_profile_freed(old, &old_size);
 			release_block(old);
@@ -1165,7 +960,7 @@ arena_realloc(void *old, size_t n)
 		mstat_count(MSTAT_OP_FREE, old_size, 0, 0);
 		return NULL;
 	}
-	p = ready() ? mstat_next.malloc(n) : arena_alloc(n, ARENA_ALIGN);
+	p = mstat_next_ready() ? mstat_next.malloc(n) : arena_alloc(n, ARENA_ALIGN);
 	if (!p)
 		return NULL;
 	memcpy(p, old, n < old_size ? n : old_size);
@@ -1200,7 +995,7 @@ realloc_chunk_rest(struct mstat_shm_slot *slot, unsigned g, size_t old_header,
 }
 
 /* In open section `sec`, with glibc's header: the realloc of `old`, a
- * small chunk (glibc_chunk(), its header word `old_header`, read while it
+ * small chunk (mstat_glibc_chunk(), its header word `old_header`, read while it
  * is live; never a sampled block, see SAMPLE_IN_PLACE), counted; the
  * section closed. */
 static inline __attribute__((always_inline)) void *
@@ -1210,7 +1005,7 @@ realloc_chunk(const struct mstat_section *sec, void *old, size_t old_header,
 	void *p = mstat_next.realloc(old, n);
 	size_t h;
 
-	if (LIKELY(p != NULL) && LIKELY(glibc_chunk(p, &h))) {
+	if (LIKELY(p != NULL) && LIKELY(mstat_glibc_chunk(p, &h))) {
 		mstat_wsection_chunk(sec->slot, sec->g, old_header, MSTAT_CHUNK_FREES);
 		mstat_wsection_chunk(sec->slot, sec->g, h, MSTAT_CHUNK_ALLOCS);
 		mstat_wsection_requested(sec->slot, sec->g, n);
@@ -1255,7 +1050,7 @@ realloc(void *old, size_t n)
 						     : realloc_plain(old, n);
 	sec.slot = slot;
 	size_t h;
-	if (LIKELY(glibc_chunk(old, &h)))
+	if (LIKELY(mstat_glibc_chunk(old, &h)))
 		return realloc_chunk(&sec, old, h, n);
 	return realloc_header_other(slot, sec.g, old, n);
 }
@@ -1273,13 +1068,13 @@ realloc_plain(void *old, size_t n)
 	if (UNLIKELY(mstat_own_work()) && (p = realloc_to_own(old, n)))
 		return p;
 	/* The old block is live and this thread's until mstat_next.realloc(). */
-	if (LIKELY(header_sizes())) {
+	if (LIKELY(mstat_next_header())) {
 		bool open = mstat_section_open(&sec);
 		return realloc_header(&sec, open, old, n);
 	}
 	bool unsized_old = unsized_any() && unsized_forget(old, &old_size);
 	if (!unsized_old)
-		old_size = usable(old);
+		old_size = mstat_next_usable(old);
 	p = mstat_next.realloc(old, n);
 	if (LIKELY(p != NULL))
 		mstat_count(MSTAT_OP_REALLOC, old_size, new_size(p, n), n);
@@ -1314,7 +1109,7 @@ posix_memalign(void **out, size_t align, size_t n)
 		*out = p;
 		return 0;
 	}
-	if (UNLIKELY(!ready())) {
+	if (UNLIKELY(!mstat_next_ready())) {
 		if (align == 0 || (align & (align - 1)) || align % sizeof(void *))
 			return EINVAL;
 		p = arena_alloc(n, align);
@@ -1325,13 +1120,13 @@ posix_memalign(void **out, size_t align, size_t n)
 	}
 	bool sample = UNLIKELY(mstat_sample_due(n)) && mstat_profile_begin(n);
 	struct mstat_section sec;
-	if (LIKELY(header_sizes())) {
+	if (LIKELY(mstat_next_header())) {
 		bool open = mstat_section_open(&sec);
 		rc = mstat_next.posix_memalign(&p, align, n);
 		if (rc == 0 && open)
 			count_header_alloc(&sec, p, n);
 		else if (rc == 0)
-			mstat_count_unslotted(MSTAT_OP_ALLOC, 0, glibc_usable(p), n);
+			mstat_count_unslotted(MSTAT_OP_ALLOC, 0, mstat_glibc_usable(p), n);
 		if (open)
 			mstat_section_close(&sec);
 	} else {
@@ -1355,7 +1150,7 @@ aligned_alloc(size_t align, size_t n)
 	if (UNLIKELY(mstat_own_work()) && align <= 16 && !(align & (align - 1)) &&
 	    (p = own_alloc(n, false)))
 		return p;
-	if (UNLIKELY(!ready()))
+	if (UNLIKELY(!mstat_next_ready()))
 		return align & (align - 1) ? NULL : arena_alloc(n, align);
 	bool sample = UNLIKELY(mstat_sample_due(n)) && mstat_profile_begin(n);
 	ALLOCATE(p, mstat_next.aligned_alloc(align, n), n);
@@ -1371,7 +1166,7 @@ memalign(size_t align, size_t n)
 	if (UNLIKELY(mstat_own_work()) && align <= 16 && !(align & (align - 1)) &&
 	    (p = own_alloc(n, false)))
 		return p;
-	if (UNLIKELY(!ready()))
+	if (UNLIKELY(!mstat_next_ready()))
 		return align & (align - 1) ? NULL : arena_alloc(n, align);
 	bool sample = UNLIKELY(mstat_sample_due(n)) && mstat_profile_begin(n);
 	ALLOCATE(p, mstat_next.memalign(align, n), n);
@@ -1398,7 +1193,7 @@ page_size(void)
 MSTAT_EXPORT void *
 valloc(size_t n)
 {
-	if (UNLIKELY(!ready()))
+	if (UNLIKELY(!mstat_next_ready()))
 		return arena_alloc(n, 4096);
 	void *p;
 	ALLOCATE(p, mstat_next.memalign(page_size(), n), n);
@@ -1411,7 +1206,7 @@ pvalloc(size_t n)
 {
 	size_t rounded;
 
-	if (UNLIKELY(!ready()))
+	if (UNLIKELY(!mstat_next_ready()))
 		return arena_alloc(n, 4096);
 	size_t page = page_size();
 	if (__builtin_add_overflow(n, page - 1, &rounded)) {
@@ -1438,7 +1233,7 @@ malloc_usable_size(void *p)
 		return size;
 	if (mstat_pool_has(p)) /* the library's own; else no live sampled block */
 		return mstat_pool_own(p) ? mstat_pool_usable(p) : 0;
-	return ready() ? mstat_next.usable(p) : 0;
+	return mstat_next_ready() ? mstat_next.usable(p) : 0;
 }
 
 /* ---- C++ operator new and delete ---- */
@@ -1531,10 +1326,10 @@ cxx_resolve(struct cxx_next *n, const char *sym)
 {
 	void *fn;
 
-	if (!ready() || !(fn = dlsym(RTLD_NEXT, sym)))
+	if (!mstat_next_ready() || !(fn = dlsym(RTLD_NEXT, sym)))
 		return NULL;
-	const struct link_map *obj = object_of(fn);
-	int how = obj && obj == object_of(*(void **)&mstat_next.malloc) ? CXX_COUNT
+	const struct link_map *obj = mstat_object_of(fn);
+	int how = obj && obj == mstat_object_of(*(void **)&mstat_next.malloc) ? CXX_COUNT
 		  : is_libstdcxx(obj)				 ? CXX_MALLOC
 								 : CXX_FORWARD;
 	atomic_store_explicit(&n->how, how, memory_order_relaxed);
@@ -1647,7 +1442,7 @@ cxx_skips(struct cxx_next *n)
 		size_t size;                                                 \
 		bool uns = unsized_any() && unsized_find(p, &size);          \
 		if (!uns)                                                    \
-			size = usable(p);                                    \
+			size = mstat_next_usable(p);                                    \
 		struct cxx_mark m = cxx_mark();                              \
 		f args;                                                      \
 		if (!cxx_counted_inside(nx, m)) {                            \

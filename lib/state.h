@@ -25,6 +25,11 @@
 #include "segment.h"
 
 #define MSTAT_HIDDEN __attribute__((visibility("hidden")))
+/* What the library exports besides its API (libmstatshm.map): the malloc
+ * family, the C++ operators, _exit and _Exit, unversioned. */
+#define MSTAT_EXPORT __attribute__((visibility("default")))
+#define LIKELY(x) __builtin_expect(!!(x), 1)
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 /*
  * For the few words every process writes as it starts: in .data, on the
