@@ -55,6 +55,7 @@
 #include <unistd.h>
 
 #include "next.h"
+#include "unsized.h"
 #include "pool.h"
 #include "profile.h"
 #include "status.h"
@@ -178,146 +179,6 @@ may_be_sampled(const void *p)
 	return mstat_pool_has(p) || (sample_place(p) && mstat_sample_maybe(p));
 }
 
-/* ---- blocks the next allocator cannot size yet ---- */
-
-/*
- * tcmalloc's malloc_usable_size() returns 0 until its own initializer has
- * run, yet its malloc works before that (a constructor that runs earlier,
- * a program's .preinit_array).  The same block would then be counted with
- * 0 bytes when made and its real size when freed, and live bytes would
- * never return to 0.  Such a block is counted with its requested size and
- * remembered here, and its free is counted with the same size.  The table
- * is consulted only while it holds something.  If it is full, the block is
- * counted with 0 bytes, unremembered.
- */
-#define UNSIZED_MAX 1024u           /* a power of two */
-#define UNSIZED_GONE ((void *)1)    /* a forgotten entry */
-
-/*
- * Open addressing from a hash of the pointer, probing linearly.  An entry
- * goes NULL -> block -> GONE -> another block ...; it never becomes NULL
- * again, so a lookup may stop at the first NULL: a block is never stored
- * past one.  The table stays consulted while one block is remembered (a
- * block tcmalloc made before its initializer, kept for good, is usual), so
- * a lookup for a block that is not in it must cost one load, not a scan.
- */
-static struct {
-	_Atomic(void *) p;
-	size_t size;
-} unsized[UNSIZED_MAX];
-
-static inline unsigned
-unsized_hash(const void *p)
-{
-	return (unsigned)((((uintptr_t)p >> 4) * UINT64_C(0x9e3779b97f4a7c15)) >> 54) &
-	       (UNSIZED_MAX - 1);
-}
-
-static size_t
-unsized_note(void *p, size_t requested)
-{
-	unsigned h = unsized_hash(p);
-
-	for (unsigned i = 0; i < UNSIZED_MAX; i++) {
-		unsigned k = (h + i) & (UNSIZED_MAX - 1);
-		void *cur = atomic_load_explicit(&unsized[k].p, memory_order_relaxed);
-		/* The CAS acquires: pairs with the release in unsized_forget(),
-		 * so the entry's old size was read before it is reused. */
-		if ((cur != NULL && cur != UNSIZED_GONE) ||
-		    !atomic_compare_exchange_strong_explicit(
-			    &unsized[k].p, &cur, p, memory_order_acquire,
-			    memory_order_relaxed))
-			continue;
-		unsized[k].size = requested;
-		/* Relaxed: the block reaches a freeing thread only through the
-		 * program's own synchronisation, which orders this too. */
-		atomic_fetch_add_explicit(&mstat_next.unsized_live, 1, memory_order_relaxed);
-		return requested;
-	}
-	return 0;
-}
-
-/* The entry holding p, or -1. */
-static int
-unsized_slot(const void *p)
-{
-	unsigned h = unsized_hash(p);
-
-	for (unsigned i = 0; i < UNSIZED_MAX; i++) {
-		unsigned k = (h + i) & (UNSIZED_MAX - 1);
-		void *cur = atomic_load_explicit(&unsized[k].p, memory_order_relaxed);
-		if (cur == p)
-			return (int)k;
-		if (cur == NULL)
-			break;
-	}
-	return -1;
-}
-
-/* If p is remembered: the size it was counted with. */
-static bool
-unsized_find(void *p, size_t *size)
-{
-	int k = unsized_slot(p);
-
-	if (k < 0)
-		return false;
-	*size = unsized[k].size;
-	return true;
-}
-
-/* If p was remembered: forgets it and gives the size it was counted with. */
-static bool
-unsized_forget(void *p, size_t *size)
-{
-	int k = unsized_slot(p);
-
-	if (k < 0)
-		return false;
-	*size = unsized[k].size;
-	/* Release: the size is read before the entry is reused; pairs with the
-	 * acquire CAS in unsized_note(). */
-	atomic_store_explicit(&unsized[k].p, UNSIZED_GONE, memory_order_release);
-	atomic_fetch_sub_explicit(&mstat_next.unsized_live, 1, memory_order_relaxed);
-	return true;
-}
-
-static inline bool
-unsized_any(void)
-{
-	return UNLIKELY(atomic_load_explicit(&mstat_next.unsized_live,
-					     memory_order_relaxed) != 0);
-}
-
-/* The size to count a live block with, at its free.  With glibc's header
- * no block is ever unsized (its usable size is never 0). */
-static inline size_t
-freed_size(void *p)
-{
-	size_t size;
-
-	if (mstat_next_header())
-		return mstat_glibc_usable(p);
-	if (unsized_any() && unsized_forget(p, &size))
-		return size;
-	return mstat_next_ask(p);
-}
-
-/* The size to count a new block with. */
-static inline size_t
-new_size(void *p, size_t requested)
-{
-	size_t u;
-
-	if (mstat_next_header())
-		return mstat_glibc_usable(p);
-	if (UNLIKELY(mstat_thread.sizing))
-		u = 0; /* made inside the next malloc_usable_size() */
-	else
-		u = mstat_next_ask(p);
-	return u != 0 ? u : unsized_note(p, requested);
-}
-
 /* ---- the family ---- */
 
 /* Into an open section, with glibc's header: the allocation of `p`, if
@@ -349,7 +210,7 @@ static inline __attribute__((always_inline)) void *
 counted(void *p, size_t requested)
 {
 	if (LIKELY(p != NULL))
-		mstat_count(MSTAT_OP_ALLOC, 0, new_size(p, requested), requested);
+		mstat_count(MSTAT_OP_ALLOC, 0, mstat_new_size(p, requested), requested);
 	return p;
 }
 
@@ -488,7 +349,7 @@ counted_size(void *q, size_t *size)
 		*size = mstat_glibc_usable(q);
 		return true;
 	}
-	if (mstat_thread.sizing || (unsized_any() && unsized_find(q, size)))
+	if (mstat_thread.sizing || (mstat_unsized_any() && mstat_unsized_find(q, size)))
 		return false;
 	*size = mstat_next_ask(q);
 	return *size != 0;
@@ -666,7 +527,7 @@ free_other(void *p)
 	}
 	/* A block not from the arena came from the next allocator, which is
 	 * therefore known. */
-	mstat_count(MSTAT_OP_FREE, freed_size(p), 0, 0);
+	mstat_count(MSTAT_OP_FREE, mstat_freed_size(p), 0, 0);
 	mstat_next.free(p);
 }
 
@@ -939,7 +800,7 @@ realloc_sampled(void *old, size_t n, bool sample, const void *caller)
 	} else {
 		p = mstat_next.malloc(n);
 		if (p) {
-			size = new_size(p, n);
+			size = mstat_new_size(p, n);
 			memcpy(p, old, n < copy ? n : copy);
 			(void)mstat_profile_freed(old, &old_size);
 			mstat_next.free(old);
@@ -965,7 +826,7 @@ arena_realloc(void *old, size_t n)
 		return NULL;
 	memcpy(p, old, n < old_size ? n : old_size);
 	if (!in_arena(p)) /* an arena block counted itself */
-		mstat_count(MSTAT_OP_REALLOC, old_size, new_size(p, n), n);
+		mstat_count(MSTAT_OP_REALLOC, old_size, mstat_new_size(p, n), n);
 	else
 		mstat_count(MSTAT_OP_FREE, old_size, 0, 0);
 	return p;
@@ -1072,16 +933,16 @@ realloc_plain(void *old, size_t n)
 		bool open = mstat_section_open(&sec);
 		return realloc_header(&sec, open, old, n);
 	}
-	bool unsized_old = unsized_any() && unsized_forget(old, &old_size);
+	bool unsized_old = mstat_unsized_any() && mstat_unsized_forget(old, &old_size);
 	if (!unsized_old)
 		old_size = mstat_next_usable(old);
 	p = mstat_next.realloc(old, n);
 	if (LIKELY(p != NULL))
-		mstat_count(MSTAT_OP_REALLOC, old_size, new_size(p, n), n);
+		mstat_count(MSTAT_OP_REALLOC, old_size, mstat_new_size(p, n), n);
 	else if (n == 0)
 		mstat_count(MSTAT_OP_FREE, old_size, 0, 0);
 	else if (unsized_old) /* failed: old is still live, as it was */
-		unsized_note(old, old_size);
+		mstat_unsized_note(old, old_size);
 	return p;
 }
 
@@ -1395,7 +1256,7 @@ cxx_skips(struct cxx_next *n)
 		void *p = f args; /* may throw: nothing begun yet */         \
 		if (!p || cxx_counted_inside(nx, m))                         \
 			return p; /* our malloc counted, and sampled */      \
-		mstat_count(MSTAT_OP_ALLOC, 0, new_size(p, n), n);           \
+		mstat_count(MSTAT_OP_ALLOC, 0, mstat_new_size(p, n), n);           \
 		if (UNLIKELY(mstat_sample_due(n)) && mstat_profile_begin(n)) \
 			p = sampled(p, n, align, 0, false, caller);          \
 		return p;                                                    \
@@ -1440,14 +1301,14 @@ cxx_skips(struct cxx_next *n)
 		/* Sized while p is live; counted once the call shows        \
 		 * whether free() already did. */                            \
 		size_t size;                                                 \
-		bool uns = unsized_any() && unsized_find(p, &size);          \
+		bool uns = mstat_unsized_any() && mstat_unsized_find(p, &size);          \
 		if (!uns)                                                    \
 			size = mstat_next_usable(p);                                    \
 		struct cxx_mark m = cxx_mark();                              \
 		f args;                                                      \
 		if (!cxx_counted_inside(nx, m)) {                            \
 			if (uns)                                             \
-				unsized_forget(p, &size);                    \
+				mstat_unsized_forget(p, &size);                    \
 			mstat_count(MSTAT_OP_FREE, size, 0, 0);              \
 		}                                                            \
 	}                                                                    \

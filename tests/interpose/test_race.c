@@ -127,12 +127,12 @@ unsized_churn(void *arg)
 	for (uintptr_t i = 1; i <= 20000; i++) {
 		void *p = (void *)((t << 40) | (i << 4));
 		size_t size;
-		assert_int_equal(unsized_note(p, i), i);
-		assert_true(unsized_find(p, &size));
+		assert_int_equal(mstat_unsized_note(p, i), i);
+		assert_true(mstat_unsized_find(p, &size));
 		assert_int_equal(size, i);
-		assert_true(unsized_forget(p, &size));
+		assert_true(mstat_unsized_forget(p, &size));
 		assert_int_equal(size, i);
-		assert_false(unsized_find(p, &size));
+		assert_false(mstat_unsized_find(p, &size));
 	}
 	return NULL;
 }
