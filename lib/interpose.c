@@ -54,71 +54,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "arena.h"
 #include "next.h"
 #include "unsized.h"
 #include "pool.h"
 #include "profile.h"
 #include "status.h"
 #include "writer.h"
-
-/* ---- the bootstrap arena ---- */
-
-/*
- * Allocations made while the next allocator is not known yet: dlsym's own
- * calloc, and any thread that allocates while another one resolves.  Each
- * block has its usable size in the word before it; blocks are never reused
- * (a free is counted, the memory stays).  Lock-free: a bump pointer.
- */
-#define ARENA_SIZE (64u * 1024u)
-#define ARENA_ALIGN 16u
-
-static alignas(4096) unsigned char arena[ARENA_SIZE];
-static _Atomic size_t arena_used;
-
-static inline bool
-in_arena(const void *p)
-{
-	return (uintptr_t)p - (uintptr_t)arena < ARENA_SIZE;
-}
-
-/* An arena block's header word is its size, marked as the library's own
- * (MSTAT_OWN_MARK): free()'s inline path need not test for the arena;
- * the path it leaves to does. */
-static inline size_t
-arena_usable(const void *p)
-{
-	return mstat_header_word(p) & ~MSTAT_OWN_MARK;
-}
-
-/* A zeroed block of `n` bytes aligned to `align` (a power of two), or NULL
- * with errno ENOMEM when the arena is used up. */
-static MSTAT_START_TEXT void *
-arena_alloc(size_t n, size_t align)
-{
-	size_t used = atomic_load_explicit(&arena_used, memory_order_relaxed);
-	size_t start, size;
-
-	if (align < ARENA_ALIGN)
-		align = ARENA_ALIGN;
-	if (n > ARENA_SIZE || align > ARENA_SIZE / 4)
-		goto full;
-	size = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
-	do {
-		start = (used + sizeof(size_t) + align - 1) & ~(align - 1);
-		if (start + size > ARENA_SIZE)
-			goto full;
-		/* Relaxed: a block is used only by the thread that took it. */
-	} while (!atomic_compare_exchange_weak_explicit(
-		&arena_used, &used, start + size, memory_order_relaxed,
-		memory_order_relaxed));
-	((size_t *)(arena + start))[-1] = size | MSTAT_OWN_MARK;
-	void *p = arena + start;
-	mstat_count(MSTAT_OP_ALLOC, 0, size, n);
-	return p;
-full:
-	errno = ENOMEM;
-	return NULL;
-}
 
 /* malloc, free, calloc and realloc each start a cache line: their fast
  * paths (two or three lines) then do not move with whatever code comes
@@ -374,7 +316,7 @@ sampled(void *q, size_t n, size_t align, size_t copy, bool zero,
 	void *p = q;
 
 	/* A pool block here is an own one (own_alloc()): not the program's. */
-	if (!q || in_arena(q) || mstat_pool_has(q) || !counted_size(q, &size) ||
+	if (!q || mstat_arena_has(q) || mstat_pool_has(q) || !counted_size(q, &size) ||
 	    (!sample_place(q) && !(p = sample_block(size, align)))) {
 		mstat_profile_cancel();
 		return q;
@@ -434,7 +376,7 @@ static MSTAT_START_TEXT __attribute__((noinline)) void *
 malloc_other(size_t n)
 {
 	if (UNLIKELY(!mstat_next_ready()))
-		return arena_alloc(n, ARENA_ALIGN);
+		return mstat_arena_alloc(n, MSTAT_ARENA_ALIGN);
 	return counted(mstat_next.malloc(n), n);
 }
 
@@ -521,8 +463,8 @@ free_other(void *p)
 {
 	if (UNLIKELY(p == NULL))
 		return;
-	if (UNLIKELY(in_arena(p))) {
-		mstat_count(MSTAT_OP_FREE, arena_usable(p), 0, 0);
+	if (UNLIKELY(mstat_arena_has(p))) {
+		mstat_count(MSTAT_OP_FREE, mstat_arena_usable(p), 0, 0);
 		return;
 	}
 	/* A block not from the arena came from the next allocator, which is
@@ -540,8 +482,8 @@ free_header_large(struct mstat_shm_slot *slot, unsigned g, void *p)
 	struct mstat_section sec = { slot, g };
 	size_t u;
 
-	if (UNLIKELY(in_arena(p))) {
-		u = arena_usable(p);
+	if (UNLIKELY(mstat_arena_has(p))) {
+		u = mstat_arena_usable(p);
 		mstat_section_count_classes(&sec, MSTAT_OP_FREE, mstat_size_class(u),
 					    u, 0, 0, 0);
 		mstat_section_close(&sec);
@@ -598,7 +540,7 @@ free_slow(void *p)
 		mstat_pool_free(p);
 		return;
 	}
-	if (p != NULL && !in_arena(p) && may_be_sampled(p) &&
+	if (p != NULL && !mstat_arena_has(p) && may_be_sampled(p) &&
 	    mstat_profile_freed(p, &size)) {
 		free_sampled(p, size);
 		return;
@@ -606,7 +548,7 @@ free_slow(void *p)
 	if (UNLIKELY(mstat_pool_has(p)))
 		return; /* no live sampled block: refused */
 	if (UNLIKELY(mstat_next_state() != MSTAT_NEXT_HEADER) || UNLIKELY(p == NULL) ||
-	    UNLIKELY(in_arena(p))) {
+	    UNLIKELY(mstat_arena_has(p))) {
 		free_other(p);
 		return;
 	}
@@ -657,7 +599,7 @@ calloc_slow(size_t n, size_t size, size_t total, bool due, const void *caller)
 	if (UNLIKELY(!mstat_next_ready())) {
 		if (sample)
 			mstat_profile_cancel();
-		return arena_alloc(total, ARENA_ALIGN); /* zeroed: never reused */
+		return mstat_arena_alloc(total, MSTAT_ARENA_ALIGN); /* zeroed: never reused */
 	}
 	ALLOCATE(p, mstat_next.calloc(n, size), total);
 	return UNLIKELY(sample) ? sampled(p, total, 0, 0, true, caller) : p;
@@ -810,28 +752,6 @@ realloc_sampled(void *old, size_t n, bool sample, const void *caller)
 	return sample ? sampled(p, n, 0, n, false, caller) : p;
 }
 
-/* realloc of an arena block: the next allocator gets a copy. */
-static void *
-arena_realloc(void *old, size_t n)
-{
-	size_t old_size = arena_usable(old);
-	void *p;
-
-	if (n == 0) {
-		mstat_count(MSTAT_OP_FREE, old_size, 0, 0);
-		return NULL;
-	}
-	p = mstat_next_ready() ? mstat_next.malloc(n) : arena_alloc(n, ARENA_ALIGN);
-	if (!p)
-		return NULL;
-	memcpy(p, old, n < old_size ? n : old_size);
-	if (!in_arena(p)) /* an arena block counted itself */
-		mstat_count(MSTAT_OP_REALLOC, old_size, mstat_new_size(p, n), n);
-	else
-		mstat_count(MSTAT_OP_FREE, old_size, 0, 0);
-	return p;
-}
-
 /* realloc(NULL, n), out of line: malloc's inline path, not a second
  * copy of it among realloc's. */
 static __attribute__((noinline)) void *
@@ -896,8 +816,8 @@ realloc(void *old, size_t n)
 {
 	if (old == NULL)
 		return realloc_null(n, __builtin_return_address(0));
-	if (UNLIKELY(in_arena(old)))
-		return arena_realloc(old, n);
+	if (UNLIKELY(mstat_arena_has(old)))
+		return mstat_arena_realloc(old, n);
 	if (UNLIKELY(mstat_sample_due(n)) && n != 0)
 		return realloc_sampled(old, n, mstat_profile_begin(n),
 				       __builtin_return_address(0));
@@ -973,7 +893,7 @@ posix_memalign(void **out, size_t align, size_t n)
 	if (UNLIKELY(!mstat_next_ready())) {
 		if (align == 0 || (align & (align - 1)) || align % sizeof(void *))
 			return EINVAL;
-		p = arena_alloc(n, align);
+		p = mstat_arena_alloc(n, align);
 		if (!p)
 			return ENOMEM;
 		*out = p;
@@ -1012,7 +932,7 @@ aligned_alloc(size_t align, size_t n)
 	    (p = own_alloc(n, false)))
 		return p;
 	if (UNLIKELY(!mstat_next_ready()))
-		return align & (align - 1) ? NULL : arena_alloc(n, align);
+		return align & (align - 1) ? NULL : mstat_arena_alloc(n, align);
 	bool sample = UNLIKELY(mstat_sample_due(n)) && mstat_profile_begin(n);
 	ALLOCATE(p, mstat_next.aligned_alloc(align, n), n);
 	return UNLIKELY(sample) ? sampled(p, n, align, 0, false,
@@ -1028,7 +948,7 @@ memalign(size_t align, size_t n)
 	    (p = own_alloc(n, false)))
 		return p;
 	if (UNLIKELY(!mstat_next_ready()))
-		return align & (align - 1) ? NULL : arena_alloc(n, align);
+		return align & (align - 1) ? NULL : mstat_arena_alloc(n, align);
 	bool sample = UNLIKELY(mstat_sample_due(n)) && mstat_profile_begin(n);
 	ALLOCATE(p, mstat_next.memalign(align, n), n);
 	return UNLIKELY(sample) ? sampled(p, n, align, 0, false,
@@ -1055,7 +975,7 @@ MSTAT_EXPORT void *
 valloc(size_t n)
 {
 	if (UNLIKELY(!mstat_next_ready()))
-		return arena_alloc(n, 4096);
+		return mstat_arena_alloc(n, 4096);
 	void *p;
 	ALLOCATE(p, mstat_next.memalign(page_size(), n), n);
 	return p;
@@ -1068,7 +988,7 @@ pvalloc(size_t n)
 	size_t rounded;
 
 	if (UNLIKELY(!mstat_next_ready()))
-		return arena_alloc(n, 4096);
+		return mstat_arena_alloc(n, 4096);
 	size_t page = page_size();
 	if (__builtin_add_overflow(n, page - 1, &rounded)) {
 		errno = ENOMEM;
@@ -1085,8 +1005,8 @@ malloc_usable_size(void *p)
 {
 	if (p == NULL)
 		return 0;
-	if (in_arena(p))
-		return arena_usable(p);
+	if (mstat_arena_has(p))
+		return mstat_arena_usable(p);
 	/* A sampled block: the plain block's size, as it was counted (it
 	 * holds at least that). */
 	size_t size;
@@ -1283,7 +1203,7 @@ cxx_skips(struct cxx_next *n)
 		int how;                                                     \
 		void (*f) params;                                            \
 		*(void **)&f = cxx_next(nx, sym, &how);                      \
-		if (UNLIKELY(!f || in_arena(p)) || how == CXX_MALLOC) {      \
+		if (UNLIKELY(!f || mstat_arena_has(p)) || how == CXX_MALLOC) {      \
 			free(p); /* new fell back, or libstdc++'s */         \
 			return;                                              \
 		}                                                            \

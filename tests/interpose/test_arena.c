@@ -55,7 +55,7 @@ test_arena_while_resolving(void **state)
 	assert_int_equal(rc, 0);
 	void *all[] = { a, b, c, d, e, f };
 	for (int i = 0; i < 6; i++) {
-		assert_true(in_arena(all[i]));
+		assert_true(mstat_arena_has(all[i]));
 		assert_int_equal((uintptr_t)all[i] % 16, 0);
 	}
 	assert_int_equal((uintptr_t)c % 256, 0);
@@ -77,7 +77,7 @@ test_arena_while_resolving(void **state)
 	size_t old = malloc_usable_size(a);
 	unsigned char *g = realloc(a, 5000);
 	assert_non_null(g);
-	assert_false(in_arena(g));
+	assert_false(mstat_arena_has(g));
 	for (int i = 0; i < 100; i++)
 		assert_int_equal(g[i], 7);
 	truth_free(&t, old);
@@ -104,7 +104,7 @@ test_arena_full(void **state)
 	(void)state;
 	window_open(MSTAT_NEXT_RESOLVING);
 	errno = 0;
-	void *p = malloc(ARENA_SIZE);
+	void *p = malloc(MSTAT_ARENA_SIZE);
 	int e = errno;
 	void *q = malloc(16); /* small ones still fit */
 	window_close(ready_state);

@@ -116,7 +116,7 @@ test_arena_race(void **state)
 	window_close(ready_state);
 	for (int t = 0; t < THREADS; t++)
 		for (int i = 0; i < BLOCKS; i++)
-			assert_true(in_arena(blocks[t][i]));
+			assert_true(mstat_arena_has(blocks[t][i]));
 }
 
 static void *
