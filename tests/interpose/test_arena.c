@@ -5,22 +5,28 @@
  * While the next allocator is being resolved (dlsym may call calloc, and
  * another thread may allocate meanwhile), allocations come from a static
  * arena.  That window is too short to hit from outside, so this program
- * compiles lib/interpose.c in and opens the window itself: it sets the
+ * links the library's archive and opens the window itself: it sets the
  * resolution state, allocates, and closes it again.  The arena's blocks
  * must be counted like any other, be aligned and zeroed, be recognised by
  * free, realloc and malloc_usable_size, and move to the next allocator on
  * realloc.  A full arena fails with ENOMEM rather than crashing.
  */
-#include "interpose.c"
-
+#include <errno.h>
+#include <malloc.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
+#include "arena.h"
 #include "truth.h"
 #include "window.h"
+#include "writer.h"
 
 static struct truth t;
 static struct mstat_snapshot s0, s1;

@@ -4,38 +4,33 @@
  * form the sanitizers can watch.
  *
  * ASan and TSan replace malloc themselves, so the interposer cannot run
- * in front of them.  This program compiles lib/interpose.c in with its
- * functions renamed (mstat_t_malloc, ...): the process's real malloc is
- * the sanitizer's (or glibc's), and the renamed functions forward to it
- * through RTLD_NEXT like the real interposer.  Threads then race on:
+ * in front of them.  This program is built from the library's sources
+ * with the malloc family renamed (mstat_t_malloc, ...: meson.build): the
+ * process's real malloc is the sanitizer's (or glibc's), and the renamed
+ * functions forward to it through RTLD_NEXT like the real interposer.
+ * Threads then race on:
  *   - resolving the next allocator (one thread resolves, the others are
  *     served by the arena, none waits);
  *   - the bootstrap arena's bump pointer (blocks never overlap);
  *   - the table of blocks the next allocator cannot size.
  * Every block is counted exactly, which the process's own snapshot shows.
  */
-#define malloc mstat_t_malloc
-#define free mstat_t_free
-#define calloc mstat_t_calloc
-#define realloc mstat_t_realloc
-#define reallocarray mstat_t_reallocarray
-#define posix_memalign mstat_t_posix_memalign
-#define aligned_alloc mstat_t_aligned_alloc
-#define memalign mstat_t_memalign
-#define valloc mstat_t_valloc
-#define pvalloc mstat_t_pvalloc
-#define malloc_usable_size mstat_t_malloc_usable_size
-#include "interpose.c"
-
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
+#include "arena.h"
 #include "truth.h"
+#include "unsized.h"
 #include "window.h"
+#include "writer.h"
 
 #define THREADS 4
 #define BLOCKS 60 /* all of them fit the arena twice */
