@@ -12,6 +12,7 @@
 
 #include "mstatshm.h"
 #include "name.h"
+#include "own.h"
 #include "reader.h"
 #include "shared.h"
 #include "start.h"

@@ -56,6 +56,7 @@
 
 #include "arena.h"
 #include "next.h"
+#include "own.h"
 #include "unsized.h"
 #include "pool.h"
 #include "profile.h"
@@ -182,71 +183,6 @@ counted(void *p, size_t requested)
 		}                                                            \
 	} while (0)
 
-/* ---- the library's own blocks ---- */
-
-/*
- * While this thread does the library's own work (writer.h,
- * mstat_own_begin()), what it allocates is a block of the pool's own
- * part, uncounted, as its free will be: a free tells it by its address,
- * whoever frees it, on any allocator.  NULL (too large, the pool full or
- * not mapped): the caller goes on as for any block, counted.
- */
-static __attribute__((noinline)) void *
-own_alloc(size_t n, bool zero)
-{
-	void *p = mstat_pool_own_alloc(n);
-
-	if (p && zero)
-		memset(p, 0, n);
-	return p;
-}
-
-/* Whether live block `p` is the library's own. */
-static inline bool
-own_block(const void *p)
-{
-	return mstat_pool_has(p) && mstat_pool_own(p);
-}
-
-/* realloc of own block `old`, by anyone (glibc growing a thread's TLS
- * vector it made in the library's work): it stays the library's, unless
- * the own part cannot hold it; then a block of the program's, counted as
- * allocated, as the old one never was. */
-static __attribute__((noinline)) void *
-own_realloc(void *old, size_t n)
-{
-	size_t have = mstat_pool_usable(old);
-	void *p;
-
-	if (n == 0) { /* as glibc's: frees, gives NULL */
-		mstat_pool_free(old);
-		return NULL;
-	}
-	if (n <= have)
-		return old;
-	if (!(p = mstat_pool_own_alloc(n)) && !(p = malloc(n)))
-		return NULL;
-	memcpy(p, old, have);
-	mstat_pool_free(old);
-	return p;
-}
-
-/* realloc of `old`, a block of the program's, in the library's own
- * work: its free counted, and an own block in its place; NULL if none
- * can be had (the caller reallocates as for any block). */
-static __attribute__((noinline)) void *
-realloc_to_own(void *old, size_t n)
-{
-	void *p = n ? mstat_pool_own_alloc(n) : NULL;
-
-	if (!p)
-		return NULL;
-	size_t have = malloc_usable_size(old);
-	memcpy(p, old, have < n ? have : n);
-	free(old);
-	return p;
-}
-
 /* ---- sampled blocks (profile.h) ---- */
 
 /*
@@ -315,7 +251,7 @@ sampled(void *q, size_t n, size_t align, size_t copy, bool zero,
 	size_t size;
 	void *p = q;
 
-	/* A pool block here is an own one (own_alloc()): not the program's. */
+	/* A pool block here is an own one (mstat_own_alloc()): not the program's. */
 	if (!q || mstat_arena_has(q) || mstat_pool_has(q) || !counted_size(q, &size) ||
 	    (!sample_place(q) && !(p = sample_block(size, align)))) {
 		mstat_profile_cancel();
@@ -388,7 +324,7 @@ malloc_slow(size_t n)
 	struct mstat_section sec;
 	void *p;
 
-	if (UNLIKELY(mstat_own_work()) && (p = own_alloc(n, false)))
+	if (UNLIKELY(mstat_own_work()) && (p = mstat_own_alloc(n, false)))
 		return p;
 	if (UNLIKELY(mstat_next_state() != MSTAT_NEXT_HEADER))
 		return malloc_other(n);
@@ -536,7 +472,7 @@ free_slow(void *p)
 	struct mstat_section sec;
 	size_t size;
 
-	if (UNLIKELY(own_block(p))) { /* the library's: never counted */
+	if (UNLIKELY(mstat_own_block(p))) { /* the library's: never counted */
 		mstat_pool_free(p);
 		return;
 	}
@@ -593,7 +529,7 @@ calloc_slow(size_t n, size_t size, size_t total, bool due, const void *caller)
 {
 	void *p;
 
-	if (UNLIKELY(mstat_own_work()) && (p = own_alloc(total, true)))
+	if (UNLIKELY(mstat_own_work()) && (p = mstat_own_alloc(total, true)))
 		return p;
 	bool sample = due && mstat_profile_begin(total);
 	if (UNLIKELY(!mstat_next_ready())) {
@@ -693,12 +629,12 @@ realloc_sampled(void *old, size_t n, bool sample, const void *caller)
 	size_t old_size, size, copy;
 	void *p;
 
-	if (own_block(old)) {
+	if (mstat_own_block(old)) {
 		if (sample)
 			mstat_profile_cancel();
-		return own_realloc(old, n);
+		return mstat_own_realloc(old, n);
 	}
-	if (UNLIKELY(mstat_own_work()) && (p = realloc_to_own(old, n)) != NULL) {
+	if (UNLIKELY(mstat_own_work()) && (p = mstat_realloc_to_own(old, n)) != NULL) {
 		if (sample)
 			mstat_profile_cancel();
 		return p;
@@ -805,7 +741,7 @@ realloc_header_other(struct mstat_shm_slot *slot, unsigned g, void *old, size_t 
 
 	if (UNLIKELY(may_be_sampled(old))) {
 		mstat_section_close(&sec); /* it counted nothing */
-		return own_block(old) ? own_realloc(old, n)
+		return mstat_own_block(old) ? mstat_own_realloc(old, n)
 				      : realloc_sampled(old, n, false, NULL);
 	}
 	return realloc_header(&sec, true, old, n);
@@ -846,7 +782,7 @@ realloc_plain(void *old, size_t n)
 	size_t old_size;
 	void *p;
 
-	if (UNLIKELY(mstat_own_work()) && (p = realloc_to_own(old, n)))
+	if (UNLIKELY(mstat_own_work()) && (p = mstat_realloc_to_own(old, n)))
 		return p;
 	/* The old block is live and this thread's until mstat_next.realloc(). */
 	if (LIKELY(mstat_next_header())) {
@@ -886,7 +822,7 @@ posix_memalign(void **out, size_t align, size_t n)
 	int rc;
 
 	if (UNLIKELY(mstat_own_work()) && align <= 16 && !(align & (align - 1)) &&
-	    align % sizeof(void *) == 0 && (p = own_alloc(n, false))) {
+	    align % sizeof(void *) == 0 && (p = mstat_own_alloc(n, false))) {
 		*out = p;
 		return 0;
 	}
@@ -929,7 +865,7 @@ aligned_alloc(size_t align, size_t n)
 	void *p;
 
 	if (UNLIKELY(mstat_own_work()) && align <= 16 && !(align & (align - 1)) &&
-	    (p = own_alloc(n, false)))
+	    (p = mstat_own_alloc(n, false)))
 		return p;
 	if (UNLIKELY(!mstat_next_ready()))
 		return align & (align - 1) ? NULL : mstat_arena_alloc(n, align);
@@ -945,7 +881,7 @@ memalign(size_t align, size_t n)
 	void *p;
 
 	if (UNLIKELY(mstat_own_work()) && align <= 16 && !(align & (align - 1)) &&
-	    (p = own_alloc(n, false)))
+	    (p = mstat_own_alloc(n, false)))
 		return p;
 	if (UNLIKELY(!mstat_next_ready()))
 		return align & (align - 1) ? NULL : mstat_arena_alloc(n, align);

@@ -40,8 +40,8 @@
 
 /*
  * The library's own blocks: what glibc or libunwind allocate for the
- * library's sake (interpose.c, own_alloc()), in a part of the pool of
- * its own, classes of 32 B to 32 KiB.  A free tells them by address, on
+ * library's sake (own.h), in a part of the pool of its own, classes of
+ * 32 B to 32 KiB.  A free tells them by address, on
  * any allocator, and counts nothing; their header word is marked as the
  * sample pool's are, so that glibc's inline free path leaves them to the
  * out-of-line one.  Slots are reused: a thread's blocks go back as it

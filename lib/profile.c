@@ -22,6 +22,7 @@
  * instead of raising SIGBUS in malloc.  A process that samples a few
  * stacks holds a few pages of it.
  */
+#include "own.h"
 #include "profile.h"
 
 #include <dlfcn.h>

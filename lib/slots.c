@@ -6,6 +6,7 @@
  * `fast`, `slot`, `own`; `fast` cleared while it does the library's own
  * work).  See slots.h.
  */
+#include "own.h"
 #include "slots.h"
 
 #include <pthread.h>
@@ -43,23 +44,6 @@ mstat_slots_set(struct mstat_shm_slot *s)
 				!mstat_own_work()
 			? inline_slot
 			: NULL;
-}
-
-void
-mstat_own_begin(void)
-{
-	atomic_fetch_add_explicit(&mstat_thread.own_depth, 1, memory_order_relaxed);
-	/* A signal handler sees the depth before `fast` goes. */
-	atomic_signal_fence(memory_order_seq_cst);
-	mstat_thread.fast = NULL;
-}
-
-void
-mstat_own_end(void)
-{
-	atomic_signal_fence(memory_order_seq_cst);
-	if (atomic_fetch_sub_explicit(&mstat_thread.own_depth, 1, memory_order_relaxed) == 1)
-		mstat_slots_set(mstat_thread.own);
 }
 
 MSTAT_START_TEXT void

@@ -7,6 +7,7 @@
  * hooks other parts of the library act at (writer.h); the report to
  * mstat-run (shm/report.h).  See start.h.
  */
+#include "own.h"
 #include "start.h"
 
 #include <errno.h>

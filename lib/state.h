@@ -148,7 +148,7 @@ struct mstat_thread {
 	 * allocation draws its first countdown. */
 	int64_t sample_left;
 
-	/* The library's own work (writer.h, mstat_own_begin()): nests.
+	/* The library's own work (own.h): nests.
 	 * Relaxed: this thread's, and its signal handlers'. */
 	_Atomic unsigned own_depth;
 	unsigned char state;  /* enum mstat_thread_state (slots.c) */

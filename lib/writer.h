@@ -65,25 +65,6 @@ enum mstat_op {
 	MSTAT_OP_REALLOC, /* a free and an alloc in one section */
 };
 
-/*
- * The library's own work: while a thread does it (loads libunwind, takes
- * a stack, gives itself a slot, opens its reader of itself, registers its
- * handlers), what glibc and libunwind allocate for it is the library's,
- * not the program's, and neither that allocation nor its free, whenever
- * and by whomever, is counted (interpose.c, own_alloc()).  Nests.  The
- * thread's `fast` slot is NULL meanwhile: its allocations leave the
- * inline paths for the ones that look at this.
- */
-void mstat_own_begin(void) MSTAT_HIDDEN;
-void mstat_own_end(void) MSTAT_HIDDEN;
-
-MSTAT_INLINE bool
-mstat_own_work(void)
-{
-	/* Relaxed: this thread's, and its signal handlers'. */
-	return atomic_load_explicit(&mstat_thread.own_depth, memory_order_relaxed) != 0;
-}
-
 /* An open update section. */
 struct mstat_segment;
 
