@@ -60,6 +60,7 @@
 #include "unsized.h"
 #include "pool.h"
 #include "profile.h"
+#include "sampled.h"
 #include "status.h"
 #include "writer.h"
 
@@ -68,59 +69,6 @@
  * before them.  Their offsets alone moved the hot loop's cost by 0.4 ns
  * a pair (bench/run.sh --suite writer). */
 #define ENTRY_ALIGN __attribute__((aligned(64)))
-
-/*
- * With glibc's header, every sampled block is larger than a page, or the
- * pool's (pool.h), whose header word reads as larger still: sampled()
- * leaves the large ones where glibc made them, and moves every other one
- * (sample_block()).  A free or realloc of a block up to a page, most of
- * them, then needs no test for a sample but this size's, which the chunk
- * rows' inline path does not even make.
- */
-#define SAMPLE_IN_PLACE 4096u
-_Static_assert(MSTAT_CHUNK_USABLE(SAMPLE_IN_PLACE / 16) <= MSTAT_POOL_MAX,
-	       "the pool holds every block that sampled() moves");
-
-/* Block `p` of glibc's, of `usable` bytes, is on its way out (freed, or
- * handed to realloc): if it is a sampled one, it leaves the live table.
- * The size its allocation was counted with: `usable` but for a block
- * that sampled() moved. */
-static inline size_t
-leaving(void *p, size_t usable)
-{
-	size_t counted;
-
-	if (UNLIKELY(usable > SAMPLE_IN_PLACE) && UNLIKELY(mstat_sample_maybe(p)) &&
-	    mstat_profile_freed(p, &counted))
-		return counted;
-	return usable;
-}
-
-/*
- * Whether live block `p` (not NULL, not the arena's) is where a sampled
- * block may be: with glibc's header, the pool's (its header word reads as
- * a chunk larger still) or larger than a page (SAMPLE_IN_PLACE; moved,
- * such a block would be copied, and a realloc of a large buffer made
- * twice: once moved, once again at its next realloc, which glibc would
- * have made in place or with mremap); with another allocator,
- * page-aligned.  sampled() leaves a block there in place and moves any
- * other one (sample_block()).
- */
-static inline bool
-sample_place(const void *p)
-{
-	return mstat_next_header() ? mstat_glibc_usable(p) > SAMPLE_IN_PLACE
-			      : mstat_sample_aligned(p);
-}
-
-/* Whether such a block may be a sampled one, to be looked up in the live
- * table (profile.h): a pool address always is, even one that is no live
- * block, which the callers then refuse. */
-static inline bool
-may_be_sampled(const void *p)
-{
-	return mstat_pool_has(p) || (sample_place(p) && mstat_sample_maybe(p));
-}
 
 /* ---- the family ---- */
 
@@ -183,123 +131,6 @@ counted(void *p, size_t requested)
 		}                                                            \
 	} while (0)
 
-/* ---- sampled blocks (profile.h) ---- */
-
-/*
- * Where sampled() moves a block of `size` bytes, asked with alignment
- * `align` (0: malloc's), or NULL.  With glibc's header, the pool's
- * (pool.h); for an alignment past 16, or when the pool's class is full,
- * a block of glibc's just larger than SAMPLE_IN_PLACE, anywhere in the
- * heap (not on a page of its own: all of a program's sampled objects
- * would share a few cache sets).  Either is counted with the plain
- * block's size.  With another allocator, a page-aligned block.
- */
-static void *
-sample_block(size_t size, size_t align)
-{
-	void *p;
-
-	if (!mstat_next_header())
-		return mstat_next.memalign(MSTAT_SAMPLE_ALIGN, size);
-	if (align <= 16 && (p = mstat_pool_alloc(size)) != NULL)
-		return p;
-	return align > 16 ? mstat_next.memalign(align, SAMPLE_IN_PLACE + 1)
-			  : mstat_next.malloc(SAMPLE_IN_PLACE + 1);
-}
-
-/* Sampled block `p` (or one sample_block() made) given back, uncounted:
- * to the pool, or to the next allocator. */
-static void
-release_block(void *p)
-{
-	if (mstat_pool_has(p))
-		mstat_pool_free(p);
-	else
-		mstat_next.free(p);
-}
-
-/* The size live block `q`, just made, was counted with; false if it is
- * remembered as unsized (or being sized), and is not to be moved. */
-static bool
-counted_size(void *q, size_t *size)
-{
-	if (mstat_next_header()) {
-		*size = mstat_glibc_usable(q);
-		return true;
-	}
-	if (mstat_thread.sizing || (mstat_unsized_any() && mstat_unsized_find(q, size)))
-		return false;
-	*size = mstat_next_ask(q);
-	return *size != 0;
-}
-
-/*
- * Block `q` of `n` bytes, asked with alignment `align` (0: malloc's), just
- * made and counted by the plain path, becomes a sampled one (profile.h):
- * unless sample_place(), moved to sample_block(), with q's first
- * `copy` bytes (or zeroed, if `zero`).  It is remembered with the size q
- * was counted with, which its free is counted with and
- * malloc_usable_size() says: the plain block's, whatever sampling does.
- * If it cannot be (no block to move it to, no room in the live table), q
- * stays as it is.
- */
-static __attribute__((noinline)) void *
-sampled(void *q, size_t n, size_t align, size_t copy, bool zero,
-	const void *caller)
-{
-	struct mstat_sample *e;
-	size_t size;
-	void *p = q;
-
-	/* A pool block here is an own one (mstat_own_alloc()): not the program's. */
-	if (!q || mstat_arena_has(q) || mstat_pool_has(q) || !counted_size(q, &size) ||
-	    (!sample_place(q) && !(p = sample_block(size, align)))) {
-		mstat_profile_cancel();
-		return q;
-	}
-	if (!(e = mstat_profile_note(p, n, size))) {
-		if (p != q)
-			release_block(p);
-		mstat_profile_record(NULL, caller); /* dropped */
-		return q;
-	}
-	if (p != q) {
-		if (zero)
-			memset(p, 0, size);
-		else
-			memcpy(p, q, copy < size ? copy : size);
-		mstat_next.free(q);
-	}
-	/* The stack: what libunwind allocates for it (a thread's first one
-	 * makes its thread-local block) is the library's own. */
-	mstat_own_begin();
-	mstat_profile_record(e, caller);
-	mstat_own_end();
-	return p;
-}
-
-/* The free of sampled block `p`, whose allocation was counted with `size`
- * bytes: as free_slow() does, with that size. */
-static void
-free_sampled(void *p, size_t size)
-{
-	struct mstat_section sec;
-
-	if (LIKELY(mstat_next_header())) {
-		bool open = mstat_section_open(&sec);
-		if (open)
-			mstat_section_count(&sec, MSTAT_OP_FREE, size, 0, 0);
-		else
-			mstat_count_unslotted(MSTAT_OP_FREE, size, 0, 0);
-		release_block(p);
-		if (open)
-			mstat_section_close(&sec);
-		return;
-	}
-	mstat_count(MSTAT_OP_FREE, size, 0, 0);
-	mstat_next.free(p);
-}
-
 /*
  * malloc, free, calloc and realloc have a fast path for the common case:
  * glibc behind the library, membarrier mode, a thread with a slot of its
@@ -347,7 +178,7 @@ malloc_sampled(size_t n, const void *caller)
 	bool sample = mstat_profile_begin(n);
 	void *p = malloc_slow(n);
 
-	return sample ? sampled(p, n, 0, 0, false, caller) : p;
+	return sample ? mstat_sampled(p, n, 0, 0, false, caller) : p;
 }
 
 /* The end of do_malloc() for a block past the size table or none, out
@@ -439,7 +270,7 @@ free_header_large(struct mstat_shm_slot *slot, unsigned g, void *p)
 			return;
 		}
 	} else {
-		u = leaving(p, mstat_glibc_usable(p));
+		u = mstat_sample_leaving(p, mstat_glibc_usable(p));
 	}
 	mstat_section_count_classes(&sec, MSTAT_OP_FREE, mstat_size_class(u), u,
 				    0, 0, 0);
@@ -476,9 +307,9 @@ free_slow(void *p)
 		mstat_pool_free(p);
 		return;
 	}
-	if (p != NULL && !mstat_arena_has(p) && may_be_sampled(p) &&
+	if (p != NULL && !mstat_arena_has(p) && mstat_may_be_sampled(p) &&
 	    mstat_profile_freed(p, &size)) {
-		free_sampled(p, size);
+		mstat_free_sampled(p, size);
 		return;
 	}
 	if (UNLIKELY(mstat_pool_has(p)))
@@ -504,7 +335,7 @@ do_free(void *p)
 	struct mstat_section sec;
 
 	/* A sampled block is larger than a page (the fast path is glibc's,
-	 * see SAMPLE_IN_PLACE): free_header_large() finds it. */
+	 * see MSTAT_SAMPLE_IN_PLACE): free_header_large() finds it. */
 	if (UNLIKELY(slot == NULL) || UNLIKELY(p == NULL) ||
 	    UNLIKELY(mstat_wsection_begin(slot, &mstat_writer_config.epoch, false,
 					  &sec.g) != MSTAT_WS_OPEN)) {
@@ -538,7 +369,7 @@ calloc_slow(size_t n, size_t size, size_t total, bool due, const void *caller)
 		return mstat_arena_alloc(total, MSTAT_ARENA_ALIGN); /* zeroed: never reused */
 	}
 	ALLOCATE(p, mstat_next.calloc(n, size), total);
-	return UNLIKELY(sample) ? sampled(p, total, 0, 0, true, caller) : p;
+	return UNLIKELY(sample) ? mstat_sampled(p, total, 0, 0, true, caller) : p;
 }
 
 MSTAT_START_TEXT ENTRY_ALIGN MSTAT_EXPORT void *
@@ -566,8 +397,6 @@ calloc(size_t n, size_t size)
 	}
 	return malloc_header_large(slot, sec.g, p, total);
 }
-
-static void *realloc_plain(void *old, size_t n);
 
 /* With glibc's header, in section `sec` if it is open (else without one
  * of the thread's own): the count of a realloc of a block of class
@@ -602,90 +431,13 @@ realloc_header(const struct mstat_section *sec, bool open, void *old, size_t n)
 	/* A sample left in place leaves the live table before glibc can
 	 * free old; should the realloc fail, the block stays live,
 	 * unsampled, and its site shows it freed.  It was counted with its
-	 * own size: a moved one never comes here (realloc_sampled()). */
+	 * own size: a moved one never comes here (mstat_realloc_sampled()). */
 	unsigned old_class = mstat_glibc_class(old, &old_size);
 
-	(void)leaving(old, old_size);
+	(void)mstat_sample_leaving(old, old_size);
 	void *p = mstat_next.realloc(old, n);
 	count_realloc(sec, open, old_class, old_size, p, n);
 	return p;
-}
-
-/*
- * realloc whose new block is to be sampled (`sample`: mstat_profile_begin()
- * said so), or whose old one may have been.  A sampled block that was
- * moved is never handed to the next realloc, which could keep it in
- * place, no longer sampled, and counted with a size its allocation was
- * not: it is freed after a plain allocation and a copy, counted as one
- * realloc, in one section with glibc's header, as realloc_plain()
- * counts.  Old is live and this thread's; if no new block can be had, it
- * stays so.  One left in place (glibc's large blocks) goes to
- * realloc_plain(), as any block: realloc_header() takes it out of the
- * live table.
- */
-static __attribute__((noinline)) void *
-realloc_sampled(void *old, size_t n, bool sample, const void *caller)
-{
-	size_t old_size, size, copy;
-	void *p;
-
-	if (mstat_own_block(old)) {
-		if (sample)
-			mstat_profile_cancel();
-		return mstat_own_realloc(old, n);
-	}
-	if (UNLIKELY(mstat_own_work()) && (p = mstat_realloc_to_own(old, n)) != NULL) {
-		if (sample)
-			mstat_profile_cancel();
-		return p;
-	}
-	bool owned = may_be_sampled(old) && mstat_profile_owns(old, &old_size);
-
-	if (!owned && mstat_pool_has(old)) {
-		/* A pool address that is no live sampled block: refused. */
-		if (sample)
-			mstat_profile_cancel();
-		errno = EINVAL;
-		return NULL;
-	}
-	if (!owned || (mstat_next_header() && old_size == mstat_glibc_usable(old))) {
-		p = realloc_plain(old, n);
-		return sample ? sampled(p, n, 0, n, false, caller) : p;
-	}
-	if (n == 0) { /* as glibc's: realloc(p, 0) frees p, gives NULL */
-		free(old);
-		return NULL;
-	}
-	copy = old_size; /* what malloc_usable_size() said of it */
-	if (LIKELY(mstat_next_header())) {
-		struct mstat_section sec;
-		bool open = mstat_section_open(&sec);
-		p = mstat_next.malloc(n);
-		if (p) {
-			unsigned c = mstat_glibc_class(p, &size);
-			memcpy(p, old, n < copy ? n : copy);
-			(void)mstat_profile_freed(old, &old_size);
-			release_block(old);
-			if (LIKELY(open))
-				mstat_section_count_classes(&sec, MSTAT_OP_REALLOC,
-							    mstat_size_class(old_size),
-							    old_size, c, size, n);
-			else
-				mstat_count_unslotted(MSTAT_OP_REALLOC, old_size, size, n);
-		}
-		if (LIKELY(open))
-			mstat_section_close(&sec);
-	} else {
-		p = mstat_next.malloc(n);
-		if (p) {
-			size = mstat_new_size(p, n);
-			memcpy(p, old, n < copy ? n : copy);
-			(void)mstat_profile_freed(old, &old_size);
-			mstat_next.free(old);
-			mstat_count(MSTAT_OP_REALLOC, old_size, size, n);
-		}
-	}
-	return sample ? sampled(p, n, 0, n, false, caller) : p;
 }
 
 /* realloc(NULL, n), out of line: malloc's inline path, not a second
@@ -713,7 +465,7 @@ realloc_chunk_rest(struct mstat_shm_slot *slot, unsigned g, size_t old_header,
 
 /* In open section `sec`, with glibc's header: the realloc of `old`, a
  * small chunk (mstat_glibc_chunk(), its header word `old_header`, read while it
- * is live; never a sampled block, see SAMPLE_IN_PLACE), counted; the
+ * is live; never a sampled block, see MSTAT_SAMPLE_IN_PLACE), counted; the
  * section closed. */
 static inline __attribute__((always_inline)) void *
 realloc_chunk(const struct mstat_section *sec, void *old, size_t old_header,
@@ -739,10 +491,10 @@ realloc_header_other(struct mstat_shm_slot *slot, unsigned g, void *old, size_t 
 {
 	struct mstat_section sec = { slot, g };
 
-	if (UNLIKELY(may_be_sampled(old))) {
+	if (UNLIKELY(mstat_may_be_sampled(old))) {
 		mstat_section_close(&sec); /* it counted nothing */
 		return mstat_own_block(old) ? mstat_own_realloc(old, n)
-				      : realloc_sampled(old, n, false, NULL);
+				      : mstat_realloc_sampled(old, n, false, NULL);
 	}
 	return realloc_header(&sec, true, old, n);
 }
@@ -755,7 +507,7 @@ realloc(void *old, size_t n)
 	if (UNLIKELY(mstat_arena_has(old)))
 		return mstat_arena_realloc(old, n);
 	if (UNLIKELY(mstat_sample_due(n)) && n != 0)
-		return realloc_sampled(old, n, mstat_profile_begin(n),
+		return mstat_realloc_sampled(old, n, mstat_profile_begin(n),
 				       __builtin_return_address(0));
 	/* As free's fast path (do_free()); the rest out of line. */
 	struct mstat_shm_slot *slot = mstat_thread.fast;
@@ -763,8 +515,8 @@ realloc(void *old, size_t n)
 	if (UNLIKELY(slot == NULL) ||
 	    UNLIKELY(mstat_wsection_begin(slot, &mstat_writer_config.epoch, false,
 					  &sec.g) != MSTAT_WS_OPEN))
-		return UNLIKELY(may_be_sampled(old)) ? realloc_sampled(old, n, false, NULL)
-						     : realloc_plain(old, n);
+		return UNLIKELY(mstat_may_be_sampled(old)) ? mstat_realloc_sampled(old, n, false, NULL)
+						     : mstat_realloc_plain(old, n);
 	sec.slot = slot;
 	size_t h;
 	if (LIKELY(mstat_glibc_chunk(old, &h)))
@@ -775,8 +527,8 @@ realloc(void *old, size_t n)
 /* realloc of a block of the next allocator's that was not sampled, but
  * for realloc()'s fast path; every realloc of a process that has no
  * segment yet among them. */
-static MSTAT_START_TEXT __attribute__((noinline)) void *
-realloc_plain(void *old, size_t n)
+MSTAT_START_TEXT __attribute__((noinline)) void *
+mstat_realloc_plain(void *old, size_t n)
 {
 	struct mstat_section sec;
 	size_t old_size;
@@ -852,7 +604,7 @@ posix_memalign(void **out, size_t align, size_t n)
 			p = counted(p, n);
 	}
 	if (UNLIKELY(sample))
-		p = sampled(rc == 0 ? p : NULL, n, align, 0, false,
+		p = mstat_sampled(rc == 0 ? p : NULL, n, align, 0, false,
 			    __builtin_return_address(0));
 	if (rc == 0)
 		*out = p;
@@ -871,7 +623,7 @@ aligned_alloc(size_t align, size_t n)
 		return align & (align - 1) ? NULL : mstat_arena_alloc(n, align);
 	bool sample = UNLIKELY(mstat_sample_due(n)) && mstat_profile_begin(n);
 	ALLOCATE(p, mstat_next.aligned_alloc(align, n), n);
-	return UNLIKELY(sample) ? sampled(p, n, align, 0, false,
+	return UNLIKELY(sample) ? mstat_sampled(p, n, align, 0, false,
 					  __builtin_return_address(0)) : p;
 }
 
@@ -887,7 +639,7 @@ memalign(size_t align, size_t n)
 		return align & (align - 1) ? NULL : mstat_arena_alloc(n, align);
 	bool sample = UNLIKELY(mstat_sample_due(n)) && mstat_profile_begin(n);
 	ALLOCATE(p, mstat_next.memalign(align, n), n);
-	return UNLIKELY(sample) ? sampled(p, n, align, 0, false,
+	return UNLIKELY(sample) ? mstat_sampled(p, n, align, 0, false,
 					  __builtin_return_address(0)) : p;
 }
 
@@ -946,7 +698,7 @@ malloc_usable_size(void *p)
 	/* A sampled block: the plain block's size, as it was counted (it
 	 * holds at least that). */
 	size_t size;
-	if (UNLIKELY(may_be_sampled(p)) && mstat_profile_owns(p, &size))
+	if (UNLIKELY(mstat_may_be_sampled(p)) && mstat_profile_owns(p, &size))
 		return size;
 	if (mstat_pool_has(p)) /* the library's own; else no live sampled block */
 		return mstat_pool_own(p) ? mstat_pool_usable(p) : 0;
@@ -1114,7 +866,7 @@ cxx_skips(struct cxx_next *n)
 			return p; /* our malloc counted, and sampled */      \
 		mstat_count(MSTAT_OP_ALLOC, 0, mstat_new_size(p, n), n);           \
 		if (UNLIKELY(mstat_sample_due(n)) && mstat_profile_begin(n)) \
-			p = sampled(p, n, align, 0, false, caller);          \
+			p = mstat_sampled(p, n, align, 0, false, caller);          \
 		return p;                                                    \
 	}                                                                    \
 	MSTAT_EXPORT void *mstat_cxx_##e params __asm__(sym);                \
@@ -1149,7 +901,7 @@ cxx_skips(struct cxx_next *n)
 		}                                                            \
 		/* A sampled block is the next malloc's, a pool block the    \
 		 * library's: free() frees them. */                          \
-		if (UNLIKELY(may_be_sampled(p)) &&                           \
+		if (UNLIKELY(mstat_may_be_sampled(p)) &&                           \
 		    (mstat_pool_has(p) || mstat_profile_owns(p, NULL))) {    \
 			free(p);                                             \
 			return;                                              \
