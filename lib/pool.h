@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pool.h - the blocks sampled objects move to, with glibc's chunk
- * header (interpose.c, sampled()); and the library's own blocks.
+ * header (sampled.h); and the library's own blocks (own.h).
  *
  * A sampled block must be one a free can tell from the others without a
  * lookup on its inline path.  With glibc's header, a free reads the word
@@ -29,7 +29,7 @@
 /*
  * The word before a block of the library's own (the pool's, the
  * bootstrap arena's): its size with the top bit set.  glibc's header
- * decode (interpose.c, glibc_chunk()) reads it as a chunk far too large
+ * decode (next.h, mstat_glibc_chunk()) reads it as a chunk far too large
  * for the inline paths, so they need no test of their own for it.
  */
 #define MSTAT_OWN_MARK ((size_t)1 << 63)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "malloc_inline.h"
 #include "own.h"
 #include "unsized.h"
 #include "writer.h"

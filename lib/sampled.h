@@ -103,8 +103,4 @@ void mstat_free_sampled(void *p, size_t size) MSTAT_HIDDEN;
 void *mstat_realloc_sampled(void *old, size_t n, bool sample,
 			    const void *caller) MSTAT_HIDDEN;
 
-/* realloc of a block of the next allocator's that was not sampled, but
- * for realloc()'s inline path (malloc.c). */
-void *mstat_realloc_plain(void *old, size_t n) MSTAT_HIDDEN;
-
 #endif /* MSTAT_LIB_SAMPLED_H */

@@ -2,7 +2,7 @@
 /*
  * handshake.h - waiting until no slot is inside a section begun before a
  * point: step 4 of a read (shm/reader.c), and the drain a target makes
- * before a fork or its exit (lib/writer.c).
+ * before a fork or its exit (lib/stop.c).
  *
  * The caller first makes its change visible (a rotation (D) and (M) for a
  * reader, the `stop` word and its barrier for the target); then every

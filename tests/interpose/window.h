@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * window.h - for tests that include interpose.c: open the window in which
+ * window.h - for white-box tests of the interposer: open the window in which
  * the next allocator is being resolved again, and close it.
  */
 #ifndef MSTAT_TEST_WINDOW_H

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * interpose.c - malloc and its family, counted, then forwarded to the next
+ * malloc.c - malloc and its family, counted, then forwarded to the next
  * allocator in the RTLD_NEXT chain (glibc, or jemalloc / tcmalloc preloaded
- * after this library).
+ * after this library: next.h).
  *
  * Contract of every function here:
  *   - it behaves as the next allocator's function of the same name (for
@@ -15,7 +15,7 @@
  *   - a failed allocation, free(NULL) and a failed realloc count nothing;
  *     realloc is one update section (MSTAT_OP_REALLOC): no snapshot sees
  *     its free without its allocation;
- *   - when sizes come from glibc's header (below), the section is opened
+ *   - when sizes come from glibc's header (next.h), the section is opened
  *     before the call to the next allocator and closed after it, so that
  *     the allocation and its count are one update: a fork or the exit,
  *     which wait for open sections, never see one without the other.
@@ -26,25 +26,13 @@
  *     call calloc: such calls are served from a static arena) and of each
  *     C++ operator on its first call.
  *
- * A block the next allocator cannot size (0 from its malloc_usable_size(),
- * or made from inside that function) is counted with its requested size
- * and remembered, so that its free is counted with the same size.
- *
- * Sizes.  Asking the next allocator for malloc_usable_size() on both the
- * allocation and the free is what makes a straightforward interposer slow
- * (a call of about 2 ns each).  When the next allocator is glibc's, and a
- * self-test at resolution shows that its chunk header gives exactly what
- * its malloc_usable_size() returns for a live block, the size is read from
- * the header instead (mstat_glibc_usable()): the word before the block holds the
- * chunk size, with IS_MMAPPED in bit 1.  That is the computation glibc's
- * own musable() makes for an in-use chunk, so the count is the same number,
- * without the call.  Any other allocator, or a glibc whose layout fails the
- * self-test (for instance with memory tagging), is asked through its
- * malloc_usable_size().  Under valgrind, whose blocks have no such header,
- * sizes are asked too.
+ * A block the next allocator cannot size is counted with its requested
+ * size and remembered (unsized.h); a block allocated while the next
+ * allocator is being found comes from a static arena (arena.h); the
+ * library's own blocks are never counted (own.h); a sampled block may be
+ * moved, and is freed with the size it was counted with (sampled.h).  The
+ * C++ operators are cxx.c's.
  */
-#include <dlfcn.h>
-#include <link.h>
 #include <errno.h>
 #include <malloc.h>
 #include <stdatomic.h>
@@ -55,13 +43,13 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "malloc_inline.h"
 #include "next.h"
 #include "own.h"
-#include "unsized.h"
 #include "pool.h"
 #include "profile.h"
 #include "sampled.h"
-#include "status.h"
+#include "unsized.h"
 #include "writer.h"
 
 /* malloc, free, calloc and realloc each start a cache line: their fast
@@ -70,27 +58,12 @@
  * a pair (bench/run.sh --suite writer). */
 #define ENTRY_ALIGN __attribute__((aligned(64)))
 
-/* ---- the family ---- */
-
-/* Into an open section, with glibc's header: the allocation of `p`, if
- * it is a small chunk (mstat_glibc_chunk()); false if not. */
-static inline __attribute__((always_inline)) bool
-count_header_small(const struct mstat_section *sec, void *p, size_t requested)
-{
-	size_t h;
-
-	if (UNLIKELY(!mstat_glibc_chunk(p, &h)))
-		return false;
-	mstat_wsection_chunk(sec->slot, sec->g, h, MSTAT_CHUNK_ALLOCS);
-	mstat_wsection_requested(sec->slot, sec->g, requested);
-	return true;
-}
-
-/* The same, any block of glibc's. */
+/* Into an open section, with glibc's header: the allocation of `p`, any
+ * block of glibc's. */
 static inline __attribute__((always_inline)) void
 count_header_alloc(const struct mstat_section *sec, void *p, size_t requested)
 {
-	if (LIKELY(count_header_small(sec, p, requested)))
+	if (LIKELY(mstat_count_header_small(sec, p, requested)))
 		return;
 	size_t u = mstat_glibc_usable(p);
 	mstat_section_count_classes(sec, MSTAT_OP_ALLOC, 0, 0, mstat_size_class(u),
@@ -149,8 +122,8 @@ malloc_other(size_t n)
 
 /* Everything but the fast path: another allocator, before resolution, a
  * thread without a `fast` slot, a section refused. */
-static MSTAT_START_TEXT __attribute__((noinline)) void *
-malloc_slow(size_t n)
+MSTAT_START_TEXT __attribute__((noinline)) void *
+mstat_malloc_slow(size_t n)
 {
 	struct mstat_section sec;
 	void *p;
@@ -172,20 +145,20 @@ malloc_slow(size_t n)
 	return p;
 }
 
-static MSTAT_START_TEXT __attribute__((noinline)) void *
-malloc_sampled(size_t n, const void *caller)
+MSTAT_START_TEXT __attribute__((noinline)) void *
+mstat_malloc_sampled(size_t n, const void *caller)
 {
 	bool sample = mstat_profile_begin(n);
-	void *p = malloc_slow(n);
+	void *p = mstat_malloc_slow(n);
 
 	return sample ? mstat_sampled(p, n, 0, 0, false, caller) : p;
 }
 
-/* The end of do_malloc() for a block past the size table or none, out
- * of line: the inline path then holds nothing the general decode needs
- * (its registers spared, where gcc kept them all for this). */
-static __attribute__((noinline)) void *
-malloc_header_large(struct mstat_shm_slot *slot, unsigned g, void *p, size_t n)
+/* Out of line: the inline path then holds nothing the general decode
+ * needs (its registers spared, where gcc kept them all for this). */
+__attribute__((noinline)) void *
+mstat_malloc_header_large(struct mstat_shm_slot *slot, unsigned g, void *p,
+			  size_t n)
 {
 	struct mstat_section sec = { slot, g };
 
@@ -195,34 +168,10 @@ malloc_header_large(struct mstat_shm_slot *slot, unsigned g, void *p, size_t n)
 	return p;
 }
 
-/* The countdown is tested first: on the thread's line, like `fast`.
- * `caller`, for a sample, NULL for the caller of the function this is
- * inlined into: then its return address is loaded only for a sample. */
-static inline __attribute__((always_inline)) void *
-do_malloc(size_t n, const void *caller)
-{
-	struct mstat_shm_slot *slot = mstat_thread.fast;
-	struct mstat_section sec;
-
-	if (UNLIKELY(mstat_sample_due(n)))
-		return malloc_sampled(n, caller ? caller : __builtin_return_address(0));
-	if (UNLIKELY(slot == NULL) ||
-	    UNLIKELY(mstat_wsection_begin(slot, &mstat_writer_config.epoch, false,
-					  &sec.g) != MSTAT_WS_OPEN))
-		return malloc_slow(n);
-	sec.slot = slot;
-	void *p = mstat_next.malloc(n);
-	if (LIKELY(p != NULL) && LIKELY(count_header_small(&sec, p, n))) {
-		mstat_section_close(&sec);
-		return p;
-	}
-	return malloc_header_large(slot, sec.g, p, n);
-}
-
 MSTAT_START_TEXT ENTRY_ALIGN MSTAT_EXPORT void *
 malloc(size_t n)
 {
-	return do_malloc(n, NULL);
+	return mstat_do_malloc(n, NULL);
 }
 
 static MSTAT_START_TEXT __attribute__((noinline)) void
@@ -240,11 +189,10 @@ free_other(void *p)
 	mstat_next.free(p);
 }
 
-/* free_header() of a block past the size table, or of the arena, out of
- * line: its call is the fast path's last, and needs no register of the
- * fast path. */
-static __attribute__((noinline)) void
-free_header_large(struct mstat_shm_slot *slot, unsigned g, void *p)
+/* Out of line: its call is the fast path's last, and needs no register
+ * of the fast path. */
+__attribute__((noinline)) void
+mstat_free_header_large(struct mstat_shm_slot *slot, unsigned g, void *p)
 {
 	struct mstat_section sec = { slot, g };
 	size_t u;
@@ -281,24 +229,8 @@ free_header_large(struct mstat_shm_slot *slot, unsigned g, void *p)
 	mstat_section_close(&sec);
 }
 
-/* In open section `sec`, with glibc's header: the free of `p`, counted
- * while it is live, then freed; the section closed. */
-static inline __attribute__((always_inline)) void
-free_header(const struct mstat_section *sec, void *p)
-{
-	size_t h;
-
-	if (UNLIKELY(!mstat_glibc_chunk(p, &h))) {
-		free_header_large(sec->slot, sec->g, p);
-		return;
-	}
-	mstat_wsection_chunk(sec->slot, sec->g, h, MSTAT_CHUNK_FREES);
-	mstat_next.free(p);
-	mstat_section_close(sec);
-}
-
-static MSTAT_START_TEXT __attribute__((noinline)) void
-free_slow(void *p)
+MSTAT_START_TEXT __attribute__((noinline)) void
+mstat_free_slow(void *p)
 {
 	struct mstat_section sec;
 	size_t size;
@@ -325,32 +257,13 @@ free_slow(void *p)
 		mstat_next.free(p);
 		return;
 	}
-	free_header(&sec, p);
-}
-
-static inline __attribute__((always_inline)) void
-do_free(void *p)
-{
-	struct mstat_shm_slot *slot = mstat_thread.fast;
-	struct mstat_section sec;
-
-	/* A sampled block is larger than a page (the fast path is glibc's,
-	 * see MSTAT_SAMPLE_IN_PLACE): free_header_large() finds it. */
-	if (UNLIKELY(slot == NULL) || UNLIKELY(p == NULL) ||
-	    UNLIKELY(mstat_wsection_begin(slot, &mstat_writer_config.epoch, false,
-					  &sec.g) != MSTAT_WS_OPEN)) {
-		free_slow(p);
-		return;
-	}
-	sec.slot = slot;
-	/* Counted first: the size is read while the block is live. */
-	free_header(&sec, p);
+	mstat_free_header(&sec, p);
 }
 
 MSTAT_START_TEXT ENTRY_ALIGN MSTAT_EXPORT void
 free(void *p)
 {
-	do_free(p);
+	mstat_do_free(p);
 }
 
 /* calloc but for its fast path; `due`: the countdown ran out.  Every
@@ -383,7 +296,7 @@ calloc(size_t n, size_t size)
 		errno = ENOMEM;
 		return NULL;
 	}
-	/* As malloc's fast path (do_malloc()); the rest out of line. */
+	/* As malloc's fast path (mstat_do_malloc()); the rest out of line. */
 	bool due = mstat_sample_due(total);
 	if (UNLIKELY(due) || UNLIKELY(slot == NULL) ||
 	    UNLIKELY(mstat_wsection_begin(slot, &mstat_writer_config.epoch, false,
@@ -391,11 +304,11 @@ calloc(size_t n, size_t size)
 		return calloc_slow(n, size, total, due, __builtin_return_address(0));
 	sec.slot = slot;
 	void *p = mstat_next.calloc(n, size);
-	if (LIKELY(p != NULL) && LIKELY(count_header_small(&sec, p, total))) {
+	if (LIKELY(p != NULL) && LIKELY(mstat_count_header_small(&sec, p, total))) {
 		mstat_section_close(&sec);
 		return p;
 	}
-	return malloc_header_large(slot, sec.g, p, total);
+	return mstat_malloc_header_large(slot, sec.g, p, total);
 }
 
 /* With glibc's header, in section `sec` if it is open (else without one
@@ -445,12 +358,12 @@ realloc_header(const struct mstat_section *sec, bool open, void *old, size_t n)
 static __attribute__((noinline)) void *
 realloc_null(size_t n, const void *caller)
 {
-	return do_malloc(n, caller);
+	return mstat_do_malloc(n, caller);
 }
 
 /* The end of realloc()'s inline path for anything but a small chunk
  * reallocated to a small chunk (realloc_chunk()), out of line as
- * malloc_header_large() is: in open section slot, g, the realloc of
+ * mstat_malloc_header_large() is: in open section slot, g, the realloc of
  * `old`, whose header word was `old_header`, to `p`. */
 static __attribute__((noinline)) void *
 realloc_chunk_rest(struct mstat_shm_slot *slot, unsigned g, size_t old_header,
@@ -509,7 +422,7 @@ realloc(void *old, size_t n)
 	if (UNLIKELY(mstat_sample_due(n)) && n != 0)
 		return mstat_realloc_sampled(old, n, mstat_profile_begin(n),
 				       __builtin_return_address(0));
-	/* As free's fast path (do_free()); the rest out of line. */
+	/* As free's fast path (mstat_do_free()); the rest out of line. */
 	struct mstat_shm_slot *slot = mstat_thread.fast;
 	struct mstat_section sec;
 	if (UNLIKELY(slot == NULL) ||
@@ -704,255 +617,3 @@ malloc_usable_size(void *p)
 		return mstat_pool_own(p) ? mstat_pool_usable(p) : 0;
 	return mstat_next_ready() ? mstat_next.usable(p) : 0;
 }
-
-/* ---- C++ operator new and delete ---- */
-
-/*
- * libstdc++'s operators call malloc and free, which count.  jemalloc and
- * tcmalloc define the operators themselves, and theirs never call malloc:
- * a C++ program stacked on them would go uncounted.  So the library
- * defines the operators too (under their mangled names; the C names are
- * mstat_cxx_*) and forwards each to the next definition in the chain.  It
- * counts in the operator only when that next definition lives in the same
- * object as the next malloc (an allocator that implements both), and
- * leaves the counting to malloc and free otherwise.  Even an allocator's
- * own operator may call its public malloc family through the PLT, that
- * is, this library's (jemalloc's aligned new calls aligned_alloc, its
- * aligned nothrow delete calls free): the operator then sees its thread's
- * slot `seq` move during the call and does not count again.  A thread
- * without a slot of its own cannot see that; it goes by what the operator
- * learned on threads that could (and counts if nothing was learned yet).
- * A std::bad_alloc thrown by the next operator new unwinds through
- * these C frames (the library is built with -fexceptions).
- *
- * When the next definition is libstdc++'s, whose operator new is a loop
- * around malloc (with the new-handler and the throw when malloc fails)
- * and whose every operator delete is free, the operators call malloc and
- * free themselves and skip that layer: an allocation-heavy C++ program
- * paid a third of the library's time in it.  Only the failure of malloc
- * goes on to libstdc++, which runs its loop.  Aligned new keeps going
- * through libstdc++, which rounds the size its own way.
- */
-enum cxx_how {
-	CXX_FORWARD,   /* call the next operator; malloc and free count */
-	CXX_MALLOC,    /* the next is libstdc++'s: call malloc and free */
-	CXX_COUNT,     /* the next allocator implements both: count here */
-};
-
-struct cxx_next {
-	_Atomic(void *) fn;
-	_Atomic int how;     /* enum cxx_how, stored before fn */
-	_Atomic int inner;   /* the next operator counted itself: 0 not known,
-			      * 1 yes, 2 no */
-};
-
-/* Where this thread's counting stands, before a call to the next operator. */
-struct cxx_mark {
-	struct mstat_shm_slot *slot;
-	uint64_t seq;
-};
-
-static inline struct cxx_mark
-cxx_mark(void)
-{
-	struct cxx_mark m = { mstat_thread.own, 0 };
-
-	if (m.slot) /* this thread's own: a relaxed load sees its last store */
-		m.seq = atomic_load_explicit(&m.slot->head.seq, memory_order_relaxed);
-	return m;
-}
-
-/* After the call: whether a section was counted during it. */
-static bool
-cxx_counted_inside(struct cxx_next *n, struct cxx_mark m)
-{
-	struct mstat_shm_slot *now = mstat_thread.own;
-	bool inside;
-
-	if (now && now == m.slot)
-		inside = atomic_load_explicit(&now->head.seq,
-					      memory_order_relaxed) != m.seq;
-	else if (now && !m.slot)
-		inside = true; /* the call claimed the thread's first slot */
-	else
-		return atomic_load_explicit(&n->inner, memory_order_relaxed) == 1;
-	atomic_store_explicit(&n->inner, inside ? 1 : 2, memory_order_relaxed);
-	return inside;
-}
-
-/* Whether the object `m` is libstdc++ (its file name). */
-static bool
-is_libstdcxx(const struct link_map *m)
-{
-	const char *name = m && m->l_name ? strrchr(m->l_name, '/') : NULL;
-
-	name = name ? name + 1 : m && m->l_name ? m->l_name : "";
-	return strncmp(name, "libstdc++.so", 12) == 0;
-}
-
-static __attribute__((noinline)) void *
-cxx_resolve(struct cxx_next *n, const char *sym)
-{
-	void *fn;
-
-	if (!mstat_next_ready() || !(fn = dlsym(RTLD_NEXT, sym)))
-		return NULL;
-	const struct link_map *obj = mstat_object_of(fn);
-	int how = obj && obj == mstat_object_of(*(void **)&mstat_next.malloc) ? CXX_COUNT
-		  : is_libstdcxx(obj)				 ? CXX_MALLOC
-								 : CXX_FORWARD;
-	atomic_store_explicit(&n->how, how, memory_order_relaxed);
-	/* Release: pairs with the acquire in cxx_next(); `how` is set. */
-	atomic_store_explicit(&n->fn, fn, memory_order_release);
-	return fn;
-}
-
-/* The next definition of `sym`, or NULL if there is none (no C++ runtime
- * loaded).  Resolved on first use: a C++ library dlopen()ed later is
- * found then. */
-static inline void *
-cxx_next(struct cxx_next *n, const char *sym, int *how)
-{
-	/* Acquire: pairs with the release in cxx_resolve(); `how` is set. */
-	void *fn = atomic_load_explicit(&n->fn, memory_order_acquire);
-
-	if (UNLIKELY(!fn) && !(fn = cxx_resolve(n, sym)))
-		return NULL;
-	*how = atomic_load_explicit(&n->how, memory_order_relaxed);
-	return fn;
-}
-
-/* Whether the next definition is known to be libstdc++'s, which the
- * operators then skip.  Relaxed: `how` is stored once, and this answer
- * needs nothing else resolution wrote (the next operator, which does, is
- * loaded with acquire in cxx_next()). */
-static inline bool
-cxx_skips(struct cxx_next *n)
-{
-	return atomic_load_explicit(&n->how, memory_order_relaxed) == CXX_MALLOC;
-}
-
-#define CXX_UNPAREN(...) __VA_ARGS__
-
-/*
- * Each operator is a short exported function, which does what malloc or
- * free does, inline, when the next definition is libstdc++'s (the case of
- * almost every C++ program on glibc), and a noinline rest for everything
- * else: resolution, the other allocators, the failure of malloc.  Kept
- * apart, the exported one needs no frame of its own.  `caller` is the
- * operator's caller, for a sampled block's stack.  Without a next
- * definition, plain malloc and free stand in.
- */
-#define CXX_NEW(e, sym, params, args, n, align)                              \
-	static struct cxx_next cxx_##e;                                      \
-	static __attribute__((noinline)) void *                              \
-	cxx_##e##_rest(const void *caller, CXX_UNPAREN params)               \
-	{                                                                    \
-		struct cxx_next *nx = &cxx_##e;                              \
-		int how;                                                     \
-		void *(*f) params;                                           \
-		*(void **)&f = cxx_next(nx, sym, &how);                      \
-		if (UNLIKELY(!f))                                            \
-			return align ? memalign(align, n) : do_malloc(n, caller); \
-		if (how == CXX_MALLOC && !align) {                           \
-			void *q = do_malloc(n ? n : 1, caller);              \
-			return LIKELY(q != NULL) ? q : f args;               \
-		}                                                            \
-		if (how != CXX_COUNT)                                        \
-			return f args;                                       \
-		struct cxx_mark m = cxx_mark();                              \
-		void *p = f args; /* may throw: nothing begun yet */         \
-		if (!p || cxx_counted_inside(nx, m))                         \
-			return p; /* our malloc counted, and sampled */      \
-		mstat_count(MSTAT_OP_ALLOC, 0, mstat_new_size(p, n), n);           \
-		if (UNLIKELY(mstat_sample_due(n)) && mstat_profile_begin(n)) \
-			p = mstat_sampled(p, n, align, 0, false, caller);          \
-		return p;                                                    \
-	}                                                                    \
-	MSTAT_EXPORT void *mstat_cxx_##e params __asm__(sym);                \
-	void *mstat_cxx_##e params                                           \
-	{                                                                    \
-		if (!align && LIKELY(cxx_skips(&cxx_##e))) {                 \
-			void *q = do_malloc(n ? n : 1,                       \
-					    __builtin_return_address(0));    \
-			if (LIKELY(q != NULL))                               \
-				return q;                                    \
-		}                                                            \
-		return cxx_##e##_rest(__builtin_return_address(0),           \
-				      CXX_UNPAREN args);                     \
-	}
-
-#define CXX_DELETE(e, sym, params, args)                                     \
-	static struct cxx_next cxx_##e;                                      \
-	static __attribute__((noinline)) void                                \
-	cxx_##e##_rest params                                                \
-	{                                                                    \
-		struct cxx_next *nx = &cxx_##e;                              \
-		int how;                                                     \
-		void (*f) params;                                            \
-		*(void **)&f = cxx_next(nx, sym, &how);                      \
-		if (UNLIKELY(!f || mstat_arena_has(p)) || how == CXX_MALLOC) {      \
-			free(p); /* new fell back, or libstdc++'s */         \
-			return;                                              \
-		}                                                            \
-		if (how != CXX_COUNT || !p) {                                \
-			f args;                                              \
-			return;                                              \
-		}                                                            \
-		/* A sampled block is the next malloc's, a pool block the    \
-		 * library's: free() frees them. */                          \
-		if (UNLIKELY(mstat_may_be_sampled(p)) &&                           \
-		    (mstat_pool_has(p) || mstat_profile_owns(p, NULL))) {    \
-			free(p);                                             \
-			return;                                              \
-		}                                                            \
-		/* Sized while p is live; counted once the call shows        \
-		 * whether free() already did. */                            \
-		size_t size;                                                 \
-		bool uns = mstat_unsized_any() && mstat_unsized_find(p, &size);          \
-		if (!uns)                                                    \
-			size = mstat_next_usable(p);                                    \
-		struct cxx_mark m = cxx_mark();                              \
-		f args;                                                      \
-		if (!cxx_counted_inside(nx, m)) {                            \
-			if (uns)                                             \
-				mstat_unsized_forget(p, &size);                    \
-			mstat_count(MSTAT_OP_FREE, size, 0, 0);              \
-		}                                                            \
-	}                                                                    \
-	MSTAT_EXPORT void mstat_cxx_##e params __asm__(sym);                 \
-	void mstat_cxx_##e params                                            \
-	{                                                                    \
-		if (LIKELY(cxx_skips(&cxx_##e)))                             \
-			do_free(p);                                          \
-		else                                                         \
-			cxx_##e##_rest args;                                 \
-	}
-
-CXX_NEW(nw, "_Znwm", (size_t n), (n), n, 0)
-CXX_NEW(na, "_Znam", (size_t n), (n), n, 0)
-CXX_NEW(nw_nt, "_ZnwmRKSt9nothrow_t", (size_t n, const void *nt), (n, nt), n, 0)
-CXX_NEW(na_nt, "_ZnamRKSt9nothrow_t", (size_t n, const void *nt), (n, nt), n, 0)
-CXX_NEW(nw_al, "_ZnwmSt11align_val_t", (size_t n, size_t al), (n, al), n, al)
-CXX_NEW(na_al, "_ZnamSt11align_val_t", (size_t n, size_t al), (n, al), n, al)
-CXX_NEW(nw_al_nt, "_ZnwmSt11align_val_tRKSt9nothrow_t",
-	(size_t n, size_t al, const void *nt), (n, al, nt), n, al)
-CXX_NEW(na_al_nt, "_ZnamSt11align_val_tRKSt9nothrow_t",
-	(size_t n, size_t al, const void *nt), (n, al, nt), n, al)
-
-CXX_DELETE(dl, "_ZdlPv", (void *p), (p))
-CXX_DELETE(da, "_ZdaPv", (void *p), (p))
-CXX_DELETE(dl_sz, "_ZdlPvm", (void *p, size_t n), (p, n))
-CXX_DELETE(da_sz, "_ZdaPvm", (void *p, size_t n), (p, n))
-CXX_DELETE(dl_nt, "_ZdlPvRKSt9nothrow_t", (void *p, const void *nt), (p, nt))
-CXX_DELETE(da_nt, "_ZdaPvRKSt9nothrow_t", (void *p, const void *nt), (p, nt))
-CXX_DELETE(dl_al, "_ZdlPvSt11align_val_t", (void *p, size_t al), (p, al))
-CXX_DELETE(da_al, "_ZdaPvSt11align_val_t", (void *p, size_t al), (p, al))
-CXX_DELETE(dl_sz_al, "_ZdlPvmSt11align_val_t", (void *p, size_t n, size_t al),
-	   (p, n, al))
-CXX_DELETE(da_sz_al, "_ZdaPvmSt11align_val_t", (void *p, size_t n, size_t al),
-	   (p, n, al))
-CXX_DELETE(dl_al_nt, "_ZdlPvSt11align_val_tRKSt9nothrow_t",
-	   (void *p, size_t al, const void *nt), (p, al, nt))
-CXX_DELETE(da_al_nt, "_ZdaPvSt11align_val_tRKSt9nothrow_t",
-	   (void *p, size_t al, const void *nt), (p, al, nt))
