@@ -148,45 +148,47 @@ struct mstat_thread {
 	 * allocation draws its first countdown. */
 	int64_t sample_left;
 
-	/* The library's own work (own.h): nests.
-	 * Relaxed: this thread's, and its signal handlers'. */
+	/* The rest, by the file that writes it.  The library's own work
+	 * (own.c): nests; relaxed, this thread's and its signal handlers'. */
 	_Atomic unsigned own_depth;
-	unsigned char state;  /* enum mstat_thread_state (slots.c) */
+	/* Its slot (slots.c). */
+	unsigned char state;  /* enum mstat_thread_state */
 	uint32_t slot_index;  /* of `own` */
-	/* Its id, as the shared lock knows its holder (0 until first needed). */
+	/* The shared lock and the deferred counts (shared.c).  Its id, as
+	 * the shared lock knows its holder (0 until first needed). */
 	uint32_t tid;
 	/* It is adding to mstat_proc.forking: a signal handler must not. */
 	bool in_forking;
-	/* It is counting its deferred counts (count_deferred()): one deeper
-	 * down does not start another loop. */
+	/* It is counting its deferred counts: one deeper down does not
+	 * start another loop. */
 	bool draining;
 	/* It has counted before the segment existed. */
 	bool counted_early;
-	/* Between fork_prepare() and fork_parent()/fork_child(), in the
-	 * forking thread: its slot is set aside (in slot_before_fork) and its
-	 * counts go to mstat_proc.forking. */
+	/* Counts its signal handlers deferred: entries put in (by handlers)
+	 * and taken out (by the thread), counting up; the ring holds
+	 * in - out. */
+	_Atomic unsigned deferred_in, deferred_out;
+	struct mstat_deferred deferred[MSTAT_DEFERRED_MAX];
+	/* The fork (fork.c).  Between its prepare handler and its parent or
+	 * child handler, in the forking thread: its slot is set aside (in
+	 * slot_before_fork) and its counts go to mstat_proc.forking. */
 	bool forking;
-	/* It may hold mstat_proc.fork_lock (fork_prepare() to fork_parent()
-	 * or fork_child()): a signal handler that exits must not wait for it. */
+	/* It may hold mstat_proc.fork_lock (the same handlers): a signal
+	 * handler that exits must not wait for it. */
 	bool holds_fork_lock;
-	/* It runs the process's exit (retire()): it counts on, through the
+	struct mstat_shm_slot *slot_before_fork;
+	/* It runs the process's exit (exit.c): it counts on, through the
 	 * shared slot, where every other thread has stopped. */
 	bool exiting;
 	/* It is inside dlsym, resolving the next allocator (next.c). */
 	bool resolving;
 	/* It is inside the next allocator's malloc_usable_size(), which may
-	 * allocate (unsized.h). */
+	 * allocate (next.h). */
 	bool sizing;
-	/* It is taking a sample (profile.c): it samples nothing more. */
+	/* Sampling (profile.c): it is taking a sample, and samples nothing
+	 * more; its countdown (its bytes left are sample_left), and the mean
+	 * interval of the sample it is taking. */
 	bool in_sample;
-	struct mstat_shm_slot *slot_before_fork;
-	/* Counts its signal handlers deferred (shared.c, defer()): entries
-	 * put in (by handlers) and taken out (by the thread), counting up;
-	 * the ring holds in - out. */
-	_Atomic unsigned deferred_in, deferred_out;
-	struct mstat_deferred deferred[MSTAT_DEFERRED_MAX];
-	/* Its sampling countdown (its bytes left are sample_left), and the
-	 * mean interval of the sample it is taking (profile.c). */
 	struct mstat_countdown countdown;
 	uint64_t sample_interval;
 	/* Per part of the pool, the word it last took a slot from, plus one;
@@ -199,13 +201,15 @@ extern _Thread_local struct mstat_thread mstat_thread
 /* ---- the process ---- */
 
 /*
- * The writer's process state.  The small fields first and the large
- * tables last: a process that starts touches only the first pages of
- * this, each page a fault.  On a page boundary, so that they are the
+ * The writer's process state, what more than one of its files reads;
+ * each group says which file writes it.  The small fields first and the
+ * large tables last: a process that starts touches only the first pages
+ * of this, each page a fault.  On a page boundary, so that they are the
  * fewest (state.c checks that the counts a starting process makes are on
  * the first).
  */
 struct mstat_proc {
+	/* The start (start.c), and the configuration it read (config.h). */
 	_Atomic int ready;       /* (R) the segment is published */
 	bool started;            /* the constructor has run */
 	bool disabled;           /* not counting, for good */
@@ -213,34 +217,42 @@ struct mstat_proc {
 	_Atomic bool starting;   /* start() has been called (under shared_lock) */
 	_Atomic uint32_t start_ended; /* start() has returned; a futex word */
 	uint32_t starter;        /* the thread in start() */
+	pid_t pid;               /* this process's (a vfork child is not) */
+	uint32_t slot_count;     /* MSTAT_SLOTS */
+	uint32_t writer_mode;    /* MSTAT_MODE */
+	pid_t report_pid;        /* MSTAT_REPORT_PID: which process reports */
+	struct mstat_segment seg; /* once `ready` */
+
+	/* The exit (exit.c, and the exiting thread's section: shared.c). */
 	_Atomic bool retired;    /* the exit has begun (retire()) */
 	bool late;               /* `early` holds counts made since, which
 				  * the exiting thread adds in (under
 				  * shared_lock) */
 	uint32_t exit_flags;     /* the header's, as last stored (under
 				  * shared_lock) */
-	pid_t pid;               /* this process's (a vfork child is not) */
-	uint32_t slot_count;
-	uint32_t writer_mode;
 	/* (V) the exiting thread's epoch word: the address of `epoch`, with
 	 * MSTAT_EPOCH_STOPPED only while a fork drains (the exit's stop bit
 	 * is in mstat_writer_config.epoch alone). */
 	_Atomic uintptr_t exit_word;
-	pid_t report_pid;        /* MSTAT_REPORT_PID: which process reports */
-	struct mstat_segment seg;
-	struct mstat_ownlock shared_lock;
-	/* Held by a forking thread from its prepare handler to its parent or
-	 * child handler: keeps two threads forking at once from sharing
-	 * `forking` and what the child inherits (fork.c). */
-	pthread_mutex_t fork_lock;
-	pthread_mutex_t self_lock;  /* guards self_reader */
-	struct mstat_reader *self_reader;
-	struct mstat_reader *parent_reader; /* a fork child's, unmapped */
-	/* How much was counted before the segment exists, under shared_lock;
+
+	/* The shared slot and the counts before the segment (shared.c):
+	 * how much was counted before the segment exists, under shared_lock;
 	 * when the process (or fork child) began. */
+	struct mstat_ownlock shared_lock;
 	uint64_t early_counts, early_bytes;
 	unsigned early_threads;
 	uint64_t born_ns;
+
+	/* Held by a forking thread from its prepare handler to its parent or
+	 * child handler (fork.c): keeps two threads forking at once from
+	 * sharing `forking` and what the child inherits. */
+	pthread_mutex_t fork_lock;
+
+	/* A process's reader of itself (api.c). */
+	pthread_mutex_t self_lock;  /* guards self_reader */
+	struct mstat_reader *self_reader;
+	struct mstat_reader *parent_reader; /* a fork child's, unmapped */
+
 	/* What every process writes as it starts, from here on, on one page
 	 * (docs/performance.md, "Starting a process"): the texts, then the
 	 * counts made before the segment exists, under shared_lock.  Their
@@ -248,16 +260,17 @@ struct mstat_proc {
 	 * of `early`: the rows of the classes up to 1 KiB, where a process
 	 * that starts allocates, are then the only ones it touches. */
 	uint64_t early_requested;
-	char name[MSTAT_NAME_MAX];
-	char status[MSTAT_REPORT_STATUS_MAX]; /* mstat_self_status(): state;
-					       * warnings (and the report's) */
+	char name[MSTAT_NAME_MAX]; /* MSTAT_NAME, or the program's (start.c) */
+	/* The status (status.c): mstat_self_status(), and the report's. */
+	char status[MSTAT_REPORT_STATUS_MAX]; /* the state; the warnings */
 	char state[200];         /* what the library does */
 	char warnings[200];      /* said once, kept in the status */
-	char report[MSTAT_REPORT_NAME_MAX]; /* MSTAT_REPORT: where mstat-run
-					     * listens */
 	char log[256];           /* MSTAT_LOG: "stderr", a file, or "" */
-	mstat_rows early;
-	mstat_rows forking;      /* the forking thread's counts meanwhile */
+	char report[MSTAT_REPORT_NAME_MAX]; /* MSTAT_REPORT: where mstat-run
+					     * listens (start.c) */
+	mstat_rows early;        /* shared.c */
+	mstat_rows forking;      /* the forking thread's counts meanwhile
+				  * (fork.c, shared.c) */
 };
 extern struct mstat_proc mstat_proc MSTAT_HIDDEN;
 
