@@ -114,8 +114,9 @@ mstat_self_snapshot(struct mstat_snapshot *out)
 			mstat_utoa(path + strlen(path), (uint64_t)mstat_proc.seg.fd);
 			int fd = open(path, O_RDWR | O_CLOEXEC);
 			rc = fd < 0 ? -errno
-				    : mstat_reader_open_fd(&mstat_proc.self_reader, fd,
-							   mstat_proc.seg.shm_name, NULL, 0);
+				    : mstat_reader_open_fd(&mstat_proc.self_reader,
+							   fd, mstat_proc.seg.shm_name,
+							   NULL, 0);
 		}
 		mstat_own_end();
 	}

@@ -30,7 +30,8 @@ ignored(const struct var *v, const char *const *why)
 {
 	char what[sizeof(v->name) + 8], text[80];
 
-	mstat_join(what, sizeof(what), (const char *const[]){ v->name, " ignored", NULL });
+	mstat_join(what, sizeof(what),
+		   (const char *const[]){ v->name, " ignored", NULL });
 	mstat_join(text, sizeof(text), why);
 	mstat_status_warn(what, text);
 }
@@ -72,10 +73,11 @@ mstat_config_number(enum mstat_conf c)
 	    (v->kind == KIND_NUMBER && x > v->max)) {
 		mstat_utoa(lo, v->min);
 		mstat_utoa(hi, v->max);
-		ignored(v, v->kind == KIND_BYTES
-				   ? (const char *const[]){ "not a number of bytes", NULL }
-				   : (const char *const[]){ "not a number in ", lo, "..", hi,
-							   NULL });
+		if (v->kind == KIND_BYTES)
+			ignored(v, (const char *const[]){ "not a number of bytes", NULL });
+		else
+			ignored(v, (const char *const[]){ "not a number in ", lo, "..",
+							  hi, NULL });
 		return v->dflt;
 	}
 	return x > v->max ? v->max : x;

@@ -38,8 +38,10 @@ sum_slots(mstat_rows out)
 	uint32_t n = mstat_slots_reserved();
 
 	for (unsigned g = 0; g < MSTAT_GENS; g++)
-		mstat_sum_generation((const unsigned char *)mstat_segment_slot(&mstat_proc.seg, 0),
-				     mstat_proc.seg.slot_size, n, MSTAT_CLASS_COUNT, g, out);
+		mstat_sum_generation((const unsigned char *)
+					     mstat_segment_slot(&mstat_proc.seg, 0),
+				     mstat_proc.seg.slot_size, n, MSTAT_CLASS_COUNT,
+				     g, out);
 }
 
 /*
@@ -202,7 +204,8 @@ fork_child(void)
 		 * in the parent alone.  This child counts in process memory
 		 * for good, and waits for no start. */
 		if (atomic_load_explicit(&mstat_proc.starting, memory_order_relaxed))
-			atomic_store_explicit(&mstat_proc.start_ended, 1, memory_order_relaxed);
+			atomic_store_explicit(&mstat_proc.start_ended, 1,
+					      memory_order_relaxed);
 		/* start() will fold `early` */
 		(void)mstat_shared_take_early();
 		mstat_shared_unlock();

@@ -135,7 +135,8 @@ mstat_malloc_slow(size_t n)
 	if (!mstat_section_open_slow(&sec)) {
 		p = mstat_next.malloc(n);
 		if (LIKELY(p != NULL))
-			mstat_count_unslotted(MSTAT_OP_ALLOC, 0, mstat_glibc_usable(p), n);
+			mstat_count_unslotted(MSTAT_OP_ALLOC, 0,
+					      mstat_glibc_usable(p), n);
 		return p;
 	}
 	p = mstat_next.malloc(n);
@@ -279,7 +280,8 @@ calloc_slow(size_t n, size_t size, size_t total, bool due, const void *caller)
 	if (UNLIKELY(!mstat_next_ready())) {
 		if (sample)
 			mstat_profile_cancel();
-		return mstat_arena_alloc(total, MSTAT_ARENA_ALIGN); /* zeroed: never reused */
+		/* Zeroed: an arena block is never reused. */
+		return mstat_arena_alloc(total, MSTAT_ARENA_ALIGN);
 	}
 	ALLOCATE(p, mstat_next.calloc(n, size), total);
 	return UNLIKELY(sample) ? mstat_sampled(p, total, 0, 0, true, caller) : p;
@@ -428,8 +430,9 @@ realloc(void *old, size_t n)
 	if (UNLIKELY(slot == NULL) ||
 	    UNLIKELY(mstat_wsection_begin(slot, &mstat_writer_config.epoch, false,
 					  &sec.g) != MSTAT_WS_OPEN))
-		return UNLIKELY(mstat_may_be_sampled(old)) ? mstat_realloc_sampled(old, n, false, NULL)
-						     : mstat_realloc_plain(old, n);
+		return UNLIKELY(mstat_may_be_sampled(old))
+			       ? mstat_realloc_sampled(old, n, false, NULL)
+			       : mstat_realloc_plain(old, n);
 	sec.slot = slot;
 	size_t h;
 	if (LIKELY(mstat_glibc_chunk(old, &h)))
@@ -508,7 +511,8 @@ posix_memalign(void **out, size_t align, size_t n)
 		if (rc == 0 && open)
 			count_header_alloc(&sec, p, n);
 		else if (rc == 0)
-			mstat_count_unslotted(MSTAT_OP_ALLOC, 0, mstat_glibc_usable(p), n);
+			mstat_count_unslotted(MSTAT_OP_ALLOC, 0,
+					      mstat_glibc_usable(p), n);
 		if (open)
 			mstat_section_close(&sec);
 	} else {

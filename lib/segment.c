@@ -214,7 +214,8 @@ mstat_segment_retire(struct mstat_segment *seg, uint32_t cut)
 {
 	if (!seg->hdr)
 		return;
-	atomic_store_explicit(&seg->hdr->exit_ns, mstat_clock_ns(CLOCK_REALTIME), memory_order_relaxed);
+	atomic_store_explicit(&seg->hdr->exit_ns, mstat_clock_ns(CLOCK_REALTIME),
+			      memory_order_relaxed);
 	atomic_store_explicit(&seg->hdr->exit_cut, cut, memory_order_relaxed);
 	/* (X) release: a reader that sees EXITING sees exit_cut (the other
 	 * threads have stopped counting before this; see retire()). */
@@ -229,7 +230,8 @@ mstat_segment_retire(struct mstat_segment *seg, uint32_t cut)
 void
 mstat_segment_ended(struct mstat_segment *seg)
 {
-	atomic_store_explicit(&seg->hdr->exit_ns, mstat_clock_ns(CLOCK_REALTIME), memory_order_relaxed);
+	atomic_store_explicit(&seg->hdr->exit_ns, mstat_clock_ns(CLOCK_REALTIME),
+			      memory_order_relaxed);
 }
 
 void

@@ -29,6 +29,13 @@ static _Atomic uint64_t spill[MSTAT_ROWS(MSTAT_CLASS_COUNT)][MSTAT_ROW_COUNTERS]
 
 static bool publish_due(uint64_t bytes);
 
+/* Slot 0, of the segment: counted into under the lock. */
+static inline struct mstat_shm_slot *
+shared_slot(void)
+{
+	return mstat_segment_slot(&mstat_proc.seg, MSTAT_SHARED_SLOT);
+}
+
 static MSTAT_START_TEXT void
 count_early(enum mstat_op op, uint64_t freed, uint64_t size, uint64_t requested)
 {
@@ -71,7 +78,8 @@ mstat_shared_must_defer(void)
 static void
 defer(enum mstat_op op, uint64_t freed, uint64_t size, uint64_t requested)
 {
-	unsigned i = atomic_load_explicit(&mstat_thread.deferred_in, memory_order_relaxed);
+	unsigned i = atomic_load_explicit(&mstat_thread.deferred_in,
+					  memory_order_relaxed);
 
 	do {
 		if (i - atomic_load_explicit(&mstat_thread.deferred_out,
@@ -97,7 +105,8 @@ defer(enum mstat_op op, uint64_t freed, uint64_t size, uint64_t requested)
 static bool
 take_deferred(struct mstat_deferred *d)
 {
-	unsigned out = atomic_load_explicit(&mstat_thread.deferred_out, memory_order_relaxed);
+	unsigned out = atomic_load_explicit(&mstat_thread.deferred_out,
+					    memory_order_relaxed);
 
 	if (out == atomic_load_explicit(&mstat_thread.deferred_in, memory_order_relaxed))
 		return false;
@@ -207,7 +216,7 @@ exit_flags(uint32_t f)
 static MSTAT_START_TEXT enum mstat_wsection
 exit_section(unsigned *g)
 {
-	struct mstat_shm_slot *slot = mstat_segment_slot(&mstat_proc.seg, MSTAT_SHARED_SLOT);
+	struct mstat_shm_slot *slot = shared_slot();
 
 	exit_flags(mstat_proc.exit_flags | MSTAT_EXIT_BUSY);
 	enum mstat_wsection w = mstat_wsection_begin(slot, &mstat_proc.exit_word,
@@ -231,7 +240,7 @@ exit_section(unsigned *g)
 MSTAT_START_TEXT void
 mstat_shared_exit_end(bool done)
 {
-	mstat_wsection_end(mstat_segment_slot(&mstat_proc.seg, MSTAT_SHARED_SLOT));
+	mstat_wsection_end(shared_slot());
 	exit_flags((mstat_proc.exit_flags & ~MSTAT_EXIT_BUSY) |
 		   (done ? MSTAT_EXIT_DONE : 0));
 }
@@ -260,7 +269,7 @@ mstat_shared_open(unsigned *g)
 				return MSTAT_INTO_NONE;
 			continue;
 		}
-		if (mstat_wsection_begin(mstat_segment_slot(&mstat_proc.seg, MSTAT_SHARED_SLOT),
+		if (mstat_wsection_begin(shared_slot(),
 					 &mstat_writer_config.epoch,
 					 mstat_writer_config.fenced, g) == MSTAT_WS_OPEN)
 			return MSTAT_INTO_SLOT;
@@ -293,7 +302,7 @@ mstat_shared_close(enum mstat_shared s, unsigned g)
 		mstat_proc.late = true;
 	} else if (s == MSTAT_INTO_SLOT || s == MSTAT_INTO_EXIT) {
 		struct mstat_section sec = {
-			mstat_segment_slot(&mstat_proc.seg, MSTAT_SHARED_SLOT), g
+			shared_slot(), g
 		};
 		while (take_deferred_held(&d))
 			mstat_section_count(&sec, d.op, d.freed, d.size, d.requested);
@@ -377,7 +386,7 @@ mstat_count_rows(mstat_rows acc)
 	}
 	s = mstat_shared_open(&g);
 	if (s == MSTAT_INTO_SLOT || s == MSTAT_INTO_EXIT)
-		mstat_rows_put(mstat_segment_slot(&mstat_proc.seg, MSTAT_SHARED_SLOT), g, acc);
+		mstat_rows_put(shared_slot(), g, acc);
 	else if (s == MSTAT_INTO_EARLY || s == MSTAT_INTO_LATE)
 		mstat_rows_add(mstat_proc.early, acc);
 	if (mstat_shared_close(s, g))
@@ -400,9 +409,10 @@ mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
 	}
 	if (mstat_thread.forking) {
 		forking_begin();
-		mstat_rows_count(mstat_proc.forking,
-				 &mstat_proc.forking[MSTAT_CLASS_COUNT][MSTAT_T_REQUESTED_BYTES],
-				 op, freed, size, requested);
+		uint64_t *req = &mstat_proc.forking[MSTAT_CLASS_COUNT]
+						   [MSTAT_T_REQUESTED_BYTES];
+		mstat_rows_count(mstat_proc.forking, req, op, freed, size,
+				 requested);
 		forking_end();
 		return;
 	}
@@ -410,7 +420,7 @@ mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
 	s = mstat_shared_open(&g);
 	if (s == MSTAT_INTO_SLOT || s == MSTAT_INTO_EXIT) {
 		struct mstat_section sec = {
-			mstat_segment_slot(&mstat_proc.seg, MSTAT_SHARED_SLOT), g
+			shared_slot(), g
 		};
 		mstat_section_count(&sec, op, freed, size, requested);
 	} else if (s == MSTAT_INTO_EARLY) {

@@ -130,7 +130,8 @@ claim_slot(void)
 			return;
 		}
 	}
-	atomic_fetch_add_explicit(&mstat_proc.seg.hdr->overflowed, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&mstat_proc.seg.hdr->overflowed, 1,
+				  memory_order_relaxed);
 	mstat_thread.state = MSTAT_THREAD_SHARED;
 }
 
@@ -150,7 +151,8 @@ give_back_slot(void *unused)
 	atomic_fetch_sub_explicit(&mstat_proc.seg.hdr->threads, 1, memory_order_relaxed);
 	/* (H) release: the next owner's acquire sees every count made here.
 	 * The counters stay: a slot keeps its cumulative counts for good. */
-	atomic_store_explicit(&slots.busy[mstat_thread.slot_index], 0, memory_order_release);
+	atomic_store_explicit(&slots.busy[mstat_thread.slot_index], 0,
+			      memory_order_release);
 }
 
 MSTAT_START_TEXT bool
@@ -160,7 +162,8 @@ mstat_section_open_slow(struct mstat_section *sec)
 		struct mstat_shm_slot *slot = mstat_thread.own;
 
 		if (!slot) {
-			if (mstat_thread.forking || mstat_thread.state != MSTAT_THREAD_NEW ||
+			if (mstat_thread.forking ||
+			    mstat_thread.state != MSTAT_THREAD_NEW ||
 			    /* (R) acquire: pairs with the release in start();
 			     * the segment and the config are complete. */
 			    !atomic_load_explicit(&mstat_proc.ready, memory_order_acquire) ||

@@ -100,7 +100,8 @@ mstat_stop(unsigned char bit)
 	if (!mstat_writer_config.fenced)
 		barrier_threads(); /* (M') pairs with the compiler barrier
 				    * between (A') and (V') */
-	mstat_handshake_start(&hs, (const unsigned char *)mstat_segment_slot(&mstat_proc.seg, 0),
+	mstat_handshake_start(&hs,
+			      (const unsigned char *)mstat_segment_slot(&mstat_proc.seg, 0),
 			      mstat_proc.seg.slot_size, mstat_slots_reserved());
 	/* The budget is this thread's CPU time: on a loaded CPU a section's
 	 * thread can wait many time slices to run again, and the wait must

@@ -43,7 +43,8 @@ mstat_unsized_note(void *p, size_t requested)
 		unsized[k].size = requested;
 		/* Relaxed: the block reaches a freeing thread only through the
 		 * program's own synchronisation, which orders this too. */
-		atomic_fetch_add_explicit(&mstat_next.unsized_live, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&mstat_next.unsized_live, 1,
+					  memory_order_relaxed);
 		return requested;
 	}
 	return 0;
