@@ -22,8 +22,8 @@
  * there is room: it takes what is left, up to MSTAT_COLUMN_NAME_MAX, and
  * narrows, down to MSTAT_COLUMN_NAME_MIN, before STATE is cut.
  */
-#ifndef MSTAT_OBSERVER_COLUMNS_H
-#define MSTAT_OBSERVER_COLUMNS_H
+#ifndef MSTAT_CORE_COLUMNS_H
+#define MSTAT_CORE_COLUMNS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -149,4 +149,4 @@ size_t mstat_model_view(const struct mstat_model *m, const char *filter,
  */
 int mstat_columns_fit(int width, enum mstat_model_sort keep, bool *shown);
 
-#endif /* MSTAT_OBSERVER_COLUMNS_H */
+#endif /* MSTAT_CORE_COLUMNS_H */

@@ -18,8 +18,8 @@
  * complete: a write that fails leaves what was there.  A stream (a
  * recording, read while it grows) is renamed at once, then written.
  */
-#ifndef MSTAT_OBSERVER_OUTFILE_H
-#define MSTAT_OBSERVER_OUTFILE_H
+#ifndef MSTAT_CORE_OUTFILE_H
+#define MSTAT_CORE_OUTFILE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -57,4 +57,4 @@ int mstat_outfile_close(struct mstat_outfile *o, char *err, size_t errlen);
  * failed on its own. */
 void mstat_outfile_discard(struct mstat_outfile *o);
 
-#endif /* MSTAT_OBSERVER_OUTFILE_H */
+#endif /* MSTAT_CORE_OUTFILE_H */

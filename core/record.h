@@ -12,8 +12,8 @@
  * everything is checked, and what does not pass is refused with its line
  * number and why.
  */
-#ifndef MSTAT_OBSERVER_RECORD_H
-#define MSTAT_OBSERVER_RECORD_H
+#ifndef MSTAT_CORE_RECORD_H
+#define MSTAT_CORE_RECORD_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -52,4 +52,4 @@ int mstat_replay_next(struct mstat_replay *r, struct mstat_record_tick *t,
 		      char *err, size_t errlen);
 void mstat_replay_close(struct mstat_replay *r);
 
-#endif /* MSTAT_OBSERVER_RECORD_H */
+#endif /* MSTAT_CORE_RECORD_H */

@@ -12,8 +12,8 @@
  * stacks are never removed, so a site in the baseline is in every later
  * read of the same segment.
  */
-#ifndef MSTAT_OBSERVER_SITES_H
-#define MSTAT_OBSERVER_SITES_H
+#ifndef MSTAT_CORE_SITES_H
+#define MSTAT_CORE_SITES_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -71,4 +71,4 @@ void mstat_sites_base_free(struct mstat_sites_base *b);
 void mstat_sites_growth(const struct mstat_sites_base *b, struct mstat_site *s,
 			size_t n);
 
-#endif /* MSTAT_OBSERVER_SITES_H */
+#endif /* MSTAT_CORE_SITES_H */

@@ -18,8 +18,8 @@
  * target from cds_list_add_rcu() on, and it is freed only after they
  * have left their read-side critical sections.
  */
-#ifndef MSTAT_OBSERVER_DISCOVER_H
-#define MSTAT_OBSERVER_DISCOVER_H
+#ifndef MSTAT_CORE_DISCOVER_H
+#define MSTAT_CORE_DISCOVER_H
 
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -132,4 +132,4 @@ size_t mstat_discover_gc(struct mstat_discover *d);
  * last sample). */
 void mstat_discover_detach(struct mstat_top_target *t);
 
-#endif /* MSTAT_OBSERVER_DISCOVER_H */
+#endif /* MSTAT_CORE_DISCOVER_H */

@@ -8,8 +8,8 @@
  * recorded (when it recorded one): a file replaced since is not trusted
  * to name anything.
  */
-#ifndef MSTAT_OBSERVER_SYMBOLS_H
-#define MSTAT_OBSERVER_SYMBOLS_H
+#ifndef MSTAT_CORE_SYMBOLS_H
+#define MSTAT_CORE_SYMBOLS_H
 
 #include <stdint.h>
 
@@ -77,4 +77,4 @@ char *mstat_source_shown(char *out, size_t len, const char *comp_dir,
 char *mstat_source_path(char *out, size_t len, const char *comp_dir,
 			const char *file);
 
-#endif /* MSTAT_OBSERVER_SYMBOLS_H */
+#endif /* MSTAT_CORE_SYMBOLS_H */

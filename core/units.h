@@ -11,8 +11,8 @@
  * (+12KiB, -3, 0B: growth), MSTAT_UNIT_RATE appends "/s".  What is not
  * known yet is "-", whatever the unit.
  */
-#ifndef MSTAT_OBSERVER_UNITS_H
-#define MSTAT_OBSERVER_UNITS_H
+#ifndef MSTAT_CORE_UNITS_H
+#define MSTAT_CORE_UNITS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -34,4 +34,4 @@ enum mstat_unit {
 const char *mstat_unit_format(char *buf, size_t len, unsigned u, bool known,
 			      double v);
 
-#endif /* MSTAT_OBSERVER_UNITS_H */
+#endif /* MSTAT_CORE_UNITS_H */

@@ -14,8 +14,8 @@
  * from / and line, the others only their address, for pprof to
  * symbolise from the mapping's file.
  */
-#ifndef MSTAT_OBSERVER_PPROF_H
-#define MSTAT_OBSERVER_PPROF_H
+#ifndef MSTAT_CORE_PPROF_H
+#define MSTAT_CORE_PPROF_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -47,4 +47,4 @@ void mstat_pprof_unbias(const struct mstat_profile *p,
 int mstat_pprof_write(const struct mstat_profile *p, struct mstat_symbols *sym,
 		      uint64_t time_ns, const char *path, char *err, size_t errlen);
 
-#endif /* MSTAT_OBSERVER_PPROF_H */
+#endif /* MSTAT_CORE_PPROF_H */

@@ -8,8 +8,8 @@
  * chose (its comm, its executable's name): callers escape it (text.h)
  * before showing it.
  */
-#ifndef MSTAT_OBSERVER_PROC_H
-#define MSTAT_OBSERVER_PROC_H
+#ifndef MSTAT_CORE_PROC_H
+#define MSTAT_CORE_PROC_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -37,4 +37,4 @@ mstat_proc_state_stopped(char state)
 	return state == 'T' || state == 't';
 }
 
-#endif /* MSTAT_OBSERVER_PROC_H */
+#endif /* MSTAT_CORE_PROC_H */

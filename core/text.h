@@ -29,8 +29,8 @@
  *
  * mstat-top and mstat-run share this; it depends on nothing but libc.
  */
-#ifndef MSTAT_OBSERVER_TEXT_H
-#define MSTAT_OBSERVER_TEXT_H
+#ifndef MSTAT_CORE_TEXT_H
+#define MSTAT_CORE_TEXT_H
 
 #include <stddef.h>
 #include <stdio.h>
@@ -59,4 +59,4 @@ int mstat_text_put(FILE *f, const char *src, enum mstat_text_rule rule);
 void mstat_text_say(const char *prog, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-#endif /* MSTAT_OBSERVER_TEXT_H */
+#endif /* MSTAT_CORE_TEXT_H */

@@ -9,8 +9,8 @@
  * -EIO if the stream failed.  They print only what is in the rows they are
  * given, so the same rows give the same bytes.
  */
-#ifndef MSTAT_OBSERVER_OUTPUT_H
-#define MSTAT_OBSERVER_OUTPUT_H
+#ifndef MSTAT_CORE_OUTPUT_H
+#define MSTAT_CORE_OUTPUT_H
 
 #include <stdint.h>
 #include <stdio.h>
@@ -65,4 +65,4 @@ void mstat_output_json_process(FILE *f, const struct mstat_model_row *r);
 /* Width of the batch table's NAME column. */
 #define MSTAT_OUTPUT_NAME_WIDTH 20
 
-#endif /* MSTAT_OBSERVER_OUTPUT_H */
+#endif /* MSTAT_CORE_OUTPUT_H */

@@ -19,8 +19,8 @@
  * prints); it knows nothing of RCU, segments or terminals.  The view, the
  * table, JSON and OpenMetrics outputs all read it and nothing else.
  */
-#ifndef MSTAT_OBSERVER_MODEL_H
-#define MSTAT_OBSERVER_MODEL_H
+#ifndef MSTAT_CORE_MODEL_H
+#define MSTAT_CORE_MODEL_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -221,4 +221,4 @@ mstat_model_live_objects(const struct mstat_model_row *r)
 	return mstat_live_objects(&r->total);
 }
 
-#endif /* MSTAT_OBSERVER_MODEL_H */
+#endif /* MSTAT_CORE_MODEL_H */

@@ -25,8 +25,8 @@
  * process supplied, escaped by text.c's quoted rule (which leaves no
  * control character, so neither format's "\n" escape is needed).
  */
-#ifndef MSTAT_OBSERVER_EXPOSITION_H
-#define MSTAT_OBSERVER_EXPOSITION_H
+#ifndef MSTAT_CORE_EXPOSITION_H
+#define MSTAT_CORE_EXPOSITION_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -83,4 +83,4 @@ int mstat_expo_processes(const struct mstat_expo *e,
  * failed anywhere. */
 int mstat_expo_end(const struct mstat_expo *e);
 
-#endif /* MSTAT_OBSERVER_EXPOSITION_H */
+#endif /* MSTAT_CORE_EXPOSITION_H */

@@ -209,7 +209,7 @@ free_sites(struct rcu_head *head)
 }
 
 /* Publishes `s` as the sites the consumer asked for: pairs with the
- * rcu_dereference() in the consumer (observer/ui.c). */
+ * rcu_dereference() in the consumer (mstat-top's ui.c). */
 static void
 sites_publish(struct mstat_top *top, struct mstat_top_sites *s)
 {
@@ -591,7 +591,7 @@ mstat_top_tick(struct mstat_top *top)
 	if (top->opt.after_tick)
 		top->opt.after_tick(top->opt.after_tick_arg, top);
 	/* Release: the tick is complete; pairs with the view's acquire load
-	 * of ticks (observer/main.c), which then redraws. */
+	 * of ticks (mstat-top's main.c), which then redraws. */
 	atomic_fetch_add_explicit(&top->ticks, 1, memory_order_release);
 }
 

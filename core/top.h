@@ -22,8 +22,8 @@
  *     write to `wake_fd` so that the sampler acts on them at once.
  * Every thread that takes rcu_read_lock() must be rcu_register_thread()ed.
  */
-#ifndef MSTAT_OBSERVER_TOP_H
-#define MSTAT_OBSERVER_TOP_H
+#ifndef MSTAT_CORE_TOP_H
+#define MSTAT_CORE_TOP_H
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -236,4 +236,4 @@ void mstat_top_note(struct mstat_top *top, const char *fmt, ...)
 
 uint64_t mstat_top_now_ns(void);
 
-#endif /* MSTAT_OBSERVER_TOP_H */
+#endif /* MSTAT_CORE_TOP_H */

@@ -11,8 +11,8 @@
  * MSTAT_RECEIVED(p) just after rcu_dereference() returned p.  Outside a
  * -fsanitize=thread build they are nothing.
  */
-#ifndef MSTAT_OBSERVER_TSAN_H
-#define MSTAT_OBSERVER_TSAN_H
+#ifndef MSTAT_CORE_TSAN_H
+#define MSTAT_CORE_TSAN_H
 
 #if defined(__SANITIZE_THREAD__)
 #include <sanitizer/tsan_interface.h>
@@ -23,4 +23,4 @@
 #define MSTAT_RECEIVED(p) ((void)0)
 #endif
 
-#endif /* MSTAT_OBSERVER_TSAN_H */
+#endif /* MSTAT_CORE_TSAN_H */

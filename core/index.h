@@ -10,8 +10,8 @@
  * the end.  It holds pointers it does not own; it never allocates during
  * lookups.
  */
-#ifndef MSTAT_OBSERVER_INDEX_H
-#define MSTAT_OBSERVER_INDEX_H
+#ifndef MSTAT_CORE_INDEX_H
+#define MSTAT_CORE_INDEX_H
 
 #include <stddef.h>
 #include <stdint.h>
@@ -37,4 +37,4 @@ void mstat_index_add(struct mstat_index *x, const void *item);
 const void *mstat_index_find(const struct mstat_index *x, const char *name,
 			     uint64_t id);
 
-#endif /* MSTAT_OBSERVER_INDEX_H */
+#endif /* MSTAT_CORE_INDEX_H */
