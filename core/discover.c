@@ -160,7 +160,7 @@ attach(struct mstat_discover *d, struct cds_list_head *targets,
        struct mstat_discover_refusal *f, const char *name, uint64_t dir_ino)
 {
 	struct mstat_reader *r;
-	struct mstat_top_target *t;
+	struct mstat_core_target *t;
 	struct stat st;
 	char err[256];
 	int rc = mstat_reader_open_name(&r, name, err, sizeof(err));
@@ -208,13 +208,13 @@ attach(struct mstat_discover *d, struct cds_list_head *targets,
 static const char *
 target_name(const void *item)
 {
-	return ((const struct mstat_top_target *)item)->shm_name;
+	return ((const struct mstat_core_target *)item)->shm_name;
 }
 
 static uint64_t
 target_ino(const void *item)
 {
-	return ((const struct mstat_top_target *)item)->ino;
+	return ((const struct mstat_core_target *)item)->ino;
 }
 
 static const char *
@@ -233,7 +233,7 @@ void
 mstat_discover_scan(struct mstat_discover *d, struct cds_list_head *targets)
 {
 	struct mstat_index known, refusals;
-	struct mstat_top_target *t;
+	struct mstat_core_target *t;
 	struct dirent *de;
 	size_t n = 0, no_fd = 0;
 	DIR *dir;
@@ -272,7 +272,7 @@ mstat_discover_scan(struct mstat_discover *d, struct cds_list_head *targets)
 			continue;
 		if (!pid_wanted(d, name))
 			continue;
-		if ((t = (struct mstat_top_target *)mstat_index_find(&known, name, ino))) {
+		if ((t = (struct mstat_core_target *)mstat_index_find(&known, name, ino))) {
 			t->in_scan = true;
 			continue;
 		}
@@ -332,8 +332,8 @@ out:
 static void
 target_free(struct rcu_head *head)
 {
-	struct mstat_top_target *t =
-		caa_container_of(head, struct mstat_top_target, rcu);
+	struct mstat_core_target *t =
+		caa_container_of(head, struct mstat_core_target, rcu);
 
 	mstat_reader_close(t->reader);
 	/* Its last sample was reachable only through it. */
@@ -344,7 +344,7 @@ target_free(struct rcu_head *head)
 }
 
 void
-mstat_discover_detach(struct mstat_top_target *t)
+mstat_discover_detach(struct mstat_core_target *t)
 {
 	cds_list_del_rcu(&t->node);
 	call_rcu(&t->rcu, target_free);
@@ -353,7 +353,7 @@ mstat_discover_detach(struct mstat_top_target *t)
 /* The state /proc gives the target's process, if its pid is ours to ask
  * about and still names that process; 0 if not. */
 static char
-proc_state(const struct mstat_discover *d, const struct mstat_top_target *t)
+proc_state(const struct mstat_discover *d, const struct mstat_core_target *t)
 {
 	uint64_t start;
 	char state;
@@ -367,7 +367,7 @@ proc_state(const struct mstat_discover *d, const struct mstat_top_target *t)
 
 bool
 mstat_discover_execed(const struct mstat_discover *d,
-		      const struct mstat_top_target *t)
+		      const struct mstat_core_target *t)
 {
 	char state = proc_state(d, t);
 
@@ -377,13 +377,13 @@ mstat_discover_execed(const struct mstat_discover *d,
 
 bool
 mstat_discover_stopped(const struct mstat_discover *d,
-		       const struct mstat_top_target *t)
+		       const struct mstat_core_target *t)
 {
 	return mstat_proc_state_stopped(proc_state(d, t));
 }
 
 void
-mstat_discover_reap(struct mstat_discover *d, struct mstat_top_target *t)
+mstat_discover_reap(struct mstat_discover *d, struct mstat_core_target *t)
 {
 	int dirfd, rc;
 

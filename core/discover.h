@@ -37,9 +37,9 @@ struct mstat_sites_base;
 
 #define MSTAT_TARGET_KEY_MAX 64
 
-struct mstat_top_sample; /* the sampler's (top.h): freed with the target */
+struct mstat_core_sample; /* the sampler's (core.h): freed with the target */
 
-struct mstat_top_target {
+struct mstat_core_target {
 	struct cds_list_head node;  /* in the list scanned (RCU) */
 	struct rcu_head rcu;
 	/* Set before the target is published, never changed after. */
@@ -57,7 +57,7 @@ struct mstat_top_target {
 	struct mstat_proc_identity id; /* what /proc says, if it can */
 	/* Published by the sampler (rcu_assign_pointer); freed with the
 	 * target. */
-	struct mstat_top_sample *sample;
+	struct mstat_core_sample *sample;
 	/* The sampler's own. */
 	struct mstat_reader *reader; /* NULL once the final counts are read */
 	uint64_t ino;
@@ -76,7 +76,7 @@ struct mstat_top_target {
 	 * model's reset took the counts of that tick. */
 	struct mstat_sites_base *sites_last;
 	uint64_t sites_last_tick;
-	/* Set by the consumer (mstat_top_sites_rebase()), cleared by the
+	/* Set by the consumer (mstat_core_sites_rebase()), cleared by the
 	 * sampler when it reads the baseline again. */
 	_Atomic bool sites_rebase;
 };
@@ -106,23 +106,23 @@ int mstat_discover_init(struct mstat_discover *d, const pid_t *pids,
 			void (*note)(void *arg, const char *line), void *arg);
 void mstat_discover_fini(struct mstat_discover *d);
 
-/* Scans /dev/shm into `targets` (a list of struct mstat_top_target). */
+/* Scans /dev/shm into `targets` (a list of struct mstat_core_target). */
 void mstat_discover_scan(struct mstat_discover *d, struct cds_list_head *targets);
 
 /* Whether a target whose owner is gone without exiting is in fact a
  * process that exec()ed (its pid, in our pid namespace, still has its
  * start time): the lock went with the old image's descriptors. */
 bool mstat_discover_execed(const struct mstat_discover *d,
-			   const struct mstat_top_target *t);
+			   const struct mstat_core_target *t);
 
 /* Whether a target's process is stopped (SIGSTOP, a debugger): what /proc
  * says, if its pid means something here and is still that process. */
 bool mstat_discover_stopped(const struct mstat_discover *d,
-			    const struct mstat_top_target *t);
+			    const struct mstat_core_target *t);
 
 /* Unlinks the name of a target whose process is gone, if the name still
  * leads to it; the target keeps its final counts. */
-void mstat_discover_reap(struct mstat_discover *d, struct mstat_top_target *t);
+void mstat_discover_reap(struct mstat_discover *d, struct mstat_core_target *t);
 
 /* Removes every segment of this user in /dev/shm whose process is gone;
  * one note each.  Returns how many. */
@@ -130,6 +130,6 @@ size_t mstat_discover_gc(struct mstat_discover *d);
 
 /* Takes a target off its list; call_rcu closes and frees it (and its
  * last sample). */
-void mstat_discover_detach(struct mstat_top_target *t);
+void mstat_discover_detach(struct mstat_core_target *t);
 
 #endif /* MSTAT_CORE_DISCOVER_H */

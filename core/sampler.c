@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * sampler.c - the tick: read every target once, publish what was read; the
- * sampler thread; and the consumer's side, mstat_top_collect().  The
- * sharing rules are in top.h.
+ * sampler thread; and the consumer's side, mstat_core_collect().  The
+ * sharing rules are in core.h.
  */
 #include <errno.h>
 #include <poll.h>
@@ -18,7 +18,7 @@
 
 #include "reader.h"
 #include "text.h"
-#include "top.h"
+#include "core.h"
 #include "sites.h"
 #include "tsan.h"
 
@@ -28,7 +28,7 @@
 #define STOP_CHECK_NS UINT64_C(1000000000)
 
 uint64_t
-mstat_top_now_ns(void)
+mstat_core_now_ns(void)
 {
 	struct timespec ts;
 
@@ -36,16 +36,16 @@ mstat_top_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-static const char *const error_names[MSTAT_TOP_ERR_COUNT] = {
-#define MSTAT_X(e, n, h) [MSTAT_TOP_ERR_##e] = #n,
-	MSTAT_TOP_ERRORS(MSTAT_X)
+static const char *const error_names[MSTAT_CORE_ERR_COUNT] = {
+#define MSTAT_X(e, n, h) [MSTAT_CORE_ERR_##e] = #n,
+	MSTAT_CORE_ERRORS(MSTAT_X)
 #undef MSTAT_X
 };
 
 const char *
-mstat_top_error_name(enum mstat_top_error e)
+mstat_core_error_name(enum mstat_core_error e)
 {
-	return (unsigned)e < MSTAT_TOP_ERR_COUNT ? error_names[e] : "?";
+	return (unsigned)e < MSTAT_CORE_ERR_COUNT ? error_names[e] : "?";
 }
 
 /* A note, as formatted, made safe and delivered: the whole line, not
@@ -55,27 +55,27 @@ mstat_top_error_name(enum mstat_top_error e)
 static void
 note_line(void *arg, const char *raw)
 {
-	struct mstat_top *top = arg;
+	struct mstat_core *core = arg;
 	char line[256];
 
 	mstat_text_escape(line, sizeof(line), raw, MSTAT_TEXT_PLAIN);
-	if (top->opt.note) {
-		top->opt.note(top->opt.note_arg, line);
+	if (core->opt.note) {
+		core->opt.note(core->opt.note_arg, line);
 		return;
 	}
-	struct mstat_top_status *s = malloc(sizeof(*s)), *old = top->status;
+	struct mstat_core_status *s = malloc(sizeof(*s)), *old = core->status;
 	if (!s)
 		return;
-	s->seq = ++top->status_seq;
+	s->seq = ++core->status_seq;
 	snprintf(s->line, sizeof(s->line), "%s", line);
 	MSTAT_PUBLISHING(s);
-	rcu_assign_pointer(top->status, s);
+	rcu_assign_pointer(core->status, s);
 	if (old)
-		call_rcu(&old->rcu, mstat_top_status_free);
+		call_rcu(&old->rcu, mstat_core_status_free);
 }
 
 void
-mstat_top_note(struct mstat_top *top, const char *fmt, ...)
+mstat_core_note(struct mstat_core *core, const char *fmt, ...)
 {
 	char raw[256];
 	va_list ap;
@@ -83,24 +83,24 @@ mstat_top_note(struct mstat_top *top, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
-	note_line(top, raw);
+	note_line(core, raw);
 }
 
 int
-mstat_top_init(struct mstat_top *top, const struct mstat_top_options *opt)
+mstat_core_init(struct mstat_core *core, const struct mstat_core_options *opt)
 {
-	memset(top, 0, sizeof(*top));
-	top->opt = *opt;
-	CDS_INIT_LIST_HEAD(&top->targets);
-	atomic_init(&top->interval_ms, opt->interval_ms);
-	top->wake_fd = -1;
-	if (mstat_discover_init(&top->disc, opt->pids, opt->npids,
-				opt->wait_budget_us, note_line, top) < 0)
+	memset(core, 0, sizeof(*core));
+	core->opt = *opt;
+	CDS_INIT_LIST_HEAD(&core->targets);
+	atomic_init(&core->interval_ms, opt->interval_ms);
+	core->wake_fd = -1;
+	if (mstat_discover_init(&core->disc, opt->pids, opt->npids,
+				opt->wait_budget_us, note_line, core) < 0)
 		return -ENOMEM;
-	top->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (top->wake_fd < 0) {
+	core->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (core->wake_fd < 0) {
 		int rc = -errno;
-		mstat_discover_fini(&top->disc);
+		mstat_discover_fini(&core->disc);
 		return rc;
 	}
 	/* A target costs a descriptor: as many as the hard limit allows. */
@@ -115,13 +115,13 @@ mstat_top_init(struct mstat_top *top, const struct mstat_top_options *opt)
 static void
 free_sample(struct rcu_head *head)
 {
-	free(caa_container_of(head, struct mstat_top_sample, rcu));
+	free(caa_container_of(head, struct mstat_core_sample, rcu));
 }
 
 void
-mstat_top_status_free(struct rcu_head *head)
+mstat_core_status_free(struct rcu_head *head)
 {
-	free(caa_container_of(head, struct mstat_top_status, rcu));
+	free(caa_container_of(head, struct mstat_core_status, rcu));
 }
 
 /* The bytes of a snapshot of `classes` classes: a read writes no more,
@@ -134,41 +134,41 @@ snap_size(uint32_t classes)
 }
 
 /* A sample with room for a snapshot of `classes` classes. */
-static struct mstat_top_sample *
+static struct mstat_core_sample *
 sample_new(uint32_t classes)
 {
-	return malloc(offsetof(struct mstat_top_sample, snap) + snap_size(classes));
+	return malloc(offsetof(struct mstat_core_sample, snap) + snap_size(classes));
 }
 
 static int
-grow(struct mstat_top *top, size_t n)
+grow(struct mstat_core *core, size_t n)
 {
-	if (n <= top->cap)
+	if (n <= core->cap)
 		return 0;
 	size_t cap = n < 16 ? 16 : 2 * n;
-	void *b = realloc(top->batch, cap * sizeof(*top->batch));
+	void *b = realloc(core->batch, cap * sizeof(*core->batch));
 	if (b)
-		top->batch = b;
-	void *r = realloc(top->readers, cap * sizeof(*top->readers));
+		core->batch = b;
+	void *r = realloc(core->readers, cap * sizeof(*core->readers));
 	if (r)
-		top->readers = r;
-	void *s = realloc(top->fresh, cap * sizeof(*top->fresh));
+		core->readers = r;
+	void *s = realloc(core->fresh, cap * sizeof(*core->fresh));
 	if (s)
-		top->fresh = s;
-	void *o = realloc(top->outs, cap * sizeof(*top->outs));
+		core->fresh = s;
+	void *o = realloc(core->outs, cap * sizeof(*core->outs));
 	if (o)
-		top->outs = o;
-	void *c = realloc(top->rcs, cap * sizeof(*top->rcs));
+		core->outs = o;
+	void *c = realloc(core->rcs, cap * sizeof(*core->rcs));
 	if (c)
-		top->rcs = c;
+		core->rcs = c;
 	if (!b || !r || !s || !o || !c)
 		return -ENOMEM;
-	top->cap = cap;
+	core->cap = cap;
 	return 0;
 }
 
 static enum mstat_model_live
-live_of(int rc, const struct mstat_top_sample *s)
+live_of(int rc, const struct mstat_core_sample *s)
 {
 	if (s->have_snap && s->snap.state == MSTAT_EXITED)
 		return MSTAT_LIVE_EXITED;
@@ -185,7 +185,7 @@ live_of(int rc, const struct mstat_top_sample *s)
 /* When the process ended, CLOCK_REALTIME: the time it began to exit, as
  * it wrote it, or, killed, when we first found it gone. */
 static uint64_t
-end_time(const struct mstat_top_target *t, enum mstat_model_live live)
+end_time(const struct mstat_core_target *t, enum mstat_model_live live)
 {
 	struct timespec ts;
 	uint64_t exit_ns = mstat_reader_exit_ns(t->reader);
@@ -199,25 +199,25 @@ end_time(const struct mstat_top_target *t, enum mstat_model_live live)
 static void
 free_want(struct rcu_head *head)
 {
-	free(caa_container_of(head, struct mstat_top_sites_want, rcu));
+	free(caa_container_of(head, struct mstat_core_sites_want, rcu));
 }
 
 static void
 free_sites(struct rcu_head *head)
 {
-	free(caa_container_of(head, struct mstat_top_sites, rcu));
+	free(caa_container_of(head, struct mstat_core_sites, rcu));
 }
 
 /* Publishes `s` as the sites the consumer asked for: pairs with the
- * rcu_dereference() in the consumer (mstat-top's ui.c). */
+ * rcu_dereference() in the consumer (mstat-core's ui.c). */
 static void
-sites_publish(struct mstat_top *top, struct mstat_top_sites *s)
+sites_publish(struct mstat_core *core, struct mstat_core_sites *s)
 {
-	struct mstat_top_sites *old = top->sites;
+	struct mstat_core_sites *old = core->sites;
 
 	if (s)
 		MSTAT_PUBLISHING(s);
-	rcu_assign_pointer(top->sites, s);
+	rcu_assign_pointer(core->sites, s);
 	if (old)
 		call_rcu(&old->rcu, free_sites);
 }
@@ -229,16 +229,16 @@ sites_publish(struct mstat_top *top, struct mstat_top_sites *s)
  * the last read).
  */
 static void
-sites_read(struct mstat_top *top, struct mstat_top_target *t, bool want,
+sites_read(struct mstat_core *core, struct mstat_core_target *t, bool want,
 	   bool final)
 {
 	/* The tick this is (the sampler's own count). */
-	uint64_t tick = atomic_load_explicit(&top->ticks, memory_order_relaxed);
+	uint64_t tick = atomic_load_explicit(&core->ticks, memory_order_relaxed);
 	bool rebase = false;
-	if (top->opt.site_baselines)
+	if (core->opt.site_baselines)
 		/* Relaxed: a request with no data behind it (the profile is
 		 * read here); pairs with the store in
-		 * mstat_top_sites_rebase(). */
+		 * mstat_core_sites_rebase(). */
 		rebase = !t->sites_based ||
 			 atomic_exchange_explicit(&t->sites_rebase, false,
 						  memory_order_relaxed);
@@ -272,7 +272,7 @@ sites_read(struct mstat_top *top, struct mstat_top_target *t, bool want,
 					      memory_order_relaxed);
 		}
 	}
-	struct mstat_top_sites *s = want ? calloc(1, sizeof(*s)) : NULL;
+	struct mstat_core_sites *s = want ? calloc(1, sizeof(*s)) : NULL;
 	if (s) {
 		snprintf(s->key, sizeof(s->key), "%s", t->key);
 		s->rc = rc;
@@ -289,18 +289,18 @@ sites_read(struct mstat_top *top, struct mstat_top_target *t, bool want,
 		if (s->have_growth)
 			mstat_sites_growth(t->sites_base, all, m);
 		for (int o = 0; o < 2; o++) {
-			if (o == MSTAT_TOP_SITES_GROWTH && !s->have_growth)
+			if (o == MSTAT_CORE_SITES_GROWTH && !s->have_growth)
 				break;
-			mstat_sites_sort(all, m, o == MSTAT_TOP_SITES_GROWTH
+			mstat_sites_sort(all, m, o == MSTAT_CORE_SITES_GROWTH
 						 ? MSTAT_SITES_BY_GROWTH
 						 : MSTAT_SITES_BY_LIVE);
-			s->n[o] = m < MSTAT_TOP_SITES_MAX ? m : MSTAT_TOP_SITES_MAX;
+			s->n[o] = m < MSTAT_CORE_SITES_MAX ? m : MSTAT_CORE_SITES_MAX;
 			memcpy(s->top[o], all, s->n[o] * sizeof(*all));
 			mstat_sites_name(&p, s->top[o], s->n[o]);
 		}
 	}
 	if (s)
-		sites_publish(top, s);
+		sites_publish(core, s);
 	free(all);
 	if (rc == 0)
 		mstat_profile_release(&p);
@@ -308,44 +308,44 @@ sites_read(struct mstat_top *top, struct mstat_top_target *t, bool want,
 
 /* Whether the consumer asks for the sites of t. */
 static bool
-sites_wanted(const struct mstat_top *top, const struct mstat_top_target *t)
+sites_wanted(const struct mstat_core *core, const struct mstat_core_target *t)
 {
-	return top->sites_key[0] && strcmp(top->sites_key, t->key) == 0;
+	return core->sites_key[0] && strcmp(core->sites_key, t->key) == 0;
 }
 
-/* The sample top->fresh[i], read into (its snapshot, if rc is 0), becomes
+/* The sample core->fresh[i], read into (its snapshot, if rc is 0), becomes
  * the target's. */
 static void
-publish(struct mstat_top *top, size_t i, uint64_t t_ns)
+publish(struct mstat_core *core, size_t i, uint64_t t_ns)
 {
-	struct mstat_top_target *t = top->batch[i];
-	struct mstat_top_sample *old = t->sample, *s = top->fresh[i];
-	int rc = top->rcs[i];
+	struct mstat_core_target *t = core->batch[i];
+	struct mstat_core_sample *old = t->sample, *s = core->fresh[i];
+	int rc = core->rcs[i];
 
 	if (rc == -EAGAIN)
-		top->errors[MSTAT_TOP_ERR_STALLED]++;
+		core->errors[MSTAT_CORE_ERR_STALLED]++;
 	else if (rc == -EBUSY)
-		top->errors[MSTAT_TOP_ERR_BUSY]++;
+		core->errors[MSTAT_CORE_ERR_BUSY]++;
 	else if (rc == -EPROTO || rc == -EFAULT)
-		top->errors[MSTAT_TOP_ERR_DROPPED]++;
+		core->errors[MSTAT_CORE_ERR_DROPPED]++;
 	else if (rc != 0)
-		top->errors[MSTAT_TOP_ERR_READ]++;
+		core->errors[MSTAT_CORE_ERR_READ]++;
 	if (rc == -EPROTO || rc == -EFAULT) {
 		/* The segment cannot be trusted any more.  Other errors
 		 * (membarrier refused to us) are the reader's: the target
 		 * stays, and says why it is not read. */
-		mstat_top_note(top, "dropped %s", mstat_reader_error(t->reader));
+		mstat_core_note(core, "dropped %s", mstat_reader_error(t->reader));
 		mstat_discover_detach(t);
 		free(s);
 		return;
 	}
 	if (rc == 0 && (s->snap.state == MSTAT_EXECED ||
 			(s->snap.state == MSTAT_KILLED &&
-			 mstat_discover_execed(&top->disc, t)))) {
+			 mstat_discover_execed(&core->disc, t)))) {
 		/* Its process exec()ed: the new image makes a segment of its
 		 * own, found by the scan as a new target, and goes on in the
 		 * same row (the key is the process's).  Not a kill. */
-		mstat_discover_reap(&top->disc, t);
+		mstat_discover_reap(&core->disc, t);
 		mstat_discover_detach(t);
 		free(s);
 		return;
@@ -376,11 +376,11 @@ publish(struct mstat_top *top, size_t i, uint64_t t_ns)
 	if (rc == 0 && s->live == MSTAT_LIVE_RUNNING && idle) {
 		if (old && old->live == MSTAT_LIVE_STOPPED)
 			s->live = MSTAT_LIVE_STOPPED;
-		if (top->stop_checks && (!t->checked_ns ||
+		if (core->stop_checks && (!t->checked_ns ||
 					 t_ns - t->checked_ns >= STOP_CHECK_NS)) {
-			top->stop_checks--;
+			core->stop_checks--;
 			t->checked_ns = t_ns;
-			s->live = mstat_discover_stopped(&top->disc, t)
+			s->live = mstat_discover_stopped(&core->disc, t)
 					  ? MSTAT_LIVE_STOPPED
 					  : MSTAT_LIVE_RUNNING;
 		}
@@ -392,14 +392,14 @@ publish(struct mstat_top *top, size_t i, uint64_t t_ns)
 		t->final = true;
 		t->end_ns = t_ns;
 		s->end_ns = end_time(t, s->live);
-		if (sites_wanted(top, t))
-			sites_read(top, t, true, true);
-		mstat_discover_reap(&top->disc, t);
+		if (sites_wanted(core, t))
+			sites_read(core, t, true, true);
+		mstat_discover_reap(&core->disc, t);
 		mstat_reader_close(t->reader);
 		t->reader = NULL;
 	}
 	/* Publishes the filled sample: pairs with rcu_dereference() in
-	 * mstat_top_collect(). */
+	 * mstat_core_collect(). */
 	MSTAT_PUBLISHING(s);
 	rcu_assign_pointer(t->sample, s);
 	if (old)
@@ -409,18 +409,18 @@ publish(struct mstat_top *top, size_t i, uint64_t t_ns)
 static uint64_t
 now_us(void)
 {
-	return mstat_top_now_ns() / 1000u;
+	return mstat_core_now_ns() / 1000u;
 }
 
 /* Exchanges entries i and j of the tick's arrays. */
 static void
-swap_batch(struct mstat_top *top, size_t i, size_t j)
+swap_batch(struct mstat_core *core, size_t i, size_t j)
 {
 #define SWAP(a)                                                               \
 	do {                                                                  \
-		__typeof__(top->a[0]) tmp_ = top->a[i];                       \
-		top->a[i] = top->a[j];                                        \
-		top->a[j] = tmp_;                                             \
+		__typeof__(core->a[0]) tmp_ = core->a[i];                       \
+		core->a[i] = core->a[j];                                        \
+		core->a[j] = tmp_;                                             \
 	} while (0)
 	SWAP(batch);
 	SWAP(readers);
@@ -432,22 +432,22 @@ swap_batch(struct mstat_top *top, size_t i, size_t j)
 
 /*
  * Reads the tick's n targets.  A target another reader holds (-EBUSY: its
- * flock is taken, by mstat-top and mstat-exporter alike, for one pass over
+ * flock is taken, by mstat-core and mstat-exporter alike, for one pass over
  * its targets) is tried again until it is free or `deadline_us` passes;
  * each retry is a pass of its own over the busy ones, moved to the front
  * of the arrays.  The whole wait, stalled and busy targets together,
  * stays within the wait budget.
  */
 static void
-read_all(struct mstat_top *top, size_t n, uint64_t deadline_us)
+read_all(struct mstat_core *core, size_t n, uint64_t deadline_us)
 {
-	mstat_reader_snapshot_many(top->readers, n, top->outs, top->rcs,
-				   top->opt.wait_budget_us);
+	mstat_reader_snapshot_many(core->readers, n, core->outs, core->rcs,
+				   core->opt.wait_budget_us);
 	for (;;) {
 		size_t busy = 0;
 		for (size_t i = 0; i < n; i++)
-			if (top->rcs[i] == -EBUSY)
-				swap_batch(top, busy++, i);
+			if (core->rcs[i] == -EBUSY)
+				swap_batch(core, busy++, i);
 		uint64_t now = now_us();
 		if (busy == 0 || now >= deadline_us)
 			return;
@@ -458,19 +458,19 @@ read_all(struct mstat_top *top, size_t n, uint64_t deadline_us)
 		now = now_us();
 		if (now >= deadline_us)
 			return;
-		mstat_reader_snapshot_many(top->readers, busy, top->outs,
-					   top->rcs, (unsigned)(deadline_us - now));
+		mstat_reader_snapshot_many(core->readers, busy, core->outs,
+					   core->rcs, (unsigned)(deadline_us - now));
 	}
 }
 
 int
-mstat_top_sites(struct mstat_top *top, const char *key, size_t n,
+mstat_core_sites(struct mstat_core *core, const char *key, size_t n,
 		struct mstat_site *out, size_t *got)
 {
-	struct mstat_top_target *t;
+	struct mstat_core_target *t;
 
 	*got = 0;
-	cds_list_for_each_entry(t, &top->targets, node)
+	cds_list_for_each_entry(t, &core->targets, node)
 		if (strcmp(t->key, key) == 0 && t->reader && !t->final)
 			return mstat_sites_read(t->reader, n, out, got);
 	return -ENOENT;
@@ -478,61 +478,61 @@ mstat_top_sites(struct mstat_top *top, const char *key, size_t n,
 
 /* The call sites of the tick: baselines to take, and those asked for. */
 static void
-sites_tick(struct mstat_top *top)
+sites_tick(struct mstat_core *core)
 {
-	struct mstat_top_target *t;
+	struct mstat_core_target *t;
 	bool live = false, gone = false;
 
-	cds_list_for_each_entry(t, &top->targets, node) {
-		bool want = sites_wanted(top, t);
+	cds_list_for_each_entry(t, &core->targets, node) {
+		bool want = sites_wanted(core, t);
 		live |= want && !t->final;
 		gone |= want && t->final;
 		if (!t->final)
-			sites_read(top, t, want, false);
+			sites_read(core, t, want, false);
 	}
-	const struct mstat_top_sites *had = top->sites;
-	if (!top->sites_key[0]) {
+	const struct mstat_core_sites *had = core->sites;
+	if (!core->sites_key[0]) {
 		/* A process's final sites cannot be read again: they stay
 		 * until others are asked for. */
 		if (had && !had->final)
-			sites_publish(top, NULL);
+			sites_publish(core, NULL);
 		return;
 	}
 	/* Read just now; or a process not read any more: its final sites
 	 * stay, or what says they were not read. */
-	if (had && strcmp(had->key, top->sites_key) == 0 &&
+	if (had && strcmp(had->key, core->sites_key) == 0 &&
 	    (live || had->final || had->rc == -ENOENT))
 		return;
-	struct mstat_top_sites *s = calloc(1, sizeof(*s));
+	struct mstat_core_sites *s = calloc(1, sizeof(*s));
 	if (!s)
 		return;
-	snprintf(s->key, sizeof(s->key), "%s", top->sites_key);
+	snprintf(s->key, sizeof(s->key), "%s", core->sites_key);
 	s->rc = -ENOENT;
 	s->final = gone;
-	sites_publish(top, s);
+	sites_publish(core, s);
 }
 
 void
-mstat_top_sites_want(struct mstat_top *top, const char *key)
+mstat_core_sites_want(struct mstat_core *core, const char *key)
 {
-	struct mstat_top_sites_want *w = NULL;
+	struct mstat_core_sites_want *w = NULL;
 
 	if (key && (w = calloc(1, sizeof(*w))))
 		snprintf(w->key, sizeof(w->key), "%s", key);
 	/* Publishes the request: pairs with the rcu_dereference() at the
 	 * start of the sampler's sites_tick(). */
-	struct mstat_top_sites_want *old = rcu_xchg_pointer(&top->sites_want, w);
+	struct mstat_core_sites_want *old = rcu_xchg_pointer(&core->sites_want, w);
 	if (old)
 		call_rcu(&old->rcu, free_want);
 }
 
 void
-mstat_top_sites_rebase(struct mstat_top *top, const char *key)
+mstat_core_sites_rebase(struct mstat_core *core, const char *key)
 {
-	struct mstat_top_target *t;
+	struct mstat_core_target *t;
 
 	rcu_read_lock();
-	cds_list_for_each_entry_rcu(t, &top->targets, node)
+	cds_list_for_each_entry_rcu(t, &core->targets, node)
 		if (!key || strcmp(t->key, key) == 0)
 			/* Relaxed: pairs with the exchange in sites_read(),
 			 * which reads the profile itself. */
@@ -542,71 +542,71 @@ mstat_top_sites_rebase(struct mstat_top *top, const char *key)
 }
 
 void
-mstat_top_tick(struct mstat_top *top)
+mstat_core_tick(struct mstat_core *core)
 {
-	struct mstat_top_target *t, *tmp;
+	struct mstat_core_target *t, *tmp;
 	size_t n = 0;
 
-	mstat_discover_scan(&top->disc, &top->targets);
-	top->errors[MSTAT_TOP_ERR_REFUSED] = top->disc.refused_count;
-	top->errors[MSTAT_TOP_ERR_DESCRIPTORS] = top->disc.no_fd_count;
-	cds_list_for_each_entry(t, &top->targets, node)
+	mstat_discover_scan(&core->disc, &core->targets);
+	core->errors[MSTAT_CORE_ERR_REFUSED] = core->disc.refused_count;
+	core->errors[MSTAT_CORE_ERR_DESCRIPTORS] = core->disc.no_fd_count;
+	cds_list_for_each_entry(t, &core->targets, node)
 		n += !t->final;
-	if (grow(top, n) < 0)
+	if (grow(core, n) < 0)
 		return;
 	n = 0;
-	cds_list_for_each_entry(t, &top->targets, node) {
+	cds_list_for_each_entry(t, &core->targets, node) {
 		if (t->final)
 			continue;
 		/* Read straight into the sample that will be published. */
-		struct mstat_top_sample *s =
+		struct mstat_core_sample *s =
 			sample_new(mstat_reader_class_count(t->reader));
 		if (!s)
 			continue; /* read on a later tick */
-		top->batch[n] = t;
-		top->readers[n] = t->reader;
-		top->fresh[n] = s;
-		top->outs[n] = &s->snap;
+		core->batch[n] = t;
+		core->readers[n] = t->reader;
+		core->fresh[n] = s;
+		core->outs[n] = &s->snap;
 		n++;
 	}
-	top->stop_checks = STOP_CHECKS;
+	core->stop_checks = STOP_CHECKS;
 	/* A segment truncated under its mapping fails its read with -EFAULT
 	 * (the reader's SIGBUS guard), and publish() drops it. */
-	read_all(top, n, now_us() + top->opt.wait_budget_us);
+	read_all(core, n, now_us() + core->opt.wait_budget_us);
 	/* Whose sites the consumer asks for, this tick. */
 	rcu_read_lock();
-	struct mstat_top_sites_want *w = rcu_dereference(top->sites_want);
-	snprintf(top->sites_key, sizeof(top->sites_key), "%s", w ? w->key : "");
+	struct mstat_core_sites_want *w = rcu_dereference(core->sites_want);
+	snprintf(core->sites_key, sizeof(core->sites_key), "%s", w ? w->key : "");
 	rcu_read_unlock();
-	uint64_t t_ns = mstat_top_now_ns();
+	uint64_t t_ns = mstat_core_now_ns();
 	for (size_t i = 0; i < n; i++)
-		publish(top, i, t_ns);
-	sites_tick(top);
+		publish(core, i, t_ns);
+	sites_tick(core);
 
 	/* Exited and killed targets have shown their final totals long
 	 * enough. */
-	cds_list_for_each_entry_safe(t, tmp, &top->targets, node)
-		if (t->final && t_ns - t->end_ns >= top->opt.linger_ns)
+	cds_list_for_each_entry_safe(t, tmp, &core->targets, node)
+		if (t->final && t_ns - t->end_ns >= core->opt.linger_ns)
 			mstat_discover_detach(t);
-	if (top->opt.after_tick)
-		top->opt.after_tick(top->opt.after_tick_arg, top);
+	if (core->opt.after_tick)
+		core->opt.after_tick(core->opt.after_tick_arg, core);
 	/* Release: the tick is complete; pairs with the view's acquire load
-	 * of ticks (mstat-top's main.c), which then redraws. */
-	atomic_fetch_add_explicit(&top->ticks, 1, memory_order_release);
+	 * of ticks (mstat-core's main.c), which then redraws. */
+	atomic_fetch_add_explicit(&core->ticks, 1, memory_order_release);
 }
 
 static void *
 sampler_main(void *arg)
 {
-	struct mstat_top *top = arg;
+	struct mstat_core *core = arg;
 
 	rcu_register_thread();
-	while (!atomic_load(&top->stop)) {
-		mstat_top_tick(top);
-		struct pollfd p = { .fd = top->wake_fd, .events = POLLIN };
-		if (poll(&p, 1, (int)atomic_load(&top->interval_ms)) > 0) {
+	while (!atomic_load(&core->stop)) {
+		mstat_core_tick(core);
+		struct pollfd p = { .fd = core->wake_fd, .events = POLLIN };
+		if (poll(&p, 1, (int)atomic_load(&core->interval_ms)) > 0) {
 			uint64_t v;
-			if (read(top->wake_fd, &v, sizeof(v)) < 0)
+			if (read(core->wake_fd, &v, sizeof(v)) < 0)
 				continue;
 		}
 	}
@@ -615,70 +615,70 @@ sampler_main(void *arg)
 }
 
 int
-mstat_top_start(struct mstat_top *top)
+mstat_core_start(struct mstat_core *core)
 {
-	int rc = pthread_create(&top->thread, NULL, sampler_main, top);
+	int rc = pthread_create(&core->thread, NULL, sampler_main, core);
 
 	if (rc != 0)
 		return -rc;
-	top->thread_started = true;
+	core->thread_started = true;
 	return 0;
 }
 
 void
-mstat_top_wake(struct mstat_top *top)
+mstat_core_wake(struct mstat_core *core)
 {
 	uint64_t one = 1;
 
-	if (write(top->wake_fd, &one, sizeof(one)) < 0)
+	if (write(core->wake_fd, &one, sizeof(one)) < 0)
 		return; /* the counter is full: the sampler is awake anyway */
 }
 
 void
-mstat_top_fini(struct mstat_top *top)
+mstat_core_fini(struct mstat_core *core)
 {
-	struct mstat_top_target *t, *tmp;
+	struct mstat_core_target *t, *tmp;
 
-	if (top->thread_started) {
-		atomic_store(&top->stop, true);
-		mstat_top_wake(top);
-		pthread_join(top->thread, NULL);
-		top->thread_started = false;
+	if (core->thread_started) {
+		atomic_store(&core->stop, true);
+		mstat_core_wake(core);
+		pthread_join(core->thread, NULL);
+		core->thread_started = false;
 	}
 	/* The sampler has stopped: this thread is the updater now. */
-	cds_list_for_each_entry_safe(t, tmp, &top->targets, node)
+	cds_list_for_each_entry_safe(t, tmp, &core->targets, node)
 		mstat_discover_detach(t);
-	struct mstat_top_status *s = top->status;
-	rcu_assign_pointer(top->status, NULL);
+	struct mstat_core_status *s = core->status;
+	rcu_assign_pointer(core->status, NULL);
 	if (s)
-		call_rcu(&s->rcu, mstat_top_status_free);
-	mstat_top_sites_want(top, NULL);
-	sites_publish(top, NULL);
+		call_rcu(&s->rcu, mstat_core_status_free);
+	mstat_core_sites_want(core, NULL);
+	sites_publish(core, NULL);
 	rcu_barrier(); /* every call_rcu callback has run */
-	free(top->batch);
-	free(top->readers);
-	free(top->fresh);
-	free(top->outs);
-	free(top->rcs);
-	mstat_discover_fini(&top->disc);
-	if (top->wake_fd >= 0)
-		close(top->wake_fd);
-	top->wake_fd = -1;
+	free(core->batch);
+	free(core->readers);
+	free(core->fresh);
+	free(core->outs);
+	free(core->rcs);
+	mstat_discover_fini(&core->disc);
+	if (core->wake_fd >= 0)
+		close(core->wake_fd);
+	core->wake_fd = -1;
 }
 
 int
-mstat_top_gather(struct mstat_top *top, struct mstat_top_scratch *sc,
+mstat_core_gather(struct mstat_core *core, struct mstat_core_scratch *sc,
 		 int (*fn)(void *arg, const struct mstat_model_input *in, size_t n),
 		 void *arg)
 {
-	struct mstat_top_target *t;
+	struct mstat_core_target *t;
 	size_t n = 0;
 	int rc = 0;
 
 	rcu_read_lock();
-	cds_list_for_each_entry_rcu(t, &top->targets, node) {
+	cds_list_for_each_entry_rcu(t, &core->targets, node) {
 		MSTAT_RECEIVED(t);
-		const struct mstat_top_sample *s = rcu_dereference(t->sample);
+		const struct mstat_core_sample *s = rcu_dereference(t->sample);
 		if (!s)
 			continue; /* not read yet */
 		MSTAT_RECEIVED(s);
@@ -731,21 +731,21 @@ collect_fn(void *arg, const struct mstat_model_input *in, size_t n)
 }
 
 int
-mstat_top_collect(struct mstat_top *top, struct mstat_model *m,
-		  struct mstat_top_scratch *sc, uint64_t now_ns)
+mstat_core_collect(struct mstat_core *core, struct mstat_model *m,
+		  struct mstat_core_scratch *sc, uint64_t now_ns)
 {
 	struct collect c = { m, now_ns };
 
-	return mstat_top_gather(top, sc, collect_fn, &c);
+	return mstat_core_gather(core, sc, collect_fn, &c);
 }
 
 uint64_t
-mstat_top_status(struct mstat_top *top, char *buf, size_t len)
+mstat_core_status(struct mstat_core *core, char *buf, size_t len)
 {
 	uint64_t seq = 0;
 
 	rcu_read_lock();
-	const struct mstat_top_status *s = rcu_dereference(top->status);
+	const struct mstat_core_status *s = rcu_dereference(core->status);
 	if (s) {
 		MSTAT_RECEIVED(s);
 		snprintf(buf, len, "%s", s->line);

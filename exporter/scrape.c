@@ -22,15 +22,15 @@
 #include "columns.h"
 #include "model.h"
 #include "reader.h"
-#include "top.h"
+#include "core.h"
 
 struct mstat_scraper {
 	struct mstat_scrape_options opt;
 	pthread_t thread;
 
 	/* The reader thread's own. */
-	struct mstat_top top;
-	struct mstat_top_scratch scratch;
+	struct mstat_core core;
+	struct mstat_core_scratch scratch;
 
 	pthread_mutex_t lock;
 	pthread_cond_t wake;   /* the reader waits for `wanted` */
@@ -42,7 +42,7 @@ struct mstat_scraper {
 	const struct mstat_model_row **rows; /* room for model.n */
 	size_t caprows;
 	double tick_s;                       /* how long the last tick took */
-	uint64_t errors[MSTAT_TOP_ERR_COUNT];
+	uint64_t errors[MSTAT_CORE_ERR_COUNT];
 	uint64_t scrapes;
 	bool failed;                         /* the last tick ran out of memory */
 };
@@ -50,7 +50,7 @@ struct mstat_scraper {
 static double
 now_s(void)
 {
-	return (double)mstat_top_now_ns() / 1e9;
+	return (double)mstat_core_now_ns() / 1e9;
 }
 
 static void *
@@ -69,13 +69,13 @@ reader_main(void *arg)
 		pthread_mutex_unlock(&s->lock);
 
 		double t0 = now_s();
-		mstat_top_tick(&s->top);
+		mstat_core_tick(&s->core);
 
 		pthread_mutex_lock(&s->lock);
 		/* Into the model under the lock: no scrape prints a model
 		 * half folded. */
-		int rc = mstat_top_collect(&s->top, &s->model, &s->scratch,
-					   mstat_top_now_ns());
+		int rc = mstat_core_collect(&s->core, &s->model, &s->scratch,
+					   mstat_core_now_ns());
 		if (rc == 0 && s->caprows < s->model.n + 1) {
 			size_t cap = 2 * (s->model.n + 1);
 			void *p = realloc(s->rows, cap * sizeof(*s->rows));
@@ -88,7 +88,7 @@ reader_main(void *arg)
 		}
 		s->failed = rc < 0;
 		s->tick_s = now_s() - t0;
-		memcpy(s->errors, s->top.errors, sizeof(s->errors));
+		memcpy(s->errors, s->core.errors, sizeof(s->errors));
 		s->finished = tick;
 		pthread_cond_broadcast(&s->done);
 	}
@@ -107,7 +107,7 @@ mstat_scraper_start(struct mstat_scraper **out,
 	if (!s)
 		return -ENOMEM;
 	s->opt = *o;
-	struct mstat_top_options to = {
+	struct mstat_core_options to = {
 		.interval_ms = 1000, /* unused: ticks are asked for */
 		.wait_budget_us = o->wait_budget_us,
 		/* An exited process is gone from the next scrape: its row
@@ -116,7 +116,7 @@ mstat_scraper_start(struct mstat_scraper **out,
 		.note = o->note,
 		.note_arg = o->note_arg,
 	};
-	if ((rc = mstat_top_init(&s->top, &to)) < 0) {
+	if ((rc = mstat_core_init(&s->core, &to)) < 0) {
 		free(s);
 		return rc;
 	}
@@ -125,9 +125,9 @@ mstat_scraper_start(struct mstat_scraper **out,
 	pthread_cond_init(&s->wake, NULL);
 	pthread_cond_init(&s->done, NULL);
 	if ((rc = pthread_create(&s->thread, NULL, reader_main, s)) != 0) {
-		/* mstat_top_fini() walks RCU lists: a registered thread. */
+		/* mstat_core_fini() walks RCU lists: a registered thread. */
 		rcu_register_thread();
-		mstat_top_fini(&s->top);
+		mstat_core_fini(&s->core);
 		rcu_unregister_thread();
 		mstat_model_fini(&s->model);
 		free(s);
@@ -147,7 +147,7 @@ mstat_scraper_stop(struct mstat_scraper *s)
 	pthread_mutex_unlock(&s->lock);
 	pthread_join(s->thread, NULL);
 	rcu_register_thread();
-	mstat_top_fini(&s->top);
+	mstat_core_fini(&s->core);
 	rcu_unregister_thread();
 	mstat_model_fini(&s->model);
 	free(s->scratch.in);
@@ -184,12 +184,12 @@ self_metrics(struct mstat_scraper *s, const struct mstat_expo *e, size_t n)
 	mstat_expo_family(e, "mstat_exporter_scrape_errors", MSTAT_EXPO_COUNTER,
 			  NULL, "segments not read, by reason, since the "
 				"exporter started");
-	for (int r = 0; r < MSTAT_TOP_ERR_COUNT; r++) {
+	for (int r = 0; r < MSTAT_CORE_ERR_COUNT; r++) {
 		mstat_expo_sample(e, "mstat_exporter_scrape_errors",
 				  MSTAT_EXPO_COUNTER);
 		fputc('{', e->f);
 		mstat_expo_label(e, true, "reason",
-				 mstat_top_error_name((enum mstat_top_error)r));
+				 mstat_core_error_name((enum mstat_core_error)r));
 		fprintf(e->f, "} %" PRIu64 "\n", s->errors[r]);
 	}
 

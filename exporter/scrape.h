@@ -2,7 +2,7 @@
 /*
  * scrape.h - mstat-exporter's one observer, and what a scrape reads.
  *
- * The exporter runs one observer core (struct mstat_top, as mstat-top
+ * The exporter runs one core (struct mstat_core, as mstat-top
  * does), owned by a thread of its own, the reader.  A scrape, in
  * whatever HTTP thread serves it, asks the reader for a tick that begins
  * after the scrape arrived, waits for it, and writes the model it left.

@@ -216,8 +216,8 @@ set_interval(struct mstat_ui *ui, unsigned ms)
 	if (ms > 60000)
 		ms = 60000;
 	ui->interval_ms = ms;
-	atomic_store(&ui->top->interval_ms, ms);
-	mstat_top_wake(ui->top);
+	atomic_store(&ui->core->interval_ms, ms);
+	mstat_core_wake(ui->core);
 	return MSTAT_KEY_REDRAW;
 }
 

@@ -25,7 +25,7 @@
 #include "reader.h"
 #include "record.h"
 #include "text.h"
-#include "top.h"
+#include "core.h"
 #include "ui.h"
 
 #define MAX_PIDS 256
@@ -317,10 +317,10 @@ struct recorder {
 	FILE *f;
 	struct mstat_outfile out;   /* f's, when recording */
 	const char *path;
-	struct mstat_top_scratch sc;
+	struct mstat_core_scratch sc;
 	uint64_t seq;
 	bool failed;
-	struct mstat_top *top;
+	struct mstat_core *core;
 };
 
 static int
@@ -376,8 +376,8 @@ take_tick(void *arg, const struct mstat_model_input *in, size_t n)
 	if (a->rec && a->rec->f && !a->rec->failed &&
 	    mstat_record_write(a->rec->f, &a->t) < 0) {
 		a->rec->failed = true;
-		if (a->rec->top && !a->rec->top->opt.note)
-			mstat_top_note(a->rec->top, "%s: recording stopped: %s",
+		if (a->rec->core && !a->rec->core->opt.note)
+			mstat_core_note(a->rec->core, "%s: recording stopped: %s",
 				       a->rec->path, strerror(errno));
 		else
 			complain("%s: recording stopped: %s", a->rec->path,
@@ -389,14 +389,14 @@ take_tick(void *arg, const struct mstat_model_input *in, size_t n)
 /* The sampler thread's end of tick, in interactive mode: the tick goes to
  * the recording. */
 static void
-record_after_tick(void *arg, struct mstat_top *top)
+record_after_tick(void *arg, struct mstat_core *core)
 {
 	struct recorder *rec = arg;
-	struct tick_arg a = { rec, NULL, { ++rec->seq, wall_ms(), mstat_top_now_ns(),
-		atomic_load(&top->interval_ms) / 1000.0, NULL, 0 } };
+	struct tick_arg a = { rec, NULL, { ++rec->seq, wall_ms(), mstat_core_now_ns(),
+		atomic_load(&core->interval_ms) / 1000.0, NULL, 0 } };
 
 	if (!rec->failed)
-		mstat_top_gather(top, &rec->sc, take_tick, &a);
+		mstat_core_gather(core, &rec->sc, take_tick, &a);
 }
 
 /* ---- batch ---- */
@@ -430,7 +430,7 @@ note_missing(const struct options *o, const struct mstat_model *m)
  * (a closed pipe is the reader's choice: 0, and stop). */
 /* --sites: a process's call sites, read where the sampler reads it. */
 struct sites_arg {
-	struct mstat_top *top;
+	struct mstat_core *core;
 	size_t n;
 	struct mstat_site *buf;
 };
@@ -441,7 +441,7 @@ print_sites(void *arg, FILE *f, const struct mstat_model_row *r)
 	struct sites_arg *a = arg;
 	size_t got;
 
-	if (mstat_top_sites(a->top, r->key, a->n, a->buf, &got) < 0)
+	if (mstat_core_sites(a->core, r->key, a->n, a->buf, &got) < 0)
 		mstat_output_json_sites(f, NULL, 0);
 	else
 		mstat_output_json_sites(f, a->buf, got);
@@ -473,16 +473,16 @@ print_tick(const struct options *o, struct mstat_model *m,
 }
 
 static int
-run_batch(struct mstat_top *top, const struct options *o)
+run_batch(struct mstat_core *core, const struct options *o)
 {
 	struct mstat_model m;
-	struct mstat_top_scratch sc = { 0 };
+	struct mstat_core_scratch sc = { 0 };
 	const struct mstat_model_row **rows = NULL;
 	struct recorder rec;
 	bool stop = false;
 	int rc = 0;
 
-	struct sites_arg sites = { top, (size_t)o->sites, NULL };
+	struct sites_arg sites = { core, (size_t)o->sites, NULL };
 
 	if (o->sites && !(sites.buf = calloc(sites.n, sizeof(*sites.buf)))) {
 		fprintf(stderr, "mstat-top: out of memory\n");
@@ -496,10 +496,10 @@ run_batch(struct mstat_top *top, const struct options *o)
 	for (long i = 0; !stop && (o->count < 0 || i < o->count); i++) {
 		if (i)
 			sleep_s(o->delay_s);
-		mstat_top_tick(top);
+		mstat_core_tick(core);
 		struct tick_arg a = { &rec, &m, { (uint64_t)i + 1, wall_ms(),
-			mstat_top_now_ns(), o->delay_s, NULL, 0 } };
-		if (mstat_top_gather(top, &sc, take_tick, &a) < 0) {
+			mstat_core_now_ns(), o->delay_s, NULL, 0 } };
+		if (mstat_core_gather(core, &sc, take_tick, &a) < 0) {
 			fprintf(stderr, "mstat-top: out of memory\n");
 			rc = 1;
 			break;
@@ -608,11 +608,11 @@ replay_step(struct mstat_ui *ui, struct mstat_replay *r, double *interval_s)
 }
 
 static int
-run_interactive(struct mstat_top *top, const struct options *o,
+run_interactive(struct mstat_core *core, const struct options *o,
 		struct mstat_replay *replay)
 {
 	struct mstat_ui_replay rp = { .file = o->replay, .speed = 1.0 };
-	struct mstat_ui ui = { .top = top, .replay = replay ? &rp : NULL,
+	struct mstat_ui ui = { .core = core, .replay = replay ? &rp : NULL,
 			       .sort = o->sort,
 			       .interval_ms = (unsigned)(o->delay_s * 1000) };
 	uint64_t seen_ticks = 0, next_ns = 0;
@@ -637,7 +637,7 @@ run_interactive(struct mstat_top *top, const struct options *o,
 	curs_set(0);
 	set_escdelay(25);
 	timeout(100);
-	if (top && (rc = mstat_top_start(top)) < 0) {
+	if (core && (rc = mstat_core_start(core)) < 0) {
 		endwin();
 		delscreen(scr);
 		fprintf(stderr, "mstat-top: cannot start: %s\n", strerror(-rc));
@@ -647,7 +647,7 @@ run_interactive(struct mstat_top *top, const struct options *o,
 		if (replay) {
 			/* The recording's own pace, at its speed; a step
 			 * goes on paused. */
-			uint64_t now = mstat_top_now_ns();
+			uint64_t now = mstat_core_now_ns();
 			if (!rp.ended && (rp.step || (!ui.paused && now >= next_ns))) {
 				rp.step = false;
 				if (replay_step(&ui, replay, &interval_s))
@@ -659,22 +659,22 @@ run_interactive(struct mstat_top *top, const struct options *o,
 			/* Acquire: pairs with the sampler's release at the
 			 * end of a tick; that tick's published samples are
 			 * then visible. */
-			uint64_t ticks = atomic_load_explicit(&top->ticks,
+			uint64_t ticks = atomic_load_explicit(&core->ticks,
 							      memory_order_acquire);
 			if (!ui.paused && ticks != seen_ticks) {
 				seen_ticks = ticks;
 				ui.tick_wall_ms = wall_ms();
 				ui.model.wall_ns = ui.tick_wall_ms * 1000000u;
 				bool rebased = ui.model.rebased;
-				mstat_top_collect(top, &ui.model, &ui.scratch,
-						  mstat_top_now_ns());
+				mstat_core_collect(core, &ui.model, &ui.scratch,
+						  mstat_core_now_ns());
 				if (ui.model.rebased != rebased) /* --baseline */
-					mstat_top_sites_rebase(top, NULL);
+					mstat_core_sites_rebase(core, NULL);
 				mstat_ui_select_rows(&ui);
 				mstat_ui_sites_fetch(&ui);
 				dirty = true;
 			}
-			uint64_t seq = mstat_top_status(top, ui.status,
+			uint64_t seq = mstat_core_status(core, ui.status,
 							sizeof(ui.status));
 			if (seq != ui.status_seq) {
 				ui.status_seq = seq;
@@ -765,7 +765,7 @@ int
 main(int argc, char **argv)
 {
 	struct options o;
-	struct mstat_top top;
+	struct mstat_core core;
 	struct recorder rec;
 	char why[200];
 	int rc;
@@ -793,7 +793,7 @@ main(int argc, char **argv)
 		mstat_replay_close(r);
 		return rc;
 	}
-	struct mstat_top_options to = {
+	struct mstat_core_options to = {
 		.pids = o.pids,
 		.npids = o.npids,
 		.interval_ms = (unsigned)(o.delay_s * 1000),
@@ -808,7 +808,7 @@ main(int argc, char **argv)
 	if (!o.batch && !o.gc) {
 		if (recorder_open(&rec, o.record) < 0)
 			return 1;
-		rec.top = &top;
+		rec.core = &core;
 		/* The sites view shows growth since each process's
 		 * baseline. */
 		to.site_baselines = true;
@@ -817,20 +817,20 @@ main(int argc, char **argv)
 			to.after_tick_arg = &rec;
 		}
 	}
-	if ((rc = mstat_top_init(&top, &to)) < 0) {
+	if ((rc = mstat_core_init(&core, &to)) < 0) {
 		fprintf(stderr, "mstat-top: %s\n", strerror(-rc));
 		return 1;
 	}
 	rcu_register_thread();
 	if (o.gc) {
-		mstat_discover_gc(&top.disc);
+		mstat_discover_gc(&core.disc);
 		rc = 0;
 	} else if (o.batch) {
-		rc = run_batch(&top, &o);
+		rc = run_batch(&core, &o);
 	} else {
-		rc = run_interactive(&top, &o, NULL);
+		rc = run_interactive(&core, &o, NULL);
 	}
-	mstat_top_fini(&top);
+	mstat_core_fini(&core);
 	if (!o.batch && !o.gc)
 		recorder_close(&rec);
 	rcu_unregister_thread();

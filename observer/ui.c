@@ -52,8 +52,8 @@ mstat_ui_rebase(struct mstat_ui *ui, bool all)
 		return MSTAT_KEY_IGNORED;
 	if (!all) {
 		mstat_model_rebase(&ui->model, r->key, false);
-		if (ui->top)
-			mstat_top_sites_rebase(ui->top, r->key);
+		if (ui->core)
+			mstat_core_sites_rebase(ui->core, r->key);
 		snprintf(ui->said, sizeof(ui->said), "baseline of pid %d reset: "
 			 "growth counts from now", (int)r->pid);
 		return MSTAT_KEY_RESELECT;
@@ -62,8 +62,8 @@ mstat_ui_rebase(struct mstat_ui *ui, bool all)
 	size_t n = 0;
 	for (size_t i = 0; i < ui->nrows; i++) {
 		n += mstat_model_rebase(&ui->model, ui->rows[i]->key, false);
-		if (ui->top)
-			mstat_top_sites_rebase(ui->top, ui->rows[i]->key);
+		if (ui->core)
+			mstat_core_sites_rebase(ui->core, ui->rows[i]->key);
 	}
 	snprintf(ui->said, sizeof(ui->said), "baseline reset for the %zu "
 		 "processes shown: growth counts from now", n);
@@ -105,27 +105,27 @@ mstat_ui_sites(struct mstat_ui *ui)
 	const struct mstat_model_row *r = mstat_ui_selected(ui);
 
 	if (ui->sites) {
-		ui->sites_order = ui->sites_order == MSTAT_TOP_SITES_LIVE
-					  ? MSTAT_TOP_SITES_GROWTH
-					  : MSTAT_TOP_SITES_LIVE;
+		ui->sites_order = ui->sites_order == MSTAT_CORE_SITES_LIVE
+					  ? MSTAT_CORE_SITES_GROWTH
+					  : MSTAT_CORE_SITES_LIVE;
 		ui->sites_scroll = 0;
 		return MSTAT_KEY_REDRAW;
 	}
 	if (!r)
 		return MSTAT_KEY_IGNORED;
-	if (!ui->top) {
+	if (!ui->core) {
 		snprintf(ui->said, sizeof(ui->said), "call sites are read from "
 			 "live processes, not from recordings");
 		return MSTAT_KEY_REDRAW;
 	}
 	snprintf(ui->sel_key, sizeof(ui->sel_key), "%s", r->key);
 	ui->sites = true;
-	ui->sites_order = MSTAT_TOP_SITES_LIVE;
+	ui->sites_order = MSTAT_CORE_SITES_LIVE;
 	ui->sites_scroll = 0;
 	free(ui->sites_seen);
 	ui->sites_seen = NULL;
-	mstat_top_sites_want(ui->top, r->key);
-	mstat_top_wake(ui->top); /* read them now, not a tick later */
+	mstat_core_sites_want(ui->core, r->key);
+	mstat_core_wake(ui->core); /* read them now, not a tick later */
 	return MSTAT_KEY_REDRAW;
 }
 
@@ -137,7 +137,7 @@ mstat_ui_sites_close(struct mstat_ui *ui)
 	ui->sites = false;
 	free(ui->sites_seen);
 	ui->sites_seen = NULL;
-	mstat_top_sites_want(ui->top, NULL);
+	mstat_core_sites_want(ui->core, NULL);
 }
 
 void
@@ -148,7 +148,7 @@ mstat_ui_sites_fetch(struct mstat_ui *ui)
 	rcu_read_lock();
 	/* Pairs with the rcu_assign_pointer() of the sampler's
 	 * sites_publish(). */
-	const struct mstat_top_sites *s = rcu_dereference(ui->top->sites);
+	const struct mstat_core_sites *s = rcu_dereference(ui->core->sites);
 	if (s && strcmp(s->key, ui->sel_key) == 0) {
 		if (!ui->sites_seen)
 			ui->sites_seen = malloc(sizeof(*ui->sites_seen));

@@ -19,7 +19,7 @@
 
 #include "columns.h"
 #include "model.h"
-#include "top.h"
+#include "core.h"
 
 #define MSTAT_UI_FILTER_MAX 64
 
@@ -49,10 +49,10 @@ struct mstat_ui_replay {
 };
 
 struct mstat_ui {
-	struct mstat_top *top;                /* NULL when replaying */
+	struct mstat_core *core;                /* NULL when replaying */
 	struct mstat_ui_replay *replay;       /* NULL when live */
 	struct mstat_model model;
-	struct mstat_top_scratch scratch;
+	struct mstat_core_scratch scratch;
 	const struct mstat_key_binding *keys; /* for the help screen */
 	size_t nkeys;
 
@@ -77,9 +77,9 @@ struct mstat_ui {
 	/* One process's call sites (over the table or its detail view):
 	 * the last the sampler published, copied at each tick. */
 	bool sites;
-	enum mstat_top_sites_order sites_order;
+	enum mstat_core_sites_order sites_order;
 	size_t sites_scroll;
-	struct mstat_top_sites *sites_seen;   /* NULL until one arrives */
+	struct mstat_core_sites *sites_seen;   /* NULL until one arrives */
 	bool utf8;                            /* the terminal's charset */
 
 	char status[256];                     /* last note of the sampler */

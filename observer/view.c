@@ -397,8 +397,8 @@ static void
 draw_sites(struct mstat_ui *ui)
 {
 	const struct mstat_model_row *r = mstat_ui_selected(ui);
-	const struct mstat_top_sites *s = ui->sites_seen;
-	bool growth = ui->sites_order == MSTAT_TOP_SITES_GROWTH;
+	const struct mstat_core_sites *s = ui->sites_seen;
+	bool growth = ui->sites_order == MSTAT_CORE_SITES_GROWTH;
 	char v[4][MSTAT_UNIT_MAX], name[128];
 
 	if (!r) {

@@ -24,7 +24,7 @@
 #include "output.h"
 #include "record.h"
 #include "text.h"
-#include "top.h"
+#include "core.h"
 #include "units.h"
 
 #define SEC UINT64_C(1000000000)
@@ -403,16 +403,16 @@ keep_note(void *arg, const char *line)
 static void
 test_note_escaped(void **state)
 {
-	struct mstat_top top;
+	struct mstat_core core;
 	char got[256];
 	(void)state;
 
-	memset(&top, 0, sizeof(top));
-	top.opt.note = keep_note;
-	top.opt.note_arg = got;
-	mstat_top_note(&top, "skipped %s: not an mstat segment name", PLANTED);
+	memset(&core, 0, sizeof(core));
+	core.opt.note = keep_note;
+	core.opt.note_arg = got;
+	mstat_core_note(&core, "skipped %s: not an mstat segment name", PLANTED);
 	assert_string_equal(got, "skipped mstat.?[31m.1: not an mstat segment name");
-	mstat_top_note(&top, "%s\n%s", HOSTILE, "\x1b]0;title\x07");
+	mstat_core_note(&core, "%s\n%s", HOSTILE, "\x1b]0;title\x07");
 	assert_string_equal(got, HOSTILE_PLAIN "??]0;title?");
 	assert_true(clean(got));
 }
