@@ -10,8 +10,8 @@
  *   keys.c  one table of keys: it dispatches, and the help screen shows it
  *   main.c  options, and the loops that feed the model (live or replayed)
  */
-#ifndef MSTAT_OBSERVER_UI_H
-#define MSTAT_OBSERVER_UI_H
+#ifndef MSTAT_TOP_UI_H
+#define MSTAT_TOP_UI_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -113,4 +113,4 @@ int mstat_keys_dispatch(struct mstat_ui *ui, int ch);
 
 void mstat_view_draw(struct mstat_ui *ui);
 
-#endif /* MSTAT_OBSERVER_UI_H */
+#endif /* MSTAT_TOP_UI_H */
