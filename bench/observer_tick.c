@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "reader.h"
+#include "clock.h"
 #include "core.h"
 
 #define TARGETS 100
@@ -184,10 +185,10 @@ measure(const pid_t *pids, size_t n, unsigned ticks)
 		return -1;
 	}
 	for (unsigned i = 0; i < ticks; i++) {
-		uint64_t w = mstat_core_now_ns(), c = cpu_ns();
+		uint64_t w = mstat_clock_mono_ns(), c = cpu_ns();
 		mstat_core_tick(&core);
 		tick[i] = cpu_ns() - c;
-		wall[i] = mstat_core_now_ns() - w;
+		wall[i] = mstat_clock_mono_ns() - w;
 		c = cpu_ns();
 		for (size_t k = 0; k < n; k++)
 			outs[k] = &snaps[k];

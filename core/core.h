@@ -96,7 +96,7 @@ enum mstat_core_error {
 enum mstat_core_sites_order { MSTAT_CORE_SITES_LIVE, MSTAT_CORE_SITES_GROWTH };
 struct mstat_core_sites {
 	struct rcu_head rcu;
-	char key[MSTAT_TARGET_KEY_MAX]; /* the process */
+	char key[MSTAT_KEY_MAX]; /* the process */
 	int rc;                  /* 0; -ENOENT: not read (gone before it was
 				  * asked for, or not a live process); or the
 				  * read's -errno */
@@ -113,7 +113,7 @@ struct mstat_core_sites {
 /* What the consumer asks for: whose sites. */
 struct mstat_core_sites_want {
 	struct rcu_head rcu;
-	char key[MSTAT_TARGET_KEY_MAX];
+	char key[MSTAT_KEY_MAX];
 };
 
 struct mstat_core_options {
@@ -161,7 +161,7 @@ struct mstat_core {
 	struct mstat_snapshot **outs;     /* their snapshots */
 	int *rcs;
 	uint64_t status_seq;
-	char sites_key[MSTAT_TARGET_KEY_MAX]; /* whose sites, this tick */
+	char sites_key[MSTAT_KEY_MAX]; /* whose sites, this tick */
 	unsigned stop_checks;           /* looks at /proc left this tick */
 	/* Failed reads and refusals, by reason, since init: the sampler's
 	 * own (read them from its thread, between ticks). */
@@ -233,7 +233,5 @@ uint64_t mstat_core_status(struct mstat_core *core, char *buf, size_t len);
  * the plain rule of text.h, whatever its arguments hold. */
 void mstat_core_note(struct mstat_core *core, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-
-uint64_t mstat_core_now_ns(void);
 
 #endif /* MSTAT_CORE_H */

@@ -30,12 +30,11 @@
 #include <urcu.h>
 #include <urcu/rculist.h>
 
+#include "model.h"
 #include "mstatshm.h"
 #include "proc.h"
 
 struct mstat_sites_base;
-
-#define MSTAT_TARGET_KEY_MAX 64
 
 struct mstat_core_sample; /* the sampler's (core.h): freed with the target */
 
@@ -43,9 +42,9 @@ struct mstat_core_target {
 	struct cds_list_head node;  /* in the list scanned (RCU) */
 	struct rcu_head rcu;
 	/* Set before the target is published, never changed after. */
-	char key[MSTAT_TARGET_KEY_MAX];   /* the process: "<pid>.<start>@<pid ns>",
+	char key[MSTAT_KEY_MAX];   /* the process: "<pid>.<start>@<pid ns>",
 					   * the same for every image it exec()s */
-	char image[MSTAT_TARGET_KEY_MAX]; /* this segment: "<name>:<inode>" */
+	char image[MSTAT_KEY_MAX]; /* this segment: "<name>:<inode>" */
 	char shm_name[64];
 	pid_t pid;
 	uint64_t start_time;        /* of the process, from the header */

@@ -29,6 +29,15 @@ mstat_model_live_name(enum mstat_model_live l)
 	return (unsigned)l < MSTAT_LIVE_COUNT ? live_names[l] : "?";
 }
 
+int
+mstat_model_live_parse(const char *s)
+{
+	for (int l = 0; l < MSTAT_LIVE_COUNT; l++)
+		if (strcmp(s, live_names[l]) == 0)
+			return l;
+	return -1;
+}
+
 void
 mstat_model_init(struct mstat_model *m, uint64_t linger_ns)
 {

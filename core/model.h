@@ -31,7 +31,8 @@
 
 #define MSTAT_MODEL_HISTORY 120  /* live-bytes points kept per row */
 #define MSTAT_MODEL_WINDOW 64    /* points kept for the growth rate */
-#define MSTAT_MODEL_KEY_MAX 64   /* a row's key, with its NUL */
+#define MSTAT_KEY_MAX 64         /* a process's key, or an image's, with
+				  * its NUL */
 #define MSTAT_MODEL_ERR_MAX 200
 #define MSTAT_MODEL_WINDOW_DEFAULT_NS (UINT64_C(60) * 1000000000u)
 
@@ -49,6 +50,8 @@ enum mstat_model_live {
 
 /* "running", "stalled", ...: the word shown in STATE columns and output. */
 const char *mstat_model_live_name(enum mstat_model_live l);
+/* The state a word names, or -1. */
+int mstat_model_live_parse(const char *s);
 
 /* Whether the process is gone (its row shows final totals). */
 static inline bool
@@ -67,7 +70,7 @@ struct mstat_model_input {
 	uint64_t t_ns;       /* CLOCK_MONOTONIC when `snap` was taken */
 	uint64_t end_ns;     /* CLOCK_REALTIME the process ended, 0 if not */
 	const struct mstat_snapshot *snap; /* last good snapshot, or NULL */
-	/* Added later; NULL and 0 mean not known. */
+	/* NULL and 0: not known. */
 	const char *image;   /* the image counting (its segment): when it
 			      * changes, the process exec()ed */
 	const char *comm;    /* /proc/<pid>/comm */
@@ -94,7 +97,7 @@ struct mstat_model_point {
 };
 
 struct mstat_model_row {
-	char key[MSTAT_MODEL_KEY_MAX];
+	char key[MSTAT_KEY_MAX];
 	pid_t pid;
 	char name[64];
 	enum mstat_model_live live;
@@ -117,7 +120,7 @@ struct mstat_model_row {
 	unsigned history_len;
 	bool seen;             /* scratch for mstat_model_update() */
 
-	char image[MSTAT_MODEL_KEY_MAX]; /* of the counters shown */
+	char image[MSTAT_KEY_MAX]; /* of the counters shown */
 	char comm[16];
 	char exe[64];
 	uint64_t start_ns;     /* CLOCK_REALTIME it started; 0 unknown */
@@ -197,7 +200,6 @@ struct mstat_model_totals {
 	uint32_t threads;
 	uint64_t live_bytes, live_objects;
 	double alloc_rate, free_rate, net_bytes_rate;
-	/* Added later. */
 	bool have_rates, have_growth, have_growth_rate;
 	int64_t growth_bytes;
 	double growth_bytes_rate;

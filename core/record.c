@@ -202,15 +202,6 @@ get_str(json_object *o, const char *k, const char **v)
 }
 
 static int
-live_of(const char *s)
-{
-	for (int l = 0; l < MSTAT_LIVE_COUNT; l++)
-		if (strcmp(s, mstat_model_live_name(l)) == 0)
-			return l;
-	return -1;
-}
-
-static int
 read_snap(struct mstat_replay *r, json_object *o, struct mstat_snapshot *s,
 	  char *err, size_t errlen, size_t i)
 {
@@ -403,7 +394,7 @@ mstat_replay_next(struct mstat_replay *r, struct mstat_record_tick *t,
 		    !json_object_object_get_ex(x, "snap", &snap))
 			return bad(r, err, errlen, "target %zu: needs pid, key, "
 				   "name, state, t_ns, end_ns, start_ns and snap", i);
-		if ((live = live_of(state)) < 0)
+		if ((live = mstat_model_live_parse(state)) < 0)
 			return bad(r, err, errlen, "target %zu: state \"%.20s\"",
 				   i, state);
 		in->pid = (pid_t)pid;

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "reader.h"
 #include "text.h"
 #include "core.h"
@@ -26,15 +27,6 @@
  * at most this often. */
 #define STOP_CHECKS 16
 #define STOP_CHECK_NS UINT64_C(1000000000)
-
-uint64_t
-mstat_core_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static const char *const error_names[MSTAT_CORE_ERR_COUNT] = {
 #define MSTAT_X(e, n, h) [MSTAT_CORE_ERR_##e] = #n,
@@ -168,7 +160,7 @@ grow(struct mstat_core *core, size_t n)
 }
 
 static enum mstat_model_live
-live_of(int rc, const struct mstat_core_sample *s)
+sample_live(int rc, const struct mstat_core_sample *s)
 {
 	if (s->have_snap && s->snap.state == MSTAT_EXITED)
 		return MSTAT_LIVE_EXITED;
@@ -187,13 +179,10 @@ live_of(int rc, const struct mstat_core_sample *s)
 static uint64_t
 end_time(const struct mstat_core_target *t, enum mstat_model_live live)
 {
-	struct timespec ts;
 	uint64_t exit_ns = mstat_reader_exit_ns(t->reader);
 
-	if (live == MSTAT_LIVE_EXITED && exit_ns)
-		return exit_ns;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+	return live == MSTAT_LIVE_EXITED && exit_ns ? exit_ns
+						    : mstat_clock_wall_ns();
 }
 
 static void
@@ -364,7 +353,7 @@ publish(struct mstat_core *core, size_t i, uint64_t t_ns)
 		snprintf(s->err, sizeof(s->err), "%s",
 			 mstat_reader_error(t->reader));
 	}
-	s->live = live_of(rc, s);
+	s->live = sample_live(rc, s);
 	/* Is it stopped?  Only an idle process can be (a process whose
 	 * counts move ran), so a busy one costs no look at /proc; an idle
 	 * one stays as it was last seen until its counts move or it is
@@ -406,12 +395,6 @@ publish(struct mstat_core *core, size_t i, uint64_t t_ns)
 		call_rcu(&old->rcu, free_sample);
 }
 
-static uint64_t
-now_us(void)
-{
-	return mstat_core_now_ns() / 1000u;
-}
-
 /* Exchanges entries i and j of the tick's arrays. */
 static void
 swap_batch(struct mstat_core *core, size_t i, size_t j)
@@ -448,14 +431,14 @@ read_all(struct mstat_core *core, size_t n, uint64_t deadline_us)
 		for (size_t i = 0; i < n; i++)
 			if (core->rcs[i] == -EBUSY)
 				swap_batch(core, busy++, i);
-		uint64_t now = now_us();
+		uint64_t now = mstat_clock_mono_ns() / 1000u;
 		if (busy == 0 || now >= deadline_us)
 			return;
 		/* The other reader's pass takes microseconds per target:
 		 * look again soon, without spinning on a CPU it may need. */
 		struct timespec ts = { 0, 50000 };
 		nanosleep(&ts, NULL);
-		now = now_us();
+		now = mstat_clock_mono_ns() / 1000u;
 		if (now >= deadline_us)
 			return;
 		mstat_reader_snapshot_many(core->readers, busy, core->outs,
@@ -572,13 +555,13 @@ mstat_core_tick(struct mstat_core *core)
 	core->stop_checks = STOP_CHECKS;
 	/* A segment truncated under its mapping fails its read with -EFAULT
 	 * (the reader's SIGBUS guard), and publish() drops it. */
-	read_all(core, n, now_us() + core->opt.wait_budget_us);
+	read_all(core, n, mstat_clock_mono_ns() / 1000u + core->opt.wait_budget_us);
 	/* Whose sites the consumer asks for, this tick. */
 	rcu_read_lock();
 	struct mstat_core_sites_want *w = rcu_dereference(core->sites_want);
 	snprintf(core->sites_key, sizeof(core->sites_key), "%s", w ? w->key : "");
 	rcu_read_unlock();
-	uint64_t t_ns = mstat_core_now_ns();
+	uint64_t t_ns = mstat_clock_mono_ns();
 	for (size_t i = 0; i < n; i++)
 		publish(core, i, t_ns);
 	sites_tick(core);

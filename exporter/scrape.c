@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "columns.h"
 #include "model.h"
 #include "reader.h"
@@ -47,12 +48,6 @@ struct mstat_scraper {
 	bool failed;                         /* the last tick ran out of memory */
 };
 
-static double
-now_s(void)
-{
-	return (double)mstat_core_now_ns() / 1e9;
-}
-
 static void *
 reader_main(void *arg)
 {
@@ -68,14 +63,14 @@ reader_main(void *arg)
 		uint64_t tick = ++s->started;
 		pthread_mutex_unlock(&s->lock);
 
-		double t0 = now_s();
+		uint64_t t0 = mstat_clock_mono_ns();
 		mstat_core_tick(&s->core);
 
 		pthread_mutex_lock(&s->lock);
 		/* Into the model under the lock: no scrape prints a model
 		 * half folded. */
 		int rc = mstat_core_collect(&s->core, &s->model, &s->scratch,
-					   mstat_core_now_ns());
+					   mstat_clock_mono_ns());
 		if (rc == 0 && s->caprows < s->model.n + 1) {
 			size_t cap = 2 * (s->model.n + 1);
 			void *p = realloc(s->rows, cap * sizeof(*s->rows));
@@ -87,7 +82,7 @@ reader_main(void *arg)
 			}
 		}
 		s->failed = rc < 0;
-		s->tick_s = now_s() - t0;
+		s->tick_s = (double)(mstat_clock_mono_ns() - t0) / 1e9;
 		memcpy(s->errors, s->core.errors, sizeof(s->errors));
 		s->finished = tick;
 		pthread_cond_broadcast(&s->done);

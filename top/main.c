@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "columns.h"
 #include "outfile.h"
 #include "output.h"
@@ -285,15 +286,6 @@ note_stderr(void *arg, const char *line)
 	fprintf(stderr, "mstat-top: %s\n", line);
 }
 
-static uint64_t
-wall_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 static void
 sleep_s(double s)
 {
@@ -338,7 +330,7 @@ recorder_open(struct recorder *rec, const char *path)
 		return -1;
 	}
 	rec->f = rec->out.f;
-	if (mstat_record_begin(rec->f, wall_ms()) < 0) {
+	if (mstat_record_begin(rec->f, mstat_clock_wall_ns() / 1000000u) < 0) {
 		complain("%s: %s", path, strerror(errno));
 		mstat_outfile_discard(&rec->out);
 		rec->f = NULL;
@@ -392,7 +384,7 @@ static void
 record_after_tick(void *arg, struct mstat_core *core)
 {
 	struct recorder *rec = arg;
-	struct tick_arg a = { rec, NULL, { ++rec->seq, wall_ms(), mstat_core_now_ns(),
+	struct tick_arg a = { rec, NULL, { ++rec->seq, mstat_clock_wall_ns() / 1000000u, mstat_clock_mono_ns(),
 		atomic_load(&core->interval_ms) / 1000.0, NULL, 0 } };
 
 	if (!rec->failed)
@@ -497,8 +489,8 @@ run_batch(struct mstat_core *core, const struct options *o)
 		if (i)
 			sleep_s(o->delay_s);
 		mstat_core_tick(core);
-		struct tick_arg a = { &rec, &m, { (uint64_t)i + 1, wall_ms(),
-			mstat_core_now_ns(), o->delay_s, NULL, 0 } };
+		struct tick_arg a = { &rec, &m, { (uint64_t)i + 1, mstat_clock_wall_ns() / 1000000u,
+			mstat_clock_mono_ns(), o->delay_s, NULL, 0 } };
 		if (mstat_core_gather(core, &sc, take_tick, &a) < 0) {
 			fprintf(stderr, "mstat-top: out of memory\n");
 			rc = 1;
@@ -647,7 +639,7 @@ run_interactive(struct mstat_core *core, const struct options *o,
 		if (replay) {
 			/* The recording's own pace, at its speed; a step
 			 * goes on paused. */
-			uint64_t now = mstat_core_now_ns();
+			uint64_t now = mstat_clock_mono_ns();
 			if (!rp.ended && (rp.step || (!ui.paused && now >= next_ns))) {
 				rp.step = false;
 				if (replay_step(&ui, replay, &interval_s))
@@ -663,11 +655,11 @@ run_interactive(struct mstat_core *core, const struct options *o,
 							      memory_order_acquire);
 			if (!ui.paused && ticks != seen_ticks) {
 				seen_ticks = ticks;
-				ui.tick_wall_ms = wall_ms();
+				ui.tick_wall_ms = mstat_clock_wall_ns() / 1000000u;
 				ui.model.wall_ns = ui.tick_wall_ms * 1000000u;
 				bool rebased = ui.model.rebased;
 				mstat_core_collect(core, &ui.model, &ui.scratch,
-						  mstat_core_now_ns());
+						  mstat_clock_mono_ns());
 				if (ui.model.rebased != rebased) /* --baseline */
 					mstat_core_sites_rebase(core, NULL);
 				mstat_ui_select_rows(&ui);
@@ -747,7 +739,7 @@ write_pprof(const struct options *o)
 		return 1;
 	}
 	struct mstat_symbols *sym = mstat_symbols_new(&prof);
-	rc = mstat_pprof_write(&prof, sym, wall_ms() * 1000000u, o->pprof, why,
+	rc = mstat_pprof_write(&prof, sym, mstat_clock_wall_ns(), o->pprof, why,
 			       sizeof(why));
 	if (rc < 0)
 		fprintf(stderr, "mstat-top: %s\n", why);

@@ -60,7 +60,7 @@ struct mstat_ui {
 	const struct mstat_model_row **rows;
 	size_t nrows, caprows;
 	size_t sel, scroll;                   /* selected row, first shown */
-	char sel_key[MSTAT_MODEL_KEY_MAX];    /* follows the process on re-sort */
+	char sel_key[MSTAT_KEY_MAX];    /* follows the process on re-sort */
 	size_t page;                          /* rows on screen, set by the view */
 
 	enum mstat_model_sort sort;
