@@ -14,20 +14,6 @@
 
 /* ---- the value of each column ---- */
 
-static void
-num(struct mstat_cell *c, bool known, double v)
-{
-	c->known = known;
-	c->v = known ? v : 0;
-}
-
-static void
-get_PID(const struct mstat_model_row *r, uint64_t now, struct mstat_cell *c)
-{
-	(void)now;
-	num(c, true, r->pid);
-}
-
 /* The name a user recognises the process by: the one it gave itself
  * (MSTAT_NAME, or its program's), and its comm where that tells more (a
  * name inherited by helpers it runs, a program that renamed itself).
@@ -39,116 +25,48 @@ name_with_comm(const struct mstat_model_row *r)
 	       strcmp(r->name, r->exe) != 0;
 }
 
-static void
-get_NAME(const struct mstat_model_row *r, uint64_t now, struct mstat_cell *c)
-{
-	(void)now;
-	c->known = true;
-	if (!name_with_comm(r)) {
-		c->text = r->name;
-		return;
-	}
-	snprintf(c->buf, sizeof(c->buf), "%s [%s]", r->name, r->comm);
-	c->text = c->buf;
-}
-
-static void
-get_AGE(const struct mstat_model_row *r, uint64_t now, struct mstat_cell *c)
-{
-	uint64_t end = r->end_ns ? r->end_ns : now;
-
-	num(c, r->start_ns && end >= r->start_ns,
-	    (double)(end - r->start_ns) / 1e9);
-}
-
-static void
-get_THREADS(const struct mstat_model_row *r, uint64_t now, struct mstat_cell *c)
-{
-	(void)now;
-	num(c, r->have_snap, r->threads);
-}
-
-static void
-get_LIVE_BYTES(const struct mstat_model_row *r, uint64_t now,
-	       struct mstat_cell *c)
-{
-	(void)now;
-	num(c, r->have_snap, (double)mstat_model_live_bytes(r));
-}
-
-static void
-get_LIVE_OBJECTS(const struct mstat_model_row *r, uint64_t now,
-		 struct mstat_cell *c)
-{
-	(void)now;
-	num(c, r->have_snap, (double)mstat_model_live_objects(r));
-}
-
-static void
-get_ALLOC_RATE(const struct mstat_model_row *r, uint64_t now,
-	       struct mstat_cell *c)
-{
-	(void)now;
-	num(c, r->have_rates, r->alloc_rate);
-}
-
-static void
-get_FREE_RATE(const struct mstat_model_row *r, uint64_t now,
-	      struct mstat_cell *c)
-{
-	(void)now;
-	num(c, r->have_rates, r->free_rate);
-}
-
-static void
-get_NET_RATE(const struct mstat_model_row *r, uint64_t now, struct mstat_cell *c)
-{
-	(void)now;
-	num(c, r->have_rates, r->net_bytes_rate);
-}
-
-static void
-get_GROWTH_BYTES(const struct mstat_model_row *r, uint64_t now,
-		 struct mstat_cell *c)
-{
-	(void)now;
-	num(c, r->have_snap, (double)r->growth_bytes);
-}
-
-static void
-get_GROWTH_OBJECTS(const struct mstat_model_row *r, uint64_t now,
-		   struct mstat_cell *c)
-{
-	(void)now;
-	num(c, r->have_snap, (double)r->growth_objects);
-}
-
-static void
-get_GROWTH_RATE(const struct mstat_model_row *r, uint64_t now,
-		struct mstat_cell *c)
-{
-	(void)now;
-	num(c, r->have_growth_rate, r->growth_bytes_rate);
-}
-
-static void
-get_STATE(const struct mstat_model_row *r, uint64_t now, struct mstat_cell *c)
-{
-	(void)now;
-	c->known = true;
-	c->v = r->live; /* sorts in the order of enum mstat_model_live */
-	c->text = mstat_model_live_name(r->live);
-}
-
 /* ---- the table ---- */
 
 static const struct mstat_column columns[MSTAT_SORT_COUNT] = {
-#define MSTAT_X(id, n, t, w, u, d, h)                                         \
-	[MSTAT_SORT_##id] = { .name = n, .title = t, .help = h, .width = w,   \
-			      .unit = u, .drop = d, .get = get_##id },
-	MSTAT_COLUMNS(MSTAT_X)
+#define MSTAT_X(id, pos, n, t, w, u, d, h)                                    \
+	[pos] = { .name = n, .title = t, .help = h, .width = w, .unit = u,    \
+		  .drop = d, .field = MSTAT_FIELD_##id },
+	MSTAT_FIELDS(MSTAT_FIELD_NONE, MSTAT_X, MSTAT_FIELD_NONE, MSTAT_FIELD_NONE)
 #undef MSTAT_X
 };
+
+/* The value of row `r` in column `col` at `now_ns` (CLOCK_REALTIME, for
+ * ages). */
+static void
+cell_of(const struct mstat_column *col, const struct mstat_model_row *r,
+	uint64_t now_ns, struct mstat_cell *c)
+{
+	enum mstat_field_type type = mstat_field(col->field)->type;
+	struct mstat_field_value v;
+
+	mstat_field_get(col->field, r, now_ns, &v);
+	c->known = v.known;
+	switch (type) {
+	case MSTAT_TYPE_NAME:
+		c->text = v.s;
+		if (name_with_comm(r)) {
+			snprintf(c->buf, sizeof(c->buf), "%s [%s]", r->name,
+				 r->comm);
+			c->text = c->buf;
+		}
+		break;
+	case MSTAT_TYPE_STATE:
+		c->v = (double)v.i; /* sorts in the order of enum mstat_model_live */
+		c->text = mstat_model_live_name((enum mstat_model_live)v.i);
+		break;
+	case MSTAT_TYPE_TEXT:
+		c->text = v.s;
+		break;
+	default:
+		c->v = v.known ? mstat_field_number(type, &v) : 0;
+		break;
+	}
+}
 
 const struct mstat_column *
 mstat_column(enum mstat_model_sort k)
@@ -173,7 +91,7 @@ mstat_column_text(enum mstat_model_sort k, const struct mstat_model_row *r,
 		snprintf(buf, len, "?");
 		return buf;
 	}
-	col->get(r, now_ns, &c);
+	cell_of(col, r, now_ns, &c);
 	if (col->unit & MSTAT_COLUMN_TEXT)
 		snprintf(buf, len, "%s", c.known ? c.text : "-");
 	else if (col->unit & MSTAT_COLUMN_ID)
@@ -342,11 +260,12 @@ cmp_rows(const void *pa, const void *pb, void *arg)
 	struct mstat_cell x = { 0 }, y = { 0 };
 	int c;
 
-	col->get(a, ctx->now_ns, &x);
-	col->get(b, ctx->now_ns, &y);
+	cell_of(col, a, ctx->now_ns, &x);
+	cell_of(col, b, ctx->now_ns, &y);
 	if (x.known != y.known) {
 		c = x.known ? -1 : 1; /* what is not known yet goes last */
-	} else if (col->unit & MSTAT_COLUMN_TEXT && ctx->key != MSTAT_SORT_STATE) {
+	} else if (col->unit & MSTAT_COLUMN_TEXT &&
+		   mstat_field(col->field)->type != MSTAT_TYPE_STATE) {
 		c = x.known ? strcmp(x.text, y.text) : 0;
 	} else if (col->unit & (MSTAT_COLUMN_ID | MSTAT_COLUMN_TEXT)) {
 		c = cmp_double(x.v, y.v);

@@ -1,26 +1,24 @@
-/* SPDX-License-Identifier: MIT */
 /*
- * columns.h - the process table's columns, defined once.
+ * columns.h - the process table's columns.
  *
- * Each column is one entry of MSTAT_COLUMNS: its id, the name -s and the
- * help know it by, its title, its width, how its values are written
- * (units.h), how it sorts, when it gives way on a narrow screen, and what
- * it means.  The terminal's header and rows, the batch table, the sort
- * keys (-s, F6, < >) and the help screen all read this one table; a new
- * column is an entry here and a getter in columns.c.
- *
- *   X(ID, name, title, width, unit, drop, help)
+ * The columns are the COL lines of the list of fields (fields.h): each
+ * says its position, the name -s and the help know it by, its title, its
+ * width, how its values are written (units.h), when it gives way on a
+ * narrow screen, and what it means.  The terminal's header and rows, the
+ * batch table, the sort keys (-s, F6, < >) and the help screen all read
+ * that one list; a new column is a COL line there.
  *
  * unit: enum mstat_unit bits, or MSTAT_COLUMN_ID (a number written
  * whole), MSTAT_COLUMN_TEXT (words) or MSTAT_COLUMN_AGE (seconds since
  * the value, a time).  Numbers and ages sort largest first (the oldest
- * first), ids and words smallest first, and "-" last.  drop: the order
- * in which columns give way on a screen too narrow for all, the highest
- * first (the sorted column stays); 0 for those that always stay, as
- * htop keeps its most telling ones: PID, NAME and STATE (a killed row
- * must not read as a running one).  NAME's width is what it gets when
- * there is room: it takes what is left, up to MSTAT_COLUMN_NAME_MAX, and
- * narrows, down to MSTAT_COLUMN_NAME_MIN, before STATE is cut.
+ * first), ids and words smallest first (a state in the order of enum
+ * mstat_model_live), and "-" last.  drop: the order in which columns
+ * give way on a screen too narrow for all, the highest first (the sorted
+ * column stays); 0 for those that always stay, as htop keeps its most
+ * telling ones: PID, NAME and STATE (a killed row must not read as a
+ * running one).  NAME's width is what it gets when there is room: it
+ * takes what is left, up to MSTAT_COLUMN_NAME_MAX, and narrows, down to
+ * MSTAT_COLUMN_NAME_MIN, before STATE is cut.
  */
 #ifndef MSTAT_CORE_COLUMNS_H
 #define MSTAT_CORE_COLUMNS_H
@@ -29,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fields.h"
 #include "model.h"
 #include "units.h"
 
@@ -38,47 +37,16 @@
 #define MSTAT_COLUMN_NAME_MAX 24
 #define MSTAT_COLUMN_NAME_MIN 6
 
-#define MSTAT_COLUMNS(X)                                                      \
-	X(PID, "pid", "PID", 7, MSTAT_COLUMN_ID, 0,                           \
-	  "process id")                                                       \
-	X(NAME, "name", "NAME", 12, MSTAT_COLUMN_TEXT, 0,                     \
-	  "MSTAT_NAME or the program's name, [its comm] where that differs")  \
-	X(AGE, "age", "AGE", 6, MSTAT_COLUMN_AGE, 3,                          \
-	  "time since the process started (its lifetime, once gone)")         \
-	X(THREADS, "threads", "THR", 4, MSTAT_UNIT_COUNT, 7,                  \
-	  "threads counting into a slot of their own")                        \
-	X(LIVE_BYTES, "live-bytes", "LIVE", 8, MSTAT_UNIT_BYTES, 1,           \
-	  "bytes allocated and not yet freed")                                \
-	X(LIVE_OBJECTS, "live-objs", "OBJS", 6, MSTAT_UNIT_COUNT, 5,          \
-	  "allocations not yet freed")                                        \
-	X(ALLOC_RATE, "alloc/s", "ALLOC/s", 8,                                \
-	  MSTAT_UNIT_COUNT | MSTAT_UNIT_RATE, 9,                              \
-	  "allocations per second")                                           \
-	X(FREE_RATE, "free/s", "FREE/s", 8,                                   \
-	  MSTAT_UNIT_COUNT | MSTAT_UNIT_RATE, 10,                             \
-	  "frees per second")                                                 \
-	X(NET_RATE, "net/s", "NET/s", 10,                                     \
-	  MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED | MSTAT_UNIT_RATE, 6,          \
-	  "growth of live bytes per second, since the last tick")             \
-	X(GROWTH_BYTES, "growth", "GROWTH", 9,                                \
-	  MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED, 2,                            \
-	  "live bytes gained since the baseline (b, B, --baseline)")          \
-	X(GROWTH_OBJECTS, "growth-objs", "+OBJS", 7,                          \
-	  MSTAT_UNIT_COUNT | MSTAT_UNIT_SIGNED, 8,                            \
-	  "live objects gained since the baseline")                           \
-	X(GROWTH_RATE, "growth/s", "GROWTH/s", 10,                            \
-	  MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED | MSTAT_UNIT_RATE, 4,          \
-	  "growth of live bytes per second over the window (--window)")       \
-	X(STATE, "state", "STATE", 7, MSTAT_COLUMN_TEXT, 0,                   \
-	  "running, stopped, stalled, busy, exiting, exited, killed")
-
-/* Sort keys: the columns, in their order.  (The name is older than the
- * table: rows are sorted by a column.) */
+/* Sort keys, which are the columns: MSTAT_SORT_<field>, in the table's
+ * order. */
 enum mstat_model_sort {
-#define MSTAT_X(id, ...) MSTAT_SORT_##id,
-	MSTAT_COLUMNS(MSTAT_X)
+#define MSTAT_X(id, pos, ...) MSTAT_SORT_##id = pos,
+	MSTAT_FIELDS(MSTAT_FIELD_NONE, MSTAT_X, MSTAT_FIELD_NONE, MSTAT_FIELD_NONE)
 #undef MSTAT_X
-	MSTAT_SORT_COUNT
+#define MSTAT_X(...) +1
+	MSTAT_SORT_COUNT = 0 MSTAT_FIELDS(MSTAT_FIELD_NONE, MSTAT_X,
+					  MSTAT_FIELD_NONE, MSTAT_FIELD_NONE)
+#undef MSTAT_X
 };
 
 /* A row's value in a column: a number, or words. */
@@ -94,9 +62,7 @@ struct mstat_column {
 	int width;
 	unsigned unit;
 	unsigned drop;
-	/* The value of row `r` at `now_ns` (CLOCK_REALTIME, for ages). */
-	void (*get)(const struct mstat_model_row *r, uint64_t now_ns,
-		    struct mstat_cell *c);
+	enum mstat_field_id field; /* what it shows */
 };
 
 /* The column `k`, or NULL. */

@@ -2,12 +2,13 @@
 /*
  * exposition.c - the metrics writer; see exposition.h.
  *
- * The per-process families are one table, `families` below: its order is
- * the order of the output, and each entry says how the family is named,
- * typed and helped, and where its value comes from.  The class counters
- * come from MSTAT_CLASS_COUNTERS and the per-process ones from
- * MSTAT_TOTAL_COUNTERS, so a counter added to those lists is exported
- * without an edit here but its name below.
+ * The per-process families are the FAM lines of the list of fields
+ * (fields.h): their positions are the order of the output, and each says
+ * how the family is named, typed and helped; its values are the field's.
+ * The counters' families come from MSTAT_CLASS_COUNTERS and
+ * MSTAT_TOTAL_COUNTERS, where the list puts COUNTERS and CLASSES, so a
+ * counter added to those lists is exported without an edit here but its
+ * name below.
  */
 #include "exposition.h"
 
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fields.h"
 #include "text.h"
 
 const char *
@@ -94,76 +96,66 @@ mstat_expo_label(const struct mstat_expo *e, bool first, const char *key,
 #define OM_UNIT_free_bytes "bytes"
 #define OM_UNIT_requested_bytes "bytes"
 
-/* Which samples a family has. */
-enum when {
-	KNOWN,     /* processes read at least once: counters are known */
-	ALWAYS,    /* every process */
-	PER_CLASS, /* every class a process used, with a `size` label */
-};
-
 struct family {
 	const char *name, *unit, *help;
 	enum mstat_expo_type type;
-	enum when when;
-	/* Exactly one of these gives the value. */
-	uint64_t (*count)(const struct mstat_model_row *r);
-	double (*real)(const struct mstat_model_row *r);
-	size_t class_field; /* PER_CLASS: offsetof(struct mstat_counts, ...) */
-	void (*labels)(const struct mstat_expo *e, const struct mstat_model_row *r);
+	enum mstat_field_id field; /* what it shows */
 };
 
+/* The families of the counters, then of the counters per class: where
+ * the list of fields puts COUNTERS and CLASSES. */
+static const struct family counters[] = {
 #define MSTAT_X(e, fld, h)                                                    \
-	static uint64_t get_##fld(const struct mstat_model_row *r)            \
-	{                                                                     \
-		return r->total.fld;                                          \
-	}
-MSTAT_CLASS_COUNTERS(MSTAT_X)
+	{ "mstat_" OM_NAME_##fld, OM_UNIT_##fld, h, MSTAT_EXPO_COUNTER,        \
+	  MSTAT_FIELD_COUNTERS },
+	MSTAT_CLASS_COUNTERS(MSTAT_X)
+	MSTAT_TOTAL_COUNTERS(MSTAT_X)
 #undef MSTAT_X
+};
+
+static const struct family class_counters[] = {
 #define MSTAT_X(e, fld, h)                                                    \
-	static uint64_t get_##fld(const struct mstat_model_row *r)            \
-	{                                                                     \
-		return r->fld;                                                \
-	}
-MSTAT_TOTAL_COUNTERS(MSTAT_X)
+	{ "mstat_class_" OM_NAME_##fld, OM_UNIT_##fld,                         \
+	  h ", per size class (size: its largest size)", MSTAT_EXPO_COUNTER,  \
+	  MSTAT_FIELD_CLASSES },
+	MSTAT_CLASS_COUNTERS(MSTAT_X)
 #undef MSTAT_X
+};
 
+/* The `k`th counter of a row, or of a class: in the order of the two
+ * tables above. */
 static uint64_t
-get_live_bytes(const struct mstat_model_row *r)
+counter_of(const struct mstat_model_row *r, size_t k)
 {
-	return mstat_model_live_bytes(r);
-}
+	static const size_t at[] = {
+#define MSTAT_X(e, fld, h) offsetof(struct mstat_model_row, total.fld),
+		MSTAT_CLASS_COUNTERS(MSTAT_X)
+#undef MSTAT_X
+#define MSTAT_X(e, fld, h) offsetof(struct mstat_model_row, fld),
+		MSTAT_TOTAL_COUNTERS(MSTAT_X)
+#undef MSTAT_X
+	};
+	uint64_t v;
 
-static uint64_t
-get_live_objects(const struct mstat_model_row *r)
-{
-	return mstat_model_live_objects(r);
-}
-
-static uint64_t
-get_threads(const struct mstat_model_row *r)
-{
-	return r->threads;
-}
-
-static uint64_t
-get_running(const struct mstat_model_row *r)
-{
-	return !mstat_model_gone(r->live);
+	memcpy(&v, (const char *)r + at[k], sizeof(v));
+	return v;
 }
 
 static uint64_t
-get_one(const struct mstat_model_row *r)
+class_counter_of(const struct mstat_counts *c, size_t k)
 {
-	(void)r;
-	return 1;
+	static const size_t at[] = {
+#define MSTAT_X(e, fld, h) offsetof(struct mstat_counts, fld),
+		MSTAT_CLASS_COUNTERS(MSTAT_X)
+#undef MSTAT_X
+	};
+	uint64_t v;
+
+	memcpy(&v, (const char *)c + at[k], sizeof(v));
+	return v;
 }
 
-static double
-get_start_time(const struct mstat_model_row *r)
-{
-	return (double)r->start_ns / 1e9;
-}
-
+/* The labels of an info family: the segment's writer mode and layout. */
 static void
 info_labels(const struct mstat_expo *e, const struct mstat_model_row *r)
 {
@@ -178,34 +170,17 @@ info_labels(const struct mstat_expo *e, const struct mstat_model_row *r)
 	mstat_expo_label(e, false, "layout", layout);
 }
 
-static const struct family families[] = {
-#define MSTAT_X(e, fld, h)                                                    \
-	{ "mstat_" OM_NAME_##fld, OM_UNIT_##fld, h, MSTAT_EXPO_COUNTER,        \
-	  KNOWN, get_##fld, NULL, 0, NULL },
-	MSTAT_CLASS_COUNTERS(MSTAT_X)
-	MSTAT_TOTAL_COUNTERS(MSTAT_X)
+/* The families of the list of fields (fields.h), in the exposition's
+ * order. */
+#define MSTAT_X(...) +1
+enum { NFAMILIES = 0 MSTAT_FIELDS(MSTAT_FIELD_NONE, MSTAT_FIELD_NONE, MSTAT_X,
+				  MSTAT_FIELD_NONE) };
 #undef MSTAT_X
-#define MSTAT_X(e, fld, h)                                                    \
-	{ "mstat_class_" OM_NAME_##fld, OM_UNIT_##fld,                         \
-	  h ", per size class (size: its largest size)", MSTAT_EXPO_COUNTER,  \
-	  PER_CLASS, NULL, NULL, offsetof(struct mstat_counts, fld), NULL },
-	MSTAT_CLASS_COUNTERS(MSTAT_X)
+static const struct family families[NFAMILIES] = {
+#define MSTAT_X(id, pos, n, t, u, h)                                          \
+	[pos] = { n, u, h, MSTAT_EXPO_##t, MSTAT_FIELD_##id },
+	MSTAT_FIELDS(MSTAT_FIELD_NONE, MSTAT_FIELD_NONE, MSTAT_X, MSTAT_FIELD_NONE)
 #undef MSTAT_X
-	{ "mstat_live_bytes", "bytes", "bytes allocated and not yet freed",
-	  MSTAT_EXPO_GAUGE, KNOWN, get_live_bytes, NULL, 0, NULL },
-	{ "mstat_live_objects", NULL, "allocations not yet freed",
-	  MSTAT_EXPO_GAUGE, KNOWN, get_live_objects, NULL, 0, NULL },
-	{ "mstat_threads", NULL, "threads counting into a slot of their own",
-	  MSTAT_EXPO_GAUGE, KNOWN, get_threads, NULL, 0, NULL },
-	{ "mstat_running", NULL,
-	  "1 while the process runs, 0 once it exited or died",
-	  MSTAT_EXPO_GAUGE, ALWAYS, get_running, NULL, 0, NULL },
-	{ "mstat_process_start_time_seconds", "seconds",
-	  "when the process started, since the Unix epoch",
-	  MSTAT_EXPO_GAUGE, ALWAYS, NULL, get_start_time, 0, NULL },
-	{ "mstat_process", NULL,
-	  "the process's writer mode and segment layout version",
-	  MSTAT_EXPO_INFO, ALWAYS, get_one, NULL, 0, info_labels },
 };
 
 /* `{pid="..",name=".."` of a row, escaped once per exposition rather
@@ -223,53 +198,69 @@ process_labels(char *buf, const struct mstat_model_row *r)
 	buf[k] = '\0';
 }
 
+/* The `k`th counter per class: a sample for each class a process used,
+ * with a `size` label. */
 static void
-write_family(const struct mstat_expo *e, const struct family *fam,
-	     const struct mstat_model_row *const *rows, size_t n,
-	     const char (*labels)[LABELS_MAX])
+write_class_family(const struct mstat_expo *e, const struct family *fam,
+		   size_t k, const struct mstat_model_row *const *rows, size_t n,
+		   const char (*labels)[LABELS_MAX])
 {
 	mstat_expo_family(e, fam->name, fam->type, fam->unit, fam->help);
 	for (size_t i = 0; i < n; i++) {
 		const struct mstat_model_row *r = rows[i];
 
-		if (fam->when == PER_CLASS) {
-			for (uint32_t c = 0; c < r->class_count; c++) {
-				const struct mstat_model_class *k = &r->classes[c];
-				uint64_t v;
-				char size[24];
+		for (uint32_t c = 0; c < r->class_count; c++) {
+			const struct mstat_model_class *cl = &r->classes[c];
+			char size[24];
 
-				if (k->c.alloc_count == 0)
-					continue; /* never used */
-				memcpy(&v, (const char *)&k->c + fam->class_field,
-				       sizeof(v));
-				if (k->max_size == UINT64_MAX)
-					snprintf(size, sizeof(size), "+Inf");
-				else
-					snprintf(size, sizeof(size), "%" PRIu64,
-						 k->max_size);
-				mstat_expo_sample(e, fam->name, fam->type);
-				fputs(labels[i], e->f);
-				mstat_expo_label(e, false, "size", size);
-				fprintf(e->f, "} %" PRIu64 "\n", v);
-			}
-			continue;
+			if (cl->c.alloc_count == 0)
+				continue; /* never used */
+			if (cl->max_size == UINT64_MAX)
+				snprintf(size, sizeof(size), "+Inf");
+			else
+				snprintf(size, sizeof(size), "%" PRIu64,
+					 cl->max_size);
+			mstat_expo_sample(e, fam->name, fam->type);
+			fputs(labels[i], e->f);
+			mstat_expo_label(e, false, "size", size);
+			fprintf(e->f, "} %" PRIu64 "\n",
+				class_counter_of(&cl->c, k));
 		}
-		/* Nothing known (never read): no sample, which is how the
-		 * format says so; a 0 would read as a counter reset. */
-		if (fam->when == KNOWN && !r->have_snap)
-			continue;
-		if (fam->real && fam->real(r) <= 0)
-			continue; /* not known */
-		mstat_expo_sample(e, fam->name, fam->type);
-		fputs(labels[i], e->f);
-		if (fam->labels)
-			fam->labels(e, r);
-		if (fam->real)
-			fprintf(e->f, "} %.2f\n", fam->real(r));
-		else
-			fprintf(e->f, "} %" PRIu64 "\n", fam->count(r));
 	}
 }
+
+/* A family of one sample per process whose field is known (the `k`th
+ * counter, for the counters).  Nothing known (never read): no sample,
+ * which is how the format says so; a 0 would read as a counter reset. */
+static void
+write_family(const struct mstat_expo *e, const struct family *fam, size_t k,
+	     const struct mstat_model_row *const *rows, size_t n,
+	     const char (*labels)[LABELS_MAX])
+{
+	enum mstat_field_type type = mstat_field(fam->field)->type;
+
+	mstat_expo_family(e, fam->name, fam->type, fam->unit, fam->help);
+	for (size_t i = 0; i < n; i++) {
+		const struct mstat_model_row *r = rows[i];
+		struct mstat_field_value v;
+
+		mstat_field_get(fam->field, r, 0, &v);
+		if (!v.known)
+			continue;
+		mstat_expo_sample(e, fam->name, fam->type);
+		fputs(labels[i], e->f);
+		if (fam->type == MSTAT_EXPO_INFO)
+			info_labels(e, r);
+		if (type == MSTAT_TYPE_COUNTERS)
+			fprintf(e->f, "} %" PRIu64 "\n", counter_of(r, k));
+		else if (type == MSTAT_TYPE_REAL)
+			fprintf(e->f, "} %.2f\n", v.d);
+		else
+			fprintf(e->f, "} %" PRIu64 "\n", v.u);
+	}
+}
+
+#define LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 int
 mstat_expo_processes(const struct mstat_expo *e,
@@ -281,12 +272,26 @@ mstat_expo_processes(const struct mstat_expo *e,
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
 		process_labels(labels[i], rows[i]);
+	const char (*l)[LABELS_MAX] = (const char (*)[LABELS_MAX])labels;
 	/* One family at a time, every sample of it together: both formats
 	 * want that. */
-	for (size_t k = 0; k < sizeof(families) / sizeof(families[0]); k++)
-		if (families[k].when != PER_CLASS || e->classes)
-			write_family(e, &families[k], rows, n,
-				     (const char (*)[LABELS_MAX])labels);
+	for (size_t f = 0; f < NFAMILIES; f++) {
+		switch (mstat_field(families[f].field)->type) {
+		case MSTAT_TYPE_COUNTERS:
+			for (size_t k = 0; k < LEN(counters); k++)
+				write_family(e, &counters[k], k, rows, n, l);
+			break;
+		case MSTAT_TYPE_CLASSES:
+			for (size_t k = 0; e->classes && k < LEN(class_counters);
+			     k++)
+				write_class_family(e, &class_counters[k], k,
+						   rows, n, l);
+			break;
+		default:
+			write_family(e, &families[f], 0, rows, n, l);
+			break;
+		}
+	}
 	free(labels);
 	return 0;
 }

@@ -4,11 +4,12 @@
  * the model's rows; the last two are exposition.c's, which mstat-exporter
  * shares.
  *
- * The table's columns are those of columns.h.  Counter names come from
- * MSTAT_CLASS_COUNTERS, so a counter added to the
- * list appears in JSON and OpenMetrics without an edit here.  The formats
- * are documented in docs/mstat-top-json.md and docs/mstat-top-openmetrics.md:
- * change them together.
+ * The table's columns are those of columns.h, and a process's JSON
+ * fields those of the list of fields (fields.h) with a JSON name, in its
+ * order; counter names come from MSTAT_CLASS_COUNTERS, so a counter added
+ * to the list appears in JSON and OpenMetrics without an edit here.  The
+ * formats are documented in docs/mstat-top-json.md and
+ * docs/mstat-top-openmetrics.md: change them together.
  */
 #include "output.h"
 #include "sites.h"
@@ -20,6 +21,7 @@
 #include <time.h>
 
 #include "exposition.h"
+#include "fields.h"
 #include "text.h"
 #include "units.h"
 
@@ -132,61 +134,23 @@ mstat_output_table(FILE *f, const struct mstat_output_tick *t,
 
 /* ---- JSON ---- */
 
+/* `"name":v`, or null if not known; after a comma if `sep`. */
 static void
-json_rate(FILE *f, const char *name, bool have, double v)
+json_count(FILE *f, bool sep, const char *name, bool have, uint64_t v)
 {
 	if (have)
-		fprintf(f, ",\"%s\":%.3f", name, v);
+		fprintf(f, "%s\"%s\":%" PRIu64, sep ? "," : "", name, v);
 	else
-		fprintf(f, ",\"%s\":null", name);
+		fprintf(f, "%s\"%s\":null", sep ? "," : "", name);
 }
 
+/* The size classes a process used. */
 static void
-json_count(FILE *f, const char *name, bool have, uint64_t v)
+json_classes(FILE *f, const struct mstat_model_row *r)
 {
-	if (have)
-		fprintf(f, ",\"%s\":%" PRIu64, name, v);
-	else
-		fprintf(f, ",\"%s\":null", name);
-}
-
-static void
-json_signed(FILE *f, const char *name, bool have, int64_t v)
-{
-	if (have)
-		fprintf(f, ",\"%s\":%" PRId64, name, v);
-	else
-		fprintf(f, ",\"%s\":null", name);
-}
-
-/* A process's fields, without the closing brace. */
-static void
-json_process_fields(FILE *f, const struct mstat_model_row *r)
-{
-	fprintf(f, "{\"pid\":%d,\"name\":", (int)r->pid);
-	put_quoted(f, r->name);
-	fprintf(f, ",\"state\":\"%s\",\"error\":", mstat_model_live_name(r->live));
-	if (r->err[0])
-		put_quoted(f, r->err);
-	else
-		fputs("null", f);
-	/* Never read (stalled from the start, or refused): nothing is known,
-	 * which is not 0. */
-	bool h = r->have_snap;
-	json_count(f, "threads", h, r->threads);
-#define MSTAT_X(e, fld, _) json_count(f, #fld, h, r->total.fld);
-	MSTAT_CLASS_COUNTERS(MSTAT_X)
-#undef MSTAT_X
-	json_count(f, "requested_bytes", h, r->requested_bytes);
-	json_count(f, "live_objects", h, mstat_model_live_objects(r));
-	json_count(f, "live_bytes", h, mstat_model_live_bytes(r));
-	json_rate(f, "alloc_rate", r->have_rates, r->alloc_rate);
-	json_rate(f, "free_rate", r->have_rates, r->free_rate);
-	json_rate(f, "alloc_bytes_rate", r->have_rates, r->alloc_bytes_rate);
-	json_rate(f, "free_bytes_rate", r->have_rates, r->free_bytes_rate);
-	json_rate(f, "net_bytes_rate", r->have_rates, r->net_bytes_rate);
-	fputs(",\"classes\":[", f);
 	bool first = true;
+
+	fputs("[", f);
 	for (uint32_t c = 0; c < r->class_count; c++) {
 		const struct mstat_model_class *k = &r->classes[c];
 		if (k->c.alloc_count == 0)
@@ -204,19 +168,71 @@ json_process_fields(FILE *f, const struct mstat_model_row *r)
 			   PRId64 "}", k->growth_bytes, k->growth_objects);
 	}
 	fputc(']', f);
-	if (r->end_ns)
-		fprintf(f, ",\"end_time_s\":%.3f", (double)r->end_ns / 1e9);
-	else
-		fputs(",\"end_time_s\":null", f);
-	/* Added in version 1 after the fields above. */
-	if (r->start_ns)
-		fprintf(f, ",\"start_time_s\":%.3f", (double)r->start_ns / 1e9);
-	else
-		fputs(",\"start_time_s\":null", f);
-	json_signed(f, "growth_bytes", h, r->growth_bytes);
-	json_signed(f, "growth_objects", h, r->growth_objects);
-	json_rate(f, "growth_bytes_per_s", r->have_growth_rate,
-		  r->growth_bytes_rate);
+}
+
+/* One field of a process, after a comma unless it is the first. */
+static void
+json_field(FILE *f, const struct mstat_field *fd,
+	   const struct mstat_model_row *r, const struct mstat_field_value *v,
+	   bool first)
+{
+	if (!first)
+		fputc(',', f);
+	if (fd->type == MSTAT_TYPE_COUNTERS) {
+		/* Never read (stalled from the start, or refused): nothing
+		 * is known, which is not 0. */
+		bool h = v->known;
+		bool sep = false;
+#define MSTAT_X(e, fld, _)                                                    \
+		json_count(f, sep, #fld, h, r->total.fld);                    \
+		sep = true;
+		MSTAT_CLASS_COUNTERS(MSTAT_X)
+#undef MSTAT_X
+#define MSTAT_X(e, fld, _)                                                    \
+		json_count(f, sep, #fld, h, r->fld);                          \
+		sep = true;
+		MSTAT_TOTAL_COUNTERS(MSTAT_X)
+#undef MSTAT_X
+		return;
+	}
+	fprintf(f, "\"%s\":", fd->json);
+	if (!v->known && fd->type != MSTAT_TYPE_CLASSES) {
+		fputs("null", f);
+		return;
+	}
+	switch (fd->type) {
+	case MSTAT_TYPE_INT: fprintf(f, "%d", (int)v->i); break;
+	case MSTAT_TYPE_U64: fprintf(f, "%" PRIu64, v->u); break;
+	case MSTAT_TYPE_I64: fprintf(f, "%" PRId64, v->i); break;
+	case MSTAT_TYPE_REAL: fprintf(f, "%.3f", v->d); break;
+	case MSTAT_TYPE_TEXT:
+	case MSTAT_TYPE_NAME: put_quoted(f, v->s); break;
+	case MSTAT_TYPE_STATE:
+		put_quoted(f, mstat_model_live_name((enum mstat_model_live)v->i));
+		break;
+	case MSTAT_TYPE_CLASSES: json_classes(f, r); break;
+	case MSTAT_TYPE_COUNTERS: break;
+	}
+}
+
+/* A process's fields (those of fields.h with a JSON name, in its order),
+ * without the closing brace. */
+static void
+json_process_fields(FILE *f, const struct mstat_model_row *r)
+{
+	bool first = true;
+
+	fputc('{', f);
+	for (int id = 0; id < MSTAT_FIELD_COUNT; id++) {
+		const struct mstat_field *fd = mstat_field(id);
+		struct mstat_field_value v;
+
+		if (!fd->json && fd->type != MSTAT_TYPE_COUNTERS)
+			continue;
+		mstat_field_get(id, r, 0, &v);
+		json_field(f, fd, r, &v, first);
+		first = false;
+	}
 }
 
 void

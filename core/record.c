@@ -17,16 +17,84 @@
 
 #include <json-c/json.h>
 
+#include "fields.h"
 #include "text.h"
+
+/* How a recorded field is written and read (the REC lines of fields.h). */
+enum rec_type {
+	REC_PID,    /* a process id: 1 to 2^31 - 1 */
+	REC_KEY,    /* a string that is not empty */
+	REC_STR,    /* a string; "" if absent or null */
+	REC_STATE,  /* a state's word (enum mstat_model_live) */
+	REC_U64,
+};
+
+struct recorded {
+	const char *name;
+	enum rec_type type;
+	size_t at;  /* in struct mstat_model_input */
+};
+
+#define MSTAT_X(...) +1
+enum { NRECORDED = 0 MSTAT_FIELDS(MSTAT_FIELD_NONE, MSTAT_FIELD_NONE,
+				  MSTAT_FIELD_NONE, MSTAT_X) };
+#undef MSTAT_X
+
+/* A target's fields, in their order in a recording. */
+static const struct recorded recorded[NRECORDED] = {
+#define MSTAT_X(id, pos, n, m, t)                                             \
+	[pos] = { n, REC_##t, offsetof(struct mstat_model_input, m) },
+	MSTAT_FIELDS(MSTAT_FIELD_NONE, MSTAT_FIELD_NONE, MSTAT_FIELD_NONE,
+		     MSTAT_X)
+#undef MSTAT_X
+};
+
+/* A snapshot's fields before its counters, in their order in a
+ * recording: X(field, how it is read). */
+#define SNAP_FIELDS(X)                                                        \
+	X(epoch, get_u64)                                                     \
+	X(state, get_u32)                                                     \
+	X(threads, get_u32)                                                   \
+	X(slots_used, get_u32)                                                \
+	X(overflowed, get_u32)                                                \
+	X(cut, get_u32)                                                       \
+	X(class_count, get_u32)
 
 /* ---- writing ---- */
 
+/* A target's field `rec` of `in`, after a comma unless it is the first. */
 static void
-put_str(FILE *f, const char *name, const char *s)
+put_field(FILE *f, const struct recorded *rec,
+	  const struct mstat_model_input *in, bool first)
 {
-	fprintf(f, ",\"%s\":\"", name);
-	mstat_text_put(f, s ? s : "", MSTAT_TEXT_QUOTED);
-	fputc('"', f);
+	const char *at = (const char *)in + rec->at;
+	const char *s;
+	uint64_t u;
+	pid_t pid;
+	enum mstat_model_live live;
+
+	fprintf(f, "%s\"%s\":", first ? "" : ",", rec->name);
+	switch (rec->type) {
+	case REC_PID:
+		memcpy(&pid, at, sizeof(pid));
+		fprintf(f, "%d", (int)pid);
+		break;
+	case REC_KEY:
+	case REC_STR:
+		memcpy(&s, at, sizeof(s));
+		fputc('"', f);
+		mstat_text_put(f, s ? s : "", MSTAT_TEXT_QUOTED);
+		fputc('"', f);
+		break;
+	case REC_STATE:
+		memcpy(&live, at, sizeof(live));
+		fprintf(f, "\"%s\"", mstat_model_live_name(live));
+		break;
+	case REC_U64:
+		memcpy(&u, at, sizeof(u));
+		fprintf(f, "%" PRIu64, u);
+		break;
+	}
 }
 
 static int
@@ -46,11 +114,14 @@ mstat_record_begin(FILE *f, uint64_t time_ms)
 static void
 put_snap(FILE *f, const struct mstat_snapshot *s)
 {
-	fprintf(f, ",\"snap\":{\"epoch\":%" PRIu64 ",\"state\":%u,\"threads\":%u,"
-		   "\"slots_used\":%u,\"overflowed\":%u,\"cut\":%u,"
-		   "\"class_count\":%u",
-		s->epoch, s->state, s->threads, s->slots_used, s->overflowed,
-		s->cut, s->class_count);
+	const char *sep = "{";
+
+	fputs(",\"snap\":", f);
+#define MSTAT_X(fld, get)                                                     \
+	fprintf(f, "%s\"" #fld "\":%" PRIu64, sep, (uint64_t)s->fld);          \
+	sep = ",";
+	SNAP_FIELDS(MSTAT_X)
+#undef MSTAT_X
 #define MSTAT_X(e, fld, h) fprintf(f, ",\"" #fld "\":%" PRIu64, s->fld);
 	MSTAT_TOTAL_COUNTERS(MSTAT_X)
 #undef MSTAT_X
@@ -83,17 +154,9 @@ mstat_record_write(FILE *f, const struct mstat_record_tick *t)
 		t->seq, t->time_ms, t->now_ns, t->interval_s);
 	for (size_t i = 0; i < t->n; i++) {
 		const struct mstat_model_input *in = &t->in[i];
-		fprintf(f, "%s{\"pid\":%d", i ? "," : "", (int)in->pid);
-		put_str(f, "key", in->key);
-		put_str(f, "image", in->image);
-		put_str(f, "name", in->name);
-		put_str(f, "comm", in->comm);
-		put_str(f, "exe", in->exe);
-		fprintf(f, ",\"state\":\"%s\"", mstat_model_live_name(in->live));
-		put_str(f, "error", in->err);
-		fprintf(f, ",\"t_ns\":%" PRIu64 ",\"end_ns\":%" PRIu64
-			   ",\"start_ns\":%" PRIu64,
-			in->t_ns, in->end_ns, in->start_ns);
+		fputs(i ? ",{" : "{", f);
+		for (size_t k = 0; k < NRECORDED; k++)
+			put_field(f, &recorded[k], in, k == 0);
 		if (in->snap)
 			put_snap(f, in->snap);
 		else
@@ -201,6 +264,48 @@ get_str(json_object *o, const char *k, const char **v)
 	return true;
 }
 
+/* A target's field `rec` into `in`, checked; a state's word into
+ * *state, and its state into `in` if it is one. */
+static bool
+get_field(json_object *x, const struct recorded *rec,
+	  struct mstat_model_input *in, const char **state)
+{
+	char *at = (char *)in + rec->at;
+	const char *s;
+	uint64_t u;
+	pid_t pid;
+	int live;
+
+	switch (rec->type) {
+	case REC_PID:
+		if (!get_u64(x, rec->name, &u) || u == 0 || u > INT32_MAX)
+			return false;
+		pid = (pid_t)u;
+		memcpy(at, &pid, sizeof(pid));
+		return true;
+	case REC_KEY:
+	case REC_STR:
+		if (!get_str(x, rec->name, &s) || (rec->type == REC_KEY && !s[0]))
+			return false;
+		memcpy(at, &s, sizeof(s));
+		return true;
+	case REC_STATE:
+		if (!get_str(x, rec->name, state))
+			return false;
+		if ((live = mstat_model_live_parse(*state)) >= 0) {
+			enum mstat_model_live l = (enum mstat_model_live)live;
+			memcpy(at, &l, sizeof(l));
+		}
+		return true;
+	case REC_U64:
+		if (!get_u64(x, rec->name, &u))
+			return false;
+		memcpy(at, &u, sizeof(u));
+		return true;
+	}
+	return false;
+}
+
 static int
 read_snap(struct mstat_replay *r, json_object *o, struct mstat_snapshot *s,
 	  char *err, size_t errlen, size_t i)
@@ -208,15 +313,12 @@ read_snap(struct mstat_replay *r, json_object *o, struct mstat_snapshot *s,
 	json_object *classes;
 
 	memset(s, 0, sizeof(*s));
-	if (!get_u64(o, "epoch", &s->epoch) || !get_u32(o, "state", &s->state) ||
-	    !get_u32(o, "threads", &s->threads) ||
-	    !get_u32(o, "slots_used", &s->slots_used) ||
-	    !get_u32(o, "overflowed", &s->overflowed) ||
-	    !get_u32(o, "cut", &s->cut) ||
-	    !get_u32(o, "class_count", &s->class_count))
+#define MSTAT_X(fld, get) || !get(o, #fld, &s->fld)
+	if (0 SNAP_FIELDS(MSTAT_X))
 		return bad(r, err, errlen, "target %zu: snapshot without its "
 			   "epoch, state, threads, slots_used, overflowed, cut "
 			   "and class_count", i);
+#undef MSTAT_X
 	if (s->class_count > MSTAT_MAX_CLASSES)
 		return bad(r, err, errlen, "target %zu: %u classes, more than %d",
 			   i, s->class_count, MSTAT_MAX_CLASSES);
@@ -374,31 +476,18 @@ mstat_replay_next(struct mstat_replay *r, struct mstat_record_tick *t,
 	for (size_t i = 0; i < nt; i++) {
 		json_object *x = json_object_array_get_idx(targets, i), *snap;
 		struct mstat_model_input *in = &r->in[i];
-		const char *state;
-		uint64_t pid;
-		int live;
+		const char *state = NULL;
+		bool ok = x && json_object_is_type(x, json_type_object);
 
 		memset(in, 0, sizeof(*in));
-		if (!x || !json_object_is_type(x, json_type_object) ||
-		    !get_u64(x, "pid", &pid) || pid == 0 || pid > INT32_MAX ||
-		    !get_str(x, "key", &in->key) || !in->key[0] ||
-		    !get_str(x, "image", &in->image) ||
-		    !get_str(x, "name", &in->name) ||
-		    !get_str(x, "comm", &in->comm) ||
-		    !get_str(x, "exe", &in->exe) ||
-		    !get_str(x, "error", &in->err) ||
-		    !get_str(x, "state", &state) ||
-		    !get_u64(x, "t_ns", &in->t_ns) ||
-		    !get_u64(x, "end_ns", &in->end_ns) ||
-		    !get_u64(x, "start_ns", &in->start_ns) ||
-		    !json_object_object_get_ex(x, "snap", &snap))
+		for (size_t k = 0; ok && k < NRECORDED; k++)
+			ok = get_field(x, &recorded[k], in, &state);
+		if (!ok || !json_object_object_get_ex(x, "snap", &snap))
 			return bad(r, err, errlen, "target %zu: needs pid, key, "
 				   "name, state, t_ns, end_ns, start_ns and snap", i);
-		if ((live = mstat_model_live_parse(state)) < 0)
+		if (mstat_model_live_parse(state) < 0)
 			return bad(r, err, errlen, "target %zu: state \"%.20s\"",
 				   i, state);
-		in->pid = (pid_t)pid;
-		in->live = (enum mstat_model_live)live;
 		if (!in->image[0])
 			in->image = NULL;
 		if (!snap)
