@@ -159,19 +159,55 @@ grow(struct mstat_core *core, size_t n)
 	return 0;
 }
 
-static enum mstat_model_live
-sample_live(int rc, const struct mstat_core_sample *s)
+/*
+ * What a failed read means, by what it returned: the reason it is
+ * counted under (MSTAT_CORE_ERRORS), the state the target shows (RUNNING:
+ * what its last snapshot says), and whether the target is dropped: its
+ * segment cannot be trusted any more.  Other failures (membarrier refused
+ * to us) are the reader's: the target stays, and says why it is not read.
+ */
+struct failure {
+	int rc;
+	enum mstat_core_error error;
+	enum mstat_model_live live;
+	bool drop;
+};
+
+static const struct failure failures[] = {
+	{ -EAGAIN, MSTAT_CORE_ERR_STALLED, MSTAT_LIVE_STALLED, false },
+	{ -EBUSY, MSTAT_CORE_ERR_BUSY, MSTAT_LIVE_BUSY, false },
+	{ -EPROTO, MSTAT_CORE_ERR_DROPPED, MSTAT_LIVE_RUNNING, true },
+	{ -EFAULT, MSTAT_CORE_ERR_DROPPED, MSTAT_LIVE_RUNNING, true },
+	{ 0, MSTAT_CORE_ERR_READ, MSTAT_LIVE_RUNNING, false }, /* any other */
+};
+
+/* The failure a read's `rc` is, or NULL if it succeeded. */
+static const struct failure *
+failure_of(int rc)
 {
-	if (s->have_snap && s->snap.state == MSTAT_EXITED)
+	size_t i = 0;
+
+	if (rc == 0)
+		return NULL;
+	while (failures[i].rc && failures[i].rc != rc)
+		i++;
+	return &failures[i];
+}
+
+/* The state of a target whose read failed as `f` (NULL: it succeeded),
+ * whose sample is `s`: what its snapshot says of its end first. */
+static enum mstat_model_live
+sample_live(const struct failure *f, const struct mstat_core_sample *s)
+{
+	uint32_t state = s->have_snap ? s->snap.state : MSTAT_RUNNING;
+
+	if (state == MSTAT_EXITED)
 		return MSTAT_LIVE_EXITED;
-	if (s->have_snap && s->snap.state == MSTAT_KILLED)
+	if (state == MSTAT_KILLED)
 		return MSTAT_LIVE_KILLED;
-	if (rc == -EAGAIN)
-		return MSTAT_LIVE_STALLED;
-	if (rc == -EBUSY)
-		return MSTAT_LIVE_BUSY;
-	return s->have_snap && s->snap.state == MSTAT_EXITING ? MSTAT_LIVE_EXITING
-							      : MSTAT_LIVE_RUNNING;
+	if (f && f->live != MSTAT_LIVE_RUNNING)
+		return f->live;
+	return state == MSTAT_EXITING ? MSTAT_LIVE_EXITING : MSTAT_LIVE_RUNNING;
 }
 
 /* When the process ended, CLOCK_REALTIME: the time it began to exit, as
@@ -302,97 +338,127 @@ sites_wanted(const struct mstat_core *core, const struct mstat_core_target *t)
 	return core->sites_key[0] && strcmp(core->sites_key, t->key) == 0;
 }
 
-/* The sample core->fresh[i], read into (its snapshot, if rc is 0), becomes
- * the target's. */
-static void
-publish(struct mstat_core *core, size_t i, uint64_t t_ns)
+/* Whether a read of `t` into `s` (rc 0) found its process exec()ed: the
+ * new image makes a segment of its own, found by the scan as a new
+ * target, and goes on in the same row (the key is the process's).  Not
+ * a kill, although the old image's lock went as if it were. */
+static bool
+execed(struct mstat_core *core, const struct mstat_core_target *t, int rc,
+       const struct mstat_core_sample *s)
 {
-	struct mstat_core_target *t = core->batch[i];
-	struct mstat_core_sample *old = t->sample, *s = core->fresh[i];
-	int rc = core->rcs[i];
+	return rc == 0 && (s->snap.state == MSTAT_EXECED ||
+			   (s->snap.state == MSTAT_KILLED &&
+			    mstat_discover_execed(&core->disc, t)));
+}
 
-	if (rc == -EAGAIN)
-		core->errors[MSTAT_CORE_ERR_STALLED]++;
-	else if (rc == -EBUSY)
-		core->errors[MSTAT_CORE_ERR_BUSY]++;
-	else if (rc == -EPROTO || rc == -EFAULT)
-		core->errors[MSTAT_CORE_ERR_DROPPED]++;
-	else if (rc != 0)
-		core->errors[MSTAT_CORE_ERR_READ]++;
-	if (rc == -EPROTO || rc == -EFAULT) {
-		/* The segment cannot be trusted any more.  Other errors
-		 * (membarrier refused to us) are the reader's: the target
-		 * stays, and says why it is not read. */
-		mstat_core_note(core, "dropped %s", mstat_reader_error(t->reader));
-		mstat_discover_detach(t);
-		free(s);
-		return;
-	}
-	if (rc == 0 && (s->snap.state == MSTAT_EXECED ||
-			(s->snap.state == MSTAT_KILLED &&
-			 mstat_discover_execed(&core->disc, t)))) {
-		/* Its process exec()ed: the new image makes a segment of its
-		 * own, found by the scan as a new target, and goes on in the
-		 * same row (the key is the process's).  Not a kill. */
-		mstat_discover_reap(&core->disc, t);
-		mstat_discover_detach(t);
-		free(s);
-		return;
-	}
+/* Fills sample `s` of a read that returned `rc`: its snapshot, or, the
+ * read failed, the last good one (of the same segment: as many classes)
+ * and why. */
+static void
+sample_fill(struct mstat_core_sample *s, const struct mstat_core_sample *old,
+	    const struct mstat_core_target *t, int rc, uint64_t t_ns)
+{
 	s->err[0] = '\0';
 	s->end_ns = 0;
 	if (rc == 0) {
 		s->have_snap = true;
 		s->t_ns = t_ns;
-	} else {
-		/* The last good snapshot, of the same segment: as many classes. */
-		s->have_snap = old && old->have_snap;
-		if (s->have_snap)
-			memcpy(&s->snap, &old->snap, snap_size(old->snap.class_count));
-		s->t_ns = old ? old->t_ns : 0;
-		snprintf(s->err, sizeof(s->err), "%s",
-			 mstat_reader_error(t->reader));
+		return;
 	}
-	s->live = sample_live(rc, s);
-	/* Is it stopped?  Only an idle process can be (a process whose
-	 * counts move ran), so a busy one costs no look at /proc; an idle
-	 * one stays as it was last seen until its counts move or it is
-	 * looked at again, at most once a second and STOP_CHECKS targets a
-	 * tick (about 10 us each). */
+	s->have_snap = old && old->have_snap;
+	if (s->have_snap)
+		memcpy(&s->snap, &old->snap, snap_size(old->snap.class_count));
+	s->t_ns = old ? old->t_ns : 0;
+	snprintf(s->err, sizeof(s->err), "%s", mstat_reader_error(t->reader));
+}
+
+/* Is it stopped?  Only an idle process can be (a process whose counts
+ * move ran), so a busy one costs no look at /proc; an idle one stays as
+ * it was last seen until its counts move or it is looked at again, at
+ * most once a second and STOP_CHECKS targets a tick (about 10 us each). */
+static void
+check_stopped(struct mstat_core *core, struct mstat_core_target *t,
+	      const struct mstat_core_sample *old, struct mstat_core_sample *s,
+	      uint64_t t_ns)
+{
 	bool idle = !old || !old->have_snap ||
 		    (old->snap.total.alloc_count == s->snap.total.alloc_count &&
 		     old->snap.total.free_count == s->snap.total.free_count);
-	if (rc == 0 && s->live == MSTAT_LIVE_RUNNING && idle) {
-		if (old && old->live == MSTAT_LIVE_STOPPED)
-			s->live = MSTAT_LIVE_STOPPED;
-		if (core->stop_checks && (!t->checked_ns ||
-					 t_ns - t->checked_ns >= STOP_CHECK_NS)) {
-			core->stop_checks--;
-			t->checked_ns = t_ns;
-			s->live = mstat_discover_stopped(&core->disc, t)
-					  ? MSTAT_LIVE_STOPPED
-					  : MSTAT_LIVE_RUNNING;
-		}
+
+	if (s->live != MSTAT_LIVE_RUNNING || !idle)
+		return;
+	if (old && old->live == MSTAT_LIVE_STOPPED)
+		s->live = MSTAT_LIVE_STOPPED;
+	if (core->stop_checks &&
+	    (!t->checked_ns || t_ns - t->checked_ns >= STOP_CHECK_NS)) {
+		core->stop_checks--;
+		t->checked_ns = t_ns;
+		s->live = mstat_discover_stopped(&core->disc, t) ? MSTAT_LIVE_STOPPED
+								 : MSTAT_LIVE_RUNNING;
 	}
-	if (s->live == MSTAT_LIVE_EXITED || s->live == MSTAT_LIVE_KILLED) {
-		/* Gone: these counts are final.  Its name goes now, and its
-		 * mapping: the sample holds what the row shows while it
-		 * lingers. */
-		t->final = true;
-		t->end_ns = t_ns;
-		s->end_ns = end_time(t, s->live);
-		if (sites_wanted(core, t))
-			sites_read(core, t, true, true);
-		mstat_discover_reap(&core->disc, t);
-		mstat_reader_close(t->reader);
-		t->reader = NULL;
-	}
-	/* Publishes the filled sample: pairs with rcu_dereference() in
-	 * mstat_core_collect(). */
+}
+
+/* Gone: these counts are final.  Its name goes now, and its mapping: the
+ * sample holds what the row shows while it lingers. */
+static void
+finish(struct mstat_core *core, struct mstat_core_target *t,
+       struct mstat_core_sample *s, uint64_t t_ns)
+{
+	t->final = true;
+	t->end_ns = t_ns;
+	s->end_ns = end_time(t, s->live);
+	if (sites_wanted(core, t))
+		sites_read(core, t, true, true);
+	mstat_discover_reap(&core->disc, t);
+	mstat_reader_close(t->reader);
+	t->reader = NULL;
+}
+
+/* Publishes the filled sample `s` as t's: pairs with rcu_dereference() in
+ * mstat_core_gather().  The sample it replaces is freed once no consumer
+ * can hold it. */
+static void
+sample_publish(struct mstat_core_target *t, struct mstat_core_sample *s)
+{
+	struct mstat_core_sample *old = t->sample;
+
 	MSTAT_PUBLISHING(s);
 	rcu_assign_pointer(t->sample, s);
 	if (old)
 		call_rcu(&old->rcu, free_sample);
+}
+
+/* The sample core->fresh[i], read into (its snapshot, if the read
+ * returned 0), becomes the target's; or the target goes. */
+static void
+publish(struct mstat_core *core, size_t i, uint64_t t_ns)
+{
+	struct mstat_core_target *t = core->batch[i];
+	struct mstat_core_sample *s = core->fresh[i];
+	int rc = core->rcs[i];
+	const struct failure *f = failure_of(rc);
+
+	if (f)
+		core->errors[f->error]++;
+	if (f && f->drop) {
+		mstat_core_note(core, "dropped %s", mstat_reader_error(t->reader));
+		mstat_discover_detach(t);
+		free(s);
+		return;
+	}
+	if (execed(core, t, rc, s)) {
+		mstat_discover_reap(&core->disc, t);
+		mstat_discover_detach(t);
+		free(s);
+		return;
+	}
+	sample_fill(s, t->sample, t, rc, t_ns);
+	s->live = sample_live(f, s);
+	if (rc == 0)
+		check_stopped(core, t, t->sample, s, t_ns);
+	if (mstat_model_gone(s->live))
+		finish(core, t, s, t_ns);
+	sample_publish(t, s);
 }
 
 /* Exchanges entries i and j of the tick's arrays. */
