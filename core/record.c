@@ -435,6 +435,57 @@ mstat_replay_open(struct mstat_replay **out, const char *path, char *err,
 	return 0;
 }
 
+/* A tick's own fields, checked, and its targets. */
+static bool
+tick_head(json_object *o, struct mstat_record_tick *t, json_object **targets)
+{
+	json_object *iv;
+
+	if (!get_u64(o, "tick", &t->seq) || !get_u64(o, "time_ms", &t->time_ms) ||
+	    !get_u64(o, "now_ns", &t->now_ns) ||
+	    !json_object_object_get_ex(o, "interval_s", &iv) ||
+	    !(json_object_is_type(iv, json_type_double) ||
+	      json_object_is_type(iv, json_type_int)) ||
+	    !json_object_object_get_ex(o, "targets", targets) ||
+	    !json_object_is_type(*targets, json_type_array))
+		return false;
+	t->interval_s = json_object_get_double(iv);
+	return true;
+}
+
+/* The tick's target `i`, from `x`, into r->in[i]: 0, or -1 with why. */
+static int
+read_target(struct mstat_replay *r, json_object *x, size_t i, char *err,
+	    size_t errlen)
+{
+	struct mstat_model_input *in = &r->in[i];
+	const char *state = NULL;
+	json_object *snap;
+	bool ok = x && json_object_is_type(x, json_type_object);
+
+	memset(in, 0, sizeof(*in));
+	for (size_t k = 0; ok && k < NRECORDED; k++)
+		ok = get_field(x, &recorded[k], in, &state);
+	if (!ok || !json_object_object_get_ex(x, "snap", &snap))
+		return bad(r, err, errlen, "target %zu: needs pid, key, name, "
+			   "state, t_ns, end_ns, start_ns and snap", i);
+	if (mstat_model_live_parse(state) < 0)
+		return bad(r, err, errlen, "target %zu: state \"%.20s\"", i,
+			   state);
+	if (!in->image[0])
+		in->image = NULL;
+	if (!snap)
+		return 0;
+	if (!json_object_is_type(snap, json_type_object))
+		return bad(r, err, errlen, "target %zu: snap", i);
+	if (!r->snaps[i] && !(r->snaps[i] = malloc(sizeof(*r->snaps[i]))))
+		return bad(r, err, errlen, "out of memory");
+	if (read_snap(r, snap, r->snaps[i], err, errlen, i) < 0)
+		return -1;
+	in->snap = r->snaps[i];
+	return 0;
+}
+
 int
 mstat_replay_next(struct mstat_replay *r, struct mstat_record_tick *t,
 		  char *err, size_t errlen)
@@ -454,17 +505,9 @@ mstat_replay_next(struct mstat_replay *r, struct mstat_record_tick *t,
 		return bad(r, err, errlen, "not a JSON object%s",
 			   feof(r->f) ? " (the recording was cut short?)" : "");
 	memset(t, 0, sizeof(*t));
-	json_object *iv;
-	if (!get_u64(o, "tick", &t->seq) || !get_u64(o, "time_ms", &t->time_ms) ||
-	    !get_u64(o, "now_ns", &t->now_ns) ||
-	    !json_object_object_get_ex(o, "interval_s", &iv) ||
-	    !(json_object_is_type(iv, json_type_double) ||
-	      json_object_is_type(iv, json_type_int)) ||
-	    !json_object_object_get_ex(o, "targets", &targets) ||
-	    !json_object_is_type(targets, json_type_array))
+	if (!tick_head(o, t, &targets))
 		return bad(r, err, errlen, "a tick needs tick, time_ms, now_ns, "
 			   "interval_s and targets");
-	t->interval_s = json_object_get_double(iv);
 	if (!(t->interval_s > 0 && t->interval_s <= 86400))
 		return bad(r, err, errlen, "interval_s %g", t->interval_s);
 	if (t->now_ns < r->last_now)
@@ -473,33 +516,10 @@ mstat_replay_next(struct mstat_replay *r, struct mstat_record_tick *t,
 	size_t nt = json_object_array_length(targets);
 	if (grow(r, nt) < 0)
 		return bad(r, err, errlen, "out of memory");
-	for (size_t i = 0; i < nt; i++) {
-		json_object *x = json_object_array_get_idx(targets, i), *snap;
-		struct mstat_model_input *in = &r->in[i];
-		const char *state = NULL;
-		bool ok = x && json_object_is_type(x, json_type_object);
-
-		memset(in, 0, sizeof(*in));
-		for (size_t k = 0; ok && k < NRECORDED; k++)
-			ok = get_field(x, &recorded[k], in, &state);
-		if (!ok || !json_object_object_get_ex(x, "snap", &snap))
-			return bad(r, err, errlen, "target %zu: needs pid, key, "
-				   "name, state, t_ns, end_ns, start_ns and snap", i);
-		if (mstat_model_live_parse(state) < 0)
-			return bad(r, err, errlen, "target %zu: state \"%.20s\"",
-				   i, state);
-		if (!in->image[0])
-			in->image = NULL;
-		if (!snap)
-			continue;
-		if (!json_object_is_type(snap, json_type_object))
-			return bad(r, err, errlen, "target %zu: snap", i);
-		if (!r->snaps[i] && !(r->snaps[i] = malloc(sizeof(*r->snaps[i]))))
-			return bad(r, err, errlen, "out of memory");
-		if (read_snap(r, snap, r->snaps[i], err, errlen, i) < 0)
+	for (size_t i = 0; i < nt; i++)
+		if (read_target(r, json_object_array_get_idx(targets, i), i, err,
+				errlen) < 0)
 			return -1;
-		in->snap = r->snaps[i];
-	}
 	t->in = r->in;
 	t->n = nt;
 	return 1;
