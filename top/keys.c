@@ -14,29 +14,11 @@
 #define KEY_CTRL_U 21
 #define FAR (1L << 30) /* further than any table: move_by() clamps */
 
+/* Moves in the screen on top. */
 static int
 move_by(struct mstat_ui *ui, long d)
 {
-	if (ui->sites) {
-		long s = (long)ui->sites_scroll + d;
-		ui->sites_scroll = s < 0 ? 0 : (size_t)s; /* the view bounds it */
-		return MSTAT_KEY_REDRAW;
-	}
-	if (ui->detail) {
-		long s = (long)ui->detail_scroll + d;
-		ui->detail_scroll = s < 0 ? 0 : (size_t)s;
-		return MSTAT_KEY_REDRAW;
-	}
-	if (ui->nrows == 0)
-		return MSTAT_KEY_IGNORED;
-	long s = (long)ui->sel + d;
-	if (s < 0)
-		s = 0;
-	if (s >= (long)ui->nrows)
-		s = (long)ui->nrows - 1;
-	ui->sel = (size_t)s;
-	snprintf(ui->sel_key, sizeof(ui->sel_key), "%s", ui->rows[ui->sel]->key);
-	return MSTAT_KEY_REDRAW;
+	return mstat_screen_ops(mstat_ui_screen(ui))->step(ui, d);
 }
 
 static long
@@ -81,36 +63,45 @@ key_end(struct mstat_ui *ui)
 	return move_by(ui, FAR);
 }
 
+/* The process's classes: opened from the table, or from its sites;
+ * closed, open. */
 static int
 key_enter(struct mstat_ui *ui)
 {
-	if (ui->sites) {
-		/* From the sites to the same process's classes. */
+	switch (mstat_ui_screen(ui)) {
+	case MSTAT_SCREEN_SITES:
 		mstat_ui_sites_close(ui);
-		ui->detail = true;
-		ui->detail_scroll = 0;
-		return MSTAT_KEY_REDRAW;
+		mstat_ui_open(ui, MSTAT_SCREEN_DETAIL);
+		break;
+	case MSTAT_SCREEN_DETAIL:
+		mstat_ui_close(ui, MSTAT_SCREEN_DETAIL);
+		break;
+	default:
+		if (!mstat_ui_selected(ui))
+			return MSTAT_KEY_IGNORED;
+		mstat_ui_open(ui, MSTAT_SCREEN_DETAIL);
+		break;
 	}
-	if (!ui->detail && !mstat_ui_selected(ui))
-		return MSTAT_KEY_IGNORED;
-	ui->detail = !ui->detail;
 	ui->detail_scroll = 0;
 	return MSTAT_KEY_REDRAW;
 }
 
+/* Back to the screen under this one: from the sites to where they were
+ * opened (the table or the process's classes), from the classes to the
+ * table. */
 static int
 key_back(struct mstat_ui *ui)
 {
-	if (ui->sites) {
-		/* Back to where they were opened: the table or the
-		 * process's classes. */
+	switch (mstat_ui_screen(ui)) {
+	case MSTAT_SCREEN_SITES:
 		mstat_ui_sites_close(ui);
 		return MSTAT_KEY_REDRAW;
-	}
-	if (!ui->detail)
+	case MSTAT_SCREEN_DETAIL:
+		mstat_ui_close(ui, MSTAT_SCREEN_DETAIL);
+		return MSTAT_KEY_REDRAW;
+	default:
 		return MSTAT_KEY_IGNORED;
-	ui->detail = false;
-	return MSTAT_KEY_REDRAW;
+	}
 }
 
 static int
@@ -240,7 +231,7 @@ key_faster(struct mstat_ui *ui)
 static int
 key_help(struct mstat_ui *ui)
 {
-	ui->help = true;
+	mstat_ui_open(ui, MSTAT_SCREEN_HELP);
 	ui->help_scroll = 0;
 	return MSTAT_KEY_REDRAW;
 }
@@ -323,26 +314,27 @@ edit_key(struct mstat_ui *ui, int ch)
 }
 
 int
-mstat_keys_dispatch(struct mstat_ui *ui, int ch)
+mstat_keys_help(struct mstat_ui *ui, int ch)
 {
-	if (ui->editing)
-		return edit_key(ui, ch);
-	if (ui->help) {
-		/* The help screen closes back to the table; nothing else
-		 * acts behind it. */
-		if (ch == 'q' || ch == KEY_ESC || ch == 'h' || ch == '?' ||
-		    ch == KEY_F(1) || ch == KEY_LEFT) {
-			ui->help = false;
-			return MSTAT_KEY_REDRAW;
-		}
-		long d = ch == KEY_UP || ch == 'k' ? -1 : ch == KEY_DOWN || ch == 'j' ? 1
-		       : ch == KEY_PPAGE ? -page(ui) : ch == KEY_NPAGE ? page(ui) : 0;
-		if (!d)
-			return MSTAT_KEY_IGNORED;
-		long s = (long)ui->help_scroll + d;
-		ui->help_scroll = s < 0 ? 0 : (size_t)s; /* the view bounds it */
+	if (ch == 'q' || ch == KEY_ESC || ch == 'h' || ch == '?' ||
+	    ch == KEY_F(1) || ch == KEY_LEFT) {
+		mstat_ui_close(ui, MSTAT_SCREEN_HELP);
 		return MSTAT_KEY_REDRAW;
 	}
+	long d = ch == KEY_UP || ch == 'k' ? -1 : ch == KEY_DOWN || ch == 'j' ? 1
+	       : ch == KEY_PPAGE ? -page(ui) : ch == KEY_NPAGE ? page(ui) : 0;
+	return d ? move_by(ui, d) : MSTAT_KEY_IGNORED;
+}
+
+int
+mstat_keys_dispatch(struct mstat_ui *ui, int ch)
+{
+	const struct mstat_screen_ops *s = mstat_screen_ops(mstat_ui_screen(ui));
+
+	if (ui->editing)
+		return edit_key(ui, ch);
+	if (s->key)
+		return s->key(ui, ch);
 	ui->said[0] = '\0';
 	for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++)
 		for (size_t k = 0; k < 3 && table[i].keys[k]; k++)

@@ -9,6 +9,91 @@
 #include <stdlib.h>
 #include <string.h>
 
+enum mstat_screen
+mstat_ui_screen(const struct mstat_ui *ui)
+{
+	return ui->nover ? ui->over[ui->nover - 1] : MSTAT_SCREEN_TABLE;
+}
+
+bool
+mstat_ui_shows(const struct mstat_ui *ui, enum mstat_screen s)
+{
+	if (s == MSTAT_SCREEN_TABLE)
+		return true;
+	for (size_t i = 0; i < ui->nover; i++)
+		if (ui->over[i] == s)
+			return true;
+	return false;
+}
+
+bool
+mstat_ui_process_open(const struct mstat_ui *ui)
+{
+	return mstat_ui_shows(ui, MSTAT_SCREEN_DETAIL) ||
+	       mstat_ui_shows(ui, MSTAT_SCREEN_SITES);
+}
+
+void
+mstat_ui_open(struct mstat_ui *ui, enum mstat_screen s)
+{
+	if (s != MSTAT_SCREEN_TABLE && !mstat_ui_shows(ui, s) &&
+	    ui->nover < sizeof(ui->over) / sizeof(ui->over[0]))
+		ui->over[ui->nover++] = s;
+}
+
+void
+mstat_ui_close(struct mstat_ui *ui, enum mstat_screen s)
+{
+	for (size_t i = 0; i < ui->nover; i++)
+		if (ui->over[i] == s) {
+			ui->nover = i;
+			return;
+		}
+}
+
+/* A scroll `d` lines further, not above the top. */
+static int
+scroll_by(size_t *scroll, long d)
+{
+	long s = (long)*scroll + d;
+
+	*scroll = s < 0 ? 0 : (size_t)s;
+	return MSTAT_KEY_REDRAW;
+}
+
+int
+mstat_ui_move_table(struct mstat_ui *ui, long d)
+{
+	if (ui->nrows == 0)
+		return MSTAT_KEY_IGNORED;
+	long s = (long)ui->sel + d;
+	if (s < 0)
+		s = 0;
+	if (s >= (long)ui->nrows)
+		s = (long)ui->nrows - 1;
+	ui->sel = (size_t)s;
+	snprintf(ui->sel_key, sizeof(ui->sel_key), "%s", ui->rows[ui->sel]->key);
+	return MSTAT_KEY_REDRAW;
+}
+
+int
+mstat_ui_move_detail(struct mstat_ui *ui, long d)
+{
+	return scroll_by(&ui->detail_scroll, d);
+}
+
+int
+mstat_ui_move_sites(struct mstat_ui *ui, long d)
+{
+	return scroll_by(&ui->sites_scroll, d);
+}
+
+int
+mstat_ui_move_help(struct mstat_ui *ui, long d)
+{
+	return scroll_by(&ui->help_scroll, d);
+}
+
 void
 mstat_ui_select_rows(struct mstat_ui *ui)
 {
@@ -30,7 +115,7 @@ mstat_ui_select_rows(struct mstat_ui *ui)
 		}
 	if (ui->sel >= ui->nrows)
 		ui->sel = ui->nrows ? ui->nrows - 1 : 0;
-	if (ui->nrows && !ui->detail && !ui->sites)
+	if (ui->nrows && !mstat_ui_process_open(ui))
 		snprintf(ui->sel_key, sizeof(ui->sel_key), "%s",
 			 ui->rows[ui->sel]->key);
 }
@@ -38,7 +123,7 @@ mstat_ui_select_rows(struct mstat_ui *ui)
 const struct mstat_model_row *
 mstat_ui_selected(const struct mstat_ui *ui)
 {
-	if (ui->detail || ui->sites)
+	if (mstat_ui_process_open(ui))
 		return mstat_model_find(&ui->model, ui->sel_key);
 	return ui->nrows ? ui->rows[ui->sel] : NULL;
 }
@@ -84,8 +169,8 @@ mstat_ui_dismiss(struct mstat_ui *ui, bool all)
 		pid_t pid = r->pid;
 		mstat_model_dismiss(&ui->model, r->key);
 		snprintf(ui->said, sizeof(ui->said), "dismissed pid %d", (int)pid);
-		ui->detail = false;
 		mstat_ui_sites_close(ui);
+		mstat_ui_close(ui, MSTAT_SCREEN_DETAIL);
 		return MSTAT_KEY_RESELECT;
 	}
 	/* Every ended process shown.  (The rows point into the model, and
@@ -94,8 +179,8 @@ mstat_ui_dismiss(struct mstat_ui *ui, bool all)
 	for (size_t i = 0; i < ui->nrows; i++)
 		n += mstat_model_dismiss(&ui->model, ui->rows[i]->key);
 	snprintf(ui->said, sizeof(ui->said), "dismissed %zu ended processes", n);
-	ui->detail = false;
 	mstat_ui_sites_close(ui);
+	mstat_ui_close(ui, MSTAT_SCREEN_DETAIL);
 	return MSTAT_KEY_RESELECT;
 }
 
@@ -104,7 +189,7 @@ mstat_ui_sites(struct mstat_ui *ui)
 {
 	const struct mstat_model_row *r = mstat_ui_selected(ui);
 
-	if (ui->sites) {
+	if (mstat_ui_screen(ui) == MSTAT_SCREEN_SITES) {
 		ui->sites_order = ui->sites_order == MSTAT_CORE_SITES_LIVE
 					  ? MSTAT_CORE_SITES_GROWTH
 					  : MSTAT_CORE_SITES_LIVE;
@@ -119,7 +204,7 @@ mstat_ui_sites(struct mstat_ui *ui)
 		return MSTAT_KEY_REDRAW;
 	}
 	snprintf(ui->sel_key, sizeof(ui->sel_key), "%s", r->key);
-	ui->sites = true;
+	mstat_ui_open(ui, MSTAT_SCREEN_SITES);
 	ui->sites_order = MSTAT_CORE_SITES_LIVE;
 	ui->sites_scroll = 0;
 	free(ui->sites_seen);
@@ -132,9 +217,9 @@ mstat_ui_sites(struct mstat_ui *ui)
 void
 mstat_ui_sites_close(struct mstat_ui *ui)
 {
-	if (!ui->sites)
+	if (!mstat_ui_shows(ui, MSTAT_SCREEN_SITES))
 		return;
-	ui->sites = false;
+	mstat_ui_close(ui, MSTAT_SCREEN_SITES);
 	free(ui->sites_seen);
 	ui->sites_seen = NULL;
 	mstat_core_sites_want(ui->core, NULL);
@@ -143,7 +228,7 @@ mstat_ui_sites_close(struct mstat_ui *ui)
 void
 mstat_ui_sites_fetch(struct mstat_ui *ui)
 {
-	if (!ui->sites)
+	if (!mstat_ui_shows(ui, MSTAT_SCREEN_SITES))
 		return;
 	rcu_read_lock();
 	/* Pairs with the rcu_assign_pointer() of the sampler's

@@ -3,12 +3,22 @@
  * ui.h - the interactive side of mstat-top: what the screen shows and the
  * keys change.  Owned by the main thread.
  *
- * Layers, each using only those before it:
- *   ui.c    this state: the rows shown, the selection, what keys ask of
- *           the model (baseline, dismiss)
- *   view.c  draws it with ncurses, and nothing else
- *   keys.c  one table of keys: it dispatches, and the help screen shows it
- *   main.c  options, and the loops that feed the model (live or replayed)
+ * Layers:
+ *   ui.c       this state: the rows shown, the selection, the screens
+ *              open and which is on top, moving in each, what keys ask
+ *              of the model (baseline, dismiss)
+ *   view.c     draws it with ncurses, and nothing else
+ *   keys.c     one table of keys: it dispatches, and the help screen
+ *              shows it
+ *   screens.c  the table of screens: what each draws (view.c), how it
+ *              moves (ui.c), which keys it takes itself (keys.c)
+ *   main.c     options, and the loops that feed the model (live or
+ *              replayed)
+ *
+ * The screens are a stack over the process table: a process's classes
+ * (Enter), its call sites (s: over the table or the classes) and the
+ * help (over any).  The one on top is drawn and takes the keys; closing
+ * it shows the one under it.
  */
 #ifndef MSTAT_TOP_UI_H
 #define MSTAT_TOP_UI_H
@@ -22,6 +32,15 @@
 #include "core.h"
 
 #define MSTAT_UI_FILTER_MAX 64
+
+/* The screens. */
+enum mstat_screen {
+	MSTAT_SCREEN_TABLE = 0,   /* the processes */
+	MSTAT_SCREEN_DETAIL,      /* one process: its classes, its history */
+	MSTAT_SCREEN_SITES,       /* one process's call sites */
+	MSTAT_SCREEN_HELP,        /* the keys and the columns */
+	MSTAT_SCREEN_COUNT
+};
 
 /* What a key did. */
 enum mstat_key_result {
@@ -70,13 +89,14 @@ struct mstat_ui {
 	bool editing;                         /* typing a filter */
 	char edit[MSTAT_UI_FILTER_MAX];
 
-	bool paused, help, quit;
+	bool paused, quit;
+	/* The screens open over the table, the last on top. */
+	enum mstat_screen over[MSTAT_SCREEN_COUNT - 1];
+	size_t nover;
 	size_t help_scroll;
-	bool detail;                          /* one process's classes */
 	size_t detail_scroll;
-	/* One process's call sites (over the table or its detail view):
-	 * the last the sampler published, copied at each tick. */
-	bool sites;
+	/* The call sites: the last the sampler published, copied at each
+	 * tick while they are open. */
 	enum mstat_core_sites_order sites_order;
 	size_t sites_scroll;
 	struct mstat_core_sites *sites_seen;   /* NULL until one arrives */
@@ -88,6 +108,37 @@ struct mstat_ui {
 	uint64_t tick_wall_ms;                /* when the model last changed */
 	unsigned interval_ms;
 };
+
+/* What a screen does. */
+struct mstat_screen_ops {
+	void (*draw)(struct mstat_ui *ui);
+	/* Up or down `d` lines (Up, Down, PgUp, PgDn, Home, End). */
+	int (*step)(struct mstat_ui *ui, long d);
+	/* Every key, while it is on top; NULL: the key table (keys.c). */
+	int (*key)(struct mstat_ui *ui, int ch);
+};
+
+/* The screen `s`'s operations (screens.c). */
+const struct mstat_screen_ops *mstat_screen_ops(enum mstat_screen s);
+
+/* The screen on top: the one drawn, which takes the keys. */
+enum mstat_screen mstat_ui_screen(const struct mstat_ui *ui);
+/* Whether `s` is open, on top or under another. */
+bool mstat_ui_shows(const struct mstat_ui *ui, enum mstat_screen s);
+/* Whether one process is open (its classes or its sites): the selection
+ * stays on it whatever the table does. */
+bool mstat_ui_process_open(const struct mstat_ui *ui);
+/* Opens `s` on top. */
+void mstat_ui_open(struct mstat_ui *ui, enum mstat_screen s);
+/* Closes `s`, and what is open over it, if it is open. */
+void mstat_ui_close(struct mstat_ui *ui, enum mstat_screen s);
+
+/* Moving in each screen: the selection in the table, a scroll in the
+ * others (the view bounds it). */
+int mstat_ui_move_table(struct mstat_ui *ui, long d);
+int mstat_ui_move_detail(struct mstat_ui *ui, long d);
+int mstat_ui_move_sites(struct mstat_ui *ui, long d);
+int mstat_ui_move_help(struct mstat_ui *ui, long d);
 
 /* Picks and orders the rows to show from the model; keeps the selection
  * on the same process. */
@@ -110,7 +161,16 @@ void mstat_ui_sites_fetch(struct mstat_ui *ui);
 const struct mstat_key_binding *mstat_keys_table(size_t *n);
 /* Handles one key from getch(); returns enum mstat_key_result bits. */
 int mstat_keys_dispatch(struct mstat_ui *ui, int ch);
+/* The help screen's keys: it closes, or scrolls; nothing else acts
+ * behind it. */
+int mstat_keys_help(struct mstat_ui *ui, int ch);
 
+/* Draws the header, the screen on top and the status line. */
 void mstat_view_draw(struct mstat_ui *ui);
+/* Each screen, under the header. */
+void mstat_view_table(struct mstat_ui *ui);
+void mstat_view_detail(struct mstat_ui *ui);
+void mstat_view_sites(struct mstat_ui *ui);
+void mstat_view_help(struct mstat_ui *ui);
 
 #endif /* MSTAT_TOP_UI_H */

@@ -111,8 +111,8 @@ draw_header(struct mstat_ui *ui)
 	     (double)ui->model.window_ns / 1e9);
 }
 
-static void
-draw_table(struct mstat_ui *ui)
+void
+mstat_view_table(struct mstat_ui *ui)
 {
 	bool shown[MSTAT_SORT_COUNT];
 	int nw = mstat_columns_fit(COLS - 1, ui->sort, shown);
@@ -239,8 +239,8 @@ cmp_growth(const void *pa, const void *pb)
 	return (a->max_size > b->max_size) - (a->max_size < b->max_size);
 }
 
-static void
-draw_detail(struct mstat_ui *ui)
+void
+mstat_view_detail(struct mstat_ui *ui)
 {
 	const struct mstat_model_row *r = mstat_ui_selected(ui);
 	char v[10][MSTAT_UNIT_MAX], name[128], spark[1024];
@@ -393,8 +393,8 @@ site_text(char *buf, size_t len, int w, const struct mstat_site *k)
 }
 
 /* One process's call sites, by live bytes or by growth. */
-static void
-draw_sites(struct mstat_ui *ui)
+void
+mstat_view_sites(struct mstat_ui *ui)
 {
 	const struct mstat_model_row *r = mstat_ui_selected(ui);
 	const struct mstat_core_sites *s = ui->sites_seen;
@@ -467,8 +467,8 @@ draw_sites(struct mstat_ui *ui)
 
 /* The keys, then the columns: from the key table and the column table,
  * scrolled by ui->help_scroll lines. */
-static void
-draw_help(struct mstat_ui *ui)
+void
+mstat_view_help(struct mstat_ui *ui)
 {
 	int rows = LINES - HEAD - 1, total = (int)ui->nkeys + MSTAT_SORT_COUNT + 2;
 	int y = HEAD, skip;
@@ -518,14 +518,7 @@ mstat_view_draw(struct mstat_ui *ui)
 {
 	erase();
 	draw_header(ui);
-	if (ui->help)
-		draw_help(ui);
-	else if (ui->sites)
-		draw_sites(ui);
-	else if (ui->detail)
-		draw_detail(ui);
-	else
-		draw_table(ui);
+	mstat_screen_ops(mstat_ui_screen(ui))->draw(ui);
 	draw_status(ui);
 	refresh();
 }
