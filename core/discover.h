@@ -32,7 +32,7 @@
 
 #include "model.h"
 #include "mstatshm.h"
-#include "proc.h"
+#include "procfs.h"
 
 struct mstat_sites_base;
 

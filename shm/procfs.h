@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * proc.h - what /proc says of a target's process: the names a user
+ * procfs.h - what /proc says of a target's process: the names a user
  * recognises it by, whether it is stopped, and when it started.
  *
  * Only meaningful for a process in the observer's own pid namespace: the
@@ -8,8 +8,8 @@
  * chose (its comm, its executable's name): callers escape it (text.h)
  * before showing it.
  */
-#ifndef MSTAT_CORE_PROC_H
-#define MSTAT_CORE_PROC_H
+#ifndef MSTAT_SHM_PROCFS_H
+#define MSTAT_SHM_PROCFS_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -37,4 +37,4 @@ mstat_proc_state_stopped(char state)
 	return state == 'T' || state == 't';
 }
 
-#endif /* MSTAT_CORE_PROC_H */
+#endif /* MSTAT_SHM_PROCFS_H */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * proc.c - what /proc says of a process.  See proc.h.
+ * procfs.c - what /proc says of a process.  See procfs.h.
  */
-#include "proc.h"
+#include "procfs.h"
 
 #include <errno.h>
 #include <fcntl.h>
