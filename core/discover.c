@@ -19,6 +19,7 @@
 #include "layout.h"
 #include "name.h"
 #include "owner.h"
+#include "procfs.h"
 #include "reader.h"
 #include "sites.h"
 #include "discover.h"

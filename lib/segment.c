@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "owner.h"
+#include "procfs.h"
 
 static int
 fail(char *err, size_t errlen, int rc, const char *what)
