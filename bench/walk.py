@@ -11,12 +11,17 @@
 # the code's, not the optimiser's.  Functions of headers (static inline)
 # are their caller's part of the walk.
 #
+# With WALK_KILL (a pid), that process is killed (SIGKILL) just before
+# the walked tick: the walk of a tick that finds its target gone.
+#
 # Writes WALK_OUT: the files, one a line, as the walk enters them (a run
 # of calls in one file is one line), then a summary: per file, how many
 # times the walk is in it; in all, how many times it comes back to a file
 # it had left.
 import os
 import re
+import signal
+import time
 
 import gdb
 
@@ -84,6 +89,9 @@ for path, fn in functions():
     except gdb.error:
         pass  # optimised away
 gdb.execute("run")
+if os.environ.get("WALK_KILL"):
+    os.kill(int(os.environ["WALK_KILL"]), signal.SIGKILL)
+    time.sleep(0.5)  # the kernel drops its lock
 Return("*%#x" % gdb.newest_frame().older().pc(), internal=True)
 gdb.execute("continue")
 

@@ -7,7 +7,8 @@
 #   meson setup build-walk --buildtype=debug
 #   ninja -C build-walk top/mstat-top demo/mstat-demo-workload lib/libmstatshm.so.0.1.0
 #   bash bench/walk.sh build-walk walk.txt
-# TICK names the tick function.
+# TICK names the tick function; GONE=1 kills the target just before the
+# tick walked, which then finds it gone.
 set -euo pipefail
 b=$1
 out=${2:-walk.txt}
@@ -17,6 +18,6 @@ LD_PRELOAD=$b/lib/libmstatshm.so MSTAT_EAGER=1 MSTAT_NAME=walk \
 pid=$!
 trap 'kill $pid 2>/dev/null; wait' EXIT
 sleep 0.5
-WALK_TICK=${TICK:-mstat_core_tick} WALK_OUT=$out gdb -q -batch -x "$(dirname "$0")/walk.py" \
+WALK_KILL=${GONE:+$pid} WALK_TICK=${TICK:-mstat_core_tick} WALK_OUT=$out gdb -q -batch -x "$(dirname "$0")/walk.py" \
 	--args "$top" -b -n 2 -d 0.1 -p "$pid" -o json >/dev/null 2>&1
 tail -n 1 "$out"
