@@ -8,7 +8,7 @@
  * would: this process writes each one (control page, class table, the
  * shared slot with counts in a few classes, sparse beyond), publishes it,
  * and holds its owner lock, so every one of them is alive to a reader.
- * Then an observer (struct mstat_top, what mstat-top runs) ticks T times
+ * Then an observer (struct mstat_core, what mstat-top runs) ticks T times
  * (default 20): the first tick attaches them all, the others read them.
  * The observer thread's CPU time (CLOCK_THREAD_CPUTIME_ID) and the wall
  * time of each tick are printed:
@@ -38,7 +38,7 @@
 #include "name.h"
 #include "owner.h"
 #include "reader.h"
-#include "top.h"
+#include "core.h"
 
 int
 main(int argc, char **argv)
@@ -74,27 +74,27 @@ main(int argc, char **argv)
 	if (!fds || !cpu || !wall || mbench_segments_make(n, fds, "bench-discovery") < 0)
 		return 1;
 
-	struct mstat_top top;
-	struct mstat_top_options o = {
+	struct mstat_core core;
+	struct mstat_core_options o = {
 		.interval_ms = 1000,
 		.wait_budget_us = MSTAT_WAIT_BUDGET_DEFAULT_US,
 		.linger_ns = 1000000000u,
 		.note = mbench_segments_note,
 	};
-	if (mstat_top_init(&top, &o) < 0)
+	if (mstat_core_init(&core, &o) < 0)
 		return 1;
 	rcu_register_thread();
 	for (unsigned t = 0; t < ticks; t++) {
 		uint64_t c0 = mbench_thread_cpu_ns(), w0 = mbench_now_ns();
-		mstat_top_tick(&top);
+		mstat_core_tick(&core);
 		cpu[t] = (double)(mbench_thread_cpu_ns() - c0) / 1e6;
 		wall[t] = (double)(mbench_now_ns() - w0) / 1e6;
 	}
 	size_t attached = 0;
-	struct mstat_top_target *tg;
-	cds_list_for_each_entry(tg, &top.targets, node)
+	struct mstat_core_target *tg;
+	cds_list_for_each_entry(tg, &core.targets, node)
 		attached += tg->sample && tg->sample->have_snap;
-	mstat_top_fini(&top);
+	mstat_core_fini(&core);
 	rcu_unregister_thread();
 	mbench_segments_remove(n, fds);
 

@@ -9,10 +9,10 @@
  * each runs 8 threads that allocate and free in 16 size classes, so that
  * each holds a slot with rows to sum, and then wait (a stopped writer is
  * the other benchmark's business: here every handshake completes).  Then,
- * for 1, 10 and 100 of them, an observer (struct mstat_top, exactly what
+ * for 1, 10 and 100 of them, an observer (struct mstat_core, exactly what
  * mstat-top runs) attaches and ticks N times.  Per tick it measures the
  * observer thread's CPU time (CLOCK_THREAD_CPUTIME_ID) of:
- *   tick      mstat_top_tick(): scan /dev/shm, liveness, read every target
+ *   tick      mstat_core_tick(): scan /dev/shm, liveness, read every target
  *             (one membarrier), publish the samples
  *   read      mstat_reader_snapshot_many() alone over the same targets
  * and prints one line per target count:
@@ -33,7 +33,8 @@
 #include <unistd.h>
 
 #include "reader.h"
-#include "top.h"
+#include "clock.h"
+#include "core.h"
 
 #define TARGETS 100
 #define THREADS 8
@@ -157,8 +158,8 @@ pct(uint64_t *v, size_t n, double q)
 static int
 measure(const pid_t *pids, size_t n, unsigned ticks)
 {
-	struct mstat_top top;
-	struct mstat_top_options o = {
+	struct mstat_core core;
+	struct mstat_core_options o = {
 		.pids = pids, .npids = n, .interval_ms = 1000,
 		.wait_budget_us = MSTAT_WAIT_BUDGET_DEFAULT_US,
 		.linger_ns = 5000000000u,
@@ -173,21 +174,21 @@ measure(const pid_t *pids, size_t n, unsigned ticks)
 	size_t attached = 0, failed = 0;
 
 	if (!tick || !read || !wall || !rs || !snaps || !outs || !rcs ||
-	    mstat_top_init(&top, &o) < 0)
+	    mstat_core_init(&core, &o) < 0)
 		return -1;
-	mstat_top_tick(&top); /* attaches */
-	struct mstat_top_target *t;
-	cds_list_for_each_entry(t, &top.targets, node)
+	mstat_core_tick(&core); /* attaches */
+	struct mstat_core_target *t;
+	cds_list_for_each_entry(t, &core.targets, node)
 		rs[attached++] = t->reader;
 	if (attached != n) {
 		fprintf(stderr, "attached %zu of %zu targets\n", attached, n);
 		return -1;
 	}
 	for (unsigned i = 0; i < ticks; i++) {
-		uint64_t w = mstat_top_now_ns(), c = cpu_ns();
-		mstat_top_tick(&top);
+		uint64_t w = mstat_clock_mono_ns(), c = cpu_ns();
+		mstat_core_tick(&core);
 		tick[i] = cpu_ns() - c;
-		wall[i] = mstat_top_now_ns() - w;
+		wall[i] = mstat_clock_mono_ns() - w;
 		c = cpu_ns();
 		for (size_t k = 0; k < n; k++)
 			outs[k] = &snaps[k];
@@ -204,7 +205,7 @@ measure(const pid_t *pids, size_t n, unsigned ticks)
 	       pct(read, ticks, 0.5), pct(read, ticks, 0.9),
 	       pct(wall, ticks, 0.5), failed);
 	fflush(stdout);
-	mstat_top_fini(&top);
+	mstat_core_fini(&core);
 	free(tick);
 	free(read);
 	free(wall);

@@ -16,6 +16,7 @@
 #include "layout.h"
 #include "name.h"
 #include "owner.h"
+#include "procfs.h"
 
 #define SLOTS 4u
 

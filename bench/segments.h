@@ -14,7 +14,7 @@
 int mbench_segments_make(unsigned n, int *fds, const char *name);
 /* Unlinks and closes them. */
 void mbench_segments_remove(unsigned n, int *fds);
-/* An observer core's note (struct mstat_top_options.note): to stderr. */
+/* An observer core's note (struct mstat_core_options.note): to stderr. */
 void mbench_segments_note(void *arg, const char *line);
 
 #endif /* MSTAT_BENCH_SEGMENTS_H */

@@ -37,6 +37,7 @@
 #include "common.h"
 #include "name.h"
 #include "owner.h"
+#include "procfs.h"
 #include "segment.h"
 
 #define MAX_ROUNDS 64

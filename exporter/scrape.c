@@ -9,28 +9,36 @@
  * A scrape arriving sets wanted = started + 1 (the next tick to begin,
  * which begins after it arrived) and waits until finished reaches it;
  * every scrape arriving before that tick begins wants the same one.
+ *
+ * waiting_since is when scrapes began to wait for the reader with no tick
+ * finishing since (0 while none waits): the first scrape to wait sets
+ * it; a finished tick restarts it if scrapes still wait, for the next.
+ * Written under `lock`, read without it by mstat_scraper_health().
  */
 #include "scrape.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "columns.h"
 #include "model.h"
 #include "reader.h"
-#include "top.h"
+#include "core.h"
 
 struct mstat_scraper {
 	struct mstat_scrape_options opt;
 	pthread_t thread;
 
 	/* The reader thread's own. */
-	struct mstat_top top;
-	struct mstat_top_scratch scratch;
+	struct mstat_core core;
+	struct mstat_core_scratch scratch;
 
 	pthread_mutex_t lock;
 	pthread_cond_t wake;   /* the reader waits for `wanted` */
@@ -38,20 +46,16 @@ struct mstat_scraper {
 	/* Under lock. */
 	uint64_t started, finished, wanted;
 	bool stop;
+	/* Written under lock; read without it. */
+	_Atomic uint64_t waiting_since;
 	struct mstat_model model;            /* as the last tick left it */
 	const struct mstat_model_row **rows; /* room for model.n */
 	size_t caprows;
 	double tick_s;                       /* how long the last tick took */
-	uint64_t errors[MSTAT_TOP_ERR_COUNT];
+	uint64_t errors[MSTAT_CORE_ERR_COUNT];
 	uint64_t scrapes;
 	bool failed;                         /* the last tick ran out of memory */
 };
-
-static double
-now_s(void)
-{
-	return (double)mstat_top_now_ns() / 1e9;
-}
 
 static void *
 reader_main(void *arg)
@@ -68,14 +72,14 @@ reader_main(void *arg)
 		uint64_t tick = ++s->started;
 		pthread_mutex_unlock(&s->lock);
 
-		double t0 = now_s();
-		mstat_top_tick(&s->top);
+		uint64_t t0 = mstat_clock_mono_ns();
+		mstat_core_tick(&s->core);
 
 		pthread_mutex_lock(&s->lock);
 		/* Into the model under the lock: no scrape prints a model
 		 * half folded. */
-		int rc = mstat_top_collect(&s->top, &s->model, &s->scratch,
-					   mstat_top_now_ns());
+		int rc = mstat_core_collect(&s->core, &s->model, &s->scratch,
+					   mstat_clock_mono_ns());
 		if (rc == 0 && s->caprows < s->model.n + 1) {
 			size_t cap = 2 * (s->model.n + 1);
 			void *p = realloc(s->rows, cap * sizeof(*s->rows));
@@ -87,9 +91,14 @@ reader_main(void *arg)
 			}
 		}
 		s->failed = rc < 0;
-		s->tick_s = now_s() - t0;
-		memcpy(s->errors, s->top.errors, sizeof(s->errors));
+		s->tick_s = (double)(mstat_clock_mono_ns() - t0) / 1e9;
+		memcpy(s->errors, s->core.errors, sizeof(s->errors));
 		s->finished = tick;
+		/* Relaxed: a lone timestamp, which orders nothing;
+		 * mstat_scraper_health() reads it alone. */
+		atomic_store_explicit(&s->waiting_since, s->wanted > tick ?
+				      mstat_clock_mono_ns() : 0,
+				      memory_order_relaxed);
 		pthread_cond_broadcast(&s->done);
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -107,7 +116,7 @@ mstat_scraper_start(struct mstat_scraper **out,
 	if (!s)
 		return -ENOMEM;
 	s->opt = *o;
-	struct mstat_top_options to = {
+	struct mstat_core_options to = {
 		.interval_ms = 1000, /* unused: ticks are asked for */
 		.wait_budget_us = o->wait_budget_us,
 		/* An exited process is gone from the next scrape: its row
@@ -116,7 +125,7 @@ mstat_scraper_start(struct mstat_scraper **out,
 		.note = o->note,
 		.note_arg = o->note_arg,
 	};
-	if ((rc = mstat_top_init(&s->top, &to)) < 0) {
+	if ((rc = mstat_core_init(&s->core, &to)) < 0) {
 		free(s);
 		return rc;
 	}
@@ -125,14 +134,16 @@ mstat_scraper_start(struct mstat_scraper **out,
 	pthread_cond_init(&s->wake, NULL);
 	pthread_cond_init(&s->done, NULL);
 	if ((rc = pthread_create(&s->thread, NULL, reader_main, s)) != 0) {
-		/* mstat_top_fini() walks RCU lists: a registered thread. */
+		/* mstat_core_fini() walks RCU lists: a registered thread. */
 		rcu_register_thread();
-		mstat_top_fini(&s->top);
+		mstat_core_fini(&s->core);
 		rcu_unregister_thread();
 		mstat_model_fini(&s->model);
 		free(s);
 		return -rc;
 	}
+	/* For top -H, and a debugger looking for the thread that reads. */
+	pthread_setname_np(s->thread, "mstat-reader");
 	*out = s;
 	return 0;
 }
@@ -147,7 +158,7 @@ mstat_scraper_stop(struct mstat_scraper *s)
 	pthread_mutex_unlock(&s->lock);
 	pthread_join(s->thread, NULL);
 	rcu_register_thread();
-	mstat_top_fini(&s->top);
+	mstat_core_fini(&s->core);
 	rcu_unregister_thread();
 	mstat_model_fini(&s->model);
 	free(s->scratch.in);
@@ -184,12 +195,12 @@ self_metrics(struct mstat_scraper *s, const struct mstat_expo *e, size_t n)
 	mstat_expo_family(e, "mstat_exporter_scrape_errors", MSTAT_EXPO_COUNTER,
 			  NULL, "segments not read, by reason, since the "
 				"exporter started");
-	for (int r = 0; r < MSTAT_TOP_ERR_COUNT; r++) {
+	for (int r = 0; r < MSTAT_CORE_ERR_COUNT; r++) {
 		mstat_expo_sample(e, "mstat_exporter_scrape_errors",
 				  MSTAT_EXPO_COUNTER);
 		fputc('{', e->f);
 		mstat_expo_label(e, true, "reason",
-				 mstat_top_error_name((enum mstat_top_error)r));
+				 mstat_core_error_name((enum mstat_core_error)r));
 		fprintf(e->f, "} %" PRIu64 "\n", s->errors[r]);
 	}
 
@@ -212,6 +223,10 @@ mstat_scraper_scrape(struct mstat_scraper *s, FILE *f,
 		s->wanted = tick;
 		pthread_cond_signal(&s->wake);
 	}
+	/* Relaxed: as where the reader writes it. */
+	if (atomic_load_explicit(&s->waiting_since, memory_order_relaxed) == 0)
+		atomic_store_explicit(&s->waiting_since, mstat_clock_mono_ns(),
+				      memory_order_relaxed);
 	while (!s->stop && s->finished < tick)
 		pthread_cond_wait(&s->done, &s->lock);
 	if (s->stop) {
@@ -230,4 +245,31 @@ mstat_scraper_scrape(struct mstat_scraper *s, FILE *f,
 	}
 	pthread_mutex_unlock(&s->lock);
 	return rc;
+}
+
+int
+mstat_scraper_health_rule(uint64_t waiting_since_ns, uint64_t now_ns,
+			  unsigned wait_budget_us, char *why, size_t len)
+{
+	uint64_t limit = (uint64_t)wait_budget_us * 1000u +
+			 (uint64_t)MSTAT_SCRAPER_STUCK_S * 1000000000u;
+
+	if (waiting_since_ns == 0 || now_ns <= waiting_since_ns ||
+	    now_ns - waiting_since_ns <= limit)
+		return 0;
+	snprintf(why, len, "the reader is stuck: scrapes have waited %.1f s "
+		 "for it, more than %d s beyond its wait budget of %g s",
+		 (double)(now_ns - waiting_since_ns) / 1e9,
+		 MSTAT_SCRAPER_STUCK_S, wait_budget_us / 1e6);
+	return -1;
+}
+
+int
+mstat_scraper_health(struct mstat_scraper *s, char *why, size_t len)
+{
+	/* Relaxed: as where it is written; a value a moment old is as
+	 * good. */
+	return mstat_scraper_health_rule(
+		atomic_load_explicit(&s->waiting_since, memory_order_relaxed),
+		mstat_clock_mono_ns(), s->opt.wait_budget_us, why, len);
 }

@@ -26,6 +26,8 @@
 
 #include <microhttpd.h>
 
+#include "clock.h"
+
 /* What Go's net/http takes for plain HTTP at a TLS port
  * (tlsRecordHeaderLooksLikeHTTP), and its answer. */
 #define PREFIX_LEN 5
@@ -76,15 +78,6 @@ mstat_tlsgate_classify(const unsigned char *b, size_t n)
 		if (b[0] == (unsigned char)http_prefixes[i][0])
 			return MSTAT_TLSGATE_NEITHER;
 	return MSTAT_TLSGATE_TLS;
-}
-
-static uint64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* Plain HTTP: what the client sent so far is read (closing a socket with
@@ -167,7 +160,7 @@ gate_main(void *arg)
 	uint64_t listen_again = 0;
 
 	for (;;) {
-		uint64_t now = now_ms();
+		uint64_t now = mstat_clock_mono_ns() / 1000000u;
 		int timeout = -1;
 		size_t k = 0;
 
@@ -208,9 +201,9 @@ gate_main(void *arg)
 				g->pending[k++] = g->pending[i];
 		g->n = k;
 		if (g->pfd[1].revents) {
-			int e = accept_all(g, now_ms());
+			int e = accept_all(g, mstat_clock_mono_ns() / 1000000u);
 			if (e == EMFILE || e == ENFILE || e == ENOBUFS || e == ENOMEM)
-				listen_again = now_ms() + 100;
+				listen_again = mstat_clock_mono_ns() / 1000000u + 100;
 		}
 	}
 	return NULL;

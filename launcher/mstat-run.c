@@ -51,7 +51,7 @@
 #include "outfile.h"
 #include "output.h"
 #include "owner.h"
-#include "proc.h"
+#include "procfs.h"
 #include "reader.h"
 #include "report.h"
 #include "text.h"

@@ -15,6 +15,7 @@
 
 #include "clock.h"
 #include "owner.h"
+#include "procfs.h"
 
 static int
 fail(char *err, size_t errlen, int rc, const char *what)

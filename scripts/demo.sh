@@ -38,13 +38,13 @@ pids+=($!)
 sleep 0.5
 
 if [ -t 0 ] && [ -t 1 ]; then
-	"$build/observer/mstat-top" -F demo- -s growth
+	"$build/top/mstat-top" -F demo- -s growth
 else
-	"$build/observer/mstat-top" -b -n 5 -F demo- -s growth
+	"$build/top/mstat-top" -b -n 5 -F demo- -s growth
 	# And where the leak comes from: the call sites holding the leaking
 	# one's live heap, from its sampled profile, read from outside.
 	echo
 	echo "demo-leaking: the call sites holding its live heap (sampled)"
-	"$build/observer/mstat-top" -b -n 1 -o json -F demo-leaking --sites 3 |
+	"$build/top/mstat-top" -b -n 1 -o json -F demo-leaking --sites 3 |
 		jq -r '.processes[] | .sites[]? | "  \(.live_bytes) bytes live in \(.live_objects) objects: \(.function) (\(.file):\(.line))"'
 fi

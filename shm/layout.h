@@ -3,7 +3,7 @@
  * layout.h - the shared-memory segment, as both sides see it.
  *
  * Not a public API: this is the wire format between a target process (the
- * writer, lib/) and its readers (shm/reader.c, observer/).  It holds no code
+ * writer, lib/) and its readers (shm/reader.c, core/).  It holds no code
  * and no pointers, only sizes and offsets, so that two programs built apart
  * agree on it byte for byte.  It depends on nothing above it.  The protocol
  * that runs over it is described in docs/design.md; the accesses named

@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* name.c - segment names and process start times; see name.h. */
+/* name.c - segment names; see name.h. */
 #include "name.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -91,70 +89,5 @@ mstat_shm_parse_name(const char *name, pid_t *pid, uint64_t *start_time)
 	}
 	*pid = (pid_t)p;
 	*start_time = st;
-	return 0;
-}
-
-int
-mstat_proc_stat(pid_t pid, uint64_t *start_time, char *state)
-{
-	char path[40] = "/proc/";
-	char buf[1024];
-	ssize_t len;
-	int fd;
-
-	if (pid == 0)
-		strcpy(path + 6, "self");
-	else
-		mstat_utoa(path + 6, (uint64_t)pid);
-	strcat(path, "/stat");
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	do
-		len = read(fd, buf, sizeof(buf) - 1);
-	while (len < 0 && errno == EINTR);
-	int saved = errno;
-	close(fd);
-	if (len < 0)
-		return -saved;
-	buf[len] = '\0';
-
-	/* "pid (comm) state ppid ...": comm may hold spaces and parentheses,
-	 * so fields are counted from the last ')'.  starttime is field 22. */
-	char *p = strrchr(buf, ')');
-	if (!p || p[1] != ' ' || !p[2])
-		return -EPROTO;
-	if (state)
-		*state = p[2];
-	for (int field = 2; field < 22; field++) {
-		p = strchr(p + 1, ' ');
-		if (!p)
-			return -EPROTO;
-	}
-	p++;
-	uint64_t v = 0;
-	if (*p < '0' || *p > '9')
-		return -EPROTO;
-	for (; *p >= '0' && *p <= '9'; p++)
-		v = v * 10 + (uint64_t)(*p - '0');
-	*start_time = v;
-	return 0;
-}
-
-int
-mstat_proc_start_time(pid_t pid, uint64_t *start_time)
-{
-	return mstat_proc_stat(pid, start_time, NULL);
-}
-
-int
-mstat_pid_ns(uint64_t *ino)
-{
-	struct stat st;
-
-	if (stat("/proc/self/ns/pid", &st) < 0)
-		return -errno;
-	*ino = (uint64_t)st.st_ino;
 	return 0;
 }

@@ -32,17 +32,6 @@ int mstat_shm_name(char *buf, size_t len, pid_t pid, uint64_t start_time,
 /* Parses a name made by mstat_shm_name(), and nothing else: 0 or -EINVAL. */
 int mstat_shm_parse_name(const char *name, pid_t *pid, uint64_t *start_time);
 
-/* The start time of `pid` (0: this process), from /proc: 0 or -errno. */
-int mstat_proc_start_time(pid_t pid, uint64_t *start_time);
-
-/* The same, and its state letter (R, S, T, Z for a zombie, ...). */
-int mstat_proc_stat(pid_t pid, uint64_t *start_time, char *state);
-
-/* The inode of this process's pid namespace (/proc/self/ns/pid): 0 or
- * -errno.  Two processes whose namespaces have the same inode see the
- * same pids. */
-int mstat_pid_ns(uint64_t *ino);
-
 /* Formats v in decimal at buf (at least 21 bytes); returns the length. */
 size_t mstat_utoa(char *buf, uint64_t v);
 

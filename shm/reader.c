@@ -50,6 +50,7 @@
 #include "guard.h"
 #include "handshake.h"
 #include "name.h"
+#include "procfs.h"
 #include "owner.h"
 #include "sum.h"
 #include "validate.h"

@@ -119,7 +119,7 @@ void mstat_reader_snapshot_many(struct mstat_reader **rs, size_t n,
  * taken during the read may be in or out.  Stacks the target entered
  * twice (two threads making the same new entry at once) are merged, their
  * sums stopping at UINT64_MAX.  Counts are of samples; the weights are
- * the bytes the samples stand for, which observer/pprof.h turns into
+ * the bytes the samples stand for, which core/pprof.h turns into
  * estimates.  The region is the target's to
  * write: entries no writer makes (a depth or frames out of bounds, more
  * frees than allocations, an empty module) are left out, and counts,

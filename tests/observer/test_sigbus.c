@@ -27,7 +27,7 @@
 #include <cmocka.h>
 
 #include "reader.h"
-#include "top.h"
+#include "core.h"
 
 struct target {
 	pid_t pid;
@@ -109,27 +109,27 @@ test_truncated_while_read(void **state)
 {
 	struct target a, b;
 	struct notes notes = { 0 };
-	struct mstat_top top;
+	struct mstat_core core;
 	(void)state;
 
 	start(&a);
 	start(&b);
 	pid_t pids[2] = { a.pid, b.pid };
-	struct mstat_top_options o = {
+	struct mstat_core_options o = {
 		.pids = pids, .npids = 2, .interval_ms = 1000,
 		.wait_budget_us = 100000, .linger_ns = 1000000000u,
 		.note = keep_note, .note_arg = &notes,
 	};
-	assert_int_equal(mstat_top_init(&top, &o), 0);
+	assert_int_equal(mstat_core_init(&core, &o), 0);
 	rcu_register_thread();
-	mstat_top_tick(&top); /* attaches both, reads both */
+	mstat_core_tick(&core); /* attaches both, reads both */
 	/* The tick reads targets in list order: the first one's base is
 	 * read first, and the hook cuts it then.  Call it "cut". */
-	struct mstat_top_target *t;
+	struct mstat_core_target *t;
 	char name_cut[64] = "", name_kept[64] = "";
 	pid_t kept = 0;
 	int n = 0;
-	cds_list_for_each_entry(t, &top.targets, node) {
+	cds_list_for_each_entry(t, &core.targets, node) {
 		assert_non_null(t->sample);
 		assert_int_equal(t->sample->live, MSTAT_LIVE_RUNNING);
 		snprintf(n ? name_kept : name_cut, sizeof(name_cut), "%s",
@@ -142,26 +142,26 @@ test_truncated_while_read(void **state)
 	/* Cut its segment in the middle of the next read. */
 	struct cut c = { name_cut, 0 };
 	mstat_reader_set_step_hook(truncate_now, &c);
-	mstat_top_tick(&top);
+	mstat_core_tick(&core);
 	mstat_reader_set_step_hook(NULL, NULL);
 	assert_int_equal(c.done, 1);
 
 	/* It is dropped, with a reason; the other is still there and read
 	 * again on the next tick. */
 	n = 0;
-	cds_list_for_each_entry(t, &top.targets, node) {
+	cds_list_for_each_entry(t, &core.targets, node) {
 		n++;
 		assert_int_equal(t->pid, kept);
 	}
 	assert_int_equal(n, 1);
 	assert_int_equal(notes.n, 1);
 	assert_non_null(strstr(notes.text[0], "truncated while being read"));
-	mstat_top_tick(&top);
-	t = cds_list_first_entry(&top.targets, struct mstat_top_target, node);
+	mstat_core_tick(&core);
+	t = cds_list_first_entry(&core.targets, struct mstat_core_target, node);
 	assert_int_equal(t->sample->live, MSTAT_LIVE_RUNNING);
 	assert_true(t->sample->have_snap);
 
-	mstat_top_fini(&top);
+	mstat_core_fini(&core);
 	rcu_unregister_thread();
 	stop(&a, a.pid == kept ? name_kept : name_cut);
 	stop(&b, b.pid == kept ? name_kept : name_cut);

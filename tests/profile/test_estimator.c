@@ -7,7 +7,7 @@
  * each with seeded random numbers, into a stack entry kept as
  * lib/profile.c keeps it (an allocation adds its counted bytes and its
  * weight, its free the very same), which the observer's estimator
- * (observer/pprof.h, mstat_pprof_unbias(): pprof's values and the sites
+ * (core/pprof.h, mstat_pprof_unbias(): pprof's values and the sites
  * view's) turns into bytes.  Over the runs, the estimates must average
  * the truth, within 2%, and spread as sampling says they must, within
  * 10% of the standard deviation derived here.

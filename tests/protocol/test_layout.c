@@ -8,6 +8,8 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <errno.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -16,6 +18,7 @@
 
 #include "layout.h"
 #include "name.h"
+#include "procfs.h"
 #include "section.h"
 #include "sizeclass.h"
 #include "sum.h"
@@ -110,6 +113,57 @@ names_round_trip_and_reject_garbage(void **state)
 	uint64_t st2;
 	assert_int_equal(mstat_proc_start_time(getpid(), &st2), 0);
 	assert_int_equal(st, st2);
+}
+
+/* A file of `text`, open at its start: for what reads /proc/stat. */
+static int
+file_of(const char *text)
+{
+	char path[] = "/tmp/mstat-test-stat-XXXXXX";
+	int fd = mkstemp(path);
+
+	assert_true(fd >= 0);
+	unlink(path);
+	assert_int_equal(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	assert_int_equal(lseek(fd, 0, SEEK_SET), 0);
+	return fd;
+}
+
+/* The boot time is the "btime" line of /proc/stat, wherever it is: after
+ * a line far longer than what is read at once, cut across two reads at
+ * any byte, first, or not there. */
+static void
+boot_time_is_the_btime_line(void **state)
+{
+	static char text[20000];
+	(void)state;
+
+	for (size_t pad = 4000; pad < 4120; pad++) {
+		size_t n = (size_t)snprintf(text, sizeof(text), "cpu 1 2 3\nintr ");
+		memset(text + n, '7', pad);
+		snprintf(text + n + pad, sizeof(text) - n - pad,
+			 "\nctxt 5\nbtime 1795713570\nprocesses 9\n");
+		int fd = file_of(text);
+		assert_int_equal(mstat_proc_boot_ns_fd(fd),
+				 UINT64_C(1795713570) * 1000000000u);
+		close(fd);
+	}
+	memset(text, '7', 15000);
+	memcpy(text, "intr ", 5);
+	snprintf(text + 15000, sizeof(text) - 15000, "\nbtime 42\n");
+	int fd = file_of(text);
+	assert_int_equal(mstat_proc_boot_ns_fd(fd), UINT64_C(42) * 1000000000u);
+	close(fd);
+	fd = file_of("btime 7\ncpu 1\n");
+	assert_int_equal(mstat_proc_boot_ns_fd(fd), UINT64_C(7) * 1000000000u);
+	close(fd);
+	fd = file_of("cpu 1\nbtimes 7\nxbtime 8\nbtime 9");
+	assert_int_equal(mstat_proc_boot_ns_fd(fd), UINT64_C(9) * 1000000000u);
+	close(fd);
+	fd = file_of("cpu 1\nxbtime 8\n");
+	assert_int_equal(mstat_proc_boot_ns_fd(fd), 0);
+	close(fd);
+	assert_true(mstat_proc_boot_ns() > UINT64_C(1500000000) * 1000000000u);
 }
 
 /* A header as the writer makes it, for a file of the right size. */
@@ -340,6 +394,7 @@ main(void)
 		cmocka_unit_test(size_classes_cover_every_size),
 		cmocka_unit_test(chunk_rows_fold_into_their_classes),
 		cmocka_unit_test(names_round_trip_and_reject_garbage),
+		cmocka_unit_test(boot_time_is_the_btime_line),
 		cmocka_unit_test(headers_are_refused_for_every_reason),
 		cmocka_unit_test(files_are_refused_for_every_reason),
 		cmocka_unit_test(class_tables_out_of_order_are_refused),

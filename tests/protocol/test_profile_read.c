@@ -242,7 +242,7 @@ stack_freeing_more_than_it_allocated_is_skipped(void **state)
 
 /* A segment of format 5.0 has no weights: its reserved words are not
  * read, whatever they hold, and its counts are unbiased with the header's
- * interval (observer/pprof.h). */
+ * interval (core/pprof.h). */
 static void
 format_5_0_has_no_weights(void **state)
 {

@@ -1,0 +1,305 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * exposition.c - the metrics writer; see exposition.h.
+ *
+ * The per-process families are the FAM lines of the list of fields
+ * (fields.h): their positions are the order of the output, and each says
+ * how the family is named, typed and helped; its values are the field's.
+ * The counters' families come from MSTAT_CLASS_COUNTERS and
+ * MSTAT_TOTAL_COUNTERS, where the list puts COUNTERS and CLASSES, so a
+ * counter added to those lists is exported without an edit here but its
+ * name below.
+ */
+#include "exposition.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fields.h"
+#include "text.h"
+
+const char *
+mstat_expo_content_type(enum mstat_expo_format fmt)
+{
+	return fmt == MSTAT_EXPO_OPENMETRICS
+		       ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
+		       : "text/plain; version=0.0.4; charset=utf-8";
+}
+
+static const char *
+type_word(const struct mstat_expo *e, enum mstat_expo_type type)
+{
+	switch (type) {
+	case MSTAT_EXPO_COUNTER: return "counter";
+	case MSTAT_EXPO_INFO:
+		/* Text 0.0.4 has no info type: an info is a gauge of value 1,
+		 * as Prometheus's client libraries write it. */
+		return e->format == MSTAT_EXPO_OPENMETRICS ? "info" : "gauge";
+	case MSTAT_EXPO_GAUGE: break;
+	}
+	return "gauge";
+}
+
+static const char *
+suffix(enum mstat_expo_type type)
+{
+	return type == MSTAT_EXPO_COUNTER ? "_total"
+	       : type == MSTAT_EXPO_INFO  ? "_info"
+					  : "";
+}
+
+void
+mstat_expo_family(const struct mstat_expo *e, const char *name,
+		  enum mstat_expo_type type, const char *unit, const char *help)
+{
+	/* OpenMetrics names the family, text 0.0.4 its samples. */
+	const char *sfx = e->format == MSTAT_EXPO_OPENMETRICS ? "" : suffix(type);
+
+	fprintf(e->f, "# HELP %s%s %s\n# TYPE %s%s %s\n", name, sfx, help, name,
+		sfx, type_word(e, type));
+	if (unit && e->format == MSTAT_EXPO_OPENMETRICS)
+		fprintf(e->f, "# UNIT %s %s\n", name, unit);
+}
+
+void
+mstat_expo_sample(const struct mstat_expo *e, const char *name,
+		  enum mstat_expo_type type)
+{
+	fputs(name, e->f);
+	fputs(suffix(type), e->f);
+}
+
+void
+mstat_expo_label(const struct mstat_expo *e, bool first, const char *key,
+		 const char *value)
+{
+	fprintf(e->f, "%s%s=\"", first ? "" : ",", key);
+	mstat_text_put(e->f, value, MSTAT_TEXT_QUOTED);
+	fputc('"', e->f);
+}
+
+/* ---- per-process families ---- */
+
+/* Metric names of the class counters: "allocs" reads better than
+ * "alloc_count_total", and a name ending in _count would collide with the
+ * suffix of summaries and histograms. */
+#define OM_NAME_alloc_count "allocs"
+#define OM_NAME_alloc_bytes "alloc_bytes"
+#define OM_NAME_free_count "frees"
+#define OM_NAME_free_bytes "free_bytes"
+#define OM_NAME_requested_bytes "requested_bytes"
+#define OM_UNIT_alloc_count NULL
+#define OM_UNIT_alloc_bytes "bytes"
+#define OM_UNIT_free_count NULL
+#define OM_UNIT_free_bytes "bytes"
+#define OM_UNIT_requested_bytes "bytes"
+
+struct family {
+	const char *name, *unit, *help;
+	enum mstat_expo_type type;
+	enum mstat_field_id field; /* what it shows */
+};
+
+/* The families of the counters, then of the counters per class: where
+ * the list of fields puts COUNTERS and CLASSES. */
+static const struct family counters[] = {
+#define MSTAT_X(e, fld, h)                                                    \
+	{ "mstat_" OM_NAME_##fld, OM_UNIT_##fld, h, MSTAT_EXPO_COUNTER,        \
+	  MSTAT_FIELD_COUNTERS },
+	MSTAT_CLASS_COUNTERS(MSTAT_X)
+	MSTAT_TOTAL_COUNTERS(MSTAT_X)
+#undef MSTAT_X
+};
+
+static const struct family class_counters[] = {
+#define MSTAT_X(e, fld, h)                                                    \
+	{ "mstat_class_" OM_NAME_##fld, OM_UNIT_##fld,                         \
+	  h ", per size class (size: its largest size)", MSTAT_EXPO_COUNTER,  \
+	  MSTAT_FIELD_CLASSES },
+	MSTAT_CLASS_COUNTERS(MSTAT_X)
+#undef MSTAT_X
+};
+
+/* The `k`th counter of a row, or of a class: in the order of the two
+ * tables above. */
+static uint64_t
+counter_of(const struct mstat_model_row *r, size_t k)
+{
+	static const size_t at[] = {
+#define MSTAT_X(e, fld, h) offsetof(struct mstat_model_row, total.fld),
+		MSTAT_CLASS_COUNTERS(MSTAT_X)
+#undef MSTAT_X
+#define MSTAT_X(e, fld, h) offsetof(struct mstat_model_row, fld),
+		MSTAT_TOTAL_COUNTERS(MSTAT_X)
+#undef MSTAT_X
+	};
+	uint64_t v;
+
+	memcpy(&v, (const char *)r + at[k], sizeof(v));
+	return v;
+}
+
+static uint64_t
+class_counter_of(const struct mstat_counts *c, size_t k)
+{
+	static const size_t at[] = {
+#define MSTAT_X(e, fld, h) offsetof(struct mstat_counts, fld),
+		MSTAT_CLASS_COUNTERS(MSTAT_X)
+#undef MSTAT_X
+	};
+	uint64_t v;
+
+	memcpy(&v, (const char *)c + at[k], sizeof(v));
+	return v;
+}
+
+/* The labels of an info family: the segment's writer mode and layout. */
+static void
+info_labels(const struct mstat_expo *e, const struct mstat_model_row *r)
+{
+	char layout[24];
+
+	snprintf(layout, sizeof(layout), "%" PRIu32 ".%" PRIu32,
+		 r->layout_major, r->layout_minor);
+	mstat_expo_label(e, false, "mode",
+			 r->writer_mode == 1   ? "fenced"
+			 : r->writer_mode == 2 ? "membarrier"
+					       : "unknown");
+	mstat_expo_label(e, false, "layout", layout);
+}
+
+/* The families of the list of fields (fields.h), in the exposition's
+ * order. */
+#define MSTAT_X(...) +1
+enum { NFAMILIES = 0 MSTAT_FIELDS(MSTAT_FIELD_NONE, MSTAT_FIELD_NONE, MSTAT_X,
+				  MSTAT_FIELD_NONE) };
+#undef MSTAT_X
+static const struct family families[NFAMILIES] = {
+#define MSTAT_X(id, pos, n, t, u, h)                                          \
+	[pos] = { n, u, h, MSTAT_EXPO_##t, MSTAT_FIELD_##id },
+	MSTAT_FIELDS(MSTAT_FIELD_NONE, MSTAT_FIELD_NONE, MSTAT_X, MSTAT_FIELD_NONE)
+#undef MSTAT_X
+};
+
+/* `{pid="..",name=".."` of a row, escaped once per exposition rather
+ * than once per sample: a name is at most 63 bytes, each escaped to at
+ * most 2. */
+#define LABELS_MAX (sizeof("{pid=\"-2147483648\",name=\"\"") + 2 * 64)
+
+static void
+process_labels(char *buf, const struct mstat_model_row *r)
+{
+	int k = snprintf(buf, LABELS_MAX, "{pid=\"%d\",name=\"", (int)r->pid);
+	k += (int)mstat_text_escape(buf + k, LABELS_MAX - (size_t)k - 1, r->name,
+				    MSTAT_TEXT_QUOTED);
+	buf[k++] = '"';
+	buf[k] = '\0';
+}
+
+/* The `k`th counter per class: a sample for each class a process used,
+ * with a `size` label. */
+static void
+write_class_family(const struct mstat_expo *e, const struct family *fam,
+		   size_t k, const struct mstat_model_row *const *rows, size_t n,
+		   const char (*labels)[LABELS_MAX])
+{
+	mstat_expo_family(e, fam->name, fam->type, fam->unit, fam->help);
+	for (size_t i = 0; i < n; i++) {
+		const struct mstat_model_row *r = rows[i];
+
+		for (uint32_t c = 0; c < r->class_count; c++) {
+			const struct mstat_model_class *cl = &r->classes[c];
+			char size[24];
+
+			if (cl->c.alloc_count == 0)
+				continue; /* never used */
+			if (cl->max_size == UINT64_MAX)
+				snprintf(size, sizeof(size), "+Inf");
+			else
+				snprintf(size, sizeof(size), "%" PRIu64,
+					 cl->max_size);
+			mstat_expo_sample(e, fam->name, fam->type);
+			fputs(labels[i], e->f);
+			mstat_expo_label(e, false, "size", size);
+			fprintf(e->f, "} %" PRIu64 "\n",
+				class_counter_of(&cl->c, k));
+		}
+	}
+}
+
+/* A family of one sample per process whose field is known (the `k`th
+ * counter, for the counters).  Nothing known (never read): no sample,
+ * which is how the format says so; a 0 would read as a counter reset. */
+static void
+write_family(const struct mstat_expo *e, const struct family *fam, size_t k,
+	     const struct mstat_model_row *const *rows, size_t n,
+	     const char (*labels)[LABELS_MAX])
+{
+	enum mstat_field_type type = mstat_field(fam->field)->type;
+
+	mstat_expo_family(e, fam->name, fam->type, fam->unit, fam->help);
+	for (size_t i = 0; i < n; i++) {
+		const struct mstat_model_row *r = rows[i];
+		struct mstat_field_value v;
+
+		mstat_field_get(fam->field, r, 0, &v);
+		if (!v.known)
+			continue;
+		mstat_expo_sample(e, fam->name, fam->type);
+		fputs(labels[i], e->f);
+		if (fam->type == MSTAT_EXPO_INFO)
+			info_labels(e, r);
+		if (type == MSTAT_TYPE_COUNTERS)
+			fprintf(e->f, "} %" PRIu64 "\n", counter_of(r, k));
+		else if (type == MSTAT_TYPE_REAL)
+			fprintf(e->f, "} %.2f\n", v.d);
+		else
+			fprintf(e->f, "} %" PRIu64 "\n", v.u);
+	}
+}
+
+#define LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+int
+mstat_expo_processes(const struct mstat_expo *e,
+		     const struct mstat_model_row *const *rows, size_t n)
+{
+	char (*labels)[LABELS_MAX] = malloc((n ? n : 1) * sizeof(*labels));
+
+	if (!labels)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		process_labels(labels[i], rows[i]);
+	const char (*l)[LABELS_MAX] = (const char (*)[LABELS_MAX])labels;
+	/* One family at a time, every sample of it together: both formats
+	 * want that. */
+	for (size_t f = 0; f < NFAMILIES; f++) {
+		switch (mstat_field(families[f].field)->type) {
+		case MSTAT_TYPE_COUNTERS:
+			for (size_t k = 0; k < LEN(counters); k++)
+				write_family(e, &counters[k], k, rows, n, l);
+			break;
+		case MSTAT_TYPE_CLASSES:
+			for (size_t k = 0; e->classes && k < LEN(class_counters);
+			     k++)
+				write_class_family(e, &class_counters[k], k,
+						   rows, n, l);
+			break;
+		default:
+			write_family(e, &families[f], 0, rows, n, l);
+			break;
+		}
+	}
+	free(labels);
+	return 0;
+}
+
+int
+mstat_expo_end(const struct mstat_expo *e)
+{
+	if (e->format == MSTAT_EXPO_OPENMETRICS)
+		fputs("# EOF\n", e->f);
+	return ferror(e->f) ? -EIO : 0;
+}

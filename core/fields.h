@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * fields.h - a process row's fields, listed once.
+ *
+ * Every figure a row of the model has, and every face it shows in: the
+ * table's columns (columns.c), the metric families (exposition.c), the
+ * JSON (output.c) and the recording (record.c) are generated from this
+ * list, each output in its own documented order.  A new figure is a line
+ * F here, its value read from the row, and a line for each face it
+ * shows in.
+ *
+ *   F(ID, json, type, known, value)
+ *	the field: its name in JSON output ("process" of
+ *	docs/mstat-top-json.md), NULL if it is not there; its type (below);
+ *	whether it is known, and its value, as expressions of the row `r`
+ *	(and `now`, CLOCK_REALTIME, for ages).  JSON writes what is not
+ *	known as null; a metric family writes no sample of it.  The list's
+ *	order is the JSON's.
+ *   COL(ID, pos, name, title, width, unit, drop, help)
+ *	a column of the table: its position (0, 1, ...: the table's
+ *	order), the name -s and the help know it by, its title and width,
+ *	how its values are written and when it gives way (columns.h).
+ *   FAM(ID, pos, name, type, unit, help)
+ *	a metric family: its position (0, 1, ...: the exposition's order),
+ *	its name without the type's suffix, its type, its unit or NULL, its
+ *	help (exposition.h).
+ *   REC(ID, pos, name, member, type)
+ *	recorded: its position in a recorded target (0, 1, ...), its name
+ *	there, the member of struct mstat_model_input it is read from and
+ *	into, and how it is written (record.c; docs/mstat-top-record.md).
+ *
+ * Types of F:
+ *   INT      an integer (pid)
+ *   U64      a count; I64 a signed count; REAL a number (rates, seconds)
+ *   TEXT     words a process or a file supplied (escaped where shown)
+ *   NAME     the process's name; its column adds its comm
+ *   STATE    the process's state (enum mstat_model_live): a word, which
+ *            sorts in the enum's order
+ *   COUNTERS the counters of MSTAT_CLASS_COUNTERS, then those of
+ *            MSTAT_TOTAL_COUNTERS (mstatshm_counters.h), each a field of
+ *            its own, named by that list
+ *   CLASSES  the size classes, each with its counters (per-size-class
+ *            families)
+ */
+#ifndef MSTAT_CORE_FIELDS_H
+#define MSTAT_CORE_FIELDS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "model.h"
+
+#define MSTAT_FIELDS(F, COL, FAM, REC)                                        \
+	F(PID, "pid", INT, true, r->pid)                                      \
+	COL(PID, 0, "pid", "PID", 7, MSTAT_COLUMN_ID, 0, "process id")        \
+	REC(PID, 0, "pid", pid, PID)                                          \
+	F(NAME, "name", NAME, true, r->name)                                  \
+	COL(NAME, 1, "name", "NAME", 12, MSTAT_COLUMN_TEXT, 0,                \
+	    "MSTAT_NAME or the program's name, [its comm] where that "        \
+	    "differs")                                                        \
+	REC(NAME, 3, "name", name, STR)                                       \
+	F(STATE, "state", STATE, true, r->live)                               \
+	COL(STATE, 12, "state", "STATE", 7, MSTAT_COLUMN_TEXT, 0,             \
+	    "running, stopped, stalled, busy, exiting, exited, killed")       \
+	REC(STATE, 6, "state", live, STATE)                                   \
+	F(ERROR, "error", TEXT, r->err[0] != '\0', r->err)                    \
+	REC(ERROR, 7, "error", err, STR)                                      \
+	F(THREADS, "threads", U64, r->have_snap, r->threads)                  \
+	COL(THREADS, 3, "threads", "THR", 4, MSTAT_UNIT_COUNT, 7,             \
+	    "threads counting into a slot of their own")                      \
+	FAM(THREADS, 4, "mstat_threads", GAUGE, NULL,                         \
+	    "threads counting into a slot of their own")                      \
+	F(COUNTERS, NULL, COUNTERS, r->have_snap, 0)                          \
+	FAM(COUNTERS, 0, NULL, COUNTER, NULL, NULL)                           \
+	F(LIVE_OBJECTS, "live_objects", U64, r->have_snap,                    \
+	  mstat_model_live_objects(r))                                        \
+	COL(LIVE_OBJECTS, 5, "live-objs", "OBJS", 6, MSTAT_UNIT_COUNT, 5,     \
+	    "allocations not yet freed")                                      \
+	FAM(LIVE_OBJECTS, 3, "mstat_live_objects", GAUGE, NULL,               \
+	    "allocations not yet freed")                                      \
+	F(LIVE_BYTES, "live_bytes", U64, r->have_snap,                        \
+	  mstat_model_live_bytes(r))                                          \
+	COL(LIVE_BYTES, 4, "live-bytes", "LIVE", 8, MSTAT_UNIT_BYTES, 1,      \
+	    "bytes allocated and not yet freed")                              \
+	FAM(LIVE_BYTES, 2, "mstat_live_bytes", GAUGE, "bytes",                \
+	    "bytes allocated and not yet freed")                              \
+	F(ALLOC_RATE, "alloc_rate", REAL, r->have_rates, r->alloc_rate)       \
+	COL(ALLOC_RATE, 6, "alloc/s", "ALLOC/s", 8,                           \
+	    MSTAT_UNIT_COUNT | MSTAT_UNIT_RATE, 9, "allocations per second")  \
+	F(FREE_RATE, "free_rate", REAL, r->have_rates, r->free_rate)          \
+	COL(FREE_RATE, 7, "free/s", "FREE/s", 8,                              \
+	    MSTAT_UNIT_COUNT | MSTAT_UNIT_RATE, 10, "frees per second")       \
+	F(ALLOC_BYTES_RATE, "alloc_bytes_rate", REAL, r->have_rates,          \
+	  r->alloc_bytes_rate)                                                \
+	F(FREE_BYTES_RATE, "free_bytes_rate", REAL, r->have_rates,            \
+	  r->free_bytes_rate)                                                 \
+	F(NET_RATE, "net_bytes_rate", REAL, r->have_rates, r->net_bytes_rate) \
+	COL(NET_RATE, 8, "net/s", "NET/s", 10,                                \
+	    MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED | MSTAT_UNIT_RATE, 6,        \
+	    "growth of live bytes per second, since the last tick")           \
+	F(CLASSES, "classes", CLASSES, true, 0)                               \
+	FAM(CLASSES, 1, NULL, COUNTER, NULL, NULL)                            \
+	F(END_TIME, "end_time_s", REAL, r->end_ns != 0,                       \
+	  (double)r->end_ns / 1e9)                                            \
+	REC(END_TIME, 9, "end_ns", end_ns, U64)                               \
+	F(START_TIME, "start_time_s", REAL, r->start_ns != 0,                 \
+	  (double)r->start_ns / 1e9)                                          \
+	FAM(START_TIME, 6, "mstat_process_start_time_seconds", GAUGE,         \
+	    "seconds", "when the process started, since the Unix epoch")      \
+	REC(START_TIME, 10, "start_ns", start_ns, U64)                        \
+	F(GROWTH_BYTES, "growth_bytes", I64, r->have_snap, r->growth_bytes)   \
+	COL(GROWTH_BYTES, 9, "growth", "GROWTH", 9,                           \
+	    MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED, 2,                          \
+	    "live bytes gained since the baseline (b, B, --baseline)")        \
+	F(GROWTH_OBJECTS, "growth_objects", I64, r->have_snap,                \
+	  r->growth_objects)                                                  \
+	COL(GROWTH_OBJECTS, 10, "growth-objs", "+OBJS", 7,                    \
+	    MSTAT_UNIT_COUNT | MSTAT_UNIT_SIGNED, 8,                          \
+	    "live objects gained since the baseline")                         \
+	F(GROWTH_RATE, "growth_bytes_per_s", REAL, r->have_growth_rate,       \
+	  r->growth_bytes_rate)                                               \
+	COL(GROWTH_RATE, 11, "growth/s", "GROWTH/s", 10,                      \
+	    MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED | MSTAT_UNIT_RATE, 4,        \
+	    "growth of live bytes per second over the window (--window)")     \
+	F(AGE, NULL, REAL, mstat_field_age_known(r, now),                     \
+	  mstat_field_age(r, now))                                            \
+	COL(AGE, 2, "age", "AGE", 6, MSTAT_COLUMN_AGE, 3,                     \
+	    "time since the process started (its lifetime, once gone)")       \
+	F(RUNNING, NULL, U64, true, !mstat_model_gone(r->live))               \
+	FAM(RUNNING, 5, "mstat_running", GAUGE, NULL,                         \
+	    "1 while the process runs, 0 once it exited or died")             \
+	F(PROCESS, NULL, U64, true, 1)                                        \
+	FAM(PROCESS, 7, "mstat_process", INFO, NULL,                          \
+	    "the process's writer mode and segment layout version")           \
+	F(KEY, NULL, TEXT, true, r->key)                                      \
+	REC(KEY, 1, "key", key, KEY)                                          \
+	F(IMAGE, NULL, TEXT, r->image[0] != '\0', r->image)                   \
+	REC(IMAGE, 2, "image", image, STR)                                    \
+	F(COMM, NULL, TEXT, r->comm[0] != '\0', r->comm)                      \
+	REC(COMM, 4, "comm", comm, STR)                                       \
+	F(EXE, NULL, TEXT, r->exe[0] != '\0', r->exe)                         \
+	REC(EXE, 5, "exe", exe, STR)                                          \
+	F(TIME, NULL, U64, r->have_snap, r->t_ns)                             \
+	REC(TIME, 8, "t_ns", t_ns, U64)
+
+/* What a line of the list does not say. */
+#define MSTAT_FIELD_NONE(...)
+
+enum mstat_field_id {
+#define MSTAT_X(id, ...) MSTAT_FIELD_##id,
+	MSTAT_FIELDS(MSTAT_X, MSTAT_FIELD_NONE, MSTAT_FIELD_NONE, MSTAT_FIELD_NONE)
+#undef MSTAT_X
+	MSTAT_FIELD_COUNT
+};
+
+enum mstat_field_type {
+	MSTAT_TYPE_INT,
+	MSTAT_TYPE_U64,
+	MSTAT_TYPE_I64,
+	MSTAT_TYPE_REAL,
+	MSTAT_TYPE_TEXT,
+	MSTAT_TYPE_NAME,
+	MSTAT_TYPE_STATE,
+	MSTAT_TYPE_COUNTERS,
+	MSTAT_TYPE_CLASSES,
+};
+
+/* A field's value in a row: the member its type says. */
+struct mstat_field_value {
+	bool known;
+	int64_t i;              /* INT, I64, STATE */
+	uint64_t u;             /* U64 */
+	double d;               /* REAL */
+	const char *s;          /* TEXT, NAME */
+};
+
+struct mstat_field {
+	const char *json;       /* NULL: not in JSON */
+	enum mstat_field_type type;
+	void (*get)(const struct mstat_model_row *r, uint64_t now,
+		    struct mstat_field_value *v);
+};
+
+/* The field `id`, or NULL. */
+const struct mstat_field *mstat_field(enum mstat_field_id id);
+
+/* Row r's value of field `id` at `now` (CLOCK_REALTIME, for ages). */
+void mstat_field_get(enum mstat_field_id id, const struct mstat_model_row *r,
+		     uint64_t now, struct mstat_field_value *v);
+
+/* A value as a number: what columns show and sort by. */
+double mstat_field_number(enum mstat_field_type type,
+			  const struct mstat_field_value *v);
+
+/* The age of the process at `now`, in seconds: until it ended, once
+ * gone; known if its start is. */
+static inline bool
+mstat_field_age_known(const struct mstat_model_row *r, uint64_t now)
+{
+	uint64_t end = r->end_ns ? r->end_ns : now;
+
+	return r->start_ns && end >= r->start_ns;
+}
+
+static inline double
+mstat_field_age(const struct mstat_model_row *r, uint64_t now)
+{
+	uint64_t end = r->end_ns ? r->end_ns : now;
+
+	return (double)(end - r->start_ns) / 1e9;
+}
+
+#endif /* MSTAT_CORE_FIELDS_H */

@@ -1,0 +1,807 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sampler.c - the tick: read every target once, publish what was read; the
+ * sampler thread; and the consumer's side, mstat_core_collect().  The
+ * sharing rules are in core.h.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "reader.h"
+#include "text.h"
+#include "core.h"
+#include "sites.h"
+#include "tsan.h"
+
+/* Looks at /proc for stopped processes: at most this many a tick, each
+ * at most this often. */
+#define STOP_CHECKS 16
+#define STOP_CHECK_NS UINT64_C(1000000000)
+
+static const char *const error_names[MSTAT_CORE_ERR_COUNT] = {
+#define MSTAT_X(e, n, h) [MSTAT_CORE_ERR_##e] = #n,
+	MSTAT_CORE_ERRORS(MSTAT_X)
+#undef MSTAT_X
+};
+
+const char *
+mstat_core_error_name(enum mstat_core_error e)
+{
+	return (unsigned)e < MSTAT_CORE_ERR_COUNT ? error_names[e] : "?";
+}
+
+/* A note, as formatted, made safe and delivered: the whole line, not
+ * its arguments, is escaped, since a note names files anyone can plant
+ * in /dev/shm and quotes what segments say, and it goes to a terminal
+ * (stderr, the status line). */
+static void
+note_line(void *arg, const char *raw)
+{
+	struct mstat_core *core = arg;
+	char line[256];
+
+	mstat_text_escape(line, sizeof(line), raw, MSTAT_TEXT_PLAIN);
+	if (core->opt.note) {
+		core->opt.note(core->opt.note_arg, line);
+		return;
+	}
+	struct mstat_core_status *s = malloc(sizeof(*s)), *old = core->status;
+	if (!s)
+		return;
+	s->seq = ++core->status_seq;
+	snprintf(s->line, sizeof(s->line), "%s", line);
+	MSTAT_PUBLISHING(s);
+	rcu_assign_pointer(core->status, s);
+	if (old)
+		call_rcu(&old->rcu, mstat_core_status_free);
+}
+
+void
+mstat_core_note(struct mstat_core *core, const char *fmt, ...)
+{
+	char raw[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
+	va_end(ap);
+	note_line(core, raw);
+}
+
+int
+mstat_core_init(struct mstat_core *core, const struct mstat_core_options *opt)
+{
+	memset(core, 0, sizeof(*core));
+	core->opt = *opt;
+	CDS_INIT_LIST_HEAD(&core->targets);
+	atomic_init(&core->interval_ms, opt->interval_ms);
+	core->wake_fd = -1;
+	if (mstat_discover_init(&core->disc, opt->pids, opt->npids,
+				opt->wait_budget_us, note_line, core) < 0)
+		return -ENOMEM;
+	core->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (core->wake_fd < 0) {
+		int rc = -errno;
+		mstat_discover_fini(&core->disc);
+		return rc;
+	}
+	/* A target costs a descriptor: as many as the hard limit allows. */
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	return 0;
+}
+
+static void
+free_sample(struct rcu_head *head)
+{
+	free(caa_container_of(head, struct mstat_core_sample, rcu));
+}
+
+void
+mstat_core_status_free(struct rcu_head *head)
+{
+	free(caa_container_of(head, struct mstat_core_status, rcu));
+}
+
+/* The bytes of a snapshot of `classes` classes: a read writes no more,
+ * and nobody reads more. */
+static size_t
+snap_size(uint32_t classes)
+{
+	return offsetof(struct mstat_snapshot, classes) +
+	       classes * sizeof(struct mstat_counts);
+}
+
+/* A sample with room for a snapshot of `classes` classes. */
+static struct mstat_core_sample *
+sample_new(uint32_t classes)
+{
+	return malloc(offsetof(struct mstat_core_sample, snap) + snap_size(classes));
+}
+
+static int
+grow(struct mstat_core *core, size_t n)
+{
+	if (n <= core->cap)
+		return 0;
+	size_t cap = n < 16 ? 16 : 2 * n;
+	void *b = realloc(core->batch, cap * sizeof(*core->batch));
+	if (b)
+		core->batch = b;
+	void *r = realloc(core->readers, cap * sizeof(*core->readers));
+	if (r)
+		core->readers = r;
+	void *s = realloc(core->fresh, cap * sizeof(*core->fresh));
+	if (s)
+		core->fresh = s;
+	void *o = realloc(core->outs, cap * sizeof(*core->outs));
+	if (o)
+		core->outs = o;
+	void *c = realloc(core->rcs, cap * sizeof(*core->rcs));
+	if (c)
+		core->rcs = c;
+	if (!b || !r || !s || !o || !c)
+		return -ENOMEM;
+	core->cap = cap;
+	return 0;
+}
+
+/*
+ * What a failed read means, by what it returned: the reason it is
+ * counted under (MSTAT_CORE_ERRORS), the state the target shows (RUNNING:
+ * what its last snapshot says), and whether the target is dropped: its
+ * segment cannot be trusted any more.  Other failures (membarrier refused
+ * to us) are the reader's: the target stays, and says why it is not read.
+ */
+struct failure {
+	int rc;
+	enum mstat_core_error error;
+	enum mstat_model_live live;
+	bool drop;
+};
+
+static const struct failure failures[] = {
+	{ -EAGAIN, MSTAT_CORE_ERR_STALLED, MSTAT_LIVE_STALLED, false },
+	{ -EBUSY, MSTAT_CORE_ERR_BUSY, MSTAT_LIVE_BUSY, false },
+	{ -EPROTO, MSTAT_CORE_ERR_DROPPED, MSTAT_LIVE_RUNNING, true },
+	{ -EFAULT, MSTAT_CORE_ERR_DROPPED, MSTAT_LIVE_RUNNING, true },
+	{ 0, MSTAT_CORE_ERR_READ, MSTAT_LIVE_RUNNING, false }, /* any other */
+};
+
+/* The failure a read's `rc` is, or NULL if it succeeded. */
+static const struct failure *
+failure_of(int rc)
+{
+	size_t i = 0;
+
+	if (rc == 0)
+		return NULL;
+	while (failures[i].rc && failures[i].rc != rc)
+		i++;
+	return &failures[i];
+}
+
+/* The state of a target whose read failed as `f` (NULL: it succeeded),
+ * whose sample is `s`: what its snapshot says of its end first. */
+static enum mstat_model_live
+sample_live(const struct failure *f, const struct mstat_core_sample *s)
+{
+	uint32_t state = s->have_snap ? s->snap.state : MSTAT_RUNNING;
+
+	if (state == MSTAT_EXITED)
+		return MSTAT_LIVE_EXITED;
+	if (state == MSTAT_KILLED)
+		return MSTAT_LIVE_KILLED;
+	if (f && f->live != MSTAT_LIVE_RUNNING)
+		return f->live;
+	return state == MSTAT_EXITING ? MSTAT_LIVE_EXITING : MSTAT_LIVE_RUNNING;
+}
+
+/* When the process ended, CLOCK_REALTIME: the time it began to exit, as
+ * it wrote it, or, killed, when we first found it gone. */
+static uint64_t
+end_time(const struct mstat_core_target *t, enum mstat_model_live live)
+{
+	uint64_t exit_ns = mstat_reader_exit_ns(t->reader);
+
+	return live == MSTAT_LIVE_EXITED && exit_ns ? exit_ns
+						    : mstat_clock_wall_ns();
+}
+
+static void
+free_want(struct rcu_head *head)
+{
+	free(caa_container_of(head, struct mstat_core_sites_want, rcu));
+}
+
+static void
+free_sites(struct rcu_head *head)
+{
+	free(caa_container_of(head, struct mstat_core_sites, rcu));
+}
+
+/* Publishes `s` as the sites the consumer asked for: pairs with the
+ * rcu_dereference() in the consumer (mstat-core's ui.c). */
+static void
+sites_publish(struct mstat_core *core, struct mstat_core_sites *s)
+{
+	struct mstat_core_sites *old = core->sites;
+
+	if (s)
+		MSTAT_PUBLISHING(s);
+	rcu_assign_pointer(core->sites, s);
+	if (old)
+		call_rcu(&old->rcu, free_sites);
+}
+
+/*
+ * The call sites of target t, for its baseline and for the consumer, if
+ * either wants them: one read of its profile serves both.  `want`: the
+ * consumer asked for t's sites; `final`: t's process is gone (this is
+ * the last read).
+ */
+static void
+sites_read(struct mstat_core *core, struct mstat_core_target *t, bool want,
+	   bool final)
+{
+	/* The tick this is (the sampler's own count). */
+	uint64_t tick = atomic_load_explicit(&core->ticks, memory_order_relaxed);
+	bool rebase = false;
+	if (core->opt.site_baselines)
+		/* Relaxed: a request with no data behind it (the profile is
+		 * read here); pairs with the store in
+		 * mstat_core_sites_rebase(). */
+		rebase = !t->sites_based ||
+			 atomic_exchange_explicit(&t->sites_rebase, false,
+						  memory_order_relaxed);
+	if (rebase && t->sites_last && t->sites_last_tick + 1 == tick) {
+		/* Shown at the last tick: the consumer reset the model's
+		 * baseline to that tick's counts, and the sites' goes to
+		 * that tick's sites. */
+		mstat_sites_base_free(t->sites_base);
+		t->sites_base = t->sites_last;
+		t->sites_last = NULL;
+		rebase = false;
+	}
+	if (!want && !rebase)
+		return;
+	struct mstat_profile p;
+	struct mstat_site *all = NULL;
+	size_t m = 0;
+	int rc = mstat_reader_profile(t->reader, &p);
+	if (rc == 0 && (rc = mstat_sites_sum(&p, &all, &m)) < 0)
+		mstat_profile_release(&p);
+	if (rebase) {
+		struct mstat_sites_base *b =
+			rc == 0 ? mstat_sites_base_new(all, m) : NULL;
+		if (b) {
+			mstat_sites_base_free(t->sites_base);
+			t->sites_base = b;
+			t->sites_based = true;
+		} else if (t->sites_based) {
+			/* Not read: again at the next tick. */
+			atomic_store_explicit(&t->sites_rebase, true,
+					      memory_order_relaxed);
+		}
+	}
+	struct mstat_core_sites *s = want ? calloc(1, sizeof(*s)) : NULL;
+	if (s) {
+		snprintf(s->key, sizeof(s->key), "%s", t->key);
+		s->rc = rc;
+		s->final = final;
+	}
+	if (s && rc == 0) {
+		mstat_sites_base_free(t->sites_last);
+		t->sites_last = mstat_sites_base_new(all, m);
+		t->sites_last_tick = tick;
+		s->sample_bytes = p.sample_bytes;
+		s->samples = p.samples;
+		s->nsites = m;
+		s->have_growth = t->sites_base != NULL;
+		if (s->have_growth)
+			mstat_sites_growth(t->sites_base, all, m);
+		for (int o = 0; o < 2; o++) {
+			if (o == MSTAT_CORE_SITES_GROWTH && !s->have_growth)
+				break;
+			mstat_sites_sort(all, m, o == MSTAT_CORE_SITES_GROWTH
+						 ? MSTAT_SITES_BY_GROWTH
+						 : MSTAT_SITES_BY_LIVE);
+			s->n[o] = m < MSTAT_CORE_SITES_MAX ? m : MSTAT_CORE_SITES_MAX;
+			memcpy(s->top[o], all, s->n[o] * sizeof(*all));
+			mstat_sites_name(&p, s->top[o], s->n[o]);
+		}
+	}
+	if (s)
+		sites_publish(core, s);
+	free(all);
+	if (rc == 0)
+		mstat_profile_release(&p);
+}
+
+/* Whether the consumer asks for the sites of t. */
+static bool
+sites_wanted(const struct mstat_core *core, const struct mstat_core_target *t)
+{
+	return core->sites_key[0] && strcmp(core->sites_key, t->key) == 0;
+}
+
+/* Whether a read of `t` into `s` (rc 0) found its process exec()ed: the
+ * new image makes a segment of its own, found by the scan as a new
+ * target, and goes on in the same row (the key is the process's).  Not
+ * a kill, although the old image's lock went as if it were. */
+static bool
+execed(struct mstat_core *core, const struct mstat_core_target *t, int rc,
+       const struct mstat_core_sample *s)
+{
+	return rc == 0 && (s->snap.state == MSTAT_EXECED ||
+			   (s->snap.state == MSTAT_KILLED &&
+			    mstat_discover_execed(&core->disc, t)));
+}
+
+/* Fills sample `s` of a read that returned `rc`: its snapshot, or, the
+ * read failed, the last good one (of the same segment: as many classes)
+ * and why. */
+static void
+sample_fill(struct mstat_core_sample *s, const struct mstat_core_sample *old,
+	    const struct mstat_core_target *t, int rc, uint64_t t_ns)
+{
+	s->err[0] = '\0';
+	s->end_ns = 0;
+	if (rc == 0) {
+		s->have_snap = true;
+		s->t_ns = t_ns;
+		return;
+	}
+	s->have_snap = old && old->have_snap;
+	if (s->have_snap)
+		memcpy(&s->snap, &old->snap, snap_size(old->snap.class_count));
+	s->t_ns = old ? old->t_ns : 0;
+	snprintf(s->err, sizeof(s->err), "%s", mstat_reader_error(t->reader));
+}
+
+/* Is it stopped?  Only an idle process can be (a process whose counts
+ * move ran), so a busy one costs no look at /proc; an idle one stays as
+ * it was last seen until its counts move or it is looked at again, at
+ * most once a second and STOP_CHECKS targets a tick (about 10 us each). */
+static void
+check_stopped(struct mstat_core *core, struct mstat_core_target *t,
+	      const struct mstat_core_sample *old, struct mstat_core_sample *s,
+	      uint64_t t_ns)
+{
+	bool idle = !old || !old->have_snap ||
+		    (old->snap.total.alloc_count == s->snap.total.alloc_count &&
+		     old->snap.total.free_count == s->snap.total.free_count);
+
+	if (s->live != MSTAT_LIVE_RUNNING || !idle)
+		return;
+	if (old && old->live == MSTAT_LIVE_STOPPED)
+		s->live = MSTAT_LIVE_STOPPED;
+	if (core->stop_checks &&
+	    (!t->checked_ns || t_ns - t->checked_ns >= STOP_CHECK_NS)) {
+		core->stop_checks--;
+		t->checked_ns = t_ns;
+		s->live = mstat_discover_stopped(&core->disc, t) ? MSTAT_LIVE_STOPPED
+								 : MSTAT_LIVE_RUNNING;
+	}
+}
+
+/* Gone: these counts are final.  Its name goes now, and its mapping: the
+ * sample holds what the row shows while it lingers. */
+static void
+finish(struct mstat_core *core, struct mstat_core_target *t,
+       struct mstat_core_sample *s, uint64_t t_ns)
+{
+	t->final = true;
+	t->end_ns = t_ns;
+	s->end_ns = end_time(t, s->live);
+	if (sites_wanted(core, t))
+		sites_read(core, t, true, true);
+	mstat_discover_reap(&core->disc, t);
+	mstat_reader_close(t->reader);
+	t->reader = NULL;
+}
+
+/* Publishes the filled sample `s` as t's: pairs with rcu_dereference() in
+ * mstat_core_gather().  The sample it replaces is freed once no consumer
+ * can hold it. */
+static void
+sample_publish(struct mstat_core_target *t, struct mstat_core_sample *s)
+{
+	struct mstat_core_sample *old = t->sample;
+
+	MSTAT_PUBLISHING(s);
+	rcu_assign_pointer(t->sample, s);
+	if (old)
+		call_rcu(&old->rcu, free_sample);
+}
+
+/* The sample core->fresh[i], read into (its snapshot, if the read
+ * returned 0), becomes the target's; or the target goes. */
+static void
+publish(struct mstat_core *core, size_t i, uint64_t t_ns)
+{
+	struct mstat_core_target *t = core->batch[i];
+	struct mstat_core_sample *s = core->fresh[i];
+	int rc = core->rcs[i];
+	const struct failure *f = failure_of(rc);
+
+	if (f)
+		core->errors[f->error]++;
+	if (f && f->drop) {
+		mstat_core_note(core, "dropped %s", mstat_reader_error(t->reader));
+		mstat_discover_detach(t);
+		free(s);
+		return;
+	}
+	if (execed(core, t, rc, s)) {
+		mstat_discover_reap(&core->disc, t);
+		mstat_discover_detach(t);
+		free(s);
+		return;
+	}
+	sample_fill(s, t->sample, t, rc, t_ns);
+	s->live = sample_live(f, s);
+	if (rc == 0)
+		check_stopped(core, t, t->sample, s, t_ns);
+	if (mstat_model_gone(s->live))
+		finish(core, t, s, t_ns);
+	sample_publish(t, s);
+}
+
+/* Exchanges entries i and j of the tick's arrays. */
+static void
+swap_batch(struct mstat_core *core, size_t i, size_t j)
+{
+#define SWAP(a)                                                               \
+	do {                                                                  \
+		__typeof__(core->a[0]) tmp_ = core->a[i];                       \
+		core->a[i] = core->a[j];                                        \
+		core->a[j] = tmp_;                                             \
+	} while (0)
+	SWAP(batch);
+	SWAP(readers);
+	SWAP(fresh);
+	SWAP(outs);
+	SWAP(rcs);
+#undef SWAP
+}
+
+/*
+ * Reads the tick's n targets.  A target another reader holds (-EBUSY: its
+ * flock is taken, by mstat-core and mstat-exporter alike, for one pass over
+ * its targets) is tried again until it is free or `deadline_us` passes;
+ * each retry is a pass of its own over the busy ones, moved to the front
+ * of the arrays.  The whole wait, stalled and busy targets together,
+ * stays within the wait budget.
+ */
+static void
+read_all(struct mstat_core *core, size_t n, uint64_t deadline_us)
+{
+	mstat_reader_snapshot_many(core->readers, n, core->outs, core->rcs,
+				   core->opt.wait_budget_us);
+	for (;;) {
+		size_t busy = 0;
+		for (size_t i = 0; i < n; i++)
+			if (core->rcs[i] == -EBUSY)
+				swap_batch(core, busy++, i);
+		uint64_t now = mstat_clock_mono_ns() / 1000u;
+		if (busy == 0 || now >= deadline_us)
+			return;
+		/* The other reader's pass takes microseconds per target:
+		 * look again soon, without spinning on a CPU it may need. */
+		struct timespec ts = { 0, 50000 };
+		nanosleep(&ts, NULL);
+		now = mstat_clock_mono_ns() / 1000u;
+		if (now >= deadline_us)
+			return;
+		mstat_reader_snapshot_many(core->readers, busy, core->outs,
+					   core->rcs, (unsigned)(deadline_us - now));
+	}
+}
+
+int
+mstat_core_sites(struct mstat_core *core, const char *key, size_t n,
+		struct mstat_site *out, size_t *got)
+{
+	struct mstat_core_target *t;
+
+	*got = 0;
+	cds_list_for_each_entry(t, &core->targets, node)
+		if (strcmp(t->key, key) == 0 && t->reader && !t->final)
+			return mstat_sites_read(t->reader, n, out, got);
+	return -ENOENT;
+}
+
+/* The call sites of the tick: baselines to take, and those asked for. */
+static void
+sites_tick(struct mstat_core *core)
+{
+	struct mstat_core_target *t;
+	bool live = false, gone = false;
+
+	cds_list_for_each_entry(t, &core->targets, node) {
+		bool want = sites_wanted(core, t);
+		live |= want && !t->final;
+		gone |= want && t->final;
+		if (!t->final)
+			sites_read(core, t, want, false);
+	}
+	const struct mstat_core_sites *had = core->sites;
+	if (!core->sites_key[0]) {
+		/* A process's final sites cannot be read again: they stay
+		 * until others are asked for. */
+		if (had && !had->final)
+			sites_publish(core, NULL);
+		return;
+	}
+	/* Read just now; or a process not read any more: its final sites
+	 * stay, or what says they were not read. */
+	if (had && strcmp(had->key, core->sites_key) == 0 &&
+	    (live || had->final || had->rc == -ENOENT))
+		return;
+	struct mstat_core_sites *s = calloc(1, sizeof(*s));
+	if (!s)
+		return;
+	snprintf(s->key, sizeof(s->key), "%s", core->sites_key);
+	s->rc = -ENOENT;
+	s->final = gone;
+	sites_publish(core, s);
+}
+
+void
+mstat_core_sites_want(struct mstat_core *core, const char *key)
+{
+	struct mstat_core_sites_want *w = NULL;
+
+	if (key && (w = calloc(1, sizeof(*w))))
+		snprintf(w->key, sizeof(w->key), "%s", key);
+	/* Publishes the request: pairs with the rcu_dereference() at the
+	 * start of the sampler's sites_tick(). */
+	struct mstat_core_sites_want *old = rcu_xchg_pointer(&core->sites_want, w);
+	if (old)
+		call_rcu(&old->rcu, free_want);
+}
+
+void
+mstat_core_sites_rebase(struct mstat_core *core, const char *key)
+{
+	struct mstat_core_target *t;
+
+	rcu_read_lock();
+	cds_list_for_each_entry_rcu(t, &core->targets, node)
+		if (!key || strcmp(t->key, key) == 0)
+			/* Relaxed: pairs with the exchange in sites_read(),
+			 * which reads the profile itself. */
+			atomic_store_explicit(&t->sites_rebase, true,
+					      memory_order_relaxed);
+	rcu_read_unlock();
+}
+
+void
+mstat_core_tick(struct mstat_core *core)
+{
+	struct mstat_core_target *t, *tmp;
+	size_t n = 0;
+
+	mstat_discover_scan(&core->disc, &core->targets);
+	core->errors[MSTAT_CORE_ERR_REFUSED] = core->disc.refused_count;
+	core->errors[MSTAT_CORE_ERR_DESCRIPTORS] = core->disc.no_fd_count;
+	cds_list_for_each_entry(t, &core->targets, node)
+		n += !t->final;
+	if (grow(core, n) < 0)
+		return;
+	n = 0;
+	cds_list_for_each_entry(t, &core->targets, node) {
+		if (t->final)
+			continue;
+		/* Read straight into the sample that will be published. */
+		struct mstat_core_sample *s =
+			sample_new(mstat_reader_class_count(t->reader));
+		if (!s)
+			continue; /* read on a later tick */
+		core->batch[n] = t;
+		core->readers[n] = t->reader;
+		core->fresh[n] = s;
+		core->outs[n] = &s->snap;
+		n++;
+	}
+	core->stop_checks = STOP_CHECKS;
+	/* A segment truncated under its mapping fails its read with -EFAULT
+	 * (the reader's SIGBUS guard), and publish() drops it. */
+	read_all(core, n, mstat_clock_mono_ns() / 1000u + core->opt.wait_budget_us);
+	/* Whose sites the consumer asks for, this tick. */
+	rcu_read_lock();
+	struct mstat_core_sites_want *w = rcu_dereference(core->sites_want);
+	snprintf(core->sites_key, sizeof(core->sites_key), "%s", w ? w->key : "");
+	rcu_read_unlock();
+	uint64_t t_ns = mstat_clock_mono_ns();
+	for (size_t i = 0; i < n; i++)
+		publish(core, i, t_ns);
+	sites_tick(core);
+
+	/* Exited and killed targets have shown their final totals long
+	 * enough. */
+	cds_list_for_each_entry_safe(t, tmp, &core->targets, node)
+		if (t->final && t_ns - t->end_ns >= core->opt.linger_ns)
+			mstat_discover_detach(t);
+	if (core->opt.after_tick)
+		core->opt.after_tick(core->opt.after_tick_arg, core);
+	/* Release: the tick is complete; pairs with the view's acquire load
+	 * of ticks (mstat-core's main.c), which then redraws. */
+	atomic_fetch_add_explicit(&core->ticks, 1, memory_order_release);
+}
+
+static void *
+sampler_main(void *arg)
+{
+	struct mstat_core *core = arg;
+
+	rcu_register_thread();
+	while (!atomic_load(&core->stop)) {
+		mstat_core_tick(core);
+		struct pollfd p = { .fd = core->wake_fd, .events = POLLIN };
+		if (poll(&p, 1, (int)atomic_load(&core->interval_ms)) > 0) {
+			uint64_t v;
+			if (read(core->wake_fd, &v, sizeof(v)) < 0)
+				continue;
+		}
+	}
+	rcu_unregister_thread();
+	return NULL;
+}
+
+int
+mstat_core_start(struct mstat_core *core)
+{
+	int rc = pthread_create(&core->thread, NULL, sampler_main, core);
+
+	if (rc != 0)
+		return -rc;
+	core->thread_started = true;
+	return 0;
+}
+
+void
+mstat_core_wake(struct mstat_core *core)
+{
+	uint64_t one = 1;
+
+	if (write(core->wake_fd, &one, sizeof(one)) < 0)
+		return; /* the counter is full: the sampler is awake anyway */
+}
+
+void
+mstat_core_fini(struct mstat_core *core)
+{
+	struct mstat_core_target *t, *tmp;
+
+	if (core->thread_started) {
+		atomic_store(&core->stop, true);
+		mstat_core_wake(core);
+		pthread_join(core->thread, NULL);
+		core->thread_started = false;
+	}
+	/* The sampler has stopped: this thread is the updater now. */
+	cds_list_for_each_entry_safe(t, tmp, &core->targets, node)
+		mstat_discover_detach(t);
+	struct mstat_core_status *s = core->status;
+	rcu_assign_pointer(core->status, NULL);
+	if (s)
+		call_rcu(&s->rcu, mstat_core_status_free);
+	mstat_core_sites_want(core, NULL);
+	sites_publish(core, NULL);
+	rcu_barrier(); /* every call_rcu callback has run */
+	free(core->batch);
+	free(core->readers);
+	free(core->fresh);
+	free(core->outs);
+	free(core->rcs);
+	mstat_discover_fini(&core->disc);
+	if (core->wake_fd >= 0)
+		close(core->wake_fd);
+	core->wake_fd = -1;
+}
+
+int
+mstat_core_gather(struct mstat_core *core, struct mstat_core_scratch *sc,
+		 int (*fn)(void *arg, const struct mstat_model_input *in, size_t n),
+		 void *arg)
+{
+	struct mstat_core_target *t;
+	size_t n = 0;
+	int rc = 0;
+
+	rcu_read_lock();
+	cds_list_for_each_entry_rcu(t, &core->targets, node) {
+		MSTAT_RECEIVED(t);
+		const struct mstat_core_sample *s = rcu_dereference(t->sample);
+		if (!s)
+			continue; /* not read yet */
+		MSTAT_RECEIVED(s);
+		if (n == sc->cap) {
+			size_t cap = sc->cap ? 2 * sc->cap : 16;
+			void *p = realloc(sc->in, cap * sizeof(*sc->in));
+			if (!p) {
+				rc = -ENOMEM;
+				break;
+			}
+			sc->in = p;
+			sc->cap = cap;
+		}
+		sc->in[n++] = (struct mstat_model_input){
+			.key = t->key,
+			.pid = t->pid,
+			.name = t->name,
+			.live = s->live,
+			.err = s->err,
+			.t_ns = s->t_ns,
+			.end_ns = s->end_ns,
+			.snap = s->have_snap ? &s->snap : NULL,
+			.image = t->image,
+			.comm = t->id.comm,
+			.exe = t->id.exe,
+			.start_ns = t->start_ns,
+			.writer_mode = t->writer_mode,
+			.layout_major = t->layout_major,
+			.layout_minor = t->layout_minor,
+		};
+	}
+	/* The inputs point into samples: hand them over before unlocking. */
+	if (rc == 0)
+		rc = fn(arg, sc->in, n);
+	rcu_read_unlock();
+	return rc;
+}
+
+struct collect {
+	struct mstat_model *m;
+	uint64_t now_ns;
+};
+
+static int
+collect_fn(void *arg, const struct mstat_model_input *in, size_t n)
+{
+	struct collect *c = arg;
+
+	return mstat_model_update(c->m, in, n, c->now_ns);
+}
+
+int
+mstat_core_collect(struct mstat_core *core, struct mstat_model *m,
+		  struct mstat_core_scratch *sc, uint64_t now_ns)
+{
+	struct collect c = { m, now_ns };
+
+	return mstat_core_gather(core, sc, collect_fn, &c);
+}
+
+uint64_t
+mstat_core_status(struct mstat_core *core, char *buf, size_t len)
+{
+	uint64_t seq = 0;
+
+	rcu_read_lock();
+	const struct mstat_core_status *s = rcu_dereference(core->status);
+	if (s) {
+		MSTAT_RECEIVED(s);
+		snprintf(buf, len, "%s", s->line);
+		seq = s->seq;
+	} else if (len) {
+		buf[0] = '\0';
+	}
+	rcu_read_unlock();
+	return seq;
+}

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * symbols.h - names for the frames of a profile, from the target's module
+ * list and the ELF files it names (libdw), without touching the target:
+ * no ptrace, and the target may have exited.
+ *
+ * A module is used only if its file still carries the build id the target
+ * recorded (when it recorded one): a file replaced since is not trusted
+ * to name anything.
+ */
+#ifndef MSTAT_CORE_SYMBOLS_H
+#define MSTAT_CORE_SYMBOLS_H
+
+#include <stdint.h>
+
+#include "reader.h"
+
+struct mstat_symbols;
+
+/* A frame, named.  The strings are the symbols', valid until the next
+ * lookup. */
+struct mstat_frame {
+	const struct mstat_profile_module *module; /* NULL: in none known */
+	/* The function as a user reads it (mstat_symbol_readable()): every
+	 * view and output shows this; NULL if unknown. */
+	const char *function;
+	/* The symbol as the ELF file has it (C++ mangled, with the
+	 * compiler's clone suffixes): pprof's system_name. */
+	const char *symbol;
+	/* The source file as views show it (mstat_source_shown()); NULL if
+	 * unknown. */
+	const char *file;
+	/* The source file as a path from / where the compilation directory
+	 * says (mstat_source_path()): what pprof looks source up by. */
+	const char *path;
+	int line;             /* 0 if unknown */
+};
+
+/* Symbols for the modules of `p` (which must outlive them); NULL only if
+ * out of memory.  Files that cannot be read are skipped. */
+struct mstat_symbols *mstat_symbols_new(const struct mstat_profile *p);
+void mstat_symbols_free(struct mstat_symbols *s);
+
+/* Frame `pc`, a return address (so the call before it is looked up). */
+void mstat_symbols_lookup(struct mstat_symbols *s, uint64_t pc,
+			  struct mstat_frame *out);
+
+/*
+ * Names as a user reads them; pure functions, for every view and output.
+ *
+ * mstat_symbol_readable(): `symbol` without the suffixes compilers give
+ * the clones of a function (.constprop.N, .isra.N, .part.N, .cold,
+ * .lto_priv.N, ... : the same source function), and demangled if it is a
+ * C++ name (_Z...; __cxa_demangle).  A new string (free() it), or NULL if
+ * out of memory.
+ */
+char *mstat_symbol_readable(const char *symbol);
+
+/*
+ * Source files, named by the compiler relative to `comp_dir`, the
+ * compilation directory (DW_AT_comp_dir; NULL if unknown):
+ *
+ * mstat_source_shown(): as views show it.  "." and ".." resolved where
+ * they can be, and a name relative to a build directory
+ * ("../demo/workload.c", as meson and CMake build in one) made relative
+ * to the directory its leading ".." reach, the source tree
+ * ("demo/workload.c"); if they reach / instead, the path from /.  A name
+ * that is not relative to a build directory stays as recorded.
+ *
+ * mstat_source_path(): the file from /, `file` in `comp_dir`, "." and
+ * ".." resolved (as recorded, resolved, if neither is absolute).
+ *
+ * Both write at most `len` bytes with the NUL into `out` and return it.
+ */
+char *mstat_source_shown(char *out, size_t len, const char *comp_dir,
+			 const char *file);
+char *mstat_source_path(char *out, size_t len, const char *comp_dir,
+			const char *file);
+
+#endif /* MSTAT_CORE_SYMBOLS_H */

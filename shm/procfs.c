@@ -1,0 +1,219 @@
+/* SPDX-License-Identifier: MIT */
+/* procfs.c - what /proc says of a process; see procfs.h. */
+#include "procfs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "name.h"
+
+/* "/proc/<pid>/<file>", or "/proc/self/<file>" for pid 0, into `path`
+ * (room for 64 bytes; `file` is one of ours, short). */
+static void
+proc_path(char *path, pid_t pid, const char *file)
+{
+	size_t n = sizeof("/proc/") - 1;
+
+	memcpy(path, "/proc/", n);
+	if (pid == 0) {
+		memcpy(path + n, "self", 4);
+		n += 4;
+	} else {
+		n += mstat_utoa(path + n, (uint64_t)pid);
+	}
+	path[n++] = '/';
+	memcpy(path + n, file, strlen(file) + 1);
+}
+
+/* Reads a small /proc file into buf (NUL-terminated): its length, or
+ * -errno. */
+static ssize_t
+slurp(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	do
+		n = read(fd, buf, len - 1);
+	while (n < 0 && errno == EINTR);
+	int saved = errno;
+	close(fd);
+	if (n < 0)
+		return -saved;
+	buf[n] = '\0';
+	return n;
+}
+
+int
+mstat_proc_stat(pid_t pid, uint64_t *start_time, char *state)
+{
+	char path[64], buf[1024];
+	ssize_t len;
+
+	proc_path(path, pid, "stat");
+	if ((len = slurp(path, buf, sizeof(buf))) < 0)
+		return (int)len;
+
+	/* "pid (comm) state ppid ...": comm may hold spaces and parentheses,
+	 * so fields are counted from the last ')'.  starttime is field 22. */
+	char *p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || !p[2])
+		return -EPROTO;
+	if (state)
+		*state = p[2];
+	for (int field = 2; field < 22; field++) {
+		p = strchr(p + 1, ' ');
+		if (!p)
+			return -EPROTO;
+	}
+	p++;
+	uint64_t v = 0;
+	if (*p < '0' || *p > '9')
+		return -EPROTO;
+	for (; *p >= '0' && *p <= '9'; p++)
+		v = v * 10 + (uint64_t)(*p - '0');
+	*start_time = v;
+	return 0;
+}
+
+int
+mstat_proc_start_time(pid_t pid, uint64_t *start_time)
+{
+	return mstat_proc_stat(pid, start_time, NULL);
+}
+
+int
+mstat_pid_ns(uint64_t *ino)
+{
+	struct stat st;
+
+	if (stat("/proc/self/ns/pid", &st) < 0)
+		return -errno;
+	*ino = (uint64_t)st.st_ino;
+	return 0;
+}
+
+/* As much of src as fits dst with its NUL. */
+static void
+copy(char *dst, size_t len, const char *src)
+{
+	size_t n = strnlen(src, len - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+void
+mstat_proc_identity(pid_t pid, struct mstat_proc_identity *id)
+{
+	char path[64], buf[4096];
+	ssize_t n;
+
+	memset(id, 0, sizeof(*id));
+	proc_path(path, pid, "comm");
+	if ((n = slurp(path, buf, sizeof(id->comm) + 1)) > 0) {
+		if (buf[n - 1] == '\n')
+			buf[n - 1] = '\0';
+		copy(id->comm, sizeof(id->comm), buf);
+	}
+	proc_path(path, pid, "exe");
+	n = readlink(path, buf, sizeof(buf) - 1);
+	if (n > 0) {
+		buf[n] = '\0';
+		/* An executable replaced while it runs reads "... (deleted)":
+		 * still the name the user knows it by. */
+		const char *del = " (deleted)";
+		size_t dl = strlen(del);
+		if ((size_t)n > dl && strcmp(buf + n - dl, del) == 0)
+			buf[n - dl] = '\0';
+		const char *slash = strrchr(buf, '/');
+		copy(id->exe, sizeof(id->exe), slash ? slash + 1 : buf);
+	}
+}
+
+/* The number after "\nbtime " in `s` (NUL-terminated), if the line it is
+ * on is whole there (or `s` is the end of the file): 1, 0 if the line
+ * goes on past `s`, -1 if there is none.  Where it is, or where one could
+ * begin, in *at. */
+static int
+btime_in(const char *s, size_t len, bool end, uint64_t *btime, size_t *at)
+{
+	static const char key[] = "\nbtime ";
+	const char *p = strstr(s, key);
+
+	if (!p) {
+		/* A key cut at the end: keep what could begin it. */
+		*at = len > sizeof(key) - 2 ? len - (sizeof(key) - 2) : 0;
+		return -1;
+	}
+	*at = (size_t)(p - s);
+	const char *d = p + sizeof(key) - 1, *e = d;
+	uint64_t v = 0;
+	for (; *e >= '0' && *e <= '9'; e++)
+		v = v * 10 + (uint64_t)(*e - '0');
+	if (*e != '\n' && !(end && *e == '\0'))
+		return 0;
+	*btime = e > d ? v : 0;
+	return 1;
+}
+
+uint64_t
+mstat_proc_boot_ns(void)
+{
+	int fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
+	uint64_t ns;
+
+	if (fd < 0)
+		return 0;
+	ns = mstat_proc_boot_ns_fd(fd);
+	close(fd);
+	return ns;
+}
+
+uint64_t
+mstat_proc_boot_ns_fd(int fd)
+{
+	char buf[4096];
+	size_t have = 1, at;
+	uint64_t btime = 0;
+	int found = -1;
+
+	/* In pieces: the "intr" line before it can be long.  The first line
+	 * follows a line feed too. */
+	buf[0] = '\n';
+	for (;;) {
+		ssize_t n = read(fd, buf + have, sizeof(buf) - 1 - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (found == 0) /* its line ends the file */
+				found = btime_in(buf, have, true, &btime, &at);
+			break;
+		}
+		have += (size_t)n;
+		buf[have] = '\0';
+		if ((found = btime_in(buf, have, false, &btime, &at)) == 1 ||
+		    (found == 0 && at == 0))
+			break; /* found, or a line longer than the buffer */
+		memmove(buf, buf + at, have - at);
+		have -= at;
+		buf[have] = '\0';
+	}
+	return found == 1 ? btime * 1000000000u : 0;
+}
+
+uint64_t
+mstat_proc_start_ns(uint64_t boot_ns, uint64_t start_ticks)
+{
+	long hz = sysconf(_SC_CLK_TCK);
+
+	if (!boot_ns || hz <= 0)
+		return 0;
+	return boot_ns + start_ticks / (uint64_t)hz * 1000000000u +
+	       start_ticks % (uint64_t)hz * 1000000000u / (uint64_t)hz;
+}

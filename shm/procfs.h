@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * procfs.h - what /proc says of a process: when it started (which tells
+ * it from a later process with the same pid), its state, the names a
+ * user recognises it by, and this process's pid namespace and the
+ * machine's boot time.  The one place /proc is read.
+ *
+ * A pid is only meaningful in the caller's own pid namespace: callers
+ * check that before asking about another process.  What a process chose
+ * (its comm, its executable's name) is text: callers escape it (text.h)
+ * before showing it.
+ *
+ * These functions neither allocate nor use stdio: the writer calls them
+ * while it sets up, from inside malloc.
+ */
+#ifndef MSTAT_SHM_PROCFS_H
+#define MSTAT_SHM_PROCFS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* The start time of `pid` (0: this process), in clock ticks after boot
+ * (/proc/<pid>/stat field 22): 0 or -errno. */
+int mstat_proc_start_time(pid_t pid, uint64_t *start_time);
+
+/* The same, and its state letter (field 3: R, S, T, Z for a zombie, ...). */
+int mstat_proc_stat(pid_t pid, uint64_t *start_time, char *state);
+
+/* Whether `state` (/proc/<pid>/stat field 3) is a stopped process. */
+static inline bool
+mstat_proc_state_stopped(char state)
+{
+	return state == 'T' || state == 't';
+}
+
+/* The inode of this process's pid namespace (/proc/self/ns/pid): 0 or
+ * -errno.  Two processes whose namespaces have the same inode see the
+ * same pids. */
+int mstat_pid_ns(uint64_t *ino);
+
+struct mstat_proc_identity {
+	char comm[16];  /* /proc/<pid>/comm, "" if unknown */
+	char exe[64];   /* the executable's file name, "" if unknown */
+};
+
+/* Fills `id` for `pid` (what cannot be read stays ""). */
+void mstat_proc_identity(pid_t pid, struct mstat_proc_identity *id);
+
+/* CLOCK_REALTIME nanoseconds of boot (from /proc/stat), or 0. */
+uint64_t mstat_proc_boot_ns(void);
+/* The same from a file like /proc/stat open at `fd`, read to its
+ * "btime" line. */
+uint64_t mstat_proc_boot_ns_fd(int fd);
+
+/* CLOCK_REALTIME nanoseconds a process started, from its start time in
+ * clock ticks after boot; 0 if unknown. */
+uint64_t mstat_proc_start_ns(uint64_t boot_ns, uint64_t start_ticks);
+
+#endif /* MSTAT_SHM_PROCFS_H */
