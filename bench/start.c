@@ -106,7 +106,9 @@ piece_pid_ns(void)
 static void
 piece_reap(void)
 {
-	sink += mstat_reap_some(geteuid(), 8);
+	const struct mstat_grace g = { MSTAT_KILLED_GRACE_DEFAULT,
+				       MSTAT_KILLED_BYTES_DEFAULT };
+	sink += mstat_reap_some(geteuid(), 8, &g);
 }
 
 static void

@@ -88,18 +88,18 @@ enum mstat_core_error {
  * The sites view (sites.h): the consumer asks for one process's call
  * sites with mstat_core_sites_want(); from then on the sampler reads that
  * process's profile once a tick, after its counters, and publishes the
- * result as `sites` (rcu_assign_pointer; immutable once published), and
- * once more when the process is found gone: its final sites.  Nobody
- * asking, no profile is read (but baselines, below).
+ * result as `sites` (rcu_assign_pointer; immutable once published); a
+ * process gone (exited, killed) is read on while its row lingers: its
+ * final sites.  Nobody asking, no profile is read (but baselines,
+ * below).
  */
 #define MSTAT_CORE_SITES_MAX 32
 enum mstat_core_sites_order { MSTAT_CORE_SITES_LIVE, MSTAT_CORE_SITES_GROWTH };
 struct mstat_core_sites {
 	struct rcu_head rcu;
 	char key[MSTAT_KEY_MAX]; /* the process */
-	int rc;                  /* 0; -ENOENT: not read (gone before it was
-				  * asked for, or not a live process); or the
-				  * read's -errno */
+	int rc;                  /* 0; -ENOENT: not read (no such process
+				  * among the targets); or the read's -errno */
 	bool final;              /* the process is gone: its last sites */
 	bool have_growth;        /* a baseline was read */
 	uint64_t sample_bytes;   /* the mean interval in effect; 0 off */
@@ -122,6 +122,13 @@ struct mstat_core_options {
 	unsigned interval_ms;
 	unsigned wait_budget_us;    /* for stalled targets, per tick */
 	uint64_t linger_ns;         /* how long exited and killed targets stay */
+	/* How long the segments of killed processes are kept (owner.h): as
+	 * mstat_killed_env() says, or 0, removed at once. */
+	struct mstat_grace grace;
+	/* --postmortem-dir: where a killed process's profile is written
+	 * (killed.h), NULL nowhere; and the cap on the bytes there. */
+	const char *postmortem_dir;
+	uint64_t postmortem_bytes;
 	/* Called with each one-line note (a refusal, a removal); in the
 	 * sampler's thread.  NULL: publish it as `status`. */
 	void (*note)(void *arg, const char *line);
@@ -173,7 +180,7 @@ const char *mstat_core_error_name(enum mstat_core_error e);
 
 struct mstat_site;
 /* The top `n` call sites of the process whose key is `key` (sites.h),
- * while it is read (not once gone: its segment is closed).  0, -ENOENT,
+ * while it is a target (a process gone: while its row lingers).  0, -ENOENT,
  * or another -errno.  In the sampler's thread: batch mode's, between
  * ticks. */
 int mstat_core_sites(struct mstat_core *core, const char *key, size_t n,

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "index.h"
 #include "layout.h"
 #include "name.h"
@@ -85,6 +86,7 @@ mstat_discover_fini(struct mstat_discover *d)
 	for (size_t i = 0; i < d->nrefused; i++)
 		free(d->refused[i]);
 	free(d->refused);
+	free(d->kept);
 	free(d->pids);
 	memset(d, 0, sizeof(*d));
 }
@@ -197,8 +199,14 @@ attach(struct mstat_discover *d, struct cds_list_head *targets,
 	/* Its names as /proc has them: read once, as the image that made
 	 * this segment runs (an exec() makes a new segment, and a new
 	 * target). */
-	if (d->pid_ns && in->pid_ns == d->pid_ns)
+	uint64_t now;
+	if (d->pid_ns && in->pid_ns == d->pid_ns) {
 		mstat_proc_identity(t->pid, &t->id);
+		/* Its cgroup, while the pid is still this process. */
+		if (mstat_proc_start_time(t->pid, &now) == 0 &&
+		    now == t->start_time)
+			mstat_oom_watch_start(&t->oom, t->pid);
+	}
 	t->in_scan = true;
 	mstat_reader_set_wait_budget(r, d->wait_budget_us);
 	MSTAT_PUBLISHING(t);
@@ -230,10 +238,74 @@ refusal_ino(const void *item)
 	return ((const struct mstat_discover_refusal *)item)->ino;
 }
 
+static const char *
+kept_name(const void *item)
+{
+	return ((const struct mstat_kept *)item)->name;
+}
+
+static uint64_t
+kept_ino(const void *item)
+{
+	return ((const struct mstat_kept *)item)->ino;
+}
+
+/* Once a scan has marked the kept segments it saw: each is removed once
+ * its grace is over, then the oldest while all of them are over the
+ * byte bound; the others stay. */
+static void
+kept_tick(struct mstat_discover *d, int dirfd)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < d->nkept; i++) {
+		struct mstat_kept *k = &d->kept[i];
+		struct mstat_reaped r;
+		if (!k->seen)
+			continue; /* removed by another */
+		int rc = mstat_reap_at(dirfd, k->name, geteuid(), NULL,
+				       d->grace.seconds, &r);
+		if (rc == MSTAT_REAP_REMOVED)
+			note(d, "removed %s: killed %llu s ago, its grace is over",
+			     k->name, (unsigned long long)
+			     ((mstat_clock_wall_ns() - r.killed_ns) / 1000000000u));
+		else if (rc == MSTAT_REAP_KILLED && r.ino == k->ino)
+			d->kept[n++] = *k;
+	}
+	d->nkept = n;
+	size_t out = mstat_kept_evict(dirfd, geteuid(), d->kept, n,
+				      d->grace.max_bytes);
+	for (size_t i = n - out; i < n; i++)
+		note(d, "removed %s: the kept segments of killed processes "
+		     "were over %llu bytes", d->kept[i].name,
+		     (unsigned long long)d->grace.max_bytes);
+	d->nkept = n - out;
+	for (size_t i = 0; i < d->nkept; i++)
+		d->kept[i].seen = false;
+}
+
+/* Remembers a kept segment, once. */
+static void
+kept_add(struct mstat_discover *d, const char *name, const struct mstat_reaped *r)
+{
+	for (size_t i = 0; i < d->nkept; i++)
+		if (d->kept[i].ino == r->ino && strcmp(d->kept[i].name, name) == 0)
+			return;
+	if (d->nkept == d->capkept) {
+		size_t cap = d->capkept ? 2 * d->capkept : 8;
+		void *p = realloc(d->kept, cap * sizeof(*d->kept));
+		if (!p)
+			return; /* attached again, and read again: harmless */
+		d->kept = p;
+		d->capkept = cap;
+	}
+	mstat_kept_set(&d->kept[d->nkept++], name, r);
+}
+
 void
 mstat_discover_scan(struct mstat_discover *d, struct cds_list_head *targets)
 {
-	struct mstat_index known, refusals;
+	struct mstat_index known, refusals, kept;
 	struct mstat_core_target *t;
 	struct dirent *de;
 	size_t n = 0, no_fd = 0;
@@ -246,9 +318,15 @@ mstat_discover_scan(struct mstat_discover *d, struct cds_list_head *targets)
 		n++;
 	}
 	if (mstat_index_init(&known, n, target_name, target_ino) < 0 ||
-	    mstat_index_init(&refusals, d->nrefused, refusal_name, refusal_ino) < 0) {
+	    mstat_index_init(&refusals, d->nrefused, refusal_name, refusal_ino) < 0 ||
+	    mstat_index_init(&kept, d->nkept, kept_name, kept_ino) < 0) {
 		mstat_index_fini(&known);
+		mstat_index_fini(&refusals);
 		return;
+	}
+	for (size_t i = 0; i < d->nkept; i++) {
+		d->kept[i].seen = false;
+		mstat_index_add(&kept, &d->kept[i]);
 	}
 	cds_list_for_each_entry(t, targets, node)
 		mstat_index_add(&known, t);
@@ -273,10 +351,17 @@ mstat_discover_scan(struct mstat_discover *d, struct cds_list_head *targets)
 			continue;
 		if (!pid_wanted(d, name))
 			continue;
+		/* A killed process's, kept: read already, not again. */
+		struct mstat_kept *k = (struct mstat_kept *)
+			mstat_index_find(&kept, name, ino);
+		if (k)
+			k->seen = true;
 		if ((t = (struct mstat_core_target *)mstat_index_find(&known, name, ino))) {
 			t->in_scan = true;
 			continue;
 		}
+		if (k)
+			continue;
 		if (!process_wanted(d, name))
 			continue;
 		struct mstat_discover_refusal *f = (struct mstat_discover_refusal *)
@@ -296,8 +381,8 @@ mstat_discover_scan(struct mstat_discover *d, struct cds_list_head *targets)
 	for (size_t i = 0; i < d->nrefused; i++) {
 		struct mstat_discover_refusal *f = d->refused[i];
 		if (f->in_scan && (f->rc == -EAGAIN || f->rc == -ENODATA) &&
-		    mstat_reap_at(dirfd(dir), f->name, geteuid(), NULL, NULL) ==
-			    MSTAT_REAP_REMOVED) {
+		    mstat_reap_at(dirfd(dir), f->name, geteuid(), NULL,
+				  d->grace.seconds, NULL) == MSTAT_REAP_REMOVED) {
 			note(d, f->rc == -EAGAIN
 				? "removed %s: its creator died making it"
 				: "removed %s: cut shorter than a header, and "
@@ -305,6 +390,7 @@ mstat_discover_scan(struct mstat_discover *d, struct cds_list_head *targets)
 			f->in_scan = false;
 		}
 	}
+	kept_tick(d, dirfd(dir));
 	closedir(dir);
 	if (no_fd) {
 		struct rlimit rl = { 0, 0 };
@@ -317,17 +403,18 @@ mstat_discover_scan(struct mstat_discover *d, struct cds_list_head *targets)
 
 	/* Forget refusals whose segment went away: a new one with the same
 	 * name is looked at afresh. */
-	size_t kept = 0;
+	size_t left = 0;
 	for (size_t i = 0; i < d->nrefused; i++) {
 		if (d->refused[i]->in_scan)
-			d->refused[kept++] = d->refused[i];
+			d->refused[left++] = d->refused[i];
 		else
 			free(d->refused[i]);
 	}
-	d->nrefused = kept;
+	d->nrefused = left;
 out:
 	mstat_index_fini(&known);
 	mstat_index_fini(&refusals);
+	mstat_index_fini(&kept);
 }
 
 static void
@@ -383,20 +470,27 @@ mstat_discover_stopped(const struct mstat_discover *d,
 	return mstat_proc_state_stopped(proc_state(d, t));
 }
 
-void
-mstat_discover_reap(struct mstat_discover *d, struct mstat_core_target *t)
+uint64_t
+mstat_discover_reap(struct mstat_discover *d, struct mstat_core_target *t,
+		    bool grace)
 {
+	struct mstat_reaped r;
 	int dirfd, rc;
 
 	if (!t->in_scan || !t->reader)
-		return; /* its name is gone already */
+		return 0; /* its name is gone already */
 	dirfd = open(MSTAT_SHM_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)
-		return;
-	rc = mstat_reap_fd(dirfd, t->shm_name, mstat_reader_fd(t->reader));
+		return 0;
+	rc = mstat_reap_fd(dirfd, t->shm_name, mstat_reader_fd(t->reader),
+			   grace ? d->grace.seconds : 0, &r);
 	close(dirfd);
 	if (rc < 0)
 		note(d, "%s: cannot remove: %s", t->shm_name, strerror(-rc));
+	if (rc != MSTAT_REAP_KILLED)
+		return 0;
+	kept_add(d, t->shm_name, &r);
+	return r.killed_ns;
 }
 
 size_t
@@ -422,8 +516,16 @@ mstat_discover_gc(struct mstat_discover *d)
 
 		if (mstat_shm_parse_name(de->d_name, &pid, &start) < 0)
 			continue;
-		int rc = mstat_reap_at(dirfd(dir), de->d_name, geteuid(), NULL, &r);
-		if (rc < 0) {
+		int rc = mstat_reap_at(dirfd(dir), de->d_name, geteuid(), NULL,
+				       d->grace.seconds, &r);
+		if (rc == MSTAT_REAP_KILLED) {
+			note(d, "kept %s (pid %d, killed %llu s ago; "
+			     MSTAT_ENV_KILLED_GRACE " is %llu s)", de->d_name,
+			     (int)pid, (unsigned long long)
+			     ((mstat_clock_wall_ns() - r.killed_ns) / 1000000000u),
+			     (unsigned long long)d->grace.seconds);
+			kept_add(d, de->d_name, &r);
+		} else if (rc < 0) {
 			note(d, "%s: cannot remove: %s", de->d_name, strerror(-rc));
 		} else if (rc == MSTAT_REAP_REMOVED) {
 			note(d, "removed %s (pid %d, %s)", de->d_name,
@@ -435,6 +537,14 @@ mstat_discover_gc(struct mstat_discover *d)
 			removed++;
 		}
 	}
+	size_t out = mstat_kept_evict(dirfd(dir), geteuid(), d->kept, d->nkept,
+				      d->grace.max_bytes);
+	for (size_t i = d->nkept - out; i < d->nkept; i++)
+		note(d, "removed %s: the kept segments of killed processes "
+		     "were over %llu bytes", d->kept[i].name,
+		     (unsigned long long)d->grace.max_bytes);
+	d->nkept -= out;
+	removed += out;
 	closedir(dir);
 	return removed;
 }

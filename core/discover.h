@@ -9,7 +9,9 @@
  *                          refuses bad ones (one note each) and marks
  *                          which targets' names are still in /dev/shm;
  *   mstat_discover_reap()  removes the name of a target whose process is
- *                          gone; mstat_discover_gc() every such name;
+ *                          gone, or keeps a killed one's for its grace
+ *                          (owner.h), never attaching it again;
+ *                          mstat_discover_gc() every such name;
  *   mstat_discover_detach() takes a target off its list; call_rcu frees it.
  *
  * The list is an RCU list (liburcu, memb flavour).  Only one thread, the
@@ -30,8 +32,10 @@
 #include <urcu.h>
 #include <urcu/rculist.h>
 
+#include "killed.h"
 #include "model.h"
 #include "mstatshm.h"
+#include "owner.h"
 #include "procfs.h"
 
 struct mstat_sites_base;
@@ -54,6 +58,7 @@ struct mstat_core_target {
 	uint32_t writer_mode;       /* of its segment, from the header */
 	uint32_t layout_major, layout_minor;
 	struct mstat_proc_identity id; /* what /proc says, if it can */
+	struct mstat_oom_watch oom;    /* its OOM kills, read while it lives */
 	/* Published by the sampler (rcu_assign_pointer); freed with the
 	 * target. */
 	struct mstat_core_sample *sample;
@@ -97,6 +102,13 @@ struct mstat_discover {
 	/* Since init: segments refused (one each), and segments not read
 	 * for want of a file descriptor (each scan). */
 	uint64_t refused_count, no_fd_count;
+	/* How long killed processes' segments are kept (set after init; 0:
+	 * removed at once), and those kept that this process has read: not
+	 * attached again, removed once their grace is over or the bytes of
+	 * all of them are over the bound, oldest first. */
+	struct mstat_grace grace;
+	struct mstat_kept *kept;
+	size_t nkept, capkept;
 };
 
 /* 0 or -ENOMEM.  `pids` is copied. */
@@ -120,8 +132,12 @@ bool mstat_discover_stopped(const struct mstat_discover *d,
 			    const struct mstat_core_target *t);
 
 /* Unlinks the name of a target whose process is gone, if the name still
- * leads to it; the target keeps its final counts. */
-void mstat_discover_reap(struct mstat_discover *d, struct mstat_core_target *t);
+ * leads to it, unless the process was killed within the grace (`grace`
+ * 0: at once, whatever the grace); the target keeps its final counts and
+ * its mapping.  Returns CLOCK_REALTIME the process was first found killed
+ * (by whoever did), or 0. */
+uint64_t mstat_discover_reap(struct mstat_discover *d,
+			     struct mstat_core_target *t, bool grace);
 
 /* Removes every segment of this user in /dev/shm whose process is gone;
  * one note each.  Returns how many. */

@@ -61,7 +61,8 @@
 	REC(NAME, 3, "name", name, STR)                                       \
 	F(STATE, "state", STATE, true, r->live)                               \
 	COL(STATE, 12, "state", "STATE", 7, MSTAT_COLUMN_TEXT, 0,             \
-	    "running, stopped, stalled, busy, exiting, exited, killed")       \
+	    "running, stopped, stalled, busy, exiting, exited, killed, "       \
+	    "oomkill")                                                        \
 	REC(STATE, 6, "state", live, STATE)                                   \
 	F(ERROR, "error", TEXT, r->err[0] != '\0', r->err)                    \
 	REC(ERROR, 7, "error", err, STR)                                      \

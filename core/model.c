@@ -21,6 +21,7 @@ static const char *const live_names[MSTAT_LIVE_COUNT] = {
 	[MSTAT_LIVE_EXITING] = "exiting",
 	[MSTAT_LIVE_EXITED] = "exited",
 	[MSTAT_LIVE_KILLED] = "killed",
+	[MSTAT_LIVE_OOM] = "oomkill",
 };
 
 const char *

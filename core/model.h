@@ -45,6 +45,8 @@ enum mstat_model_live {
 	MSTAT_LIVE_EXITING,  /* exit has begun; the process still exists */
 	MSTAT_LIVE_EXITED,   /* gone after exit(), _exit(): final totals */
 	MSTAT_LIVE_KILLED,   /* gone without exiting (a signal): final totals */
+	MSTAT_LIVE_OOM,      /* killed, and its memory cgroup's count of OOM
+			      * kills rose while it lived (killed.h) */
 	MSTAT_LIVE_COUNT
 };
 
@@ -57,7 +59,8 @@ int mstat_model_live_parse(const char *s);
 static inline bool
 mstat_model_gone(enum mstat_model_live l)
 {
-	return l == MSTAT_LIVE_EXITED || l == MSTAT_LIVE_KILLED;
+	return l == MSTAT_LIVE_EXITED || l == MSTAT_LIVE_KILLED ||
+	       l == MSTAT_LIVE_OOM;
 }
 
 /* One target as the sampler last saw it. */

@@ -22,6 +22,7 @@ enum {
 	PROFILE_SAMPLE_TYPE = 1, PROFILE_SAMPLE = 2, PROFILE_MAPPING = 3,
 	PROFILE_LOCATION = 4, PROFILE_FUNCTION = 5, PROFILE_STRING_TABLE = 6,
 	PROFILE_TIME_NANOS = 9, PROFILE_PERIOD_TYPE = 11, PROFILE_PERIOD = 12,
+	PROFILE_COMMENT = 13,
 	VALUE_TYPE_TYPE = 1, VALUE_TYPE_UNIT = 2,
 	SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2,
 	MAPPING_ID = 1, MAPPING_MEMORY_START = 2, MAPPING_MEMORY_LIMIT = 3,
@@ -368,7 +369,7 @@ mstat_pprof_unbias(const struct mstat_profile *p, const struct mstat_profile_sta
 
 static void
 encode(struct enc *e, const struct mstat_profile *p, struct mstat_symbols *sym,
-       uint64_t time_ns)
+       uint64_t time_ns, const char *comment)
 {
 	(void)string_id(e, ""); /* index 0, as the format demands */
 	for (size_t i = 0; i < NVALUES; i++)
@@ -458,6 +459,8 @@ encode(struct enc *e, const struct mstat_profile *p, struct mstat_symbols *sym,
 	field_varint(&e->out, PROFILE_TIME_NANOS, time_ns);
 	value_type(e, PROFILE_PERIOD_TYPE, "space", "bytes");
 	field_varint(&e->out, PROFILE_PERIOD, p->sample_bytes);
+	if (comment)
+		field_varint(&e->out, PROFILE_COMMENT, string_id(e, comment));
 	/* Last: every string is known now. */
 	for (uint32_t i = 0; i < e->nstr; i++)
 		field_bytes(&e->out, PROFILE_STRING_TABLE, e->str[i], strlen(e->str[i]));
@@ -517,10 +520,18 @@ int
 mstat_pprof_write(const struct mstat_profile *p, struct mstat_symbols *sym,
 		  uint64_t time_ns, const char *path, char *err, size_t errlen)
 {
+	return mstat_pprof_write_comment(p, sym, time_ns, NULL, path, err, errlen);
+}
+
+int
+mstat_pprof_write_comment(const struct mstat_profile *p, struct mstat_symbols *sym,
+			  uint64_t time_ns, const char *comment, const char *path,
+			  char *err, size_t errlen)
+{
 	struct enc e = { 0 };
 	int rc;
 
-	encode(&e, p, sym, time_ns);
+	encode(&e, p, sym, time_ns, comment);
 	if (e.oom || e.out.oom || e.m.oom || e.sub.oom)
 		rc = refuse(err, errlen, -ENOMEM, "out of memory encoding the profile");
 	else

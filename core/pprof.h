@@ -46,5 +46,10 @@ void mstat_pprof_unbias(const struct mstat_profile *p,
  * `time_ns` is when it was read.  0, or -errno with a reason in err. */
 int mstat_pprof_write(const struct mstat_profile *p, struct mstat_symbols *sym,
 		      uint64_t time_ns, const char *path, char *err, size_t errlen);
+/* The same with `comment` (or NULL) as the profile's comment, which
+ * `go tool pprof -comments` prints. */
+int mstat_pprof_write_comment(const struct mstat_profile *p, struct mstat_symbols *sym,
+			      uint64_t time_ns, const char *comment,
+			      const char *path, char *err, size_t errlen);
 
 #endif /* MSTAT_CORE_PPROF_H */

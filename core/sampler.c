@@ -89,6 +89,7 @@ mstat_core_init(struct mstat_core *core, const struct mstat_core_options *opt)
 	if (mstat_discover_init(&core->disc, opt->pids, opt->npids,
 				opt->wait_budget_us, note_line, core) < 0)
 		return -ENOMEM;
+	core->disc.grace = opt->grace;
 	core->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (core->wake_fd < 0) {
 		int rc = -errno;
@@ -211,14 +212,17 @@ sample_live(const struct failure *f, const struct mstat_core_sample *s)
 }
 
 /* When the process ended, CLOCK_REALTIME: the time it began to exit, as
- * it wrote it, or, killed, when we first found it gone. */
+ * it wrote it, or, killed, when it was first found gone (`killed_ns`, by
+ * whichever reader or process did; 0: by us, now). */
 static uint64_t
-end_time(const struct mstat_core_target *t, enum mstat_model_live live)
+end_time(const struct mstat_core_target *t, enum mstat_model_live live,
+	 uint64_t killed_ns)
 {
 	uint64_t exit_ns = mstat_reader_exit_ns(t->reader);
 
-	return live == MSTAT_LIVE_EXITED && exit_ns ? exit_ns
-						    : mstat_clock_wall_ns();
+	if (live == MSTAT_LIVE_EXITED && exit_ns)
+		return exit_ns;
+	return killed_ns ? killed_ns : mstat_clock_wall_ns();
 }
 
 static void
@@ -398,20 +402,47 @@ check_stopped(struct mstat_core *core, struct mstat_core_target *t,
 	}
 }
 
-/* Gone: these counts are final.  Its name goes now, and its mapping: the
- * sample holds what the row shows while it lingers. */
+/* Killed: whether the OOM killer did it, said in its state (its cgroup's
+ * count) or a note (the machine's: a hint); with --postmortem-dir, its
+ * profile to a file, once. */
+static void
+postmortem(struct mstat_core *core, const struct mstat_core_target *t,
+	   struct mstat_core_sample *s)
+{
+	char why[320], path[4096], err[256];
+	enum mstat_oom oom = mstat_oom_watch_end(&t->oom, why, sizeof(why));
+
+	if (oom == MSTAT_OOM_CGROUP)
+		s->live = MSTAT_LIVE_OOM;
+	if (oom != MSTAT_OOM_NO)
+		mstat_core_note(core, "pid %d (%s) %s", (int)t->pid, t->name, why);
+	if (!core->opt.postmortem_dir)
+		return;
+	if (mstat_postmortem_write(core->opt.postmortem_dir,
+				   core->opt.postmortem_bytes, t->reader, t->name,
+				   t->pid, s->end_ns, oom != MSTAT_OOM_NO ? why
+				   : "killed", path, sizeof(path), err,
+				   sizeof(err)) < 0)
+		mstat_core_note(core, "pid %d (%s): no post-mortem profile: %s",
+				(int)t->pid, t->name, err);
+	else
+		mstat_core_note(core, "pid %d (%s) killed: its profile is in %s",
+				(int)t->pid, t->name, path);
+}
+
+/* Gone: these counts are final.  Its name goes now, or, killed, once
+ * its grace is over (owner.h); its mapping stays while the row lingers,
+ * for its sites and profile. */
 static void
 finish(struct mstat_core *core, struct mstat_core_target *t,
        struct mstat_core_sample *s, uint64_t t_ns)
 {
 	t->final = true;
 	t->end_ns = t_ns;
-	s->end_ns = end_time(t, s->live);
-	if (sites_wanted(core, t))
-		sites_read(core, t, true, true);
-	mstat_discover_reap(&core->disc, t);
-	mstat_reader_close(t->reader);
-	t->reader = NULL;
+	uint64_t killed_ns = mstat_discover_reap(&core->disc, t, true);
+	s->end_ns = end_time(t, s->live, killed_ns);
+	if (s->live == MSTAT_LIVE_KILLED)
+		postmortem(core, t, s);
 }
 
 /* Publishes the filled sample `s` as t's: pairs with rcu_dereference() in
@@ -447,7 +478,7 @@ publish(struct mstat_core *core, size_t i, uint64_t t_ns)
 		return;
 	}
 	if (execed(core, t, rc, s)) {
-		mstat_discover_reap(&core->disc, t);
+		(void)mstat_discover_reap(&core->disc, t, false);
 		mstat_discover_detach(t);
 		free(s);
 		return;
@@ -520,44 +551,41 @@ mstat_core_sites(struct mstat_core *core, const char *key, size_t n,
 
 	*got = 0;
 	cds_list_for_each_entry(t, &core->targets, node)
-		if (strcmp(t->key, key) == 0 && t->reader && !t->final)
+		if (strcmp(t->key, key) == 0)
 			return mstat_sites_read(t->reader, n, out, got);
 	return -ENOENT;
 }
 
-/* The call sites of the tick: baselines to take, and those asked for. */
+/* The call sites of the tick: baselines to take, and those asked for.  A
+ * process gone is read while its row lingers (its mapping stays), and
+ * only if asked for: its sites no longer change. */
 static void
 sites_tick(struct mstat_core *core)
 {
 	struct mstat_core_target *t;
-	bool live = false, gone = false;
+	bool found = false;
 
 	cds_list_for_each_entry(t, &core->targets, node) {
 		bool want = sites_wanted(core, t);
-		live |= want && !t->final;
-		gone |= want && t->final;
-		if (!t->final)
-			sites_read(core, t, want, false);
+		found |= want;
+		if (!t->final || want)
+			sites_read(core, t, want, t->final);
 	}
 	const struct mstat_core_sites *had = core->sites;
 	if (!core->sites_key[0]) {
-		/* A process's final sites cannot be read again: they stay
-		 * until others are asked for. */
-		if (had && !had->final)
+		if (had)
 			sites_publish(core, NULL);
 		return;
 	}
-	/* Read just now; or a process not read any more: its final sites
-	 * stay, or what says they were not read. */
-	if (had && strcmp(had->key, core->sites_key) == 0 &&
-	    (live || had->final || had->rc == -ENOENT))
+	/* Read just now; or a process not read (any more): what says so. */
+	if (found || (had && strcmp(had->key, core->sites_key) == 0 &&
+		      had->rc == -ENOENT))
 		return;
 	struct mstat_core_sites *s = calloc(1, sizeof(*s));
 	if (!s)
 		return;
 	snprintf(s->key, sizeof(s->key), "%s", core->sites_key);
 	s->rc = -ENOENT;
-	s->final = gone;
 	sites_publish(core, s);
 }
 

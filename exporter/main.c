@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "killed.h"
 #include "reader.h"
 #include "scrape.h"
 #include "text.h"
@@ -30,6 +31,9 @@ struct options {
 	bool classes;
 	unsigned wait_budget_us;
 	unsigned max_requests;
+	struct mstat_grace grace;
+	const char *postmortem_dir;
+	uint64_t postmortem_bytes;
 };
 
 static void
@@ -49,6 +53,13 @@ usage(FILE *f)
 	      "  --reader.wait-budget=TIME   how long a scrape waits, in all, for\n"
 	      "                              stalled and busy processes: 10ms,\n"
 	      "                              0.5s, ... up to 5s (default 10ms)\n"
+	      "  --killed-grace=SECONDS      keep a killed process's segment this\n"
+	      "                              long for later readers (default: its\n"
+	      "                              MSTAT_KILLED_GRACE, or 300; 0: remove)\n"
+	      "  --postmortem-dir=DIR        write each killed process's heap profile\n"
+	      "                              to DIR/NAME-PID-TIME.pb.gz\n"
+	      "  --postmortem-bytes=N        at most N bytes of them in DIR, the\n"
+	      "                              oldest go first (default 67108864)\n"
 	      "  --version                   the version\n"
 	      "  -h, --help                  this text\n"
 	      "/-/healthy answers 200 OK, or 503 and why if reading is stuck.\n", f);
@@ -86,7 +97,8 @@ parse_duration(const char *s)
 
 enum {
 	OPT_LISTEN = 256, OPT_PATH, OPT_CONFIG, OPT_MAX_REQ, OPT_CLASSES,
-	OPT_NO_CLASSES, OPT_BUDGET, OPT_VERSION,
+	OPT_NO_CLASSES, OPT_BUDGET, OPT_VERSION, OPT_GRACE, OPT_PM_DIR,
+	OPT_PM_BYTES,
 };
 
 static int
@@ -100,6 +112,9 @@ parse_options(struct options *o, int argc, char **argv)
 		{ "collector.classes", no_argument, NULL, OPT_CLASSES },
 		{ "no-collector.classes", no_argument, NULL, OPT_NO_CLASSES },
 		{ "reader.wait-budget", required_argument, NULL, OPT_BUDGET },
+		{ "killed-grace", required_argument, NULL, OPT_GRACE },
+		{ "postmortem-dir", required_argument, NULL, OPT_PM_DIR },
+		{ "postmortem-bytes", required_argument, NULL, OPT_PM_BYTES },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -112,7 +127,12 @@ parse_options(struct options *o, int argc, char **argv)
 
 	*o = (struct options){ .telemetry_path = "/metrics",
 			       .wait_budget_us = MSTAT_WAIT_BUDGET_DEFAULT_US,
-			       .max_requests = 40 };
+			       .max_requests = 40,
+			       .postmortem_bytes = MSTAT_POSTMORTEM_BYTES_DEFAULT };
+	if (mstat_killed_env(&o->grace, why, sizeof(why)) < 0) {
+		say("%s", why);
+		return -1;
+	}
 	while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
 		switch (c) {
 		case OPT_LISTEN:
@@ -153,6 +173,27 @@ parse_options(struct options *o, int argc, char **argv)
 				return -1;
 			}
 			o->wait_budget_us = (unsigned)v;
+			break;
+		case OPT_GRACE:
+			if (mstat_grace_parse(optarg, MSTAT_KILLED_GRACE_MAX,
+					      &o->grace.seconds) < 0) {
+				say("--killed-grace %s: seconds, 0 to 86400", optarg);
+				return -1;
+			}
+			break;
+		case OPT_PM_DIR:
+			if (mstat_killed_dir_check(optarg, why, sizeof(why)) < 0) {
+				say("--postmortem-dir: %s", why);
+				return -1;
+			}
+			o->postmortem_dir = optarg;
+			break;
+		case OPT_PM_BYTES:
+			if (mstat_grace_parse(optarg, UINT64_MAX,
+					      &o->postmortem_bytes) < 0) {
+				say("--postmortem-bytes %s: a number of bytes", optarg);
+				return -1;
+			}
 			break;
 		case OPT_VERSION:
 			printf("mstat-exporter %s\n", MSTAT_VERSION);
@@ -202,6 +243,9 @@ main(int argc, char **argv)
 		.wait_budget_us = o.wait_budget_us,
 		.classes = o.classes,
 		.note = note,
+		.grace = o.grace,
+		.postmortem_dir = o.postmortem_dir,
+		.postmortem_bytes = o.postmortem_bytes,
 	};
 	if ((rc = mstat_scraper_start(&scraper, &so)) < 0) {
 		say("cannot start: %s", strerror(-rc));

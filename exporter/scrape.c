@@ -124,6 +124,9 @@ mstat_scraper_start(struct mstat_scraper **out,
 		.linger_ns = 0,
 		.note = o->note,
 		.note_arg = o->note_arg,
+		.grace = o->grace,
+		.postmortem_dir = o->postmortem_dir,
+		.postmortem_bytes = o->postmortem_bytes,
 	};
 	if ((rc = mstat_core_init(&s->core, &to)) < 0) {
 		free(s);

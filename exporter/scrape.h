@@ -25,6 +25,7 @@
 #include <stdio.h>
 
 #include "exposition.h"
+#include "owner.h"
 
 struct mstat_scraper;
 
@@ -35,6 +36,11 @@ struct mstat_scrape_options {
 	 * thread. */
 	void (*note)(void *arg, const char *line);
 	void *note_arg;
+	/* How long killed processes' segments are kept (owner.h); where
+	 * their profiles go, and how many bytes of them (killed.h). */
+	struct mstat_grace grace;
+	const char *postmortem_dir;
+	uint64_t postmortem_bytes;
 };
 
 /* Starts the reader thread.  0 or -errno. */

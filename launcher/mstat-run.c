@@ -44,6 +44,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "killed.h"
 #include "layout.h"
 #include "model.h"
 #include "mstatshm.h"
@@ -240,9 +241,14 @@ write_summary(const char *file, char **cmd, int status, const struct ended *e,
 	return 0;
 }
 
+/* How long a killed command's segment is kept for other readers
+ * (MSTAT_KILLED_GRACE, owner.h). */
+static struct mstat_grace grace;
+
 /* Removes whatever segments CMD left under its names (it was killed, or
- * exec()ed): the one it reported, and those of the names it tried first.
- * Their owner is gone now; files of other users are left alone. */
+ * exec()ed): the one it reported, and those of the names it tried first;
+ * killed, once its grace is over (by whoever looks then).  Their owner
+ * is gone now; files of other users are left alone. */
 static void
 remove_left(const struct mstat_target_info *in)
 {
@@ -251,10 +257,12 @@ remove_left(const struct mstat_target_info *in)
 
 	if (dirfd < 0)
 		return;
-	(void)mstat_reap_at(dirfd, in->shm_name, geteuid(), NULL, NULL);
+	(void)mstat_reap_at(dirfd, in->shm_name, geteuid(), NULL,
+			    grace.seconds, NULL);
 	for (unsigned i = 0; i < MSTAT_SHM_SUFFIXES; i++)
 		if (mstat_shm_name(name, sizeof(name), in->pid, in->start_time, i) > 0)
-			(void)mstat_reap_at(dirfd, name, geteuid(), NULL, NULL);
+			(void)mstat_reap_at(dirfd, name, geteuid(), NULL,
+					    grace.seconds, NULL);
 	close(dirfd);
 }
 
@@ -342,6 +350,10 @@ main(int argc, char **argv)
 	}
 	if (name && (!*name || strlen(name) >= 64)) {
 		fprintf(stderr, "mstat-run: --name: 1 to 63 bytes\n");
+		return EXIT_OWN;
+	}
+	if (mstat_killed_env(&grace, why_summary, sizeof(why_summary)) < 0) {
+		say("%s", why_summary);
 		return EXIT_OWN;
 	}
 	char **cmd = argv + optind;

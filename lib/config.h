@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "layout.h"
+#include "owner.h"
 #include "report.h"
 #include "state.h"
 
@@ -50,6 +51,13 @@
 	X(SAMPLE_BYTES, "MSTAT_SAMPLE_BYTES", BYTES, MSTAT_SAMPLE_DEFAULT, 0, \
 	  MSTAT_SAMPLE_MAX, "mean bytes allocated between two sampled "       \
 	  "allocations; 0: none")                                             \
+	X(KILLED_GRACE, MSTAT_ENV_KILLED_GRACE, NUMBER,                       \
+	  MSTAT_KILLED_GRACE_DEFAULT, 0, MSTAT_KILLED_GRACE_MAX,              \
+	  "seconds a killed process's segment is kept for readers; 0: "      \
+	  "removed at once")                                                  \
+	X(KILLED_BYTES, MSTAT_ENV_KILLED_BYTES, BYTES,                        \
+	  MSTAT_KILLED_BYTES_DEFAULT, 0, UINT64_MAX, "bytes of /dev/shm the " \
+	  "kept segments of killed processes may hold; the oldest go first")  \
 	X(REPORT, MSTAT_ENV_REPORT, TEXT, 0, 1, MSTAT_REPORT_NAME_MAX - 1,    \
 	  "set by mstat-run: the socket its command reports to "              \
 	  "(shm/report.h)")                                                   \

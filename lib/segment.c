@@ -81,9 +81,12 @@ open_new(int dirfd, struct mstat_segment *seg, const struct mstat_reaped *self)
 			if (errno != EEXIST)
 				return -errno;
 			/* Ours from before an exec, a dead process's, or a
-			 * live one's (another pid namespace, or squatted). */
+			 * live one's (another pid namespace, or squatted).  A
+			 * killed one's is left to the removers' grace: there
+			 * are other names. */
 			if (mstat_reap_at(dirfd, seg->shm_name, geteuid(), self,
-					  NULL) != MSTAT_REAP_REMOVED)
+					  MSTAT_KILLED_GRACE_MAX, NULL) !=
+			    MSTAT_REAP_REMOVED)
 				suffix++;
 			continue;
 		}

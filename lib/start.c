@@ -154,8 +154,13 @@ start(void)
 				  strerror(errno));
 		mode = MSTAT_MODE_FENCED;
 	}
-	/* Whoever starts removes a few segments of processes that are gone. */
-	mstat_reap_some(geteuid(), REAP_PROBES);
+	/* Whoever starts removes a few segments of processes that are gone;
+	 * a killed one's only once its grace is over. */
+	const struct mstat_grace grace = {
+		.seconds = mstat_config_number(MSTAT_CONF_KILLED_GRACE),
+		.max_bytes = mstat_config_number(MSTAT_CONF_KILLED_BYTES),
+	};
+	mstat_reap_some(geteuid(), REAP_PROBES, &grace);
 	/* What the hooks allocate (loading libunwind) is the library's own. */
 	mstat_own_begin();
 	RUN_HOOKS(segment);

@@ -63,9 +63,13 @@
  * 5.1: a stack entry's weights, and its bytes counted as the slots count
  *      them (requested bytes in 5.0; a 5.0 reader takes them for those,
  *      and unbiases blocks with slack a little low: struct
- *      mstat_shm_stack); the header's `exit_flags`. */
+ *      mstat_shm_stack); the header's `exit_flags`.
+ * 5.2: the header's `killed_s` (reserved in 5.1): when a remover first
+ *      found the owner killed.  Written by removers only, after the
+ *      owner's death, so any segment of 5.x may get it; a reader of 5.1
+ *      ignores it, and a remover of 5.1 removes a killed segment at once. */
 #define MSTAT_SHM_VERSION_MAJOR 5
-#define MSTAT_SHM_VERSION_MINOR 1 /* readers accept any minor */
+#define MSTAT_SHM_VERSION_MINOR 2 /* readers accept any minor */
 
 #define MSTAT_SHM_DIR "/dev/shm"
 #define MSTAT_SHM_PREFIX "mstat."   /* shm names: mstat.<pid>.<starttime> */
@@ -219,7 +223,13 @@ struct mstat_shm_header {
 	uint32_t stack_capacity;  /* entries of the stack table, a power of two */
 	uint32_t frame_capacity;  /* uint64_t words of the frame pool */
 	uint32_t module_capacity; /* entries of the module list */
-	uint32_t reserved2;
+	/* (5.2) 0 while nobody has found the owner gone without exiting;
+	 * then 1 + the whole seconds from `created_ns` to when the first
+	 * remover did (CLOCK_REALTIME; 1 if the clock said earlier).
+	 * Written once, by a remover that holds the write lock on the owner
+	 * byte (so by one, after the owner's death, never by the target);
+	 * relaxed: a time, ordered with nothing (shm/owner.c). */
+	_Atomic uint32_t killed_s;
 	/* The mean sampling interval in bytes the target applies now, 0 when
 	 * sampling is off; written by the target on its sampling path,
 	 * informative (each thread applies a change at its next sample). */
@@ -229,6 +239,11 @@ struct mstat_shm_header {
 	 * on its sampling path only, and bounded there (MSTAT_SAMPLE_MAX). */
 	_Atomic uint64_t sample_request; /* (U) */
 };
+
+/* Where `killed_s` is, for tools that read it from outside (tests). */
+#define MSTAT_KILLED_S_OFFSET 340u
+_Static_assert(offsetof(struct mstat_shm_header, killed_s) ==
+		       MSTAT_KILLED_S_OFFSET, "killed_s moved");
 
 #define MSTAT_SAMPLE_REQUEST (UINT64_C(1) << 63)
 #define MSTAT_SAMPLE_DEFAULT (512u * 1024u)  /* mean bytes between samples */

@@ -10,8 +10,25 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "layout.h"
 #include "name.h"
+
+int
+mstat_grace_parse(const char *s, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!s || !*s)
+		return -EINVAL;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9' || v > (max - (uint64_t)(*s - '0')) / 10)
+			return -EINVAL;
+		v = v * 10 + (uint64_t)(*s - '0');
+	}
+	*out = v;
+	return 0;
+}
 
 static struct flock
 owner_byte(short type)
@@ -97,6 +114,7 @@ read_identity(int fd, off_t size, struct mstat_reaped *out)
 	out->pid = h.pid;
 	out->start_time = h.start_time;
 	out->pid_ns = h.pid_ns;
+	out->created_ns = h.created_ns;
 	out->state = state;
 	return true;
 }
@@ -139,21 +157,142 @@ unlock(int fd)
 	(void)fcntl(fd, F_OFD_SETLK, &l);
 }
 
-int
-mstat_reap_fd(int dirfd, const char *name, int fd)
+#define NS 1000000000u
+
+/*
+ * Holding the write lock on `fd`, whose header says `id` (a whole
+ * segment of this format whose owner died without exiting): when it was
+ * first found killed, written now if nobody has; whether the grace of
+ * `grace_s` seconds since then is over.  A time written ahead of the
+ * clock by more than the grace (the clock was set back) is written
+ * again: the grace stays bounded.
+ */
+static bool
+grace_over(int fd, struct mstat_reaped *id, const struct stat *st,
+	   uint64_t grace_s)
 {
+	const off_t at = offsetof(struct mstat_shm_header, killed_s);
+	uint64_t now = mstat_clock_wall_ns();
+	uint32_t s = 0;
+
+	id->bytes = (uint64_t)st->st_blocks * 512u;
+	id->ino = (uint64_t)st->st_ino;
+	if (grace_s > MSTAT_KILLED_GRACE_MAX)
+		grace_s = MSTAT_KILLED_GRACE_MAX;
+	if (grace_s == 0)
+		return true;
+	if (pread(fd, &s, sizeof(s), at) != sizeof(s))
+		return true;
+	uint64_t when = s ? id->created_ns + (uint64_t)(s - 1) * NS : 0;
+	if (s == 0 || when > now + grace_s * NS) {
+		uint64_t secs = now > id->created_ns ? (now - id->created_ns) / NS : 0;
+		s = secs >= UINT32_MAX ? UINT32_MAX : (uint32_t)secs + 1;
+		/* Relaxed, like every store of the word: see layout.h. */
+		if (pwrite(fd, &s, sizeof(s), at) != sizeof(s))
+			return true; /* it cannot be kept track of */
+		when = id->created_ns + (uint64_t)(s - 1) * NS;
+	}
+	id->killed_ns = when;
+	return now >= when && now - when >= grace_s * NS;
+}
+
+/* Whether a segment whose owner is gone was killed: a whole segment of
+ * this format, still running (an exit unlinks the name before anything
+ * else; a process killed inside its exit has no name left to keep). */
+static bool
+killed(const struct mstat_reaped *id)
+{
+	return id->published && id->state == MSTAT_STATE_RUNNING;
+}
+
+/* Holding the write lock on `fd` (`st`, read as `id`): unlinks `name`
+ * unless it is a killed process's within the grace. */
+static int
+reap_locked(int dirfd, const char *name, int fd, const struct stat *st,
+	    struct mstat_reaped *id, uint64_t grace_s)
+{
+	if (killed(id) && !grace_over(fd, id, st, grace_s)) {
+		struct stat b;
+		/* Only if the name still leads here, as for an unlink. */
+		if (fstatat(dirfd, name, &b, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    b.st_ino != st->st_ino || b.st_dev != st->st_dev)
+			return MSTAT_REAP_KEPT;
+		return MSTAT_REAP_KILLED;
+	}
+	return unlink_locked(dirfd, name, fd);
+}
+
+int
+mstat_reap_fd(int dirfd, const char *name, int fd, uint64_t grace_s,
+	      struct mstat_reaped *out)
+{
+	struct mstat_reaped id;
+	struct stat st;
 	int rc = lock_dead(fd);
 
 	if (rc <= 0)
 		return rc;
-	rc = unlink_locked(dirfd, name, fd);
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+	} else if (!read_identity(fd, st.st_size, &id)) {
+		rc = MSTAT_REAP_KEPT;
+	} else {
+		rc = reap_locked(dirfd, name, fd, &st, &id, grace_s);
+		if (out)
+			*out = id;
+	}
 	unlock(fd);
 	return rc;
 }
 
+void
+mstat_kept_set(struct mstat_kept *k, const char *name,
+	       const struct mstat_reaped *r)
+{
+	size_t n = strlen(name);
+
+	if (n >= sizeof(k->name))
+		n = sizeof(k->name) - 1;
+	memcpy(k->name, name, n);
+	k->name[n] = '\0';
+	k->killed_ns = r->killed_ns;
+	k->bytes = r->bytes;
+	k->ino = r->ino;
+	k->seen = true;
+}
+
+size_t
+mstat_kept_evict(int dirfd, uid_t uid, struct mstat_kept *k, size_t n,
+		 uint64_t max_bytes)
+{
+	uint64_t sum = 0;
+	size_t removed = 0;
+
+	for (size_t i = 0; i < n; i++)
+		sum += k[i].bytes;
+	/* Oldest first, by selection: a few hundred at most, and no
+	 * allocation (qsort may allocate). */
+	while (sum > max_bytes && removed < n) {
+		size_t last = n - removed - 1, old = 0;
+		for (size_t i = 1; i <= last; i++)
+			if (k[i].killed_ns < k[old].killed_ns)
+				old = i;
+		struct mstat_kept t = k[old];
+		k[old] = k[last];
+		k[last] = t;
+		removed++;
+		sum -= t.bytes;
+		/* Grace 0: removed if its owner is still gone, whatever the
+		 * time; a live segment under the name is left alone. */
+		(void)mstat_reap_at(dirfd, t.name, uid, NULL, 0, NULL);
+	}
+	return removed;
+}
+
 int
 mstat_reap_at(int dirfd, const char *name, uid_t uid,
-	      const struct mstat_reaped *succeeded, struct mstat_reaped *out)
+	      const struct mstat_reaped *succeeded, uint64_t grace_s,
+	      struct mstat_reaped *out)
 {
 	struct mstat_reaped id;
 	struct stat st;
@@ -185,9 +324,9 @@ mstat_reap_at(int dirfd, const char *name, uid_t uid,
 			      offsetof(struct mstat_shm_header, state));
 		id.state = execed;
 	}
+	rc = reap_locked(dirfd, name, fd, &st, &id, grace_s);
 	if (out)
 		*out = id;
-	rc = unlink_locked(dirfd, name, fd);
 unlock:
 	unlock(fd);
 out:
@@ -195,12 +334,18 @@ out:
 	return rc;
 }
 
+/* Killed segments mstat_reap_some() keeps track of: as many as it
+ * probes. */
+#define SOME_KEPT 16u
+
 unsigned
-mstat_reap_some(uid_t uid, unsigned probes)
+mstat_reap_some(uid_t uid, unsigned probes, const struct mstat_grace *g)
 {
 	/* On the stack: this runs in a starting process, maybe inside malloc.
 	 * About a hundred names fit. */
 	char buf[4096];
+	struct mstat_kept kept[SOME_KEPT];
+	size_t nkept = 0;
 	unsigned removed = 0;
 	int dirfd = open(MSTAT_SHM_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
@@ -222,10 +367,14 @@ mstat_reap_some(uid_t uid, unsigned probes)
 		if (kill(pid, 0) == 0 || errno != ESRCH)
 			continue;
 		probes--;
-		if (mstat_reap_at(dirfd, de->d_name, uid, NULL, NULL) ==
-		    MSTAT_REAP_REMOVED)
+		struct mstat_reaped r;
+		int rc = mstat_reap_at(dirfd, de->d_name, uid, NULL, g->seconds, &r);
+		if (rc == MSTAT_REAP_REMOVED)
 			removed++;
+		else if (rc == MSTAT_REAP_KILLED && nkept < SOME_KEPT)
+			mstat_kept_set(&kept[nkept++], de->d_name, &r);
 	}
+	removed += (unsigned)mstat_kept_evict(dirfd, uid, kept, nkept, g->max_bytes);
 	close(dirfd);
 	return removed;
 }

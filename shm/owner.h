@@ -17,6 +17,15 @@
  * right after making it, and checks that it is still linked once it holds
  * the lock; if a remover got there first, it makes another (segment.c).
  *
+ * A killed process (gone without exiting: SIGKILL, the OOM killer) leaves
+ * its segment, its final counts and profile, for readers that were not
+ * running when it died.  Removers keep it for a grace period, bounded in
+ * time and in the bytes all such segments hold (struct mstat_grace): the
+ * first remover to find it dead writes when into the header (`killed_s`),
+ * and every remover counts the grace from there.  A segment of a process
+ * that exited is gone already (its owner unlinks it); one that is not a
+ * whole published segment goes at once.
+ *
  * Nothing here allocates or uses stdio: the library calls it while it
  * starts, possibly from inside malloc.
  */
@@ -26,6 +35,30 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "name.h"
+
+/* How long the segment of a killed process is kept, and how many bytes of
+ * /dev/shm all such segments may hold (docs/design.md, "Killed
+ * processes").  The library and the tools read the same variables, with
+ * the same defaults: five minutes outlast a scrape interval, a restart
+ * of the exporter and a person coming back to a terminal; 16 MiB is a
+ * quarter of a container's default /dev/shm (64 MiB), about 290
+ * one-thread segments. */
+#define MSTAT_ENV_KILLED_GRACE "MSTAT_KILLED_GRACE"
+#define MSTAT_ENV_KILLED_BYTES "MSTAT_KILLED_BYTES"
+#define MSTAT_KILLED_GRACE_DEFAULT 300u          /* seconds; 0: none */
+#define MSTAT_KILLED_GRACE_MAX 86400u
+#define MSTAT_KILLED_BYTES_DEFAULT (16u << 20)
+
+struct mstat_grace {
+	uint64_t seconds;   /* 0: a killed process's segment goes at once */
+	uint64_t max_bytes; /* of /dev/shm, of the killed segments kept */
+};
+
+/* Parses a decimal number in 0..max (a variable's or an option's value):
+ * 0 or -EINVAL. */
+int mstat_grace_parse(const char *s, uint64_t max, uint64_t *out);
 
 /* The target takes its owner lock on `fd`: 0, or -errno (-EAGAIN: a
  * remover holds the byte; the file is being removed). */
@@ -43,36 +76,70 @@ struct mstat_reaped {
 	uint64_t start_time;
 	uint64_t pid_ns;
 	uint32_t state;     /* enum mstat_target_state, 0 if unpublished */
+	uint64_t created_ns;
+	/* MSTAT_REAP_KILLED: CLOCK_REALTIME the owner was first found
+	 * killed; the file's bytes (of /dev/shm) and inode. */
+	uint64_t killed_ns;
+	uint64_t bytes;
+	uint64_t ino;
 };
 
 enum mstat_reap {
 	MSTAT_REAP_KEPT = 0,    /* its owner lives, or it is not ours to judge */
 	MSTAT_REAP_REMOVED = 1, /* its owner was gone; the name is unlinked */
+	MSTAT_REAP_KILLED = 2,  /* its owner was killed within the grace:
+				 * kept (`out` says since when) */
 };
+
+/* A killed process's segment kept, as a remover remembers it. */
+struct mstat_kept {
+	char name[MSTAT_SHM_NAME_MAX];
+	uint64_t killed_ns, bytes, ino;
+	bool seen; /* the caller's mark (a name seen in its last scan) */
+};
+
+/* Remembers what mstat_reap_*() said of `name` (MSTAT_REAP_KILLED). */
+void mstat_kept_set(struct mstat_kept *k, const char *name,
+		    const struct mstat_reaped *r);
+
+/*
+ * The byte bound: while the segments `k[0..n)` (kept, in directory
+ * `dirfd`) hold more than `max_bytes`, removes the one killed longest
+ * ago, if its owner is still gone.  Reorders `k`: the ones removed are
+ * moved to its end.  Returns how many it removed.
+ */
+size_t mstat_kept_evict(int dirfd, uid_t uid, struct mstat_kept *k, size_t n,
+			uint64_t max_bytes);
 
 /*
  * If `name` in directory `dirfd` is a segment of user `uid` (a regular
  * file of any size, of a format since the owner lock's or not yet
- * published) whose owner is gone, unlinks it.  If `succeeded` is not NULL and the segment is that process's own
- * (same pid, start time and pid namespace: the image before an exec),
- * marks it MSTAT_STATE_EXECED first, for readers that still have it.
- * Returns enum mstat_reap, or -errno; `out` (if not NULL) says what the
- * header held.
+ * published) whose owner is gone, unlinks it; unless its owner was
+ * killed less than `grace_s` seconds ago (MSTAT_REAP_KILLED; the first
+ * to find it killed writes when).  If `succeeded` is not NULL and the
+ * segment is that process's own (same pid, start time and pid namespace:
+ * the image before an exec), marks it MSTAT_STATE_EXECED first, for
+ * readers that still have it, and removes it at once.  Returns enum
+ * mstat_reap, or -errno; `out` (if not NULL) says what the header held.
  */
 int mstat_reap_at(int dirfd, const char *name, uid_t uid,
-		  const struct mstat_reaped *succeeded, struct mstat_reaped *out);
+		  const struct mstat_reaped *succeeded, uint64_t grace_s,
+		  struct mstat_reaped *out);
 
 /* The same for a segment a reader has open at `fd` under `name` in
- * `dirfd`: unlinks the name if the owner is gone and the name still leads
- * to this file.  The descriptor stays open, its mapping readable. */
-int mstat_reap_fd(int dirfd, const char *name, int fd);
+ * `dirfd`: unlinks the name if the owner is gone (and, killed, the grace
+ * is over) and the name still leads to this file.  The descriptor stays
+ * open, its mapping readable. */
+int mstat_reap_fd(int dirfd, const char *name, int fd, uint64_t grace_s,
+		  struct mstat_reaped *out);
 
 /*
  * Bounded cleanup, for a process that starts: reads one batch of names
  * from /dev/shm (a single getdents64) and, among at most `probes`
  * segment names whose pid does not exist in this pid namespace, removes
- * those whose owner is gone.  Returns how many it removed.
+ * those whose owner is gone, by the rules of `g` (the byte bound among
+ * the segments it looked at).  Returns how many it removed.
  */
-unsigned mstat_reap_some(uid_t uid, unsigned probes);
+unsigned mstat_reap_some(uid_t uid, unsigned probes, const struct mstat_grace *g);
 
 #endif /* MSTAT_SHM_OWNER_H */

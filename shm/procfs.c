@@ -49,6 +49,121 @@ slurp(const char *path, char *buf, size_t len)
 	return n;
 }
 
+ssize_t
+mstat_read_small(const char *path, char *buf, size_t len)
+{
+	size_t have = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	/* Until its end: /proc/vmstat is larger than one read gives. */
+	while (have < len - 1) {
+		ssize_t n = read(fd, buf + have, len - 1 - have);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int saved = errno;
+			close(fd);
+			return -saved;
+		}
+		if (n == 0)
+			break;
+		have += (size_t)n;
+	}
+	close(fd);
+	buf[have] = '\0';
+	return (ssize_t)have;
+}
+
+int
+mstat_keyed_count(const char *text, const char *key, uint64_t *out)
+{
+	size_t kl = strlen(key);
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : l) {
+		if (strncmp(l, key, kl) != 0 || l[kl] != ' ')
+			continue;
+		const char *d = l + kl + 1;
+		uint64_t v = 0;
+		if (*d < '0' || *d > '9')
+			return -ENOENT;
+		for (; *d >= '0' && *d <= '9'; d++)
+			v = v * 10 + (uint64_t)(*d - '0');
+		*out = v;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+/* Whether the comma-separated `list` of `n` bytes names "memory". */
+static bool
+names_memory(const char *list, size_t n)
+{
+	for (size_t i = 0; i < n;) {
+		size_t j = i;
+		while (j < n && list[j] != ',')
+			j++;
+		if (j - i == 6 && memcmp(list + i, "memory", 6) == 0)
+			return true;
+		i = j + 1;
+	}
+	return false;
+}
+
+int
+mstat_memcg_parse(const char *text, char *path, size_t len, bool *v2)
+{
+	int rc = -ENOENT;
+
+	/* "hierarchy:controllers:path" lines; v2's is "0::path". */
+	for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : l) {
+		const char *c = strchr(l, ':'), *e = strchr(l, '\n');
+		const char *p = c ? strchr(c + 1, ':') : NULL;
+		if (!e)
+			e = l + strlen(l);
+		if (!p || p > e || p[1] != '/')
+			continue;
+		bool mem = names_memory(c + 1, (size_t)(p - c - 1));
+		bool unified = c - l == 1 && l[0] == '0' && p == c + 1;
+		if (!mem && !(unified && rc < 0))
+			continue;
+		size_t n = (size_t)(e - p - 1);
+		if (n >= len)
+			return -ENAMETOOLONG;
+		memcpy(path, p + 1, n);
+		path[n] = '\0';
+		*v2 = !mem;
+		rc = 0;
+		if (mem)
+			break; /* the memory controller's hierarchy: v1 */
+	}
+	return rc;
+}
+
+int
+mstat_proc_memcg(pid_t pid, char *path, size_t len, bool *v2)
+{
+	char file[64], buf[4096];
+	ssize_t n;
+
+	proc_path(file, pid, "cgroup");
+	if ((n = mstat_read_small(file, buf, sizeof(buf))) < 0)
+		return (int)n;
+	return mstat_memcg_parse(buf, path, len, v2);
+}
+
+int
+mstat_proc_vmstat_oom(uint64_t *n)
+{
+	char buf[16384];
+	ssize_t len = mstat_read_small("/proc/vmstat", buf, sizeof(buf));
+
+	if (len < 0)
+		return (int)len;
+	return mstat_keyed_count(buf, "oom_kill", n);
+}
+
 int
 mstat_proc_stat(pid_t pid, uint64_t *start_time, char *state)
 {

@@ -53,6 +53,27 @@ uint64_t mstat_proc_boot_ns(void);
  * "btime" line. */
 uint64_t mstat_proc_boot_ns_fd(int fd);
 
+/* The memory cgroup of a process, as /proc/<pid>/cgroup names it: the
+ * path in the v1 memory hierarchy if the memory controller is bound to
+ * one (`*v2` false), else its path in the unified (v2) hierarchy.  0 or
+ * -errno (-ENOENT: none named). */
+int mstat_proc_memcg(pid_t pid, char *path, size_t len, bool *v2);
+/* The same from the text of such a file. */
+int mstat_memcg_parse(const char *text, char *path, size_t len, bool *v2);
+
+/* The number on the line "<key> <number>" of `text` (memory.events,
+ * memory.oom_control, /proc/vmstat): 0 or -ENOENT. */
+int mstat_keyed_count(const char *text, const char *key, uint64_t *out);
+
+/* The file at `path` (of /sys or /proc), up to len - 1 bytes, with a NUL:
+ * its length, or -errno. */
+ssize_t mstat_read_small(const char *path, char *buf, size_t len);
+
+/* How many processes the OOM killer has killed since boot, on the whole
+ * machine, cgroup limits included (/proc/vmstat oom_kill): 0 or
+ * -errno. */
+int mstat_proc_vmstat_oom(uint64_t *n);
+
 /* CLOCK_REALTIME nanoseconds a process started, from its start time in
  * clock ticks after boot; 0 if unknown. */
 uint64_t mstat_proc_start_ns(uint64_t boot_ns, uint64_t start_ticks);

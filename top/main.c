@@ -19,6 +19,7 @@
 
 #include "clock.h"
 #include "columns.h"
+#include "killed.h"
 #include "outfile.h"
 #include "output.h"
 #include "pprof.h"
@@ -46,6 +47,9 @@ struct options {
 	const char *pprof;          /* --pprof: write the profile and exit */
 	long sites;                 /* --sites: per process in JSON; 0 none */
 	int64_t sample_bytes;       /* --sample-bytes; -1: not asked */
+	struct mstat_grace grace;   /* the environment's, --killed-grace */
+	const char *postmortem;     /* --postmortem-dir */
+	uint64_t postmortem_bytes;
 };
 
 static void
@@ -81,7 +85,15 @@ usage(FILE *f)
 	      "                         N bytes allocated on average (0: stop)\n"
 	      "      --gc               remove every segment of a process that is\n"
 	      "                         gone, then exit (each tick removes those it\n"
-	      "                         reads anyway)\n"
+	      "                         reads anyway); a killed one's once its\n"
+	      "                         grace is over\n"
+	      "      --killed-grace=SECONDS  keep a killed process's segment this\n"
+	      "                         long for later readers (default: its\n"
+	      "                         MSTAT_KILLED_GRACE, or 300; 0: remove it)\n"
+	      "      --postmortem-dir=DIR  write each killed process's heap profile\n"
+	      "                         to DIR/NAME-PID-TIME.pb.gz\n"
+	      "      --postmortem-bytes=N  keep at most N bytes of them in DIR,\n"
+	      "                         the oldest go first (default 67108864)\n"
 	      "  -h, --help             this text\n"
 	      "  -V, --version          the version\n", f);
 }
@@ -138,18 +150,26 @@ parse_options(struct options *o, int argc, char **argv)
 		{ "pprof", required_argument, NULL, 'X' },
 		{ "sample-bytes", required_argument, NULL, 'S' },
 		{ "sites", required_argument, NULL, 'T' },
+		{ "killed-grace", required_argument, NULL, 'K' },
+		{ "postmortem-dir", required_argument, NULL, 'M' },
+		{ "postmortem-bytes", required_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *name = NULL, *want = NULL; /* what a value may be */
-	char *end, sorts[256] = "", sample[64];
+	char *end, sorts[256] = "", sample[64], why[160];
 	int c, idx = -1;
 
 	*o = (struct options){ .count = -1, .delay_s = 1.0,
 			       .format = MSTAT_FORMAT_TABLE,
 			       .sort = MSTAT_SORT_LIVE_BYTES, .linger_s = 300.0,
-			       .window_s = 60.0, .sample_bytes = -1 };
+			       .window_s = 60.0, .sample_bytes = -1,
+			       .postmortem_bytes = MSTAT_POSTMORTEM_BYTES_DEFAULT };
+	if (mstat_killed_env(&o->grace, why, sizeof(why)) < 0) {
+		complain("%s", why);
+		return -1;
+	}
 	while ((c = getopt_long(argc, argv, "bn:d:o:p:F:s:hV", longs, &idx)) != -1) {
 		name = c == '?' ? NULL : idx >= 0 && longs[idx].val == c
 						 ? longs[idx].name : NULL;
@@ -236,6 +256,19 @@ parse_options(struct options *o, int argc, char **argv)
 			o->sample_bytes = (int64_t)v;
 			break;
 		}
+		case 'K':
+			want = "seconds, 0 to 86400";
+			if (mstat_grace_parse(optarg, MSTAT_KILLED_GRACE_MAX,
+					      &o->grace.seconds) < 0)
+				goto bad;
+			break;
+		case 'M': o->postmortem = optarg; break;
+		case 'N':
+			want = "a number of bytes";
+			if (mstat_grace_parse(optarg, UINT64_MAX,
+					      &o->postmortem_bytes) < 0)
+				goto bad;
+			break;
 		case 'h': usage(stdout); exit(0);
 		case 'V': printf("mstat-top %s\n", MSTAT_VERSION); exit(0);
 		default: usage(stderr); return -1;
@@ -257,6 +290,16 @@ parse_options(struct options *o, int argc, char **argv)
 	if (o->pprof && o->npids != 1) {
 		complain("--pprof writes the profile of one process: give its pid "
 			 "with -p");
+		return -1;
+	}
+	if (o->postmortem && (o->replay || o->gc || o->pprof)) {
+		complain("--postmortem-dir writes what the ticks find killed: not "
+			 "with --replay, --gc or --pprof");
+		return -1;
+	}
+	if (o->postmortem && mstat_killed_dir_check(o->postmortem, why,
+						     sizeof(why)) < 0) {
+		complain("--postmortem-dir: %s", why);
 		return -1;
 	}
 	if (o->sample_bytes >= 0 && o->npids == 0) {
@@ -791,6 +834,9 @@ main(int argc, char **argv)
 		.interval_ms = (unsigned)(o.delay_s * 1000),
 		.wait_budget_us = MSTAT_WAIT_BUDGET_DEFAULT_US,
 		.linger_ns = (uint64_t)(o.linger_s * 1e9),
+		.grace = o.grace,
+		.postmortem_dir = o.postmortem,
+		.postmortem_bytes = o.postmortem_bytes,
 		/* Batch and --gc say why a segment was skipped on stderr; the
 		 * interactive view on its status line. */
 		.note = o.batch || o.gc ? note_stderr : NULL,

@@ -340,7 +340,8 @@ def test_formats():
 
 def test_gone():
     """A process that exits, or is killed, is gone from the next scrape;
-    the killed one's segment is removed."""
+    the killed one's segment is kept for the grace (MSTAT_KILLED_GRACE),
+    not read again; with a grace of 0, removed."""
     a = Target("fixed", TAG + "-exit")
     k = Target("fixed", TAG + "-kill")
     e = Exporter()
@@ -354,7 +355,14 @@ def test_gone():
     text = e.metrics()
     check(of(text, a) == {} and of(text, k) == {},
           "gone from the next scrape: %r %r" % (of(text, a), of(text, k)))
-    check(not segments_of(k.pid), "the killed process's segment removed")
+    check(segments_of(k.pid), "the killed process's segment kept")
+    text = e.metrics()
+    check(of(text, k) == {}, "not read again: %r" % of(text, k))
+    e.stop()
+    e = Exporter("--killed-grace=0")
+    e.metrics()
+    check(not segments_of(k.pid), "the killed process's segment removed "
+          "with a grace of 0")
     e.stop()
 
 

@@ -55,7 +55,15 @@ python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["process"]["nam
 check_json "$tmp/c.json" 4 "$(sed -n 's/^usable //p' "$tmp/c.out")" || fail "killed summary"
 python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["exit"] == {"signal": 9}' "$tmp/c.json"
 pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["process"]["pid"])' "$tmp/c.json")
-ls /dev/shm | grep -q "^mstat\.$pid\." && fail "segment of killed $pid left in /dev/shm"
+# Its segment is kept for readers that were not running (MSTAT_KILLED_GRACE);
+# with a grace of 0, mstat-run removes it.
+ls /dev/shm | grep -q "^mstat\.$pid\." || fail "segment of killed $pid not kept for the grace"
+MSTAT_KILLED_GRACE=0 "$run" --summary "$tmp/c0.json" -- "$leaker" kill 4 1234567 >/dev/null && rc=0 || rc=$?
+[ "$rc" = 137 ] || fail "exit status $rc after SIGKILL, grace 0"
+pid=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["process"]["pid"])' "$tmp/c0.json")
+ls /dev/shm | grep -q "^mstat\.$pid\." && fail "segment of killed $pid left in /dev/shm with a grace of 0"
+MSTAT_KILLED_GRACE=x "$run" -- true 2>"$tmp/bad.err" && fail "MSTAT_KILLED_GRACE=x accepted"
+grep -q "MSTAT_KILLED_GRACE=x: not a number of seconds" "$tmp/bad.err" || fail "MSTAT_KILLED_GRACE=x: $(cat "$tmp/bad.err")"
 
 # Threads still inside malloc and free when the command exits: the exit
 # stops counting and waits for them, so the totals are whole (no update

@@ -30,15 +30,56 @@ for m in exit _exit _Exit return quick_exit exec-fail fork-_exit vfork-_exit; do
 	none_left "$m"
 done
 
-# Death by a signal runs nothing: the segment stays, its owner lock gone,
-# until the next process that makes its segment (or an observer) removes
-# it.
+# Death by a signal runs nothing: the segment stays, its owner lock gone.
+# It is a killed process's: the next process that makes its segment
+# keeps it for the grace (MSTAT_KILLED_GRACE, 300 s by default), for
+# readers that were not running when it died; with a grace of 0 it
+# removes it.
+# The header's killed_s (shm/layout.h): when it was first found killed.
+killed_s() {
+	python3 - "$1" <<'PY'
+import struct, sys
+hdr = open(sys.argv[1], "rb").read(4096)
+print(struct.unpack_from("<I", hdr, 340)[0]) # MSTAT_KILLED_S_OFFSET
+PY
+}
 for m in abort segv term kill; do
 	pre "$ender" "$m" 2>/dev/null && fail "$m: exit status 0"
 	[ "$(segs | wc -l)" = 1 ] || fail "$m: $(segs | wc -l) segments left"
+	seg=/dev/shm/$(segs)
+	[ "$(killed_s "$seg")" = 0 ] || fail "$m: found killed before anyone looked"
 	pre /bin/true
-	none_left "$m, once another process started"
+	[ "$(segs | wc -l)" = 1 ] || fail "$m: not kept for the grace by a new process"
+	[ "$(killed_s "$seg")" != 0 ] || fail "$m: the new process wrote no killed_s"
+	MSTAT_KILLED_GRACE=0 pre /bin/true
+	none_left "$m, once another process started with a grace of 0"
 done
+
+# The grace counts from when it was first found killed: a process that
+# looks then keeps it, one that looks once the grace is over removes it.
+pre "$ender" kill 2>/dev/null || true
+MSTAT_KILLED_GRACE=1 pre /bin/true
+[ "$(segs | wc -l)" = 1 ] || fail "grace 1: removed at once"
+sleep 2
+MSTAT_KILLED_GRACE=1 pre /bin/true
+none_left "grace 1, 2 s after it was found killed"
+
+# The byte bound: three killed segments found a second apart; with room
+# for two, a process that starts removes the oldest, and keeps the others.
+for i in 1 2 3; do
+	pre "$ender" kill 2>/dev/null || true
+	pre /bin/true # finds it killed now
+	eval "seg$i=\$(ls -t /dev/shm | head -1)"
+	[ $i = 3 ] || sleep 1.1
+done
+[ "$(segs | wc -l)" = 3 ] || fail "bytes: $(segs | tr '\n' ' ')kept, not 3"
+room=$(( ($(stat -c %b "/dev/shm/$seg2") + $(stat -c %b "/dev/shm/$seg3")) * 512 ))
+MSTAT_KILLED_BYTES=$room pre /bin/true
+[ -e "/dev/shm/$seg1" ] && fail "bytes: the oldest killed segment was kept"
+[ -e "/dev/shm/$seg2" ] && [ -e "/dev/shm/$seg3" ] ||
+	fail "bytes: a younger killed segment was removed: $(segs | tr '\n' ' ')"
+MSTAT_KILLED_GRACE=0 pre /bin/true
+none_left "the killed segments, with a grace of 0"
 
 # A process in another pid namespace: its pid there (1) exists here too,
 # so starting processes leave it to observers, whose tick removes it.

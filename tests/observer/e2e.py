@@ -103,9 +103,10 @@ def ours(err):
                    if not re.match(r"--\d+-- ", l))
 
 
-def run_top(*args):
+def run_top(*args, env=None):
     r = subprocess.run([TOP, "-b"] + list(args), stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, timeout=TIMEOUT)
+                       stderr=subprocess.PIPE, timeout=TIMEOUT,
+                       env=dict(os.environ, **(env or {})))
     check(r.returncode == 0, "mstat-top %s exited %d: %s" %
           (" ".join(args), r.returncode, r.stderr.decode()))
     return r.stdout.decode(), r.stderr.decode()
@@ -246,7 +247,8 @@ def test_exact():
     # A segment an earlier process with the same pid left behind (same
     # pid, another start time) is not this process: -p shows only the
     # live one; by name, the old one is killed (nobody holds its owner
-    # lock) with its final counts, and its segment is removed.
+    # lock) with its final counts, and its segment is kept for the grace
+    # (MSTAT_KILLED_GRACE); with a grace of 0, removed.
     seg = segments_of(t.pid)[0]
     start = int(seg.rsplit(".", 1)[1])
     head, size = segment_head(t.pid)
@@ -258,8 +260,12 @@ def test_exact():
     out, _ = run_top("-o", "json", "-n", "1", "-F", t.name)
     check(sorted(p["state"] for p in ticks(out)[0]["processes"]) ==
           ["killed", "running"], "by name: both: %s" % out)
+    check(os.path.exists("/dev/shm/" + old),
+          "the dead one's segment was kept for its grace")
+    run_top("-o", "json", "-n", "1", "-F", t.name,
+            env={"MSTAT_KILLED_GRACE": "0"})
     check(not os.path.exists("/dev/shm/" + old),
-          "the dead one's segment was removed")
+          "the dead one's segment was removed with a grace of 0")
     # A pid with no segment is named on stderr, with why; the others are
     # shown.
     out, err = run_top("-n", "1", "-p", "%d,2000000001" % t.pid)
@@ -530,9 +536,10 @@ def test_refusals():
 
 def test_gc():
     """A process killed while mstat-top watches shows as killed, with its
-    final totals and when, and its segment is removed on that tick;
-    --gc removes the segments of processes that are gone and leaves the
-    live ones."""
+    final totals and when, and its segment is kept for the grace
+    (MSTAT_KILLED_GRACE); --gc removes the segments of processes that are
+    gone, a killed one's once its grace is over, and leaves the live
+    ones."""
     dead = Target("fixed", TAG + "-dead")
     alive = Target("fixed", TAG + "-alive")
     pids = "%d,%d" % (dead.pid, alive.pid)
@@ -559,7 +566,7 @@ def test_gc():
     check(killed["threads"] == 0 and killed["alloc_rate"] in (0, None),
           "nothing moves: %r" % killed)
     check(abs(killed["end_time_s"] - t_kill) < 30, "when: %r" % killed)
-    check(not segments_of(dead.pid), "its segment was removed")
+    check(segments_of(dead.pid), "its segment was kept for the grace")
 
     # A dead segment nobody watched, named with a live pid (ours, so that
     # no starting process removes it first), and one being made.
@@ -577,9 +584,20 @@ def test_gc():
                        stdout=subprocess.PIPE, timeout=TIMEOUT)
     check(r.returncode == 0, "--gc exit %d" % r.returncode)
     err = r.stderr.decode()
+    check(re.search(r"kept %s \(pid %d, killed \d+ s ago; "
+                    r"MSTAT_KILLED_GRACE is 300 s\)" % (gone, os.getpid()),
+                    err) and os.path.exists("/dev/shm/" + gone),
+          "--gc kept the killed one for its grace: %r" % err)
+    check(segments_of(dead.pid), "--gc kept the killed one for its grace")
+    r = subprocess.run([TOP, "--gc", "--killed-grace=0"],
+                       stderr=subprocess.PIPE, stdout=subprocess.PIPE,
+                       timeout=TIMEOUT)
+    check(r.returncode == 0, "--gc exit %d" % r.returncode)
+    err += r.stderr.decode()
     check("removed %s (pid %d, killed)" % (gone, os.getpid()) in err,
           "--gc says: %r" % err)
     check(not os.path.exists("/dev/shm/" + gone), "--gc removed it")
+    check(not segments_of(dead.pid), "--gc removed the killed one")
     check("removed %s (pid %d, not a complete segment)" %
           (garbage, os.getpid()) in err and
           not os.path.exists("/dev/shm/" + garbage),
@@ -593,7 +611,8 @@ def test_gc():
 def test_pidns():
     """A process in another pid namespace (sharing /dev/shm) is alive as
     long as it runs, whatever its pid means here: shown running, kept by
-    --gc; once killed, it is removed."""
+    --gc; once killed, it is removed (with a grace of 0: MSTAT_KILLED_GRACE
+    keeps a killed process's segment)."""
     if subprocess.run(["unshare", "-p", "--fork", "true"],
                       stderr=subprocess.DEVNULL).returncode != 0:
         print("needs root for unshare -p")
@@ -620,7 +639,8 @@ def test_pidns():
           "its segment is there")
     p.kill()  # unshare, and with it (--kill-child) the target
     p.wait()
-    wait_for(lambda: subprocess.run([TOP, "--gc"], stderr=subprocess.DEVNULL,
+    wait_for(lambda: subprocess.run([TOP, "--gc", "--killed-grace=0"],
+                                    stderr=subprocess.DEVNULL,
                                     stdout=subprocess.DEVNULL).returncode == 0
              and not [n for n in seg if os.path.exists("/dev/shm/" + n)],
              "its segment to be removed once it is gone")

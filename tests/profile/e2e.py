@@ -31,6 +31,24 @@ sampling off the view says so and how to turn it on; a process that
 ends leaves its final sites.  At R = 64 KiB, 16 MiB is 256 samples and
 25% is 4 standard deviations.
 
+killed: a process SIGKILLed while no reader runs keeps its segment for
+the grace (MSTAT_KILLED_GRACE): an mstat-top started later shows its row,
+killed, with its call sites (--sites), and -p PID --pprof writes its
+profile; --postmortem-dir writes NAME-PID-TIME.pb.gz, mode 0600, read by
+go tool pprof, and keeps the directory's post-mortem files under
+--postmortem-bytes, the oldest going first and nothing else touched; with
+a grace of 0 a tick removes the segment, and --pprof then finds nothing.
+
+killed-view: the same process in mstat-top's view (tmux): its row says
+killed, and its sites view shows its final sites.
+
+oom: heapsites runs in a memory cgroup of its own (v1, or v2 where the
+memory controller is there) limited to 256 MiB, watched by mstat-top
+--postmortem-dir, and keeps blocks from late_site until the OOM killer
+kills it.  Its row says oomkill, and the post-mortem file has late_site
+at the top of inuse_space and says the OOM killer did it, as go tool
+pprof reads it.  Skipped (exit 77) where no memory cgroup can be made.
+
 rates: the sampling interval of the running process is changed three
 times with mstat-top --sample-bytes (128 KiB at start, then 32 KiB, 0,
 and 128 KiB again), and its call sites grow between the changes.  A
@@ -126,8 +144,9 @@ def within(what, got, truth):
 class Heapsites:
     """heapsites, preloaded, once it has made its heap; stopped on exit."""
 
-    def __init__(self, interval=INTERVAL):
+    def __init__(self, interval=INTERVAL, preexec=None):
         self.interval = interval
+        self.preexec = preexec
 
     def say(self, c, answer):
         self.p.stdin.write(c)
@@ -149,7 +168,8 @@ class Heapsites:
                    MSTAT_NAME="profile%d" % os.getpid(),
                    MSTAT_SAMPLE_BYTES=str(self.interval))
         self.p = subprocess.Popen([HEAPSITES], stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, env=env, text=True)
+                                  stdout=subprocess.PIPE, env=env, text=True,
+                                  preexec_fn=self.preexec)
         line = self.p.stdout.readline().split()
         if len(line) != 3 or line[0] != "ready":
             self.__exit__()
@@ -163,7 +183,15 @@ class Heapsites:
 
     def __exit__(self, *exc):
         if not self.p.stdin.closed:
-            self.p.stdin.close()
+            try:
+                self.p.stdin.close()
+            except BrokenPipeError:
+                pass  # killed
+        self.p.wait(timeout=60)
+
+    def kill(self):
+        """SIGKILL, and reaped."""
+        self.p.kill()
         self.p.wait(timeout=60)
 
 
@@ -357,6 +385,236 @@ def test_view():
     return 0
 
 
+def segments(pid):
+    return [n for n in os.listdir("/dev/shm") if n.startswith("mstat.%d." % pid)]
+
+
+def pprof_out(profile, *args):
+    out = subprocess.run([GO, "tool", "pprof"] + list(args) + [profile],
+                         capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ,
+                                  PPROF_TMPDIR=os.path.dirname(profile)))
+    if out.returncode != 0:
+        fail("go tool pprof could not read %s: %s"
+             % (profile, out.stderr.strip()))
+    return out.stdout
+
+
+def top_function(profile, index):
+    """The function pprof puts first by flat `index`."""
+    for line in pprof_out(profile, "-sample_index=" + index,
+                          "-top").splitlines():
+        f = line.split()
+        if len(f) >= 6 and f[1].endswith("%") and f[2].endswith("%"):
+            return f[5]
+    fail("pprof shows no function in %s" % profile)
+
+
+def postmortems(d, pid):
+    return sorted(n for n in os.listdir(d)
+                  if re.fullmatch(r".+-%d-\d{8}T\d{6}Z\.pb\.gz" % pid, n))
+
+
+def test_killed():
+    hs = Heapsites(64 * 1024)
+    with hs as pid:
+        hs.kill()
+    if len(segments(pid)) != 1:
+        fail("killed: its segment is not kept: %r" % segments(pid))
+    # A reader that was not running when it died.
+    p = read_sites(pid)
+    if p["state"] != "killed" or p["pid"] != pid:
+        fail("killed: its row says %r" % p["state"])
+    if [s["function"] for s in p["sites"]][:1] != ["leak_site"]:
+        fail("killed: its sites: %r" % p["sites"])
+    within("killed: leak_site live_bytes", p["sites"][0]["live_bytes"],
+           hs.leak_truth)
+    if len(segments(pid)) != 1:
+        fail("killed: a tick removed it within its grace")
+    with tempfile.TemporaryDirectory(prefix="mstat-killed.") as tmp:
+        if GO:
+            profile = os.path.join(tmp, "heap.pb.gz")
+            write_pprof(pid, profile)
+            if top_function(profile, "inuse_space") != "leak_site":
+                fail("killed: --pprof: leak_site is not first")
+        else:
+            print("go is not installed: --pprof not read")
+        pm = os.path.join(tmp, "pm")
+        os.mkdir(pm)
+
+        def tick(*args):
+            r = subprocess.run([TOP, "-b", "-n", "1", "-p", str(pid),
+                                "--postmortem-dir=" + pm] + list(args),
+                               capture_output=True, text=True, timeout=60)
+            if r.returncode != 0 or "its profile is in" not in r.stderr:
+                fail("--postmortem-dir: status %d: %s"
+                     % (r.returncode, r.stderr))
+        tick()
+        files = postmortems(pm, pid)
+        if len(files) != 1 or not files[0].startswith("profile%d-%d-"
+                                                      % (os.getpid(), pid)):
+            fail("--postmortem-dir: %r" % os.listdir(pm))
+        f = os.path.join(pm, files[0])
+        st = os.stat(f)
+        if st.st_mode & 0o777 != 0o600:
+            fail("--postmortem-dir: mode %o" % (st.st_mode & 0o777))
+        if GO:
+            if top_function(f, "inuse_space") != "leak_site":
+                fail("post-mortem: leak_site is not first")
+            if "killed" not in pprof_out(f, "-comments"):
+                fail("post-mortem: no comment says killed")
+        # The cap: with room for it and 150 bytes more, the oldest of two
+        # older files of 100 bytes goes; a link and other files stay.
+        older = ["a-1-20000101T000000Z.pb.gz", "b-2-20000102T000000Z.pb.gz"]
+        for n in older:
+            with open(os.path.join(pm, n), "wb") as o:
+                o.write(b"x" * 100)
+        with open(os.path.join(pm, "notes.txt"), "w") as o:
+            o.write("kept")
+        os.symlink("notes.txt", os.path.join(pm, "c-3-19990101T000000Z.pb.gz"))
+        tick("--postmortem-bytes=%d" % (st.st_size + 150))
+        left = sorted(os.listdir(pm))
+        want = sorted([older[1], "notes.txt", "c-3-19990101T000000Z.pb.gz",
+                       files[0]])
+        if left != want:
+            fail("--postmortem-bytes: %r left, not %r" % (left, want))
+    # A grace of 0: today's rule, a tick removes it.
+    r = subprocess.run([TOP, "-b", "-n", "1", "-p", str(pid)],
+                       capture_output=True, text=True, timeout=60,
+                       env=dict(os.environ, MSTAT_KILLED_GRACE="0"))
+    if r.returncode != 0 or segments(pid):
+        fail("grace 0: %r left (%s)" % (segments(pid), r.stderr))
+    with tempfile.TemporaryDirectory(prefix="mstat-killed.") as tmp:
+        r = subprocess.run([TOP, "-p", str(pid), "--pprof=" + tmp + "/x"],
+                           capture_output=True, text=True, timeout=60)
+        if r.returncode == 0:
+            fail("--pprof of a process whose segment is gone succeeded")
+    return 0
+
+
+def test_killed_view():
+    if not TMUX:
+        print("SKIP: tmux is not installed")
+        return 77
+    hs = Heapsites(64 * 1024)
+    with hs as pid:
+        hs.kill()
+    try:
+        with Tmux("killed", "%s -p %d" % (TOP, pid)) as t:
+            t.wait(lambda s: re.search(r"^ *%d .*killed" % pid, s, re.M),
+                   "its row, killed")
+            t.keys("s")
+            s = t.wait(lambda s: "final, as it ended" in s and
+                       sites_of(s), "its final sites")
+            rows = sites_of(s)
+            if rows[0][3] != "leak_site":
+                fail("killed: by live bytes, leak_site first:\n" + s)
+            within("killed: leak_site live", rows[0][0], hs.leak_truth)
+    finally:
+        # Its own segment only: other tests run meanwhile.
+        subprocess.run([TOP, "-b", "-n", "1", "-p", str(pid)],
+                       capture_output=True, timeout=60,
+                       env=dict(os.environ, MSTAT_KILLED_GRACE="0"))
+    if segments(pid):
+        fail("killed-view: a tick with a grace of 0 left %r" % segments(pid))
+    return 0
+
+
+def make_cgroup():
+    """A memory cgroup of this test's, limited to 256 MiB, no swap: its
+    directory, or None (and why) where none can be made."""
+    name = "mstat-oom-%d" % os.getpid()
+    v1 = "/sys/fs/cgroup/memory"
+    try:
+        if os.path.exists(os.path.join(v1, "memory.oom_control")):
+            cg = os.path.join(v1, name)
+            os.mkdir(cg)
+            limits = [("memory.limit_in_bytes", "256M"),
+                      ("memory.memsw.limit_in_bytes", "256M")]
+        else:
+            with open("/sys/fs/cgroup/cgroup.subtree_control") as f:
+                if "memory" not in f.read().split():
+                    return None, "no memory controller in cgroup v1 or v2"
+            cg = os.path.join("/sys/fs/cgroup", name)
+            os.mkdir(cg)
+            limits = [("memory.max", "256M"), ("memory.swap.max", "0")]
+    except OSError as e:
+        return None, "cannot make a memory cgroup: %s" % e
+    for f, v in limits:
+        if os.path.exists(os.path.join(cg, f)):
+            with open(os.path.join(cg, f), "w") as o:
+                o.write(v)
+    return cg, None
+
+
+def test_oom():
+    if not GO:
+        print("SKIP: go is not installed (Debian: golang-go); "
+              "go tool pprof is the client this test needs")
+        return 77
+    cg, why = make_cgroup()
+    if not cg:
+        print("SKIP: " + why)
+        return 77
+
+    def enter():
+        with open(os.path.join(cg, "cgroup.procs"), "w") as o:
+            o.write(str(os.getpid()))
+    top = None
+    try:
+        with tempfile.TemporaryDirectory(prefix="mstat-oom.") as pm:
+            hs = Heapsites(64 * 1024, preexec=enter)
+            with hs as pid:
+                top = subprocess.Popen(
+                    [TOP, "-b", "-o", "json", "-d", "0.2", "-p", str(pid),
+                     "--postmortem-dir=" + pm],
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                states = []
+
+                def state():
+                    line = top.stdout.readline()
+                    if not line:
+                        fail("mstat-top ended: %s" % top.stderr.read())
+                    ps = json.loads(line)["processes"]
+                    states.append(ps[0]["state"] if ps else None)
+                    return states[-1]
+                while state() != "running":
+                    if len(states) > 100:
+                        fail("oom: never seen running: %r" % states[-5:])
+                hs.p.stdin.write("o")
+                hs.p.stdin.flush()
+                if hs.p.wait(timeout=120) != -9:
+                    fail("oom: heapsites ended with %d, not SIGKILL"
+                         % hs.p.returncode)
+                while state() in ("running", "stopped"):
+                    if len(states) > 1000:
+                        fail("oom: never seen gone")
+                if states[-1] != "oomkill":
+                    fail("oom: its row says %r" % states[-1])
+            top.terminate()
+            top.wait(timeout=60)
+            err = top.stderr.read()
+            top = None
+            files = postmortems(pm, pid)
+            if len(files) != 1:
+                fail("oom: post-mortem files %r (%s)" % (os.listdir(pm), err))
+            f = os.path.join(pm, files[0])
+            first = top_function(f, "inuse_space")
+            print("oom: %s first by inuse_space; mstat-top said: %s"
+                  % (first, err.strip()))
+            if first != "late_site":
+                fail("oom: late_site is not first by inuse_space")
+            comments = pprof_out(f, "-comments")
+            if "killed by the OOM killer" not in comments:
+                fail("oom: the profile does not say so: %r" % comments)
+    finally:
+        if top:
+            top.kill()
+            top.wait()
+        os.rmdir(cg)
+    return 0
+
+
 def live(p, function):
     """The live bytes of `function`'s site in process object `p`."""
     for s in p["sites"] or []:
@@ -432,7 +690,8 @@ def test_rates():
 
 if __name__ == "__main__":
     tests = {"pprof": test_pprof, "sites": test_sites, "view": test_view,
-             "rates": test_rates}
+             "rates": test_rates, "killed": test_killed,
+             "killed-view": test_killed_view, "oom": test_oom}
     if len(sys.argv) != 2 or sys.argv[1] not in tests:
         print("usage: e2e.py " + "|".join(tests))
         sys.exit(2)

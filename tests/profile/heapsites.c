@@ -13,7 +13,9 @@
  *               stdin before then makes late_site() keep 16384 blocks of
  *               1 KiB more (16 MiB), and prints "grown"; each "c" makes
  *               churn_site() allocate and free 16384 blocks more (128
- *               MiB), and prints "churned".
+ *               MiB), and prints "churned"; an "o" makes late_site()
+ *               keep blocks until the process is killed (the OOM killer
+ *               of a memory-limited cgroup), or malloc fails (exit 1).
  */
 #include <malloc.h>
 #include <stdio.h>
@@ -81,6 +83,10 @@ main(void)
 				if (!(late = late_site(late)))
 					return 1;
 			printf("grown\n");
+		} else if (c == 'o') {
+			for (;;)
+				if (!(late = late_site(late)))
+					return 1;
 		} else if (c == 'c') {
 			for (int i = 0; i < CHURNS_MORE; i++)
 				churn_site();

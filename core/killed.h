@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * killed.h - what the tools keep of a process that was killed: how long
+ * its segment stays (the grace, owner.h), whether the OOM killer did it,
+ * and its post-mortem heap profile.
+ *
+ * OOM: once a process has died, /proc/<pid>/cgroup is gone, so its
+ * memory cgroup and that cgroup's count of OOM kills (oom_kill in
+ * memory.events on cgroup v2, in memory.oom_control on v1) are read
+ * while it lives, and again once it is found killed: a count that rose
+ * says the OOM killer killed a process of its cgroup while it lived, and
+ * a SIGKILLed process there is taken for that one.  /proc/vmstat's
+ * oom_kill, the machine's count, rising is a hint only: some process
+ * somewhere was killed for memory meanwhile.
+ *
+ * Post-mortem profiles (--postmortem-dir=DIR): a killed process's heap
+ * profile, read from its segment, is written once to
+ * DIR/NAME-PID-TIME.pb.gz (TIME: when it was found killed, UTC,
+ * YYYYMMDDTHHMMSSZ), a private file (outfile.h: mode 0600, never
+ * through a link); then the oldest such files go while they hold more
+ * than the cap.  No other file of DIR is touched.
+ */
+#ifndef MSTAT_CORE_KILLED_H
+#define MSTAT_CORE_KILLED_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "owner.h"
+#include "reader.h"
+
+/* The grace the environment asks for (MSTAT_KILLED_GRACE,
+ * MSTAT_KILLED_BYTES), the defaults where unset: 0, or -EINVAL with a
+ * one-line reason. */
+int mstat_killed_env(struct mstat_grace *g, char *err, size_t errlen);
+
+/* A process's memory cgroup and its OOM kills, as read while it lived. */
+struct mstat_oom_watch {
+	bool have_cg;            /* its cgroup and count were read */
+	bool v2;
+	char cg[256];            /* its path in the hierarchy */
+	uint64_t cg_kills;       /* the cgroup's oom_kill then */
+	bool have_vm;
+	uint64_t vm_kills;       /* /proc/vmstat's oom_kill then */
+};
+
+enum mstat_oom {
+	MSTAT_OOM_NO,            /* nothing says so */
+	MSTAT_OOM_HINT,          /* the machine's count rose: perhaps */
+	MSTAT_OOM_CGROUP,        /* its cgroup's count rose */
+};
+
+/* Where the cgroup hierarchies are mounted: /sys/fs/cgroup, or a
+ * directory of fixtures in the tests.  Read by mstat_oom_watch_*(). */
+extern const char *mstat_cgroup_root;
+
+/* While `pid` (of this pid namespace) lives: what to compare with. */
+void mstat_oom_watch_start(struct mstat_oom_watch *w, pid_t pid);
+
+/* Once it is found killed: whether the OOM killer did it; `why` gets a
+ * line saying what rose ("memory cgroup /x: oom_kill 0 -> 1"). */
+enum mstat_oom mstat_oom_watch_end(const struct mstat_oom_watch *w, char *why,
+				   size_t len);
+
+/* The default cap on the bytes of a post-mortem directory's profiles. */
+#define MSTAT_POSTMORTEM_BYTES_DEFAULT (64u << 20)
+
+/*
+ * Writes the profile of the killed process read by `r` (`name`, `pid`,
+ * found killed at `end_ns`, CLOCK_REALTIME) into `dir`, with `comment`
+ * (or NULL) as the profile's comment, then trims `dir`'s post-mortem
+ * files to `max_bytes`, oldest first, never the one just written.  0, or
+ * -errno with a one-line reason in `err`.  `path` gets the file's path.
+ */
+int mstat_postmortem_write(const char *dir, uint64_t max_bytes,
+			   struct mstat_reader *r, const char *name, pid_t pid,
+			   uint64_t end_ns, const char *comment, char *path,
+			   size_t pathlen, char *err, size_t errlen);
+
+/* Whether `dir` is a directory this process can write into: 0, or -errno
+ * with the reason. */
+int mstat_killed_dir_check(const char *dir, char *err, size_t errlen);
+
+/* Whether `file` is the name of a post-mortem profile (NAME-PID-TIME.pb.gz). */
+bool mstat_postmortem_name(const char *file);
+
+#endif /* MSTAT_CORE_KILLED_H */
