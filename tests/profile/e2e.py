@@ -431,6 +431,17 @@ def test_killed():
            hs.leak_truth)
     if len(segments(pid)) != 1:
         fail("killed: a tick removed it within its grace")
+    # One mstat-top that runs on: the row lingers, then goes, and the
+    # segment kept is not read again as a new process.
+    r = subprocess.run([TOP, "-b", "-o", "json", "-d", "0.2", "-n", "12",
+                        "--linger", "0.5", "-p", str(pid)],
+                       capture_output=True, text=True, timeout=60)
+    states = [[q["state"] for q in json.loads(line)["processes"]]
+              for line in r.stdout.splitlines()]
+    gone = states.index([]) if [] in states else None
+    if (not states or states[0] != ["killed"] or gone is None or
+            any(states[gone:])):
+        fail("killed: rows tick by tick: %r" % states)
     with tempfile.TemporaryDirectory(prefix="mstat-killed.") as tmp:
         if GO:
             profile = os.path.join(tmp, "heap.pb.gz")
