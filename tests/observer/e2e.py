@@ -915,13 +915,13 @@ def test_interactive():
         check(rows_of(s, pids) == [big.pid, small.pid], "sorted by live bytes")
         check(re.search(r"sort LIVE$", s, re.M), "sort shown")
         # Killed, a process shows as killed, lingers, and goes; its
-        # segment goes at once.
+        # segment stays for its grace (MSTAT_KILLED_GRACE), not read again.
         doomed.p.kill()
         doomed.p.wait()
         t.wait(lambda s: [l.split()[-1] for l in s.splitlines()
                           if l.split()[:1] == [str(doomed.pid)]] == ["killed"],
                "the killed one")
-        check(not segments_of(doomed.pid), "its segment was removed")
+        check(segments_of(doomed.pid), "its segment was kept for its grace")
         t.wait(lambda s: not rows_of(s, {doomed.pid}), "it to go after --linger")
         # j/k and End/Home move the selection: Enter opens the one selected.
         for keys, pid in ((["j"], small.pid), (["k"], big.pid),
