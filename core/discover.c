@@ -474,7 +474,7 @@ uint64_t
 mstat_discover_reap(struct mstat_discover *d, struct mstat_core_target *t,
 		    bool grace)
 {
-	struct mstat_reaped r;
+	struct mstat_reaped r = { 0 };
 	int dirfd, rc;
 
 	if (!t->in_scan || !t->reader)
@@ -487,10 +487,9 @@ mstat_discover_reap(struct mstat_discover *d, struct mstat_core_target *t,
 	close(dirfd);
 	if (rc < 0)
 		note(d, "%s: cannot remove: %s", t->shm_name, strerror(-rc));
-	if (rc != MSTAT_REAP_KILLED)
-		return 0;
-	kept_add(d, t->shm_name, &r);
-	return r.killed_ns;
+	if (rc == MSTAT_REAP_KILLED)
+		kept_add(d, t->shm_name, &r);
+	return rc >= 0 ? r.killed_ns : 0;
 }
 
 size_t

@@ -135,7 +135,7 @@ bool mstat_discover_stopped(const struct mstat_discover *d,
  * leads to it, unless the process was killed within the grace (`grace`
  * 0: at once, whatever the grace); the target keeps its final counts and
  * its mapping.  Returns CLOCK_REALTIME the process was first found killed
- * (by whoever did), or 0. */
+ * (by whoever did), or 0 if nobody had. */
 uint64_t mstat_discover_reap(struct mstat_discover *d,
 			     struct mstat_core_target *t, bool grace);
 

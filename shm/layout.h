@@ -229,7 +229,7 @@ struct mstat_shm_header {
 	 * Written once, by a remover that holds the write lock on the owner
 	 * byte (so by one, after the owner's death, never by the target);
 	 * relaxed: a time, ordered with nothing (shm/owner.c). */
-	_Atomic uint32_t killed_s;
+	_Atomic uint32_t killed_s; /* (Z) */
 	/* The mean sampling interval in bytes the target applies now, 0 when
 	 * sampling is off; written by the target on its sampling path,
 	 * informative (each thread applies a change at its next sample). */

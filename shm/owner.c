@@ -179,11 +179,12 @@ grace_over(int fd, struct mstat_reaped *id, const struct stat *st,
 	id->ino = (uint64_t)st->st_ino;
 	if (grace_s > MSTAT_KILLED_GRACE_MAX)
 		grace_s = MSTAT_KILLED_GRACE_MAX;
-	if (grace_s == 0)
-		return true;
 	if (pread(fd, &s, sizeof(s), at) != sizeof(s))
 		return true;
 	uint64_t when = s ? id->created_ns + (uint64_t)(s - 1) * NS : 0;
+	id->killed_ns = when; /* what an earlier remover found, or 0 */
+	if (grace_s == 0)
+		return true;
 	if (s == 0 || when > now + grace_s * NS) {
 		uint64_t secs = now > id->created_ns ? (now - id->created_ns) / NS : 0;
 		s = secs >= UINT32_MAX ? UINT32_MAX : (uint32_t)secs + 1;
