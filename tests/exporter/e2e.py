@@ -344,7 +344,9 @@ def test_gone():
     not read again; with a grace of 0, removed."""
     a = Target("fixed", TAG + "-exit")
     k = Target("fixed", TAG + "-kill")
-    e = Exporter()
+    pm = os.path.join(tmpdir(), "postmortem")
+    os.mkdir(pm)
+    e = Exporter("--postmortem-dir=" + pm)
     text = e.metrics()
     expect_fixed(of(text, a), "before", classes=False)
     expect_fixed(of(text, k), "before", classes=False)
@@ -356,6 +358,11 @@ def test_gone():
     check(of(text, a) == {} and of(text, k) == {},
           "gone from the next scrape: %r %r" % (of(text, a), of(text, k)))
     check(segments_of(k.pid), "the killed process's segment kept")
+    files = os.listdir(pm)
+    check(len(files) == 1 and re.fullmatch(
+        r"%s-kill-%d-\d{8}T\d{6}Z\.pb\.gz" % (re.escape(TAG), k.pid), files[0])
+        and os.stat(os.path.join(pm, files[0])).st_mode & 0o777 == 0o600,
+        "--postmortem-dir: the killed one's profile only: %r" % files)
     text = e.metrics()
     check(of(text, k) == {}, "not read again: %r" % of(text, k))
     e.stop()
@@ -661,6 +668,13 @@ def test_flags():
                   'path of their own')
     refused_start(["--web.telemetry-path=/metrics?x"], 2,
                   "a path is / and printable ASCII but for space, ?, # and %")
+    refused_start(["--killed-grace=86401"], 2,
+                  "mstat-exporter: --killed-grace 86401: seconds, 0 to 86400")
+    refused_start(["--postmortem-dir=/nonexistent/x"], 2,
+                  "mstat-exporter: --postmortem-dir: /nonexistent/x: No such "
+                  "file or directory")
+    refused_start(["--postmortem-bytes=1k"], 2,
+                  "mstat-exporter: --postmortem-bytes 1k: a number of bytes")
     # The addresses that are allowed: served, at a path of its own.
     e = Exporter("--web.telemetry-path=/heap")
     check(e.get("/heap")[0] == 200 and e.get("/metrics")[0] == 404,

@@ -1436,13 +1436,31 @@ def test_options():
             (["--sites=1001"], "--sites", "1001",
              "a number of call sites, 1 to 1000"),
             (["--sample-bytes=%d" % ((1 << 40) + 1)], "--sample-bytes",
-             str((1 << 40) + 1), "bytes, 0 (off) to 1099511627776")):
+             str((1 << 40) + 1), "bytes, 0 (off) to 1099511627776"),
+            (["--killed-grace=86401"], "--killed-grace", "86401",
+             "seconds, 0 to 86400"),
+            (["--postmortem-bytes=-1"], "--postmortem-bytes", "-1",
+             "a number of bytes")):
         r = subprocess.run([TOP, "-b"] + args, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, timeout=TIMEOUT)
         line = "mstat-top: bad value '%s' for %s: %s\n" % (value, flag, want)
         check(r.returncode == 2 and ours(r.stderr.decode()) == line,
               "%s: exit %d, %r, not %r" % (args, r.returncode,
                                           r.stderr.decode(), line))
+    # The environment's grace, and a directory that cannot be written.
+    for args, env, line in (
+            ([], {"MSTAT_KILLED_GRACE": "5m"}, "mstat-top: MSTAT_KILLED_GRACE=5m: "
+             "not a number of seconds in 0..86400\n"),
+            ([], {"MSTAT_KILLED_BYTES": "x"}, "mstat-top: MSTAT_KILLED_BYTES=x: "
+             "not a number of bytes\n"),
+            (["--postmortem-dir=/nonexistent/x"], {}, "mstat-top: "
+             "--postmortem-dir: /nonexistent/x: No such file or directory\n")):
+        r = subprocess.run([TOP, "-b"] + args, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=TIMEOUT,
+                           env=dict(os.environ, **env))
+        check(r.returncode == 2 and ours(r.stderr.decode()) == line,
+              "%s %s: exit %d, %r, not %r" % (env, args, r.returncode,
+                                             r.stderr.decode(), line))
 
 
 def test_terminal():
