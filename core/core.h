@@ -89,17 +89,18 @@ enum mstat_core_error {
  * sites with mstat_core_sites_want(); from then on the sampler reads that
  * process's profile once a tick, after its counters, and publishes the
  * result as `sites` (rcu_assign_pointer; immutable once published); a
- * process gone (exited, killed) is read on while its row lingers: its
- * final sites.  Nobody asking, no profile is read (but baselines,
- * below).
+ * killed process is read on while its row lingers, an exited one once
+ * more as it is found gone: their final sites.  Nobody asking, no
+ * profile is read (but baselines, below).
  */
 #define MSTAT_CORE_SITES_MAX 32
 enum mstat_core_sites_order { MSTAT_CORE_SITES_LIVE, MSTAT_CORE_SITES_GROWTH };
 struct mstat_core_sites {
 	struct rcu_head rcu;
 	char key[MSTAT_KEY_MAX]; /* the process */
-	int rc;                  /* 0; -ENOENT: not read (no such process
-				  * among the targets); or the read's -errno */
+	int rc;                  /* 0; -ENOENT: not read (exited before it
+				  * was asked for, or not a live process);
+				  * or the read's -errno */
 	bool final;              /* the process is gone: its last sites */
 	bool have_growth;        /* a baseline was read */
 	uint64_t sample_bytes;   /* the mean interval in effect; 0 off */
@@ -180,7 +181,8 @@ const char *mstat_core_error_name(enum mstat_core_error e);
 
 struct mstat_site;
 /* The top `n` call sites of the process whose key is `key` (sites.h),
- * while it is a target (a process gone: while its row lingers).  0, -ENOENT,
+ * while it is read (a killed one: while its row lingers; not an exited
+ * one, whose segment is closed).  0, -ENOENT,
  * or another -errno.  In the sampler's thread: batch mode's, between
  * ticks. */
 int mstat_core_sites(struct mstat_core *core, const char *key, size_t n,

@@ -431,8 +431,10 @@ postmortem(struct mstat_core *core, const struct mstat_core_target *t,
 }
 
 /* Gone: these counts are final.  Its name goes now, or, killed, once
- * its grace is over (owner.h); its mapping stays while the row lingers,
- * for its sites and profile. */
+ * its grace is over (owner.h).  A killed one keeps its mapping while its
+ * row lingers, for its sites and profile; an exited one's goes now (a
+ * descriptor each: many short processes end), its sites read first if
+ * they are asked for. */
 static void
 finish(struct mstat_core *core, struct mstat_core_target *t,
        struct mstat_core_sample *s, uint64_t t_ns)
@@ -441,8 +443,14 @@ finish(struct mstat_core *core, struct mstat_core_target *t,
 	t->end_ns = t_ns;
 	uint64_t killed_ns = mstat_discover_reap(&core->disc, t, true);
 	s->end_ns = end_time(t, s->live, killed_ns);
-	if (s->live == MSTAT_LIVE_KILLED)
+	if (s->live == MSTAT_LIVE_KILLED) {
 		postmortem(core, t, s);
+		return;
+	}
+	if (sites_wanted(core, t))
+		sites_read(core, t, true, true);
+	mstat_reader_close(t->reader);
+	t->reader = NULL;
 }
 
 /* Publishes the filled sample `s` as t's: pairs with rcu_dereference() in
@@ -551,41 +559,48 @@ mstat_core_sites(struct mstat_core *core, const char *key, size_t n,
 
 	*got = 0;
 	cds_list_for_each_entry(t, &core->targets, node)
-		if (strcmp(t->key, key) == 0)
+		if (strcmp(t->key, key) == 0 && t->reader)
 			return mstat_sites_read(t->reader, n, out, got);
 	return -ENOENT;
 }
 
 /* The call sites of the tick: baselines to take, and those asked for.  A
- * process gone is read while its row lingers (its mapping stays), and
- * only if asked for: its sites no longer change. */
+ * killed process is read while its row lingers (its mapping stays), and
+ * only if asked for: its sites no longer change.  An exited one's were
+ * read as it ended, if asked for then. */
 static void
 sites_tick(struct mstat_core *core)
 {
 	struct mstat_core_target *t;
-	bool found = false;
+	bool found = false, gone = false;
 
 	cds_list_for_each_entry(t, &core->targets, node) {
 		bool want = sites_wanted(core, t);
+		gone |= want && t->final;
+		if (!t->reader || (t->final && !want))
+			continue;
 		found |= want;
-		if (!t->final || want)
-			sites_read(core, t, want, t->final);
+		sites_read(core, t, want, t->final);
 	}
 	const struct mstat_core_sites *had = core->sites;
 	if (!core->sites_key[0]) {
-		if (had)
+		/* The final sites of a process whose mapping is gone cannot
+		 * be read again: they stay until others are asked for. */
+		if (had && !had->final)
 			sites_publish(core, NULL);
 		return;
 	}
-	/* Read just now; or a process not read (any more): what says so. */
+	/* Read just now; or a process not read any more: its final sites
+	 * stay, or what says they were not read. */
 	if (found || (had && strcmp(had->key, core->sites_key) == 0 &&
-		      had->rc == -ENOENT))
+		      (had->final || had->rc == -ENOENT)))
 		return;
 	struct mstat_core_sites *s = calloc(1, sizeof(*s));
 	if (!s)
 		return;
 	snprintf(s->key, sizeof(s->key), "%s", core->sites_key);
 	s->rc = -ENOENT;
+	s->final = gone;
 	sites_publish(core, s);
 }
 

@@ -415,7 +415,8 @@ mstat_view_sites(struct mstat_ui *ui)
 	}
 	if (s->rc == -ENOENT) {
 		line(HEAD + 1, A_NORMAL, s->final || mstat_model_gone(r->live)
-		     ? "it ended, and its segment is no longer read"
+		     ? "it ended before its call sites were read: they are read "
+		       "while the sites are shown"
 		     : "its call sites are not read: it is not a live process "
 		       "here");
 		return;
