@@ -86,7 +86,7 @@ mstat_discover_fini(struct mstat_discover *d)
 	for (size_t i = 0; i < d->nrefused; i++)
 		free(d->refused[i]);
 	free(d->refused);
-	free(d->kept);
+	free(d->kept.v);
 	free(d->pids);
 	memset(d, 0, sizeof(*d));
 }
@@ -250,58 +250,6 @@ kept_ino(const void *item)
 	return ((const struct mstat_kept *)item)->ino;
 }
 
-/* Once a scan has marked the kept segments it saw: each is removed once
- * its grace is over, then the oldest while all of them are over the
- * byte bound; the others stay. */
-static void
-kept_tick(struct mstat_discover *d, int dirfd)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < d->nkept; i++) {
-		struct mstat_kept *k = &d->kept[i];
-		struct mstat_reaped r;
-		if (!k->seen)
-			continue; /* removed by another */
-		int rc = mstat_reap_at(dirfd, k->name, geteuid(), NULL,
-				       d->grace.seconds, &r);
-		if (rc == MSTAT_REAP_REMOVED)
-			note(d, "removed %s: killed %llu s ago, its grace is over",
-			     k->name, (unsigned long long)
-			     ((mstat_clock_wall_ns() - r.killed_ns) / 1000000000u));
-		else if (rc == MSTAT_REAP_KILLED && r.ino == k->ino)
-			d->kept[n++] = *k;
-	}
-	d->nkept = n;
-	size_t out = mstat_kept_evict(dirfd, geteuid(), d->kept, n,
-				      d->grace.max_bytes);
-	for (size_t i = n - out; i < n; i++)
-		note(d, "removed %s: the kept segments of killed processes "
-		     "were over %llu bytes", d->kept[i].name,
-		     (unsigned long long)d->grace.max_bytes);
-	d->nkept = n - out;
-	for (size_t i = 0; i < d->nkept; i++)
-		d->kept[i].seen = false;
-}
-
-/* Remembers a kept segment, once. */
-static void
-kept_add(struct mstat_discover *d, const char *name, const struct mstat_reaped *r)
-{
-	for (size_t i = 0; i < d->nkept; i++)
-		if (d->kept[i].ino == r->ino && strcmp(d->kept[i].name, name) == 0)
-			return;
-	if (d->nkept == d->capkept) {
-		size_t cap = d->capkept ? 2 * d->capkept : 8;
-		void *p = realloc(d->kept, cap * sizeof(*d->kept));
-		if (!p)
-			return; /* attached again, and read again: harmless */
-		d->kept = p;
-		d->capkept = cap;
-	}
-	mstat_kept_set(&d->kept[d->nkept++], name, r);
-}
-
 void
 mstat_discover_scan(struct mstat_discover *d, struct cds_list_head *targets)
 {
@@ -319,15 +267,13 @@ mstat_discover_scan(struct mstat_discover *d, struct cds_list_head *targets)
 	}
 	if (mstat_index_init(&known, n, target_name, target_ino) < 0 ||
 	    mstat_index_init(&refusals, d->nrefused, refusal_name, refusal_ino) < 0 ||
-	    mstat_index_init(&kept, d->nkept, kept_name, kept_ino) < 0) {
+	    mstat_index_init(&kept, d->kept.n, kept_name, kept_ino) < 0) {
 		mstat_index_fini(&known);
 		mstat_index_fini(&refusals);
 		return;
 	}
-	for (size_t i = 0; i < d->nkept; i++) {
-		d->kept[i].seen = false;
-		mstat_index_add(&kept, &d->kept[i]);
-	}
+	for (size_t i = 0; i < d->kept.n; i++)
+		mstat_index_add(&kept, &d->kept.v[i]);
 	cds_list_for_each_entry(t, targets, node)
 		mstat_index_add(&known, t);
 	for (size_t i = 0; i < d->nrefused; i++) {
@@ -390,7 +336,7 @@ mstat_discover_scan(struct mstat_discover *d, struct cds_list_head *targets)
 			f->in_scan = false;
 		}
 	}
-	kept_tick(d, dirfd(dir));
+	mstat_kept_tick(&d->kept, dirfd(dir), &d->grace, d->note, d->note_arg);
 	closedir(dir);
 	if (no_fd) {
 		struct rlimit rl = { 0, 0 };
@@ -488,7 +434,7 @@ mstat_discover_reap(struct mstat_discover *d, struct mstat_core_target *t,
 	if (rc < 0)
 		note(d, "%s: cannot remove: %s", t->shm_name, strerror(-rc));
 	if (rc == MSTAT_REAP_KILLED)
-		kept_add(d, t->shm_name, &r);
+		mstat_kept_add(&d->kept, t->shm_name, &r);
 	return rc >= 0 ? r.killed_ns : 0;
 }
 
@@ -523,7 +469,7 @@ mstat_discover_gc(struct mstat_discover *d)
 			     (int)pid, (unsigned long long)
 			     ((mstat_clock_wall_ns() - r.killed_ns) / 1000000000u),
 			     (unsigned long long)d->grace.seconds);
-			kept_add(d, de->d_name, &r);
+			mstat_kept_add(&d->kept, de->d_name, &r);
 		} else if (rc < 0) {
 			note(d, "%s: cannot remove: %s", de->d_name, strerror(-rc));
 		} else if (rc == MSTAT_REAP_REMOVED) {
@@ -536,14 +482,8 @@ mstat_discover_gc(struct mstat_discover *d)
 			removed++;
 		}
 	}
-	size_t out = mstat_kept_evict(dirfd(dir), geteuid(), d->kept, d->nkept,
-				      d->grace.max_bytes);
-	for (size_t i = d->nkept - out; i < d->nkept; i++)
-		note(d, "removed %s: the kept segments of killed processes "
-		     "were over %llu bytes", d->kept[i].name,
-		     (unsigned long long)d->grace.max_bytes);
-	d->nkept -= out;
-	removed += out;
+	removed += mstat_kept_bound(&d->kept, dirfd(dir), &d->grace, d->note,
+				    d->note_arg);
 	closedir(dir);
 	return removed;
 }

@@ -107,8 +107,7 @@ struct mstat_discover {
 	 * attached again, removed once their grace is over or the bytes of
 	 * all of them are over the bound, oldest first. */
 	struct mstat_grace grace;
-	struct mstat_kept *kept;
-	size_t nkept, capkept;
+	struct mstat_kept_list kept;
 };
 
 /* 0 or -ENOMEM.  `pids` is copied. */

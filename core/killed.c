@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "pprof.h"
 #include "procfs.h"
 #include "symbols.h"
@@ -41,6 +43,84 @@ mstat_killed_env(struct mstat_grace *g, char *err, size_t errlen)
 		}
 	}
 	return 0;
+}
+
+void
+mstat_kept_add(struct mstat_kept_list *l, const char *name,
+	       const struct mstat_reaped *r)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (l->v[i].ino == r->ino && strcmp(l->v[i].name, name) == 0)
+			return;
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 8;
+		void *p = realloc(l->v, cap * sizeof(*l->v));
+		if (!p)
+			return; /* attached again, and read again: harmless */
+		l->v = p;
+		l->cap = cap;
+	}
+	mstat_kept_set(&l->v[l->n++], name, r);
+}
+
+static void
+say(void (*note)(void *, const char *), void *arg, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void
+say(void (*note)(void *, const char *), void *arg, const char *fmt, ...)
+{
+	char line[256];
+	va_list ap;
+
+	if (!note)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	note(arg, line);
+}
+
+size_t
+mstat_kept_bound(struct mstat_kept_list *l, int dirfd,
+		 const struct mstat_grace *g,
+		 void (*note)(void *arg, const char *line), void *arg)
+{
+	size_t out = mstat_kept_evict(dirfd, geteuid(), l->v, l->n, g->max_bytes);
+
+	for (size_t i = l->n - out; i < l->n; i++)
+		say(note, arg, "removed %s: the kept segments of killed "
+		    "processes were over %llu bytes", l->v[i].name,
+		    (unsigned long long)g->max_bytes);
+	l->n -= out;
+	return out;
+}
+
+void
+mstat_kept_tick(struct mstat_kept_list *l, int dirfd,
+		const struct mstat_grace *g,
+		void (*note)(void *arg, const char *line), void *arg)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < l->n; i++) {
+		struct mstat_kept *k = &l->v[i];
+		struct mstat_reaped r;
+		if (!k->seen)
+			continue; /* removed by another */
+		int rc = mstat_reap_at(dirfd, k->name, geteuid(), NULL,
+				       g->seconds, &r);
+		if (rc == MSTAT_REAP_REMOVED)
+			say(note, arg, "removed %s: killed %llu s ago, its grace "
+			    "is over", k->name, (unsigned long long)
+			    ((mstat_clock_wall_ns() - r.killed_ns) / 1000000000u));
+		else if (rc == MSTAT_REAP_KILLED && r.ino == k->ino)
+			l->v[n++] = *k;
+	}
+	l->n = n;
+	(void)mstat_kept_bound(l, dirfd, g, note, arg);
+	for (size_t i = 0; i < l->n; i++)
+		l->v[i].seen = false;
 }
 
 const char *mstat_cgroup_root = "/sys/fs/cgroup";

@@ -36,6 +36,32 @@
  * one-line reason. */
 int mstat_killed_env(struct mstat_grace *g, char *err, size_t errlen);
 
+/* The kept segments of killed processes a reader has read: not attached
+ * again, removed once their grace is over, or the oldest while all of
+ * them are over the byte bound (owner.h). */
+struct mstat_kept_list {
+	struct mstat_kept *v;
+	size_t n, cap;
+};
+
+/* Remembers a segment kept (`r`, as mstat_reap_*() said), once. */
+void mstat_kept_add(struct mstat_kept_list *l, const char *name,
+		    const struct mstat_reaped *r);
+
+/* After a scan of `dirfd` that marked the ones it saw (`seen`; the others
+ * were removed by someone else, and are forgotten): removes those whose
+ * grace `g` is over, then the oldest while they hold more than its
+ * bytes; one note each (`note(arg, line)`, if not NULL).  Clears the
+ * marks. */
+void mstat_kept_tick(struct mstat_kept_list *l, int dirfd,
+		     const struct mstat_grace *g,
+		     void (*note)(void *arg, const char *line), void *arg);
+
+/* Only the byte bound, over every one remembered (mstat-top --gc). */
+size_t mstat_kept_bound(struct mstat_kept_list *l, int dirfd,
+			const struct mstat_grace *g,
+			void (*note)(void *arg, const char *line), void *arg);
+
 /* A process's memory cgroup and its OOM kills, as read while it lived. */
 struct mstat_oom_watch {
 	bool have_cg;            /* its cgroup and count were read */

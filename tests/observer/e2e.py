@@ -608,6 +608,39 @@ def test_gc():
     alive.stop()
 
 
+def test_killedbytes():
+    """The bound on the bytes of killed processes' kept segments, in a
+    reader: three killed a second apart; the next tick of a reader that
+    has room for two removes the oldest, and --gc with room for one the
+    next; the youngest stays, within its grace."""
+    ts = []
+    for i in range(3):
+        t = Target("fixed", TAG + "-kb%d" % i)
+        t.p.kill()
+        t.p.wait()
+        run_top("-o", "json", "-n", "1", "-p", str(t.pid))  # found killed
+        ts.append(t)
+        if i < 2:
+            time.sleep(1.1)
+    size = [os.stat("/dev/shm/" + segments_of(t.pid)[0]).st_blocks * 512
+            for t in ts]
+    pids = ",".join(str(t.pid) for t in ts)
+    room = size[1] + size[2]
+    _, err = run_top("-o", "json", "-n", "2", "-d", "0.2", "-p", pids,
+                     env={"MSTAT_KILLED_BYTES": str(room)})
+    check([bool(segments_of(t.pid)) for t in ts] == [False, True, True],
+          "a tick with room for two: %r" % [segments_of(t.pid) for t in ts])
+    check("the kept segments of killed processes were over %d bytes" % room
+          in err, "the tick says so: %r" % err)
+    r = subprocess.run([TOP, "--gc"], stderr=subprocess.PIPE,
+                       stdout=subprocess.PIPE, timeout=TIMEOUT,
+                       env=dict(os.environ, MSTAT_KILLED_BYTES=str(size[2])))
+    check(r.returncode == 0 and
+          [bool(segments_of(t.pid)) for t in ts] == [False, False, True],
+          "--gc with room for one: %r %r" % ([segments_of(t.pid) for t in ts],
+                                             r.stderr))
+
+
 def test_pidns():
     """A process in another pid namespace (sharing /dev/shm) is alive as
     long as it runs, whatever its pid means here: shown running, kept by
