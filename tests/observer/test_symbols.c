@@ -6,7 +6,8 @@
  * modules that are ELF files are still used.  Names are shown as a user
  * reads them: C++ demangled, without the compiler's clone suffixes, files
  * relative to the source tree rather than to the build directory; pprof
- * keeps the symbol whole, and the file from /.
+ * keeps the symbol whole, and the file from /.  The pprof encoder writes
+ * Go's heap profile: its sample types, period and labels, and deltas.
  */
 #include <limits.h>
 #include <link.h>
@@ -361,6 +362,201 @@ test_pprof_keeps_symbols(void **state)
 		free((void *)str[i]);
 }
 
+/* A profile as mstat_pprof_encode() writes it, decoded: what the tests
+ * below look at. */
+struct decoded {
+	char *str[64];
+	size_t nstr;
+	uint64_t type[4][2]; /* sample_type: type, unit (string ids) */
+	size_t ntypes;
+	int64_t value[8][4];
+	uint64_t label_key[8], label_num[8];
+	size_t nsamples;
+	uint64_t period_type[2], period, time_ns, duration_ns, default_type;
+};
+
+static void
+decode(const unsigned char *gz, size_t len, struct decoded *d)
+{
+	static unsigned char buf[1 << 20];
+	z_stream z = { 0 };
+
+	memset(d, 0, sizeof(*d));
+	assert_int_equal(inflateInit2(&z, 15 + 16), Z_OK); /* gzip */
+	z.next_in = (unsigned char *)gz;
+	z.avail_in = (uInt)len;
+	z.next_out = buf;
+	z.avail_out = sizeof(buf);
+	assert_int_equal(inflate(&z, Z_FINISH), Z_STREAM_END);
+	size_t n = sizeof(buf) - z.avail_out;
+	inflateEnd(&z);
+	for (const unsigned char *q = buf, *end = buf + n; q < end;) {
+		uint64_t key = get_varint(&q, end);
+		if ((key & 7) == 0) {
+			uint64_t v = get_varint(&q, end);
+			if (key >> 3 == 12)
+				d->period = v;
+			else if (key >> 3 == 9)
+				d->time_ns = v;
+			else if (key >> 3 == 10)
+				d->duration_ns = v;
+			else if (key >> 3 == 14)
+				d->default_type = v;
+			continue;
+		}
+		size_t l = (size_t)get_varint(&q, end);
+		const unsigned char *m = q, *mend = q + l;
+		q += l;
+		switch (key >> 3) {
+		case 1: /* sample_type */
+			assert_true(d->ntypes < 4);
+			d->type[d->ntypes][0] = msg_varint(m, l, 1);
+			d->type[d->ntypes++][1] = msg_varint(m, l, 2);
+			break;
+		case 11: /* period_type */
+			d->period_type[0] = msg_varint(m, l, 1);
+			d->period_type[1] = msg_varint(m, l, 2);
+			break;
+		case 6: /* string_table */
+			assert_true(d->nstr < 64);
+			d->str[d->nstr] = calloc(1, l + 1);
+			memcpy(d->str[d->nstr++], m, l);
+			break;
+		case 2: { /* sample: packed values, a label */
+			assert_true(d->nsamples < 8);
+			size_t k = d->nsamples++;
+			while (m < mend) {
+				uint64_t f = get_varint(&m, mend);
+				size_t fl = (size_t)get_varint(&m, mend);
+				const unsigned char *v = m;
+				m += fl;
+				if (f >> 3 == 2)
+					for (int i = 0; i < 4; i++)
+						d->value[k][i] = (int64_t)get_varint(&v, m);
+				else if (f >> 3 == 3) {
+					d->label_key[k] = msg_varint(v, fl, 1);
+					d->label_num[k] = msg_varint(v, fl, 3);
+				}
+			}
+			break;
+		}
+		}
+	}
+}
+
+static void
+decoded_free(struct decoded *d)
+{
+	for (size_t i = 0; i < d->nstr; i++)
+		free(d->str[i]);
+}
+
+static void
+expect_values(const struct decoded *d, size_t k, int64_t a, int64_t b,
+	      int64_t c, int64_t e)
+{
+	const int64_t *v = d->value[k];
+
+	if (v[0] != a || v[1] != b || v[2] != c || v[3] != e)
+		fail_msg("sample %zu: %lld %lld %lld %lld, not %lld %lld %lld %lld",
+			 k, (long long)v[0], (long long)v[1], (long long)v[2],
+			 (long long)v[3], (long long)a, (long long)b, (long long)c,
+			 (long long)e);
+}
+
+/* Go's heap profile: its four sample types in Go's order, period
+ * space/bytes at the interval, a default sample type only when asked
+ * (Go's /debug/pprof/allocs), each sample's average block as the
+ * numeric label "bytes"; and a delta: every type minus the base's, in
+ * use ones negative where frees outran allocations, unchanged stacks
+ * left out, the duration said. */
+static void
+test_pprof_encode(void **state)
+{
+	/* Weighted: bytes are the weights, objects n * w / b. */
+	struct mstat_profile_stack now[3] = {
+		{ .allocs = 4, .alloc_bytes = 400, .frees = 1, .free_bytes = 100,
+		  .alloc_weight = 4000, .free_weight = 1000, .depth = 1,
+		  .frames = { 0x1000 } },
+		{ .allocs = 2, .alloc_bytes = 2000, .alloc_weight = 20000,
+		  .depth = 1, .frames = { 0x2000 } },
+		{ .allocs = 2, .alloc_bytes = 200, .alloc_weight = 2000,
+		  .frees = 2, .free_bytes = 200, .free_weight = 2000,
+		  .depth = 2, .frames = { 0x3000, 0x1000 } },
+	};
+	struct mstat_profile_stack then[3] = {
+		{ .allocs = 2, .alloc_bytes = 200, .alloc_weight = 2000,
+		  .frees = 1, .free_bytes = 100, .free_weight = 1000,
+		  .depth = 1, .frames = { 0x1000 } },
+		now[1],
+		{ .allocs = 2, .alloc_bytes = 200, .alloc_weight = 2000,
+		  .depth = 2, .frames = { 0x3000, 0x1000 } },
+	};
+	struct mstat_profile p = { .sample_bytes = 4096, .weighted = true,
+				   .nstacks = 3, .stacks = now };
+	/* The base in another order: found by its frames. */
+	struct mstat_profile_stack then_shuffled[3] = { then[2], then[0], then[1] };
+	struct mstat_profile base = { .sample_bytes = 4096, .weighted = true,
+				      .nstacks = 3, .stacks = then_shuffled };
+	static const char *const types[4][2] = {
+		{ "alloc_objects", "count" }, { "alloc_space", "bytes" },
+		{ "inuse_objects", "count" }, { "inuse_space", "bytes" },
+	};
+	struct mstat_pprof_options o = { .default_sample_type = "alloc_space",
+					 .time_ns = 123 };
+	unsigned char *gz;
+	size_t len;
+	char err[256];
+	struct decoded d;
+
+	(void)state;
+	assert_int_equal(mstat_pprof_encode(&p, NULL, &o, &gz, &len, err,
+					    sizeof(err)), 0);
+	decode(gz, len, &d);
+	free(gz);
+	assert_int_equal(d.ntypes, 4);
+	for (int i = 0; i < 4; i++) {
+		assert_string_equal(d.str[d.type[i][0]], types[i][0]);
+		assert_string_equal(d.str[d.type[i][1]], types[i][1]);
+	}
+	assert_string_equal(d.str[d.period_type[0]], "space");
+	assert_string_equal(d.str[d.period_type[1]], "bytes");
+	assert_int_equal(d.period, 4096);
+	assert_int_equal(d.time_ns, 123);
+	assert_int_equal(d.duration_ns, 0);
+	assert_string_equal(d.str[d.default_type], "alloc_space");
+	assert_int_equal(d.nsamples, 3);
+	expect_values(&d, 0, 40, 4000, 30, 3000);
+	expect_values(&d, 1, 20, 20000, 20, 20000);
+	expect_values(&d, 2, 20, 2000, 0, 0);
+	assert_string_equal(d.str[d.label_key[0]], "bytes");
+	assert_int_equal(d.label_num[0], 100);
+	assert_int_equal(d.label_num[1], 1000);
+	decoded_free(&d);
+
+	/* Go's heap profile has no default sample type. */
+	o.default_sample_type = NULL;
+	assert_int_equal(mstat_pprof_encode(&p, NULL, &o, &gz, &len, err,
+					    sizeof(err)), 0);
+	decode(gz, len, &d);
+	free(gz);
+	assert_int_equal(d.default_type, 0);
+	decoded_free(&d);
+
+	/* A delta against `base`. */
+	o.base = &base;
+	o.duration_ns = 5000000000u;
+	assert_int_equal(mstat_pprof_encode(&p, NULL, &o, &gz, &len, err,
+					    sizeof(err)), 0);
+	decode(gz, len, &d);
+	free(gz);
+	assert_int_equal(d.duration_ns, 5000000000u);
+	assert_int_equal(d.nsamples, 2); /* the second is unchanged */
+	expect_values(&d, 0, 20, 2000, 20, 2000);
+	expect_values(&d, 1, 0, 0, -20, -2000);
+	decoded_free(&d);
+}
+
 int
 main(void)
 {
@@ -370,6 +566,7 @@ main(void)
 		cmocka_unit_test(test_source_names),
 		cmocka_unit_test(test_frames_named_readably),
 		cmocka_unit_test(test_pprof_keeps_symbols),
+		cmocka_unit_test(test_pprof_encode),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
