@@ -8,9 +8,13 @@
  * relative to the source tree rather than to the build directory; pprof
  * keeps the symbol whole, and the file from /.  The pprof encoder writes
  * Go's heap profile: its sample types, period and labels, and deltas.
+ * A cache of files shared by threads names the same, whatever the load
+ * address, checks build ids, and stays within its bounds.
  */
+#include <elf.h>
 #include <limits.h>
 #include <link.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -242,6 +246,255 @@ test_frames_named_readably(void **state)
 		assert_true(f.line > 0);
 	}
 	mstat_symbols_free(s);
+}
+
+/* ---- the shared cache ---- */
+
+/* This program as a profile's module: its path, load bias, range and,
+ * if `with_id`, the build id its notes hold. */
+static int
+own_build_id(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct mstat_profile_module *m = arg;
+
+	(void)size;
+	m->bias = info->dlpi_addr;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const unsigned char *n = (const void *)(info->dlpi_addr + ph->p_vaddr);
+		const unsigned char *end = n + ph->p_memsz;
+		while (n + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *h = (const void *)n;
+			const unsigned char *name = n + sizeof(*h);
+			const unsigned char *desc = name + ((h->n_namesz + 3) & ~3u);
+			if (h->n_type == NT_GNU_BUILD_ID && h->n_namesz == 4 &&
+			    memcmp(name, "GNU", 4) == 0 &&
+			    h->n_descsz <= MSTAT_BUILD_ID_MAX) {
+				memcpy(m->build_id, desc, h->n_descsz);
+				m->build_id_len = h->n_descsz;
+			}
+			n = desc + ((h->n_descsz + 3) & ~3u);
+		}
+	}
+	return 1;
+}
+
+static void
+own_module(struct mstat_profile_module *m, bool with_id)
+{
+	char exe[PATH_MAX];
+
+	memset(m, 0, sizeof(*m));
+	dl_iterate_phdr(own_build_id, m);
+	assert_true(m->build_id_len > 0);
+	if (!with_id)
+		m->build_id_len = 0;
+	assert_non_null(realpath("/proc/self/exe", exe));
+	assert_true(strlen(exe) < sizeof(m->path));
+	memcpy(m->path, exe, strlen(exe) + 1);
+	m->start = m->bias;
+	m->end = m->bias + (UINT64_C(1) << 32);
+}
+
+static const struct {
+	int (*fn)(int);
+	const char *function;
+} known[] = {
+	{ cxx_method, "Cache::remember(unsigned long)" },
+	{ gcc_clone, "renew" },
+	{ mstat_test_named_function, "mstat_test_named_function" },
+};
+#define NKNOWN (sizeof(known) / sizeof(known[0]))
+
+/* Every known function named through `s`, for a module loaded `shift`
+ * bytes above where this process has it. */
+static void
+expect_named(struct mstat_symbols *s, uint64_t shift)
+{
+	for (size_t i = 0; i < NKNOWN; i++) {
+		struct mstat_frame f;
+		mstat_symbols_lookup(s, (uint64_t)(uintptr_t)known[i].fn + 4 + shift, &f);
+		if (!f.function || strcmp(f.function, known[i].function) != 0)
+			fail_msg("%s named %s", known[i].function,
+				 f.function ? f.function : "(nothing)");
+		assert_non_null(f.file);
+		assert_true(f.line > 0);
+	}
+}
+
+/* One file for every process that loads it, wherever: two profiles of
+ * the same build loaded at different addresses name the same functions
+ * through one file of the cache. */
+static void
+test_cache_one_file_any_bias(void **state)
+{
+	struct mstat_profile_module a, b;
+	struct mstat_profile pa = { .nmodules = 1, .modules = &a };
+	struct mstat_profile pb = { .nmodules = 1, .modules = &b };
+	const uint64_t shift = UINT64_C(0x7000000000);
+
+	(void)state;
+	own_module(&a, true);
+	b = a;
+	b.bias += shift;
+	b.start += shift;
+	b.end += shift;
+	struct mstat_symcache *c = mstat_symcache_new(8);
+	assert_non_null(c);
+	struct mstat_symbols *sa = mstat_symbols_new_cached(&pa, c);
+	struct mstat_symbols *sb = mstat_symbols_new_cached(&pb, c);
+	expect_named(sa, 0);
+	expect_named(sb, shift);
+	assert_int_equal(mstat_symcache_files(c), 1);
+	/* Remembered: the same names again, from the memo. */
+	expect_named(sb, shift);
+	mstat_symbols_free(sa);
+	mstat_symbols_free(sb);
+	mstat_symcache_free(c);
+}
+
+/* A build id the file does not carry (it was replaced since the process
+ * loaded it) names nothing, and is another file of the cache than the
+ * right one, which still names. */
+static void
+test_cache_build_id_checked(void **state)
+{
+	struct mstat_profile_module good, bad;
+	struct mstat_profile pg = { .nmodules = 1, .modules = &good };
+	struct mstat_profile pb = { .nmodules = 1, .modules = &bad };
+
+	(void)state;
+	own_module(&good, true);
+	bad = good;
+	bad.build_id[0] ^= 0xff;
+	struct mstat_symcache *c = mstat_symcache_new(8);
+	struct mstat_symbols *sb = mstat_symbols_new_cached(&pb, c);
+	struct mstat_frame f;
+	mstat_symbols_lookup(sb, (uint64_t)(uintptr_t)cxx_method + 4, &f);
+	assert_ptr_equal(f.module, &bad);
+	assert_null(f.function);
+	assert_null(f.file);
+	struct mstat_symbols *sg = mstat_symbols_new_cached(&pg, c);
+	expect_named(sg, 0);
+	assert_int_equal(mstat_symcache_files(c), 2);
+	/* Without a build id: known by what stat() says, and named. */
+	struct mstat_profile_module none;
+	struct mstat_profile pn = { .nmodules = 1, .modules = &none };
+	own_module(&none, false);
+	struct mstat_symbols *sn = mstat_symbols_new_cached(&pn, c);
+	expect_named(sn, 0);
+	assert_int_equal(mstat_symcache_files(c), 3);
+	mstat_symbols_free(sb);
+	mstat_symbols_free(sg);
+	mstat_symbols_free(sn);
+	mstat_symcache_free(c);
+}
+
+/* At most max_files files nobody uses are kept, the least recently used
+ * going first; files in use are never dropped. */
+static void
+test_cache_bounded(void **state)
+{
+	struct mstat_profile_module m[3];
+	struct mstat_profile p[3];
+	struct mstat_symbols *s[3];
+
+	(void)state;
+	struct mstat_symcache *c = mstat_symcache_new(2);
+	for (int i = 0; i < 3; i++) {
+		own_module(&m[i], true);
+		/* Three files, as keys go, none of them the right one. */
+		m[i].build_id[0] ^= (uint8_t)(i + 1);
+		p[i] = (struct mstat_profile){ .nmodules = 1, .modules = &m[i] };
+		s[i] = mstat_symbols_new_cached(&p[i], c);
+		struct mstat_frame f;
+		mstat_symbols_lookup(s[i], (uint64_t)(uintptr_t)cxx_method + 4, &f);
+	}
+	/* All three in use: none dropped. */
+	assert_int_equal(mstat_symcache_files(c), 3);
+	for (int i = 0; i < 3; i++)
+		mstat_symbols_free(s[i]);
+	/* A fourth: room is made for it, down to two. */
+	own_module(&m[0], true);
+	s[0] = mstat_symbols_new_cached(&p[0], c);
+	expect_named(s[0], 0);
+	assert_int_equal(mstat_symcache_files(c), 2);
+	mstat_symbols_free(s[0]);
+	mstat_symcache_free(c);
+}
+
+/* More addresses than a file remembers: the later ones are named all
+ * the same. */
+static void
+test_cache_memo_full(void **state)
+{
+	struct mstat_profile_module m;
+	struct mstat_profile p = { .nmodules = 1, .modules = &m };
+
+	(void)state;
+	own_module(&m, true);
+	struct mstat_symcache *c = mstat_symcache_new(1);
+	struct mstat_symbols *s = mstat_symbols_new_cached(&p, c);
+	struct mstat_frame f;
+	/* 70000 addresses never looked up again, past the program's end. */
+	for (uint64_t i = 0; i < 70000; i++)
+		mstat_symbols_lookup(s, m.bias + (UINT64_C(1) << 30) + 16 * i, &f);
+	expect_named(s, 0);
+	expect_named(s, 0);
+	mstat_symbols_free(s);
+	mstat_symcache_free(c);
+}
+
+struct lookups {
+	struct mstat_symcache *c;
+	const struct mstat_profile *p;
+	int bad;
+};
+
+static void *
+look_up_many(void *arg)
+{
+	struct lookups *l = arg;
+	struct mstat_symbols *s = mstat_symbols_new_cached(l->p, l->c);
+
+	for (int k = 0; s && k < 2000; k++) {
+		size_t i = (size_t)k % NKNOWN;
+		struct mstat_frame f;
+		mstat_symbols_lookup(s, (uint64_t)(uintptr_t)known[i].fn + 4 + 16 * (k % 7),
+				     &f);
+		if (k % 7 == 0 && (!f.function ||
+				   strcmp(f.function, known[i].function) != 0))
+			l->bad++;
+	}
+	mstat_symbols_free(s);
+	return NULL;
+}
+
+/* Threads looking up through one cache at once (run it under TSan: the
+ * locks are what this checks). */
+static void
+test_cache_threads(void **state)
+{
+	struct mstat_profile_module m;
+	struct mstat_profile p = { .nmodules = 1, .modules = &m };
+	pthread_t t[4];
+	struct lookups l[4];
+
+	(void)state;
+	own_module(&m, true);
+	struct mstat_symcache *c = mstat_symcache_new(4);
+	for (int i = 0; i < 4; i++) {
+		l[i] = (struct lookups){ c, &p, 0 };
+		assert_int_equal(pthread_create(&t[i], NULL, look_up_many, &l[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(l[i].bad, 0);
+	}
+	assert_int_equal(mstat_symcache_files(c), 1);
+	mstat_symcache_free(c);
 }
 
 /* ---- the pprof file: names and symbols (profile.proto) ---- */
@@ -567,6 +820,11 @@ main(void)
 		cmocka_unit_test(test_frames_named_readably),
 		cmocka_unit_test(test_pprof_keeps_symbols),
 		cmocka_unit_test(test_pprof_encode),
+		cmocka_unit_test(test_cache_one_file_any_bias),
+		cmocka_unit_test(test_cache_build_id_checked),
+		cmocka_unit_test(test_cache_bounded),
+		cmocka_unit_test(test_cache_memo_full),
+		cmocka_unit_test(test_cache_threads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
