@@ -25,6 +25,13 @@ mstat_core_profile_open(struct mstat_core *core, pid_t pid,
 	cds_list_for_each_entry(t, &core->targets, node) {
 		if (t->pid != pid || !t->reader || t->final)
 			continue;
+		/* Gone since the last tick (the next finds it so): what the
+		 * core makes of it then is the answer, not this. */
+		if (mstat_reader_alive(t->reader) == 0) {
+			snprintf(err, errlen, "process %d ended since the last "
+				 "read", (int)pid);
+			return -ESTALE;
+		}
 		struct mstat_core_profile *h = calloc(1, sizeof(*h));
 		if (!h) {
 			snprintf(err, errlen, "out of memory");

@@ -29,8 +29,10 @@ struct mstat_core_profile;
 /* The profile of the process `pid` (the pid its row shows) as the core
  * holds it, into *out.  In the sampler's thread, between ticks.  0;
  * -ENOENT if the core holds none (no process of that pid counts, or
- * the core was not given it, or it is gone); another -errno with why in
- * `err`. */
+ * the core was not given it, or it is gone); -ESTALE if the process
+ * ended since the last tick, which decides what the core holds of it
+ * (and of a process that took its pid since); another -errno with why
+ * in `err`. */
 int mstat_core_profile_open(struct mstat_core *core, pid_t pid,
 			    struct mstat_core_profile **out, char *err,
 			    size_t errlen);

@@ -9,6 +9,14 @@
  * A scrape arriving sets wanted = started + 1 (the next tick to begin,
  * which begins after it arrived) and waits until finished reaches it;
  * every scrape arriving before that tick begins wants the same one.
+ *
+ * Profile requests (mstat_scraper_profile()) queue under `lock` too, and
+ * the reader serves them between ticks: a handle of the process's
+ * profile (profiles.h) is all it does for one, and the request reads it
+ * in its own thread.  A request for a pid the core does not hold, or
+ * whose process ended since the last tick, waits for a tick that begins
+ * after it arrived (the process may have started, or ended, since the
+ * last), and is answered after it.
  */
 #include "scrape.h"
 
@@ -24,6 +32,18 @@
 #include "model.h"
 #include "reader.h"
 #include "core.h"
+#include "profiles.h"
+
+/* A profile request, on the stack of the thread that waits for it. */
+struct profile_request {
+	struct profile_request *next;
+	pid_t pid;
+	uint64_t tick;       /* the first tick that began after it arrived */
+	bool done;
+	int rc;
+	struct mstat_core_profile *h;
+	char err[256];
+};
 
 struct mstat_scraper {
 	struct mstat_scrape_options opt;
@@ -46,7 +66,37 @@ struct mstat_scraper {
 	uint64_t errors[MSTAT_CORE_ERR_COUNT];
 	uint64_t scrapes;
 	bool failed;                         /* the last tick ran out of memory */
+	struct profile_request *requests;    /* not answered yet */
+	bool untried;                        /* some not tried since they came,
+					      * or since the last tick */
 };
+
+/* Tries every queued request, under the lock, in the reader thread: the
+ * core holds the process (a handle for it), or a tick that began after
+ * the request arrived has ended without it (-ENOENT), or it waits for
+ * that tick. */
+static void
+serve_requests(struct mstat_scraper *s)
+{
+	struct profile_request **q = &s->requests;
+
+	s->untried = false;
+	while (*q) {
+		struct profile_request *r = *q;
+		r->rc = mstat_core_profile_open(&s->core, r->pid, &r->h, r->err,
+						sizeof(r->err));
+		if ((r->rc == -ENOENT || r->rc == -ESTALE) &&
+		    s->finished < r->tick) {
+			if (s->wanted < r->tick)
+				s->wanted = r->tick;
+			q = &r->next;
+			continue;
+		}
+		r->done = true;
+		*q = r->next;
+	}
+	pthread_cond_broadcast(&s->done);
+}
 
 static void *
 reader_main(void *arg)
@@ -56,10 +106,14 @@ reader_main(void *arg)
 	rcu_register_thread();
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
-		while (!s->stop && s->wanted == s->started)
+		while (!s->stop && s->wanted == s->started && !s->untried)
 			pthread_cond_wait(&s->wake, &s->lock);
 		if (s->stop)
 			break;
+		if (s->untried) {
+			serve_requests(s);
+			continue;
+		}
 		uint64_t tick = ++s->started;
 		pthread_mutex_unlock(&s->lock);
 
@@ -85,6 +139,8 @@ reader_main(void *arg)
 		s->tick_s = (double)(mstat_clock_mono_ns() - t0) / 1e9;
 		memcpy(s->errors, s->core.errors, sizeof(s->errors));
 		s->finished = tick;
+		/* Those waiting for this tick: the core holds what it found. */
+		s->untried = s->requests != NULL;
 		pthread_cond_broadcast(&s->done);
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -194,6 +250,23 @@ self_metrics(struct mstat_scraper *s, const struct mstat_expo *e, size_t n)
 	fprintf(e->f, " %zu\n", n);
 }
 
+/* With the lock held: asks for a tick that begins after now and waits
+ * for it.  0, -ESHUTDOWN (stopping) or -ENOMEM (the tick ran out of
+ * memory); the lock is held on return. */
+static int
+fresh_tick(struct mstat_scraper *s)
+{
+	uint64_t tick = s->started + 1;
+
+	if (s->wanted < tick) {
+		s->wanted = tick;
+		pthread_cond_signal(&s->wake);
+	}
+	while (!s->stop && s->finished < tick)
+		pthread_cond_wait(&s->done, &s->lock);
+	return s->stop ? -ESHUTDOWN : s->failed ? -ENOMEM : 0;
+}
+
 int
 mstat_scraper_scrape(struct mstat_scraper *s, FILE *f,
 		     enum mstat_expo_format fmt)
@@ -202,18 +275,7 @@ mstat_scraper_scrape(struct mstat_scraper *s, FILE *f,
 	int rc;
 
 	pthread_mutex_lock(&s->lock);
-	uint64_t tick = s->started + 1;
-	if (s->wanted < tick) {
-		s->wanted = tick;
-		pthread_cond_signal(&s->wake);
-	}
-	while (!s->stop && s->finished < tick)
-		pthread_cond_wait(&s->done, &s->lock);
-	if (s->stop) {
-		rc = -ESHUTDOWN;
-	} else if (s->failed) {
-		rc = -ENOMEM;
-	} else {
+	if ((rc = fresh_tick(s)) == 0) {
 		s->scrapes++;
 		size_t n = mstat_model_view(&s->model, "", MSTAT_SORT_PID, false,
 					    s->rows);
@@ -225,4 +287,53 @@ mstat_scraper_scrape(struct mstat_scraper *s, FILE *f,
 	}
 	pthread_mutex_unlock(&s->lock);
 	return rc;
+}
+
+int
+mstat_scraper_rows(struct mstat_scraper *s,
+		   int (*fn)(void *arg, const struct mstat_model_row *const *rows,
+			     size_t n),
+		   void *arg)
+{
+	int rc;
+
+	pthread_mutex_lock(&s->lock);
+	if ((rc = fresh_tick(s)) == 0) {
+		size_t n = mstat_model_view(&s->model, "", MSTAT_SORT_PID, false,
+					    s->rows);
+		rc = fn(arg, s->rows, n);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+int
+mstat_scraper_profile(struct mstat_scraper *s, pid_t pid,
+		      struct mstat_core_profile **out, char *err, size_t errlen)
+{
+	struct profile_request r = { .pid = pid };
+
+	*out = NULL;
+	pthread_mutex_lock(&s->lock);
+	r.tick = s->started + 1;
+	r.next = s->requests;
+	s->requests = &r;
+	s->untried = true;
+	pthread_cond_signal(&s->wake);
+	while (!s->stop && !r.done)
+		pthread_cond_wait(&s->done, &s->lock);
+	if (!r.done) {
+		/* Stopping: no longer in the queue. */
+		struct profile_request **q = &s->requests;
+		while (*q != &r)
+			q = &(*q)->next;
+		*q = r.next;
+		r.rc = -ESHUTDOWN;
+		snprintf(r.err, sizeof(r.err), "shutting down");
+	}
+	pthread_mutex_unlock(&s->lock);
+	*out = r.h;
+	if (r.rc < 0)
+		snprintf(err, errlen, "%s", r.err);
+	return r.rc;
 }

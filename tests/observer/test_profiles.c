@@ -3,9 +3,9 @@
  * test_profiles.c - a process's heap profile handed out by the core
  * (profiles.h): read through the handle, it is what a reader of the
  * process's own reads; a pid the core does not hold is refused with a
- * reason; and a handle taken before the process is killed reads the
- * profile as it ended, after the core has found it gone and removed its
- * segment.
+ * reason; a process gone since the last tick is left to the next; and
+ * a handle taken before the process is killed reads the profile as it
+ * ended, after the core has found it gone and removed its segment.
  *
  * A real target (MSTAT_TARGET, mode "sampled") sampling every allocation,
  * so that its profile has stacks.
@@ -127,6 +127,10 @@ test_handed_out(void **state)
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	close(in);
+	/* Gone, and not read since: the next tick says what it is. */
+	assert_int_equal(mstat_core_profile_open(&core, pid, &none, err,
+						 sizeof(err)), -ESTALE);
+	assert_null(none);
 	mstat_core_tick(&core);
 	assert_int_equal(mstat_core_profile_open(&core, pid, &none, err,
 						 sizeof(err)), -ENOENT);
