@@ -52,38 +52,53 @@ struct buf {
 	bool oom;
 };
 
+/* Room for n more bytes: false (and b->oom) if out of memory. */
+static bool
+reserve_slow(struct buf *b, size_t n)
+{
+	size_t cap = b->cap ? b->cap : 256;
+
+	while (cap < b->n + n)
+		cap *= 2;
+	unsigned char *d = realloc(b->d, cap);
+	if (!d) {
+		b->oom = true;
+		return false;
+	}
+	b->d = d;
+	b->cap = cap;
+	return true;
+}
+
+static inline bool
+reserve(struct buf *b, size_t n)
+{
+	if (b->oom)
+		return false;
+	return b->n + n <= b->cap || reserve_slow(b, n);
+}
+
 static void
 put(struct buf *b, const void *p, size_t n)
 {
-	if (b->oom)
+	if (!reserve(b, n))
 		return;
-	if (b->n + n > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		while (cap < b->n + n)
-			cap *= 2;
-		unsigned char *d = realloc(b->d, cap);
-		if (!d) {
-			b->oom = true;
-			return;
-		}
-		b->d = d;
-		b->cap = cap;
-	}
 	memcpy(b->d + b->n, p, n);
 	b->n += n;
 }
 
-static void
+static inline void
 varint(struct buf *b, uint64_t v)
 {
-	unsigned char c[10];
-	size_t n = 0;
-
-	do {
-		c[n++] = (unsigned char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+	if (!reserve(b, 10))
+		return;
+	unsigned char *c = b->d + b->n;
+	while (v > 0x7f) {
+		*c++ = (unsigned char)(v | 0x80);
 		v >>= 7;
-	} while (v);
-	put(b, c, n);
+	}
+	*c++ = (unsigned char)v;
+	b->n = (size_t)(c - b->d);
 }
 
 static void
@@ -124,13 +139,23 @@ hash_bytes(const void *p, size_t n, uint64_t h)
 	return h;
 }
 
-/* Open addressing: keys to ids 1.., never removed.  A key is 64 bits;
- * strings are compared in full by the caller's `same`. */
+/* Open addressing: keys to ids 1.., never removed.  A key is 64 bits:
+ * a value itself (a pc; a function's two string ids), or the hash of a
+ * string, which the caller's `same` then compares in full. */
 struct map {
 	uint64_t *keys;
 	uint32_t *ids; /* 0: empty */
 	uint32_t cap, n;
 };
+
+static inline uint32_t
+map_slot(uint64_t key, uint32_t cap)
+{
+	key ^= key >> 33;
+	key *= UINT64_C(0xff51afd7ed558ccd);
+	key ^= key >> 33;
+	return (uint32_t)key & (cap - 1);
+}
 
 static bool
 map_grow(struct map *m)
@@ -147,7 +172,7 @@ map_grow(struct map *m)
 	for (uint32_t i = 0; i < m->cap; i++) {
 		if (!m->ids[i])
 			continue;
-		uint32_t k = (uint32_t)m->keys[i] & (g.cap - 1);
+		uint32_t k = map_slot(m->keys[i], g.cap);
 		while (g.ids[k])
 			k = (k + 1) & (g.cap - 1);
 		g.keys[k] = m->keys[i];
@@ -160,21 +185,21 @@ map_grow(struct map *m)
 	return true;
 }
 
-/* The id of `key` for which same(id) holds, or the slot to put it in
- * (*slot, returning 0); -1 if out of memory. */
-static int64_t
+/* The id of `key` (for which same(id) holds too, if `same`), or the slot
+ * to put it in (*slot, returning 0); -1 if out of memory. */
+static inline int64_t
 map_find(struct map *m, uint64_t key, bool (*same)(void *, uint32_t), void *arg,
 	 uint32_t *slot)
 {
 	if ((m->n + 1) * 2 > m->cap && !map_grow(m))
 		return -1;
-	uint32_t k = (uint32_t)key & (m->cap - 1);
+	uint32_t k = map_slot(key, m->cap);
 	for (;; k = (k + 1) & (m->cap - 1)) {
 		if (!m->ids[k]) {
 			*slot = k;
 			return 0;
 		}
-		if (m->keys[k] == key && same(arg, m->ids[k]))
+		if (m->keys[k] == key && (!same || same(arg, m->ids[k])))
 			return m->ids[k];
 	}
 }
@@ -258,29 +283,14 @@ string_id(struct enc *e, const char *s)
 	return e->nstr - 1;
 }
 
-struct same_u64 {
-	const uint64_t *table;
-	uint64_t v;
-};
-
-static bool
-same_u64(void *arg, uint32_t id)
-{
-	struct same_u64 *q = arg;
-
-	return q->table[id - 1] == q->v;
-}
-
 /* The id of the function whose symbol is `system` in `file`, named
  * `name` (string ids), made if new. */
 static uint64_t
 function_id(struct enc *e, uint64_t name, uint64_t system, uint64_t file)
 {
 	uint64_t v = system << 32 | file;
-	struct same_u64 q = { e->fn_key, v };
-	uint64_t key = hash_bytes(&v, sizeof(v), UINT64_C(0xcbf29ce484222325));
 	uint32_t slot;
-	int64_t id = map_find(&e->functions, key, same_u64, &q, &slot);
+	int64_t id = map_find(&e->functions, v, NULL, NULL, &slot);
 
 	if (id > 0)
 		return (uint64_t)id;
@@ -291,7 +301,7 @@ function_id(struct enc *e, uint64_t name, uint64_t system, uint64_t file)
 	}
 	e->fn_name[e->nfn] = name;
 	e->fn_key[e->nfn++] = v;
-	map_put(&e->functions, slot, key, e->nfn);
+	map_put(&e->functions, slot, v, e->nfn);
 	return e->nfn;
 }
 
@@ -299,10 +309,8 @@ function_id(struct enc *e, uint64_t name, uint64_t system, uint64_t file)
 static uint64_t
 location_id(struct enc *e, uint64_t pc)
 {
-	struct same_u64 q = { e->loc_pc, pc };
-	uint64_t key = hash_bytes(&pc, sizeof(pc), UINT64_C(0xcbf29ce484222325));
 	uint32_t slot;
-	int64_t id = map_find(&e->locations, key, same_u64, &q, &slot);
+	int64_t id = map_find(&e->locations, pc, NULL, NULL, &slot);
 
 	if (id > 0)
 		return (uint64_t)id;
@@ -311,7 +319,7 @@ location_id(struct enc *e, uint64_t pc)
 		return 0;
 	}
 	e->loc_pc[e->nloc++] = pc;
-	map_put(&e->locations, slot, key, e->nloc);
+	map_put(&e->locations, slot, pc, e->nloc);
 	return e->nloc;
 }
 
