@@ -17,12 +17,21 @@
  * whose process ended since the last tick, waits for a tick that begins
  * after it arrived (the process may have started, or ended, since the
  * last), and is answered after it.
+ *
+ * waiting_since is when scrapes (or profile requests) began to wait for
+ * the reader with no tick finishing since (0 while none waits): the
+ * first to wait sets it; a finished tick restarts it if scrapes still
+ * wait, for the next; requests answered between ticks clear it if none
+ * waits for a tick.
+ * Written under `lock`, read without it by mstat_scraper_health().
  */
 #include "scrape.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -59,6 +68,8 @@ struct mstat_scraper {
 	/* Under lock. */
 	uint64_t started, finished, wanted;
 	bool stop;
+	/* Written under lock; read without it. */
+	_Atomic uint64_t waiting_since;
 	struct mstat_model model;            /* as the last tick left it */
 	const struct mstat_model_row **rows; /* room for model.n */
 	size_t caprows;
@@ -95,6 +106,10 @@ serve_requests(struct mstat_scraper *s)
 		r->done = true;
 		*q = r->next;
 	}
+	/* Answered between ticks: if none waits for a tick now, none
+	 * waits.  Relaxed: as where a tick's end writes it. */
+	if (s->wanted <= s->finished)
+		atomic_store_explicit(&s->waiting_since, 0, memory_order_relaxed);
 	pthread_cond_broadcast(&s->done);
 }
 
@@ -141,6 +156,11 @@ reader_main(void *arg)
 		s->finished = tick;
 		/* Those waiting for this tick: the core holds what it found. */
 		s->untried = s->requests != NULL;
+		/* Relaxed: a lone timestamp, which orders nothing;
+		 * mstat_scraper_health() reads it alone. */
+		atomic_store_explicit(&s->waiting_since, s->wanted > tick ?
+				      mstat_clock_mono_ns() : 0,
+				      memory_order_relaxed);
 		pthread_cond_broadcast(&s->done);
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -184,6 +204,8 @@ mstat_scraper_start(struct mstat_scraper **out,
 		free(s);
 		return -rc;
 	}
+	/* For top -H, and a debugger looking for the thread that reads. */
+	pthread_setname_np(s->thread, "mstat-reader");
 	*out = s;
 	return 0;
 }
@@ -250,6 +272,17 @@ self_metrics(struct mstat_scraper *s, const struct mstat_expo *e, size_t n)
 	fprintf(e->f, " %zu\n", n);
 }
 
+/* With the lock held: a request begins to wait for the reader, which
+ * mstat_scraper_health() counts from, if none waits yet. */
+static void
+began_waiting(struct mstat_scraper *s)
+{
+	/* Relaxed: as where the reader writes it. */
+	if (atomic_load_explicit(&s->waiting_since, memory_order_relaxed) == 0)
+		atomic_store_explicit(&s->waiting_since, mstat_clock_mono_ns(),
+				      memory_order_relaxed);
+}
+
 /* With the lock held: asks for a tick that begins after now and waits
  * for it.  0, -ESHUTDOWN (stopping) or -ENOMEM (the tick ran out of
  * memory); the lock is held on return. */
@@ -262,6 +295,7 @@ fresh_tick(struct mstat_scraper *s)
 		s->wanted = tick;
 		pthread_cond_signal(&s->wake);
 	}
+	began_waiting(s);
 	while (!s->stop && s->finished < tick)
 		pthread_cond_wait(&s->done, &s->lock);
 	return s->stop ? -ESHUTDOWN : s->failed ? -ENOMEM : 0;
@@ -320,6 +354,7 @@ mstat_scraper_profile(struct mstat_scraper *s, pid_t pid,
 	s->requests = &r;
 	s->untried = true;
 	pthread_cond_signal(&s->wake);
+	began_waiting(s);
 	while (!s->stop && !r.done)
 		pthread_cond_wait(&s->done, &s->lock);
 	if (!r.done) {
@@ -336,4 +371,31 @@ mstat_scraper_profile(struct mstat_scraper *s, pid_t pid,
 	if (r.rc < 0)
 		snprintf(err, errlen, "%s", r.err);
 	return r.rc;
+}
+
+int
+mstat_scraper_health_rule(uint64_t waiting_since_ns, uint64_t now_ns,
+			  unsigned wait_budget_us, char *why, size_t len)
+{
+	uint64_t limit = (uint64_t)wait_budget_us * 1000u +
+			 (uint64_t)MSTAT_SCRAPER_STUCK_S * 1000000000u;
+
+	if (waiting_since_ns == 0 || now_ns <= waiting_since_ns ||
+	    now_ns - waiting_since_ns <= limit)
+		return 0;
+	snprintf(why, len, "the reader is stuck: scrapes have waited %.1f s "
+		 "for it, more than %d s beyond its wait budget of %g s",
+		 (double)(now_ns - waiting_since_ns) / 1e9,
+		 MSTAT_SCRAPER_STUCK_S, wait_budget_us / 1e6);
+	return -1;
+}
+
+int
+mstat_scraper_health(struct mstat_scraper *s, char *why, size_t len)
+{
+	/* Relaxed: as where it is written; a value a moment old is as
+	 * good. */
+	return mstat_scraper_health_rule(
+		atomic_load_explicit(&s->waiting_since, memory_order_relaxed),
+		mstat_clock_mono_ns(), s->opt.wait_budget_us, why, len);
 }
