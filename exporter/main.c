@@ -61,7 +61,9 @@ usage(FILE *f)
 	      "                              0.5s, ... up to 5s (default 10ms)\n"
 	      "  --version                   the version\n"
 	      "  -h, --help                  this text\n"
-	      "/-/healthy answers 200 OK, or 503 and why if reading is stuck.\n", f);
+	      "/-/healthy answers 200 OK, or 503 and why if reading is stuck.\n"
+	      "/debug/pprof/ serves each process's heap profile (go tool pprof,\n"
+	      "Pyroscope, Parca) and lists the processes as scrape targets.\n", f);
 }
 
 #define say(...) mstat_text_say("mstat-exporter", __VA_ARGS__)
