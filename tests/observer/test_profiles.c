@@ -8,7 +8,8 @@
  * ended, after the core has found it gone and removed its segment.
  *
  * A real target (MSTAT_TARGET, mode "sampled") sampling every allocation,
- * so that its profile has stacks.
+ * so that its profile has stacks, but where a sanitizer's malloc stands
+ * in for the library's (MSTAT_SAMPLES=0): none are sampled there.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -118,7 +119,9 @@ test_handed_out(void **state)
 	assert_int_equal(mstat_reader_open_pid(&r, pid, err, sizeof(err)), 0);
 	assert_int_equal(mstat_reader_profile(r, &theirs), 0);
 	mstat_reader_close(r);
-	assert_true(theirs.nstacks > 0);
+	const char *samples = getenv("MSTAT_SAMPLES");
+	if (!samples || strcmp(samples, "0") != 0)
+		assert_true(theirs.nstacks > 0);
 	assert_int_equal(mstat_core_profile_read(h, &mine, err, sizeof(err)), 0);
 	same_profile(&mine, &theirs);
 
