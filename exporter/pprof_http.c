@@ -317,8 +317,9 @@ build(struct mstat_pprof_http *p, struct mstat_web *w, struct MHD_Connection *c,
 	char why[512];
 	int rc = mstat_scraper_profile(p->opt.scraper, pid, &h, why, sizeof(why));
 
-	if (rc == -ENOENT) {
-		/* Not one the core holds: say why, as the process stands. */
+	if (rc == -ENOENT || rc == -ESTALE) {
+		/* Not one the core holds, or one that ended since the tick
+		 * that found it: say why, as the process stands. */
 		(void)mstat_reader_why_none(pid, why, sizeof(why));
 		return REFUSE(MHD_HTTP_NOT_FOUND, "%s", why);
 	}

@@ -72,7 +72,8 @@ int mstat_scraper_rows(struct mstat_scraper *s,
  * row), from the reader thread, between ticks; if the core holds none,
  * after a tick that began after this call (a process started since).
  * The caller reads and closes it (core/profiles.h).  0; -ENOENT with
- * why in `err`; -ESHUTDOWN; another -errno with why. */
+ * why in `err`; -ESTALE if the process ended between that tick and the
+ * handing out; -ESHUTDOWN; another -errno with why. */
 int mstat_scraper_profile(struct mstat_scraper *s, pid_t pid,
 			  struct mstat_core_profile **out, char *err,
 			  size_t errlen);
