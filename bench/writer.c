@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * writer.c - figure 1: what counting adds to a malloc+free pair.
+ * writer.c - the hot loop: what counting adds to a malloc+free pair.
  *
  *   mstat-bench-writer --pairs PATH --lib PATH --forward PATH
  *                      [--lean PATH] [--heaptrack PATH|none]
