@@ -29,9 +29,35 @@
  *
  * The goal (docs/performance.md, "Exporter"): a scrape of 1000 processes
  * costs at most 50 ms of CPU.  The segments are removed at the end.
+ *
+ *   mstat-bench-exporter --exporter PATH --profile-stacks N [--requests R]
+ *
+ * The heap profile of a process with N live stacks (default 10000; a
+ * segment of this process, bench/segments.h, frames in its own loaded
+ * objects), served as /debug/pprof/heap serves it, R times (default 20):
+ *
+ *   in process   what a request does (pprof_http.c): a reader of its own
+ *                on the segment, the profile read, its frames named
+ *                through the shared symbol cache, encoded and gzipped;
+ *                the first request (the cache empty) and the later ones,
+ *                CPU time of the thread, and the part the read takes:
+ *     BENCH exporter-pprof-inprocess stacks=N first_cpu_ms=.. cpu_ms
+ *       median=.. p90=.. read_ms median=.. bytes=..
+ *
+ *   over HTTP    mstat-exporter asked for the profile R times, one
+ *                connection each; its CPU time (utime + stime) for the
+ *                first request (which reads every segment once, to find
+ *                the process) and per later one:
+ *     BENCH exporter-pprof-http stacks=N first_cpu_ms=.. cpu_ms_per_request=..
+ *       wall_ms_per_request=.. bytes=..
+ *
+ * The goal (docs/performance.md, "Exporter"): a profile of 10,000 live
+ * stacks served in at most 50 ms of CPU.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
 #include <getopt.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -45,9 +71,11 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "pprof.h"
 #include "reader.h"
 #include "scrape.h"
 #include "segments.h"
+#include "symbols.h"
 
 /* S scrapes of the in-process path. */
 static int
@@ -140,24 +168,26 @@ proc_status_kib(pid_t pid, const char *field)
 	return v;
 }
 
-/* One GET as Prometheus sends it; the body's length, or -1. */
+/* One GET of `path`, with Prometheus's Accept header; the length of
+ * the answer, or -1. */
 static long
-http_get(unsigned port)
+http_get(unsigned port, const char *path)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
 				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	static const char req[] =
-		"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+	char req[512];
+	int n = snprintf(req, sizeof(req),
+		"GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 		"Accept: application/openmetrics-text;version=1.0.0,"
 		"application/openmetrics-text;version=0.0.1;q=0.75,"
 		"text/plain;version=0.0.4;q=0.5,*/*;q=0.1\r\n"
-		"Connection: close\r\n\r\n";
+		"Connection: close\r\n\r\n", path);
 	static char buf[1 << 16];
 	long total = 0;
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 ||
-	    write(fd, req, sizeof(req) - 1) != (ssize_t)(sizeof(req) - 1)) {
+	    write(fd, req, (size_t)n) != (ssize_t)n) {
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -240,11 +270,11 @@ over_http(const char *exporter, unsigned n, unsigned scrapes, bool classes)
 
 	if (start_exporter(exporter, classes, &pid, &port, &err) < 0)
 		return -1;
-	long bytes = http_get(port); /* attaches every segment */
+	long bytes = http_get(port, "/metrics"); /* attaches every segment */
 	double c0 = proc_cpu_ms(pid);
 	uint64_t w0 = mbench_now_ns();
 	for (unsigned i = 0; i < scrapes && bytes > 0; i++)
-		bytes = http_get(port);
+		bytes = http_get(port, "/metrics");
 	double wall = (double)(mbench_now_ns() - w0) / 1e6;
 	double cpu = proc_cpu_ms(pid) - c0;
 	long hwm = proc_status_kib(pid, "VmHWM"),
@@ -263,6 +293,122 @@ over_http(const char *exporter, unsigned n, unsigned scrapes, bool classes)
 	return 0;
 }
 
+/* ---- a heap profile of many stacks ---- */
+
+static int
+profile_in_process(int seg, unsigned stacks, unsigned requests)
+{
+	struct mstat_symcache *cache = mstat_symcache_new(256);
+	double *cpu = calloc(requests, sizeof(*cpu));
+	double *read = calloc(requests, sizeof(*read));
+	double first = 0;
+	size_t bytes = 0;
+	char err[256];
+
+	if (!cache || !cpu || !read)
+		return -1;
+	for (unsigned i = 0; i <= requests; i++) {
+		struct mstat_reader *r;
+		struct mstat_profile p;
+		struct mstat_pprof_options o = { .time_ns = 1 };
+		unsigned char *gz = NULL;
+		size_t len = 0;
+		uint64_t c0 = mbench_thread_cpu_ns();
+		int fd = fcntl(seg, F_DUPFD_CLOEXEC, 0);
+		if (fd < 0 || mstat_reader_open_fd(&r, fd, "bench", err, sizeof(err)) < 0 ||
+		    mstat_reader_profile(r, &p) < 0) {
+			fprintf(stderr, "mstat-bench-exporter: the profile: %s\n", err);
+			return -1;
+		}
+		uint64_t c1 = mbench_thread_cpu_ns();
+		struct mstat_symbols *sym = mstat_symbols_new_cached(&p, cache);
+		int rc = mstat_pprof_encode(&p, sym, &o, &gz, &len, err, sizeof(err));
+		mstat_symbols_free(sym);
+		uint64_t n = p.nstacks;
+		mstat_profile_release(&p);
+		mstat_reader_close(r);
+		free(gz);
+		double ms = (double)(mbench_thread_cpu_ns() - c0) / 1e6;
+		if (rc < 0 || n != stacks) {
+			fprintf(stderr, "mstat-bench-exporter: %" PRIu64 " stacks "
+				"encoded of %u: %s\n", n, stacks, rc < 0 ? err : "");
+			return -1;
+		}
+		bytes = len;
+		if (i == 0) {
+			first = ms;
+			continue;
+		}
+		cpu[i - 1] = ms;
+		read[i - 1] = (double)(c1 - c0) / 1e6;
+	}
+	mbench_sort(cpu, requests);
+	printf("BENCH exporter-pprof-inprocess stacks=%u first_cpu_ms=%.1f cpu_ms "
+	       "median=%.2f p90=%.2f read_ms median=%.2f bytes=%zu (goal 50 CPU)\n",
+	       stacks, first, mbench_quantile(cpu, requests, 0.5),
+	       mbench_quantile(cpu, requests, 0.9), mbench_median(read, requests),
+	       bytes);
+	mstat_symcache_free(cache);
+	free(cpu);
+	free(read);
+	return 0;
+}
+
+static int
+profile_over_http(const char *exporter, unsigned stacks, unsigned requests)
+{
+	char path[64];
+	pid_t pid;
+	unsigned port;
+	FILE *err;
+
+	if (start_exporter(exporter, false, &pid, &port, &err) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "/debug/pprof/heap?pid=%d", (int)getpid());
+	double c0 = proc_cpu_ms(pid);
+	long bytes = http_get(port, path);
+	double first = proc_cpu_ms(pid) - c0;
+	c0 = proc_cpu_ms(pid);
+	uint64_t w0 = mbench_now_ns();
+	for (unsigned i = 0; i < requests && bytes > 0; i++)
+		bytes = http_get(port, path);
+	double wall = (double)(mbench_now_ns() - w0) / 1e6;
+	double cpu = proc_cpu_ms(pid) - c0;
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+	fclose(err);
+	if (bytes <= 0)
+		return -1;
+	printf("BENCH exporter-pprof-http stacks=%u first_cpu_ms=%.0f "
+	       "cpu_ms_per_request=%.1f wall_ms_per_request=%.1f bytes=%ld "
+	       "(goal 50 CPU; CPU in clock ticks of 10 ms)\n", stacks, first,
+	       cpu / requests, wall / requests, bytes);
+	return 0;
+}
+
+static int
+profile_bench(const char *exporter, unsigned stacks, unsigned requests)
+{
+	int rc = 0;
+
+	/* 24 frames a stack, from 8192 return addresses: a call tree's
+	 * paths, then frames drawn at random (gzip's worst case). */
+	for (int random = 0; random < 2 && rc == 0; random++) {
+		int seg = mbench_segment_profiled(stacks, 24, 8192, random,
+						  "bench-pprof");
+		if (seg < 0)
+			return 1;
+		printf("# stacks: %s\n", random ? "frames at random"
+						 : "a call tree's paths");
+		for (int round = 0; round < 2 && rc == 0; round++) {
+			rc |= profile_in_process(seg, stacks, requests);
+			rc |= profile_over_http(exporter, stacks, requests);
+		}
+		mbench_segment_profiled_remove(seg);
+	}
+	return rc ? 1 : 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -270,10 +416,12 @@ main(int argc, char **argv)
 		{ "exporter", required_argument, NULL, 'e' },
 		{ "segments", required_argument, NULL, 's' },
 		{ "scrapes", required_argument, NULL, 'n' },
+		{ "profile-stacks", required_argument, NULL, 'p' },
+		{ "requests", required_argument, NULL, 'r' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *exporter = NULL;
-	unsigned n = 1000, scrapes = 200;
+	unsigned n = 1000, scrapes = 200, stacks = 0, requests = 20;
 	int c, rc = 0;
 
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -283,12 +431,20 @@ main(int argc, char **argv)
 			n = (unsigned)atoi(optarg);
 		else if (c == 'n')
 			scrapes = (unsigned)atoi(optarg);
+		else if (c == 'p')
+			stacks = (unsigned)atoi(optarg);
+		else if (c == 'r')
+			requests = (unsigned)atoi(optarg);
 		else
 			return 2;
 	}
+	if (exporter && stacks && requests)
+		return profile_bench(exporter, stacks, requests);
 	if (!exporter || n == 0 || scrapes == 0) {
 		fprintf(stderr, "usage: mstat-bench-exporter --exporter PATH "
-				"[--segments N] [--scrapes S]\n");
+				"[--segments N] [--scrapes S]\n"
+				"       mstat-bench-exporter --exporter PATH "
+				"--profile-stacks N [--requests R]\n");
 		return 2;
 	}
 	/* Our descriptors and the readers': two per segment. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * latency.c - figure 3: does a target notice an observer reading it?
+ * latency.c - malloc latency: does a target notice an observer reading it?
  *
  *   mstat-bench-latency --lib PATH [--mode fenced|membarrier]
  *                       [--phases N] [--phase-ms M] [--hz H]

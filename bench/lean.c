@@ -3,7 +3,7 @@
  * lean.c - a proposal, not the library: the least a counting interposer
  * can do per malloc and free with the library's own update section, to
  * show how close to the floor the real one could get
- * (LD_PRELOAD=mstat-bench-lean.so; figure 1's "lean-preload").
+ * (LD_PRELOAD=mstat-bench-lean.so; the hot loop's "lean-preload").
  *
  * Per call: one TLS load (the thread's slot), the block's usable size from
  * glibc's chunk header (as lib/next.h does when its self-test

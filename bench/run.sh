@@ -8,6 +8,8 @@
 #   bash bench/run.sh --suite writer  one suite (programs, writer, section, latency,
 #                                     instructions, ...); any `meson test`
 #                                     arguments pass through
+#   MSTAT_BENCH_BEFORE=/path/to/base/libmstatshm.so.0 bash bench/run.sh --suite writer
+#                                     the hot loop beside another build
 #
 # The full output is kept in build-d/meson-logs/benchmarklog.txt; the
 # summary lines (BENCH ...) are printed at the end.

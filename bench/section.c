@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * section.c - figure 2: the writer mode, fenced or membarrier, decided by
+ * section.c - writer mode: fenced or membarrier, decided by
  * what each costs whom.
  *
  *   mstat-bench-section [--rounds N] [--ms D] [--calls K]

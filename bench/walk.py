@@ -1,18 +1,25 @@
 # SPDX-License-Identifier: MIT
-# walk.py - the walk of one tick: the source files its calls go through,
-# in order, and how often the walk comes back to a file it had left.
+# walk.py - the walk of one tick, or of one malloc+free: the source files
+# its calls go through, in order, and how often the walk comes back to a
+# file it had left.
 #
 # A gdb script (bench/walk.sh runs it): a breakpoint on every function
-# defined in a .c file of the directories WALK_DIRS names (default:
+# defined in a file of the directories WALK_DIRS names (default:
 # core,top,shm, plus observer for the layout before core/ and top/),
-# recording only from the second entry of WALK_TICK (the tick function)
-# until it returns.  Run on
-# a -O0 build, so that every function is a call of its own: the walk is
-# the code's, not the optimiser's.  Functions of headers (static inline)
-# are their caller's part of the walk.
+# recording only from the WALK_NTH-th entry (default 2) of WALK_TICK
+# until the return of the first WALK_END (default WALK_TICK itself)
+# entered after it.  Run on a -O0 build, so that every function is a
+# call of its own: the walk is the code's, not the optimiser's.
+# WALK_EXT lists the files' endings (default "c": functions of headers,
+# static inline, are their caller's part of the walk; "c,h" counts a
+# header's functions as rooms of their own).  Functions forced inline
+# (always_inline) are their caller's part in any case.
 #
 # With WALK_KILL (a pid), that process is killed (SIGKILL) just before
 # the walked tick: the walk of a tick that finds its target gone.
+# With WALK_PRELOAD (a library), the program runs with it preloaded, and
+# the breakpoints are set once the program reaches main, when it is
+# loaded.
 #
 # Writes WALK_OUT: the files, one a line, as the walk enters them (a run
 # of calls in one file is one line), then a summary: per file, how many
@@ -27,15 +34,19 @@ import gdb
 
 dirs = os.environ.get("WALK_DIRS", "core,top,shm,observer").split(",")
 tick_fn = os.environ["WALK_TICK"]
+end_fn = os.environ.get("WALK_END", tick_fn)
+nth = int(os.environ.get("WALK_NTH", "2"))
+exts = tuple("." + e for e in os.environ.get("WALK_EXT", "c").split(","))
+preload = os.environ.get("WALK_PRELOAD")
 out_path = os.environ["WALK_OUT"]
 
-state = {"ticks": 0, "on": False}
+state = {"ticks": 0, "on": False, "ending": False}
 seq = []
 
 
 def under(path):
     parts = path.split("/")
-    return len(parts) >= 2 and parts[-2] in dirs and path.endswith(".c")
+    return len(parts) >= 2 and parts[-2] in dirs and path.endswith(exts)
 
 
 class Enter(gdb.Breakpoint):
@@ -45,14 +56,18 @@ class Enter(gdb.Breakpoint):
         self.fn = fn
 
     def stop(self):
-        if self.fn == tick_fn:
+        if self.fn == tick_fn and not state["on"]:
             state["ticks"] += 1
-            if state["ticks"] == 2:
+            if state["ticks"] == nth:
                 state["on"] = True
                 seq.append((self.file, self.fn))
-                return True  # to set the breakpoint of its return
+                return end_fn == tick_fn  # to set its return's breakpoint
+            return False
         if state["on"]:
             seq.append((self.file, self.fn))
+            if self.fn == end_fn and not state["ending"]:
+                state["ending"] = True
+                return True  # to set the breakpoint of its return
         return False
 
 
@@ -68,27 +83,44 @@ def functions():
     for line in text.splitlines():
         m = re.match(r"File (.*):$", line)
         if m:
-            path = m.group(1) if under(m.group(1)) else None
-            continue
-        if not path:
+            path = m.group(1)
             continue
         m = re.match(r"\d+:\s+(.*?)(\w+)\(", line)
-        if m:
+        if not path or not m:
+            continue
+        if under(path):
             yield path, m.group(2)
+        elif path.startswith("/usr/include/"):
+            # Declared first in a system header (malloc, free): gdb files
+            # the definition there; its code says where it lives.
+            for sal in gdb.decode_line(m.group(2))[1] or ():
+                if sal.symtab and under(sal.symtab.filename):
+                    yield sal.symtab.filename, m.group(2)
+
+
+def break_all():
+    seen = set()
+    for path, fn in functions():
+        if (path, fn) in seen:
+            continue
+        seen.add((path, fn))
+        try:
+            Enter(path, fn)
+        except gdb.error:
+            pass  # optimised away
 
 
 gdb.execute("set pagination off")
 gdb.execute("set breakpoint pending off")
-seen = set()
-for path, fn in functions():
-    if (path, fn) in seen:
-        continue
-    seen.add((path, fn))
-    try:
-        Enter(path, fn)
-    except gdb.error:
-        pass  # optimised away
-gdb.execute("run")
+if preload:
+    gdb.execute("set environment LD_PRELOAD=%s" % preload)
+    gdb.execute("tbreak main")
+    gdb.execute("run")
+    break_all()
+    gdb.execute("continue")
+else:
+    break_all()
+    gdb.execute("run")
 if os.environ.get("WALK_KILL"):
     os.kill(int(os.environ["WALK_KILL"]), signal.SIGKILL)
     time.sleep(0.5)  # the kernel drops its lock

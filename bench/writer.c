@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * writer.c - figure 1: what counting adds to a malloc+free pair.
+ * writer.c - the hot loop: what counting adds to a malloc+free pair.
  *
  *   mstat-bench-writer --pairs PATH --lib PATH --forward PATH
  *                      [--lean PATH] [--heaptrack PATH|none]
@@ -22,7 +22,9 @@
  *   BENCH writer-noise threads=T ...
  * --breakdown yes runs instead, on one thread, the in-process variants
  * that price each piece of the writer's section (lean+touch, ...).
- * Environment: MSTAT_BENCH_ROUNDS, MSTAT_BENCH_MS override the defaults.
+ * Environment: MSTAT_BENCH_ROUNDS, MSTAT_BENCH_MS override the defaults;
+ * MSTAT_BENCH_BEFORE, a library, is --before where none is given (so
+ * that bench/run.sh --suite writer measures a change against its base).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -296,6 +298,9 @@ main(int argc, char **argv)
 	}
 	opt.rounds = env_uint("MSTAT_BENCH_ROUNDS", opt.rounds);
 	opt.ms = env_uint("MSTAT_BENCH_MS", opt.ms);
+	if (!opt.before && getenv("MSTAT_BENCH_BEFORE") &&
+	    *getenv("MSTAT_BENCH_BEFORE"))
+		opt.before = getenv("MSTAT_BENCH_BEFORE");
 	if (!opt.pairs || !opt.lib || !opt.forward || opt.rounds < 1 ||
 	    opt.rounds > MAX_ROUNDS || opt.ms < 10) {
 		fprintf(stderr, "usage: mstat-bench-writer --pairs PATH --lib PATH "

@@ -183,19 +183,52 @@ static const struct family families[NFAMILIES] = {
 #undef MSTAT_X
 };
 
-/* `{pid="..",name=".."` of a row, escaped once per exposition rather
- * than once per sample: a name is at most 63 bytes, each escaped to at
- * most 2. */
-#define LABELS_MAX (sizeof("{pid=\"-2147483648\",name=\"\"") + 2 * 64)
+void
+mstat_expo_process_labels(const struct mstat_model_row *r,
+			  void (*fn)(void *arg, const char *key, const char *value),
+			  void *arg)
+{
+	char pid[24];
+
+	snprintf(pid, sizeof(pid), "%d", (int)r->pid);
+	fn(arg, "pid", pid);
+	fn(arg, "name", r->name);
+}
+
+struct label_text {
+	FILE *f;
+	bool first;
+};
 
 static void
-process_labels(char *buf, const struct mstat_model_row *r)
+label_text(void *arg, const char *key, const char *value)
 {
-	int k = snprintf(buf, LABELS_MAX, "{pid=\"%d\",name=\"", (int)r->pid);
-	k += (int)mstat_text_escape(buf + k, LABELS_MAX - (size_t)k - 1, r->name,
-				    MSTAT_TEXT_QUOTED);
-	buf[k++] = '"';
-	buf[k] = '\0';
+	struct label_text *t = arg;
+
+	fprintf(t->f, "%s%s=\"", t->first ? "{" : ",", key);
+	mstat_text_put(t->f, value, MSTAT_TEXT_QUOTED);
+	fputc('"', t->f);
+	t->first = false;
+}
+
+/* `{pid="..",name=".."` of a row (mstat_expo_process_labels()), escaped
+ * once per exposition rather than once per sample; NULL if out of
+ * memory. */
+static char *
+process_labels(const struct mstat_model_row *r)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	struct label_text t = { open_memstream(&buf, &len), true };
+
+	if (!t.f)
+		return NULL;
+	mstat_expo_process_labels(r, label_text, &t);
+	if (fclose(t.f) != 0) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
 }
 
 /* The `k`th counter per class: a sample for each class a process used,
@@ -203,7 +236,7 @@ process_labels(char *buf, const struct mstat_model_row *r)
 static void
 write_class_family(const struct mstat_expo *e, const struct family *fam,
 		   size_t k, const struct mstat_model_row *const *rows, size_t n,
-		   const char (*labels)[LABELS_MAX])
+		   char *const *labels)
 {
 	mstat_expo_family(e, fam->name, fam->type, fam->unit, fam->help);
 	for (size_t i = 0; i < n; i++) {
@@ -235,7 +268,7 @@ write_class_family(const struct mstat_expo *e, const struct family *fam,
 static void
 write_family(const struct mstat_expo *e, const struct family *fam, size_t k,
 	     const struct mstat_model_row *const *rows, size_t n,
-	     const char (*labels)[LABELS_MAX])
+	     char *const *labels)
 {
 	enum mstat_field_type type = mstat_field(fam->field)->type;
 
@@ -266,34 +299,38 @@ int
 mstat_expo_processes(const struct mstat_expo *e,
 		     const struct mstat_model_row *const *rows, size_t n)
 {
-	char (*labels)[LABELS_MAX] = malloc((n ? n : 1) * sizeof(*labels));
+	char **labels = calloc(n ? n : 1, sizeof(*labels));
+	int rc = labels ? 0 : -ENOMEM;
 
-	if (!labels)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		process_labels(labels[i], rows[i]);
-	const char (*l)[LABELS_MAX] = (const char (*)[LABELS_MAX])labels;
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (!(labels[i] = process_labels(rows[i])))
+			rc = -ENOMEM;
+	if (rc < 0)
+		goto out;
 	/* One family at a time, every sample of it together: both formats
 	 * want that. */
 	for (size_t f = 0; f < NFAMILIES; f++) {
 		switch (mstat_field(families[f].field)->type) {
 		case MSTAT_TYPE_COUNTERS:
 			for (size_t k = 0; k < LEN(counters); k++)
-				write_family(e, &counters[k], k, rows, n, l);
+				write_family(e, &counters[k], k, rows, n, labels);
 			break;
 		case MSTAT_TYPE_CLASSES:
 			for (size_t k = 0; e->classes && k < LEN(class_counters);
 			     k++)
 				write_class_family(e, &class_counters[k], k,
-						   rows, n, l);
+						   rows, n, labels);
 			break;
 		default:
-			write_family(e, &families[f], 0, rows, n, l);
+			write_family(e, &families[f], 0, rows, n, labels);
 			break;
 		}
 	}
+out:
+	for (size_t i = 0; labels && i < n; i++)
+		free(labels[i]);
 	free(labels);
-	return 0;
+	return rc;
 }
 
 int

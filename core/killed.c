@@ -309,7 +309,8 @@ mstat_postmortem_write(const char *dir, uint64_t max_bytes,
 		return rc;
 	}
 	struct mstat_symbols *sym = mstat_symbols_new(&p);
-	rc = mstat_pprof_write_comment(&p, sym, end_ns, comment, path, err, errlen);
+	const struct mstat_pprof_options o = { .time_ns = end_ns, .comment = comment };
+	rc = mstat_pprof_write_with(&p, sym, &o, path, err, errlen);
 	mstat_symbols_free(sym);
 	mstat_profile_release(&p);
 	if (rc < 0)

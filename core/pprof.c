@@ -21,10 +21,12 @@
 enum {
 	PROFILE_SAMPLE_TYPE = 1, PROFILE_SAMPLE = 2, PROFILE_MAPPING = 3,
 	PROFILE_LOCATION = 4, PROFILE_FUNCTION = 5, PROFILE_STRING_TABLE = 6,
-	PROFILE_TIME_NANOS = 9, PROFILE_PERIOD_TYPE = 11, PROFILE_PERIOD = 12,
-	PROFILE_COMMENT = 13,
+	PROFILE_TIME_NANOS = 9, PROFILE_DURATION_NANOS = 10,
+	PROFILE_PERIOD_TYPE = 11, PROFILE_PERIOD = 12,
+	PROFILE_COMMENT = 13, PROFILE_DEFAULT_SAMPLE_TYPE = 14,
 	VALUE_TYPE_TYPE = 1, VALUE_TYPE_UNIT = 2,
-	SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2,
+	SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2, SAMPLE_LABEL = 3,
+	LABEL_KEY = 1, LABEL_NUM = 3,
 	MAPPING_ID = 1, MAPPING_MEMORY_START = 2, MAPPING_MEMORY_LIMIT = 3,
 	MAPPING_FILE_OFFSET = 4, MAPPING_FILENAME = 5, MAPPING_BUILD_ID = 6,
 	MAPPING_HAS_FUNCTIONS = 7, MAPPING_HAS_FILENAMES = 8,
@@ -50,38 +52,53 @@ struct buf {
 	bool oom;
 };
 
+/* Room for n more bytes: false (and b->oom) if out of memory. */
+static bool
+reserve_slow(struct buf *b, size_t n)
+{
+	size_t cap = b->cap ? b->cap : 256;
+
+	while (cap < b->n + n)
+		cap *= 2;
+	unsigned char *d = realloc(b->d, cap);
+	if (!d) {
+		b->oom = true;
+		return false;
+	}
+	b->d = d;
+	b->cap = cap;
+	return true;
+}
+
+static inline bool
+reserve(struct buf *b, size_t n)
+{
+	if (b->oom)
+		return false;
+	return b->n + n <= b->cap || reserve_slow(b, n);
+}
+
 static void
 put(struct buf *b, const void *p, size_t n)
 {
-	if (b->oom)
+	if (!reserve(b, n))
 		return;
-	if (b->n + n > b->cap) {
-		size_t cap = b->cap ? b->cap : 256;
-		while (cap < b->n + n)
-			cap *= 2;
-		unsigned char *d = realloc(b->d, cap);
-		if (!d) {
-			b->oom = true;
-			return;
-		}
-		b->d = d;
-		b->cap = cap;
-	}
 	memcpy(b->d + b->n, p, n);
 	b->n += n;
 }
 
-static void
+static inline void
 varint(struct buf *b, uint64_t v)
 {
-	unsigned char c[10];
-	size_t n = 0;
-
-	do {
-		c[n++] = (unsigned char)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
+	if (!reserve(b, 10))
+		return;
+	unsigned char *c = b->d + b->n;
+	while (v > 0x7f) {
+		*c++ = (unsigned char)(v | 0x80);
 		v >>= 7;
-	} while (v);
-	put(b, c, n);
+	}
+	*c++ = (unsigned char)v;
+	b->n = (size_t)(c - b->d);
 }
 
 static void
@@ -122,13 +139,23 @@ hash_bytes(const void *p, size_t n, uint64_t h)
 	return h;
 }
 
-/* Open addressing: keys to ids 1.., never removed.  A key is 64 bits;
- * strings are compared in full by the caller's `same`. */
+/* Open addressing: keys to ids 1.., never removed.  A key is 64 bits:
+ * a value itself (a pc; a function's two string ids), or the hash of a
+ * string, which the caller's `same` then compares in full. */
 struct map {
 	uint64_t *keys;
 	uint32_t *ids; /* 0: empty */
 	uint32_t cap, n;
 };
+
+static inline uint32_t
+map_slot(uint64_t key, uint32_t cap)
+{
+	key ^= key >> 33;
+	key *= UINT64_C(0xff51afd7ed558ccd);
+	key ^= key >> 33;
+	return (uint32_t)key & (cap - 1);
+}
 
 static bool
 map_grow(struct map *m)
@@ -145,7 +172,7 @@ map_grow(struct map *m)
 	for (uint32_t i = 0; i < m->cap; i++) {
 		if (!m->ids[i])
 			continue;
-		uint32_t k = (uint32_t)m->keys[i] & (g.cap - 1);
+		uint32_t k = map_slot(m->keys[i], g.cap);
 		while (g.ids[k])
 			k = (k + 1) & (g.cap - 1);
 		g.keys[k] = m->keys[i];
@@ -158,21 +185,21 @@ map_grow(struct map *m)
 	return true;
 }
 
-/* The id of `key` for which same(id) holds, or the slot to put it in
- * (*slot, returning 0); -1 if out of memory. */
-static int64_t
+/* The id of `key` (for which same(id) holds too, if `same`), or the slot
+ * to put it in (*slot, returning 0); -1 if out of memory. */
+static inline int64_t
 map_find(struct map *m, uint64_t key, bool (*same)(void *, uint32_t), void *arg,
 	 uint32_t *slot)
 {
 	if ((m->n + 1) * 2 > m->cap && !map_grow(m))
 		return -1;
-	uint32_t k = (uint32_t)key & (m->cap - 1);
+	uint32_t k = map_slot(key, m->cap);
 	for (;; k = (k + 1) & (m->cap - 1)) {
 		if (!m->ids[k]) {
 			*slot = k;
 			return 0;
 		}
-		if (m->keys[k] == key && same(arg, m->ids[k]))
+		if (m->keys[k] == key && (!same || same(arg, m->ids[k])))
 			return m->ids[k];
 	}
 }
@@ -256,29 +283,14 @@ string_id(struct enc *e, const char *s)
 	return e->nstr - 1;
 }
 
-struct same_u64 {
-	const uint64_t *table;
-	uint64_t v;
-};
-
-static bool
-same_u64(void *arg, uint32_t id)
-{
-	struct same_u64 *q = arg;
-
-	return q->table[id - 1] == q->v;
-}
-
 /* The id of the function whose symbol is `system` in `file`, named
  * `name` (string ids), made if new. */
 static uint64_t
 function_id(struct enc *e, uint64_t name, uint64_t system, uint64_t file)
 {
 	uint64_t v = system << 32 | file;
-	struct same_u64 q = { e->fn_key, v };
-	uint64_t key = hash_bytes(&v, sizeof(v), UINT64_C(0xcbf29ce484222325));
 	uint32_t slot;
-	int64_t id = map_find(&e->functions, key, same_u64, &q, &slot);
+	int64_t id = map_find(&e->functions, v, NULL, NULL, &slot);
 
 	if (id > 0)
 		return (uint64_t)id;
@@ -289,7 +301,7 @@ function_id(struct enc *e, uint64_t name, uint64_t system, uint64_t file)
 	}
 	e->fn_name[e->nfn] = name;
 	e->fn_key[e->nfn++] = v;
-	map_put(&e->functions, slot, key, e->nfn);
+	map_put(&e->functions, slot, v, e->nfn);
 	return e->nfn;
 }
 
@@ -297,10 +309,8 @@ function_id(struct enc *e, uint64_t name, uint64_t system, uint64_t file)
 static uint64_t
 location_id(struct enc *e, uint64_t pc)
 {
-	struct same_u64 q = { e->loc_pc, pc };
-	uint64_t key = hash_bytes(&pc, sizeof(pc), UINT64_C(0xcbf29ce484222325));
 	uint32_t slot;
-	int64_t id = map_find(&e->locations, key, same_u64, &q, &slot);
+	int64_t id = map_find(&e->locations, pc, NULL, NULL, &slot);
 
 	if (id > 0)
 		return (uint64_t)id;
@@ -309,7 +319,7 @@ location_id(struct enc *e, uint64_t pc)
 		return 0;
 	}
 	e->loc_pc[e->nloc++] = pc;
-	map_put(&e->locations, slot, key, e->nloc);
+	map_put(&e->locations, slot, pc, e->nloc);
 	return e->nloc;
 }
 
@@ -367,28 +377,84 @@ mstat_pprof_unbias(const struct mstat_profile *p, const struct mstat_profile_sta
 	*bytes = (double)b * scale;
 }
 
+/* Stacks by depth, then frames: how a delta finds a stack in its base. */
+static int
+stack_cmp(const void *a, const void *b)
+{
+	const struct mstat_profile_stack *x = *(const struct mstat_profile_stack *const *)a;
+	const struct mstat_profile_stack *y = *(const struct mstat_profile_stack *const *)b;
+
+	if (x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
+	return memcmp(x->frames, y->frames, x->depth * sizeof(x->frames[0]));
+}
+
+/* The values of stack `s` of `p`, in the order of sample_types. */
+static void
+stack_values(const struct mstat_profile *p, const struct mstat_profile_stack *s,
+	     double v[NVALUES])
+{
+	mstat_pprof_unbias(p, s, false, &v[0], &v[1]);
+	mstat_pprof_unbias(p, s, true, &v[2], &v[3]);
+}
+
 static void
 encode(struct enc *e, const struct mstat_profile *p, struct mstat_symbols *sym,
-       uint64_t time_ns, const char *comment)
+       const struct mstat_pprof_options *o)
 {
+	const struct mstat_profile *base = o->base;
+	const struct mstat_profile_stack **index = NULL;
+
 	(void)string_id(e, ""); /* index 0, as the format demands */
 	for (size_t i = 0; i < NVALUES; i++)
 		value_type(e, PROFILE_SAMPLE_TYPE, sample_types[i][0], sample_types[i][1]);
+	uint64_t bytes_key = string_id(e, "bytes");
+	if (base && base->nstacks) {
+		index = malloc(base->nstacks * sizeof(*index));
+		if (!index) {
+			e->oom = true;
+			return;
+		}
+		for (uint32_t i = 0; i < base->nstacks; i++)
+			index[i] = &base->stacks[i];
+		qsort(index, base->nstacks, sizeof(*index), stack_cmp);
+	}
 
 	/* Samples, and the locations of their frames as they come. */
 	for (uint32_t i = 0; i < p->nstacks; i++) {
 		const struct mstat_profile_stack *s = &p->stacks[i];
-		double v[NVALUES];
-		mstat_pprof_unbias(p, s, false, &v[0], &v[1]);
-		mstat_pprof_unbias(p, s, true, &v[2], &v[3]);
+		double v[NVALUES], b[NVALUES];
+		int64_t out[NVALUES];
+		bool any = false;
+		stack_values(p, s, v);
+		const struct mstat_profile_stack *const *was =
+			index ? bsearch(&s, index, base->nstacks, sizeof(*index),
+					stack_cmp)
+			      : NULL;
+		if (was)
+			stack_values(base, *was, b);
+		for (size_t k = 0; k < NVALUES; k++) {
+			out[k] = (int64_t)llround(v[k]) -
+				 (was ? (int64_t)llround(b[k]) : 0);
+			any |= out[k] != 0;
+		}
+		if (!any)
+			continue; /* nothing happened there (a delta) */
 		for (uint32_t k = 0; k < s->depth; k++)
 			varint(&e->sub, location_id(e, s->frames[k]));
 		field_msg(&e->m, SAMPLE_LOCATION_ID, &e->sub);
 		for (size_t k = 0; k < NVALUES; k++)
-			varint(&e->sub, (uint64_t)(int64_t)llround(v[k]));
+			varint(&e->sub, (uint64_t)out[k]);
 		field_msg(&e->m, SAMPLE_VALUE, &e->sub);
+		/* Its samples' average block, as Go labels each sample. */
+		if (s->allocs && s->alloc_bytes / s->allocs) {
+			field_varint(&e->sub, LABEL_KEY, bytes_key);
+			field_varint(&e->sub, LABEL_NUM, s->alloc_bytes / s->allocs);
+			field_msg(&e->m, SAMPLE_LABEL, &e->sub);
+		}
 		field_msg(&e->out, PROFILE_SAMPLE, &e->m);
 	}
+	free(index);
 
 	/* Locations: named where the symbols know the frame. */
 	bool *named = calloc(p->nmodules + 1, sizeof(*named));
@@ -456,11 +522,16 @@ encode(struct enc *e, const struct mstat_profile *p, struct mstat_symbols *sym,
 		field_msg(&e->out, PROFILE_FUNCTION, &e->m);
 	}
 
-	field_varint(&e->out, PROFILE_TIME_NANOS, time_ns);
+	field_varint(&e->out, PROFILE_TIME_NANOS, o->time_ns);
+	if (o->duration_ns)
+		field_varint(&e->out, PROFILE_DURATION_NANOS, o->duration_ns);
 	value_type(e, PROFILE_PERIOD_TYPE, "space", "bytes");
 	field_varint(&e->out, PROFILE_PERIOD, p->sample_bytes);
-	if (comment)
-		field_varint(&e->out, PROFILE_COMMENT, string_id(e, comment));
+	if (o->comment)
+		field_varint(&e->out, PROFILE_COMMENT, string_id(e, o->comment));
+	if (o->default_sample_type)
+		field_varint(&e->out, PROFILE_DEFAULT_SAMPLE_TYPE,
+			     string_id(e, o->default_sample_type));
 	/* Last: every string is known now. */
 	for (uint32_t i = 0; i < e->nstr; i++)
 		field_bytes(&e->out, PROFILE_STRING_TABLE, e->str[i], strlen(e->str[i]));
@@ -477,65 +548,59 @@ refuse(char *err, size_t errlen, int rc, const char *fmt, ...)
 	return rc;
 }
 
-/* `in` gzipped into `path`, a private file (outfile.h). */
+/* `in` gzipped, as Go writes its profiles (at the fastest level: a
+ * profile is served, not archived), into *out. */
 static int
-gzip_to(const struct buf *in, const char *path, char *err, size_t errlen)
+gzip_buf(const struct buf *in, unsigned char **out, size_t *len, char *err,
+	 size_t errlen)
 {
 	z_stream z = { 0 };
-	unsigned char chunk[1 << 16];
-	struct mstat_outfile o;
-	int rc = mstat_outfile_open(&o, path, MSTAT_OUTFILE_WHOLE, err, errlen);
 
-	if (rc < 0)
-		return rc;
 	/* 15 + 16: a gzip header and trailer around the deflate stream. */
-	if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8,
-			 Z_DEFAULT_STRATEGY) != Z_OK) {
-		mstat_outfile_discard(&o);
+	if (deflateInit2(&z, Z_BEST_SPEED, Z_DEFLATED, 15 + 16, 8,
+			 Z_DEFAULT_STRATEGY) != Z_OK)
 		return refuse(err, errlen, -ENOMEM, "zlib: cannot start deflate");
+	/* The gzip header and trailer beside deflate's bound. */
+	size_t cap = deflateBound(&z, (uLong)in->n) + 32;
+	unsigned char *d = malloc(cap);
+	if (!d) {
+		deflateEnd(&z);
+		return refuse(err, errlen, -ENOMEM, "out of memory compressing "
+			      "the profile");
 	}
 	z.next_in = in->d;
 	z.avail_in = (uInt)in->n;
-	int zr;
-	do {
-		z.next_out = chunk;
-		z.avail_out = sizeof(chunk);
-		zr = deflate(&z, Z_FINISH);
-		size_t have = sizeof(chunk) - z.avail_out;
-		if (zr == Z_STREAM_ERROR ||
-		    (have && fwrite(chunk, 1, have, o.f) != have)) {
-			rc = refuse(err, errlen, -EIO, "%s: write failed", path);
-			break;
-		}
-	} while (zr != Z_STREAM_END);
+	z.next_out = d;
+	z.avail_out = (uInt)cap;
+	int zr = deflate(&z, Z_FINISH);
+	*len = cap - z.avail_out;
 	deflateEnd(&z);
-	if (rc < 0) {
-		mstat_outfile_discard(&o);
-		return rc;
+	if (zr != Z_STREAM_END) {
+		free(d);
+		return refuse(err, errlen, -ENOMEM, "zlib: deflate failed");
 	}
-	return mstat_outfile_close(&o, err, errlen);
+	*out = d;
+	return 0;
 }
 
 int
-mstat_pprof_write(const struct mstat_profile *p, struct mstat_symbols *sym,
-		  uint64_t time_ns, const char *path, char *err, size_t errlen)
-{
-	return mstat_pprof_write_comment(p, sym, time_ns, NULL, path, err, errlen);
-}
-
-int
-mstat_pprof_write_comment(const struct mstat_profile *p, struct mstat_symbols *sym,
-			  uint64_t time_ns, const char *comment, const char *path,
-			  char *err, size_t errlen)
+mstat_pprof_encode(const struct mstat_profile *p, struct mstat_symbols *sym,
+		   const struct mstat_pprof_options *o, unsigned char **out,
+		   size_t *len, char *err, size_t errlen)
 {
 	struct enc e = { 0 };
 	int rc;
 
-	encode(&e, p, sym, time_ns, comment);
+	*out = NULL;
+	*len = 0;
+	encode(&e, p, sym, o);
 	if (e.oom || e.out.oom || e.m.oom || e.sub.oom)
 		rc = refuse(err, errlen, -ENOMEM, "out of memory encoding the profile");
+	else if (e.out.n > UINT32_MAX / 2)
+		rc = refuse(err, errlen, -EFBIG, "a profile of %zu bytes is too "
+			    "large to compress", e.out.n);
 	else
-		rc = gzip_to(&e.out, path, err, errlen);
+		rc = gzip_buf(&e.out, out, len, err, errlen);
 	for (uint32_t i = 0; i < e.nstr; i++)
 		free((void *)e.str[i]);
 	free(e.str);
@@ -548,5 +613,37 @@ mstat_pprof_write_comment(const struct mstat_profile *p, struct mstat_symbols *s
 	free(e.out.d);
 	free(e.m.d);
 	free(e.sub.d);
+	return rc;
+}
+
+int
+mstat_pprof_write(const struct mstat_profile *p, struct mstat_symbols *sym,
+		  uint64_t time_ns, const char *path, char *err, size_t errlen)
+{
+	struct mstat_pprof_options o = { .time_ns = time_ns };
+
+	return mstat_pprof_write_with(p, sym, &o, path, err, errlen);
+}
+
+int
+mstat_pprof_write_with(const struct mstat_profile *p, struct mstat_symbols *sym,
+		       const struct mstat_pprof_options *o, const char *path,
+		       char *err, size_t errlen)
+{
+	struct mstat_outfile f;
+	unsigned char *gz;
+	size_t len;
+	int rc = mstat_pprof_encode(p, sym, o, &gz, &len, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	rc = mstat_outfile_open(&f, path, MSTAT_OUTFILE_WHOLE, err, errlen);
+	if (rc == 0 && fwrite(gz, 1, len, f.f) != len) {
+		mstat_outfile_discard(&f);
+		rc = refuse(err, errlen, -EIO, "%s: write failed", path);
+	} else if (rc == 0) {
+		rc = mstat_outfile_close(&f, err, errlen);
+	}
+	free(gz);
 	return rc;
 }

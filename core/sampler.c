@@ -677,9 +677,14 @@ mstat_core_tick(struct mstat_core *core)
 
 	/* Exited and killed targets have shown their final totals long
 	 * enough. */
-	cds_list_for_each_entry_safe(t, tmp, &core->targets, node)
-		if (t->final && t_ns - t->end_ns >= core->opt.linger_ns)
+	cds_list_for_each_entry_safe(t, tmp, &core->targets, node) {
+		/* Killed: the one whose reader stays. */
+		uint64_t linger = core->opt.linger_ns;
+		if (t->reader && core->opt.killed_linger_ns > linger)
+			linger = core->opt.killed_linger_ns;
+		if (t->final && t_ns - t->end_ns >= linger)
 			mstat_discover_detach(t);
+	}
 	if (core->opt.after_tick)
 		core->opt.after_tick(core->opt.after_tick_arg, core);
 	/* Release: the tick is complete; pairs with the view's acquire load

@@ -36,8 +36,32 @@ struct mstat_frame {
 	int line;             /* 0 if unknown */
 };
 
-/* Symbols for the modules of `p` (which must outlive them); NULL only if
- * out of memory.  Files that cannot be read are skipped. */
+/*
+ * A cache of the ELF files that name frames, for threads to share
+ * (mstat-exporter's profile requests): each file opened once with libdw,
+ * at its link-time addresses, so that one serves every process that
+ * loads it, and the names of every address looked up in it remembered
+ * (up to 65536 addresses a file; later ones are named at each lookup).
+ * A file is known by its path and the build id the process recorded (by
+ * its path and what stat() says of it if it recorded none), so a file
+ * replaced since is another file.  It holds at most `max_files` files
+ * that no symbols (below) use, dropping the least recently used.  Each
+ * file has a lock of its own (libdw is not thread-safe): lookups in
+ * different files run at once.  NULL if out of memory.
+ */
+struct mstat_symcache;
+struct mstat_symcache *mstat_symcache_new(size_t max_files);
+/* Every mstat_symbols made with it must have been freed. */
+void mstat_symcache_free(struct mstat_symcache *c);
+/* The files it holds now (a test's view). */
+size_t mstat_symcache_files(struct mstat_symcache *c);
+
+/* Symbols for the modules of `p` (which must outlive them), their files
+ * from `c`, or, if NULL, from a cache of their own; NULL only if out of
+ * memory.  Files that cannot be read name nothing.  One thread at a time
+ * uses them; `c` may be shared. */
+struct mstat_symbols *mstat_symbols_new_cached(const struct mstat_profile *p,
+					       struct mstat_symcache *c);
 struct mstat_symbols *mstat_symbols_new(const struct mstat_profile *p);
 void mstat_symbols_free(struct mstat_symbols *s);
 

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "killed.h"
+#include "pprof_http.h"
 #include "reader.h"
 #include "scrape.h"
 #include "text.h"
@@ -22,6 +23,8 @@
  * 9100-9999 is full; docs/mstat-exporter.1, PORT, says why this one). */
 #define DEFAULT_LISTEN "127.0.0.1:10415"
 #define MAX_LISTEN 16
+/* ELF files the symbol cache of the profiles keeps (symbols.h). */
+#define SYMBOL_FILES 256
 
 struct options {
 	const char *listen[MAX_LISTEN];
@@ -31,6 +34,8 @@ struct options {
 	bool classes;
 	unsigned wait_budget_us;
 	unsigned max_requests;
+	unsigned max_profile_requests;
+	const char *external_address;
 	struct mstat_grace grace;
 	const char *postmortem_dir;
 	uint64_t postmortem_bytes;
@@ -49,6 +54,11 @@ usage(FILE *f)
 	      "  --web.config.file=FILE      TLS and basic auth: the Prometheus\n"
 	      "                              exporter web configuration file\n"
 	      "  --web.max-requests=N        connections served at once (default 40)\n"
+	      "  --web.max-profile-requests=N  heap profiles built at once; more\n"
+	      "                              get 503 (default 4)\n"
+	      "  --web.external-address=HOST:PORT  the address the profile targets\n"
+	      "                              name (default: the Host header of the\n"
+	      "                              request for them)\n"
 	      "  --[no-]collector.classes    per-size-class series (default off)\n"
 	      "  --reader.wait-budget=TIME   how long a scrape waits, in all, for\n"
 	      "                              stalled and busy processes: 10ms,\n"
@@ -62,7 +72,9 @@ usage(FILE *f)
 	      "                              oldest go first (default 67108864)\n"
 	      "  --version                   the version\n"
 	      "  -h, --help                  this text\n"
-	      "/-/healthy answers 200 OK, or 503 and why if reading is stuck.\n", f);
+	      "/-/healthy answers 200 OK, or 503 and why if reading is stuck.\n"
+	      "/debug/pprof/ serves each process's heap profile (go tool pprof,\n"
+	      "Pyroscope, Parca) and lists the processes as scrape targets.\n", f);
 }
 
 #define say(...) mstat_text_say("mstat-exporter", __VA_ARGS__)
@@ -97,8 +109,8 @@ parse_duration(const char *s)
 
 enum {
 	OPT_LISTEN = 256, OPT_PATH, OPT_CONFIG, OPT_MAX_REQ, OPT_CLASSES,
-	OPT_NO_CLASSES, OPT_BUDGET, OPT_VERSION, OPT_GRACE, OPT_PM_DIR,
-	OPT_PM_BYTES,
+	OPT_NO_CLASSES, OPT_BUDGET, OPT_VERSION, OPT_MAX_PROFILES, OPT_EXTERNAL,
+	OPT_GRACE, OPT_PM_DIR, OPT_PM_BYTES,
 };
 
 static int
@@ -109,6 +121,9 @@ parse_options(struct options *o, int argc, char **argv)
 		{ "web.telemetry-path", required_argument, NULL, OPT_PATH },
 		{ "web.config.file", required_argument, NULL, OPT_CONFIG },
 		{ "web.max-requests", required_argument, NULL, OPT_MAX_REQ },
+		{ "web.max-profile-requests", required_argument, NULL,
+		  OPT_MAX_PROFILES },
+		{ "web.external-address", required_argument, NULL, OPT_EXTERNAL },
 		{ "collector.classes", no_argument, NULL, OPT_CLASSES },
 		{ "no-collector.classes", no_argument, NULL, OPT_NO_CLASSES },
 		{ "reader.wait-budget", required_argument, NULL, OPT_BUDGET },
@@ -127,7 +142,7 @@ parse_options(struct options *o, int argc, char **argv)
 
 	*o = (struct options){ .telemetry_path = "/metrics",
 			       .wait_budget_us = MSTAT_WAIT_BUDGET_DEFAULT_US,
-			       .max_requests = 40,
+			       .max_requests = 40, .max_profile_requests = 4,
 			       .postmortem_bytes = MSTAT_POSTMORTEM_BYTES_DEFAULT };
 	if (mstat_killed_env(&o->grace, why, sizeof(why)) < 0) {
 		say("%s", why);
@@ -162,6 +177,28 @@ parse_options(struct options *o, int argc, char **argv)
 				return -1;
 			}
 			o->max_requests = (unsigned)v;
+			break;
+		case OPT_MAX_PROFILES:
+			v = strtoll(optarg, &end, 10);
+			if (*end || v < 1 || v > 1000) {
+				say("--web.max-profile-requests %s: 1 to 1000", optarg);
+				return -1;
+			}
+			o->max_profile_requests = (unsigned)v;
+			break;
+		case OPT_EXTERNAL:
+			if (mstat_web_parse_address(optarg, host, sizeof(host),
+						    &port, why, sizeof(why)) < 0) {
+				say("--web.external-address \"%s\": %s", optarg, why);
+				return -1;
+			}
+			if (!host[0]) {
+				say("--web.external-address \"%s\": a host is "
+				    "needed: the address scrapers reach this "
+				    "exporter at", optarg);
+				return -1;
+			}
+			o->external_address = optarg;
 			break;
 		case OPT_CLASSES: o->classes = true; break;
 		case OPT_NO_CLASSES: o->classes = false; break;
@@ -217,6 +254,7 @@ main(int argc, char **argv)
 	struct options o;
 	struct mstat_webconfig config;
 	struct mstat_scraper *scraper;
+	struct mstat_pprof_http *pprof;
 	struct mstat_web *web;
 	char err[512];
 	sigset_t stop;
@@ -252,6 +290,18 @@ main(int argc, char **argv)
 		mstat_webconfig_free(&config);
 		return 1;
 	}
+	struct mstat_pprof_http_options po = {
+		.scraper = scraper,
+		.external_address = o.external_address,
+		.max_requests = o.max_profile_requests,
+		.symbol_files = SYMBOL_FILES,
+	};
+	if ((rc = mstat_pprof_http_new(&pprof, &po)) < 0) {
+		say("cannot start: %s", strerror(-rc));
+		mstat_scraper_stop(scraper);
+		mstat_webconfig_free(&config);
+		return 1;
+	}
 	struct mstat_web_options wo = {
 		.listen = o.listen,
 		.nlisten = o.nlisten,
@@ -259,15 +309,18 @@ main(int argc, char **argv)
 		.max_requests = o.max_requests,
 		.config = &config,
 		.scraper = scraper,
+		.pprof = pprof,
 	};
 	if (mstat_web_start(&web, &wo, err, sizeof(err)) < 0) {
 		say("%s", err);
+		mstat_pprof_http_free(pprof);
 		mstat_scraper_stop(scraper);
 		mstat_webconfig_free(&config);
 		return 1;
 	}
 	for (size_t i = 0; i < mstat_web_nbound(web); i++)
-		say("listening on %s (%s%s), metrics at %s", mstat_web_bound(web, i),
+		say("listening on %s (%s%s), metrics at %s, heap profiles at "
+		    "/debug/pprof/", mstat_web_bound(web, i),
 		    config.cert_pem ? "https" : "http",
 		    config.nusers ? ", basic auth" : "", o.telemetry_path);
 	do {
@@ -278,7 +331,10 @@ main(int argc, char **argv)
 			    "restart to change it");
 	} while (sig == SIGHUP);
 	say("stopping on signal %d", sig);
+	/* Delta profiles stop waiting, then every request ends. */
+	mstat_pprof_http_stop(pprof);
 	mstat_web_stop(web);
+	mstat_pprof_http_free(pprof);
 	mstat_scraper_stop(scraper);
 	mstat_webconfig_free(&config);
 	return 0;

@@ -10,9 +10,19 @@
  * which begins after it arrived) and waits until finished reaches it;
  * every scrape arriving before that tick begins wants the same one.
  *
- * waiting_since is when scrapes began to wait for the reader with no tick
- * finishing since (0 while none waits): the first scrape to wait sets
- * it; a finished tick restarts it if scrapes still wait, for the next.
+ * Profile requests (mstat_scraper_profile()) queue under `lock` too, and
+ * the reader serves them between ticks: a handle of the process's
+ * profile (profiles.h) is all it does for one, and the request reads it
+ * in its own thread.  A request for a pid the core does not hold, or
+ * whose process ended since the last tick, waits for a tick that begins
+ * after it arrived (the process may have started, or ended, since the
+ * last), and is answered after it.
+ *
+ * waiting_since is when scrapes (or profile requests) began to wait for
+ * the reader with no tick finishing since (0 while none waits): the
+ * first to wait sets it; a finished tick restarts it if scrapes still
+ * wait, for the next; requests answered between ticks clear it if none
+ * waits for a tick.
  * Written under `lock`, read without it by mstat_scraper_health().
  */
 #include "scrape.h"
@@ -31,6 +41,18 @@
 #include "model.h"
 #include "reader.h"
 #include "core.h"
+#include "profiles.h"
+
+/* A profile request, on the stack of the thread that waits for it. */
+struct profile_request {
+	struct profile_request *next;
+	pid_t pid;
+	uint64_t tick;       /* the first tick that began after it arrived */
+	bool done;
+	int rc;
+	struct mstat_core_profile *h;
+	char err[256];
+};
 
 struct mstat_scraper {
 	struct mstat_scrape_options opt;
@@ -55,7 +77,41 @@ struct mstat_scraper {
 	uint64_t errors[MSTAT_CORE_ERR_COUNT];
 	uint64_t scrapes;
 	bool failed;                         /* the last tick ran out of memory */
+	struct profile_request *requests;    /* not answered yet */
+	bool untried;                        /* some not tried since they came,
+					      * or since the last tick */
 };
+
+/* Tries every queued request, under the lock, in the reader thread: the
+ * core holds the process (a handle for it), or a tick that began after
+ * the request arrived has ended without it (-ENOENT), or it waits for
+ * that tick. */
+static void
+serve_requests(struct mstat_scraper *s)
+{
+	struct profile_request **q = &s->requests;
+
+	s->untried = false;
+	while (*q) {
+		struct profile_request *r = *q;
+		r->rc = mstat_core_profile_open(&s->core, r->pid, &r->h, r->err,
+						sizeof(r->err));
+		if ((r->rc == -ENOENT || r->rc == -ESTALE) &&
+		    s->finished < r->tick) {
+			if (s->wanted < r->tick)
+				s->wanted = r->tick;
+			q = &r->next;
+			continue;
+		}
+		r->done = true;
+		*q = r->next;
+	}
+	/* Answered between ticks: if none waits for a tick now, none
+	 * waits.  Relaxed: as where a tick's end writes it. */
+	if (s->wanted <= s->finished)
+		atomic_store_explicit(&s->waiting_since, 0, memory_order_relaxed);
+	pthread_cond_broadcast(&s->done);
+}
 
 static void *
 reader_main(void *arg)
@@ -65,10 +121,14 @@ reader_main(void *arg)
 	rcu_register_thread();
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
-		while (!s->stop && s->wanted == s->started)
+		while (!s->stop && s->wanted == s->started && !s->untried)
 			pthread_cond_wait(&s->wake, &s->lock);
 		if (s->stop)
 			break;
+		if (s->untried) {
+			serve_requests(s);
+			continue;
+		}
 		uint64_t tick = ++s->started;
 		pthread_mutex_unlock(&s->lock);
 
@@ -94,6 +154,8 @@ reader_main(void *arg)
 		s->tick_s = (double)(mstat_clock_mono_ns() - t0) / 1e9;
 		memcpy(s->errors, s->core.errors, sizeof(s->errors));
 		s->finished = tick;
+		/* Those waiting for this tick: the core holds what it found. */
+		s->untried = s->requests != NULL;
 		/* Relaxed: a lone timestamp, which orders nothing;
 		 * mstat_scraper_health() reads it alone. */
 		atomic_store_explicit(&s->waiting_since, s->wanted > tick ?
@@ -122,6 +184,9 @@ mstat_scraper_start(struct mstat_scraper **out,
 		/* An exited process is gone from the next scrape: its row
 		 * does not linger. */
 		.linger_ns = 0,
+		/* A killed process's profile is served while its segment is
+		 * kept for its grace. */
+		.killed_linger_ns = o->grace.seconds * 1000000000u,
 		.note = o->note,
 		.note_arg = o->note_arg,
 		.grace = o->grace,
@@ -213,6 +278,35 @@ self_metrics(struct mstat_scraper *s, const struct mstat_expo *e, size_t n)
 	fprintf(e->f, " %zu\n", n);
 }
 
+/* With the lock held: a request begins to wait for the reader, which
+ * mstat_scraper_health() counts from, if none waits yet. */
+static void
+began_waiting(struct mstat_scraper *s)
+{
+	/* Relaxed: as where the reader writes it. */
+	if (atomic_load_explicit(&s->waiting_since, memory_order_relaxed) == 0)
+		atomic_store_explicit(&s->waiting_since, mstat_clock_mono_ns(),
+				      memory_order_relaxed);
+}
+
+/* With the lock held: asks for a tick that begins after now and waits
+ * for it.  0, -ESHUTDOWN (stopping) or -ENOMEM (the tick ran out of
+ * memory); the lock is held on return. */
+static int
+fresh_tick(struct mstat_scraper *s)
+{
+	uint64_t tick = s->started + 1;
+
+	if (s->wanted < tick) {
+		s->wanted = tick;
+		pthread_cond_signal(&s->wake);
+	}
+	began_waiting(s);
+	while (!s->stop && s->finished < tick)
+		pthread_cond_wait(&s->done, &s->lock);
+	return s->stop ? -ESHUTDOWN : s->failed ? -ENOMEM : 0;
+}
+
 int
 mstat_scraper_scrape(struct mstat_scraper *s, FILE *f,
 		     enum mstat_expo_format fmt)
@@ -221,22 +315,7 @@ mstat_scraper_scrape(struct mstat_scraper *s, FILE *f,
 	int rc;
 
 	pthread_mutex_lock(&s->lock);
-	uint64_t tick = s->started + 1;
-	if (s->wanted < tick) {
-		s->wanted = tick;
-		pthread_cond_signal(&s->wake);
-	}
-	/* Relaxed: as where the reader writes it. */
-	if (atomic_load_explicit(&s->waiting_since, memory_order_relaxed) == 0)
-		atomic_store_explicit(&s->waiting_since, mstat_clock_mono_ns(),
-				      memory_order_relaxed);
-	while (!s->stop && s->finished < tick)
-		pthread_cond_wait(&s->done, &s->lock);
-	if (s->stop) {
-		rc = -ESHUTDOWN;
-	} else if (s->failed) {
-		rc = -ENOMEM;
-	} else {
+	if ((rc = fresh_tick(s)) == 0) {
 		s->scrapes++;
 		size_t n = mstat_model_view(&s->model, "", MSTAT_SORT_PID, false,
 					    s->rows);
@@ -248,6 +327,56 @@ mstat_scraper_scrape(struct mstat_scraper *s, FILE *f,
 	}
 	pthread_mutex_unlock(&s->lock);
 	return rc;
+}
+
+int
+mstat_scraper_rows(struct mstat_scraper *s,
+		   int (*fn)(void *arg, const struct mstat_model_row *const *rows,
+			     size_t n),
+		   void *arg)
+{
+	int rc;
+
+	pthread_mutex_lock(&s->lock);
+	if ((rc = fresh_tick(s)) == 0) {
+		size_t n = mstat_model_view(&s->model, "", MSTAT_SORT_PID, false,
+					    s->rows);
+		rc = fn(arg, s->rows, n);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return rc;
+}
+
+int
+mstat_scraper_profile(struct mstat_scraper *s, pid_t pid,
+		      struct mstat_core_profile **out, char *err, size_t errlen)
+{
+	struct profile_request r = { .pid = pid };
+
+	*out = NULL;
+	pthread_mutex_lock(&s->lock);
+	r.tick = s->started + 1;
+	r.next = s->requests;
+	s->requests = &r;
+	s->untried = true;
+	pthread_cond_signal(&s->wake);
+	began_waiting(s);
+	while (!s->stop && !r.done)
+		pthread_cond_wait(&s->done, &s->lock);
+	if (!r.done) {
+		/* Stopping: no longer in the queue. */
+		struct profile_request **q = &s->requests;
+		while (*q != &r)
+			q = &(*q)->next;
+		*q = r.next;
+		r.rc = -ESHUTDOWN;
+		snprintf(r.err, sizeof(r.err), "shutting down");
+	}
+	pthread_mutex_unlock(&s->lock);
+	*out = r.h;
+	if (r.rc < 0)
+		snprintf(err, errlen, "%s", r.err);
+	return r.rc;
 }
 
 int

@@ -13,6 +13,10 @@
  *     they print is one consistent tick;
  *   - only the reader thread touches the core (ticks, RCU), so HTTP
  *     threads need no RCU registration.
+ * A heap profile is read in the thread that asks for it: the reader
+ * thread only hands it, between ticks, a handle of the process's
+ * profile (core/profiles.h), which the asking thread reads, names and
+ * encodes without the core; ticks never wait for that.
  * Whether the reader keeps up is known without it (mstat_scraper_health):
  * a health check reads one timestamp, and starts no tick.
  */
@@ -24,10 +28,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include <sys/types.h>
+
 #include "exposition.h"
+#include "model.h"
 #include "owner.h"
 
 struct mstat_scraper;
+struct mstat_core_profile;
 
 struct mstat_scrape_options {
 	unsigned wait_budget_us; /* for stalled and busy targets, per tick */
@@ -55,6 +63,26 @@ void mstat_scraper_stop(struct mstat_scraper *s);
  * 0, -ENOMEM, -EIO (the stream), -ESHUTDOWN (stopping). */
 int mstat_scraper_scrape(struct mstat_scraper *s, FILE *f,
 			 enum mstat_expo_format fmt);
+
+/* Reads every segment (a tick that begins after this call), then calls
+ * fn(arg, rows, n) with the processes, by pid, under the scraper's lock:
+ * fn must be quick, and keep nothing of them.  fn's result, or -ENOMEM,
+ * -ESHUTDOWN. */
+int mstat_scraper_rows(struct mstat_scraper *s,
+		       int (*fn)(void *arg,
+				 const struct mstat_model_row *const *rows,
+				 size_t n),
+		       void *arg);
+
+/* A handle of the heap profile of the process `pid` (the pid of its
+ * row), from the reader thread, between ticks; if the core holds none,
+ * after a tick that began after this call (a process started since).
+ * The caller reads and closes it (core/profiles.h).  0; -ENOENT with
+ * why in `err`; -ESTALE if the process ended between that tick and the
+ * handing out; -ESHUTDOWN; another -errno with why. */
+int mstat_scraper_profile(struct mstat_scraper *s, pid_t pid,
+			  struct mstat_core_profile **out, char *err,
+			  size_t errlen);
 
 /* How long, beyond the wait budget, scrapes may wait for the reader
  * without a tick finishing before it counts as stuck.  A tick of 1000

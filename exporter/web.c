@@ -24,6 +24,7 @@
 
 #include <microhttpd.h>
 
+#include "pprof_http.h"
 #include "tlsgate.h"
 
 #define MAX_SOCKETS 32
@@ -278,16 +279,12 @@ listen_on(const char *addr, int *fds, char (*names)[80], size_t room,
 
 /* ---- requests ---- */
 
-static enum MHD_Result
-send_page(struct mstat_web *w, struct MHD_Connection *c, unsigned status,
-	  const char *type, char *body, size_t len, enum MHD_ResponseMemoryMode mode)
+enum MHD_Result
+mstat_web_queue(struct mstat_web *w, struct MHD_Connection *c, unsigned status,
+		struct MHD_Response *r)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
 	enum MHD_Result ret;
 
-	if (!r)
-		return MHD_NO;
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
 	for (size_t i = 0; i < w->opt.config->nheaders; i++)
 		MHD_add_response_header(r, w->opt.config->headers[i].name,
 					w->opt.config->headers[i].value);
@@ -296,6 +293,18 @@ send_page(struct mstat_web *w, struct MHD_Connection *c, unsigned status,
 	ret = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
 	return ret;
+}
+
+static enum MHD_Result
+send_page(struct mstat_web *w, struct MHD_Connection *c, unsigned status,
+	  const char *type, char *body, size_t len, enum MHD_ResponseMemoryMode mode)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
+
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	return mstat_web_queue(w, c, status, r);
 }
 
 static enum MHD_Result
@@ -365,7 +374,8 @@ landing(struct mstat_web *w, struct MHD_Connection *c)
 		"<h1>mstat-exporter</h1>\n"
 		"<p>Heap statistics of every process of this user that counts "
 		"with libmstatshm, read when scraped.</p>\n"
-		"<ul>\n<li><a href=\"%s\">Metrics</a></li>\n</ul>\n"
+		"<ul>\n<li><a href=\"%s\">Metrics</a></li>\n"
+		"<li><a href=\"/debug/pprof/\">Heap profiles</a></li>\n</ul>\n"
 		"<p>Version %s. See mstat-exporter(1).</p>\n</body>\n</html>\n",
 		path, MSTAT_VERSION);
 	if (len < 0)
@@ -442,13 +452,15 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 	    strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
 		return send_text(w, c, MHD_HTTP_METHOD_NOT_ALLOWED,
 				 "Method Not Allowed\n");
-	/* `url` is the path alone: a query string is never looked at. */
+	/* `url` is the path alone: only the profiles look at a query. */
 	if (strcmp(url, w->opt.telemetry_path) == 0)
 		return metrics(w, c);
 	if (strcmp(url, "/") == 0)
 		return landing(w, c);
 	if (strcmp(url, MSTAT_WEB_HEALTH_PATH) == 0)
 		return healthy(w, c);
+	if (w->opt.pprof && mstat_pprof_http_path(url))
+		return mstat_pprof_http_serve(w->opt.pprof, w, c, url);
 	return send_text(w, c, MHD_HTTP_NOT_FOUND, "Not Found\n");
 }
 

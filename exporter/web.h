@@ -4,13 +4,14 @@
  * landing page, /metrics with content negotiation, TLS and basic auth
  * from the web configuration.
  *
- * Routes, whatever the query string says (nothing in a URL chooses what
- * is read):
+ * Routes:
  *   GET|HEAD /               a landing page linking to the metrics
  *   GET|HEAD <telemetry>     the metrics, OpenMetrics 1.0.0 if the Accept
- *                            header prefers it, else text 0.0.4
+ *                            header prefers it, else text 0.0.4, whatever
+ *                            the query string says
  *   GET|HEAD /-/healthy      200 "OK", or 503 and why when the reader is
  *                            stuck (mstat_scraper_health); reads nothing
+ *   GET|HEAD /debug/pprof/...  heap profiles (pprof_http.h)
  *   other paths              404; other methods 405
  * With basic_auth_users, every route asks for a user first (401).
  */
@@ -19,11 +20,14 @@
 
 #include <stddef.h>
 
+#include <microhttpd.h>
+
 #include "exposition.h"
 #include "scrape.h"
 #include "webconfig.h"
 
 struct mstat_web;
+struct mstat_pprof_http;
 
 /* The health endpoint's path, Prometheus's own (mstat-exporter(1)). */
 #define MSTAT_WEB_HEALTH_PATH "/-/healthy"
@@ -35,6 +39,7 @@ struct mstat_web_options {
 	unsigned max_requests;      /* connections served at once */
 	struct mstat_webconfig *config;
 	struct mstat_scraper *scraper;
+	struct mstat_pprof_http *pprof; /* NULL: no profiles */
 };
 
 /* Binds every address and starts serving.  0, or -1 with the reason in
@@ -45,6 +50,11 @@ int mstat_web_start(struct mstat_web **out, const struct mstat_web_options *o,
 const char *mstat_web_bound(const struct mstat_web *w, size_t i);
 size_t mstat_web_nbound(const struct mstat_web *w);
 void mstat_web_stop(struct mstat_web *w);
+
+/* Queues response `r` (destroying it) with status, adding the headers
+ * of the web configuration: every answer goes through here. */
+enum MHD_Result mstat_web_queue(struct mstat_web *w, struct MHD_Connection *c,
+				unsigned status, struct MHD_Response *r);
 
 /*
  * The format an Accept header asks for: OpenMetrics 1.0.0 when

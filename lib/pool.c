@@ -23,7 +23,8 @@
  * its own hint per class (the first one drawn from its address), so that
  * threads that sample at once work on bitmap lines of their own: with a
  * shared hint, and both on one line, two threads lost 0.3 ns a pair of
- * the hot loop to that line's moves (docs/performance.md, section 4f).
+ * the hot loop to that line's moves (docs/performance.md, "The heap
+ * profile").
  */
 #include "pool.h"
 

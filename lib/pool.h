@@ -10,7 +10,7 @@
  * Packed together, a program's live sampled objects share their pages
  * and cache lines as its other objects do; alone in a block past a page
  * each, they cost python3 5 % of its time at a 64 KiB interval
- * (docs/performance.md, section 4f).
+ * (docs/performance.md, "The heap profile").
  *
  * Everything here is lock-free and allocates nothing: a slot is taken
  * and given back by one atomic operation, safe in a signal handler that

@@ -3,12 +3,20 @@
 """End-to-end tests of mstat-exporter against real instrumented processes.
 
     e2e.py TEST     TEST: flags http formats gone concurrent busy stalled
-                          tls dashboard prometheus health
+                          tls dashboard prometheus health pprof
+                          pprof_tls pprof_go pprof_concurrent
+                          pprof_prometheus
 
 Environment (set by meson): MSTAT_EXPORTER, MSTAT_TOP, MSTAT_TARGET
 (tests/observer/target.c), PROMTOOL, PROMETHEUS (as scripts/deps.sh
 unpacks them), OPENSSL (empty when not found), DASHBOARD
-(docs/mstat-grafana.json).
+(docs/mstat-grafana.json), GO (empty when go is not installed),
+MSTAT_SAMPLES (0 where a sanitizer's malloc stands in for the
+library's, so that processes sample nothing: the profiles are checked
+for what they are without samples).
+
+The pprof tests read profiles with pprofproto.py, a reader of
+profile.proto written from the format, and with go tool pprof.
 
 The exporter reads every segment of this user, other tests' among them:
 every assertion is about processes this script started (by pid and a
@@ -35,6 +43,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+import pprofproto
+
 EXPORTER = os.environ["MSTAT_EXPORTER"]
 TOP = os.environ["MSTAT_TOP"]
 TARGET = os.environ["MSTAT_TARGET"]
@@ -42,6 +52,8 @@ PROMTOOL = os.environ.get("PROMTOOL", "")
 PROMETHEUS = os.environ.get("PROMETHEUS", "")
 OPENSSL = os.environ.get("OPENSSL", "")
 DASHBOARD = os.environ["DASHBOARD"]
+GO = os.environ.get("GO", "")
+SAMPLES = os.environ.get("MSTAT_SAMPLES", "1") != "0"
 TAG = "exp%d" % os.getpid()  # unique names for this run
 VALGRIND = "vgpreload" in os.environ.get("LD_PRELOAD", "")
 TIMEOUT = 90 * (20 if VALGRIND else 1)  # a hang, not a slow machine
@@ -85,11 +97,12 @@ def tmpdir():
 class Target:
     """An instrumented process; it exits cleanly when stop() closes stdin."""
 
-    def __init__(self, mode, name):
+    def __init__(self, mode, name, env=None):
         self.name = name
         self.p = subprocess.Popen([TARGET, mode], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE,
-                                  env=dict(os.environ, MSTAT_NAME=name))
+                                  env=dict(os.environ, MSTAT_NAME=name,
+                                           **(env or {})))
         children.append(self.p)
         line = self.p.stdout.readline()
         check(line == b"ready\n", "%s did not start: %r" % (mode, line))
@@ -167,6 +180,19 @@ class Exporter:
         except urllib.error.HTTPError as e:
             return e.code, e.headers.get("Content-Type"), e.read().decode(), \
                 e.headers
+
+    def raw(self, path, auth=None, method="GET"):
+        """(status, headers, body bytes)."""
+        req = urllib.request.Request(self.url(path), method=method)
+        if auth:
+            req.add_header("Authorization", "Basic " + base64.b64encode(
+                ("%s:%s" % auth).encode()).decode())
+        try:
+            with urllib.request.urlopen(req, timeout=TIMEOUT,
+                                        context=self.ctx) as r:
+                return r.status, r.headers, r.read()
+        except urllib.error.HTTPError as e:
+            return e.code, e.headers, e.read()
 
     def metrics(self, accept=None, **kw):
         status, ctype, body, _ = self.get(accept=accept, **kw)
@@ -358,7 +384,8 @@ def test_gone():
     check(of(text, a) == {} and of(text, k) == {},
           "gone from the next scrape: %r %r" % (of(text, a), of(text, k)))
     check(segments_of(k.pid), "the killed process's segment kept")
-    files = os.listdir(pm)
+    # (Other tests' processes killed meanwhile are written too.)
+    files = [f for f in os.listdir(pm) if f.startswith(TAG)]
     check(len(files) == 1 and re.fullmatch(
         r"%s-kill-%d-\d{8}T\d{6}Z\.pb\.gz" % (re.escape(TAG), k.pid), files[0])
         and os.stat(os.path.join(pm, files[0])).st_mode & 0o777 == 0o600,
@@ -668,6 +695,18 @@ def test_flags():
                   'path of their own')
     refused_start(["--web.telemetry-path=/metrics?x"], 2,
                   "a path is / and printable ASCII but for space, ?, # and %")
+    # The profiles' flags.
+    refused_start(["--web.external-address=:10415"], 2,
+                  'mstat-exporter: --web.external-address ":10415": a host is '
+                  'needed: the address scrapers reach this exporter at')
+    refused_start(["--web.external-address=node7"], 2,
+                  'mstat-exporter: --web.external-address "node7": no :port' +
+                  FORMS)
+    for n in ("0", "1001", "x", "-1"):
+        refused_start(["--web.max-profile-requests=" + n], 2,
+                      "mstat-exporter: --web.max-profile-requests %s: 1 to "
+                      "1000" % n)
+    # The killed processes' flags.
     refused_start(["--killed-grace=86401"], 2,
                   "mstat-exporter: --killed-grace 86401: seconds, 0 to 86400")
     refused_start(["--postmortem-dir=/nonexistent/x"], 2,
@@ -952,7 +991,8 @@ def test_health():
     """/-/healthy answers 200 "OK" without reading anything or waiting for
     the reader: a reader stopped while a scrape waits for it leaves it
     200 until the scrape has waited the wait budget and 10 s, then 503
-    saying why, and 200 again once the reader runs.  Like every route it
+    saying why, and 200 again once the reader runs; a profile answered
+    between ticks leaves no wait behind.  Like every route it
     asks for a user when there are basic_auth_users (so does the
     exporter-toolkit: it exempts no path) and speaks TLS when configured."""
     t = Target("fixed", TAG + "-health")
@@ -976,8 +1016,11 @@ def test_health():
     if VALGRIND:
         print("the stopped reader is not tested under valgrind")
     else:
-        # A wait counted from the scrapes above, not from the one below,
-        # would show as a second too long.
+        # A wait counted from the scrapes above, or from a profile
+        # answered between ticks, not from the scrape below, would show
+        # as a second too long.
+        check(e.raw("/debug/pprof/heap?pid=%d" % t.pid)[0] == 200,
+              "a profile between ticks")
         time.sleep(1)
         got = []
         with StoppedThread(reader_thread(e.p.pid)):
@@ -1030,6 +1073,517 @@ def test_health():
           == GO_REPLY, "plain HTTP at the TLS port")
     e.stop()
     t.stop()
+
+
+# ---- heap profiles (exporter/pprof_http.c) ----
+
+GO_TYPES = [("alloc_objects", "count"), ("alloc_space", "bytes"),
+            ("inuse_objects", "count"), ("inuse_space", "bytes")]
+SAMPLED = {"MSTAT_SAMPLE_BYTES": "1"}  # every allocation sampled: exact
+KEPT = 100  # the blocks target.c's "sampled" mode keeps, from main()
+
+
+def build_id(path):
+    """The GNU build id in the notes of an ELF file (64-bit, little
+    endian), as hex."""
+    import struct
+    with open(path, "rb") as f:
+        elf = f.read()
+    check(elf[:4] == b"\x7fELF" and elf[4] == 2 and elf[5] == 1,
+          "%s: not a 64-bit little-endian ELF file" % path)
+    shoff, = struct.unpack_from("<Q", elf, 0x28)
+    shentsize, shnum = struct.unpack_from("<HH", elf, 0x3A)
+    for i in range(shnum):
+        sh = shoff + i * shentsize
+        kind, = struct.unpack_from("<I", elf, sh + 4)
+        off, size = struct.unpack_from("<QQ", elf, sh + 0x18)
+        if kind != 7:  # SHT_NOTE
+            continue
+        at = off
+        while at + 12 <= off + size:
+            namesz, descsz, ntype = struct.unpack_from("<III", elf, at)
+            name = elf[at + 12:at + 12 + namesz]
+            desc = at + 12 + ((namesz + 3) & ~3)
+            if ntype == 3 and name == b"GNU\0":  # NT_GNU_BUILD_ID
+                return elf[desc:desc + descsz].hex()
+            at = desc + ((descsz + 3) & ~3)
+    raise Failure("%s has no build id" % path)
+
+
+def profile(e, path, **kw):
+    """A profile the exporter serves: 200, application/octet-stream, read
+    by pprofproto."""
+    status, headers, body = e.raw(path, **kw)
+    check(status == 200, "%s: %d %r" % (path, status, body[:300]))
+    check(headers["Content-Type"] == "application/octet-stream",
+          "%s: Content-Type %r" % (path, headers["Content-Type"]))
+    try:
+        return headers, pprofproto.Profile(body)
+    except pprofproto.Malformed as x:
+        raise Failure("%s: %s" % (path, x))
+
+
+def expect_kept(p, what):
+    """The sampled target's profile: every allocation sampled (interval
+    1), so main()'s 100 blocks of 1 KiB, kept, are counted exactly; named,
+    placed in target.c, in a mapping with the program's build id."""
+    check(p.sample_types == GO_TYPES, "%s: types %r" % (what, p.sample_types))
+    if not SAMPLES:
+        check(p.period_type == ("space", "bytes") and p.samples == [],
+              "%s: no samples: %r %r" % (what, p.period_type, p.samples))
+        return
+    check(p.period_type == ("space", "bytes") and p.period == 1,
+          "%s: period %r %r" % (what, p.period_type, p.period))
+    inuse = p.by_function("inuse_objects")
+    alloc = p.by_function("alloc_objects")
+    check(inuse["main"] == KEPT and alloc["main"] == KEPT,
+          "%s: main holds %r of %r objects" % (what, inuse["main"],
+                                               alloc["main"]))
+    space = p.by_function("inuse_space")["main"]
+    check(KEPT * 1024 <= space < KEPT * 1100, "%s: main's bytes %d" %
+          (what, space))
+    exe = os.path.realpath(TARGET)
+    maps = [m for m in p.mappings.values() if m.filename == exe]
+    check(len(maps) == 1 and maps[0].build_id == build_id(exe) and
+          maps[0].has_functions, "%s: the program's mapping %r" % (what, maps))
+    lines = [(p.functions[fn], line) for loc in p.locations.values()
+             for fn, line in loc.lines if p.functions[fn].name == "main"]
+    check(lines and all(f.filename.endswith("/tests/observer/target.c") and
+                        f.filename.startswith("/") and line > 0
+                        for f, line in lines), "%s: main placed %r" %
+          (what, lines))
+    for smp in p.samples:
+        check(smp.labels.get("bytes", ("", 0))[1] > 0,
+              "%s: Go's bytes label %r" % (what, smp.labels))
+
+
+def refused(e, path, status, reason, **kw):
+    """`path` answers `status` with a line of plain text holding
+    `reason`."""
+    got, headers, body = e.raw(path, **kw)
+    text = body.decode()
+    check(got == status and reason in text and text.endswith("\n") and
+          text.count("\n") == 1 and
+          headers["Content-Type"] == "text/plain; charset=utf-8",
+          "%s: %d %r, not %d %r" % (path, got, text, status, reason))
+    return headers
+
+
+def metric_labels(e, pid):
+    """The labels of the process's mstat_live_bytes, as Prometheus's
+    client parses them."""
+    fams = parse_openmetrics(e.metrics(accept=PROMETHEUS_ACCEPT))
+    got = [smp.labels for smp in fams["mstat_live_bytes"].samples
+           if smp.labels["pid"] == str(pid)]
+    check(len(got) == 1, "the metrics of %d: %r" % (pid, got))
+    return got[0]
+
+
+def targets_of(e, pids, **kw):
+    """The target list, parsed: the entries of `pids`, by pid."""
+    status, headers, body = e.raw("/debug/pprof/targets", **kw)
+    check(status == 200 and headers["Content-Type"] ==
+          "application/json; charset=utf-8", "targets: %d %r" %
+          (status, headers["Content-Type"]))
+    entries = json.loads(body.decode())
+    check(isinstance(entries, list), "targets: %r" % entries)
+    out = {}
+    for t in entries:
+        check(set(t) == {"targets", "labels"} and len(t["targets"]) == 1,
+              "a target %r" % t)
+        pid = int(t["labels"]["__param_pid"])
+        if pid in pids:
+            check(pid not in out, "two targets for %d" % pid)
+            out[pid] = t
+    check(set(out) == set(pids), "targets of %r: %r" % (pids, out))
+    return out
+
+
+def test_pprof():
+    """/debug/pprof/heap and /allocs serve the process's profile, as Go's
+    heap profile (exact here: every allocation sampled); the index and
+    the target list show every process, with the labels its metrics
+    have; what is not served is refused with a status and a reason."""
+    t = Target("sampled", TAG + " pp <\"&'>", env=SAMPLED)
+    f = Target("fixed", TAG + "-pp-fixed")
+    e = Exporter()
+    for name, default in (("heap", ""), ("allocs", "alloc_space")):
+        path = "/debug/pprof/%s?pid=%d" % (name, t.pid)
+        headers, p = profile(e, path)
+        check(headers["Content-Disposition"] ==
+              'attachment; filename="%s"' % name, "%s: %r" % (path, headers))
+        check(p.default_sample_type == default, "%s: default %r" %
+              (path, p.default_sample_type))
+        check(abs(p.time_nanos / 1e9 - time.time()) < 600 and
+              p.duration_nanos == 0, "%s: time %r" % (path, p.time_nanos))
+        expect_kept(p, path)
+        # gc is accepted and changes nothing; HEAD has no body.
+        _, q = profile(e, path + "&gc=1&debug=0")
+        check(q.by_function("inuse_space") == p.by_function("inuse_space"),
+              "gc=1")
+        status, headers, body = e.raw(path, method="HEAD")
+        check(status == 200 and body == b"" and headers["Content-Type"] ==
+              "application/octet-stream", "HEAD %s: %d" % (path, status))
+    # A process without samples has an empty profile, all the same.
+    _, p = profile(e, "/debug/pprof/heap?pid=%d" % f.pid)
+    check(p.sample_types == GO_TYPES and p.samples == [], "empty: %r" %
+          (p.samples,))
+    # A delta over a second: nothing happened, nothing in it.
+    headers, p = profile(e, "/debug/pprof/heap?pid=%d&seconds=1" % t.pid)
+    check(headers["Content-Disposition"] == 'attachment; filename="heap-delta"'
+          and p.samples == [] and p.duration_nanos >= 10 ** 9,
+          "delta: %r %r %r" % (headers, p.samples, p.duration_nanos))
+
+    # Bad requests: 400, saying what is allowed.
+    base = "/debug/pprof/heap"
+    refused(e, base, 400, "which process: /debug/pprof/heap?pid=N")
+    for bad in ("abc", "0", "-1", "+5", "1e3", "4194305", "", "99999999999"):
+        refused(e, base + "?pid=" + urllib.parse.quote(bad), 400,
+                "pid=%s: a process id is a decimal number from 1 to 4194304"
+                % bad)
+    for bad in ("0", "301", "x", "-1"):
+        refused(e, "%s?pid=%d&seconds=%s" % (base, t.pid, bad), 400,
+                "seconds=%s: the length of a delta profile is a decimal "
+                "number of seconds from 1 to 300" % bad)
+    refused(e, "%s?pid=%d&debug=1" % (base, t.pid), 400,
+            "debug=1: only the binary profile is served (debug=0)")
+    refused(e, "%s?pid=%s" % (base, "9" * 100), 400, "pid=" + "9" * 36 + "...")
+    # Processes it cannot serve: 404, saying why.
+    refused(e, "%s?pid=%d" % (base, os.getpid()), 404,
+            "pid %d: no segment: it does not count with libmstatshm"
+            % os.getpid())
+    refused(e, base + "?pid=4194304", 404, "pid 4194304: no such process")
+    if os.geteuid() == 0 and shutil.which("setpriv"):
+        other = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534",
+                                  "--clear-groups", "sleep", "600"])
+        children.append(other)
+        wait_for(lambda: os.stat("/proc/%d" % other.pid).st_uid == 65534,
+                 "the other user's process")
+        refused(e, "%s?pid=%d" % (base, other.pid), 404,
+                "pid %d: no segment of yours: it is a process of uid 65534"
+                % other.pid)
+        other.kill()
+    else:
+        print("not root: another user's process not tried")
+    gone = Target("sampled", TAG + "-gone", env=SAMPLED)
+    profile(e, "%s?pid=%d" % (base, gone.pid))
+    gone.stop()
+    refused(e, "%s?pid=%d" % (base, gone.pid), 404,
+            "pid %d: no such process" % gone.pid)
+    refused(e, "/debug/pprof/delta_heap?pid=%d" % t.pid, 404,
+            "delta_heap (godeltaprof) is not served: /debug/pprof/allocs?pid=N "
+            "counts alloc_* since the process started")
+    for go_only in ("profile", "goroutine", "block", "mutex", "threadcreate",
+                    "cmdline", "symbol", "trace"):
+        refused(e, "/debug/pprof/%s?pid=%d" % (go_only, t.pid), 404,
+                "Unknown profile: %s is one of Go's runtime" % go_only)
+    refused(e, "/debug/pprof/heap/x", 404, "Unknown profile: only heap "
+            "profiles are served here")
+    status, _, _, headers = e.get("/debug/pprof/heap", method="POST")
+    check(status == 405 and headers["Allow"] == "GET, HEAD", "POST: %d" % status)
+    # /debug/pprof is the index's address without its slash, as in Go.
+    conn = socket.create_connection(("127.0.0.1", e.port), timeout=TIMEOUT)
+    conn.sendall(b"GET /debug/pprof HTTP/1.0\r\n\r\n")
+    got = b""
+    while True:
+        b = conn.recv(4096)
+        if not b:
+            break
+        got += b
+    conn.close()
+    check(re.match(rb"HTTP/1\.[01] 301 ", got) and
+          b"\r\nLocation: /debug/pprof/\r\n" in got, "redirect: %r" % got[:200])
+
+    # The index: each process with links to its profiles, its name
+    # escaped.
+    status, ctype, page, _ = e.get("/debug/pprof/")
+    check(status == 200 and ctype == "text/html; charset=utf-8", "index")
+    for pid in (t.pid, f.pid):
+        for link in ('href="heap?pid=%d"', 'href="allocs?pid=%d"'):
+            check(link % pid in page, "index: %s" % (link % pid))
+    check(" pp &lt;&quot;&amp;&#39;&gt;" in page and "<\"&'>" not in page,
+          "index: the name escaped")
+    status, _, landing, _ = e.get("/")
+    check('<a href="/debug/pprof/">' in landing, "the landing page links it")
+
+    # The targets: the address the request came to, the parameter, and
+    # the labels of the process's metrics, whatever they are, and
+    # Pyroscope's service_name.
+    ts = targets_of(e, [t.pid, f.pid])
+    for x in (t, f):
+        want = dict(metric_labels(e, x.pid), __param_pid=str(x.pid),
+                    service_name=x.name)
+        check(ts[x.pid]["labels"] == want, "labels %r, not %r" %
+              (ts[x.pid]["labels"], want))
+        check(ts[x.pid]["targets"] == ["127.0.0.1:%d" % e.port],
+              "address %r" % ts[x.pid]["targets"])
+    # The Host header is the address; without one (HTTP/1.0), the one
+    # the connection came to; one that is not a host is refused.
+    for host, want in (("node7.example:10415", "node7.example:10415"),
+                       ("[::1]:99", "[::1]:99"), ("node7", "node7"),
+                       (None, "127.0.0.1:%d" % e.port)):
+        req = b"GET /debug/pprof/targets HTTP/1.0\r\n"
+        if host:
+            req += b"Host: " + host.encode() + b"\r\n"
+        got = exchange(e.port, req + b"\r\n")
+        head, _, body = got.partition(b"\r\n\r\n")
+        check(re.match(rb"HTTP/1\.[01] 200 ", head), "Host %r: %r" % (host, head))
+        mine = [x for x in json.loads(body.decode())
+                if x["labels"]["__param_pid"] == str(t.pid)]
+        check(mine and mine[0]["targets"] == [want], "Host %r: %r" % (host, mine))
+    got = exchange(e.port, b"GET /debug/pprof/targets HTTP/1.0\r\n"
+                   b"Host: a b\"\r\n\r\n")
+    check(re.match(rb"HTTP/1\.[01] 400 ", got) and got.endswith(
+        b"the Host header is not a host with an optional :port\n"),
+          "a bad Host: %r" % got)
+    e.stop()
+    # --web.external-address: what the targets name, whatever the Host.
+    e = Exporter("--web.external-address=node7.example:10415")
+    ts = targets_of(e, [t.pid])
+    check(ts[t.pid]["targets"] == ["node7.example:10415"], "external %r" % ts)
+    e.stop()
+    t.stop()
+    f.stop()
+
+
+def tls_exporter(d, *args):
+    """An exporter with TLS and a user, "pprof", in directory d."""
+    certificates(d)
+    password = "pw-%s" % TAG
+    with open(os.path.join(d, "web.yml"), "w") as f:
+        f.write("tls_server_config:\n  cert_file: server.crt\n"
+                "  key_file: server.key\n"
+                "basic_auth_users:\n  pprof: '%s'\n" % bcrypt(password))
+    e = Exporter("--web.config.file=" + os.path.join(d, "web.yml"), *args,
+                 scheme="https", ca=os.path.join(d, "ca.crt"))
+    return e, ("pprof", password)
+
+
+def test_pprof_tls():
+    """The profiles are behind the web configuration's TLS and users,
+    as the metrics are: 401 without a user or with a wrong password, on
+    every path; served over TLS to a user."""
+    t = Target("sampled", TAG + "-pptls", env=SAMPLED)
+    e, auth = tls_exporter(tmpdir())
+    paths = ["/debug/pprof/", "/debug/pprof/targets",
+             "/debug/pprof/heap?pid=%d" % t.pid,
+             "/debug/pprof/allocs?pid=%d" % t.pid,
+             "/debug/pprof/heap?pid=x", "/debug/pprof/goroutine",
+             "/debug/pprof"]
+    for path in paths:
+        for who in (None, ("pprof", "wrong"), ("root", auth[1])):
+            status, headers, _ = e.raw(path, auth=who)
+            check(status == 401 and "Basic" in headers.get(
+                "WWW-Authenticate", ""), "%s as %r: %d" % (path, who, status))
+    _, p = profile(e, paths[2], auth=auth)
+    expect_kept(p, "over TLS")
+    targets_of(e, [t.pid], auth=auth)
+    status, _, page = e.raw(paths[0], auth=auth)
+    check(status == 200 and b"heap?pid=%d" % t.pid in page, "index over TLS")
+    e.stop()
+    t.stop()
+
+
+def go_pprof(*args, ok=True, env=None):
+    """go tool pprof ARGS: its output (it must succeed, or fail if not
+    `ok`)."""
+    d = tmpdir()
+    r = subprocess.run([GO, "tool", "pprof"] + list(args),
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=TIMEOUT, cwd=d,
+                       env=dict(os.environ, PPROF_TMPDIR=d, HOME=d,
+                                **(env or {})))
+    out, err = r.stdout.decode(), r.stderr.decode()
+    check((r.returncode == 0) == ok, "go tool pprof %r: %d %s %s" %
+          (args, r.returncode, out, err))
+    return out + err
+
+
+def top_flat(out, function):
+    """The flat value go tool pprof -top gives `function`."""
+    for line in out.splitlines():
+        w = line.split()
+        if len(w) >= 6 and w[5] == function:
+            return w[0]
+    raise Failure("no %s in:\n%s" % (function, out))
+
+
+def expect_main_objects(out, what):
+    """go tool pprof -top -sample_index=inuse_objects of the sampled
+    target: main() holds KEPT objects (none where nothing is sampled)."""
+    if SAMPLES:
+        check(top_flat(out, "main") == str(KEPT), "%s:\n%s" % (what, out))
+    else:
+        check("Showing nodes accounting for 0, 0% of 0 total" in out,
+              "%s, nothing sampled:\n%s" % (what, out))
+
+
+def test_pprof_go():
+    """go tool pprof, a client nobody here wrote, fetches the profiles
+    over HTTP, and over HTTPS with basic auth (the user in the URL; the
+    CA trusted through SSL_CERT_FILE, or nothing checked with
+    https+insecure://: go tool pprof fetches URLs itself and ignores
+    -tls_ca, which the standalone pprof takes); the default sample types
+    are Go's: inuse_space for heap, alloc_space for allocs."""
+    if not GO:
+        print("SKIP: go is not installed (Debian: golang-go)")
+        sys.exit(77)
+    t = Target("sampled", TAG + "-ppgo", env=SAMPLED)
+    e = Exporter()
+    url = "http://127.0.0.1:%d/debug/pprof/%%s?pid=%d" % (e.port, t.pid)
+    out = go_pprof("-top", url % "heap")
+    check("Type: inuse_space" in out, "heap's default type:\n" + out)
+    out = go_pprof("-top", url % "allocs")
+    check("Type: alloc_space" in out, "allocs' default type:\n" + out)
+    out = go_pprof("-top", "-sample_index=inuse_objects", url % "heap")
+    expect_main_objects(out, "main's objects")
+    out = go_pprof("-top", "-seconds=1", url % "heap")
+    check("Duration: 1" in out, "a delta:\n" + out)
+    e.stop()
+
+    d = tmpdir()
+    e, (user, password) = tls_exporter(d)
+    path = "127.0.0.1:%d/debug/pprof/heap?pid=%d" % (e.port, t.pid)
+    who = "%s:%s@" % (user, urllib.parse.quote(password, safe=""))
+    ca = {"SSL_CERT_FILE": os.path.join(d, "ca.crt")}
+    for url, env in (("https://" + who + path, ca),
+                     ("https+insecure://" + who + path, None)):
+        out = go_pprof("-top", "-sample_index=inuse_objects", url, env=env)
+        expect_main_objects(out, url)
+    out = go_pprof("-top", "https://" + path, ok=False, env=ca)
+    check("401 Unauthorized" in out, "without a user:\n" + out)
+    out = go_pprof("-top", "https://" + who + path, ok=False)
+    check("certificate signed by unknown authority" in out,
+          "the CA not trusted:\n" + out)
+    e.stop()
+    t.stop()
+
+
+def test_pprof_concurrent():
+    """A profile being built holds up no scrape: with the one place for a
+    profile taken (a delta profile, holding its process's profile and
+    waiting), a further profile gets 503 and Retry-After at once, and
+    /metrics, the index and the targets are answered, exact; when the
+    exporter stops, the delta ends at once, not 300 s later."""
+    f = Target("fixed", TAG + "-ppc-fixed")
+    t = Target("sampled", TAG + "-ppc", env=SAMPLED)
+    e = Exporter("--web.max-profile-requests=1")
+    path = "/debug/pprof/heap?pid=%d" % t.pid
+    answers = []
+
+    def delta():
+        # Until it has the place (the poll below may hold it a moment).
+        while True:
+            try:
+                a = e.raw(path + "&seconds=300")
+            except (urllib.error.URLError, ConnectionError) as x:
+                a = x
+            if isinstance(a, Exception) or a[0] != 503 or b"shutting" in a[2]:
+                answers.append(a)
+                return
+            time.sleep(0.01)
+    waiting = threading.Thread(target=delta)
+    waiting.start()
+    # Turned away: the delta holds the place (a poll is only turned away
+    # while the other request holds it, and the delta, turned away, holds
+    # none).
+    wait_for(lambda: e.raw(path)[0] == 503, "the delta to be under way")
+    headers = refused(e, path, 503, "as many heap profiles as are built at "
+                      "once (1, --web.max-profile-requests) are being built: "
+                      "try again")
+    check(headers["Retry-After"] == "1", "Retry-After %r" % headers)
+    expect_fixed(of(e.metrics(), f), "beside the profile", classes=False)
+    targets_of(e, [t.pid, f.pid])
+    check(e.get("/debug/pprof/")[0] == 200, "the index")
+    check(waiting.is_alive() and not answers,
+          "the delta is still waiting: %r" % answers)
+    e.p.send_signal(signal.SIGTERM)
+    waiting.join(timeout=TIMEOUT)
+    check(not waiting.is_alive(), "the delta went on after the exporter stopped")
+    # It ends with 503, or with its connection closed if the server
+    # closed it before that was sent.
+    a = answers[0]
+    check(isinstance(a, (urllib.error.URLError, ConnectionError)) or
+          (a[0] == 503 and a[2] == b"shutting down\n"),
+          "the delta at the stop: %r" % (a,))
+    e.stop()
+    t.stop()
+    f.stop()
+
+
+def test_pprof_prometheus():
+    """A real Prometheus discovers the processes from /debug/pprof/targets
+    (http_sd_configs over TLS with basic auth): /api/v1/targets shows one
+    target per process, with its labels, and ?pid= in its scrape URL."""
+    check(PROMETHEUS and PROMTOOL, "no prometheus (bash scripts/deps.sh "
+          "unpacks it)")
+    d = tmpdir()
+    a = Target("sampled", TAG + "-sd-a", env=SAMPLED)
+    b = Target("fixed", TAG + "-sd-b")
+    e, (user, password) = tls_exporter(d)
+    port = free_port()
+    ca = os.path.join(d, "ca.crt")
+    with open(os.path.join(d, "prometheus.yml"), "w") as f:
+        f.write("""global:
+  scrape_interval: 1s
+  scrape_timeout: 1s
+scrape_configs:
+  - job_name: mstat-heap
+    metrics_path: /debug/pprof/allocs
+    scheme: https
+    tls_config:
+      ca_file: %s
+    basic_auth:
+      username: %s
+      password: '%s'
+    http_sd_configs:
+      - url: https://127.0.0.1:%d/debug/pprof/targets
+        refresh_interval: 1s
+        tls_config:
+          ca_file: %s
+        basic_auth:
+          username: %s
+          password: '%s'
+""" % (ca, user, password, e.port, ca, user, password))
+    r = subprocess.run([PROMTOOL, "check", "config",
+                        os.path.join(d, "prometheus.yml")],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                       timeout=TIMEOUT)
+    check(r.returncode == 0, "promtool check config: %s" % r.stdout.decode())
+    log = open(os.path.join(d, "prometheus.log"), "w")
+    prom = subprocess.Popen(
+        [PROMETHEUS, "--config.file=" + os.path.join(d, "prometheus.yml"),
+         "--storage.tsdb.path=" + os.path.join(d, "data"),
+         "--web.listen-address=127.0.0.1:%d" % port], stdout=log, stderr=log)
+    children.append(prom)
+
+    def ours():
+        try:
+            ts = prom_get(port, "/api/v1/targets")["data"]["activeTargets"]
+        except (urllib.error.URLError, ConnectionError):
+            check(prom.poll() is None, "prometheus exited: %s" %
+                  open(os.path.join(d, "prometheus.log")).read())
+            return None
+        mine = [x for x in ts if x["labels"].get("pid") in
+                (str(a.pid), str(b.pid))]
+        return len(mine) == 2 and mine
+    for x in wait_for(ours, "prometheus to discover both processes"):
+        t = a if x["labels"]["pid"] == str(a.pid) else b
+        labels = x["labels"]
+        want = {"job": "mstat-heap", "instance": "127.0.0.1:%d" % e.port,
+                "pid": str(t.pid), "name": t.name, "service_name": t.name}
+        check(labels == want, "labels %r, not %r" % (labels, want))
+        check(x["discoveredLabels"]["__param_pid"] == str(t.pid),
+              "discovered %r" % x["discoveredLabels"])
+        url = "https://127.0.0.1:%d/debug/pprof/allocs?pid=%d" % (e.port, t.pid)
+        check(x["scrapeUrl"] == url, "scrape URL %r, not %r" %
+              (x["scrapeUrl"], url))
+    prom.send_signal(signal.SIGTERM)
+    prom.wait(timeout=TIMEOUT)
+    log.close()
+    e.stop()
+    a.stop()
+    b.stop()
 
 
 def main():

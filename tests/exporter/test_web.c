@@ -4,7 +4,8 @@
  * negotiation, listen addresses and the telemetry path, what a TLS
  * port makes of a connection's first bytes, the web configuration file
  * and basic auth against bcrypt hashes; when the health endpoint says
- * the reader is stuck.
+ * the reader is stuck; what the profiles take from a request (pid,
+ * seconds, the address their targets name).
  */
 #include <crypt.h>
 #include <setjmp.h>
@@ -18,6 +19,10 @@
 
 #include <cmocka.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include "pprof_http.h"
 #include "tlsgate.h"
 #include "web.h"
 #include "webconfig.h"
@@ -401,6 +406,88 @@ teardown(void **state)
 	return rmdir(dir);
 }
 
+static void
+test_pprof_query(void **state)
+{
+	char why[200];
+	pid_t pid;
+	unsigned sec;
+	static const char *const bad_pids[] = {
+		"", "0", "-1", "+1", " 1", "1 ", "1e3", "0x10", "4194305",
+		"99999999999999999999", "12a",
+	};
+	static const char *const bad_seconds[] = { "", "0", "301", "-5", "1.5",
+						   "x", "99999999999" };
+
+	(void)state;
+	assert_int_equal(mstat_pprof_parse_pid("1", &pid, why, sizeof(why)), 0);
+	assert_int_equal(pid, 1);
+	assert_int_equal(mstat_pprof_parse_pid("4194304", &pid, why, sizeof(why)), 0);
+	assert_int_equal(pid, 4194304);
+	assert_int_equal(mstat_pprof_parse_pid("007", &pid, why, sizeof(why)), 0);
+	assert_int_equal(pid, 7);
+	for (size_t i = 0; i < sizeof(bad_pids) / sizeof(bad_pids[0]); i++) {
+		if (mstat_pprof_parse_pid(bad_pids[i], &pid, why, sizeof(why)) != -1)
+			fail_msg("pid \"%s\" taken", bad_pids[i]);
+		assert_string_equal(why, "a process id is a decimal number from 1 "
+				    "to 4194304");
+	}
+	assert_int_equal(mstat_pprof_parse_seconds("1", &sec, why, sizeof(why)), 0);
+	assert_int_equal(sec, 1);
+	assert_int_equal(mstat_pprof_parse_seconds("300", &sec, why, sizeof(why)), 0);
+	assert_int_equal(sec, 300);
+	for (size_t i = 0; i < sizeof(bad_seconds) / sizeof(bad_seconds[0]); i++)
+		if (mstat_pprof_parse_seconds(bad_seconds[i], &sec, why,
+					      sizeof(why)) != -1)
+			fail_msg("seconds \"%s\" taken", bad_seconds[i]);
+}
+
+static void
+address(const char *external, const char *host, const struct sockaddr *local,
+	const char *want)
+{
+	char out[300], why[200] = "";
+	int rc = mstat_pprof_target_address(external, host, local, out,
+					    sizeof(out), why, sizeof(why));
+
+	if (want && (rc != 0 || strcmp(out, want) != 0))
+		fail_msg("%s, %s: %d %s %s, not %s", external ? external : "-",
+			 host ? host : "-", rc, rc ? why : out, "", want);
+	if (!want && rc != -1)
+		fail_msg("%s taken as %s", host ? host : "-", out);
+}
+
+static void
+test_pprof_target_address(void **state)
+{
+	struct sockaddr_in v4 = { .sin_family = AF_INET, .sin_port = htons(10415) };
+	struct sockaddr_in6 v6 = { .sin6_family = AF_INET6, .sin6_port = htons(99) };
+	const struct sockaddr *l4 = (const void *)&v4, *l6 = (const void *)&v6;
+
+	(void)state;
+	inet_pton(AF_INET, "10.0.0.5", &v4.sin_addr);
+	inet_pton(AF_INET6, "fd00::5", &v6.sin6_addr);
+	/* The flag first, whatever the request says. */
+	address("node7:10415", "other:1", l4, "node7:10415");
+	/* The Host header, as it is. */
+	address(NULL, "node7.example:10415", l4, "node7.example:10415");
+	address(NULL, "node7", l4, "node7");
+	address(NULL, "10.1.2.3:80", NULL, "10.1.2.3:80");
+	address(NULL, "[fd00::1]:10415", l4, "[fd00::1]:10415");
+	address(NULL, "[fd00::1]", l4, "[fd00::1]");
+	/* None: where the connection came to. */
+	address(NULL, NULL, l4, "10.0.0.5:10415");
+	address(NULL, NULL, l6, "[fd00::5]:99");
+	address(NULL, NULL, NULL, NULL);
+	/* Not a host: refused, never copied into a target. */
+	static const char *const bad[] = {
+		"", ":80", "a b", "a\"b", "host:", "host:0", "host:65536",
+		"host:x", "[fd00::1", "[not-v6]:1", "fd00::1", "a/b", "a:1:2",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		address(NULL, bad[i], l4, NULL);
+}
+
 int
 main(void)
 {
@@ -412,6 +499,8 @@ main(void)
 		cmocka_unit_test(test_tlsgate_classify),
 		cmocka_unit_test(test_config_refused),
 		cmocka_unit_test(test_auth),
+		cmocka_unit_test(test_pprof_query),
+		cmocka_unit_test(test_pprof_target_address),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

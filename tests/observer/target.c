@@ -13,6 +13,10 @@
  *   mstat-observer-target exec
  *	like fixed; on a line on stdin, exec()s itself as "fixed" with
  *	MSTAT_NAME=<name>-after (the library replaces the segment)
+ *   mstat-observer-target sampled
+ *	like fixed, then mallocs 100 blocks of 1 KiB and keeps them: real
+ *	allocations, which the library samples (MSTAT_SAMPLE_BYTES=1:
+ *	every one)
  *   mstat-observer-target stall
  *	like fixed, then one more allocation and free of 2^37 bytes, then
  *	enters an update section (an allocation of 2^37 bytes) and stops
@@ -77,10 +81,12 @@ main(int argc, char **argv)
 	int steady = strcmp(mode, "steady") == 0, leak = strcmp(mode, "leak") == 0;
 
 	int exec_mode = strcmp(mode, "exec") == 0;
+	int sampled = strcmp(mode, "sampled") == 0;
 
-	if (!steady && !leak && !exec_mode && strcmp(mode, "fixed") &&
+	if (!steady && !leak && !exec_mode && !sampled && strcmp(mode, "fixed") &&
 	    strcmp(mode, "stall")) {
-		fprintf(stderr, "usage: mstat-observer-target fixed|steady|leak|stall|exec\n");
+		fprintf(stderr, "usage: mstat-observer-target "
+			"fixed|steady|leak|stall|exec|sampled\n");
 		return 2;
 	}
 	if (!mstat_self_enabled()) {
@@ -96,6 +102,10 @@ main(int argc, char **argv)
 	if (steady)
 		for (int i = 0; i < 50; i++)
 			mstat_record_alloc(64, 64);
+	static void *kept[100];
+	for (int i = 0; sampled && i < 100; i++)
+		if (!(kept[i] = malloc(1024)))
+			return 3;
 	/* write(), not stdio: no buffer to allocate. */
 	if (write(STDOUT_FILENO, "ready\n", 6) != 6)
 		return 3;

@@ -6,10 +6,15 @@
  * modules that are ELF files are still used.  Names are shown as a user
  * reads them: C++ demangled, without the compiler's clone suffixes, files
  * relative to the source tree rather than to the build directory; pprof
- * keeps the symbol whole, and the file from /.
+ * keeps the symbol whole, and the file from /.  The pprof encoder writes
+ * Go's heap profile: its sample types, period and labels, and deltas.
+ * A cache of files shared by threads names the same, whatever the load
+ * address, checks build ids, and stays within its bounds.
  */
+#include <elf.h>
 #include <limits.h>
 #include <link.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -243,6 +248,255 @@ test_frames_named_readably(void **state)
 	mstat_symbols_free(s);
 }
 
+/* ---- the shared cache ---- */
+
+/* This program as a profile's module: its path, load bias, range and,
+ * if `with_id`, the build id its notes hold. */
+static int
+own_build_id(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct mstat_profile_module *m = arg;
+
+	(void)size;
+	m->bias = info->dlpi_addr;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_NOTE)
+			continue;
+		const unsigned char *n = (const void *)(info->dlpi_addr + ph->p_vaddr);
+		const unsigned char *end = n + ph->p_memsz;
+		while (n + sizeof(ElfW(Nhdr)) <= end) {
+			const ElfW(Nhdr) *h = (const void *)n;
+			const unsigned char *name = n + sizeof(*h);
+			const unsigned char *desc = name + ((h->n_namesz + 3) & ~3u);
+			if (h->n_type == NT_GNU_BUILD_ID && h->n_namesz == 4 &&
+			    memcmp(name, "GNU", 4) == 0 &&
+			    h->n_descsz <= MSTAT_BUILD_ID_MAX) {
+				memcpy(m->build_id, desc, h->n_descsz);
+				m->build_id_len = h->n_descsz;
+			}
+			n = desc + ((h->n_descsz + 3) & ~3u);
+		}
+	}
+	return 1;
+}
+
+static void
+own_module(struct mstat_profile_module *m, bool with_id)
+{
+	char exe[PATH_MAX];
+
+	memset(m, 0, sizeof(*m));
+	dl_iterate_phdr(own_build_id, m);
+	assert_true(m->build_id_len > 0);
+	if (!with_id)
+		m->build_id_len = 0;
+	assert_non_null(realpath("/proc/self/exe", exe));
+	assert_true(strlen(exe) < sizeof(m->path));
+	memcpy(m->path, exe, strlen(exe) + 1);
+	m->start = m->bias;
+	m->end = m->bias + (UINT64_C(1) << 32);
+}
+
+static const struct {
+	int (*fn)(int);
+	const char *function;
+} known[] = {
+	{ cxx_method, "Cache::remember(unsigned long)" },
+	{ gcc_clone, "renew" },
+	{ mstat_test_named_function, "mstat_test_named_function" },
+};
+#define NKNOWN (sizeof(known) / sizeof(known[0]))
+
+/* Every known function named through `s`, for a module loaded `shift`
+ * bytes above where this process has it. */
+static void
+expect_named(struct mstat_symbols *s, uint64_t shift)
+{
+	for (size_t i = 0; i < NKNOWN; i++) {
+		struct mstat_frame f;
+		mstat_symbols_lookup(s, (uint64_t)(uintptr_t)known[i].fn + 4 + shift, &f);
+		if (!f.function || strcmp(f.function, known[i].function) != 0)
+			fail_msg("%s named %s", known[i].function,
+				 f.function ? f.function : "(nothing)");
+		assert_non_null(f.file);
+		assert_true(f.line > 0);
+	}
+}
+
+/* One file for every process that loads it, wherever: two profiles of
+ * the same build loaded at different addresses name the same functions
+ * through one file of the cache. */
+static void
+test_cache_one_file_any_bias(void **state)
+{
+	struct mstat_profile_module a, b;
+	struct mstat_profile pa = { .nmodules = 1, .modules = &a };
+	struct mstat_profile pb = { .nmodules = 1, .modules = &b };
+	const uint64_t shift = UINT64_C(0x7000000000);
+
+	(void)state;
+	own_module(&a, true);
+	b = a;
+	b.bias += shift;
+	b.start += shift;
+	b.end += shift;
+	struct mstat_symcache *c = mstat_symcache_new(8);
+	assert_non_null(c);
+	struct mstat_symbols *sa = mstat_symbols_new_cached(&pa, c);
+	struct mstat_symbols *sb = mstat_symbols_new_cached(&pb, c);
+	expect_named(sa, 0);
+	expect_named(sb, shift);
+	assert_int_equal(mstat_symcache_files(c), 1);
+	/* Remembered: the same names again, from the memo. */
+	expect_named(sb, shift);
+	mstat_symbols_free(sa);
+	mstat_symbols_free(sb);
+	mstat_symcache_free(c);
+}
+
+/* A build id the file does not carry (it was replaced since the process
+ * loaded it) names nothing, and is another file of the cache than the
+ * right one, which still names. */
+static void
+test_cache_build_id_checked(void **state)
+{
+	struct mstat_profile_module good, bad;
+	struct mstat_profile pg = { .nmodules = 1, .modules = &good };
+	struct mstat_profile pb = { .nmodules = 1, .modules = &bad };
+
+	(void)state;
+	own_module(&good, true);
+	bad = good;
+	bad.build_id[0] ^= 0xff;
+	struct mstat_symcache *c = mstat_symcache_new(8);
+	struct mstat_symbols *sb = mstat_symbols_new_cached(&pb, c);
+	struct mstat_frame f;
+	mstat_symbols_lookup(sb, (uint64_t)(uintptr_t)cxx_method + 4, &f);
+	assert_ptr_equal(f.module, &bad);
+	assert_null(f.function);
+	assert_null(f.file);
+	struct mstat_symbols *sg = mstat_symbols_new_cached(&pg, c);
+	expect_named(sg, 0);
+	assert_int_equal(mstat_symcache_files(c), 2);
+	/* Without a build id: known by what stat() says, and named. */
+	struct mstat_profile_module none;
+	struct mstat_profile pn = { .nmodules = 1, .modules = &none };
+	own_module(&none, false);
+	struct mstat_symbols *sn = mstat_symbols_new_cached(&pn, c);
+	expect_named(sn, 0);
+	assert_int_equal(mstat_symcache_files(c), 3);
+	mstat_symbols_free(sb);
+	mstat_symbols_free(sg);
+	mstat_symbols_free(sn);
+	mstat_symcache_free(c);
+}
+
+/* At most max_files files nobody uses are kept, the least recently used
+ * going first; files in use are never dropped. */
+static void
+test_cache_bounded(void **state)
+{
+	struct mstat_profile_module m[3];
+	struct mstat_profile p[3];
+	struct mstat_symbols *s[3];
+
+	(void)state;
+	struct mstat_symcache *c = mstat_symcache_new(2);
+	for (int i = 0; i < 3; i++) {
+		own_module(&m[i], true);
+		/* Three files, as keys go, none of them the right one. */
+		m[i].build_id[0] ^= (uint8_t)(i + 1);
+		p[i] = (struct mstat_profile){ .nmodules = 1, .modules = &m[i] };
+		s[i] = mstat_symbols_new_cached(&p[i], c);
+		struct mstat_frame f;
+		mstat_symbols_lookup(s[i], (uint64_t)(uintptr_t)cxx_method + 4, &f);
+	}
+	/* All three in use: none dropped. */
+	assert_int_equal(mstat_symcache_files(c), 3);
+	for (int i = 0; i < 3; i++)
+		mstat_symbols_free(s[i]);
+	/* A fourth: room is made for it, down to two. */
+	own_module(&m[0], true);
+	s[0] = mstat_symbols_new_cached(&p[0], c);
+	expect_named(s[0], 0);
+	assert_int_equal(mstat_symcache_files(c), 2);
+	mstat_symbols_free(s[0]);
+	mstat_symcache_free(c);
+}
+
+/* More addresses than a file remembers: the later ones are named all
+ * the same. */
+static void
+test_cache_memo_full(void **state)
+{
+	struct mstat_profile_module m;
+	struct mstat_profile p = { .nmodules = 1, .modules = &m };
+
+	(void)state;
+	own_module(&m, true);
+	struct mstat_symcache *c = mstat_symcache_new(1);
+	struct mstat_symbols *s = mstat_symbols_new_cached(&p, c);
+	struct mstat_frame f;
+	/* 70000 addresses never looked up again, past the program's end. */
+	for (uint64_t i = 0; i < 70000; i++)
+		mstat_symbols_lookup(s, m.bias + (UINT64_C(1) << 30) + 16 * i, &f);
+	expect_named(s, 0);
+	expect_named(s, 0);
+	mstat_symbols_free(s);
+	mstat_symcache_free(c);
+}
+
+struct lookups {
+	struct mstat_symcache *c;
+	const struct mstat_profile *p;
+	int bad;
+};
+
+static void *
+look_up_many(void *arg)
+{
+	struct lookups *l = arg;
+	struct mstat_symbols *s = mstat_symbols_new_cached(l->p, l->c);
+
+	for (int k = 0; s && k < 2000; k++) {
+		size_t i = (size_t)k % NKNOWN;
+		struct mstat_frame f;
+		mstat_symbols_lookup(s, (uint64_t)(uintptr_t)known[i].fn + 4 + 16 * (k % 7),
+				     &f);
+		if (k % 7 == 0 && (!f.function ||
+				   strcmp(f.function, known[i].function) != 0))
+			l->bad++;
+	}
+	mstat_symbols_free(s);
+	return NULL;
+}
+
+/* Threads looking up through one cache at once (run it under TSan: the
+ * locks are what this checks). */
+static void
+test_cache_threads(void **state)
+{
+	struct mstat_profile_module m;
+	struct mstat_profile p = { .nmodules = 1, .modules = &m };
+	pthread_t t[4];
+	struct lookups l[4];
+
+	(void)state;
+	own_module(&m, true);
+	struct mstat_symcache *c = mstat_symcache_new(4);
+	for (int i = 0; i < 4; i++) {
+		l[i] = (struct lookups){ c, &p, 0 };
+		assert_int_equal(pthread_create(&t[i], NULL, look_up_many, &l[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(l[i].bad, 0);
+	}
+	assert_int_equal(mstat_symcache_files(c), 1);
+	mstat_symcache_free(c);
+}
+
 /* ---- the pprof file: names and symbols (profile.proto) ---- */
 
 static uint64_t
@@ -361,6 +615,201 @@ test_pprof_keeps_symbols(void **state)
 		free((void *)str[i]);
 }
 
+/* A profile as mstat_pprof_encode() writes it, decoded: what the tests
+ * below look at. */
+struct decoded {
+	char *str[64];
+	size_t nstr;
+	uint64_t type[4][2]; /* sample_type: type, unit (string ids) */
+	size_t ntypes;
+	int64_t value[8][4];
+	uint64_t label_key[8], label_num[8];
+	size_t nsamples;
+	uint64_t period_type[2], period, time_ns, duration_ns, default_type;
+};
+
+static void
+decode(const unsigned char *gz, size_t len, struct decoded *d)
+{
+	static unsigned char buf[1 << 20];
+	z_stream z = { 0 };
+
+	memset(d, 0, sizeof(*d));
+	assert_int_equal(inflateInit2(&z, 15 + 16), Z_OK); /* gzip */
+	z.next_in = (unsigned char *)gz;
+	z.avail_in = (uInt)len;
+	z.next_out = buf;
+	z.avail_out = sizeof(buf);
+	assert_int_equal(inflate(&z, Z_FINISH), Z_STREAM_END);
+	size_t n = sizeof(buf) - z.avail_out;
+	inflateEnd(&z);
+	for (const unsigned char *q = buf, *end = buf + n; q < end;) {
+		uint64_t key = get_varint(&q, end);
+		if ((key & 7) == 0) {
+			uint64_t v = get_varint(&q, end);
+			if (key >> 3 == 12)
+				d->period = v;
+			else if (key >> 3 == 9)
+				d->time_ns = v;
+			else if (key >> 3 == 10)
+				d->duration_ns = v;
+			else if (key >> 3 == 14)
+				d->default_type = v;
+			continue;
+		}
+		size_t l = (size_t)get_varint(&q, end);
+		const unsigned char *m = q, *mend = q + l;
+		q += l;
+		switch (key >> 3) {
+		case 1: /* sample_type */
+			assert_true(d->ntypes < 4);
+			d->type[d->ntypes][0] = msg_varint(m, l, 1);
+			d->type[d->ntypes++][1] = msg_varint(m, l, 2);
+			break;
+		case 11: /* period_type */
+			d->period_type[0] = msg_varint(m, l, 1);
+			d->period_type[1] = msg_varint(m, l, 2);
+			break;
+		case 6: /* string_table */
+			assert_true(d->nstr < 64);
+			d->str[d->nstr] = calloc(1, l + 1);
+			memcpy(d->str[d->nstr++], m, l);
+			break;
+		case 2: { /* sample: packed values, a label */
+			assert_true(d->nsamples < 8);
+			size_t k = d->nsamples++;
+			while (m < mend) {
+				uint64_t f = get_varint(&m, mend);
+				size_t fl = (size_t)get_varint(&m, mend);
+				const unsigned char *v = m;
+				m += fl;
+				if (f >> 3 == 2)
+					for (int i = 0; i < 4; i++)
+						d->value[k][i] = (int64_t)get_varint(&v, m);
+				else if (f >> 3 == 3) {
+					d->label_key[k] = msg_varint(v, fl, 1);
+					d->label_num[k] = msg_varint(v, fl, 3);
+				}
+			}
+			break;
+		}
+		}
+	}
+}
+
+static void
+decoded_free(struct decoded *d)
+{
+	for (size_t i = 0; i < d->nstr; i++)
+		free(d->str[i]);
+}
+
+static void
+expect_values(const struct decoded *d, size_t k, int64_t a, int64_t b,
+	      int64_t c, int64_t e)
+{
+	const int64_t *v = d->value[k];
+
+	if (v[0] != a || v[1] != b || v[2] != c || v[3] != e)
+		fail_msg("sample %zu: %lld %lld %lld %lld, not %lld %lld %lld %lld",
+			 k, (long long)v[0], (long long)v[1], (long long)v[2],
+			 (long long)v[3], (long long)a, (long long)b, (long long)c,
+			 (long long)e);
+}
+
+/* Go's heap profile: its four sample types in Go's order, period
+ * space/bytes at the interval, a default sample type only when asked
+ * (Go's /debug/pprof/allocs), each sample's average block as the
+ * numeric label "bytes"; and a delta: every type minus the base's, in
+ * use ones negative where frees outran allocations, unchanged stacks
+ * left out, the duration said. */
+static void
+test_pprof_encode(void **state)
+{
+	/* Weighted: bytes are the weights, objects n * w / b. */
+	struct mstat_profile_stack now[3] = {
+		{ .allocs = 4, .alloc_bytes = 400, .frees = 1, .free_bytes = 100,
+		  .alloc_weight = 4000, .free_weight = 1000, .depth = 1,
+		  .frames = { 0x1000 } },
+		{ .allocs = 2, .alloc_bytes = 2000, .alloc_weight = 20000,
+		  .depth = 1, .frames = { 0x2000 } },
+		{ .allocs = 2, .alloc_bytes = 200, .alloc_weight = 2000,
+		  .frees = 2, .free_bytes = 200, .free_weight = 2000,
+		  .depth = 2, .frames = { 0x3000, 0x1000 } },
+	};
+	struct mstat_profile_stack then[3] = {
+		{ .allocs = 2, .alloc_bytes = 200, .alloc_weight = 2000,
+		  .frees = 1, .free_bytes = 100, .free_weight = 1000,
+		  .depth = 1, .frames = { 0x1000 } },
+		now[1],
+		{ .allocs = 2, .alloc_bytes = 200, .alloc_weight = 2000,
+		  .depth = 2, .frames = { 0x3000, 0x1000 } },
+	};
+	struct mstat_profile p = { .sample_bytes = 4096, .weighted = true,
+				   .nstacks = 3, .stacks = now };
+	/* The base in another order: found by its frames. */
+	struct mstat_profile_stack then_shuffled[3] = { then[2], then[0], then[1] };
+	struct mstat_profile base = { .sample_bytes = 4096, .weighted = true,
+				      .nstacks = 3, .stacks = then_shuffled };
+	static const char *const types[4][2] = {
+		{ "alloc_objects", "count" }, { "alloc_space", "bytes" },
+		{ "inuse_objects", "count" }, { "inuse_space", "bytes" },
+	};
+	struct mstat_pprof_options o = { .default_sample_type = "alloc_space",
+					 .time_ns = 123 };
+	unsigned char *gz;
+	size_t len;
+	char err[256];
+	struct decoded d;
+
+	(void)state;
+	assert_int_equal(mstat_pprof_encode(&p, NULL, &o, &gz, &len, err,
+					    sizeof(err)), 0);
+	decode(gz, len, &d);
+	free(gz);
+	assert_int_equal(d.ntypes, 4);
+	for (int i = 0; i < 4; i++) {
+		assert_string_equal(d.str[d.type[i][0]], types[i][0]);
+		assert_string_equal(d.str[d.type[i][1]], types[i][1]);
+	}
+	assert_string_equal(d.str[d.period_type[0]], "space");
+	assert_string_equal(d.str[d.period_type[1]], "bytes");
+	assert_int_equal(d.period, 4096);
+	assert_int_equal(d.time_ns, 123);
+	assert_int_equal(d.duration_ns, 0);
+	assert_string_equal(d.str[d.default_type], "alloc_space");
+	assert_int_equal(d.nsamples, 3);
+	expect_values(&d, 0, 40, 4000, 30, 3000);
+	expect_values(&d, 1, 20, 20000, 20, 20000);
+	expect_values(&d, 2, 20, 2000, 0, 0);
+	assert_string_equal(d.str[d.label_key[0]], "bytes");
+	assert_int_equal(d.label_num[0], 100);
+	assert_int_equal(d.label_num[1], 1000);
+	decoded_free(&d);
+
+	/* Go's heap profile has no default sample type. */
+	o.default_sample_type = NULL;
+	assert_int_equal(mstat_pprof_encode(&p, NULL, &o, &gz, &len, err,
+					    sizeof(err)), 0);
+	decode(gz, len, &d);
+	free(gz);
+	assert_int_equal(d.default_type, 0);
+	decoded_free(&d);
+
+	/* A delta against `base`. */
+	o.base = &base;
+	o.duration_ns = 5000000000u;
+	assert_int_equal(mstat_pprof_encode(&p, NULL, &o, &gz, &len, err,
+					    sizeof(err)), 0);
+	decode(gz, len, &d);
+	free(gz);
+	assert_int_equal(d.duration_ns, 5000000000u);
+	assert_int_equal(d.nsamples, 2); /* the second is unchanged */
+	expect_values(&d, 0, 20, 2000, 20, 2000);
+	expect_values(&d, 1, 0, 0, -20, -2000);
+	decoded_free(&d);
+}
+
 int
 main(void)
 {
@@ -370,6 +819,12 @@ main(void)
 		cmocka_unit_test(test_source_names),
 		cmocka_unit_test(test_frames_named_readably),
 		cmocka_unit_test(test_pprof_keeps_symbols),
+		cmocka_unit_test(test_pprof_encode),
+		cmocka_unit_test(test_cache_one_file_any_bias),
+		cmocka_unit_test(test_cache_build_id_checked),
+		cmocka_unit_test(test_cache_bounded),
+		cmocka_unit_test(test_cache_memo_full),
+		cmocka_unit_test(test_cache_threads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 """The heap profile read from outside, end to end.
 
-    e2e.py TEST     TEST: pprof sites view rates
+    e2e.py TEST     TEST: pprof sites view rates http killed killed-view
+                          oom
 
 heapsites (heapsites.c) runs with libmstatshm preloaded: one site leaks
 64 MiB in 1 KiB blocks, another allocates and frees 512 MiB in 8 KiB
@@ -61,22 +62,41 @@ changed, with the larger one's deviation), and that re-weighting the
 earlier samples with the new interval (4 times too few, or too many,
 bytes) exceeds at once.
 
+http: cxxsites (cxxsites.cc), a C++ program, keeps 64 MiB in 1 KiB
+blocks at shop::Cart::keep() and allocates and deletes 512 MiB in 8 KiB
+blocks at shop::Ledger::churn(), through operator new; mstat-exporter
+serves its profile over HTTP, as the profile stores of a fleet read it
+(/debug/pprof/heap and /allocs, read with tests/exporter/pprofproto.py).
+Each site's in-use and allocated bytes and objects are within 5
+standard deviations of the truth (sigma(), below: about once in a
+million runs for a correct sampler); what was deleted holds nothing in
+use, what was kept never freed, exactly; the sites are named as C++
+reads them, in their source file; go tool pprof, fetching the same URL,
+reads the same bytes (where go is installed).  Killed, its last profile
+is served still, the same to the byte.
+
 Environment (set by meson): MSTAT_TOP, MSTAT_LIB, HEAPSITES, GO (empty
-when go is not installed), TMUX_BIN (empty when tmux is not).
+when go is not installed), TMUX_BIN (empty when tmux is not); for http,
+CXXSITES and MSTAT_EXPORTER.
 """
 import json
 import math
 import os
 import re
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "observer"))
 from jsondoc import documented_fields  # noqa: E402
 import tmuxview  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "exporter"))
+import pprofproto  # noqa: E402
 
 TOP = os.environ["MSTAT_TOP"]
 LIB = os.environ["MSTAT_LIB"]
@@ -701,9 +721,138 @@ def test_rates():
     return 0
 
 
+KEEPS, CHURNS = 65536, 65536
+
+
+def serve(exporter):
+    """mstat-exporter on a port of 127.0.0.1 that was free: (process,
+    port)."""
+    for _ in range(20):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        err = tempfile.TemporaryFile()
+        p = subprocess.Popen([exporter, "--web.listen-address=127.0.0.1:%d"
+                              % port], stderr=err)
+        deadline = time.monotonic() + 60
+        while p.poll() is None and time.monotonic() < deadline:
+            err.seek(0)
+            if b"listening on" in err.read():
+                return p, port
+            time.sleep(0.05)
+        if p.poll() is None:
+            p.kill()
+            fail("the exporter did not start")
+        err.seek(0)
+        if b"Address already in use" not in err.read():
+            fail("the exporter exited %d" % p.returncode)
+    fail("no free port in 20 attempts")
+
+
+def fetch(url):
+    with urllib.request.urlopen(url, timeout=60) as r:
+        if r.headers["Content-Type"] != "application/octet-stream":
+            fail("%s: Content-Type %r" % (url, r.headers["Content-Type"]))
+        return pprofproto.Profile(r.read())
+
+
+def test_http():
+    cxx, exporter = os.environ.get("CXXSITES"), os.environ.get("MSTAT_EXPORTER")
+    if not cxx or not exporter:
+        fail("CXXSITES and MSTAT_EXPORTER are set by meson")
+    keep, churn = "shop::Cart::keep()", "shop::Ledger::churn()"
+    env = dict(os.environ, LD_PRELOAD=LIB, MSTAT_EAGER="1",
+               MSTAT_NAME="cxx%d" % os.getpid(),
+               MSTAT_SAMPLE_BYTES=str(INTERVAL))
+    p = subprocess.Popen([cxx], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         env=env, text=True)
+    e = None
+    try:
+        line = p.stdout.readline().split()
+        if len(line) != 3 or line[0] != "ready":
+            fail("cxxsites said %r" % line)
+        u1k, u8k = int(line[1]), int(line[2])
+        e, port = serve(exporter)
+        url = "http://127.0.0.1:%d/debug/pprof/%%s?pid=%d" % (port, p.pid)
+        heap, allocs = fetch(url % "heap"), fetch(url % "allocs")
+        if (heap.default_sample_type, allocs.default_sample_type) != (
+                "", "alloc_space"):
+            fail("default types %r %r" % (heap.default_sample_type,
+                                          allocs.default_sample_type))
+        if heap.period != INTERVAL:
+            fail("period %d" % heap.period)
+        v = {t: heap.by_function(t) for t in ("alloc_objects", "alloc_space",
+                                              "inuse_objects", "inuse_space")}
+        sd_keep = sigma(KEEPS, 1024, u1k, INTERVAL)
+        sd_churn = sigma(CHURNS, 8192, u8k, INTERVAL)
+        within_sigmas("%s inuse_space" % keep, v["inuse_space"][keep],
+                      KEEPS * u1k, sd_keep)
+        within_sigmas("%s inuse_objects" % keep, v["inuse_objects"][keep],
+                      KEEPS, sd_keep / u1k)
+        within_sigmas("%s alloc_space" % churn, v["alloc_space"][churn],
+                      CHURNS * u8k, sd_churn)
+        within_sigmas("%s alloc_objects" % churn, v["alloc_objects"][churn],
+                      CHURNS, sd_churn / u8k)
+        if v["inuse_space"][churn] != 0 or v["inuse_objects"][churn] != 0:
+            fail("%s holds %d bytes: it deleted all" %
+                 (churn, v["inuse_space"][churn]))
+        if v["alloc_space"][keep] != v["inuse_space"][keep]:
+            fail("%s: alloc_space %d, inuse_space %d: it deleted nothing" %
+                 (keep, v["alloc_space"][keep], v["inuse_space"][keep]))
+        # Named as C++ reads them, placed in their source file.
+        for fn in (keep, churn):
+            lines = [(heap.functions[f], ln) for loc in heap.locations.values()
+                     for f, ln in loc.lines if heap.functions[f].name == fn]
+            if not lines or not all(f.filename.endswith("/tests/profile/"
+                                                        "cxxsites.cc") and
+                                    f.system_name.startswith("_ZN4shop") and
+                                    ln > 0 for f, ln in lines):
+                fail("%s placed %r" % (fn, lines))
+        # The same, from /allocs: the same data, another default.
+        if allocs.by_function("alloc_space")[churn] != v["alloc_space"][churn]:
+            fail("allocs and heap differ")
+        if GO:
+            with tempfile.TemporaryDirectory(prefix="mstat-pprof.") as tmp:
+                out = subprocess.run(
+                    [GO, "tool", "pprof", "-sample_index=inuse_space",
+                     "-unit=B", "-top", url % "heap"],
+                    capture_output=True, text=True, timeout=120,
+                    env=dict(os.environ, PPROF_TMPDIR=tmp, HOME=tmp))
+            got = [ln for ln in out.stdout.splitlines()
+                   if ln.endswith(" " + keep)]
+            want = "%dB" % v["inuse_space"][keep]
+            if out.returncode != 0 or len(got) != 1 or \
+                    got[0].split()[0] != want:
+                fail("go tool pprof: %r, not %s:\n%s%s" % (
+                    got, want, out.stdout, out.stderr))
+            print("go tool pprof: %s %s" % (keep, want))
+        else:
+            print("go is not installed: go tool pprof not run")
+        # Killed, its last profile is still served, while its segment is
+        # kept (MSTAT_KILLED_GRACE): the same, to the byte.
+        p.kill()
+        p.wait(timeout=60)
+        dead = fetch(url % "heap").by_function("inuse_space")
+        if dead[keep] != v["inuse_space"][keep]:
+            fail("killed: %s inuse_space %d, %d before" %
+                 (keep, dead[keep], v["inuse_space"][keep]))
+        print("killed: %s inuse_space %d, served" % (keep, dead[keep]))
+    finally:
+        if e:
+            e.terminate()
+            e.wait(timeout=60)
+        try:
+            p.stdin.close()
+        except BrokenPipeError:
+            pass
+        p.wait(timeout=60)
+    return 0
+
+
 if __name__ == "__main__":
     tests = {"pprof": test_pprof, "sites": test_sites, "view": test_view,
-             "rates": test_rates, "killed": test_killed,
+             "rates": test_rates, "http": test_http, "killed": test_killed,
              "killed-view": test_killed_view, "oom": test_oom}
     if len(sys.argv) != 2 or sys.argv[1] not in tests:
         print("usage: e2e.py " + "|".join(tests))
