@@ -154,6 +154,8 @@ mstat_oom_watch_start(struct mstat_oom_watch *w, pid_t pid)
 	memset(w, 0, sizeof(*w));
 	w->have_cg = mstat_proc_memcg(pid, w->cg, sizeof(w->cg), &w->v2) == 0 &&
 		     cg_kills(w, 0, &w->cg_kills) == 0;
+	w->have_parent = w->have_cg && w->v2 &&
+			 cg_kills(w, 1, &w->parent_kills) == 0;
 	w->have_vm = mstat_proc_vmstat_oom(&w->vm_kills) == 0;
 }
 
@@ -166,10 +168,19 @@ mstat_oom_watch_end(const struct mstat_oom_watch *w, char *why, size_t len)
 		why[0] = '\0';
 	/* A cgroup removed since (a container's, with its last process)
 	 * has no file left: then nothing is known of it. */
-	if (w->have_cg && cg_kills(w, 0, &n) == 0 && n > w->cg_kills) {
+	int rc = w->have_cg ? cg_kills(w, 0, &n) : -ENOENT;
+	if (rc == 0 && n > w->cg_kills) {
 		snprintf(why, len, "killed by the OOM killer: memory cgroup %s "
 			 "(v%d) oom_kill %llu -> %llu", w->cg, w->v2 ? 2 : 1,
 			 (unsigned long long)w->cg_kills, (unsigned long long)n);
+		return MSTAT_OOM_CGROUP;
+	}
+	if (rc < 0 && w->have_parent && cg_kills(w, 1, &n) == 0 &&
+	    n > w->parent_kills) {
+		snprintf(why, len, "killed by the OOM killer: memory cgroup %s "
+			 "(v2, gone; its parent's) oom_kill %llu -> %llu", w->cg,
+			 (unsigned long long)w->parent_kills,
+			 (unsigned long long)n);
 		return MSTAT_OOM_CGROUP;
 	}
 	if (w->have_vm && mstat_proc_vmstat_oom(&n) == 0 && n > w->vm_kills) {

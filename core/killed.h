@@ -9,7 +9,9 @@
  * memory.events on cgroup v2, in memory.oom_control on v1) are read
  * while it lives, and again once it is found killed: a count that rose
  * says the OOM killer killed a process of its cgroup while it lived, and
- * a SIGKILLed process there is taken for that one.  /proc/vmstat's
+ * a SIGKILLed process there is taken for that one.  On v2, where the
+ * cgroup is gone by then (a container's, removed with its last
+ * process), its parent's count says it, for it counts its children's.  /proc/vmstat's
  * oom_kill, the machine's count, rising is a hint only: some process
  * somewhere was killed for memory meanwhile.
  *
@@ -68,6 +70,11 @@ struct mstat_oom_watch {
 	bool v2;
 	char cg[256];            /* its path in the hierarchy */
 	uint64_t cg_kills;       /* the cgroup's oom_kill then */
+	bool have_parent;        /* v2: its parent's, read then too: a
+				  * container's cgroup goes with its last
+				  * process, and v2 counts a child's kills
+				  * in its parent's memory.events */
+	uint64_t parent_kills;
 	bool have_vm;
 	uint64_t vm_kills;       /* /proc/vmstat's oom_kill then */
 };

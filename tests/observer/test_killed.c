@@ -3,7 +3,8 @@
  * test_killed.c - what the tools tell of a killed process, from fixture
  * files: its memory cgroup as /proc/<pid>/cgroup names it (v1, v2, a
  * hybrid machine), whether its cgroup's count of OOM kills rose
- * (cgroup/v1: memory.oom_control; cgroup/v2: memory.events), and which
+ * (cgroup/v1: memory.oom_control; cgroup/v2: memory.events, and its
+ * parent's when it is gone), and which
  * names are post-mortem files (killed.h).
  */
 #include <errno.h>
@@ -83,6 +84,22 @@ ended(const char *root, bool v2, const char *cg, uint64_t kills, char *why,
 	return mstat_oom_watch_end(&w, why, len);
 }
 
+/* The same for a v2 cgroup gone since, whose parent's count was read. */
+static enum mstat_oom
+parent_ended(uint64_t parent_kills, char *why, size_t len)
+{
+	struct mstat_oom_watch w = { .have_cg = true, .v2 = true,
+				     .have_parent = true,
+				     .parent_kills = parent_kills };
+	char dir[4096];
+
+	snprintf(dir, sizeof(dir), "%s/tests/observer/cgroup/v2",
+		 getenv("MSTAT_SOURCE_ROOT"));
+	mstat_cgroup_root = dir;
+	snprintf(w.cg, sizeof(w.cg), "/app.slice/gone");
+	return mstat_oom_watch_end(&w, why, len);
+}
+
 static void
 oom(void **state)
 {
@@ -104,9 +121,15 @@ oom(void **state)
 			    "/app.slice/svc (v2) oom_kill 0 -> 2");
 	assert_int_equal(ended("v2", true, "/app.slice/svc", 2, why, sizeof(why)),
 			 MSTAT_OOM_NO);
-	/* A cgroup removed since: nothing known. */
+	/* A cgroup removed since: nothing known; on v2, its parent's count
+	 * (oom_kill 5 in the fixture), if it was read. */
 	assert_int_equal(ended("v2", true, "/app.slice/gone", 0, why, sizeof(why)),
 			 MSTAT_OOM_NO);
+	assert_int_equal(parent_ended(4, why, sizeof(why)), MSTAT_OOM_CGROUP);
+	assert_string_equal(why, "killed by the OOM killer: memory cgroup "
+			    "/app.slice/gone (v2, gone; its parent's) oom_kill "
+			    "4 -> 5");
+	assert_int_equal(parent_ended(5, why, sizeof(why)), MSTAT_OOM_NO);
 	/* The hierarchy of the other version is not read. */
 	assert_int_equal(ended("v2", false, "/app.slice/svc", 0, why, sizeof(why)),
 			 MSTAT_OOM_NO);
