@@ -183,19 +183,30 @@ static const struct family families[NFAMILIES] = {
 #undef MSTAT_X
 };
 
-/* `{pid="..",name=".."` of a row, escaped once per exposition rather
- * than once per sample: a name is at most 63 bytes, each escaped to at
- * most 2. */
-#define LABELS_MAX (sizeof("{pid=\"-2147483648\",name=\"\"") + 2 * 64)
-
-static void
-process_labels(char *buf, const struct mstat_model_row *r)
+/* `{pid="..",name="..",...` of a row (fields.h, MSTAT_LABELS), escaped
+ * once per exposition rather than once per sample; NULL if out of
+ * memory. */
+static char *
+process_labels(const struct mstat_model_row *r)
 {
-	int k = snprintf(buf, LABELS_MAX, "{pid=\"%d\",name=\"", (int)r->pid);
-	k += (int)mstat_text_escape(buf + k, LABELS_MAX - (size_t)k - 1, r->name,
-				    MSTAT_TEXT_QUOTED);
-	buf[k++] = '"';
+	struct mstat_label l[MSTAT_LABEL_MAX];
+	char nums[MSTAT_LABEL_MAX * 24], *buf;
+	size_t n = mstat_field_labels(r, l, nums), len = 2, k = 0;
+
+	/* Each value escaped is at most twice as long. */
+	for (size_t i = 0; i < n; i++)
+		len += strlen(l[i].name) + 4 + 2 * strlen(l[i].value);
+	if (!(buf = malloc(len)))
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		k += (size_t)snprintf(buf + k, len - k, "%c%s=\"", i ? ',' : '{',
+				      l[i].name);
+		k += mstat_text_escape(buf + k, len - k - 1, l[i].value,
+				       MSTAT_TEXT_QUOTED);
+		buf[k++] = '"';
+	}
 	buf[k] = '\0';
+	return buf;
 }
 
 /* The `k`th counter per class: a sample for each class a process used,
@@ -203,7 +214,7 @@ process_labels(char *buf, const struct mstat_model_row *r)
 static void
 write_class_family(const struct mstat_expo *e, const struct family *fam,
 		   size_t k, const struct mstat_model_row *const *rows, size_t n,
-		   const char (*labels)[LABELS_MAX])
+		   char *const *labels)
 {
 	mstat_expo_family(e, fam->name, fam->type, fam->unit, fam->help);
 	for (size_t i = 0; i < n; i++) {
@@ -235,7 +246,7 @@ write_class_family(const struct mstat_expo *e, const struct family *fam,
 static void
 write_family(const struct mstat_expo *e, const struct family *fam, size_t k,
 	     const struct mstat_model_row *const *rows, size_t n,
-	     const char (*labels)[LABELS_MAX])
+	     char *const *labels)
 {
 	enum mstat_field_type type = mstat_field(fam->field)->type;
 
@@ -266,13 +277,16 @@ int
 mstat_expo_processes(const struct mstat_expo *e,
 		     const struct mstat_model_row *const *rows, size_t n)
 {
-	char (*labels)[LABELS_MAX] = malloc((n ? n : 1) * sizeof(*labels));
+	char **l = calloc(n ? n : 1, sizeof(*l));
+	int rc = 0;
 
-	if (!labels)
+	if (!l)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
-		process_labels(labels[i], rows[i]);
-	const char (*l)[LABELS_MAX] = (const char (*)[LABELS_MAX])labels;
+		if (!(l[i] = process_labels(rows[i])))
+			rc = -ENOMEM;
+	if (rc < 0)
+		goto out;
 	/* One family at a time, every sample of it together: both formats
 	 * want that. */
 	for (size_t f = 0; f < NFAMILIES; f++) {
@@ -292,8 +306,11 @@ mstat_expo_processes(const struct mstat_expo *e,
 			break;
 		}
 	}
-	free(labels);
-	return 0;
+out:
+	for (size_t i = 0; i < n; i++)
+		free(l[i]);
+	free(l);
+	return rc;
 }
 
 int
