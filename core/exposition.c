@@ -183,29 +183,77 @@ static const struct family families[NFAMILIES] = {
 #undef MSTAT_X
 };
 
-/* `{pid="..",name="..",...` of a row (fields.h, MSTAT_LABELS), escaped
+void
+mstat_expo_process_labels(const struct mstat_model_row *r,
+			  void (*fn)(void *arg, const char *key, const char *value),
+			  void *arg)
+{
+	static const struct {
+		const char *name;
+		enum mstat_field_id field;
+	} labels[] = {
+#define MSTAT_X(n, id) { n, MSTAT_FIELD_##id },
+		MSTAT_LABELS(MSTAT_X)
+#undef MSTAT_X
+	};
+
+	for (size_t i = 0; i < sizeof(labels) / sizeof(labels[0]); i++) {
+		struct mstat_field_value v;
+		char num[24];
+
+		mstat_field_get(labels[i].field, r, 0, &v);
+		if (!v.known)
+			continue; /* Prometheus reads it as "" */
+		switch (mstat_field(labels[i].field)->type) {
+		case MSTAT_TYPE_TEXT:
+		case MSTAT_TYPE_NAME:
+			fn(arg, labels[i].name, v.s);
+			break;
+		case MSTAT_TYPE_U64:
+			snprintf(num, sizeof(num), "%" PRIu64, v.u);
+			fn(arg, labels[i].name, num);
+			break;
+		default:
+			snprintf(num, sizeof(num), "%" PRId64, v.i);
+			fn(arg, labels[i].name, num);
+			break;
+		}
+	}
+}
+
+struct label_text {
+	FILE *f;
+	bool first;
+};
+
+static void
+label_text(void *arg, const char *key, const char *value)
+{
+	struct label_text *t = arg;
+
+	fprintf(t->f, "%s%s=\"", t->first ? "{" : ",", key);
+	mstat_text_put(t->f, value, MSTAT_TEXT_QUOTED);
+	fputc('"', t->f);
+	t->first = false;
+}
+
+/* `{pid="..",name=".."` of a row (mstat_expo_process_labels()), escaped
  * once per exposition rather than once per sample; NULL if out of
  * memory. */
 static char *
 process_labels(const struct mstat_model_row *r)
 {
-	struct mstat_label l[MSTAT_LABEL_MAX];
-	char nums[MSTAT_LABEL_MAX * 24], *buf;
-	size_t n = mstat_field_labels(r, l, nums), len = 2, k = 0;
+	char *buf = NULL;
+	size_t len = 0;
+	struct label_text t = { open_memstream(&buf, &len), true };
 
-	/* Each value escaped is at most twice as long. */
-	for (size_t i = 0; i < n; i++)
-		len += strlen(l[i].name) + 4 + 2 * strlen(l[i].value);
-	if (!(buf = malloc(len)))
+	if (!t.f)
 		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		k += (size_t)snprintf(buf + k, len - k, "%c%s=\"", i ? ',' : '{',
-				      l[i].name);
-		k += mstat_text_escape(buf + k, len - k - 1, l[i].value,
-				       MSTAT_TEXT_QUOTED);
-		buf[k++] = '"';
+	mstat_expo_process_labels(r, label_text, &t);
+	if (fclose(t.f) != 0) {
+		free(buf);
+		return NULL;
 	}
-	buf[k] = '\0';
 	return buf;
 }
 
@@ -277,13 +325,11 @@ int
 mstat_expo_processes(const struct mstat_expo *e,
 		     const struct mstat_model_row *const *rows, size_t n)
 {
-	char **l = calloc(n ? n : 1, sizeof(*l));
-	int rc = 0;
+	char **labels = calloc(n ? n : 1, sizeof(*labels));
+	int rc = labels ? 0 : -ENOMEM;
 
-	if (!l)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		if (!(l[i] = process_labels(rows[i])))
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		if (!(labels[i] = process_labels(rows[i])))
 			rc = -ENOMEM;
 	if (rc < 0)
 		goto out;
@@ -293,23 +339,23 @@ mstat_expo_processes(const struct mstat_expo *e,
 		switch (mstat_field(families[f].field)->type) {
 		case MSTAT_TYPE_COUNTERS:
 			for (size_t k = 0; k < LEN(counters); k++)
-				write_family(e, &counters[k], k, rows, n, l);
+				write_family(e, &counters[k], k, rows, n, labels);
 			break;
 		case MSTAT_TYPE_CLASSES:
 			for (size_t k = 0; e->classes && k < LEN(class_counters);
 			     k++)
 				write_class_family(e, &class_counters[k], k,
-						   rows, n, l);
+						   rows, n, labels);
 			break;
 		default:
-			write_family(e, &families[f], 0, rows, n, l);
+			write_family(e, &families[f], 0, rows, n, labels);
 			break;
 		}
 	}
 out:
-	for (size_t i = 0; i < n; i++)
-		free(l[i]);
-	free(l);
+	for (size_t i = 0; labels && i < n; i++)
+		free(labels[i]);
+	free(labels);
 	return rc;
 }
 

@@ -74,6 +74,18 @@ void mstat_expo_sample(const struct mstat_expo *e, const char *name,
 void mstat_expo_label(const struct mstat_expo *e, bool first, const char *key,
 		      const char *value);
 
+/*
+ * The labels that name a process's series, in order: fn(arg, key, value)
+ * for each, the value as the row holds it (not escaped).  Every face that
+ * names a process by labels takes them from here: the metrics, and
+ * mstat-exporter's list of profile targets; a label added here appears
+ * in both.
+ */
+void mstat_expo_process_labels(const struct mstat_model_row *r,
+			       void (*fn)(void *arg, const char *key,
+					  const char *value),
+			       void *arg);
+
 /* Every per-process family, over `rows`.  0, or -ENOMEM (nothing
  * written). */
 int mstat_expo_processes(const struct mstat_expo *e,

@@ -5,9 +5,7 @@
  */
 #include "fields.h"
 
-#include <inttypes.h>
 #include <stddef.h>
-#include <stdio.h>
 
 #define SET_INT(v, x) ((v)->i = (int64_t)(x))
 #define SET_I64(v, x) ((v)->i = (int64_t)(x))
@@ -63,45 +61,4 @@ mstat_field_number(enum mstat_field_type type, const struct mstat_field_value *v
 	default: break;
 	}
 	return 0;
-}
-
-size_t
-mstat_field_labels(const struct mstat_model_row *r, struct mstat_label *out,
-		   char *buf)
-{
-	static const struct {
-		const char *name;
-		enum mstat_field_id field;
-	} labels[MSTAT_LABEL_MAX] = {
-#define MSTAT_X(n, id) { n, MSTAT_FIELD_##id },
-		MSTAT_LABELS(MSTAT_X)
-#undef MSTAT_X
-	};
-	size_t n = 0;
-
-	for (size_t i = 0; i < MSTAT_LABEL_MAX; i++) {
-		const struct mstat_field *f = mstat_field(labels[i].field);
-		struct mstat_field_value v;
-
-		mstat_field_get(labels[i].field, r, 0, &v);
-		if (!v.known)
-			continue;
-		out[n].name = labels[i].name;
-		switch (f->type) {
-		case MSTAT_TYPE_TEXT:
-		case MSTAT_TYPE_NAME:
-			out[n].value = v.s;
-			break;
-		case MSTAT_TYPE_U64:
-			snprintf(buf + 24 * i, 24, "%" PRIu64, v.u);
-			out[n].value = buf + 24 * i;
-			break;
-		default:
-			snprintf(buf + 24 * i, 24, "%" PRId64, v.i);
-			out[n].value = buf + 24 * i;
-			break;
-		}
-		n++;
-	}
-	return n;
 }

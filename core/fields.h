@@ -172,6 +172,7 @@
  * container_id is the 64 hex digits of kube_pod_container_info's
  * container_id after its "<runtime>://", pod_uid the pod's uid (kube-
  * state-metrics' `uid`), qos_class as kube_pod_status_qos_class has it.
+ * mstat_expo_process_labels() (exposition.h) hands them out.
  */
 #define MSTAT_LABELS(L)                                                       \
 	L("pid", PID)                                                         \
@@ -229,24 +230,6 @@ void mstat_field_get(enum mstat_field_id id, const struct mstat_model_row *r,
 /* A value as a number: what columns show and sort by. */
 double mstat_field_number(enum mstat_field_type type,
 			  const struct mstat_field_value *v);
-
-/* A label of a process's series. */
-struct mstat_label {
-	const char *name;
-	const char *value;      /* as the row has it: the caller escapes it */
-};
-
-#define MSTAT_X(...) +1
-enum { MSTAT_LABEL_MAX = 0 MSTAT_LABELS(MSTAT_X) };
-#undef MSTAT_X
-
-/* Row r's labels that have a value, in the order of MSTAT_LABELS, into
- * `out` (room for MSTAT_LABEL_MAX); numbers are written into `buf`
- * (MSTAT_LABEL_MAX * 24 bytes), which must outlive `out`.  Returns how
- * many.  The one list of a process's labels: the metrics and whatever
- * else names a process to others use it. */
-size_t mstat_field_labels(const struct mstat_model_row *r,
-			  struct mstat_label *out, char *buf);
 
 /* The age of the process at `now`, in seconds: until it ended, once
  * gone; known if its start is. */

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "columns.h"
+#include "exposition.h"
 #include "model.h"
 #include "output.h"
 #include "record.h"
@@ -513,14 +514,23 @@ test_json(void **state)
 	mstat_model_fini(&m);
 }
 
+/* mstat_expo_process_labels(): "name=value," each. */
+static void
+add_label(void *arg, const char *key, const char *value)
+{
+	char *buf = arg;
+	size_t n = strlen(buf);
+
+	snprintf(buf + n, 512 - n, "%s=%s,", key, value);
+}
+
 /* -F finds a process by its container, pod or unit; its labels are
  * those it has, in their order. */
 static void
 test_where(void **state)
 {
 	struct mstat_model m;
-	struct mstat_label l[MSTAT_LABEL_MAX];
-	char buf[MSTAT_LABEL_MAX * 24];
+	char l[512];
 	(void)state;
 
 	two(&m);
@@ -533,17 +543,14 @@ test_where(void **state)
 	assert_true(mstat_model_match(c, "90d81341-92de"));
 	assert_true(mstat_model_match(u, "sleepy.service"));
 	assert_false(mstat_model_match(c, "sleepy.service"));
-	assert_int_equal(mstat_field_labels(c, l, buf), 5);
-	assert_string_equal(l[0].name, "pid");
-	assert_string_equal(l[0].value, "42");
-	assert_string_equal(l[2].name, "container_id");
-	assert_string_equal(l[2].value, CONTAINER);
-	assert_string_equal(l[3].name, "pod_uid");
-	assert_string_equal(l[4].name, "qos_class");
-	assert_string_equal(l[4].value, "Burstable");
-	assert_int_equal(mstat_field_labels(u, l, buf), 3);
-	assert_string_equal(l[2].name, "systemd_unit");
-	assert_string_equal(l[2].value, "sleepy.service");
+	l[0] = '\0';
+	mstat_expo_process_labels(c, add_label, l);
+	assert_string_equal(l, "pid=42,name=" HOSTILE ",container_id=" CONTAINER
+			    ",pod_uid=90d81341-92de-11e7-8cf2-507b9d4141fa,"
+			    "qos_class=Burstable,");
+	l[0] = '\0';
+	mstat_expo_process_labels(u, add_label, l);
+	assert_string_equal(l, "pid=7,name=sleepy,systemd_unit=sleepy.service,");
 	mstat_model_fini(&m);
 }
 
