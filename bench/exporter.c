@@ -20,8 +20,12 @@
  *                loopback as Prometheus scrapes it (its Accept header),
  *                one connection each; its CPU time (utime + stime of
  *                /proc/PID/stat) over the S scrapes, per scrape:
- *     BENCH exporter-http segments=N scrapes=S cpu_ms_per_scrape=..
- *       wall_ms_per_scrape=.. bytes=..
+ *     BENCH exporter-http segments=N classes=C scrapes=S
+ *       cpu_ms_per_scrape=.. wall_ms_per_scrape=.. bytes=..
+ *       peak_rss_kib=.. rss_anon_kib=.. rss_shmem_kib=..
+ *   with its memory once scraped (/proc/PID/status: VmHWM, RssAnon,
+ *   RssShmem); its own is the anonymous part, the segments' pages it
+ *   maps are shared memory their processes made (and are charged for).
  *
  * The goal (docs/performance.md, "Exporter"): a scrape of 1000 processes
  * costs at most 50 ms of CPU.  The segments are removed at the end.
@@ -115,6 +119,27 @@ proc_cpu_ms(pid_t pid)
 	return (double)(ut + st) * 1000.0 / (double)sysconf(_SC_CLK_TCK);
 }
 
+/* A "Field:  N kB" line of /proc/PID/status, in KiB; -1 if none. */
+static long
+proc_status_kib(pid_t pid, const char *field)
+{
+	char path[64], line[256];
+	size_t flen = strlen(field);
+	long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (!(f = fopen(path, "re")))
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, field, flen) == 0 && line[flen] == ':') {
+			v = strtol(line + flen + 1, NULL, 10);
+			break;
+		}
+	fclose(f);
+	return v;
+}
+
 /* One GET as Prometheus sends it; the body's length, or -1. */
 static long
 http_get(unsigned port)
@@ -164,7 +189,8 @@ free_port(void)
 /* Starts the exporter on a free port (another taken it since: the next
  * one).  Its pid and port, with its stderr open in *errf; or -1. */
 static int
-start_exporter(const char *exporter, pid_t *pid, unsigned *port, FILE **errf)
+start_exporter(const char *exporter, bool classes, pid_t *pid, unsigned *port,
+	       FILE **errf)
 {
 	char line[512], want[64], arg[64];
 
@@ -179,7 +205,9 @@ start_exporter(const char *exporter, pid_t *pid, unsigned *port, FILE **errf)
 		if ((*pid = fork()) == 0) {
 			dup2(pipefd[1], STDERR_FILENO);
 			close(pipefd[0]);
-			execl(exporter, exporter, arg, (char *)NULL);
+			execl(exporter, exporter, arg, classes ?
+			      "--collector.classes" : "--no-collector.classes",
+			      (char *)NULL);
 			_exit(127);
 		}
 		close(pipefd[1]);
@@ -204,13 +232,13 @@ start_exporter(const char *exporter, pid_t *pid, unsigned *port, FILE **errf)
 }
 
 static int
-over_http(const char *exporter, unsigned n, unsigned scrapes)
+over_http(const char *exporter, unsigned n, unsigned scrapes, bool classes)
 {
 	pid_t pid;
 	unsigned port;
 	FILE *err;
 
-	if (start_exporter(exporter, &pid, &port, &err) < 0)
+	if (start_exporter(exporter, classes, &pid, &port, &err) < 0)
 		return -1;
 	long bytes = http_get(port); /* attaches every segment */
 	double c0 = proc_cpu_ms(pid);
@@ -219,14 +247,19 @@ over_http(const char *exporter, unsigned n, unsigned scrapes)
 		bytes = http_get(port);
 	double wall = (double)(mbench_now_ns() - w0) / 1e6;
 	double cpu = proc_cpu_ms(pid) - c0;
+	long hwm = proc_status_kib(pid, "VmHWM"),
+	     anon = proc_status_kib(pid, "RssAnon"),
+	     shmem = proc_status_kib(pid, "RssShmem");
 	kill(pid, SIGTERM);
 	waitpid(pid, NULL, 0);
 	fclose(err);
 	if (bytes <= 0)
 		return -1;
-	printf("BENCH exporter-http segments=%u scrapes=%u cpu_ms_per_scrape=%.2f "
-	       "wall_ms_per_scrape=%.2f bytes=%ld (goal 50 CPU)\n", n, scrapes,
-	       cpu / scrapes, wall / scrapes, bytes);
+	printf("BENCH exporter-http segments=%u classes=%d scrapes=%u "
+	       "cpu_ms_per_scrape=%.2f wall_ms_per_scrape=%.2f bytes=%ld "
+	       "peak_rss_kib=%ld rss_anon_kib=%ld rss_shmem_kib=%ld "
+	       "(goal 50 CPU)\n", n, classes, scrapes, cpu / scrapes,
+	       wall / scrapes, bytes, hwm, anon, shmem);
 	return 0;
 }
 
@@ -272,7 +305,8 @@ main(int argc, char **argv)
 		rc |= in_process(n, scrapes, MSTAT_EXPO_OPENMETRICS, false);
 		rc |= in_process(n, scrapes, MSTAT_EXPO_PROMETHEUS, false);
 		rc |= in_process(n, scrapes, MSTAT_EXPO_OPENMETRICS, true);
-		rc |= over_http(exporter, n, scrapes);
+		rc |= over_http(exporter, n, scrapes, false);
+		rc |= over_http(exporter, n, scrapes, true);
 	}
 	mbench_segments_remove(n, fds);
 	return rc ? 1 : 0;

@@ -18,7 +18,7 @@
  * pointer resolved once, as a counting interposer would, and does nothing
  * else.  While the pointers are being resolved (dlsym may allocate), the
  * few allocations made are served from a static buffer and never freed.
- * The floors assume glibc's chunk header, as lib/interpose.c does once its
+ * The floors assume glibc's chunk header, as lib/next.h does once its
  * self-test passes.
  */
 #include <dlfcn.h>

@@ -6,7 +6,7 @@
  * (LD_PRELOAD=mstat-bench-lean.so; figure 1's "lean-preload").
  *
  * Per call: one TLS load (the thread's slot), the block's usable size from
- * glibc's chunk header (as lib/interpose.c does when its self-test
+ * glibc's chunk header (as lib/next.h does when its self-test
  * passes), the class of sizes up to 1024 from a 64-byte table, and one
  * membarrier-mode section (shm/section.h) with two adds.  No touched
  * bitmap, no requested-bytes total, no mode test, no readiness test on the

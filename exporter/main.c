@@ -57,7 +57,8 @@ usage(FILE *f)
 	      "                              stalled and busy processes: 10ms,\n"
 	      "                              0.5s, ... up to 5s (default 10ms)\n"
 	      "  --version                   the version\n"
-	      "  -h, --help                  this text\n", f);
+	      "  -h, --help                  this text\n"
+	      "/-/healthy answers 200 OK, or 503 and why if reading is stuck.\n", f);
 }
 
 #define say(...) mstat_text_say("mstat-exporter", __VA_ARGS__)

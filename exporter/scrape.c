@@ -9,12 +9,19 @@
  * A scrape arriving sets wanted = started + 1 (the next tick to begin,
  * which begins after it arrived) and waits until finished reaches it;
  * every scrape arriving before that tick begins wants the same one.
+ *
+ * waiting_since is when scrapes began to wait for the reader with no tick
+ * finishing since (0 while none waits): the first scrape to wait sets
+ * it; a finished tick restarts it if scrapes still wait, for the next.
+ * Written under `lock`, read without it by mstat_scraper_health().
  */
 #include "scrape.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -39,6 +46,8 @@ struct mstat_scraper {
 	/* Under lock. */
 	uint64_t started, finished, wanted;
 	bool stop;
+	/* Written under lock; read without it. */
+	_Atomic uint64_t waiting_since;
 	struct mstat_model model;            /* as the last tick left it */
 	const struct mstat_model_row **rows; /* room for model.n */
 	size_t caprows;
@@ -90,6 +99,11 @@ reader_main(void *arg)
 		s->unreadable = atomic_load_explicit(
 			&s->core.namespaces_unreadable, memory_order_relaxed);
 		s->finished = tick;
+		/* Relaxed: a lone timestamp, which orders nothing;
+		 * mstat_scraper_health() reads it alone. */
+		atomic_store_explicit(&s->waiting_since, s->wanted > tick ?
+				      mstat_clock_mono_ns() : 0,
+				      memory_order_relaxed);
 		pthread_cond_broadcast(&s->done);
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -134,6 +148,8 @@ mstat_scraper_start(struct mstat_scraper **out,
 		free(s);
 		return -rc;
 	}
+	/* For top -H, and a debugger looking for the thread that reads. */
+	pthread_setname_np(s->thread, "mstat-reader");
 	*out = s;
 	return 0;
 }
@@ -221,6 +237,10 @@ mstat_scraper_scrape(struct mstat_scraper *s, FILE *f,
 		s->wanted = tick;
 		pthread_cond_signal(&s->wake);
 	}
+	/* Relaxed: as where the reader writes it. */
+	if (atomic_load_explicit(&s->waiting_since, memory_order_relaxed) == 0)
+		atomic_store_explicit(&s->waiting_since, mstat_clock_mono_ns(),
+				      memory_order_relaxed);
 	while (!s->stop && s->finished < tick)
 		pthread_cond_wait(&s->done, &s->lock);
 	if (s->stop) {
@@ -239,4 +259,31 @@ mstat_scraper_scrape(struct mstat_scraper *s, FILE *f,
 	}
 	pthread_mutex_unlock(&s->lock);
 	return rc;
+}
+
+int
+mstat_scraper_health_rule(uint64_t waiting_since_ns, uint64_t now_ns,
+			  unsigned wait_budget_us, char *why, size_t len)
+{
+	uint64_t limit = (uint64_t)wait_budget_us * 1000u +
+			 (uint64_t)MSTAT_SCRAPER_STUCK_S * 1000000000u;
+
+	if (waiting_since_ns == 0 || now_ns <= waiting_since_ns ||
+	    now_ns - waiting_since_ns <= limit)
+		return 0;
+	snprintf(why, len, "the reader is stuck: scrapes have waited %.1f s "
+		 "for it, more than %d s beyond its wait budget of %g s",
+		 (double)(now_ns - waiting_since_ns) / 1e9,
+		 MSTAT_SCRAPER_STUCK_S, wait_budget_us / 1e6);
+	return -1;
+}
+
+int
+mstat_scraper_health(struct mstat_scraper *s, char *why, size_t len)
+{
+	/* Relaxed: as where it is written; a value a moment old is as
+	 * good. */
+	return mstat_scraper_health_rule(
+		atomic_load_explicit(&s->waiting_since, memory_order_relaxed),
+		mstat_clock_mono_ns(), s->opt.wait_budget_us, why, len);
 }

@@ -198,6 +198,9 @@ mstat_web_check_path(const char *path, char *err, size_t errlen)
 			    "need a path of their own, such as /metrics");
 	if (strlen(path) > 256)
 		return fail(err, errlen, "longer than 256 bytes");
+	if (strcmp(path, MSTAT_WEB_HEALTH_PATH) == 0)
+		return fail(err, errlen, MSTAT_WEB_HEALTH_PATH " is the health "
+			    "endpoint: the metrics need a path of their own");
 	for (const char *c = path; *c; c++)
 		if (*c <= ' ' || *c > '~' || strchr("?#%", *c))
 			return fail(err, errlen, "a path is / and printable "
@@ -400,6 +403,21 @@ metrics(struct mstat_web *w, struct MHD_Connection *c)
 			 len, MHD_RESPMEM_MUST_FREE);
 }
 
+/* Whether the reader keeps up, from what it last said of itself: no
+ * segment is read and no tick asked for. */
+static enum MHD_Result
+healthy(struct mstat_web *w, struct MHD_Connection *c)
+{
+	char why[240];
+
+	if (mstat_scraper_health(w->opt.scraper, why, sizeof(why) - 1) == 0)
+		return send_text(w, c, MHD_HTTP_OK, "OK\n");
+	strcat(why, "\n");
+	return send_page(w, c, MHD_HTTP_SERVICE_UNAVAILABLE,
+			 "text/plain; charset=utf-8", why, strlen(why),
+			 MHD_RESPMEM_MUST_COPY);
+}
+
 static enum MHD_Result
 handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
        const char *version, const char *upload_data, size_t *upload_size,
@@ -429,6 +447,8 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 		return metrics(w, c);
 	if (strcmp(url, "/") == 0)
 		return landing(w, c);
+	if (strcmp(url, MSTAT_WEB_HEALTH_PATH) == 0)
+		return healthy(w, c);
 	return send_text(w, c, MHD_HTTP_NOT_FOUND, "Not Found\n");
 }
 

@@ -9,6 +9,8 @@
  *   GET|HEAD /               a landing page linking to the metrics
  *   GET|HEAD <telemetry>     the metrics, OpenMetrics 1.0.0 if the Accept
  *                            header prefers it, else text 0.0.4
+ *   GET|HEAD /-/healthy      200 "OK", or 503 and why when the reader is
+ *                            stuck (mstat_scraper_health); reads nothing
  *   other paths              404; other methods 405
  * With basic_auth_users, every route asks for a user first (401).
  */
@@ -22,6 +24,9 @@
 #include "webconfig.h"
 
 struct mstat_web;
+
+/* The health endpoint's path, Prometheus's own (mstat-exporter(1)). */
+#define MSTAT_WEB_HEALTH_PATH "/-/healthy"
 
 struct mstat_web_options {
 	const char *const *listen;  /* as mstat_web_parse_address reads them */
@@ -60,8 +65,8 @@ int mstat_web_parse_address(const char *addr, char *host, size_t hostlen,
 			    unsigned *port, char *err, size_t errlen);
 
 /* A telemetry path: "/" and at least one more character, printable ASCII
- * but for space, '?', '#' and '%', at most 256 bytes.  0, or -1 with why
- * in err. */
+ * but for space, '?', '#' and '%', at most 256 bytes, and not the health
+ * endpoint's.  0, or -1 with why in err. */
 int mstat_web_check_path(const char *path, char *err, size_t errlen);
 
 #endif /* MSTAT_EXPORTER_WEB_H */

@@ -11,10 +11,10 @@
  * Final totals: the library unlinks its segment when CMD exits, and a
  * segment left by a CMD that was killed is removed by whoever finds it
  * first, so a reader that comes late finds nothing.  Instead, CMD hands its
- * segment over as it starts: mstat-run listens on an abstract unix socket
- * named in MSTAT_REPORT, and the library of the process whose pid is
- * MSTAT_REPORT_PID (CMD, and each image it exec()s) sends it a descriptor
- * of its segment (SCM_RIGHTS).  The descriptor keeps the segment readable
+ * segment over as it starts (shm/report.h): mstat-run listens on an
+ * abstract unix socket named in MSTAT_REPORT, and the library of the
+ * process whose pid is MSTAT_REPORT_PID (CMD, and each image it exec()s)
+ * sends it a descriptor of its segment (SCM_RIGHTS).  The descriptor keeps the segment readable
  * after its name is gone.  Once CMD has ended, mstat-run takes the last
  * segment CMD sent, reads it (its owner is gone, so the counts are final),
  * writes them as JSON, and removes what CMD left in /dev/shm.  CMD counts
@@ -39,12 +39,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "layout.h"
 #include "model.h"
 #include "mstatshm.h"
@@ -54,6 +53,7 @@
 #include "owner.h"
 #include "procfs.h"
 #include "reader.h"
+#include "report.h"
 #include "text.h"
 
 #define LIB_NAME "libmstatshm.so.0"
@@ -240,99 +240,6 @@ write_summary(const char *file, char **cmd, int status, const struct ended *e,
 	return 0;
 }
 
-/* The socket CMD reports its segment to: SOCK_SEQPACKET, listening, on
- * an abstract name made unique with our pid and the clock.  Its name goes
- * into `name` (without the leading NUL), for MSTAT_REPORT. */
-static int
-listen_for_report(char *name, size_t len)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	struct timespec ts;
-	int s;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	snprintf(name, len, "mstat-run.%d.%llx", (int)getpid(),
-		 (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec);
-	size_t n = strlen(name);
-	memcpy(sa.sun_path + 1, name, n);
-	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (s < 0)
-		return -1;
-	if (bind(s, (struct sockaddr *)&sa,
-		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) < 0 ||
-	    listen(s, 64) < 0) {
-		close(s);
-		return -1;
-	}
-	return s;
-}
-
-/* What a process reports: the library's status line, and the descriptor
- * of its segment, or -1 if it counts nothing. */
-struct report {
-	int fd;
-	char status[400];
-};
-
-/* One report; false if the connection carried none. */
-static bool
-receive(int conn, struct report *rep)
-{
-	struct iovec iov = { .iov_base = rep->status,
-			     .iov_len = sizeof(rep->status) - 1 };
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} ctl;
-	struct msghdr msg = {
-		.msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = ctl.buf,
-		.msg_controllen = sizeof(ctl.buf),
-	};
-	ssize_t n = recvmsg(conn, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-
-	rep->fd = -1;
-	if (n <= 0)
-		return false;
-	rep->status[n] = '\0';
-	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-		    c->cmsg_len == CMSG_LEN(sizeof(int)))
-			memcpy(&rep->fd, CMSG_DATA(c), sizeof(int));
-	return true;
-}
-
-/* What the process `pid` reported last (an exec()ed image reports its
- * own) into `last`; false if it reported nothing.  Reports of other
- * processes are dropped. */
-static bool
-last_report(int listener, pid_t pid, struct report *last)
-{
-	struct report rep;
-	bool have = false;
-	int conn;
-
-	last->fd = -1;
-	while ((conn = accept4(listener, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
-		struct ucred peer;
-		socklen_t plen = sizeof(peer);
-
-		if (receive(conn, &rep) &&
-		    getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &plen) == 0 &&
-		    peer.pid == pid && peer.uid == geteuid()) {
-			if (last->fd >= 0)
-				close(last->fd);
-			*last = rep;
-			have = true;
-		} else if (rep.fd >= 0) {
-			close(rep.fd);
-		}
-		close(conn);
-	}
-	return have;
-}
-
 /* Removes whatever segments CMD left under its names (it was killed, or
  * exec()ed): the one it reported, and those of the names it tried first.
  * Their owner is gone now; files of other users are left alone. */
@@ -357,7 +264,7 @@ remove_left(const struct mstat_target_info *in)
  * `why`.
  */
 static int
-collect(const struct report *rep, pid_t pid, struct mstat_snapshot *s,
+collect(const struct mstat_report *rep, pid_t pid, struct mstat_snapshot *s,
 	char *name, size_t namelen, struct ended *e, char *why, size_t whylen)
 {
 	struct mstat_reader *r;
@@ -446,14 +353,14 @@ main(int argc, char **argv)
 			MSTAT_RUN_LIBDIR_REL);
 		return EXIT_OWN;
 	}
-	if (set_preload(lib) < 0 || (name && setenv("MSTAT_NAME", name, 1) < 0))
+	if (set_preload(lib) < 0 || (name && setenv(MSTAT_ENV_NAME, name, 1) < 0))
 		return EXIT_OWN;
 	free(lib);
 
-	char report[80];
-	int listener = listen_for_report(report, sizeof(report));
-	if (listener < 0 || setenv("MSTAT_REPORT", report, 1) < 0) {
-		perror("mstat-run: report socket");
+	char report[MSTAT_REPORT_NAME_MAX];
+	int listener = mstat_report_listen(report, sizeof(report));
+	if (listener < 0 || setenv(MSTAT_ENV_REPORT, report, 1) < 0) {
+		say("report socket: %s", strerror(listener < 0 ? -listener : errno));
 		return EXIT_OWN;
 	}
 	/* CMD's exec() failing is told apart from CMD exiting 126 or 127:
@@ -486,7 +393,7 @@ main(int argc, char **argv)
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGHUP, SIG_DFL);
 		snprintf(pid, sizeof(pid), "%d", (int)getpid());
-		setenv("MSTAT_REPORT_PID", pid, 1);
+		setenv(MSTAT_ENV_REPORT_PID, pid, 1);
 		execvp(cmd[0], cmd);
 		int err = errno;
 		(void)!write(exec_pipe[1], &err, sizeof(err));
@@ -514,15 +421,12 @@ main(int argc, char **argv)
 	}
 
 	struct mstat_snapshot *snap = malloc(sizeof(*snap));
-	struct report rep;
-	bool reported = !exec_err && last_report(listener, child, &rep);
+	struct mstat_report rep;
+	bool reported = !exec_err && mstat_report_take(listener, child, &rep);
 	char seg_name[64], why[500];
 	bool counted = false;
-	struct timespec ended_at;
-	clock_gettime(CLOCK_REALTIME, &ended_at);
 	struct ended e = { .pid = si.si_pid,
-			   .end_ns = (uint64_t)ended_at.tv_sec * 1000000000u +
-				     (uint64_t)ended_at.tv_nsec };
+			   .end_ns = mstat_clock_ns(CLOCK_REALTIME) };
 	if (exec_err)
 		snprintf(why, sizeof(why), "cannot run %s: %s", cmd[0],
 			 strerror(exec_err));

@@ -6,7 +6,7 @@
  * holds: it would wait forever.  With a pthread mutex it cannot tell; this
  * lock's word is its holder's thread id, set by the very instruction that
  * takes it, so a handler asks mstat_ownlock_mine() and does something else
- * (lib/writer.c defers its count).  No window lies between taking the lock
+ * (lib/shared.c defers its count).  No window lies between taking the lock
  * and being known to hold it, nor between letting it go and not.
  *
  * The word is 0 when free, else the holder's tid, with MSTAT_OWNLOCK_WAITERS

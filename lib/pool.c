@@ -67,8 +67,8 @@ _Atomic uintptr_t mstat_pool_base;
 static _Atomic uint64_t used_words[2][2 * WORDS0];
 
 /* Per part, the word this thread last took a slot from, plus one; 0
- * before its first. */
-static _Thread_local unsigned hint[PARTS] __attribute__((tls_model("initial-exec")));
+ * before its first: mstat_thread.pool_hint. */
+_Static_assert(PARTS == MSTAT_POOL_PARTS, "state.h has the pool's parts");
 
 static inline unsigned
 class_words(unsigned c)
@@ -134,6 +134,7 @@ take(uintptr_t base, unsigned part)
 	_Atomic uint64_t *used = part_bitmap(part);
 	/* A first search starts on a bitmap line (8 words) of its own,
 	 * picked by a hash of the thread's address. */
+	unsigned *hint = mstat_thread.pool_hint;
 	unsigned start = hint[part] ? hint[part] - 1
 				    : (unsigned)(((uintptr_t)hint * UINT64_C(0x9e3779b97f4a7c15)) >> 40) &
 					      ~7u;

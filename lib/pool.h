@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pool.h - the blocks sampled objects move to, with glibc's chunk
- * header (interpose.c, sampled()); and the library's own blocks.
+ * header (sampled.h); and the library's own blocks (own.h).
  *
  * A sampled block must be one a free can tell from the others without a
  * lookup on its inline path.  With glibc's header, a free reads the word
@@ -9,8 +9,8 @@
  * sends the free out of line, where mstat_pool_has() tells it by address.
  * Packed together, a program's live sampled objects share their pages
  * and cache lines as its other objects do; alone in a block past a page
- * each, as they were, they cost python3 5 % of its time at a 64 KiB
- * interval (docs/performance.md, section 4f).
+ * each, they cost python3 5 % of its time at a 64 KiB interval
+ * (docs/performance.md, section 4f).
  *
  * Everything here is lock-free and allocates nothing: a slot is taken
  * and given back by one atomic operation, safe in a signal handler that
@@ -29,7 +29,7 @@
 /*
  * The word before a block of the library's own (the pool's, the
  * bootstrap arena's): its size with the top bit set.  glibc's header
- * decode (interpose.c, glibc_chunk()) reads it as a chunk far too large
+ * decode (next.h, mstat_glibc_chunk()) reads it as a chunk far too large
  * for the inline paths, so they need no test of their own for it.
  */
 #define MSTAT_OWN_MARK ((size_t)1 << 63)
@@ -40,8 +40,8 @@
 
 /*
  * The library's own blocks: what glibc or libunwind allocate for the
- * library's sake (interpose.c, own_alloc()), in a part of the pool of
- * its own, classes of 32 B to 32 KiB.  A free tells them by address, on
+ * library's sake (own.h), in a part of the pool of its own, classes of
+ * 32 B to 32 KiB.  A free tells them by address, on
  * any allocator, and counts nothing; their header word is marked as the
  * sample pool's are, so that glibc's inline free path leaves them to the
  * out-of-line one.  Slots are reused: a thread's blocks go back as it

@@ -22,6 +22,7 @@
  * instead of raising SIGBUS in malloc.  A process that samples a few
  * stacks holds a few pages of it.
  */
+#include "own.h"
 #include "profile.h"
 
 #include <dlfcn.h>
@@ -37,7 +38,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config.h"
 #include "segment.h"
+#include "status.h"
 
 /* Live sampled blocks remembered; 32 bytes each, pages taken as used. */
 #define LIVE_MAX (1u << 15)
@@ -107,48 +110,31 @@ static struct {
 _Static_assert(REGION_PAGES <= 64 * sizeof(prof.paged) / sizeof(prof.paged[0]),
 	       "a bit for every page of the region");
 
-
-static _Thread_local bool in_sample __attribute__((tls_model("initial-exec")));
-/* The thread's countdown (its bytes left are mstat_thread.sample_left),
- * and the mean interval of the sample it is taking. */
-static _Thread_local struct mstat_countdown countdown
-	__attribute__((tls_model("initial-exec")));
-static _Thread_local uint64_t sample_interval __attribute__((tls_model("initial-exec")));
-
 /* MSTAT_SAMPLE_BYTES, read at the first sampling decision, and again by
  * the library's constructor (a program's .preinit_array allocates before
  * libc has set up the environment). */
 static MSTAT_START_TEXT void
 read_env(void)
 {
-	const char *e = getenv("MSTAT_SAMPLE_BYTES");
-	uint64_t v = MSTAT_SAMPLE_DEFAULT;
-	char *end;
-
-	if (e && *e) {
-		errno = 0;
-		unsigned long long x = strtoull(e, &end, 10);
-		if (*end || errno || e[0] == '-')
-			mstat_writer_warn("MSTAT_SAMPLE_BYTES is not a number of bytes",
-					  "sampling every 512 KiB");
-		else
-			v = x > MSTAT_SAMPLE_MAX ? MSTAT_SAMPLE_MAX : x;
-	}
-	atomic_store_explicit(&sample_env.bytes, v, memory_order_relaxed);
+	atomic_store_explicit(&sample_env.bytes,
+			      mstat_config_number(MSTAT_CONF_SAMPLE_BYTES),
+			      memory_order_relaxed);
 	/* Release: the value before the flag; pairs with the acquire in
 	 * env_bytes().  Two threads may both read it: the same value. */
 	atomic_store_explicit(&sample_env.read, true, memory_order_release);
 }
 
-MSTAT_START_TEXT void
-mstat_profile_start(void)
+/* The writer starts (its `start` hook): MSTAT_SAMPLE_BYTES is read
+ * again. */
+static MSTAT_START_TEXT void
+on_start(void)
 {
 	/* Allocations before libc's own initialiser (a program's
 	 * .preinit_array) find no environment yet: read it again now, and
 	 * draw this thread's countdown again from it. */
 	read_env();
 	mstat_thread.sample_left = 0;
-	countdown.mean = 0;
+	mstat_thread.countdown.mean = 0;
 }
 
 static uint64_t
@@ -180,8 +166,9 @@ seed(void)
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	countdown.rng = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^
-			(uint64_t)(uintptr_t)&countdown ^ UINT64_C(0x9e3779b97f4a7c15);
+	mstat_thread.countdown.rng = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^
+				     (uint64_t)(uintptr_t)&mstat_thread.countdown ^
+				     UINT64_C(0x9e3779b97f4a7c15);
 }
 
 /* Storage for bytes [off, off + len) of the region: true, or false if
@@ -221,13 +208,16 @@ load_unwinder(void)
 	*(void **)&prof.backtrace = h ? dlsym(h, "unw_backtrace") : NULL;
 	mstat_own_end();
 	if (!prof.backtrace)
-		mstat_writer_warn("libunwind.so.8 could not be loaded",
+		mstat_status_warn("libunwind.so.8 could not be loaded",
 				  "not sampling");
 	return prof.backtrace != NULL;
 }
 
-void
-mstat_profile_load(void)
+/* A segment is being made (the writer's `segment` hook), before it is
+ * published: the unwinder is loaded if sampling is on, so that no sample
+ * later loads it inside a program's malloc. */
+static void
+on_segment(void)
 {
 	int saved = errno;
 
@@ -235,7 +225,7 @@ mstat_profile_load(void)
 	 * sampled.  The threads that sample later see prof.backtrace through
 	 * the segment's publication ((R): release in start(), acquire where
 	 * a thread finds the segment). */
-	in_sample = true;
+	mstat_thread.in_sample = true;
 	if (env_bytes() && load_unwinder()) {
 		/* libunwind sets itself up on its first call, and a thread's
 		 * first call allocates its thread-local block (a library
@@ -244,7 +234,7 @@ mstat_profile_load(void)
 		void *buf[2];
 		(void)prof.backtrace(buf, 2);
 	}
-	in_sample = false;
+	mstat_thread.in_sample = false;
 	errno = saved;
 }
 
@@ -277,7 +267,7 @@ set_up(const struct mstat_segment *seg)
 		live = mmap(NULL, LIVE_MAX * sizeof(struct mstat_sample),
 			    PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (live == MAP_FAILED || !paged(0, MSTAT_PROFILE_STACKS_OFFSET)) {
-		mstat_writer_warn("no room for the heap profile in " MSTAT_SHM_DIR,
+		mstat_status_warn("no room for the heap profile in " MSTAT_SHM_DIR,
 				  "not sampling");
 		atomic_store_explicit(&prof.setup, SETUP_FAILED, memory_order_relaxed);
 		return false;
@@ -313,20 +303,20 @@ mstat_profile_begin(size_t n)
 static bool
 begin(size_t n)
 {
-	const struct mstat_segment *seg = in_sample ? NULL : mstat_writer_segment();
+	struct mstat_thread *t = &mstat_thread;
+	const struct mstat_segment *seg = t->in_sample ? NULL : mstat_writer_segment();
 
-	if (countdown.rng == 0)
+	if (t->countdown.rng == 0)
 		seed();
 	if (!seg) {
 		/* An allocation inside a sample (the unwinder's, a signal
-		 * handler's, the loader's: mstat_profile_load()), or with no
+		 * handler's, the loader's: on_segment()), or with no
 		 * segment (not yet, or no more): no sample.  The next
 		 * countdown is drawn as any, at the running one's mean inside
 		 * a sample, else at the environment's. */
-		uint64_t mean = in_sample && countdown.mean ? countdown.mean
-							     : env_bytes();
-		(void)mstat_countdown_expired(&countdown, &mstat_thread.sample_left,
-					      n, mean);
+		uint64_t mean = t->in_sample && t->countdown.mean ? t->countdown.mean
+								  : env_bytes();
+		(void)mstat_countdown_expired(&t->countdown, &t->sample_left, n, mean);
 		return false;
 	}
 	uint64_t mean = interval(seg->hdr);
@@ -334,23 +324,22 @@ begin(size_t n)
 		atomic_store_explicit(&seg->hdr->sample_bytes, mean, memory_order_relaxed);
 	/* Sampled at the mean its countdown was drawn from, whatever the
 	 * interval is now (countdown.h). */
-	uint64_t at = mstat_countdown_expired(&countdown, &mstat_thread.sample_left,
-					      n, mean);
+	uint64_t at = mstat_countdown_expired(&t->countdown, &t->sample_left, n, mean);
 	if (at == 0)
 		return false;
-	in_sample = true;
+	t->in_sample = true;
 	if (!set_up(seg)) {
-		in_sample = false;
+		t->in_sample = false;
 		return false;
 	}
-	sample_interval = at;
+	t->sample_interval = at;
 	return true;
 }
 
 void
 mstat_profile_cancel(void)
 {
-	in_sample = false;
+	mstat_thread.in_sample = false;
 }
 
 static uint64_t
@@ -582,7 +571,7 @@ mstat_profile_note(void *p, size_t requested, size_t counted)
 			e->stack = NO_STACK;
 			e->gen = prof.gen;
 			e->weight = mstat_sample_weight(requested, counted,
-							sample_interval);
+							mstat_thread.sample_interval);
 			e->counted = counted;
 			/* Before the block is the program's: see profile.h. */
 			atomic_fetch_add_explicit(&mstat_sample_filter[mstat_sample_bucket(p)],
@@ -622,7 +611,7 @@ mstat_profile_record(struct mstat_sample *e, const void *caller)
 	int saved = errno;
 
 	record(e, caller);
-	in_sample = false;
+	mstat_thread.in_sample = false;
 	errno = saved;
 }
 
@@ -717,8 +706,11 @@ fresh_index(void)
 		memset((void *)prof.index, 0, sizeof(prof.index));
 }
 
-void
-mstat_profile_fork_child(void)
+/* A fork child is about to make a segment of its own (the writer's
+ * `fork_child` hook): the parent's region is not the child's.  Its live
+ * sampled blocks are, with the sizes they were counted with. */
+static void
+on_fork_child(void)
 {
 	/* One thread, the forking one, outside any sample: nothing races.
 	 * The live table and its filter stay: the parent's sampled blocks
@@ -734,4 +726,18 @@ mstat_profile_fork_child(void)
 	fresh_index();
 	atomic_store_explicit(&prof.scanning, false, memory_order_relaxed);
 	atomic_store_explicit(&prof.setup, SETUP_NONE, memory_order_relaxed);
+}
+
+/* The profile's part in the writer's life, registered before the writer
+ * starts. */
+__attribute__((constructor(MSTAT_HOOKS_PRIORITY))) static MSTAT_START_TEXT void
+register_hooks(void)
+{
+	static const struct mstat_writer_hooks hooks = {
+		.start = on_start,
+		.segment = on_segment,
+		.fork_child = on_fork_child,
+	};
+
+	mstat_writer_hooks(&hooks);
 }

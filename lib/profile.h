@@ -52,15 +52,6 @@
 
 #include "writer.h"
 
-/* Reads MSTAT_SAMPLE_BYTES again, from the library's constructor: it may
- * have been read before the environment was there. */
-void mstat_profile_start(void) MSTAT_HIDDEN;
-
-/* As the segment is made, before it is published: loads the unwinder if
- * sampling is on, so that no sample later loads it inside a program's
- * malloc. */
-void mstat_profile_load(void) MSTAT_HIDDEN;
-
 /* The thread's countdown went below zero on an allocation of `n` bytes:
  * draws the next one, and says whether this allocation is sampled.  True
  * opens the thread's sampling (no sample inside it); record or cancel
@@ -92,11 +83,6 @@ bool mstat_profile_freed(void *p, size_t *counted) MSTAT_HIDDEN;
 /* Whether `p` is a live sampled block; if so, and `counted` is not
  * NULL, the size its allocation was counted with. */
 bool mstat_profile_owns(const void *p, size_t *counted) MSTAT_HIDDEN;
-
-/* In a fork child, before its own segment: the parent's region is not the
- * child's.  Its live sampled blocks are, with the sizes they were
- * counted with. */
-void mstat_profile_fork_child(void) MSTAT_HIDDEN;
 
 /* With an allocator other than glibc, a sampled block is page-aligned. */
 #define MSTAT_SAMPLE_ALIGN 4096u

@@ -9,12 +9,11 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/random.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "owner.h"
 #include "procfs.h"
 
@@ -38,15 +37,6 @@ path_of(char *path, size_t len, const char *name)
 	path[d + 1 + n] = '\0';
 }
 
-static uint64_t
-realtime_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_REALTIME, &now);
-	return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
-}
-
 /* A suffix nobody can have guessed, never 0 (the plain name). */
 static uint64_t
 random_suffix(void)
@@ -56,7 +46,7 @@ random_suffix(void)
 	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != sizeof(v)) {
 		/* Early boot: the clock and where the stack is, as good as
 		 * it gets without blocking. */
-		v = realtime_ns() ^ ((uint64_t)(uintptr_t)&v << 16);
+		v = mstat_clock_ns(CLOCK_REALTIME) ^ ((uint64_t)(uintptr_t)&v << 16);
 	}
 	return v ? v : 1;
 }
@@ -167,7 +157,7 @@ mstat_segment_create(struct mstat_segment *seg, const char *name,
 	h->pid = self.pid;
 	h->uid = geteuid();
 	h->start_time = self.start_time;
-	h->created_ns = realtime_ns();
+	h->created_ns = mstat_clock_ns(CLOCK_REALTIME);
 	h->pid_ns = self.pid_ns;
 	strncpy(h->name, name, sizeof(h->name) - 1);
 	uint64_t *max_size = (uint64_t *)((char *)p + MSTAT_CLASSES_OFFSET);
@@ -211,74 +201,13 @@ mstat_segment_publish(struct mstat_segment *seg)
 }
 
 int
-mstat_segment_report(const struct mstat_segment *seg, const char *socket_name,
-		     const char *status)
+mstat_segment_reopen(const struct mstat_segment *seg)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	size_t n = strlen(socket_name);
-	struct ucred peer;
-	socklen_t plen = sizeof(peer);
 	char path[sizeof(MSTAT_SHM_DIR) + MSTAT_SHM_NAME_MAX];
-	int s, fd = -1, rc = 0;
 
-	/* An abstract name: sun_path[0] is NUL, the rest is the name. */
-	if (n == 0 || n >= sizeof(sa.sun_path) - 1 || !*status)
-		return -EINVAL;
-	memcpy(sa.sun_path + 1, socket_name, n);
-	/* A descriptor of its own, not seg->fd: the owner lock belongs to the
-	 * open file of seg->fd, and a copy of that held by the receiver would
-	 * keep the lock, and so this process, alive after its death. */
-	if (seg) {
-		path_of(path, sizeof(path), seg->shm_name);
-		fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0)
-			return -errno;
-	}
-	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-	if (s < 0) {
-		rc = -errno;
-		if (fd >= 0)
-			close(fd);
-		return rc;
-	}
-	if (connect(s, (struct sockaddr *)&sa,
-		    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) < 0 ||
-	    getsockopt(s, SOL_SOCKET, SO_PEERCRED, &peer, &plen) < 0) {
-		rc = -errno;
-		goto out;
-	}
-	/* Abstract names are open to every user of the network namespace:
-	 * hand the segment only to a listener of this user. */
-	if (peer.uid != geteuid()) {
-		rc = -EPERM;
-		goto out;
-	}
-	/* One datagram: the status, and the descriptor if there is one. */
-	struct iovec iov = { .iov_base = (void *)status, .iov_len = strlen(status) };
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int))];
-	} ctl;
-	struct msghdr msg = {
-		.msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = fd >= 0 ? ctl.buf : NULL,
-		.msg_controllen = fd >= 0 ? sizeof(ctl.buf) : 0,
-	};
-	if (fd >= 0) {
-		struct cmsghdr *c = CMSG_FIRSTHDR(&msg);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	}
-	if (sendmsg(s, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
-		rc = -errno;
-out:
-	close(s);
-	if (fd >= 0)
-		close(fd);
-	return rc;
+	path_of(path, sizeof(path), seg->shm_name);
+	int fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
 }
 
 void
@@ -286,7 +215,8 @@ mstat_segment_retire(struct mstat_segment *seg, uint32_t cut)
 {
 	if (!seg->hdr)
 		return;
-	atomic_store_explicit(&seg->hdr->exit_ns, realtime_ns(), memory_order_relaxed);
+	atomic_store_explicit(&seg->hdr->exit_ns, mstat_clock_ns(CLOCK_REALTIME),
+			      memory_order_relaxed);
 	atomic_store_explicit(&seg->hdr->exit_cut, cut, memory_order_relaxed);
 	/* (X) release: a reader that sees EXITING sees exit_cut (the other
 	 * threads have stopped counting before this; see retire()). */
@@ -301,7 +231,8 @@ mstat_segment_retire(struct mstat_segment *seg, uint32_t cut)
 void
 mstat_segment_ended(struct mstat_segment *seg)
 {
-	atomic_store_explicit(&seg->hdr->exit_ns, realtime_ns(), memory_order_relaxed);
+	atomic_store_explicit(&seg->hdr->exit_ns, mstat_clock_ns(CLOCK_REALTIME),
+			      memory_order_relaxed);
 }
 
 void

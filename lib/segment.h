@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * segment.h - the target's side of a segment: create, reserve slots,
- * publish, report, retire.
+ * publish, retire.
  *
  * Runs inside the host process, during its start-up, a thread's first
  * count, fork or exit, possibly from within malloc: never aborts, never
@@ -53,13 +53,11 @@ int mstat_segment_reserve(const struct mstat_segment *seg, uint32_t i);
 /* Makes the segment visible to readers; call once its counters are set. */
 void mstat_segment_publish(struct mstat_segment *seg);
 
-/* Sends `status` (the library's, one line) and the segment's descriptor,
- * or no descriptor if `seg` is NULL (nothing is counted), to whoever
- * listens on the abstract unix socket `socket_name` (mstat-run, which
- * reads the final totals from it after the process has ended, or says
- * why there are none), if its user is this one.  0 or -errno. */
-int mstat_segment_report(const struct mstat_segment *seg,
-			 const char *socket_name, const char *status);
+/* A descriptor of the segment of its own (close-on-exec), to hand to
+ * another process (shm/report.h): not seg->fd, whose open file holds the
+ * owner lock, and would keep it held in the other process.  -errno if
+ * the name cannot be opened. */
+int mstat_segment_reopen(const struct mstat_segment *seg);
 
 /* Marks the target exiting, with the time and the slots whose update the
  * exit could not wait for (`cut`), and unlinks the name.  The mapping and

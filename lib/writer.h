@@ -9,10 +9,40 @@
  * fork or the exit, which drain every open section before they read the
  * counts, never find a block allocated and not yet counted.
  *
- * Every other case goes out of line to writer.c: a thread's first count
- * (it claims a slot), a fork in progress (it waits), a section inside a
- * section of the same thread (a signal handler), and the counts that
- * cannot go to a slot of their own (mstat_count_unslotted()).
+ * Every other case goes out of line: a thread's first count (it claims a
+ * slot: slots.c), a fork in progress (it waits: stop.c), a section inside
+ * a section of the same thread (a signal handler), and the counts that
+ * cannot go to a slot of their own (mstat_count_unslotted(): shared.c).
+ *
+ * Who writes where:
+ *   - a thread with a slot of its own writes it lock-free (here);
+ *   - everything else writes the shared slot 0 under the shared lock, a
+ *     process-local lock readers never take: threads that found every
+ *     slot taken or could not get pages for one, threads past their
+ *     exit, and (folded in when the segment is made) the counts made
+ *     before it existed (shared.c);
+ *   - before the segment exists, counts go to `early`, process memory,
+ *     under the same lock.  The segment is made only once the process is
+ *     worth watching (start.c): a command that runs for a millisecond
+ *     never pays for one;
+ *   - while a thread forks, its own counts go to `forking`, process
+ *     memory that fork copies, and every other thread's sections are
+ *     stopped until the fork is done (fork.c);
+ *   - once the process exits, the thread that runs the exit counts on,
+ *     to the end, through the shared slot; every other thread counts
+ *     into process memory (`early` again), which the exiting thread adds
+ *     in with its next count: nothing a thread's death can cut is ever
+ *     half in the segment (exit.c);
+ *   - a signal handler that counts while its thread holds the shared
+ *     lock or adds to `forking` cannot wait for itself: its count is
+ *     deferred to the thread's ring, which that thread adds where it was
+ *     adding before it lets go (shared.c).
+ *
+ * Inside a host process: nothing of the writer aborts, and nothing
+ * allocates but what glibc does on the library's behalf
+ * (pthread_setspecific() on a thread's first count, the reader of
+ * itself, the handlers' lists): the library's own blocks, never counted
+ * (mstat_own_begin()).
  */
 #ifndef MSTAT_LIB_WRITER_H
 #define MSTAT_LIB_WRITER_H
@@ -22,103 +52,18 @@
 
 #include "countdown.h"
 #include "layout.h"
-#include "sizeclass.h"
 #include "section.h"
+#include "sizeclass.h"
+#include "state.h"
 
-#define MSTAT_HIDDEN __attribute__((visibility("hidden")))
 /* The fast path must inline into each caller, so `op` is a constant. */
 #define MSTAT_INLINE static inline __attribute__((always_inline))
-
-/*
- * For the few words every process writes as it starts: in .data, on the
- * page the loader has already written (it zeroes the end of the last page
- * of the file's data), rather than on pages of their own in .bss, each a
- * page fault of its own at every start (docs/performance.md, "Starting a
- * process").
- */
-#define MSTAT_STARTUP __attribute__((section(".data.mstat_startup")))
-
-/*
- * For the code every process runs as it starts (the constructor, the
- * first malloc and its resolution, the counts before the segment exists,
- * the exit), and the allocation entry points: together at the front of
- * .text, where the linker puts .text.hot, after the constructor in
- * .text.startup.  A fault on a page of code maps the page-cache pages
- * around it, up to a 64 KiB-aligned window; spread over the library's
- * 85 KiB of code, a start touched three such windows, three faults of
- * 3 us each here.  (lib/link.ld puts the read-only data before all this,
- * in the same first window.)
- */
-#define MSTAT_START_TEXT __attribute__((section(".text.hot")))
 
 enum mstat_op {
 	MSTAT_OP_ALLOC,
 	MSTAT_OP_FREE,
 	MSTAT_OP_REALLOC, /* a free and an alloc in one section */
 };
-
-/* Bits of mstat_writer_config.stop: why sections are refused. */
-enum mstat_stop {
-	MSTAT_STOP_FORK = 1, /* a thread forks: wait until it is done */
-	MSTAT_STOP_EXIT = 2, /* the process exits: the counts are final */
-};
-
-/* What every writer of the process reads.  `fenced` changes only while
- * the process has a single thread (start-up, fork child). */
-struct mstat_writer_config {
-	/* (V) (B) the segment's `epoch`, | MSTAT_EPOCH_STOPPED while a fork
-	 * or the exit drains the slots (section.h); 0 before the segment. */
-	_Atomic uintptr_t epoch;
-	bool fenced;
-	_Atomic unsigned char stop; /* why stopped: enum mstat_stop bits */
-};
-extern struct mstat_writer_config mstat_writer_config MSTAT_HIDDEN;
-
-/*
- * What a counting thread reads of its own, on one cache line (one more
- * field here costs a fast path nothing but its own load).  Each pointer
- * is the thread's own slot, or NULL where the inline path must not run
- * and the slow path decides:
- *   - `own`: the slot this thread writes, in either mode;
- *   - `slot`: `own` in membarrier mode, for the inline section of
- *     mstat_section_open(); NULL in fenced mode, so that the inline path
- *     tests no mode: fenced sections open out of line;
- *   - `fast`: `slot`, once the interposer has said its blocks carry
- *     glibc's header (mstat_writer_header_sizes()): the interposer's
- *     inline path then tests nothing else of the process.
- */
-struct mstat_thread {
-	struct mstat_shm_slot *fast;
-	struct mstat_shm_slot *slot;
-	struct mstat_shm_slot *own;
-	/* Bytes to allocate before the next sample (lib/profile.h); below
-	 * zero: this allocation is sampled.  0 for a new thread, whose first
-	 * allocation draws its first countdown. */
-	int64_t sample_left;
-};
-extern _Thread_local struct mstat_thread mstat_thread
-	__attribute__((tls_model("initial-exec"))) MSTAT_HIDDEN;
-
-/*
- * The library's own work: while a thread does it (loads libunwind, takes
- * a stack, gives itself a slot, opens its reader of itself, registers its
- * handlers), what glibc and libunwind allocate for it is the library's,
- * not the program's, and neither that allocation nor its free, whenever
- * and by whomever, is counted (interpose.c, own_alloc()).  Nests.  The
- * thread's `fast` slot is NULL meanwhile: its allocations leave the
- * inline paths for the ones that look at this.
- */
-extern _Thread_local _Atomic unsigned mstat_own_depth
-	__attribute__((tls_model("initial-exec"))) MSTAT_HIDDEN;
-void mstat_own_begin(void) MSTAT_HIDDEN;
-void mstat_own_end(void) MSTAT_HIDDEN;
-
-MSTAT_INLINE bool
-mstat_own_work(void)
-{
-	/* Relaxed: this thread's, and its signal handlers'. */
-	return atomic_load_explicit(&mstat_own_depth, memory_order_relaxed) != 0;
-}
 
 /* An open update section. */
 struct mstat_segment;
@@ -230,12 +175,25 @@ mstat_sample_due(size_t n)
  * after (for the profile, which lives in it). */
 const struct mstat_segment *mstat_writer_segment(void) MSTAT_HIDDEN;
 
-/* Starts counting (the library's constructor does; idempotent). */
-void mstat_writer_start(void) MSTAT_HIDDEN;
-
-/* Something the process should know that does not stop it counting: kept
- * in mstat_self_status(), and logged where MSTAT_LOG asks (nowhere by
- * default: the program's descriptors are its own). */
-void mstat_writer_warn(const char *what, const char *why) MSTAT_HIDDEN;
+/*
+ * Points of the writer's life where another part of the library acts
+ * (the profile: profile.c), registered from that part's constructor,
+ * which runs before the writer's (MSTAT_HOOKS_PRIORITY).  The writer
+ * knows nothing of who registered; NULL hooks are skipped.
+ */
+struct mstat_writer_hooks {
+	/* The library's constructor starts counting: the environment is
+	 * there now (allocations before libc's own initialiser, from a
+	 * program's .preinit_array, found none). */
+	void (*start)(void);
+	/* A segment is being made: before it is published, with no lock of
+	 * the writer held, as the library's own work (mstat_own_begin()). */
+	void (*segment)(void);
+	/* In a fork child whose parent had a segment, before the child
+	 * counts into one of its own: one thread, no lock held. */
+	void (*fork_child)(void);
+};
+#define MSTAT_HOOKS_PRIORITY 101 /* a constructor priority: before the writer's */
+void mstat_writer_hooks(const struct mstat_writer_hooks *hooks) MSTAT_HIDDEN;
 
 #endif /* MSTAT_LIB_WRITER_H */

@@ -11,6 +11,9 @@
 # which would enable and start a server on port 9090: it is unpacked
 # into .deps/prometheus in this tree instead, never installed.
 #
+# The npm packages the deploy suite loads go into .deps/node, as
+# tests/deploy/package-lock.json pins them (npm ci, no install scripts).
+#
 #   deps.sh --check [PKG...]   installs nothing: says which services the
 #       packages it installs (and PKG...) and what they depend on ship on
 #       this machine, beyond the Essential packages every Debian system
@@ -32,6 +35,11 @@ pkgs=(gcc g++ meson ninja-build pkg-config liburcu-dev libcmocka-dev
                           # (loaded at the first sample)
       libdw-dev zlib1g-dev # mstat-top: naming frames, gzipped pprof
       golang-go)          # the profile's test: go tool pprof reads it
+# Node.js and npm: the deploy suite checks the Kubernetes manifests with
+# the npm package kubernetes-models.  Debian's, where the machine has none
+# (another Node.js, such as NodeSource's, already brings both).
+command -v node >/dev/null || pkgs+=(nodejs)
+command -v npm >/dev/null || pkgs+=(npm)
 # Unpacked into .deps/NAME, never installed: what the tests run of them
 # needs nothing beyond the C library.
 unpacked=(prometheus)     # prometheus and promtool: the exporter's tests
@@ -158,3 +166,18 @@ for p in "${unpacked[@]}"; do
 	mv "$dir.new" "$dir"
 	rm -f "$tmp/$p"_*.deb
 done
+
+# The deploy suite's npm packages, exactly as the lock file says, when it
+# changed or they are not there.
+npm_lock=$root/tests/deploy/package-lock.json
+node_dir=$root/.deps/node
+if ! cmp -s "$npm_lock" "$node_dir/package-lock.json" ||
+	[[ ! -d $node_dir/node_modules ]]; then
+	rm -rf "$node_dir.new"
+	mkdir -p "$node_dir.new"
+	cp "$root/tests/deploy/package.json" "$npm_lock" "$node_dir.new/"
+	(cd "$node_dir.new" && npm ci --ignore-scripts --no-audit --no-fund \
+		--loglevel=error)
+	rm -rf "$node_dir"
+	mv "$node_dir.new" "$node_dir"
+fi

@@ -6,22 +6,8 @@
 #include <stdatomic.h>
 #include <time.h>
 
+#include "clock.h"
 #include "layout.h"
-
-static uint64_t
-clock_us(clockid_t clock)
-{
-	struct timespec ts;
-
-	clock_gettime(clock, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-uint64_t
-mstat_now_us(void)
-{
-	return clock_us(CLOCK_MONOTONIC);
-}
 
 void
 mstat_cpu_relax(void)
@@ -97,13 +83,13 @@ mstat_handshake_wait(struct mstat_handshake *h, unsigned budget_us,
 
 	if (!mstat_handshake_poll(h))
 		return true;
-	deadline = clock_us(clock) + budget_us;
+	deadline = mstat_clock_us(clock) + budget_us;
 	while (mstat_handshake_poll(h)) {
 		if (++spins < 128) {
 			mstat_cpu_relax();
 			continue;
 		}
-		if (clock_us(clock) >= deadline)
+		if (mstat_clock_us(clock) >= deadline)
 			return false;
 		sched_yield();
 	}

@@ -2,7 +2,7 @@
 /*
  * handshake.h - waiting until no slot is inside a section begun before a
  * point: step 4 of a read (shm/reader.c), and the drain a target makes
- * before a fork or its exit (lib/writer.c).
+ * before a fork or its exit (lib/stop.c).
  *
  * The caller first makes its change visible (a rotation (D) and (M) for a
  * reader, the `stop` word and its barrier for the target); then every
@@ -48,9 +48,6 @@ bool mstat_handshake_wait(struct mstat_handshake *h, unsigned budget_us,
 /* After a wait that gave up: how many slots are still inside a section
  * they were in when first seen, or when the wait ended. */
 uint32_t mstat_handshake_pending(const struct mstat_handshake *h);
-
-/* CLOCK_MONOTONIC in microseconds. */
-uint64_t mstat_now_us(void);
 
 /* A pause in a spin loop. */
 void mstat_cpu_relax(void);

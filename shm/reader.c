@@ -46,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "guard.h"
 #include "handshake.h"
 #include "name.h"
@@ -863,11 +864,11 @@ snapshot_one(void *arg)
 {
 	struct snapshot_one *a = arg;
 	struct mstat_reader *r = a->r;
-	uint64_t deadline = mstat_now_us() + MSTAT_LOCK_BUDGET_US;
+	uint64_t deadline = mstat_clock_us(CLOCK_MONOTONIC) + MSTAT_LOCK_BUDGET_US;
 	int rc;
 
 	while ((rc = mstat_reader_begin(r, r->wait_budget_us)) == -EBUSY) {
-		if (mstat_now_us() >= deadline) {
+		if (mstat_clock_us(CLOCK_MONOTONIC) >= deadline) {
 			a->rc = rc;
 			return;
 		}
@@ -949,7 +950,7 @@ snapshot_many(void *arg)
 
 	/* One wait for all: a stalled target costs the tick one budget,
 	 * counted from here. */
-	deadline = mstat_now_us() + budget_us;
+	deadline = mstat_clock_us(CLOCK_MONOTONIC) + budget_us;
 	while (pending) {
 		pending = false;
 		for (size_t i = 0; i < n; i++)
@@ -961,7 +962,7 @@ snapshot_many(void *arg)
 			mstat_cpu_relax();
 			continue;
 		}
-		if (mstat_now_us() >= deadline)
+		if (mstat_clock_us(CLOCK_MONOTONIC) >= deadline)
 			break;
 		sched_yield();
 	}

@@ -3,7 +3,7 @@
 """End-to-end tests of mstat-exporter against real instrumented processes.
 
     e2e.py TEST     TEST: flags http formats gone concurrent busy stalled
-                          tls dashboard prometheus
+                          tls dashboard prometheus health
 
 Environment (set by meson): MSTAT_EXPORTER, MSTAT_TOP, MSTAT_TARGET
 (tests/observer/target.c), PROMTOOL, PROMETHEUS (as scripts/deps.sh
@@ -647,6 +647,10 @@ def test_flags():
                   'mstat-exporter: --web.telemetry-path "/": / is the landing '
                   'page: the metrics need a path of their own, such as '
                   '/metrics')
+    refused_start(["--web.telemetry-path=/-/healthy"], 2,
+                  'mstat-exporter: --web.telemetry-path "/-/healthy": '
+                  '/-/healthy is the health endpoint: the metrics need a '
+                  'path of their own')
     refused_start(["--web.telemetry-path=/metrics?x"], 2,
                   "a path is / and printable ASCII but for space, ?, # and %")
     # The addresses that are allowed: served, at a path of its own.
@@ -876,6 +880,134 @@ scrape_configs:
     prom.wait(timeout=TIMEOUT)
     log.close()
     e.stop()
+
+
+PTRACE_SEIZE, PTRACE_INTERRUPT, PTRACE_DETACH = 0x4206, 0x4207, 17
+WALL = 0x40000000  # __WALL: wait for a thread of another process
+
+
+class StoppedThread:
+    """A thread of another process stopped, alone, with ptrace
+    (PTRACE_SEIZE and PTRACE_INTERRUPT): the rest of the process runs
+    on.  It runs again on exit."""
+
+    def __init__(self, tid):
+        self.libc = ctypes.CDLL(None, use_errno=True)
+        self.libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_long,
+                                     ctypes.c_void_p, ctypes.c_void_p]
+        self.libc.ptrace.restype = ctypes.c_long
+        self.tid = tid
+
+    def _ptrace(self, req):
+        if self.libc.ptrace(req, self.tid, None, None) < 0:
+            raise Failure("ptrace %#x of thread %d: %s" % (
+                req, self.tid, os.strerror(ctypes.get_errno())))
+
+    def __enter__(self):
+        self._ptrace(PTRACE_SEIZE)
+        self._ptrace(PTRACE_INTERRUPT)
+        os.waitpid(self.tid, WALL)
+        return self
+
+    def __exit__(self, *exc):
+        self._ptrace(PTRACE_DETACH)
+
+
+def reader_thread(pid):
+    """The exporter's reader thread (it is named)."""
+    for tid in os.listdir("/proc/%d/task" % pid):
+        with open("/proc/%d/task/%s/comm" % (pid, tid)) as f:
+            if f.read() == "mstat-reader\n":
+                return int(tid)
+    raise Failure("no thread of %d is named mstat-reader" % pid)
+
+
+STUCK = (r"the reader is stuck: scrapes have waited (\d+\.\d) s for it, "
+         r"more than 10 s beyond its wait budget of 0\.01 s\n")
+
+
+def test_health():
+    """/-/healthy answers 200 "OK" without reading anything or waiting for
+    the reader: a reader stopped while a scrape waits for it leaves it
+    200 until the scrape has waited the wait budget and 10 s, then 503
+    saying why, and 200 again once the reader runs.  Like every route it
+    asks for a user when there are basic_auth_users (so does the
+    exporter-toolkit: it exempts no path) and speaks TLS when configured."""
+    t = Target("fixed", TAG + "-health")
+    e = Exporter()
+    status, ctype, body, _ = e.get("/-/healthy")
+    check((status, ctype, body) == (200, "text/plain; charset=utf-8", "OK\n"),
+          "healthy: %d %r %r" % (status, ctype, body))
+    status, _, body, _ = e.get("/-/healthy", method="HEAD")
+    check(status == 200 and body == "", "HEAD: %d %r" % (status, body))
+    status, _, _, headers = e.get("/-/healthy", method="POST")
+    check(status == 405 and headers.get("Allow") == "GET, HEAD", "POST: 405")
+    check(e.get("/-/healthy?pid=1")[2] == "OK\n", "a query changes nothing")
+    check(e.get("/-/healthy/")[0] == 404 and e.get("/-/ready")[0] == 404,
+          "only the path itself")
+    # A health check is no scrape: it reads nothing.
+    before = samples(e.metrics())["mstat_exporter_scrapes_total"]
+    for _ in range(5):
+        check(e.get("/-/healthy")[0] == 200, "healthy")
+    check(samples(e.metrics())["mstat_exporter_scrapes_total"] == before + 1,
+          "health checks counted as scrapes")
+    if VALGRIND:
+        print("the stopped reader is not tested under valgrind")
+    else:
+        # A wait counted from the scrapes above, not from the one below,
+        # would show as a second too long.
+        time.sleep(1)
+        got = []
+        with StoppedThread(reader_thread(e.p.pid)):
+            t0 = time.monotonic()
+            scrape = threading.Thread(target=lambda: got.append(e.get()))
+            scrape.start()
+            status, _, body, _ = e.get("/-/healthy")
+            # Sooner than 10 s after the scrape began (it will be, but
+            # for a machine stalled that long), the reader is not stuck
+            # yet.
+            if time.monotonic() - t0 < 10:
+                check((status, body) == (200, "OK\n"),
+                      "while the scrape waits: %d %r" % (status, body))
+
+            def stuck():
+                r = e.get("/-/healthy")
+                return r[0] == 503 and r
+            status, ctype, body, _ = wait_for(stuck, "503 from /-/healthy")
+            waited = time.monotonic() - t0
+            m = re.fullmatch(STUCK, body)
+            check(m and ctype == "text/plain; charset=utf-8",
+                  "stuck: %r %r" % (ctype, body))
+            # The scrape began after t0, the answer came before `waited`.
+            check(waited >= 10.01 and 10.0 <= float(m.group(1)) <= waited + 0.05,
+                  "503 after %.2f s: %r" % (waited, body))
+            check(not got, "the scrape was answered by a stopped reader")
+        scrape.join(timeout=TIMEOUT)
+        check(got and got[0][0] == 200, "the scrape, once the reader ran")
+        expect_fixed(of(got[0][2], t), "the scrape that waited",
+                     classes=False)
+        check(e.get("/-/healthy")[:3:2] == (200, "OK\n"),
+              "healthy once the reader ran")
+    e.stop()
+    # TLS, and basic auth.
+    d = tmpdir()
+    certificates(d)
+    password = "probe %s" % TAG
+    with open(os.path.join(d, "web.yml"), "w") as f:
+        f.write("tls_server_config:\n  cert_file: server.crt\n"
+                "  key_file: server.key\n"
+                "basic_auth_users:\n  kubelet: '%s'\n" % bcrypt(password))
+    e = Exporter("--web.config.file=" + os.path.join(d, "web.yml"),
+                 scheme="https", ca=os.path.join(d, "ca.crt"))
+    check(e.get("/-/healthy")[0] == 401, "no user: 401")
+    check(e.get("/-/healthy", auth=("kubelet", "wrong"))[0] == 401,
+          "a wrong password: 401")
+    check(e.get("/-/healthy", auth=("kubelet", password))[:3:2] ==
+          (200, "OK\n"), "over TLS, with a user")
+    check(exchange(e.port, b"GET /-/healthy HTTP/1.1\r\nHost: x\r\n\r\n")
+          == GO_REPLY, "plain HTTP at the TLS port")
+    e.stop()
+    t.stop()
 
 
 def main():

@@ -3,7 +3,8 @@
  * test_web.c - mstat-exporter's pieces that need no server: content
  * negotiation, listen addresses and the telemetry path, what a TLS
  * port makes of a connection's first bytes, the web configuration file
- * and basic auth against bcrypt hashes.
+ * and basic auth against bcrypt hashes; when the health endpoint says
+ * the reader is stuck.
  */
 #include <crypt.h>
 #include <setjmp.h>
@@ -154,6 +155,9 @@ test_paths(void **state)
 	path_refused("nometrics", "it must start with /, as /metrics does");
 	path_refused("", "it must start with /");
 	path_refused("/", "/ is the landing page");
+	path_refused("/-/healthy", "/-/healthy is the health endpoint: the "
+		     "metrics need a path of their own");
+	assert_int_equal(mstat_web_check_path("/-/healthy2", err, sizeof(err)), 0);
 	path_refused("/metrics?x=1", "printable ASCII but for space, ?, # and %");
 	path_refused("/a b", "printable ASCII but for space");
 	path_refused("/a#b", "printable ASCII but for space");
@@ -166,6 +170,41 @@ test_paths(void **state)
 	path_refused(longpath, "longer than 256 bytes");
 	longpath[256] = '\0';
 	assert_int_equal(mstat_web_check_path(longpath, err, sizeof(err)), 0);
+}
+
+/* Stuck once scrapes have waited longer than the budget and
+ * MSTAT_SCRAPER_STUCK_S together, not a nanosecond sooner; whatever the
+ * time, never while none waits. */
+static void
+test_health_rule(void **state)
+{
+	const uint64_t s = 1000000000u, since = 5000 * s;
+	char why[240] = "";
+	(void)state;
+
+	assert_int_equal(MSTAT_SCRAPER_STUCK_S, 10);
+	assert_int_equal(mstat_scraper_health_rule(0, 1, 10000, why, sizeof(why)), 0);
+	assert_int_equal(mstat_scraper_health_rule(0, 99999 * s, 10000, why,
+						   sizeof(why)), 0);
+	assert_int_equal(mstat_scraper_health_rule(since, since, 10000, why,
+						   sizeof(why)), 0);
+	/* A clock read before the wait began, in another thread. */
+	assert_int_equal(mstat_scraper_health_rule(since, since - 1, 10000, why,
+						   sizeof(why)), 0);
+	assert_int_equal(mstat_scraper_health_rule(since, since + 10 * s + 10000000u,
+						   10000, why, sizeof(why)), 0);
+	assert_string_equal(why, "");
+	assert_int_equal(mstat_scraper_health_rule(since, since + 10 * s + 10000001u,
+						   10000, why, sizeof(why)), -1);
+	assert_string_equal(why, "the reader is stuck: scrapes have waited 10.0 s "
+			    "for it, more than 10 s beyond its wait budget of 0.01 s");
+	/* The budget counts: 5 s of it, and 12.5 s are not too long. */
+	assert_int_equal(mstat_scraper_health_rule(since, since + 12 * s + s / 2,
+						   5000000, why, sizeof(why)), 0);
+	assert_int_equal(mstat_scraper_health_rule(since, since + 3600 * s,
+						   5000000, why, sizeof(why)), -1);
+	assert_string_equal(why, "the reader is stuck: scrapes have waited 3600.0 s "
+			    "for it, more than 10 s beyond its wait budget of 5 s");
 }
 
 /* What the gate of a TLS port makes of a connection's first bytes. */
@@ -369,6 +408,7 @@ main(void)
 		cmocka_unit_test(test_negotiate),
 		cmocka_unit_test(test_addresses),
 		cmocka_unit_test(test_paths),
+		cmocka_unit_test(test_health_rule),
 		cmocka_unit_test(test_tlsgate_classify),
 		cmocka_unit_test(test_config_refused),
 		cmocka_unit_test(test_auth),

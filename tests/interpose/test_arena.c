@@ -5,22 +5,28 @@
  * While the next allocator is being resolved (dlsym may call calloc, and
  * another thread may allocate meanwhile), allocations come from a static
  * arena.  That window is too short to hit from outside, so this program
- * compiles lib/interpose.c in and opens the window itself: it sets the
+ * links the library's archive and opens the window itself: it sets the
  * resolution state, allocates, and closes it again.  The arena's blocks
  * must be counted like any other, be aligned and zeroed, be recognised by
  * free, realloc and malloc_usable_size, and move to the next allocator on
  * realloc.  A full arena fails with ENOMEM rather than crashing.
  */
-#include "interpose.c"
-
+#include <errno.h>
+#include <malloc.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
+#include "arena.h"
 #include "truth.h"
 #include "window.h"
+#include "writer.h"
 
 static struct truth t;
 static struct mstat_snapshot s0, s1;
@@ -28,15 +34,15 @@ static struct mstat_snapshot s0, s1;
 static void
 test_arena_while_resolving(void **state)
 {
-	int ready_state = atomic_load(&next.state);
+	int ready_state = atomic_load(&mstat_next.state);
 
 	(void)state;
-	assert_true(ready_state >= NEXT_ASK);
+	assert_true(ready_state >= MSTAT_NEXT_ASK);
 	truth_clear(&t);
 	assert_int_equal(self_snapshot(&s0), 0);
 
 	/* Another thread is resolving: never waited for, the arena serves. */
-	window_open(NEXT_RESOLVING);
+	window_open(MSTAT_NEXT_RESOLVING);
 	unsigned char *a = malloc(100);
 	unsigned char *b = calloc(10, 10);
 	void *c = NULL;
@@ -46,16 +52,16 @@ test_arena_while_resolving(void **state)
 	window_close(ready_state);
 
 	/* This thread is inside dlsym: the same. */
-	resolving = true;
-	window_open(NEXT_NONE);
+	mstat_thread.resolving = true;
+	window_open(MSTAT_NEXT_NONE);
 	void *f = malloc(24);
 	window_close(ready_state);
-	resolving = false;
+	mstat_thread.resolving = false;
 
 	assert_int_equal(rc, 0);
 	void *all[] = { a, b, c, d, e, f };
 	for (int i = 0; i < 6; i++) {
-		assert_true(in_arena(all[i]));
+		assert_true(mstat_arena_has(all[i]));
 		assert_int_equal((uintptr_t)all[i] % 16, 0);
 	}
 	assert_int_equal((uintptr_t)c % 256, 0);
@@ -77,7 +83,7 @@ test_arena_while_resolving(void **state)
 	size_t old = malloc_usable_size(a);
 	unsigned char *g = realloc(a, 5000);
 	assert_non_null(g);
-	assert_false(in_arena(g));
+	assert_false(mstat_arena_has(g));
 	for (int i = 0; i < 100; i++)
 		assert_int_equal(g[i], 7);
 	truth_free(&t, old);
@@ -99,12 +105,12 @@ test_arena_while_resolving(void **state)
 static void
 test_arena_full(void **state)
 {
-	int ready_state = atomic_load(&next.state);
+	int ready_state = atomic_load(&mstat_next.state);
 
 	(void)state;
-	window_open(NEXT_RESOLVING);
+	window_open(MSTAT_NEXT_RESOLVING);
 	errno = 0;
-	void *p = malloc(ARENA_SIZE);
+	void *p = malloc(MSTAT_ARENA_SIZE);
 	int e = errno;
 	void *q = malloc(16); /* small ones still fit */
 	window_close(ready_state);

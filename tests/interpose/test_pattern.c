@@ -401,8 +401,8 @@ test_threads(void **state)
 /* ---- sampled blocks ---- */
 
 /* Whether glibc's malloc is the next allocator: it keeps a sampled block
- * of more than a page where it made it (lib/interpose.c,
- * SAMPLE_IN_PLACE); the others' are moved to a page of their own. */
+ * of more than a page where it made it (lib/sampled.h,
+ * MSTAT_SAMPLE_IN_PLACE); the others' are moved to a page of their own. */
 static bool
 next_is_glibc(void)
 {

@@ -4,38 +4,33 @@
  * form the sanitizers can watch.
  *
  * ASan and TSan replace malloc themselves, so the interposer cannot run
- * in front of them.  This program compiles lib/interpose.c in with its
- * functions renamed (mstat_t_malloc, ...): the process's real malloc is
- * the sanitizer's (or glibc's), and the renamed functions forward to it
- * through RTLD_NEXT like the real interposer.  Threads then race on:
+ * in front of them.  This program is built from the library's sources
+ * with the malloc family renamed (mstat_t_malloc, ...: meson.build): the
+ * process's real malloc is the sanitizer's (or glibc's), and the renamed
+ * functions forward to it through RTLD_NEXT like the real interposer.
+ * Threads then race on:
  *   - resolving the next allocator (one thread resolves, the others are
  *     served by the arena, none waits);
  *   - the bootstrap arena's bump pointer (blocks never overlap);
  *   - the table of blocks the next allocator cannot size.
  * Every block is counted exactly, which the process's own snapshot shows.
  */
-#define malloc mstat_t_malloc
-#define free mstat_t_free
-#define calloc mstat_t_calloc
-#define realloc mstat_t_realloc
-#define reallocarray mstat_t_reallocarray
-#define posix_memalign mstat_t_posix_memalign
-#define aligned_alloc mstat_t_aligned_alloc
-#define memalign mstat_t_memalign
-#define valloc mstat_t_valloc
-#define pvalloc mstat_t_pvalloc
-#define malloc_usable_size mstat_t_malloc_usable_size
-#include "interpose.c"
-
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include <cmocka.h>
 
+#include "arena.h"
 #include "truth.h"
+#include "unsized.h"
 #include "window.h"
+#include "writer.h"
 
 #define THREADS 4
 #define BLOCKS 60 /* all of them fit the arena twice */
@@ -101,22 +96,22 @@ static void
 test_resolve_race(void **state)
 {
 	(void)state;
-	assert_int_equal(atomic_load(&next.state), NEXT_NONE);
+	assert_int_equal(atomic_load(&mstat_next.state), MSTAT_NEXT_NONE);
 	race(); /* the first calls of all: one thread resolves */
-	assert_true(atomic_load(&next.state) >= NEXT_ASK);
-	ready_state = atomic_load(&next.state);
+	assert_true(atomic_load(&mstat_next.state) >= MSTAT_NEXT_ASK);
+	ready_state = atomic_load(&mstat_next.state);
 }
 
 static void
 test_arena_race(void **state)
 {
 	(void)state;
-	window_open(NEXT_RESOLVING); /* all served by the arena */
+	window_open(MSTAT_NEXT_RESOLVING); /* all served by the arena */
 	race();
 	window_close(ready_state);
 	for (int t = 0; t < THREADS; t++)
 		for (int i = 0; i < BLOCKS; i++)
-			assert_true(in_arena(blocks[t][i]));
+			assert_true(mstat_arena_has(blocks[t][i]));
 }
 
 static void *
@@ -127,12 +122,12 @@ unsized_churn(void *arg)
 	for (uintptr_t i = 1; i <= 20000; i++) {
 		void *p = (void *)((t << 40) | (i << 4));
 		size_t size;
-		assert_int_equal(unsized_note(p, i), i);
-		assert_true(unsized_find(p, &size));
+		assert_int_equal(mstat_unsized_note(p, i), i);
+		assert_true(mstat_unsized_find(p, &size));
 		assert_int_equal(size, i);
-		assert_true(unsized_forget(p, &size));
+		assert_true(mstat_unsized_forget(p, &size));
 		assert_int_equal(size, i);
-		assert_false(unsized_find(p, &size));
+		assert_false(mstat_unsized_find(p, &size));
 	}
 	return NULL;
 }
@@ -147,7 +142,7 @@ test_unsized_table_race(void **state)
 		pthread_create(&th[t], NULL, unsized_churn, (void *)(t + 1));
 	for (int t = 0; t < THREADS; t++)
 		pthread_join(th[t], NULL);
-	assert_int_equal(atomic_load(&next.unsized_live), 0);
+	assert_int_equal(atomic_load(&mstat_next.unsized_live), 0);
 }
 
 int

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * window.h - for tests that include interpose.c: open the window in which
+ * window.h - for white-box tests of the interposer: open the window in which
  * the next allocator is being resolved again, and close it.
  */
 #ifndef MSTAT_TEST_WINDOW_H
@@ -16,14 +16,14 @@ window_open(int s)
 	mstat_writer_header_sizes(false);
 	saved_fast = mstat_thread.fast;
 	mstat_thread.fast = NULL;
-	atomic_store(&next.state, s);
+	atomic_store(&mstat_next.state, s);
 }
 
 static void
 window_close(int ready)
 {
-	atomic_store(&next.state, ready);
-	mstat_writer_header_sizes(ready == NEXT_HEADER);
+	atomic_store(&mstat_next.state, ready);
+	mstat_writer_header_sizes(ready == MSTAT_NEXT_HEADER);
 	mstat_thread.fast = saved_fast;
 }
 

@@ -182,7 +182,7 @@ def expect_fixed(p, what, n_alloc=10, n_free=3):
               "%s: %s is the sum of the classes" % (what, k))
 
 
-# The batch table's columns (observer/columns.h) and widths: NAME is
+# The batch table's columns (core/fields.h, the COL lines) and widths: NAME is
 # MSTAT_OUTPUT_NAME_WIDTH wide and may hold spaces; STATE takes the rest.
 TABLE = [("PID", 7), ("NAME", 20), ("WHERE", 12), ("AGE", 6), ("THR", 4), ("LIVE", 8),
          ("OBJS", 6), ("ALLOC/s", 8), ("FREE/s", 8), ("NET/s", 10),

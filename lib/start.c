@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * start.c - the library's start (its constructor: the configuration
+ * read, the handlers registered, counting begun in process memory), and
+ * the segment made once the process is worth watching, or at once
+ * (MSTAT_EAGER, mstat-run's command, a process asking about itself); the
+ * hooks other parts of the library act at (writer.h); the report to
+ * mstat-run (shm/report.h).  See start.h.
+ */
+#include "own.h"
+#include "start.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <linux/membarrier.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "clock.h"
+#include "config.h"
+#include "exit.h"
+#include "fork.h"
+#include "owner.h"
+#include "report.h"
+#include "rows.h"
+#include "segment.h"
+#include "shared.h"
+#include "slots.h"
+#include "status.h"
+#include "stop.h"
+#include "writer.h"
+
+/* Dead segments a process may look at when it makes its segment
+ * (mstat_reap_some()). */
+#define REAP_PROBES 8u
+
+/* The hooks registered (mstat_writer_hooks()), by constructors: every
+ * process writes them as it starts. */
+#define HOOKS_MAX 4u
+static const struct mstat_writer_hooks *hooks[HOOKS_MAX] MSTAT_STARTUP;
+static unsigned hooks_n MSTAT_STARTUP;
+
+MSTAT_START_TEXT void
+mstat_writer_hooks(const struct mstat_writer_hooks *h)
+{
+	if (hooks_n < HOOKS_MAX)
+		hooks[hooks_n++] = h;
+}
+
+/* Runs hook `point` of each registered set, in their order. */
+#define RUN_HOOKS(point)                                                     \
+	for (unsigned i_ = 0; i_ < hooks_n; i_++)                            \
+		if (hooks[i_]->point)                                        \
+			hooks[i_]->point()
+
+static void start(void);
+
+/*
+ * `starting` is set under the shared lock, which a fork before the segment
+ * holds across fork(): so a fork either sees a start begun, and waits for
+ * its end (fork_prepare()), or is over before it begins.  A child never
+ * inherits half a segment (its descriptor, its `starting`).
+ */
+void
+mstat_publish(void)
+{
+	bool go;
+
+	if (!mstat_proc.started || mstat_proc.disabled ||
+	    atomic_load_explicit(&mstat_proc.starting, memory_order_relaxed) ||
+	    /* a signal handler, its thread holding the lock */
+	    mstat_shared_must_defer())
+		return;
+	mstat_shared_lock();
+	/* Not once the exit has begun (retire() sets that under this lock):
+	 * a segment made then would never be retired. */
+	go = !atomic_load_explicit(&mstat_proc.starting, memory_order_relaxed) &&
+	     !(atomic_load_explicit(&mstat_writer_config.stop, memory_order_relaxed) &
+	       MSTAT_STOP_EXIT);
+	if (go) {
+		atomic_store_explicit(&mstat_proc.starting, true, memory_order_relaxed);
+		mstat_proc.starter = mstat_tid();
+	}
+	mstat_shared_unlock();
+	if (go)
+		start();
+}
+
+void
+mstat_publish_wait(void)
+{
+	mstat_publish();
+	uint64_t since = mstat_clock_ns(CLOCK_MONOTONIC_COARSE);
+	/* (W) acquire: pairs with the release in start_end(); what start()
+	 * did (the segment, `ready`, `disabled`) is seen. */
+	while (atomic_load_explicit(&mstat_proc.starting, memory_order_relaxed) &&
+	       !atomic_load_explicit(&mstat_proc.start_ended, memory_order_acquire) &&
+	       mstat_proc.starter != mstat_tid() &&
+	       mstat_clock_ns(CLOCK_MONOTONIC_COARSE) - since < START_WAIT_NS) {
+		struct timespec ts = { 0, 10 * 1000 * 1000 };
+		syscall(SYS_futex, &mstat_proc.start_ended, FUTEX_WAIT_PRIVATE, 0, &ts,
+			NULL, 0);
+	}
+}
+
+/* Tells mstat-run, if it runs this process: the status, and the segment
+ * unless `seg` is NULL (nothing is counted). */
+static MSTAT_START_TEXT void
+report(const struct mstat_segment *seg)
+{
+	int fd = -1;
+
+	if (!mstat_proc.report[0] || getpid() != mstat_proc.report_pid ||
+	    (seg && (fd = mstat_segment_reopen(seg)) < 0))
+		return;
+	(void)mstat_report_send(mstat_proc.report, mstat_proc.status, fd);
+	if (fd >= 0)
+		close(fd);
+}
+
+void
+mstat_start_fork_child(void)
+{
+	RUN_HOOKS(fork_child);
+	atomic_store_explicit(&mstat_proc.starting, false, memory_order_relaxed);
+	atomic_store_explicit(&mstat_proc.start_ended, 0, memory_order_relaxed);
+}
+
+/* start() has returned, made the segment or not: threads that wait for
+ * it go on (mstat_publish_wait(), fork_prepare()). */
+static void
+start_end(void)
+{
+	/* (W) release: pairs with the acquire loads of its waiters. */
+	atomic_store_explicit(&mstat_proc.start_ended, 1, memory_order_release);
+	syscall(SYS_futex, &mstat_proc.start_ended, FUTEX_WAKE_PRIVATE, INT_MAX,
+		NULL, NULL, 0);
+}
+
+/* Creates the segment, folds `early` into the shared slot, publishes.  The
+ * process has one thread, or the others count into `early` meanwhile. */
+static void
+start(void)
+{
+	char err[160];
+	uint32_t mode = mstat_proc.writer_mode;
+
+	if (mode == MSTAT_MODE_MEMBARRIER &&
+	    syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) < 0) {
+		mstat_status_warn("membarrier unavailable, counting in fenced mode",
+				  strerror(errno));
+		mode = MSTAT_MODE_FENCED;
+	}
+	/* Whoever starts removes a few segments of processes that are gone. */
+	mstat_reap_some(geteuid(), REAP_PROBES);
+	/* What the hooks allocate (loading libunwind) is the library's own. */
+	mstat_own_begin();
+	RUN_HOOKS(segment);
+	mstat_own_end();
+	/* Made outside the shared lock: creating may allocate (it should not,
+	 * but a count from in here must not deadlock), counted as early. */
+	struct mstat_segment seg;
+	int rc = mstat_segment_create(&seg, mstat_proc.name, mstat_proc.slot_count,
+				      mode, err, sizeof(err));
+	if (rc < 0) {
+		mstat_shared_lock();
+		mstat_proc.disabled = true;
+		mstat_shared_unlock();
+		mstat_status_set((const char *const[]){ "not counting: ", err, NULL });
+		mstat_status_log("not counting", err);
+		report(NULL);
+		start_end();
+		return;
+	}
+
+	mstat_slots_key();
+	mstat_shared_lock();
+	/* The exit began while the segment was made: it would never be
+	 * retired.  Nobody has seen it (magic is not published). */
+	if (atomic_load_explicit(&mstat_writer_config.stop, memory_order_relaxed) &
+	    MSTAT_STOP_EXIT) {
+		mstat_shared_unlock();
+		mstat_segment_discard(&seg);
+		start_end();
+		return;
+	}
+	mstat_proc.seg = seg;
+	mstat_slots_made();
+	atomic_store_explicit(&mstat_writer_config.epoch,
+			      mstat_epoch_word(&seg.hdr->epoch), memory_order_relaxed);
+	atomic_store_explicit(&mstat_proc.exit_word, mstat_epoch_word(&seg.hdr->epoch),
+			      memory_order_relaxed);
+	mstat_writer_config.fenced = mode == MSTAT_MODE_FENCED;
+	/* A section on a segment no reader can see yet, which nothing can
+	 * stop: epoch 0, generation 0. */
+	(void)mstat_shared_take_early();
+	mstat_proc.early[MSTAT_CLASS_COUNT][MSTAT_T_REQUESTED_BYTES] +=
+		mstat_proc.early_requested;
+	mstat_proc.early_requested = 0;
+	mstat_rows_put(mstat_segment_slot(&seg, MSTAT_SHARED_SLOT), 0, mstat_proc.early);
+	memset(mstat_proc.early, 0, sizeof(mstat_proc.early));
+	mstat_segment_publish(&seg);
+	/* (R) release: pairs with the acquire in mstat_section_open_slow(). */
+	atomic_store_explicit(&mstat_proc.ready, 1, memory_order_release);
+	mstat_shared_unlock();
+	mstat_status_set((const char *const[]){
+		"counting into " MSTAT_SHM_DIR "/", seg.shm_name,
+		mode == MSTAT_MODE_FENCED ? " (fenced)" : " (membarrier)", NULL });
+	report(&mstat_proc.seg);
+	start_end();
+}
+
+MSTAT_START_TEXT const struct mstat_segment *
+mstat_writer_segment(void)
+{
+	/* (R) acquire: pairs with the release in start(); the segment's
+	 * fields are then set. */
+	if (!atomic_load_explicit(&mstat_proc.ready, memory_order_acquire) ||
+	    atomic_load_explicit(&mstat_proc.retired, memory_order_relaxed))
+		return NULL;
+	return &mstat_proc.seg;
+}
+
+__attribute__((constructor)) static MSTAT_START_TEXT void
+mstat_writer_start(void)
+{
+	const char *e;
+
+	mstat_proc.pid = getpid();
+	mstat_proc.born_ns = mstat_clock_ns(CLOCK_MONOTONIC_COARSE);
+	e = mstat_config_text(MSTAT_CONF_NAME);
+	mstat_join(mstat_proc.name, sizeof(mstat_proc.name), (const char *const[]){
+		e ? e : program_invocation_short_name, NULL });
+	if ((e = mstat_config_text(MSTAT_CONF_LOG)))
+		mstat_join(mstat_proc.log, sizeof(mstat_proc.log),
+			   (const char *const[]){ e, NULL });
+	/* Set by mstat-run for the command it runs (shm/report.h): that
+	 * process sends its segment as it makes it, at once, or says why
+	 * there is none. */
+	if ((e = mstat_config_text(MSTAT_CONF_REPORT))) {
+		mstat_join(mstat_proc.report, sizeof(mstat_proc.report),
+			   (const char *const[]){ e, NULL });
+		mstat_proc.report_pid = (pid_t)mstat_config_number(MSTAT_CONF_REPORT_PID);
+	}
+	if (mstat_config_number(MSTAT_CONF_DISABLE)) {
+		mstat_proc.disabled = true;
+		mstat_status_set((const char *const[]){ "disabled by MSTAT_DISABLE",
+							NULL });
+		report(NULL);
+		return;
+	}
+	mstat_proc.eager = mstat_config_number(MSTAT_CONF_EAGER) ||
+			   (mstat_proc.report[0] && mstat_proc.report_pid == getpid());
+	RUN_HOOKS(start);
+	mstat_proc.slot_count = (uint32_t)mstat_config_number(MSTAT_CONF_SLOTS);
+	mstat_proc.writer_mode = (uint32_t)mstat_config_number(MSTAT_CONF_MODE);
+	if (mstat_proc.writer_mode == MSTAT_MODE_MEMBARRIER)
+		mstat_stop_start();
+	/* Handlers may take glibc a block to keep: the library's own. */
+	mstat_own_begin();
+	mstat_fork_handlers();
+	mstat_exit_handlers();
+	mstat_own_end();
+	mstat_status_set((const char *const[]){
+		"counting in process memory; the segment is made once the "
+		"process is worth watching", NULL });
+	mstat_proc.started = true;
+	if (mstat_proc.eager)
+		mstat_publish();
+}
