@@ -54,10 +54,14 @@ WORK = os.environ.get("WORKDIR", "")
 TAG = "ctr%d" % os.getpid()
 TIMEOUT = 60
 
-# The instrumented process, as a container's second process: its shell
-# keeps the container's stdin for it (it exits when that closes), and
-# lives on once it is gone.
-SCRIPT = 'exec 3<&0; %s fixed <&3 & wait; exec sleep 600' % TARGET
+# The instrumented process, with the same pid in every container: its
+# shell first spends pids up to 19 (the runtime spends a few of the
+# first ones, not always as many), keeps the container's stdin for it
+# (it exits when that closes), and lives on once it is gone.
+NSPID = 20
+SCRIPT = ('exec 3<&0; while :; do true & p=$!; wait $p; '
+          '[ $p -lt %d ] || break; done; '
+          '%s fixed <&3 & wait; exec sleep 600' % (NSPID - 1, TARGET))
 # Its counts ("fixed" mode, tests/observer/target.c).
 FIXED = {"alloc_count": 10, "free_count": 3, "live_objects": 7}
 
