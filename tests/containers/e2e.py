@@ -9,8 +9,9 @@ which.
     e2e.py hosts
 
 Two containers, each with its own mount, pid and IPC namespaces, its own
-tmpfs /dev/shm and its own cgroup, run the same instrumented process as
-their second process: the same pid in each.  A third runs on the host.
+tmpfs /dev/shm and its own cgroup, run the same instrumented process
+under the same pid, one as root and one as another user (nobody).  A
+third runs on the host.
 A host mstat-top in a terminal (tmux) and a host mstat-exporter scraped
 by a real Prometheus show all three, each once, under its host pid, with
 its pid in its namespace, its container's id and its counts.  Then one
@@ -53,6 +54,7 @@ PODMAN = os.environ.get("PODMAN", "")
 WORK = os.environ.get("WORKDIR", "")
 TAG = "ctr%d" % os.getpid()
 TIMEOUT = 60
+NOBODY = 65534
 
 # The instrumented process, with the same pid in every container: its
 # shell first spends pids up to 19 (the runtime spends a few of the
@@ -123,9 +125,11 @@ class Podman:
                               list(args), env=self.env, stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, timeout=TIMEOUT, **kw)
 
-    def run(self, name, script):
-        """A container running `script` (sh): its id and its pid 1."""
+    def run(self, name, script, uid=0):
+        """A container running `script` (sh) as `uid`: its id and its
+        pid 1."""
         r = self.podman("run", "-d", "-i", "--name", name,
+                        "--user", "%d:%d" % (uid, uid),
                         "-e", "MSTAT_NAME=" + name,
                         "-v", "/usr:/usr:ro",
                         "-v", "%s:%s:ro" % (self.build, self.build),
@@ -148,13 +152,14 @@ class Podman:
 class Boxes:
     """The same kernel objects, made with unshare(1)."""
 
-    def run(self, name, script):
+    def run(self, name, script, uid=0):
         # Its stdin a pipe that stays open, as podman's -i keeps it.
         box = nsbox.Box(TAG, 'exec 3< <(exec sleep 600)\n'
                         'export MSTAT_NAME=%s\n'
+                        'setpriv --reuid=%d --regid=%d --clear-groups '
                         '%s fixed <&3 &\n'
                         'wait || true\n'
-                        'exec sleep 600\n' % (name, TARGET))
+                        'exec sleep 600\n' % (name, uid, uid, TARGET))
         cleanup.append(box.close)
         return box.id, box.init
 
@@ -190,9 +195,9 @@ def segments(shm):
 
 
 class Container:
-    def __init__(self, rt, name):
+    def __init__(self, rt, name, uid=0):
         self.name = name
-        self.id, self.init = rt.run(name, SCRIPT)
+        self.id, self.init = rt.run(name, SCRIPT, uid)
         # Its instrumented process: pid 1's child with a segment.
         self.shm = "/proc/%d/root/dev/shm" % self.init
         self.seg = wait_for(lambda: segments(self.shm),
@@ -236,7 +241,10 @@ def test_hosts():
     cleanup.append(lambda: host.kill())
     check(host.stdout.readline() == b"ready\n", "the host's process started")
     a = Container(rt, TAG + "-a")
-    b = Container(rt, TAG + "-b")
+    # b's process is another user's: root reads every user's.
+    b = Container(rt, TAG + "-b", NOBODY)
+    check(os.stat(os.path.join(b.shm, b.seg)).st_uid == NOBODY,
+          "b's segment is uid %d's" % NOBODY)
     check(a.nspid == b.nspid and a.pid != b.pid,
           "the same pid in both containers: %d, %d (host %d, %d)"
           % (a.nspid, b.nspid, a.pid, b.pid))
