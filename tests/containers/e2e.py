@@ -17,6 +17,8 @@ by a real Prometheus show all three, each once, under its host pid, with
 its pid in its namespace, its container's id and its counts.  Then one
 container's process is killed: its row turns killed and its segment is
 removed from its container's /dev/shm; the other container's stays.
+Then the other's ends cleanly: its row turns exited, its segment is
+gone.
 
 The observers read this test's namespaces only (--namespaces with the
 containers' pids), not every one on the machine: other test runs live
@@ -58,12 +60,11 @@ NOBODY = 65534
 
 # The instrumented process, with the same pid in every container: its
 # shell first spends pids up to 19 (the runtime spends a few of the
-# first ones, not always as many), keeps the container's stdin for it
-# (it exits when that closes), and lives on once it is gone.
-NSPID = 20
-SCRIPT = ('exec 3<&0; while :; do true & p=$!; wait $p; '
-          '[ $p -lt %d ] || break; done; '
-          '%s fixed <&3 & wait; exec sleep 600' % (NSPID - 1, TARGET))
+# first ones, not always as many).  Its stdin is a pipe from `sleep
+# 600`, its feeder: it exits when that is killed.  The shell lives on
+# once it is gone.
+SCRIPT = ('while :; do true & p=$!; wait $p; [ $p -lt 19 ] || break; done; '
+          'sleep 600 | %s fixed & wait; exec sleep 600' % TARGET)
 # Its counts ("fixed" mode, tests/observer/target.c).
 FIXED = {"alloc_count": 10, "free_count": 3, "live_objects": 7}
 
@@ -208,6 +209,21 @@ class Container:
                             "%s's process" % name)[0]
         self.nspid = there
 
+    def end(self):
+        """Ends its process cleanly: its feeder killed, its stdin ends."""
+        feeders = [p for p in all_pids(self.init)
+                   if cmdline(p) == ["sleep", "600"]]
+        check(len(feeders) == 1, "%s's feeder: %r" % (self.name, feeders))
+        os.kill(feeders[0], signal.SIGTERM)
+
+
+def cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return f.read().decode().split("\0")[:-1]
+    except FileNotFoundError:
+        return None
+
 
 def all_pids(root):
     out, todo = [], [root]
@@ -346,9 +362,17 @@ def test_hosts():
                  "its segment to be removed from its container's /dev/shm")
         check(b.seg in segments(b.shm), "the other container's stays")
         check(state(s, host.pid) == "running", "the host's runs on")
-    # Gone from the exporter's next scrapes: two series left.
-    wait_for(lambda: len(prom_query(prom, q)) == 2,
-             "the killed process's series to go")
+        # The other's ends cleanly: exited, its segment gone with it.
+        b.end()
+        s = t.wait(lambda s: state(s, b.pid) == "exited", "b exited")
+        wait_for(lambda: b.seg not in segments(b.shm),
+                 "b's segment to be gone from its container's /dev/shm")
+        check(state(s, a.pid) == "killed" and
+              state(s, host.pid) == "running", "a killed, the host's runs "
+              "on: %s" % s)
+    # Gone from the exporter's next scrapes: the host's series left.
+    wait_for(lambda: len(prom_query(prom, q)) == 1,
+             "the ended processes' series to go")
 
 
 def start_exporter(which, prefix=()):

@@ -81,6 +81,17 @@ class Box:
             time.sleep(0.01)
         if not self.init:
             raise RuntimeError("the box did not start")
+        # Started once its /dev/shm is its own: until its tmpfs is
+        # mounted, the host's shows through.
+        ours = os.stat("/dev/shm").st_dev
+        while time.monotonic() < deadline:
+            try:
+                if os.stat(self.shm()).st_dev != ours:
+                    return
+            except OSError:
+                pass  # not there yet
+            time.sleep(0.01)
+        raise RuntimeError("the box's /dev/shm was not mounted")
 
     def line(self):
         return self.p.stdout.readline().decode().rstrip("\n")
