@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "pprof_http.h"
+#include "procs.h"
 #include "reader.h"
 #include "scrape.h"
 #include "text.h"
@@ -31,6 +32,7 @@ struct options {
 	const char *telemetry_path;
 	const char *config_file;
 	bool classes;
+	struct mstat_namespaces namespaces;
 	unsigned wait_budget_us;
 	unsigned max_requests;
 	unsigned max_profile_requests;
@@ -56,6 +58,11 @@ usage(FILE *f)
 	      "                              name (default: the Host header of the\n"
 	      "                              request for them)\n"
 	      "  --[no-]collector.classes    per-size-class series (default off)\n"
+	      "  --reader.namespaces=WHICH   all: the /dev/shm of every mount\n"
+	      "                              namespace this user may read (the\n"
+	      "                              default, or MSTAT_NAMESPACES); own:\n"
+	      "                              its own only; PID[,PID..]: those of\n"
+	      "                              these processes, and its own\n"
 	      "  --reader.wait-budget=TIME   how long a scrape waits, in all, for\n"
 	      "                              stalled and busy processes: 10ms,\n"
 	      "                              0.5s, ... up to 5s (default 10ms)\n"
@@ -99,6 +106,7 @@ parse_duration(const char *s)
 enum {
 	OPT_LISTEN = 256, OPT_PATH, OPT_CONFIG, OPT_MAX_REQ, OPT_CLASSES,
 	OPT_NO_CLASSES, OPT_BUDGET, OPT_VERSION, OPT_MAX_PROFILES, OPT_EXTERNAL,
+	OPT_NAMESPACES,
 };
 
 static int
@@ -115,6 +123,7 @@ parse_options(struct options *o, int argc, char **argv)
 		{ "collector.classes", no_argument, NULL, OPT_CLASSES },
 		{ "no-collector.classes", no_argument, NULL, OPT_NO_CLASSES },
 		{ "reader.wait-budget", required_argument, NULL, OPT_BUDGET },
+		{ "reader.namespaces", required_argument, NULL, OPT_NAMESPACES },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -128,6 +137,12 @@ parse_options(struct options *o, int argc, char **argv)
 	*o = (struct options){ .telemetry_path = "/metrics",
 			       .wait_budget_us = MSTAT_WAIT_BUDGET_DEFAULT_US,
 			       .max_requests = 40, .max_profile_requests = 4 };
+	const char *ns = getenv("MSTAT_NAMESPACES");
+	if (ns && *ns && mstat_namespaces_parse(ns, &o->namespaces) < 0) {
+		say("MSTAT_NAMESPACES=%s: all, own, or process ids separated by "
+		    "commas", ns);
+		return -1;
+	}
 	while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
 		switch (c) {
 		case OPT_LISTEN:
@@ -191,6 +206,13 @@ parse_options(struct options *o, int argc, char **argv)
 			}
 			o->wait_budget_us = (unsigned)v;
 			break;
+		case OPT_NAMESPACES:
+			if (mstat_namespaces_parse(optarg, &o->namespaces) < 0) {
+				say("--reader.namespaces %s: all, own, or process "
+				    "ids separated by commas (at most 64)", optarg);
+				return -1;
+			}
+			break;
 		case OPT_VERSION:
 			printf("mstat-exporter %s\n", MSTAT_VERSION);
 			exit(0);
@@ -239,6 +261,7 @@ main(int argc, char **argv)
 	struct mstat_scrape_options so = {
 		.wait_budget_us = o.wait_budget_us,
 		.classes = o.classes,
+		.namespaces = o.namespaces,
 		.note = note,
 	};
 	if ((rc = mstat_scraper_start(&scraper, &so)) < 0) {

@@ -152,27 +152,20 @@ mstat_reap_fd(int dirfd, const char *name, int fd)
 }
 
 int
-mstat_reap_at(int dirfd, const char *name, uid_t uid,
-	      const struct mstat_reaped *succeeded, struct mstat_reaped *out)
+mstat_reap_file(int dirfd, const char *name, int fd, uid_t uid,
+		const struct mstat_reaped *succeeded, struct mstat_reaped *out)
 {
 	struct mstat_reaped id;
 	struct stat st;
-	int fd, rc;
+	int rc;
 
-	fd = openat(dirfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return errno == ENOENT || errno == EACCES || errno == ELOOP
-			       ? MSTAT_REAP_KEPT : -errno;
-	rc = MSTAT_REAP_KEPT;
-	if (fstat(fd, &st) < 0) {
-		rc = -errno;
-		goto out;
-	}
+	if (fstat(fd, &st) < 0)
+		return -errno;
 	if (!S_ISREG(st.st_mode) || st.st_uid != uid)
-		goto out;
+		return MSTAT_REAP_KEPT;
 	rc = lock_dead(fd);
 	if (rc <= 0)
-		goto out;
+		return rc;
 	if (!read_identity(fd, st.st_size, &id)) {
 		rc = MSTAT_REAP_KEPT;
 		goto unlock;
@@ -190,7 +183,20 @@ mstat_reap_at(int dirfd, const char *name, uid_t uid,
 	rc = unlink_locked(dirfd, name, fd);
 unlock:
 	unlock(fd);
-out:
+	return rc;
+}
+
+int
+mstat_reap_at(int dirfd, const char *name, uid_t uid,
+	      const struct mstat_reaped *succeeded, struct mstat_reaped *out)
+{
+	int fd, rc;
+
+	fd = openat(dirfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return errno == ENOENT || errno == EACCES || errno == ELOOP
+			       ? MSTAT_REAP_KEPT : -errno;
+	rc = mstat_reap_file(dirfd, name, fd, uid, succeeded, out);
 	close(fd);
 	return rc;
 }

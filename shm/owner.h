@@ -62,6 +62,13 @@ enum mstat_reap {
 int mstat_reap_at(int dirfd, const char *name, uid_t uid,
 		  const struct mstat_reaped *succeeded, struct mstat_reaped *out);
 
+/* The same for the file open (for reading and writing) at `fd`, which
+ * the caller opened as `name` in `dirfd` (beneath.h, in a directory of
+ * another mount namespace); `fd` stays open. */
+int mstat_reap_file(int dirfd, const char *name, int fd, uid_t uid,
+		    const struct mstat_reaped *succeeded,
+		    struct mstat_reaped *out);
+
 /* The same for a segment a reader has open at `fd` under `name` in
  * `dirfd`: unlinks the name if the owner is gone and the name still leads
  * to this file.  The descriptor stays open, its mapping readable. */

@@ -43,6 +43,7 @@ struct options {
 	size_t npids;
 	double linger_s, window_s, baseline_s;
 	const char *record, *replay;
+	struct mstat_namespaces namespaces; /* --namespaces */
 	const char *pprof;          /* --pprof: write the profile and exit */
 	long sites;                 /* --sites: per process in JSON; 0 none */
 	int64_t sample_bytes;       /* --sample-bytes; -1: not asked */
@@ -60,10 +61,16 @@ usage(FILE *f)
 	      "  -o, --format=FORMAT    batch output: table, json, openmetrics,\n"
 	      "                         prometheus (text format 0.0.4)\n"
 	      "  -p, --pid=PID[,PID..]  watch only these processes\n"
-	      "  -F, --filter=TEXT      show only names containing TEXT (or pid TEXT)\n"
-	      "  -s, --sort=COLUMN      pid, name, age, threads, live-bytes, live-objs,\n"
-	      "                         alloc/s, free/s, net/s, growth, growth-objs,\n"
-	      "                         growth/s, state\n"
+	      "  -F, --filter=TEXT      show only processes whose name, container id,\n"
+	      "                         pod uid or systemd unit contains TEXT (or pid\n"
+	      "                         TEXT)\n"
+	      "  -N, --namespaces=WHICH all: the /dev/shm of every mount namespace this\n"
+	      "                         user may read (the default, or MSTAT_NAMESPACES);\n"
+	      "                         own: its own only; PID[,PID..]: those of these\n"
+	      "                         processes, and its own\n"
+	      "  -s, --sort=COLUMN      pid, name, where, age, threads, live-bytes,\n"
+	      "                         live-objs, alloc/s, free/s, net/s, growth,\n"
+	      "                         growth-objs, growth/s, state\n"
 	      "      --baseline=SECONDS take every baseline again SECONDS after\n"
 	      "                         mstat-top's first tick (a replay: the\n"
 	      "                         recording's); until then, and by default,\n"
@@ -128,6 +135,7 @@ parse_options(struct options *o, int argc, char **argv)
 		{ "format", required_argument, NULL, 'o' },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "filter", required_argument, NULL, 'F' },
+		{ "namespaces", required_argument, NULL, 'N' },
 		{ "sort", required_argument, NULL, 's' },
 		{ "linger", required_argument, NULL, 'L' },
 		{ "window", required_argument, NULL, 'W' },
@@ -150,7 +158,13 @@ parse_options(struct options *o, int argc, char **argv)
 			       .format = MSTAT_FORMAT_TABLE,
 			       .sort = MSTAT_SORT_LIVE_BYTES, .linger_s = 300.0,
 			       .window_s = 60.0, .sample_bytes = -1 };
-	while ((c = getopt_long(argc, argv, "bn:d:o:p:F:s:hV", longs, &idx)) != -1) {
+	const char *ns = getenv("MSTAT_NAMESPACES");
+	if (ns && *ns && mstat_namespaces_parse(ns, &o->namespaces) < 0) {
+		complain("bad value '%s' for MSTAT_NAMESPACES: all, own, or "
+			 "process ids separated by commas", ns);
+		return -1;
+	}
+	while ((c = getopt_long(argc, argv, "bn:d:o:p:F:N:s:hV", longs, &idx)) != -1) {
 		name = c == '?' ? NULL : idx >= 0 && longs[idx].val == c
 						 ? longs[idx].name : NULL;
 		idx = -1;
@@ -184,6 +198,12 @@ parse_options(struct options *o, int argc, char **argv)
 			if (strlen(optarg) >= sizeof(o->filter))
 				goto bad;
 			snprintf(o->filter, sizeof(o->filter), "%s", optarg);
+			break;
+		case 'N':
+			want = "all, own, or process ids separated by commas, "
+			       "at most 64";
+			if (mstat_namespaces_parse(optarg, &o->namespaces) < 0)
+				goto bad;
 			break;
 		case 's': {
 			int k = mstat_model_parse_sort(optarg);
@@ -411,7 +431,7 @@ note_missing(const struct options *o, const struct mstat_model *m)
 			any = true;
 			continue;
 		}
-		any |= mstat_reader_why_none(o->pids[k], why, sizeof(why)) !=
+		any |= mstat_discover_why_none(o->pids[k], why, sizeof(why)) !=
 		       -ESRCH;
 		complain("%s", why);
 	}
@@ -707,7 +727,8 @@ request_sampling(const struct options *o)
 
 	for (size_t i = 0; i < o->npids; i++) {
 		struct mstat_reader *r;
-		if (mstat_reader_open_pid(&r, o->pids[i], why, sizeof(why)) < 0 ||
+		if (mstat_discover_open_pid(o->pids[i], &o->namespaces, &r,
+					    why, sizeof(why)) < 0 ||
 		    mstat_reader_request_sampling(r, (uint64_t)o->sample_bytes) < 0) {
 			if (r)
 				snprintf(why, sizeof(why), "%s", mstat_reader_error(r));
@@ -728,7 +749,8 @@ write_pprof(const struct options *o)
 	char why[256];
 	int rc;
 
-	if (mstat_reader_open_pid(&r, o->pids[0], why, sizeof(why)) < 0) {
+	if (mstat_discover_open_pid(o->pids[0], &o->namespaces, &r, why,
+				    sizeof(why)) < 0) {
 		fprintf(stderr, "mstat-top: %s\n", why);
 		return 1;
 	}
@@ -788,6 +810,7 @@ main(int argc, char **argv)
 	struct mstat_core_options to = {
 		.pids = o.pids,
 		.npids = o.npids,
+		.namespaces = o.namespaces,
 		.interval_ms = (unsigned)(o.delay_s * 1000),
 		.wait_budget_us = MSTAT_WAIT_BUDGET_DEFAULT_US,
 		.linger_ns = (uint64_t)(o.linger_s * 1e9),
