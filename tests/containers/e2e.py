@@ -339,6 +339,25 @@ def test_hosts():
           sorted(["", a.id, b.id]), "one series per container: %r" % join)
     unread = prom_query(prom, "mstat_exporter_namespaces_unreadable")
     check(unread and unread[0]["value"][1] == "0", "every namespace read")
+    # Heap profiles by host pid, and targets that say where each runs.
+    for pid in want:
+        url = "http://127.0.0.1:%d/debug/pprof/heap?pid=%d" % (port, pid)
+        try:
+            with urllib.request.urlopen(url, timeout=TIMEOUT) as r:
+                status, body = r.status, r.read()
+        except urllib.error.HTTPError as e:
+            status, body = e.code, e.read()
+        check(status == 200 and body[:2] == b"\x1f\x8b",
+              "the heap profile of pid %d: %d, %r" % (pid, status, body[:200]))
+    with urllib.request.urlopen("http://127.0.0.1:%d/debug/pprof/targets"
+                                % port, timeout=TIMEOUT) as r:
+        targets = [t for t in json.loads(r.read().decode())
+                   if t["labels"].get("name", "").startswith(TAG)]
+    check(sorted((int(t["labels"]["pid"]), t["labels"].get("container_id"))
+                 for t in targets) ==
+          sorted((pid, w[2]) for pid, w in want.items()),
+          "one profile target per process, by host pid, with its "
+          "container: %r" % targets)
 
     # The view, in a terminal wide enough for WHERE.
     check(TMUX, "no tmux")
