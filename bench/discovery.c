@@ -80,6 +80,9 @@ main(int argc, char **argv)
 		.wait_budget_us = MSTAT_WAIT_BUDGET_DEFAULT_US,
 		.linger_ns = 1000000000u,
 		.note = mbench_segments_note,
+		/* Its own /dev/shm: what this benchmark measures (the
+		 * namespaces benchmark, the others). */
+		.namespaces = { .own = true },
 	};
 	if (mstat_core_init(&core, &o) < 0)
 		return 1;

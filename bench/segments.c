@@ -88,6 +88,35 @@ mbench_segments_make(unsigned n, int *fds, const char *name)
 	return 0;
 }
 
+int
+mbench_segment_self(const char *name)
+{
+	size_t len = MSTAT_SLOTS_OFFSET(MSTAT_CLASS_COUNT) + MSTAT_SLOT_SIZE(MSTAT_CLASS_COUNT);
+	unsigned char *buf = malloc(len);
+	char path[128], seg[64];
+	uint64_t start;
+	int fd = -1;
+
+	if (!buf || mstat_proc_start_time(0, &start) < 0) {
+		free(buf);
+		return -1;
+	}
+	mstat_shm_name(seg, sizeof(seg), getpid(), start, 0);
+	snprintf(path, sizeof(path), "%s/%s", MSTAT_SHM_DIR, seg);
+	image(buf, len, start, name, MSTAT_STACKS, MSTAT_FRAMES, MSTAT_MODULES);
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 || mstat_owner_lock(fd) < 0 ||
+	    pwrite(fd, buf, len, 0) != (ssize_t)len ||
+	    ftruncate(fd, (off_t)MSTAT_SEGMENT_SIZE(MSTAT_CLASS_COUNT, SLOTS)) < 0) {
+		fprintf(stderr, "mstat-bench: %s: %s\n", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		fd = -1;
+	}
+	free(buf);
+	return fd;
+}
+
 void
 mbench_segments_remove(unsigned n, int *fds)
 {

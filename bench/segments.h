@@ -14,6 +14,10 @@
 /* Makes n segments named `name` (their process's name); their
  * descriptors into fds.  0 or -1 (with a line on stderr). */
 int mbench_segments_make(unsigned n, int *fds, const char *name);
+/* A segment of the calling process, under its own name, with its own
+ * pid, start time and pid namespace, named `name`, its owner lock held:
+ * the descriptor (keep it), or -1 (with a line on stderr). */
+int mbench_segment_self(const char *name);
 /* Unlinks and closes them. */
 void mbench_segments_remove(unsigned n, int *fds);
 /* One segment of this process, named `name`, whose heap profile holds

@@ -120,6 +120,9 @@ struct mstat_core_sites_want {
 struct mstat_core_options {
 	const pid_t *pids;          /* attach only these, if npids > 0 */
 	size_t npids;
+	/* Whose /dev/shm to read (procs.h); all zero: every mount
+	 * namespace's it may read. */
+	struct mstat_namespaces namespaces;
 	unsigned interval_ms;
 	unsigned wait_budget_us;    /* for stalled targets, per tick */
 	uint64_t linger_ns;         /* how long exited and killed targets stay */
@@ -157,6 +160,9 @@ struct mstat_core {
 	struct mstat_core_sites_want *sites_want; /* the consumer's, see above */
 	struct mstat_core_sites *sites;           /* the sampler's */
 	_Atomic uint64_t ticks;         /* ticks completed */
+	/* Mount namespaces whose /dev/shm the last tick could not read
+	 * (procs.h); a count, relaxed: it publishes nothing else. */
+	_Atomic unsigned namespaces_unreadable;
 	_Atomic unsigned interval_ms;
 	_Atomic bool stop;
 	int wake_fd;                    /* eventfd */

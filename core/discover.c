@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "beneath.h"
 #include "clock.h"
 #include "index.h"
 #include "layout.h"
@@ -30,8 +31,25 @@
 struct mstat_discover_refusal {
 	char name[64];
 	uint64_t ino;
+	struct mstat_shmdir *dir; /* held */
 	int rc;
+	unsigned tries;           /* scans that refused it for `rc` */
 	bool in_scan;
+};
+
+/* With -p: a process asked for, where its segments are made, as of this
+ * scan. */
+struct mstat_discover_want {
+	const struct mstat_shmdir *dir; /* NULL: this process's /dev/shm */
+	pid_t nspid;                    /* its pid in its own namespace */
+	uint64_t start;                 /* if `running` */
+	bool running;
+};
+
+/* A directory's lookups, during a scan. */
+struct scan {
+	struct mstat_index known, refusals;
+	size_t nknown, nrefusals;
 };
 
 /* One line to whoever shows notes; they escape it (text.h): a note names
@@ -60,7 +78,7 @@ cmp_pid(const void *a, const void *b)
 
 int
 mstat_discover_init(struct mstat_discover *d, const pid_t *pids, size_t npids,
-		    unsigned wait_budget_us,
+		    const struct mstat_namespaces *which, unsigned wait_budget_us,
 		    void (*fn)(void *arg, const char *line), void *arg)
 {
 	memset(d, 0, sizeof(*d));
@@ -69,65 +87,112 @@ mstat_discover_init(struct mstat_discover *d, const pid_t *pids, size_t npids,
 	d->note_arg = arg;
 	if (npids) {
 		d->pids = malloc(npids * sizeof(pid_t));
-		if (!d->pids)
+		d->want = malloc(npids * sizeof(*d->want));
+		if (!d->pids || !d->want) {
+			free(d->pids);
+			free(d->want);
 			return -ENOMEM;
+		}
 		memcpy(d->pids, pids, npids * sizeof(pid_t));
 		qsort(d->pids, npids, sizeof(pid_t), cmp_pid);
 		d->npids = npids;
 	}
 	(void)mstat_pid_ns(&d->pid_ns); /* 0 if unknown: pids mean nothing */
 	d->boot_ns = mstat_proc_boot_ns();
-	return 0;
+	return mstat_procs_init(&d->procs, which);
+}
+
+static void
+refusal_free(struct mstat_discover *d, struct mstat_discover_refusal *f)
+{
+	mstat_shmdir_unref(&d->procs, f->dir);
+	free(f);
 }
 
 void
 mstat_discover_fini(struct mstat_discover *d)
 {
 	for (size_t i = 0; i < d->nrefused; i++)
-		free(d->refused[i]);
+		refusal_free(d, d->refused[i]);
 	free(d->refused);
 	free(d->kept.v);
 	free(d->pids);
+	free(d->want);
+	free(d->scratch);
+	mstat_procs_fini(&d->procs);
 	memset(d, 0, sizeof(*d));
 }
 
-/* With -p, whether a name in /dev/shm is of a pid asked for: cheap, for
- * every name on every tick (a binary search). */
+static int
+cmp_want(const void *a, const void *b)
+{
+	return cmp_pid(&((const struct mstat_discover_want *)a)->nspid,
+		       &((const struct mstat_discover_want *)b)->nspid);
+}
+
+/* With -p: where each process asked for makes its segments, and under
+ * which pid, as this scan's sweep found them.  A process that is not
+ * running (any more), or could not be looked at, is looked for in this
+ * process's /dev/shm under its pid, as it always was. */
+static void
+want_scan(struct mstat_discover *d)
+{
+	for (size_t i = 0; i < d->npids; i++) {
+		struct mstat_discover_want *w = &d->want[i];
+		struct mstat_proc *p = mstat_procs_find(&d->procs, d->pids[i]);
+		struct mstat_shmdir *dir = p && p->inspectable
+			? mstat_procs_dir_of(&d->procs, p) : NULL;
+
+		w->dir = dir && !dir->own ? dir : NULL;
+		w->nspid = dir ? p->nspid : d->pids[i];
+		w->running = p != NULL;
+		w->start = p ? p->start : 0;
+	}
+	qsort(d->want, d->npids, sizeof(*d->want), cmp_want);
+}
+
+/* With -p, whether the name `name` in `dir` is of a process asked for:
+ * while it runs, only its own segment, not one an earlier process with
+ * the same pid left behind; once it is gone, whatever it left.  Cheap,
+ * for every name on every tick. */
 static bool
-pid_wanted(const struct mstat_discover *d, const char *name)
+wanted(const struct mstat_discover *d, const struct mstat_shmdir *dir,
+       const char *name)
 {
 	pid_t pid;
 	uint64_t start;
 
 	if (d->npids == 0)
 		return true;
-	return mstat_shm_parse_name(name, &pid, &start) == 0 &&
-	       bsearch(&pid, d->pids, d->npids, sizeof(pid_t), cmp_pid) != NULL;
-}
-
-/* With -p, before attaching: -p names processes.  While the pid runs, only
- * its own segment, not one an earlier process with the same pid left
- * behind; once it is gone, whatever it left. */
-static bool
-process_wanted(const struct mstat_discover *d, const char *name)
-{
-	pid_t pid;
-	uint64_t start, now;
-
-	if (d->npids == 0)
-		return true;
 	if (mstat_shm_parse_name(name, &pid, &start) < 0)
 		return false;
-	return mstat_proc_start_time(pid, &now) < 0 || now == start;
+	/* The first with this pid (sorted by it), then the others. */
+	size_t lo = 0, hi = d->npids;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (d->want[mid].nspid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i < d->npids && d->want[i].nspid == pid; i++) {
+		const struct mstat_discover_want *w = &d->want[i];
+		if ((w->dir ? w->dir == dir : dir->own) &&
+		    (!w->running || w->start == start))
+			return true;
+	}
+	return false;
 }
 
 /* Reports a refusal once per segment (and again if the reason changes).
  * `f` is what was refused under this name and inode before, or NULL. */
 static void
-refuse(struct mstat_discover *d, struct mstat_discover_refusal *f, const char *name,
-       uint64_t ino, int rc, const char *why)
+refuse(struct mstat_discover *d, struct mstat_discover_refusal *f,
+       struct mstat_shmdir *dir, const char *name, uint64_t ino, int rc,
+       const char *why)
 {
 	if (f && f->rc == rc) {
+		f->tries++;
 		f->in_scan = true;
 		return;
 	}
@@ -145,70 +210,231 @@ refuse(struct mstat_discover *d, struct mstat_discover_refusal *f, const char *n
 		d->refused[d->nrefused++] = f;
 		memcpy(f->name, name, strlen(name) + 1); /* shorter: scan */
 		f->ino = ino;
+		f->dir = dir;
+		mstat_shmdir_ref(dir);
 	}
 	f->rc = rc;
+	f->tries = 1;
 	f->in_scan = true;
 	/* A segment still being made is not worth a line: it is looked at
-	 * again every scan, and removed if its creator dies (below). */
-	if (rc != -EAGAIN) {
+	 * again every scan, and removed if its creator dies (below); nor
+	 * one whose process is gone, which is removed (below) or said
+	 * (`why` set). */
+	if (rc != -EAGAIN && why) {
 		d->refused_count++;
 		note(d, "skipped %s", why);
 	}
 }
 
-/* Attaches the segment `name`; false if the process is out of file
- * descriptors (nothing recorded: it is tried again next scan). */
-static bool
-attach(struct mstat_discover *d, struct cds_list_head *targets,
-       struct mstat_discover_refusal *f, const char *name, uint64_t dir_ino)
-{
-	struct mstat_reader *r;
-	struct mstat_core_target *t;
-	struct stat st;
-	char err[256];
-	int rc = mstat_reader_open_name(&r, name, err, sizeof(err));
+/* What checking a segment against the process it claims found. */
+struct claim {
+	pid_t pid;                  /* the process, in our pid namespace; 0
+				     * none */
+	char why[200];              /* if refused */
+};
 
-	if (rc == -EMFILE || rc == -ENFILE)
-		return false;
+/*
+ * Whether the segment a reader has open, `st` its file, is the process
+ * its header claims (docs/design.md, "Namespaces"): a process of this
+ * sweep with that pid in that pid namespace, started then, whose
+ * /dev/shm is `dir`, running as the file's owner, whose uid in its own
+ * user namespace is the header's.  0 it is; -ESRCH no such process here
+ * (or not one to look at); -EPERM it is not (why in c->why).
+ */
+static int
+check_claim(struct mstat_discover *d, const struct mstat_shmdir *dir,
+	    const struct mstat_target_info *in, const struct stat *st,
+	    struct claim *c)
+{
+	struct mstat_proc_status ps;
+	uint64_t start;
+	uid_t inside;
+	char state;
+	int rc;
+
+	const struct mstat_proc *p =
+		mstat_procs_find_ns(&d->procs, in->pid_ns, in->pid);
+
+	/* One of our pid namespace that started after the sweep: its pid
+	 * is its own. */
+	c->pid = p ? p->pid
+		   : d->pid_ns && in->pid_ns == d->pid_ns ? in->pid : 0;
+	/* Asked again now, not as the sweep found it: that process, still
+	 * there, not a zombie. */
+	if (!c->pid || mstat_proc_stat(c->pid, &start, &state) < 0 ||
+	    start != in->start_time || state == 'Z' || state == 'X' ||
+	    mstat_proc_status(c->pid, &ps) < 0) {
+		c->pid = 0;
+		return -ESRCH;
+	}
+	rc = mstat_procs_dir_is(&d->procs, c->pid, dir);
 	if (rc < 0) {
-		refuse(d, f, name, dir_ino, rc, err);
-		return true;
+		c->pid = 0;
+		return -ESRCH; /* gone meanwhile, or not ours to look at */
 	}
-	t = calloc(1, sizeof(*t));
-	if (!t || fstat(mstat_reader_fd(r), &st) < 0) {
-		free(t);
-		mstat_reader_close(r);
-		return true;
+	if (rc == 0) {
+		snprintf(c->why, sizeof(c->why), "claims pid %d, whose /dev/shm "
+			 "is another directory", (int)c->pid);
+		return -EPERM;
 	}
+	if (st->st_uid != ps.euid) {
+		snprintf(c->why, sizeof(c->why), "is owned by uid %u, but pid %d "
+			 "runs as uid %u", (unsigned)st->st_uid, (int)c->pid,
+			 (unsigned)ps.euid);
+		return -EPERM;
+	}
+	/* The header's uid is the process's own, in its user namespace. */
+	if (mstat_proc_uid_inside(c->pid, ps.euid, &inside) < 0)
+		inside = ps.euid;
+	if (in->uid != inside) {
+		snprintf(c->why, sizeof(c->why), "says uid %u, but pid %d runs "
+			 "as uid %u there", (unsigned)in->uid, (int)c->pid,
+			 (unsigned)inside);
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* The target for a segment checked; NULL if out of memory (the reader is
+ * then closed). */
+static struct mstat_core_target *
+target_new(struct mstat_discover *d, struct mstat_reader *r,
+	   struct mstat_shmdir *dir, const char *name, uint64_t ino,
+	   pid_t pid)
+{
 	const struct mstat_target_info *in = mstat_reader_info(r);
+	struct mstat_core_target *t = calloc(1, sizeof(*t));
+
+	if (!t) {
+		mstat_reader_close(r);
+		return NULL;
+	}
 	t->reader = r;
-	t->ino = (uint64_t)st.st_ino;
+	t->dir = dir;
+	mstat_shmdir_ref(dir);
+	t->ino = ino;
 	t->start_time = in->start_time;
 	t->start_ns = mstat_proc_start_ns(d->boot_ns, in->start_time);
-	t->pid = in->pid;
+	t->nspid = in->pid;
+	t->verified = pid != 0;
+	t->pid = pid ? pid : in->pid;
 	t->writer_mode = in->writer_mode;
 	t->layout_major = in->version_major;
 	t->layout_minor = in->version_minor;
 	memcpy(t->shm_name, name, strlen(name) + 1); /* shorter: scan */
 	snprintf(t->name, sizeof(t->name), "%s", in->name);
-	snprintf(t->key, sizeof(t->key), "%d.%llu@%llu", (int)t->pid,
+	snprintf(t->key, sizeof(t->key), "%d.%llu@%llu", (int)in->pid,
 		 (unsigned long long)t->start_time,
 		 (unsigned long long)in->pid_ns);
 	snprintf(t->image, sizeof(t->image), "%.40s:%llu", name,
 		 (unsigned long long)t->ino);
-	/* Its names as /proc has them: read once, as the image that made
-	 * this segment runs (an exec() makes a new segment, and a new
-	 * target). */
+	/* Its names and where it runs, as /proc has them: read once, as the
+	 * image that made this segment runs (an exec() makes a new segment,
+	 * and a new target). */
 	uint64_t now;
-	if (d->pid_ns && in->pid_ns == d->pid_ns) {
+	if (pid) {
+		char cg[4096];
+		mstat_proc_identity(pid, &t->id);
+		if (mstat_proc_cgroup(pid, cg, sizeof(cg)) >= 0)
+			mstat_where_parse(cg, &t->where);
+		/* Its memory cgroup's OOM kills, while it lives. */
+		mstat_oom_watch_start(&t->oom, pid);
+	} else if (d->pid_ns && in->pid_ns == d->pid_ns) {
 		mstat_proc_identity(t->pid, &t->id);
-		/* Its cgroup, while the pid is still this process. */
+		/* The same, while the pid is still this process. */
 		if (mstat_proc_start_time(t->pid, &now) == 0 &&
 		    now == t->start_time)
 			mstat_oom_watch_start(&t->oom, t->pid);
 	}
 	t->in_scan = true;
 	mstat_reader_set_wait_budget(r, d->wait_budget_us);
+	return t;
+}
+
+/* Attaches the segment `name` of `dir`; false if the process is out of
+ * file descriptors (nothing recorded: it is tried again next scan). */
+static bool
+attach(struct mstat_discover *d, struct cds_list_head *targets,
+       struct mstat_discover_refusal *f, struct mstat_shmdir *dir,
+       const char *name, uint64_t ino)
+{
+	struct mstat_reader *r;
+	struct mstat_core_target *t;
+	struct claim c = { 0, "" };
+	struct stat st;
+	char label[64], err[340], why[200];
+	pid_t pid;
+	uint64_t start;
+	int fd, rc;
+
+	snprintf(label, sizeof(label), "%s%s", name, dir->where);
+	if (mstat_shm_parse_name(name, &pid, &start) < 0) {
+		snprintf(err, sizeof(err), "%s: not an mstat segment name", label);
+		refuse(d, f, dir, name, ino, -EINVAL, err);
+		return true;
+	}
+	fd = mstat_beneath_open(dir->fd, dir->dev, name, why, sizeof(why));
+	if (fd == -EMFILE || fd == -ENFILE)
+		return false;
+	if (fd < 0) {
+		snprintf(err, sizeof(err), "%s: %s%s", label, why,
+			 fd == -EACCES ? " (another user's: reading it needs "
+					 "CAP_DAC_OVERRIDE)" : "");
+		refuse(d, f, dir, name, ino, fd, err);
+		return true;
+	}
+	rc = mstat_reader_open_claimed(&r, fd, label, err, sizeof(err));
+	if (rc < 0) {
+		refuse(d, f, dir, name, ino, rc, err);
+		return true;
+	}
+	const struct mstat_target_info *in = mstat_reader_info(r);
+	if (fstat(mstat_reader_fd(r), &st) < 0 || in->pid != pid ||
+	    in->start_time != start) {
+		snprintf(err, sizeof(err), "%s: says it belongs to pid %d "
+			 "started at %llu", label, (int)in->pid,
+			 (unsigned long long)in->start_time);
+		mstat_reader_close(r);
+		refuse(d, f, dir, name, ino, -EPROTO, err);
+		return true;
+	}
+	rc = check_claim(d, dir, in, &st, &c);
+	if (rc == -ESRCH && dir->own && st.st_uid == d->procs.euid &&
+	    in->uid == d->procs.euid) {
+		/* Ours, in our own /dev/shm, of a process not found (gone,
+		 * or in a pid namespace we cannot see): read as it always
+		 * was, under the pid its header gives. */
+		c.pid = 0;
+		rc = 0;
+	}
+	if (rc == -ESRCH && mstat_reader_alive(r) == 0) {
+		/* Gone, and nothing says whose it was: not shown.  Its lock
+		 * says it is nobody's: removed if it is ours to remove. */
+		rc = mstat_reap_file(dir->fd, name, mstat_reader_fd(r),
+				     d->procs.euid, NULL, d->grace.seconds, NULL);
+		snprintf(err, sizeof(err), "%s: its process (pid %d of pid "
+			 "namespace %llu) is gone", label, (int)in->pid,
+			 (unsigned long long)in->pid_ns);
+		mstat_reader_close(r);
+		if (rc == MSTAT_REAP_REMOVED)
+			note(d, "removed %s", err);
+		else
+			refuse(d, f, dir, name, ino, -ESRCH, err);
+		return true;
+	}
+	if (rc < 0) {
+		if (rc == -ESRCH)
+			snprintf(c.why, sizeof(c.why), "claims pid %d of pid "
+				 "namespace %llu, which is no process this "
+				 "reader can see", (int)in->pid,
+				 (unsigned long long)in->pid_ns);
+		snprintf(err, sizeof(err), "%s: %s", label, c.why);
+		mstat_reader_close(r);
+		refuse(d, f, dir, name, ino, rc, err);
+		return true;
+	}
+	if (!(t = target_new(d, r, dir, name, ino, c.pid)))
+		return true;
 	MSTAT_PUBLISHING(t);
 	cds_list_add_tail_rcu(&t->node, targets);
 	return true;
@@ -238,6 +464,57 @@ refusal_ino(const void *item)
 	return ((const struct mstat_discover_refusal *)item)->ino;
 }
 
+/* Whether a refusal is looked at again: a segment not made yet, and,
+ * at the next scan, one whose process was not found (it may have
+ * started after the sweep). */
+static bool
+retried(const struct mstat_discover_refusal *f)
+{
+	return f->rc == -EAGAIN || (f->rc == -ESRCH && f->tries < 2);
+}
+
+/* The names of directory `dir`, one getdents64 buffer at a time, to
+ * fn(arg, name, ino); false if it could not be read. */
+static bool
+list_dir(struct mstat_discover *d, struct mstat_shmdir *dir,
+	 void (*fn)(struct mstat_discover *, struct mstat_shmdir *, void *,
+		    const char *, uint64_t),
+	 void *arg)
+{
+	if (!d->scratch) {
+		d->scratch_len = 32768;
+		if (!(d->scratch = malloc(d->scratch_len)))
+			return false;
+	}
+	if (lseek(dir->fd, 0, SEEK_SET) < 0)
+		return false;
+	for (;;) {
+		ssize_t len = getdents64(dir->fd, d->scratch, d->scratch_len);
+		if (len < 0)
+			return false;
+		if (len == 0)
+			return true;
+		for (ssize_t off = 0; off < len;) {
+			const struct dirent64 *de =
+				(const struct dirent64 *)((char *)d->scratch + off);
+			off += de->d_reclen;
+			/* A name longer than any segment's is not one (and
+			 * would not fit the names kept). */
+			if (strncmp(de->d_name, MSTAT_SHM_PREFIX,
+				    strlen(MSTAT_SHM_PREFIX)) != 0 ||
+			    strlen(de->d_name) >= MSTAT_SHM_NAME_MAX)
+				continue;
+			fn(d, dir, arg, de->d_name, (uint64_t)de->d_ino);
+		}
+	}
+}
+
+struct scan_arg {
+	struct cds_list_head *targets;
+	size_t no_fd;
+	struct mstat_index kept;    /* the killed segments kept: not again */
+};
+
 static const char *
 kept_name(const void *item)
 {
@@ -250,117 +527,190 @@ kept_ino(const void *item)
 	return ((const struct mstat_kept *)item)->ino;
 }
 
+/* The directory of the /dev/shm on device `dev`, as this sweep listed
+ * it; -1 if none. */
+static int
+listed_dirfd(void *arg, uint64_t dev)
+{
+	struct mstat_procs *ps = &((struct mstat_discover *)arg)->procs;
+
+	for (size_t i = 0; i < ps->nlisted; i++)
+		if (ps->listed[i]->dev == dev)
+			return ps->listed[i]->fd;
+	return -1;
+}
+
+/* One name of a directory scanned. */
+static void
+scan_name(struct mstat_discover *d, struct mstat_shmdir *dir, void *arg,
+	  const char *name, uint64_t ino)
+{
+	struct scan_arg *a = arg;
+	struct scan *sc = dir->scan;
+	struct mstat_core_target *t;
+
+	if (!wanted(d, dir, name))
+		return;
+	/* A killed process's, kept: read already, not again. */
+	struct mstat_kept *k = (struct mstat_kept *)
+		mstat_index_find(&a->kept, name, ino);
+	if (k && k->dev != dir->dev)
+		k = NULL;
+	if (k)
+		k->seen = true;
+	if ((t = (struct mstat_core_target *)mstat_index_find(&sc->known, name,
+							       ino))) {
+		t->in_scan = true;
+		return;
+	}
+	if (k)
+		return;
+	struct mstat_discover_refusal *f = (struct mstat_discover_refusal *)
+		mstat_index_find(&sc->refusals, name, ino);
+	if (f && !retried(f)) {
+		f->in_scan = true;
+		return;
+	}
+	a->no_fd += !attach(d, a->targets, f, dir, name, ino);
+}
+
+/* Says how many namespaces could not be read, when that changes. */
+static void
+say_unreadable(struct mstat_discover *d)
+{
+	unsigned n = d->procs.unreadable;
+
+	if (n == d->unreadable_said)
+		return;
+	d->unreadable_said = n;
+	if (n)
+		note(d, "%u namespace%s not read: %s", n, n == 1 ? "" : "s",
+		     mstat_procs_unreadable_why(&d->procs));
+	else
+		note(d, "every namespace read");
+}
+
 void
 mstat_discover_scan(struct mstat_discover *d, struct cds_list_head *targets)
 {
-	struct mstat_index known, refusals, kept;
 	struct mstat_core_target *t;
-	struct dirent *de;
-	size_t n = 0, no_fd = 0;
-	DIR *dir;
+	struct mstat_procs *ps = &d->procs;
+	struct scan_arg a = { targets, 0, { 0 } };
+	struct scan *scans;
+	bool ok = true;
 
-	/* Lookups by name and inode: one pass over the directory is linear
-	 * in its size, however many targets there are. */
-	cds_list_for_each_entry(t, targets, node) {
-		t->in_scan = false;
-		n++;
-	}
-	if (mstat_index_init(&known, n, target_name, target_ino) < 0 ||
-	    mstat_index_init(&refusals, d->nrefused, refusal_name, refusal_ino) < 0 ||
-	    mstat_index_init(&kept, d->kept.n, kept_name, kept_ino) < 0) {
-		mstat_index_fini(&known);
-		mstat_index_fini(&refusals);
+	mstat_procs_sweep(ps);
+	if (d->npids)
+		want_scan(d);
+	say_unreadable(d);
+	/* Lookups by name and inode, one index per directory: one pass over
+	 * a directory is linear in its size, however many targets there
+	 * are. */
+	if (mstat_index_init(&a.kept, d->kept.n, kept_name, kept_ino) < 0)
+		return;
+	for (size_t i = 0; i < d->kept.n; i++)
+		mstat_index_add(&a.kept, &d->kept.v[i]);
+	if (!(scans = calloc(ps->nlisted ? ps->nlisted : 1, sizeof(*scans)))) {
+		mstat_index_fini(&a.kept);
 		return;
 	}
-	for (size_t i = 0; i < d->kept.n; i++)
-		mstat_index_add(&kept, &d->kept.v[i]);
-	cds_list_for_each_entry(t, targets, node)
-		mstat_index_add(&known, t);
+	for (size_t i = 0; i < ps->nlisted; i++)
+		ps->listed[i]->scan = &scans[i];
+	cds_list_for_each_entry(t, targets, node) {
+		t->in_scan = false;
+		if (t->dir->listed == ps->sweep)
+			((struct scan *)t->dir->scan)->nknown++;
+	}
 	for (size_t i = 0; i < d->nrefused; i++) {
-		d->refused[i]->in_scan = false;
-		mstat_index_add(&refusals, d->refused[i]);
+		struct mstat_discover_refusal *f = d->refused[i];
+		f->in_scan = false;
+		if (f->dir->listed == ps->sweep)
+			((struct scan *)f->dir->scan)->nrefusals++;
 	}
-
-	dir = opendir(MSTAT_SHM_DIR);
-	if (!dir) {
-		note(d, "%s: %s", MSTAT_SHM_DIR, strerror(errno));
+	for (size_t i = 0; i < ps->nlisted; i++)
+		if (mstat_index_init(&scans[i].known, scans[i].nknown,
+				     target_name, target_ino) < 0 ||
+		    mstat_index_init(&scans[i].refusals, scans[i].nrefusals,
+				     refusal_name, refusal_ino) < 0)
+			ok = false;
+	if (!ok)
 		goto out;
-	}
-	while ((de = readdir(dir))) {
-		const char *name = de->d_name;
-		uint64_t ino = (uint64_t)de->d_ino;
+	cds_list_for_each_entry(t, targets, node)
+		if (t->dir->listed == ps->sweep)
+			mstat_index_add(&((struct scan *)t->dir->scan)->known, t);
+	for (size_t i = 0; i < d->nrefused; i++)
+		if (d->refused[i]->dir->listed == ps->sweep)
+			mstat_index_add(&((struct scan *)d->refused[i]->dir->scan)
+						 ->refusals, d->refused[i]);
 
-		/* A name longer than any segment's is not one (and would not
-		 * fit the names kept below). */
-		if (strncmp(name, MSTAT_SHM_PREFIX, strlen(MSTAT_SHM_PREFIX)) != 0 ||
-		    strlen(name) >= MSTAT_SHM_NAME_MAX)
-			continue;
-		if (!pid_wanted(d, name))
-			continue;
-		/* A killed process's, kept: read already, not again. */
-		struct mstat_kept *k = (struct mstat_kept *)
-			mstat_index_find(&kept, name, ino);
-		if (k)
-			k->seen = true;
-		if ((t = (struct mstat_core_target *)mstat_index_find(&known, name, ino))) {
-			t->in_scan = true;
-			continue;
-		}
-		if (k)
-			continue;
-		if (!process_wanted(d, name))
-			continue;
-		struct mstat_discover_refusal *f = (struct mstat_discover_refusal *)
-			mstat_index_find(&refusals, name, ino);
-		if (f && f->rc != -EAGAIN) {
-			f->in_scan = true;
-			continue;
-		}
-		no_fd += !attach(d, targets, f, name, ino);
-	}
+	if (!ps->own)
+		note(d, "%s: %s", MSTAT_SHM_DIR, strerror(errno));
+	for (size_t i = 0; i < ps->nlisted; i++)
+		if (!list_dir(d, ps->listed[i], scan_name, &a))
+			note(d, "%s%s: %s", MSTAT_SHM_DIR, ps->listed[i]->where,
+			     strerror(errno));
 
 	/* A segment not initialised yet whose creator is gone (it died while
 	 * making it) is removed; one still being made is left alone.  So is
 	 * one cut shorter than a header, once its owner is gone: its lock
 	 * says so whatever its size (docs/design.md, "Removing dead
-	 * segments"). */
+	 * segments"); and one whose process was not found, once its lock
+	 * says it has none.  Each through the directory it is in, opened as
+	 * it was found (beneath.h). */
 	for (size_t i = 0; i < d->nrefused; i++) {
 		struct mstat_discover_refusal *f = d->refused[i];
-		if (f->in_scan && (f->rc == -EAGAIN || f->rc == -ENODATA) &&
-		    mstat_reap_at(dirfd(dir), f->name, geteuid(), NULL,
-				  d->grace.seconds, NULL) == MSTAT_REAP_REMOVED) {
+		char why[200];
+		int fd;
+
+		if (!f->in_scan || (f->rc != -EAGAIN && f->rc != -ENODATA &&
+				    f->rc != -ESRCH))
+			continue;
+		fd = mstat_beneath_open(f->dir->fd, f->dir->dev, f->name, why,
+					sizeof(why));
+		if (fd < 0)
+			continue;
+		if (mstat_reap_file(f->dir->fd, f->name, fd, ps->euid, NULL,
+				    d->grace.seconds, NULL) == MSTAT_REAP_REMOVED) {
 			note(d, f->rc == -EAGAIN
-				? "removed %s: its creator died making it"
-				: "removed %s: cut shorter than a header, and "
-				  "its owner is gone", f->name);
+				? "removed %s%s: its creator died making it"
+				: f->rc == -ENODATA
+				? "removed %s%s: cut shorter than a header, and "
+				  "its owner is gone"
+				: "removed %s%s: its process is gone",
+			     f->name, f->dir->where);
 			f->in_scan = false;
 		}
+		close(fd);
 	}
-	mstat_kept_tick(&d->kept, dirfd(dir), &d->grace, d->note, d->note_arg);
-	closedir(dir);
-	if (no_fd) {
+	mstat_kept_tick(&d->kept, listed_dirfd, d, &d->grace, d->note,
+			d->note_arg);
+	if (a.no_fd) {
 		struct rlimit rl = { 0, 0 };
-		d->no_fd_count += no_fd;
+		d->no_fd_count += a.no_fd;
 		getrlimit(RLIMIT_NOFILE, &rl);
 		note(d, "%zu segments not read: out of file descriptors "
-		     "(limit %llu; raise it with ulimit -n)", no_fd,
+		     "(limit %llu; raise it with ulimit -n)", a.no_fd,
 		     (unsigned long long)rl.rlim_cur);
 	}
 
 	/* Forget refusals whose segment went away: a new one with the same
 	 * name is looked at afresh. */
-	size_t left = 0;
+	size_t kept = 0;
 	for (size_t i = 0; i < d->nrefused; i++) {
 		if (d->refused[i]->in_scan)
-			d->refused[left++] = d->refused[i];
+			d->refused[kept++] = d->refused[i];
 		else
-			free(d->refused[i]);
+			refusal_free(d, d->refused[i]);
 	}
-	d->nrefused = left;
+	d->nrefused = kept;
 out:
-	mstat_index_fini(&known);
-	mstat_index_fini(&refusals);
-	mstat_index_fini(&kept);
+	for (size_t i = 0; i < ps->nlisted; i++) {
+		mstat_index_fini(&scans[i].known);
+		mstat_index_fini(&scans[i].refusals);
+		ps->listed[i]->scan = NULL;
+	}
+	free(scans);
+	mstat_index_fini(&a.kept);
 }
 
 static void
@@ -378,9 +728,12 @@ target_free(struct rcu_head *head)
 }
 
 void
-mstat_discover_detach(struct mstat_core_target *t)
+mstat_discover_detach(struct mstat_discover *d, struct mstat_core_target *t)
 {
 	cds_list_del_rcu(&t->node);
+	/* Here, in the sampler's thread: the directories are its own. */
+	mstat_shmdir_unref(&d->procs, t->dir);
+	t->dir = NULL;
 	call_rcu(&t->rcu, target_free);
 }
 
@@ -392,8 +745,11 @@ proc_state(const struct mstat_discover *d, const struct mstat_core_target *t)
 	uint64_t start;
 	char state;
 
-	if (!d->pid_ns || !t->reader ||
-	    mstat_reader_info(t->reader)->pid_ns != d->pid_ns ||
+	/* Its pid is ours to ask about if its process was found here, or
+	 * its header's pid namespace is ours. */
+	if (!t->reader ||
+	    (!t->verified && (!d->pid_ns ||
+			      mstat_reader_info(t->reader)->pid_ns != d->pid_ns)) ||
 	    mstat_proc_stat(t->pid, &start, &state) < 0 || start != t->start_time)
 		return 0;
 	return state;
@@ -421,69 +777,134 @@ mstat_discover_reap(struct mstat_discover *d, struct mstat_core_target *t,
 		    bool grace)
 {
 	struct mstat_reaped r = { 0 };
-	int dirfd, rc;
+	int rc;
 
 	if (!t->in_scan || !t->reader)
 		return 0; /* its name is gone already */
-	dirfd = open(MSTAT_SHM_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd < 0)
-		return 0;
-	rc = mstat_reap_fd(dirfd, t->shm_name, mstat_reader_fd(t->reader),
+	/* Through the directory it was found in, by its name there (one
+	 * component): nothing a container planted meanwhile leads
+	 * elsewhere. */
+	rc = mstat_reap_fd(t->dir->fd, t->shm_name, mstat_reader_fd(t->reader),
 			   grace ? d->grace.seconds : 0, &r);
-	close(dirfd);
 	if (rc < 0)
-		note(d, "%s: cannot remove: %s", t->shm_name, strerror(-rc));
+		note(d, "%s%s: cannot remove: %s", t->shm_name, t->dir->where,
+		     strerror(-rc));
 	if (rc == MSTAT_REAP_KILLED)
-		mstat_kept_add(&d->kept, t->shm_name, &r);
+		mstat_kept_add(&d->kept, t->dir->fd, t->shm_name, &r);
 	return rc >= 0 ? r.killed_ns : 0;
 }
 
-size_t
-mstat_discover_gc(struct mstat_discover *d)
+struct gc_arg {
+	size_t removed;
+};
+
+static void
+gc_name(struct mstat_discover *d, struct mstat_shmdir *dir, void *arg,
+	const char *name, uint64_t ino)
 {
 	static const char *const how[] = {
 		[MSTAT_STATE_RUNNING] = "killed",
 		[MSTAT_STATE_EXITING] = "exited",
 		[MSTAT_STATE_EXECED] = "exec'd",
 	};
-	struct dirent *de;
-	size_t removed = 0;
-	DIR *dir = opendir(MSTAT_SHM_DIR);
+	struct gc_arg *a = arg;
+	struct mstat_reaped r;
+	char why[200];
+	pid_t pid;
+	uint64_t start;
+	int fd, rc;
 
-	if (!dir) {
+	(void)ino;
+	if (mstat_shm_parse_name(name, &pid, &start) < 0)
+		return;
+	fd = mstat_beneath_open(dir->fd, dir->dev, name, why, sizeof(why));
+	if (fd < 0)
+		return; /* not a file to remove: not one of ours */
+	rc = mstat_reap_file(dir->fd, name, fd, d->procs.euid, NULL,
+			     d->grace.seconds, &r);
+	close(fd);
+	if (rc == MSTAT_REAP_KILLED) {
+		note(d, "kept %s%s (pid %d, killed %llu s ago; "
+		     MSTAT_ENV_KILLED_GRACE " is %llu s)", name, dir->where,
+		     (int)pid, (unsigned long long)
+		     ((mstat_clock_wall_ns() - r.killed_ns) / 1000000000u),
+		     (unsigned long long)d->grace.seconds);
+		mstat_kept_add(&d->kept, dir->fd, name, &r);
+	} else if (rc < 0) {
+		note(d, "%s%s: cannot remove: %s", name, dir->where,
+		     strerror(-rc));
+	} else if (rc == MSTAT_REAP_REMOVED) {
+		note(d, "removed %s%s (pid %d, %s)", name, dir->where, (int)pid,
+		     r.cut ? "cut shorter than a header"
+		     : !r.published ? "not a complete segment"
+		     : r.state < sizeof(how) / sizeof(how[0]) && how[r.state]
+			     ? how[r.state]
+			     : "gone");
+		a->removed++;
+	}
+}
+
+size_t
+mstat_discover_gc(struct mstat_discover *d)
+{
+	struct gc_arg a = { 0 };
+
+	mstat_procs_sweep(&d->procs);
+	say_unreadable(d);
+	if (!d->procs.own)
 		note(d, "%s: %s", MSTAT_SHM_DIR, strerror(errno));
-		return 0;
-	}
-	while ((de = readdir(dir))) {
-		struct mstat_reaped r;
-		pid_t pid;
-		uint64_t start;
+	for (size_t i = 0; i < d->procs.nlisted; i++)
+		if (!list_dir(d, d->procs.listed[i], gc_name, &a))
+			note(d, "%s%s: %s", MSTAT_SHM_DIR,
+			     d->procs.listed[i]->where, strerror(errno));
+	return a.removed + mstat_kept_bound(&d->kept, &d->grace, d->note,
+					    d->note_arg);
+}
 
-		if (mstat_shm_parse_name(de->d_name, &pid, &start) < 0)
-			continue;
-		int rc = mstat_reap_at(dirfd(dir), de->d_name, geteuid(), NULL,
-				       d->grace.seconds, &r);
-		if (rc == MSTAT_REAP_KILLED) {
-			note(d, "kept %s (pid %d, killed %llu s ago; "
-			     MSTAT_ENV_KILLED_GRACE " is %llu s)", de->d_name,
-			     (int)pid, (unsigned long long)
-			     ((mstat_clock_wall_ns() - r.killed_ns) / 1000000000u),
-			     (unsigned long long)d->grace.seconds);
-			mstat_kept_add(&d->kept, de->d_name, &r);
-		} else if (rc < 0) {
-			note(d, "%s: cannot remove: %s", de->d_name, strerror(-rc));
-		} else if (rc == MSTAT_REAP_REMOVED) {
-			note(d, "removed %s (pid %d, %s)", de->d_name,
-				       (int)pid, r.cut ? "cut shorter than a header"
-				       : !r.published ? "not a complete segment"
-				       : r.state < sizeof(how) / sizeof(how[0]) &&
-						       how[r.state] ? how[r.state]
-				       : "gone");
-			removed++;
-		}
+int
+mstat_discover_open_pid(pid_t pid, const struct mstat_namespaces *which,
+			struct mstat_reader **out, char *err, size_t errlen)
+{
+	struct mstat_discover d;
+	struct mstat_core_target *t, *tmp;
+	CDS_LIST_HEAD(list);
+
+	*out = NULL;
+	if (mstat_discover_init(&d, &pid, 1, which, MSTAT_WAIT_BUDGET_DEFAULT_US,
+				NULL, NULL) < 0) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
 	}
-	removed += mstat_kept_bound(&d->kept, dirfd(dir), &d->grace, d->note,
-				    d->note_arg);
-	closedir(dir);
-	return removed;
+	mstat_discover_scan(&d, &list);
+	/* Its live segment; failing that, the one it left. */
+	for (int live = 1; live >= 0 && !*out; live--)
+		cds_list_for_each_entry(t, &list, node)
+			if (!*out && t->pid == pid && t->reader &&
+			    (mstat_reader_alive(t->reader) == 1) == live) {
+				*out = t->reader;
+				t->reader = NULL;
+			}
+	/* Never published: freed at once. */
+	cds_list_for_each_entry_safe(t, tmp, &list, node) {
+		cds_list_del(&t->node);
+		mstat_shmdir_unref(&d.procs, t->dir);
+		target_free(&t->rcu);
+	}
+	mstat_discover_fini(&d);
+	return *out ? 0 : mstat_discover_why_none(pid, err, errlen);
+}
+
+int
+mstat_discover_why_none(pid_t pid, char *err, size_t errlen)
+{
+	int rc = mstat_reader_why_none(pid, err, errlen);
+
+	/* Root reads every user's segments. */
+	if (rc == -EPERM && geteuid() == 0) {
+		snprintf(err, errlen, "pid %d: no segment: it does not count "
+			 "with libmstatshm (mstat-run starts a program that "
+			 "does)", (int)pid);
+		rc = -ENOENT;
+	}
+	return rc;
 }

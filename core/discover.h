@@ -5,9 +5,12 @@
  * Discovery is the bottom layer of the observer.  It knows segments,
  * readers and processes, and nothing of ticks, samples or models:
  *
- *   mstat_discover_scan()  attaches new segments to a list of targets,
- *                          refuses bad ones (one note each) and marks
- *                          which targets' names are still in /dev/shm;
+ *   mstat_discover_scan()  sweeps the machine's processes (procs.h),
+ *                          attaches the new segments of every /dev/shm
+ *                          it may read to a list of targets, each
+ *                          checked against the process its header
+ *                          claims, refuses bad ones (one note each) and
+ *                          marks which targets' names are still there;
  *   mstat_discover_reap()  removes the name of a target whose process is
  *                          gone, or keeps a killed one's for its grace
  *                          (owner.h), never attaching it again;
@@ -37,6 +40,8 @@
 #include "mstatshm.h"
 #include "owner.h"
 #include "procfs.h"
+#include "procs.h"
+#include "where.h"
 
 struct mstat_sites_base;
 
@@ -50,7 +55,14 @@ struct mstat_core_target {
 					   * the same for every image it exec()s */
 	char image[MSTAT_KEY_MAX]; /* this segment: "<name>:<inode>" */
 	char shm_name[64];
-	pid_t pid;
+	struct mstat_shmdir *dir;   /* where its name is (held) */
+	pid_t pid;                  /* as shown: in our pid namespace if its
+				     * process was found there (`verified`),
+				     * else as the header says */
+	pid_t nspid;                /* as the header says: in its own */
+	bool verified;              /* the process its header claims was
+				     * found, and checked (discover.c) */
+	struct mstat_where where;   /* where it runs, if verified */
 	uint64_t start_time;        /* of the process, from the header */
 	uint64_t start_ns;          /* the same, CLOCK_REALTIME; 0 unknown */
 	char name[64];              /* as the segment says (MSTAT_NAME or the
@@ -87,9 +99,16 @@ struct mstat_core_target {
 
 struct mstat_discover_refusal;
 
+struct mstat_discover_want;
+
 struct mstat_discover {
 	pid_t *pids;                /* attach only these, sorted, if npids */
 	size_t npids;
+	struct mstat_discover_want *want; /* where they are, this scan */
+	struct mstat_procs procs;   /* the machine's processes */
+	unsigned unreadable_said;   /* namespaces not read, last said */
+	void *scratch;              /* a scan's */
+	size_t scratch_len;
 	unsigned wait_budget_us;    /* given to each reader */
 	uint64_t pid_ns;            /* this process's pid namespace, 0 unknown */
 	uint64_t boot_ns;           /* CLOCK_REALTIME of boot, 0 unknown */
@@ -110,13 +129,17 @@ struct mstat_discover {
 	struct mstat_kept_list kept;
 };
 
-/* 0 or -ENOMEM.  `pids` is copied. */
+/* 0 or -ENOMEM.  `pids` is copied (pids in this process's pid
+ * namespace); `which`: whose /dev/shm it reads (procs.h; NULL: every
+ * mount namespace's it may read). */
 int mstat_discover_init(struct mstat_discover *d, const pid_t *pids,
-			size_t npids, unsigned wait_budget_us,
+			size_t npids, const struct mstat_namespaces *which,
+			unsigned wait_budget_us,
 			void (*note)(void *arg, const char *line), void *arg);
 void mstat_discover_fini(struct mstat_discover *d);
 
-/* Scans /dev/shm into `targets` (a list of struct mstat_core_target). */
+/* Scans every /dev/shm into `targets` (a list of struct
+ * mstat_core_target). */
 void mstat_discover_scan(struct mstat_discover *d, struct cds_list_head *targets);
 
 /* Whether a target whose owner is gone without exiting is in fact a
@@ -138,12 +161,23 @@ bool mstat_discover_stopped(const struct mstat_discover *d,
 uint64_t mstat_discover_reap(struct mstat_discover *d,
 			     struct mstat_core_target *t, bool grace);
 
-/* Removes every segment of this user in /dev/shm whose process is gone;
- * one note each.  Returns how many. */
+/* Removes every segment of this user whose process is gone, in every
+ * /dev/shm it may read; one note each.  Returns how many. */
 size_t mstat_discover_gc(struct mstat_discover *d);
+
+/* A reader of the segment of process `pid` (in this process's pid
+ * namespace), wherever it is (in the namespaces `which` says), checked
+ * as a scan checks it: 0, or why not, as mstat_reader_why_none() says
+ * it. */
+int mstat_discover_open_pid(pid_t pid, const struct mstat_namespaces *which,
+			    struct mstat_reader **out, char *err, size_t errlen);
+
+/* Why process `pid` has no segment to read, as mstat_reader_why_none()
+ * says it for this observer (root reads every user's). */
+int mstat_discover_why_none(pid_t pid, char *err, size_t errlen);
 
 /* Takes a target off its list; call_rcu closes and frees it (and its
  * last sample). */
-void mstat_discover_detach(struct mstat_core_target *t);
+void mstat_discover_detach(struct mstat_discover *d, struct mstat_core_target *t);
 
 #endif /* MSTAT_CORE_DISCOVER_H */

@@ -188,11 +188,37 @@ mstat_expo_process_labels(const struct mstat_model_row *r,
 			  void (*fn)(void *arg, const char *key, const char *value),
 			  void *arg)
 {
-	char pid[24];
+	static const struct {
+		const char *name;
+		enum mstat_field_id field;
+	} labels[] = {
+#define MSTAT_X(n, id) { n, MSTAT_FIELD_##id },
+		MSTAT_LABELS(MSTAT_X)
+#undef MSTAT_X
+	};
 
-	snprintf(pid, sizeof(pid), "%d", (int)r->pid);
-	fn(arg, "pid", pid);
-	fn(arg, "name", r->name);
+	for (size_t i = 0; i < sizeof(labels) / sizeof(labels[0]); i++) {
+		struct mstat_field_value v;
+		char num[24];
+
+		mstat_field_get(labels[i].field, r, 0, &v);
+		if (!v.known)
+			continue; /* Prometheus reads it as "" */
+		switch (mstat_field(labels[i].field)->type) {
+		case MSTAT_TYPE_TEXT:
+		case MSTAT_TYPE_NAME:
+			fn(arg, labels[i].name, v.s);
+			break;
+		case MSTAT_TYPE_U64:
+			snprintf(num, sizeof(num), "%" PRIu64, v.u);
+			fn(arg, labels[i].name, num);
+			break;
+		default:
+			snprintf(num, sizeof(num), "%" PRId64, v.i);
+			fn(arg, labels[i].name, num);
+			break;
+		}
+	}
 }
 
 struct label_text {

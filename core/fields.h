@@ -49,25 +49,31 @@
 #include <stdint.h>
 
 #include "model.h"
+#include "where.h"
 
 #define MSTAT_FIELDS(F, COL, FAM, REC)                                        \
 	F(PID, "pid", INT, true, r->pid)                                      \
-	COL(PID, 0, "pid", "PID", 7, MSTAT_COLUMN_ID, 0, "process id")        \
+	COL(PID, 0, "pid", "PID", 7, MSTAT_COLUMN_ID, 0,                      \
+	    "process id (on the host, for a process in a container)")         \
 	REC(PID, 0, "pid", pid, PID)                                          \
 	F(NAME, "name", NAME, true, r->name)                                  \
 	COL(NAME, 1, "name", "NAME", 12, MSTAT_COLUMN_TEXT, 0,                \
 	    "MSTAT_NAME or the program's name, [its comm] where that "        \
 	    "differs")                                                        \
 	REC(NAME, 3, "name", name, STR)                                       \
+	F(WHERE, NULL, TEXT, mstat_where_short(&r->where)[0] != '\0',         \
+	  mstat_where_short(&r->where))                                       \
+	COL(WHERE, 2, "where", "WHERE", 12, MSTAT_COLUMN_TEXT, 9,             \
+	    "where it runs: its container (short id), or its systemd unit")   \
 	F(STATE, "state", STATE, true, r->live)                               \
-	COL(STATE, 12, "state", "STATE", 7, MSTAT_COLUMN_TEXT, 0,             \
+	COL(STATE, 13, "state", "STATE", 7, MSTAT_COLUMN_TEXT, 0,             \
 	    "running, stopped, stalled, busy, exiting, exited, killed, "       \
 	    "oomkill")                                                        \
 	REC(STATE, 6, "state", live, STATE)                                   \
 	F(ERROR, "error", TEXT, r->err[0] != '\0', r->err)                    \
 	REC(ERROR, 7, "error", err, STR)                                      \
 	F(THREADS, "threads", U64, r->have_snap, r->threads)                  \
-	COL(THREADS, 3, "threads", "THR", 4, MSTAT_UNIT_COUNT, 7,             \
+	COL(THREADS, 4, "threads", "THR", 4, MSTAT_UNIT_COUNT, 7,             \
 	    "threads counting into a slot of their own")                      \
 	FAM(THREADS, 4, "mstat_threads", GAUGE, NULL,                         \
 	    "threads counting into a slot of their own")                      \
@@ -75,28 +81,28 @@
 	FAM(COUNTERS, 0, NULL, COUNTER, NULL, NULL)                           \
 	F(LIVE_OBJECTS, "live_objects", U64, r->have_snap,                    \
 	  mstat_model_live_objects(r))                                        \
-	COL(LIVE_OBJECTS, 5, "live-objs", "OBJS", 6, MSTAT_UNIT_COUNT, 5,     \
+	COL(LIVE_OBJECTS, 6, "live-objs", "OBJS", 6, MSTAT_UNIT_COUNT, 5,     \
 	    "allocations not yet freed")                                      \
 	FAM(LIVE_OBJECTS, 3, "mstat_live_objects", GAUGE, NULL,               \
 	    "allocations not yet freed")                                      \
 	F(LIVE_BYTES, "live_bytes", U64, r->have_snap,                        \
 	  mstat_model_live_bytes(r))                                          \
-	COL(LIVE_BYTES, 4, "live-bytes", "LIVE", 8, MSTAT_UNIT_BYTES, 1,      \
+	COL(LIVE_BYTES, 5, "live-bytes", "LIVE", 8, MSTAT_UNIT_BYTES, 1,      \
 	    "bytes allocated and not yet freed")                              \
 	FAM(LIVE_BYTES, 2, "mstat_live_bytes", GAUGE, "bytes",                \
 	    "bytes allocated and not yet freed")                              \
 	F(ALLOC_RATE, "alloc_rate", REAL, r->have_rates, r->alloc_rate)       \
-	COL(ALLOC_RATE, 6, "alloc/s", "ALLOC/s", 8,                           \
-	    MSTAT_UNIT_COUNT | MSTAT_UNIT_RATE, 9, "allocations per second")  \
+	COL(ALLOC_RATE, 7, "alloc/s", "ALLOC/s", 8,                           \
+	    MSTAT_UNIT_COUNT | MSTAT_UNIT_RATE, 10, "allocations per second")  \
 	F(FREE_RATE, "free_rate", REAL, r->have_rates, r->free_rate)          \
-	COL(FREE_RATE, 7, "free/s", "FREE/s", 8,                              \
-	    MSTAT_UNIT_COUNT | MSTAT_UNIT_RATE, 10, "frees per second")       \
+	COL(FREE_RATE, 8, "free/s", "FREE/s", 8,                              \
+	    MSTAT_UNIT_COUNT | MSTAT_UNIT_RATE, 11, "frees per second")       \
 	F(ALLOC_BYTES_RATE, "alloc_bytes_rate", REAL, r->have_rates,          \
 	  r->alloc_bytes_rate)                                                \
 	F(FREE_BYTES_RATE, "free_bytes_rate", REAL, r->have_rates,            \
 	  r->free_bytes_rate)                                                 \
 	F(NET_RATE, "net_bytes_rate", REAL, r->have_rates, r->net_bytes_rate) \
-	COL(NET_RATE, 8, "net/s", "NET/s", 10,                                \
+	COL(NET_RATE, 9, "net/s", "NET/s", 10,                                \
 	    MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED | MSTAT_UNIT_RATE, 6,        \
 	    "growth of live bytes per second, since the last tick")           \
 	F(CLASSES, "classes", CLASSES, true, 0)                               \
@@ -110,22 +116,36 @@
 	    "seconds", "when the process started, since the Unix epoch")      \
 	REC(START_TIME, 10, "start_ns", start_ns, U64)                        \
 	F(GROWTH_BYTES, "growth_bytes", I64, r->have_snap, r->growth_bytes)   \
-	COL(GROWTH_BYTES, 9, "growth", "GROWTH", 9,                           \
+	COL(GROWTH_BYTES, 10, "growth", "GROWTH", 9,                           \
 	    MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED, 2,                          \
 	    "live bytes gained since the baseline (b, B, --baseline)")        \
 	F(GROWTH_OBJECTS, "growth_objects", I64, r->have_snap,                \
 	  r->growth_objects)                                                  \
-	COL(GROWTH_OBJECTS, 10, "growth-objs", "+OBJS", 7,                    \
+	COL(GROWTH_OBJECTS, 11, "growth-objs", "+OBJS", 7,                    \
 	    MSTAT_UNIT_COUNT | MSTAT_UNIT_SIGNED, 8,                          \
 	    "live objects gained since the baseline")                         \
 	F(GROWTH_RATE, "growth_bytes_per_s", REAL, r->have_growth_rate,       \
 	  r->growth_bytes_rate)                                               \
-	COL(GROWTH_RATE, 11, "growth/s", "GROWTH/s", 10,                      \
+	COL(GROWTH_RATE, 12, "growth/s", "GROWTH/s", 10,                      \
 	    MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED | MSTAT_UNIT_RATE, 4,        \
 	    "growth of live bytes per second over the window (--window)")     \
+	/* Added after the fields above: JSON keeps its order. */           \
+	F(NSPID, "nspid", INT, r->nspid != 0, r->nspid)                       \
+	REC(NSPID, 11, "nspid", nspid, OPTPID)                                \
+	F(CONTAINER_ID, "container_id", TEXT, r->where.container_id[0] != 0,  \
+	  r->where.container_id)                                              \
+	REC(CONTAINER_ID, 12, "container_id", container_id, STR)              \
+	F(POD_UID, "pod_uid", TEXT, r->where.pod_uid[0] != 0, r->where.pod_uid) \
+	REC(POD_UID, 13, "pod_uid", pod_uid, STR)                             \
+	F(QOS_CLASS, "qos_class", TEXT, r->where.qos_class[0] != 0,           \
+	  r->where.qos_class)                                                 \
+	REC(QOS_CLASS, 14, "qos_class", qos_class, STR)                       \
+	F(SYSTEMD_UNIT, "systemd_unit", TEXT, r->where.systemd_unit[0] != 0,  \
+	  r->where.systemd_unit)                                              \
+	REC(SYSTEMD_UNIT, 15, "systemd_unit", systemd_unit, STR)              \
 	F(AGE, NULL, REAL, mstat_field_age_known(r, now),                     \
 	  mstat_field_age(r, now))                                            \
-	COL(AGE, 2, "age", "AGE", 6, MSTAT_COLUMN_AGE, 3,                     \
+	COL(AGE, 3, "age", "AGE", 6, MSTAT_COLUMN_AGE, 3,                     \
 	    "time since the process started (its lifetime, once gone)")       \
 	F(RUNNING, NULL, U64, true, !mstat_model_gone(r->live))               \
 	FAM(RUNNING, 5, "mstat_running", GAUGE, NULL,                         \
@@ -143,6 +163,25 @@
 	REC(EXE, 5, "exe", exe, STR)                                          \
 	F(TIME, NULL, U64, r->have_snap, r->t_ns)                             \
 	REC(TIME, 8, "t_ns", t_ns, U64)
+
+/*
+ * The labels of every series of a process, in their order: its name in
+ * the exposition and the field it shows (text, or a number in decimal).
+ * A label whose field is not known is left out of the series: Prometheus
+ * reads a missing label and an empty one alike.  The names follow
+ * cAdvisor and kube-state-metrics (docs/mstat-top-openmetrics.md):
+ * container_id is the 64 hex digits of kube_pod_container_info's
+ * container_id after its "<runtime>://", pod_uid the pod's uid (kube-
+ * state-metrics' `uid`), qos_class as kube_pod_status_qos_class has it.
+ * mstat_expo_process_labels() (exposition.h) hands them out.
+ */
+#define MSTAT_LABELS(L)                                                       \
+	L("pid", PID)                                                         \
+	L("name", NAME)                                                       \
+	L("container_id", CONTAINER_ID)                                       \
+	L("pod_uid", POD_UID)                                                 \
+	L("qos_class", QOS_CLASS)                                             \
+	L("systemd_unit", SYSTEMD_UNIT)
 
 /* What a line of the list does not say. */
 #define MSTAT_FIELD_NONE(...)

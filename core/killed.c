@@ -46,11 +46,12 @@ mstat_killed_env(struct mstat_grace *g, char *err, size_t errlen)
 }
 
 void
-mstat_kept_add(struct mstat_kept_list *l, const char *name,
+mstat_kept_add(struct mstat_kept_list *l, int dirfd, const char *name,
 	       const struct mstat_reaped *r)
 {
 	for (size_t i = 0; i < l->n; i++)
-		if (l->v[i].ino == r->ino && strcmp(l->v[i].name, name) == 0)
+		if (l->v[i].ino == r->ino && l->v[i].dev == r->dev &&
+		    strcmp(l->v[i].name, name) == 0)
 			return;
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? 2 * l->cap : 8;
@@ -60,7 +61,7 @@ mstat_kept_add(struct mstat_kept_list *l, const char *name,
 		l->v = p;
 		l->cap = cap;
 	}
-	mstat_kept_set(&l->v[l->n++], name, r);
+	mstat_kept_set(&l->v[l->n++], dirfd, name, r);
 }
 
 static void
@@ -82,11 +83,10 @@ say(void (*note)(void *, const char *), void *arg, const char *fmt, ...)
 }
 
 size_t
-mstat_kept_bound(struct mstat_kept_list *l, int dirfd,
-		 const struct mstat_grace *g,
+mstat_kept_bound(struct mstat_kept_list *l, const struct mstat_grace *g,
 		 void (*note)(void *arg, const char *line), void *arg)
 {
-	size_t out = mstat_kept_evict(dirfd, geteuid(), l->v, l->n, g->max_bytes);
+	size_t out = mstat_kept_evict(geteuid(), l->v, l->n, g->max_bytes);
 
 	for (size_t i = l->n - out; i < l->n; i++)
 		say(note, arg, "removed %s: the kept segments of killed "
@@ -97,7 +97,8 @@ mstat_kept_bound(struct mstat_kept_list *l, int dirfd,
 }
 
 void
-mstat_kept_tick(struct mstat_kept_list *l, int dirfd,
+mstat_kept_tick(struct mstat_kept_list *l,
+		int (*dirfd_of)(void *darg, uint64_t dev), void *darg,
 		const struct mstat_grace *g,
 		void (*note)(void *arg, const char *line), void *arg)
 {
@@ -106,9 +107,10 @@ mstat_kept_tick(struct mstat_kept_list *l, int dirfd,
 	for (size_t i = 0; i < l->n; i++) {
 		struct mstat_kept *k = &l->v[i];
 		struct mstat_reaped r;
-		if (!k->seen)
-			continue; /* removed by another */
-		int rc = mstat_reap_at(dirfd, k->name, geteuid(), NULL,
+		/* Not seen: removed by another, or its /dev/shm not listed. */
+		if (!k->seen || (k->dirfd = dirfd_of(darg, k->dev)) < 0)
+			continue;
+		int rc = mstat_reap_at(k->dirfd, k->name, geteuid(), NULL,
 				       g->seconds, &r);
 		if (rc == MSTAT_REAP_REMOVED)
 			say(note, arg, "removed %s: killed %llu s ago, its grace "
@@ -118,7 +120,7 @@ mstat_kept_tick(struct mstat_kept_list *l, int dirfd,
 			l->v[n++] = *k;
 	}
 	l->n = n;
-	(void)mstat_kept_bound(l, dirfd, g, note, arg);
+	(void)mstat_kept_bound(l, g, note, arg);
 	for (size_t i = 0; i < l->n; i++)
 		l->v[i].seen = false;
 }

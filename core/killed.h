@@ -46,22 +46,24 @@ struct mstat_kept_list {
 	size_t n, cap;
 };
 
-/* Remembers a segment kept (`r`, as mstat_reap_*() said), once. */
-void mstat_kept_add(struct mstat_kept_list *l, const char *name,
+/* Remembers a segment kept in directory `dirfd` (`r`, as mstat_reap_*()
+ * said), once. */
+void mstat_kept_add(struct mstat_kept_list *l, int dirfd, const char *name,
 		    const struct mstat_reaped *r);
 
-/* After a scan of `dirfd` that marked the ones it saw (`seen`; the others
- * were removed by someone else, and are forgotten): removes those whose
- * grace `g` is over, then the oldest while they hold more than its
- * bytes; one note each (`note(arg, line)`, if not NULL).  Clears the
- * marks. */
-void mstat_kept_tick(struct mstat_kept_list *l, int dirfd,
+/* After a scan that marked the ones it saw (`seen`; the others were
+ * removed by someone else, and are forgotten): removes those whose grace
+ * `g` is over, then the oldest while they hold more than its bytes; one
+ * note each (`note(arg, line)`, if not NULL).  dirfd_of(darg, dev) is the
+ * directory of the /dev/shm whose device is `dev`, as the scan has it
+ * open, or -1.  Clears the marks. */
+void mstat_kept_tick(struct mstat_kept_list *l,
+		     int (*dirfd_of)(void *darg, uint64_t dev), void *darg,
 		     const struct mstat_grace *g,
 		     void (*note)(void *arg, const char *line), void *arg);
 
 /* Only the byte bound, over every one remembered (mstat-top --gc). */
-size_t mstat_kept_bound(struct mstat_kept_list *l, int dirfd,
-			const struct mstat_grace *g,
+size_t mstat_kept_bound(struct mstat_kept_list *l, const struct mstat_grace *g,
 			void (*note)(void *arg, const char *line), void *arg);
 
 /* A process's memory cgroup and its OOM kills, as read while it lived. */

@@ -260,6 +260,18 @@ fold_input(struct mstat_model_row *r, const struct mstat_model_input *in,
 		snprintf(r->image, sizeof(r->image), "%s", in->image);
 	}
 	r->pid = in->pid;
+	r->nspid = in->nspid;
+	snprintf(r->where.container_id, sizeof(r->where.container_id), "%s",
+		 in->container_id ? in->container_id : "");
+	memcpy(r->where.container_short, r->where.container_id,
+	       sizeof(r->where.container_short) - 1);
+	r->where.container_short[sizeof(r->where.container_short) - 1] = '\0';
+	snprintf(r->where.pod_uid, sizeof(r->where.pod_uid), "%s",
+		 in->pod_uid ? in->pod_uid : "");
+	snprintf(r->where.qos_class, sizeof(r->where.qos_class), "%s",
+		 in->qos_class ? in->qos_class : "");
+	snprintf(r->where.systemd_unit, sizeof(r->where.systemd_unit), "%s",
+		 in->systemd_unit ? in->systemd_unit : "");
 	snprintf(r->name, sizeof(r->name), "%s", in->name ? in->name : "");
 	snprintf(r->comm, sizeof(r->comm), "%s", in->comm ? in->comm : "");
 	snprintf(r->exe, sizeof(r->exe), "%s", in->exe ? in->exe : "");
@@ -407,7 +419,11 @@ mstat_model_match(const struct mstat_model_row *r, const char *filter)
 		return true;
 	snprintf(pid, sizeof(pid), "%d", (int)r->pid);
 	return strcasestr(r->name, filter) || strcasestr(r->comm, filter) ||
-	       strcasestr(r->exe, filter) || strcmp(pid, filter) == 0;
+	       strcasestr(r->exe, filter) ||
+	       strcasestr(r->where.container_id, filter) ||
+	       strcasestr(r->where.pod_uid, filter) ||
+	       strcasestr(r->where.systemd_unit, filter) ||
+	       strcmp(pid, filter) == 0;
 }
 
 void

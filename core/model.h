@@ -28,6 +28,7 @@
 #include <sys/types.h>
 
 #include "mstatshm.h"
+#include "where.h"
 
 #define MSTAT_MODEL_HISTORY 120  /* live-bytes points kept per row */
 #define MSTAT_MODEL_WINDOW 64    /* points kept for the growth rate */
@@ -66,7 +67,8 @@ mstat_model_gone(enum mstat_model_live l)
 /* One target as the sampler last saw it. */
 struct mstat_model_input {
 	const char *key;     /* unique per process, the same across exec() */
-	pid_t pid;
+	pid_t pid;           /* in the observer's pid namespace where known */
+	pid_t nspid;         /* in its own pid namespace; 0 not known */
 	const char *name;
 	enum mstat_model_live live;
 	const char *err;     /* why the last read failed, or "" */
@@ -81,6 +83,8 @@ struct mstat_model_input {
 	uint64_t start_ns;   /* CLOCK_REALTIME the process started */
 	uint32_t writer_mode; /* of its segment: 1 fenced, 2 membarrier */
 	uint32_t layout_major, layout_minor; /* its segment's format version */
+	/* Where it runs (where.h): NULL and "" not known. */
+	const char *container_id, *pod_uid, *qos_class, *systemd_unit;
 };
 
 struct mstat_model_class {
@@ -102,6 +106,7 @@ struct mstat_model_point {
 struct mstat_model_row {
 	char key[MSTAT_KEY_MAX];
 	pid_t pid;
+	pid_t nspid;           /* in its own pid namespace; 0 not known */
 	char name[64];
 	enum mstat_model_live live;
 	char err[MSTAT_MODEL_ERR_MAX];
@@ -124,6 +129,7 @@ struct mstat_model_row {
 	bool seen;             /* scratch for mstat_model_update() */
 
 	char image[MSTAT_KEY_MAX]; /* of the counters shown */
+	struct mstat_where where;  /* where it runs: "" not known */
 	char comm[16];
 	char exe[64];
 	uint64_t start_ns;     /* CLOCK_REALTIME it started; 0 unknown */
@@ -176,8 +182,8 @@ int mstat_model_update(struct mstat_model *m,
 		       uint64_t now_ns);
 
 /* Whether a row passes a filter: not dismissed, and an empty filter, a
- * name, comm or executable containing it (case-insensitive) or a pid
- * equal to it. */
+ * name, comm, executable, container id, pod uid or systemd unit
+ * containing it (case-insensitive), or a pid equal to it. */
 bool mstat_model_match(const struct mstat_model_row *r, const char *filter);
 
 /* Resets the baseline of the row `key`, or of every row if `key` is NULL,

@@ -33,8 +33,11 @@ handle(const struct mstat_core_target *t, struct mstat_core_profile **out,
 		free(h);
 		return rc;
 	}
-	/* The reader owns fd from here on, whatever it returns. */
-	int rc = mstat_reader_open_fd(&h->reader, fd, t->shm_name, err, errlen);
+	/* The reader owns fd from here on, whatever it returns.  The same
+	 * file discovery checked against the process it claims (another
+	 * user's, read as root, too): every other check is made again. */
+	int rc = mstat_reader_open_claimed(&h->reader, fd, t->shm_name, err,
+					   errlen);
 	if (rc < 0) {
 		free(h);
 		return rc;

@@ -23,6 +23,7 @@
 /* How a recorded field is written and read (the REC lines of fields.h). */
 enum rec_type {
 	REC_PID,    /* a process id: 1 to 2^31 - 1 */
+	REC_OPTPID, /* the same, or 0: not known; 0 if absent or null */
 	REC_KEY,    /* a string that is not empty */
 	REC_STR,    /* a string; "" if absent or null */
 	REC_STATE,  /* a state's word (enum mstat_model_live) */
@@ -76,6 +77,7 @@ put_field(FILE *f, const struct recorded *rec,
 	fprintf(f, "%s\"%s\":", first ? "" : ",", rec->name);
 	switch (rec->type) {
 	case REC_PID:
+	case REC_OPTPID:
 		memcpy(&pid, at, sizeof(pid));
 		fprintf(f, "%d", (int)pid);
 		break;
@@ -283,6 +285,17 @@ get_field(json_object *x, const struct recorded *rec,
 		pid = (pid_t)u;
 		memcpy(at, &pid, sizeof(pid));
 		return true;
+	case REC_OPTPID: {
+		json_object *v;
+		pid = 0;
+		if (json_object_object_get_ex(x, rec->name, &v) && v) {
+			if (!get_u64(x, rec->name, &u) || u > INT32_MAX)
+				return false;
+			pid = (pid_t)u;
+		}
+		memcpy(at, &pid, sizeof(pid));
+		return true;
+	}
 	case REC_KEY:
 	case REC_STR:
 		if (!get_str(x, rec->name, &s) || (rec->type == REC_KEY && !s[0]))

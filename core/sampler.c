@@ -87,7 +87,8 @@ mstat_core_init(struct mstat_core *core, const struct mstat_core_options *opt)
 	atomic_init(&core->interval_ms, opt->interval_ms);
 	core->wake_fd = -1;
 	if (mstat_discover_init(&core->disc, opt->pids, opt->npids,
-				opt->wait_budget_us, note_line, core) < 0)
+				&opt->namespaces, opt->wait_budget_us,
+				note_line, core) < 0)
 		return -ENOMEM;
 	core->disc.grace = opt->grace;
 	core->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -481,13 +482,13 @@ publish(struct mstat_core *core, size_t i, uint64_t t_ns)
 		core->errors[f->error]++;
 	if (f && f->drop) {
 		mstat_core_note(core, "dropped %s", mstat_reader_error(t->reader));
-		mstat_discover_detach(t);
+		mstat_discover_detach(&core->disc, t);
 		free(s);
 		return;
 	}
 	if (execed(core, t, rc, s)) {
 		(void)mstat_discover_reap(&core->disc, t, false);
-		mstat_discover_detach(t);
+		mstat_discover_detach(&core->disc, t);
 		free(s);
 		return;
 	}
@@ -642,6 +643,8 @@ mstat_core_tick(struct mstat_core *core)
 	mstat_discover_scan(&core->disc, &core->targets);
 	core->errors[MSTAT_CORE_ERR_REFUSED] = core->disc.refused_count;
 	core->errors[MSTAT_CORE_ERR_DESCRIPTORS] = core->disc.no_fd_count;
+	atomic_store_explicit(&core->namespaces_unreadable,
+			      core->disc.procs.unreadable, memory_order_relaxed);
 	cds_list_for_each_entry(t, &core->targets, node)
 		n += !t->final;
 	if (grow(core, n) < 0)
@@ -683,7 +686,7 @@ mstat_core_tick(struct mstat_core *core)
 		if (t->reader && core->opt.killed_linger_ns > linger)
 			linger = core->opt.killed_linger_ns;
 		if (t->final && t_ns - t->end_ns >= linger)
-			mstat_discover_detach(t);
+			mstat_discover_detach(&core->disc, t);
 	}
 	if (core->opt.after_tick)
 		core->opt.after_tick(core->opt.after_tick_arg, core);
@@ -744,7 +747,7 @@ mstat_core_fini(struct mstat_core *core)
 	}
 	/* The sampler has stopped: this thread is the updater now. */
 	cds_list_for_each_entry_safe(t, tmp, &core->targets, node)
-		mstat_discover_detach(t);
+		mstat_discover_detach(&core->disc, t);
 	struct mstat_core_status *s = core->status;
 	rcu_assign_pointer(core->status, NULL);
 	if (s)
@@ -792,6 +795,11 @@ mstat_core_gather(struct mstat_core *core, struct mstat_core_scratch *sc,
 		sc->in[n++] = (struct mstat_model_input){
 			.key = t->key,
 			.pid = t->pid,
+			.nspid = t->nspid,
+			.container_id = t->where.container_id,
+			.pod_uid = t->where.pod_uid,
+			.qos_class = t->where.qos_class,
+			.systemd_unit = t->where.systemd_unit,
 			.name = t->name,
 			.live = s->live,
 			.err = s->err,

@@ -13,6 +13,7 @@
 
 #include "killed.h"
 #include "pprof_http.h"
+#include "procs.h"
 #include "reader.h"
 #include "scrape.h"
 #include "text.h"
@@ -32,6 +33,7 @@ struct options {
 	const char *telemetry_path;
 	const char *config_file;
 	bool classes;
+	struct mstat_namespaces namespaces;
 	unsigned wait_budget_us;
 	unsigned max_requests;
 	unsigned max_profile_requests;
@@ -60,6 +62,11 @@ usage(FILE *f)
 	      "                              name (default: the Host header of the\n"
 	      "                              request for them)\n"
 	      "  --[no-]collector.classes    per-size-class series (default off)\n"
+	      "  --reader.namespaces=WHICH   all: the /dev/shm of every mount\n"
+	      "                              namespace this user may read (the\n"
+	      "                              default, or MSTAT_NAMESPACES); own:\n"
+	      "                              its own only; PID[,PID..]: those of\n"
+	      "                              these processes, and its own\n"
 	      "  --reader.wait-budget=TIME   how long a scrape waits, in all, for\n"
 	      "                              stalled and busy processes: 10ms,\n"
 	      "                              0.5s, ... up to 5s (default 10ms)\n"
@@ -110,7 +117,7 @@ parse_duration(const char *s)
 enum {
 	OPT_LISTEN = 256, OPT_PATH, OPT_CONFIG, OPT_MAX_REQ, OPT_CLASSES,
 	OPT_NO_CLASSES, OPT_BUDGET, OPT_VERSION, OPT_MAX_PROFILES, OPT_EXTERNAL,
-	OPT_GRACE, OPT_PM_DIR, OPT_PM_BYTES,
+	OPT_NAMESPACES, OPT_GRACE, OPT_PM_DIR, OPT_PM_BYTES,
 };
 
 static int
@@ -127,6 +134,7 @@ parse_options(struct options *o, int argc, char **argv)
 		{ "collector.classes", no_argument, NULL, OPT_CLASSES },
 		{ "no-collector.classes", no_argument, NULL, OPT_NO_CLASSES },
 		{ "reader.wait-budget", required_argument, NULL, OPT_BUDGET },
+		{ "reader.namespaces", required_argument, NULL, OPT_NAMESPACES },
 		{ "killed-grace", required_argument, NULL, OPT_GRACE },
 		{ "postmortem-dir", required_argument, NULL, OPT_PM_DIR },
 		{ "postmortem-bytes", required_argument, NULL, OPT_PM_BYTES },
@@ -146,6 +154,12 @@ parse_options(struct options *o, int argc, char **argv)
 			       .postmortem_bytes = MSTAT_POSTMORTEM_BYTES_DEFAULT };
 	if (mstat_killed_env(&o->grace, why, sizeof(why)) < 0) {
 		say("%s", why);
+		return -1;
+	}
+	const char *ns = getenv("MSTAT_NAMESPACES");
+	if (ns && *ns && mstat_namespaces_parse(ns, &o->namespaces) < 0) {
+		say("MSTAT_NAMESPACES=%s: all, own, or process ids separated by "
+		    "commas", ns);
 		return -1;
 	}
 	while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
@@ -232,6 +246,13 @@ parse_options(struct options *o, int argc, char **argv)
 				return -1;
 			}
 			break;
+		case OPT_NAMESPACES:
+			if (mstat_namespaces_parse(optarg, &o->namespaces) < 0) {
+				say("--reader.namespaces %s: all, own, or process "
+				    "ids separated by commas (at most 64)", optarg);
+				return -1;
+			}
+			break;
 		case OPT_VERSION:
 			printf("mstat-exporter %s\n", MSTAT_VERSION);
 			exit(0);
@@ -280,6 +301,7 @@ main(int argc, char **argv)
 	struct mstat_scrape_options so = {
 		.wait_budget_us = o.wait_budget_us,
 		.classes = o.classes,
+		.namespaces = o.namespaces,
 		.note = note,
 		.grace = o.grace,
 		.postmortem_dir = o.postmortem_dir,

@@ -75,6 +75,8 @@ struct mstat_scraper {
 	size_t caprows;
 	double tick_s;                       /* how long the last tick took */
 	uint64_t errors[MSTAT_CORE_ERR_COUNT];
+	unsigned unreadable;                 /* namespaces the last tick could
+					      * not read */
 	uint64_t scrapes;
 	bool failed;                         /* the last tick ran out of memory */
 	struct profile_request *requests;    /* not answered yet */
@@ -153,6 +155,9 @@ reader_main(void *arg)
 		s->failed = rc < 0;
 		s->tick_s = (double)(mstat_clock_mono_ns() - t0) / 1e9;
 		memcpy(s->errors, s->core.errors, sizeof(s->errors));
+		/* Relaxed: a count (core.h). */
+		s->unreadable = atomic_load_explicit(
+			&s->core.namespaces_unreadable, memory_order_relaxed);
 		s->finished = tick;
 		/* Those waiting for this tick: the core holds what it found. */
 		s->untried = s->requests != NULL;
@@ -181,6 +186,7 @@ mstat_scraper_start(struct mstat_scraper **out,
 	struct mstat_core_options to = {
 		.interval_ms = 1000, /* unused: ticks are asked for */
 		.wait_budget_us = o->wait_budget_us,
+		.namespaces = o->namespaces,
 		/* An exited process is gone from the next scrape: its row
 		 * does not linger. */
 		.linger_ns = 0,
@@ -276,6 +282,14 @@ self_metrics(struct mstat_scraper *s, const struct mstat_expo *e, size_t n)
 			  "processes in this scrape");
 	mstat_expo_sample(e, "mstat_exporter_processes", MSTAT_EXPO_GAUGE);
 	fprintf(e->f, " %zu\n", n);
+
+	mstat_expo_family(e, "mstat_exporter_namespaces_unreadable",
+			  MSTAT_EXPO_GAUGE, NULL,
+			  "mount namespaces whose /dev/shm this scrape could "
+			  "not read (permissions: mstat-exporter(1))");
+	mstat_expo_sample(e, "mstat_exporter_namespaces_unreadable",
+			  MSTAT_EXPO_GAUGE);
+	fprintf(e->f, " %u\n", s->unreadable);
 }
 
 /* With the lock held: a request begins to wait for the reader, which

@@ -33,6 +33,7 @@
 #include "exposition.h"
 #include "model.h"
 #include "owner.h"
+#include "procs.h"
 
 struct mstat_scraper;
 struct mstat_core_profile;
@@ -40,6 +41,7 @@ struct mstat_core_profile;
 struct mstat_scrape_options {
 	unsigned wait_budget_us; /* for stalled and busy targets, per tick */
 	bool classes;            /* per-size-class series */
+	struct mstat_namespaces namespaces; /* whose /dev/shm (procs.h) */
 	/* One-line notes of the core (a segment refused); the reader's
 	 * thread. */
 	void (*note)(void *arg, const char *line);

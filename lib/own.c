@@ -8,7 +8,7 @@
 
 #include "slots.h"
 
-void
+MSTAT_START_TEXT void
 mstat_own_begin(void)
 {
 	atomic_fetch_add_explicit(&mstat_thread.own_depth, 1, memory_order_relaxed);
@@ -17,7 +17,7 @@ mstat_own_begin(void)
 	mstat_thread.fast = NULL;
 }
 
-void
+MSTAT_START_TEXT void
 mstat_own_end(void)
 {
 	atomic_signal_fence(memory_order_seq_cst);

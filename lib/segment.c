@@ -16,11 +16,12 @@
 #include "clock.h"
 #include "owner.h"
 #include "procfs.h"
+#include "status.h"
 
 static int
 fail(char *err, size_t errlen, int rc, const char *what)
 {
-	snprintf(err, errlen, "%s: %s", what, strerror(-rc));
+	snprintf(err, errlen, "%s: %s", what, mstat_strerror(-rc));
 	return rc;
 }
 

@@ -24,7 +24,7 @@
 #define PUBLISH_AFTER_BYTES (1u << 20)
 
 /* Deferred counts that found their thread's ring full; see defer(). */
-static _Atomic bool spilled;
+static _Atomic bool spilled MSTAT_STARTUP;
 static _Atomic uint64_t spill[MSTAT_ROWS(MSTAT_CLASS_COUNT)][MSTAT_ROW_COUNTERS];
 
 static bool publish_due(uint64_t bytes);
@@ -43,7 +43,7 @@ count_early(enum mstat_op op, uint64_t freed, uint64_t size, uint64_t requested)
 			 size, requested);
 }
 
-uint32_t
+MSTAT_START_TEXT uint32_t
 mstat_tid(void)
 {
 	if (!mstat_thread.tid)

@@ -32,7 +32,7 @@ static struct {
 	_Atomic unsigned char busy[MSTAT_SLOTS_MAX];
 } slots;
 
-void
+MSTAT_START_TEXT void
 mstat_slots_set(struct mstat_shm_slot *s)
 {
 	struct mstat_shm_slot *inline_slot = mstat_writer_config.fenced ? NULL : s;

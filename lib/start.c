@@ -151,7 +151,7 @@ start(void)
 	if (mode == MSTAT_MODE_MEMBARRIER &&
 	    syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) < 0) {
 		mstat_status_warn("membarrier unavailable, counting in fenced mode",
-				  strerror(errno));
+				  mstat_strerror(errno));
 		mode = MSTAT_MODE_FENCED;
 	}
 	/* Whoever starts removes a few segments of processes that are gone;

@@ -13,6 +13,7 @@
 #define MSTAT_LIB_STATUS_H
 
 #include <stddef.h>
+#include <string.h>
 
 #include "state.h"
 
@@ -31,5 +32,18 @@ void mstat_status_warn(const char *what, const char *why) MSTAT_HIDDEN;
 /* One line where MSTAT_LOG asks (stderr, or appended to a file of the
  * user), nowhere otherwise: "mstatshm: NAME[PID]: what: why". */
 void mstat_status_log(const char *what, const char *why) MSTAT_HIDDEN;
+
+/* What an errno value means, in English, from inside malloc too:
+ * strerrordesc_np(), never strerror().  strerror() translates, and the
+ * translation takes glibc's locale lock, which setlocale() holds while it
+ * allocates: a count there that makes the segment and fails left that
+ * lock broken, and the program's next setlocale() waited for ever. */
+static inline const char *
+mstat_strerror(int e)
+{
+	const char *s = strerrordesc_np(e);
+
+	return s ? s : "unknown error";
+}
 
 #endif /* MSTAT_LIB_STATUS_H */

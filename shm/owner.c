@@ -176,6 +176,7 @@ grace_over(int fd, struct mstat_reaped *id, const struct stat *st,
 	uint32_t s = 0;
 
 	id->bytes = (uint64_t)st->st_blocks * 512u;
+	id->dev = (uint64_t)st->st_dev;
 	id->ino = (uint64_t)st->st_ino;
 	if (grace_s > MSTAT_KILLED_GRACE_MAX)
 		grace_s = MSTAT_KILLED_GRACE_MAX;
@@ -247,7 +248,7 @@ mstat_reap_fd(int dirfd, const char *name, int fd, uint64_t grace_s,
 }
 
 void
-mstat_kept_set(struct mstat_kept *k, const char *name,
+mstat_kept_set(struct mstat_kept *k, int dirfd, const char *name,
 	       const struct mstat_reaped *r)
 {
 	size_t n = strlen(name);
@@ -258,13 +259,14 @@ mstat_kept_set(struct mstat_kept *k, const char *name,
 	k->name[n] = '\0';
 	k->killed_ns = r->killed_ns;
 	k->bytes = r->bytes;
+	k->dev = r->dev;
 	k->ino = r->ino;
+	k->dirfd = dirfd;
 	k->seen = true;
 }
 
 size_t
-mstat_kept_evict(int dirfd, uid_t uid, struct mstat_kept *k, size_t n,
-		 uint64_t max_bytes)
+mstat_kept_evict(uid_t uid, struct mstat_kept *k, size_t n, uint64_t max_bytes)
 {
 	uint64_t sum = 0;
 	size_t removed = 0;
@@ -285,34 +287,27 @@ mstat_kept_evict(int dirfd, uid_t uid, struct mstat_kept *k, size_t n,
 		sum -= t.bytes;
 		/* Grace 0: removed if its owner is still gone, whatever the
 		 * time; a live segment under the name is left alone. */
-		(void)mstat_reap_at(dirfd, t.name, uid, NULL, 0, NULL);
+		(void)mstat_reap_at(t.dirfd, t.name, uid, NULL, 0, NULL);
 	}
 	return removed;
 }
 
 int
-mstat_reap_at(int dirfd, const char *name, uid_t uid,
-	      const struct mstat_reaped *succeeded, uint64_t grace_s,
-	      struct mstat_reaped *out)
+mstat_reap_file(int dirfd, const char *name, int fd, uid_t uid,
+		const struct mstat_reaped *succeeded, uint64_t grace_s,
+		struct mstat_reaped *out)
 {
 	struct mstat_reaped id;
 	struct stat st;
-	int fd, rc;
+	int rc;
 
-	fd = openat(dirfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return errno == ENOENT || errno == EACCES || errno == ELOOP
-			       ? MSTAT_REAP_KEPT : -errno;
-	rc = MSTAT_REAP_KEPT;
-	if (fstat(fd, &st) < 0) {
-		rc = -errno;
-		goto out;
-	}
+	if (fstat(fd, &st) < 0)
+		return -errno;
 	if (!S_ISREG(st.st_mode) || st.st_uid != uid)
-		goto out;
+		return MSTAT_REAP_KEPT;
 	rc = lock_dead(fd);
 	if (rc <= 0)
-		goto out;
+		return rc;
 	if (!read_identity(fd, st.st_size, &id)) {
 		rc = MSTAT_REAP_KEPT;
 		goto unlock;
@@ -330,7 +325,21 @@ mstat_reap_at(int dirfd, const char *name, uid_t uid,
 		*out = id;
 unlock:
 	unlock(fd);
-out:
+	return rc;
+}
+
+int
+mstat_reap_at(int dirfd, const char *name, uid_t uid,
+	      const struct mstat_reaped *succeeded, uint64_t grace_s,
+	      struct mstat_reaped *out)
+{
+	int fd, rc;
+
+	fd = openat(dirfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return errno == ENOENT || errno == EACCES || errno == ELOOP
+			       ? MSTAT_REAP_KEPT : -errno;
+	rc = mstat_reap_file(dirfd, name, fd, uid, succeeded, grace_s, out);
 	close(fd);
 	return rc;
 }
@@ -373,9 +382,9 @@ mstat_reap_some(uid_t uid, unsigned probes, const struct mstat_grace *g)
 		if (rc == MSTAT_REAP_REMOVED)
 			removed++;
 		else if (rc == MSTAT_REAP_KILLED && nkept < SOME_KEPT)
-			mstat_kept_set(&kept[nkept++], de->d_name, &r);
+			mstat_kept_set(&kept[nkept++], dirfd, de->d_name, &r);
 	}
-	removed += (unsigned)mstat_kept_evict(dirfd, uid, kept, nkept, g->max_bytes);
+	removed += (unsigned)mstat_kept_evict(uid, kept, nkept, g->max_bytes);
 	close(dirfd);
 	return removed;
 }

@@ -81,7 +81,7 @@ struct mstat_reaped {
 	 * killed; the file's bytes (of /dev/shm) and inode. */
 	uint64_t killed_ns;
 	uint64_t bytes;
-	uint64_t ino;
+	uint64_t dev, ino;
 };
 
 enum mstat_reap {
@@ -94,21 +94,23 @@ enum mstat_reap {
 /* A killed process's segment kept, as a remover remembers it. */
 struct mstat_kept {
 	char name[MSTAT_SHM_NAME_MAX];
-	uint64_t killed_ns, bytes, ino;
+	uint64_t killed_ns, bytes, dev, ino;
+	int dirfd; /* the directory it is in, as the caller has it open */
 	bool seen; /* the caller's mark (a name seen in its last scan) */
 };
 
-/* Remembers what mstat_reap_*() said of `name` (MSTAT_REAP_KILLED). */
-void mstat_kept_set(struct mstat_kept *k, const char *name,
+/* Remembers what mstat_reap_*() said of `name` in `dirfd`
+ * (MSTAT_REAP_KILLED). */
+void mstat_kept_set(struct mstat_kept *k, int dirfd, const char *name,
 		    const struct mstat_reaped *r);
 
 /*
- * The byte bound: while the segments `k[0..n)` (kept, in directory
+ * The byte bound: while the segments `k[0..n)` (kept, each in its
  * `dirfd`) hold more than `max_bytes`, removes the one killed longest
  * ago, if its owner is still gone.  Reorders `k`: the ones removed are
  * moved to its end.  Returns how many it removed.
  */
-size_t mstat_kept_evict(int dirfd, uid_t uid, struct mstat_kept *k, size_t n,
+size_t mstat_kept_evict(uid_t uid, struct mstat_kept *k, size_t n,
 			uint64_t max_bytes);
 
 /*
@@ -125,6 +127,13 @@ size_t mstat_kept_evict(int dirfd, uid_t uid, struct mstat_kept *k, size_t n,
 int mstat_reap_at(int dirfd, const char *name, uid_t uid,
 		  const struct mstat_reaped *succeeded, uint64_t grace_s,
 		  struct mstat_reaped *out);
+
+/* The same for the file open (for reading and writing) at `fd`, which
+ * the caller opened as `name` in `dirfd` (beneath.h, in a directory of
+ * another mount namespace); `fd` stays open. */
+int mstat_reap_file(int dirfd, const char *name, int fd, uid_t uid,
+		    const struct mstat_reaped *succeeded, uint64_t grace_s,
+		    struct mstat_reaped *out);
 
 /* The same for a segment a reader has open at `fd` under `name` in
  * `dirfd`: unlinks the name if the owner is gone (and, killed, the grace

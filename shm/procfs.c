@@ -2,6 +2,7 @@
 /* procfs.c - what /proc says of a process; see procfs.h. */
 #include "procfs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -211,6 +212,221 @@ mstat_pid_ns(uint64_t *ino)
 		return -errno;
 	*ino = (uint64_t)st.st_ino;
 	return 0;
+}
+
+int
+mstat_proc_ns(pid_t pid, const char *which, uint64_t *ino)
+{
+	char path[64], file[24] = "ns/";
+	struct stat st;
+
+	if (strlen(which) > sizeof(file) - 4)
+		return -EINVAL;
+	memcpy(file + 3, which, strlen(which) + 1);
+	proc_path(path, pid, file);
+	if (stat(path, &st) < 0)
+		return -errno;
+	*ino = (uint64_t)st.st_ino;
+	return 0;
+}
+
+/* The unsigned number at *p, moving *p past it; false if there is none. */
+static bool
+number(const char **p, uint64_t *v)
+{
+	const char *s = *p;
+	uint64_t n = 0;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	for (; *s >= '0' && *s <= '9'; s++)
+		n = n * 10 + (uint64_t)(*s - '0');
+	*p = s;
+	*v = n;
+	return true;
+}
+
+static const char *
+skip_blanks(const char *p)
+{
+	while (*p == ' ' || *p == '\t')
+		p++;
+	return p;
+}
+
+int
+mstat_proc_status(pid_t pid, struct mstat_proc_status *st)
+{
+	/* Large: a Groups line can be long, and NSpid comes after it. */
+	char path[64], buf[16384];
+	bool uid = false, nspid = false;
+	ssize_t len;
+
+	proc_path(path, pid, "status");
+	if ((len = slurp(path, buf, sizeof(buf))) < 0)
+		return (int)len;
+	for (const char *line = buf; *line;) {
+		const char *end = strchr(line, '\n');
+		const char *p;
+		uint64_t v;
+
+		if (!end)
+			break; /* cut: not a whole line */
+		if (strncmp(line, "Uid:", 4) == 0) {
+			/* real, effective, saved, file system */
+			p = skip_blanks(line + 4);
+			if (number(&p, &v) && (p = skip_blanks(p), number(&p, &v))) {
+				st->euid = (uid_t)v;
+				uid = true;
+			}
+		} else if (strncmp(line, "NSpid:", 6) == 0) {
+			/* Ours first, then each namespace below, its own last. */
+			unsigned n = 0;
+			p = skip_blanks(line + 6);
+			while (p < end && number(&p, &v)) {
+				st->nspid = (pid_t)v;
+				n++;
+				p = skip_blanks(p);
+			}
+			if (n) {
+				st->depth = n - 1;
+				nspid = true;
+			}
+		}
+		line = end + 1;
+	}
+	return uid && nspid ? 0 : -EPROTO;
+}
+
+int
+mstat_proc_root_id(pid_t pid, uint64_t *dev, uint64_t *ino)
+{
+	char path[64];
+	struct stat st;
+
+	proc_path(path, pid, "root");
+	if (stat(path, &st) < 0)
+		return -errno;
+	*dev = (uint64_t)st.st_dev;
+	*ino = (uint64_t)st.st_ino;
+	return 0;
+}
+
+int
+mstat_proc_root_open(pid_t pid)
+{
+	char path[64];
+	int fd;
+
+	proc_path(path, pid, "root");
+	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+ssize_t
+mstat_proc_cgroup(pid_t pid, char *buf, size_t len)
+{
+	char path[64];
+
+	proc_path(path, pid, "cgroup");
+	return slurp(path, buf, len);
+}
+
+int
+mstat_proc_uid_inside(pid_t pid, uid_t outside, uid_t *inside)
+{
+	char path[64], buf[4096];
+	ssize_t len;
+
+	proc_path(path, pid, "uid_map");
+	if ((len = slurp(path, buf, sizeof(buf))) < 0)
+		return (int)len;
+	/* "inside outside count", a line each (user_namespaces(7)): read
+	 * by a process of a parent namespace, `outside` is its own uid. */
+	for (const char *p = buf; *p;) {
+		uint64_t in, out, count;
+		p = skip_blanks(p);
+		if (!number(&p, &in) || (p = skip_blanks(p), !number(&p, &out)) ||
+		    (p = skip_blanks(p), !number(&p, &count)))
+			break;
+		if (outside >= out && outside - out < count) {
+			*inside = (uid_t)(in + (outside - out));
+			return 0;
+		}
+		while (*p && *p != '\n')
+			p++;
+		if (*p)
+			p++;
+	}
+	return -ERANGE;
+}
+
+int
+mstat_proc_mount_id(pid_t pid, uint64_t *id)
+{
+	char path[64], buf[64];
+	const char *p = buf;
+	ssize_t len;
+
+	proc_path(path, pid, "mountinfo");
+	if ((len = slurp(path, buf, sizeof(buf))) < 0)
+		return (int)len;
+	return number(&p, id) ? 0 : -EPROTO;
+}
+
+int
+mstat_proc_reopen(int fd, int flags)
+{
+	char path[64] = "/proc/self/fd/";
+	int nfd;
+
+	mstat_utoa(path + strlen(path), (uint64_t)fd);
+	nfd = open(path, flags | O_CLOEXEC);
+	return nfd < 0 ? -errno : nfd;
+}
+
+int
+mstat_proc_iter_open(struct mstat_proc_iter *it)
+{
+	it->fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	it->len = it->off = 0;
+	return it->fd < 0 ? -errno : 0;
+}
+
+int
+mstat_proc_iter_next(struct mstat_proc_iter *it, pid_t *pid, uint64_t *ino)
+{
+	for (;;) {
+		if (it->off >= it->len) {
+			ssize_t n = getdents64(it->fd, it->buf, sizeof(it->buf));
+			if (n < 0)
+				return -errno;
+			if (n == 0)
+				return 0;
+			it->len = n;
+			it->off = 0;
+		}
+		const struct dirent64 *de =
+			(const struct dirent64 *)(it->buf + it->off);
+		const char *p = de->d_name;
+		uint64_t v;
+
+		it->off += de->d_reclen;
+		/* A process: its pid, a number, alone. */
+		if (number(&p, &v) && *p == '\0' && v > 0 && v <= 0x7fffffff) {
+			*pid = (pid_t)v;
+			*ino = (uint64_t)de->d_ino;
+			return 1;
+		}
+	}
+}
+
+void
+mstat_proc_iter_close(struct mstat_proc_iter *it)
+{
+	if (it->fd >= 0)
+		close(it->fd);
+	it->fd = -1;
 }
 
 /* As much of src as fits dst with its NUL. */

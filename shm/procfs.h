@@ -2,7 +2,8 @@
 /*
  * procfs.h - what /proc says of a process: when it started (which tells
  * it from a later process with the same pid), its state, the names a
- * user recognises it by, and this process's pid namespace and the
+ * user recognises it by, its namespaces, root, uids and cgroups, the
+ * processes there are, and this process's pid namespace and the
  * machine's boot time.  The one place /proc is read.
  *
  * A pid is only meaningful in the caller's own pid namespace: callers
@@ -38,6 +39,67 @@ mstat_proc_state_stopped(char state)
  * -errno.  Two processes whose namespaces have the same inode see the
  * same pids. */
 int mstat_pid_ns(uint64_t *ino);
+
+/* The inode of namespace `which` ("mnt", "pid", "user", ...) of `pid`
+ * (0: this process): 0 or -errno.  The link is another process's to
+ * show: -EACCES or -EPERM without ptrace access to it (another user's
+ * process, without CAP_SYS_PTRACE), -ENOENT once it is a zombie. */
+int mstat_proc_ns(pid_t pid, const char *which, uint64_t *ino);
+
+/* What /proc/<pid>/status says of a process's identity. */
+struct mstat_proc_status {
+	uid_t euid;     /* effective uid, as this process's user namespace
+			 * sees it */
+	pid_t nspid;    /* its pid in its own pid namespace (the last of
+			 * NSpid); the pid asked about in ours */
+	unsigned depth; /* pid namespaces it is nested in below ours */
+};
+/* 0 or -errno (-EPROTO: a line missing). */
+int mstat_proc_status(pid_t pid, struct mstat_proc_status *st);
+
+/* The device and inode of the root directory of `pid`: 0 or -errno (as
+ * mstat_proc_ns()). */
+int mstat_proc_root_id(pid_t pid, uint64_t *dev, uint64_t *ino);
+
+/* Opens the root directory of `pid` (O_PATH | O_DIRECTORY), the view of
+ * the file system it has, mounts of its mount namespace included: the
+ * descriptor, or -errno (as mstat_proc_ns()). */
+int mstat_proc_root_open(pid_t pid);
+
+/* /proc/<pid>/cgroup into buf (NUL-terminated, cut to `len` - 1 bytes):
+ * its length, or -errno. */
+ssize_t mstat_proc_cgroup(pid_t pid, char *buf, size_t len);
+
+/* The uid that `outside`, a uid as this process sees it, is inside the
+ * user namespace of `pid` (/proc/<pid>/uid_map): 0 or -errno (-ERANGE:
+ * not mapped there). */
+int mstat_proc_uid_inside(pid_t pid, uid_t outside, uid_t *inside);
+
+/* The id of the first mount /proc/<pid>/mountinfo lists, which anyone
+ * may read: two processes with different ids live in different mount
+ * namespaces (or roots), when their namespaces cannot be inspected.
+ * 0 or -errno. */
+int mstat_proc_mount_id(pid_t pid, uint64_t *id);
+
+/* Opens again, with `flags`, the file open at `fd` (an O_PATH
+ * descriptor), through /proc/self/fd: the same file, whatever its name
+ * leads to by now.  The descriptor, or -errno. */
+int mstat_proc_reopen(int fd, int flags);
+
+/* The processes of /proc, one getdents64 at a time, into the caller's
+ * buffer: no allocation. */
+struct mstat_proc_iter {
+	int fd;
+	long len, off;
+	char buf[16384];
+};
+/* 0 or -errno. */
+int mstat_proc_iter_open(struct mstat_proc_iter *it);
+/* The next process: 1, with its pid and the inode of its /proc entry
+ * (a process that replaced another under the same pid has another
+ * inode); 0 at the end; -errno. */
+int mstat_proc_iter_next(struct mstat_proc_iter *it, pid_t *pid, uint64_t *ino);
+void mstat_proc_iter_close(struct mstat_proc_iter *it);
 
 struct mstat_proc_identity {
 	char comm[16];  /* /proc/<pid>/comm, "" if unknown */

@@ -176,9 +176,10 @@ copy_classes(void *arg)
 	       (size_t)c->r->class_count * sizeof(uint64_t));
 }
 
-/* Validates and maps the segment open at r->fd, called `label`. */
+/* Validates and maps the segment open at r->fd, called `label`, whose
+ * owner must be `uid` (MSTAT_UID_CALLER: the caller checks it). */
 static int
-attach_fd(struct mstat_reader *r, const char *label)
+attach_fd(struct mstat_reader *r, const char *label, uid_t uid)
 {
 	struct mstat_shm_header h;
 	struct stat st;
@@ -187,7 +188,7 @@ attach_fd(struct mstat_reader *r, const char *label)
 
 	if (fstat(r->fd, &st) < 0)
 		return fail(r, -errno, "%s: %s", label, strerror(errno));
-	rc = mstat_validate_stat(&st, geteuid(), why, sizeof(why));
+	rc = mstat_validate_stat(&st, uid, why, sizeof(why));
 	if (rc < 0)
 		return fail(r, rc, "%s: %s", label, why);
 
@@ -200,7 +201,7 @@ attach_fd(struct mstat_reader *r, const char *label)
 	struct copy_identity ci = { r->ctl, &h };
 	if (mstat_guarded(copy_identity, &ci) < 0)
 		return fail(r, -EFAULT, "%s: truncated while being opened", label);
-	rc = mstat_validate_header(&h, (uint64_t)st.st_size, geteuid(), why,
+	rc = mstat_validate_header(&h, (uint64_t)st.st_size, uid, why,
 				   sizeof(why));
 	if (rc < 0)
 		return fail(r, rc, "%s: %s", label, why);
@@ -257,7 +258,7 @@ attach(struct mstat_reader *r, const char *shm_name)
 	r->fd = shm_open(shm_name, O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (r->fd < 0)
 		return fail(r, -errno, "%s: %s", shm_name, strerror(errno));
-	rc = attach_fd(r, shm_name);
+	rc = attach_fd(r, shm_name, geteuid());
 	if (rc < 0)
 		return rc;
 	if (r->info.pid != name_pid || r->info.start_time != name_start)
@@ -328,7 +329,23 @@ mstat_reader_open_fd(struct mstat_reader **out, int fd, const char *label,
 		return -ENOMEM;
 	}
 	r->fd = fd;
-	return opened(out, r, attach_fd(r, label), err, errlen);
+	return opened(out, r, attach_fd(r, label, geteuid()), err, errlen);
+}
+
+int
+mstat_reader_open_claimed(struct mstat_reader **out, int fd, const char *label,
+			  char *err, size_t errlen)
+{
+	struct mstat_reader *r = reader_new(err, errlen);
+
+	*out = NULL;
+	if (!r) {
+		close(fd);
+		return -ENOMEM;
+	}
+	r->fd = fd;
+	return opened(out, r, attach_fd(r, label, MSTAT_UID_CALLER), err,
+		      errlen);
 }
 
 int

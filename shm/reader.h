@@ -58,6 +58,14 @@ void mstat_reader_set_step_hook(void (*hook)(enum mstat_read_step, void *),
 int mstat_reader_open_fd(struct mstat_reader **out, int fd, const char *label,
 			 char *err, size_t errlen);
 
+/* The same for a segment whose owner and header uid the caller checks
+ * (mstat_reader_info() and fstat() on mstat_reader_fd() say what they
+ * are) against the process the header claims: a segment of another
+ * user, or of another namespace, read by a privileged observer.  Every
+ * other check is made. */
+int mstat_reader_open_claimed(struct mstat_reader **out, int fd,
+			      const char *label, char *err, size_t errlen);
+
 /* Unmaps a reader's segment and closes its fd, keeping the reader's
  * memory (a fork child drops its parent's reader this way: the memory is
  * inherited heap, and freeing it would count a free the child never

@@ -27,7 +27,7 @@ mstat_validate_stat(const struct stat *st, uid_t uid, char *err, size_t errlen)
 		return refuse(-ELOOP, err, errlen, "is a symbolic link");
 	if (!S_ISREG(st->st_mode))
 		return refuse(-EINVAL, err, errlen, "is not a regular file");
-	if (st->st_uid != uid)
+	if (uid != MSTAT_UID_CALLER && st->st_uid != uid)
 		return refuse(-EPERM, err, errlen, "is owned by uid %u, not %u",
 			      (unsigned)st->st_uid, (unsigned)uid);
 	/* Empty: its creator has made it and not sized it yet (its mode may
@@ -132,7 +132,7 @@ mstat_validate_header(const struct mstat_shm_header *h, uint64_t file_size,
 			      h->writer_mode);
 	if (h->pid <= 0)
 		return refuse(-EPROTO, err, errlen, "has pid %d", (int)h->pid);
-	if (h->uid != uid)
+	if (uid != MSTAT_UID_CALLER && h->uid != uid)
 		return refuse(-EPERM, err, errlen, "says uid %u, not %u",
 			      h->uid, (unsigned)uid);
 	if (!memchr(h->name, '\0', sizeof(h->name)))

@@ -27,11 +27,17 @@
 /* The bytes of the header that never change once `magic` is published. */
 #define MSTAT_HEADER_IDENTITY_SIZE offsetof(struct mstat_shm_header, state)
 
+/* As `uid` below: the owner is the caller's to check (a segment of
+ * another namespace, checked against the process it claims). */
+#define MSTAT_UID_CALLER ((uid_t)-1)
+
+/* The file: a regular file of `uid`, mode 0600, a header's size. */
 int mstat_validate_stat(const struct stat *st, uid_t uid, char *err,
 			size_t errlen);
 
 /* `h` is a private copy of the identity part of the header (magic
- * included), read after an acquire load of magic. */
+ * included), read after an acquire load of magic; its uid must be `uid`
+ * (unless MSTAT_UID_CALLER). */
 int mstat_validate_header(const struct mstat_shm_header *h, uint64_t file_size,
 			  uid_t uid, char *err, size_t errlen);
 

@@ -261,7 +261,7 @@ static const struct mstat_key_binding table[] = {
 	{ { 'B' }, "B", "reset the baseline of every process shown", key_rebase_all },
 	{ { 'x', KEY_DC }, "x Del", "dismiss the selected process, once it ended", key_dismiss },
 	{ { 'X' }, "X", "dismiss every process shown that ended", key_dismiss_all },
-	{ { '/' }, "/", "filter by name, comm or pid (Enter keeps, Esc: back to -F)", key_filter },
+	{ { '/' }, "/", "filter by name, container, unit or pid (Enter keeps, Esc: back to -F)", key_filter },
 	{ { ' ' }, "Space", "pause or resume the display", key_pause },
 	{ { '.' }, ".", "replay: one tick forward (and pause)", key_step },
 	{ { '+' }, "+", "longer interval (x2); replay: slower", key_slower },

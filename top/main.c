@@ -44,6 +44,7 @@ struct options {
 	size_t npids;
 	double linger_s, window_s, baseline_s;
 	const char *record, *replay;
+	struct mstat_namespaces namespaces; /* --namespaces */
 	const char *pprof;          /* --pprof: write the profile and exit */
 	long sites;                 /* --sites: per process in JSON; 0 none */
 	int64_t sample_bytes;       /* --sample-bytes; -1: not asked */
@@ -64,10 +65,16 @@ usage(FILE *f)
 	      "  -o, --format=FORMAT    batch output: table, json, openmetrics,\n"
 	      "                         prometheus (text format 0.0.4)\n"
 	      "  -p, --pid=PID[,PID..]  watch only these processes\n"
-	      "  -F, --filter=TEXT      show only names containing TEXT (or pid TEXT)\n"
-	      "  -s, --sort=COLUMN      pid, name, age, threads, live-bytes, live-objs,\n"
-	      "                         alloc/s, free/s, net/s, growth, growth-objs,\n"
-	      "                         growth/s, state\n"
+	      "  -F, --filter=TEXT      show only processes whose name, container id,\n"
+	      "                         pod uid or systemd unit contains TEXT (or pid\n"
+	      "                         TEXT)\n"
+	      "  -N, --namespaces=WHICH all: the /dev/shm of every mount namespace this\n"
+	      "                         user may read (the default, or MSTAT_NAMESPACES);\n"
+	      "                         own: its own only; PID[,PID..]: those of these\n"
+	      "                         processes, and its own\n"
+	      "  -s, --sort=COLUMN      pid, name, where, age, threads, live-bytes,\n"
+	      "                         live-objs, alloc/s, free/s, net/s, growth,\n"
+	      "                         growth-objs, growth/s, state\n"
 	      "      --baseline=SECONDS take every baseline again SECONDS after\n"
 	      "                         mstat-top's first tick (a replay: the\n"
 	      "                         recording's); until then, and by default,\n"
@@ -140,6 +147,7 @@ parse_options(struct options *o, int argc, char **argv)
 		{ "format", required_argument, NULL, 'o' },
 		{ "pid", required_argument, NULL, 'p' },
 		{ "filter", required_argument, NULL, 'F' },
+		{ "namespaces", required_argument, NULL, 'N' },
 		{ "sort", required_argument, NULL, 's' },
 		{ "linger", required_argument, NULL, 'L' },
 		{ "window", required_argument, NULL, 'W' },
@@ -152,7 +160,7 @@ parse_options(struct options *o, int argc, char **argv)
 		{ "sites", required_argument, NULL, 'T' },
 		{ "killed-grace", required_argument, NULL, 'K' },
 		{ "postmortem-dir", required_argument, NULL, 'M' },
-		{ "postmortem-bytes", required_argument, NULL, 'N' },
+		{ "postmortem-bytes", required_argument, NULL, 'Y' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -170,7 +178,13 @@ parse_options(struct options *o, int argc, char **argv)
 		complain("%s", why);
 		return -1;
 	}
-	while ((c = getopt_long(argc, argv, "bn:d:o:p:F:s:hV", longs, &idx)) != -1) {
+	const char *ns = getenv("MSTAT_NAMESPACES");
+	if (ns && *ns && mstat_namespaces_parse(ns, &o->namespaces) < 0) {
+		complain("bad value '%s' for MSTAT_NAMESPACES: all, own, or "
+			 "process ids separated by commas", ns);
+		return -1;
+	}
+	while ((c = getopt_long(argc, argv, "bn:d:o:p:F:N:s:hV", longs, &idx)) != -1) {
 		name = c == '?' ? NULL : idx >= 0 && longs[idx].val == c
 						 ? longs[idx].name : NULL;
 		idx = -1;
@@ -204,6 +218,12 @@ parse_options(struct options *o, int argc, char **argv)
 			if (strlen(optarg) >= sizeof(o->filter))
 				goto bad;
 			snprintf(o->filter, sizeof(o->filter), "%s", optarg);
+			break;
+		case 'N':
+			want = "all, own, or process ids separated by commas, "
+			       "at most 64";
+			if (mstat_namespaces_parse(optarg, &o->namespaces) < 0)
+				goto bad;
 			break;
 		case 's': {
 			int k = mstat_model_parse_sort(optarg);
@@ -263,7 +283,7 @@ parse_options(struct options *o, int argc, char **argv)
 				goto bad;
 			break;
 		case 'M': o->postmortem = optarg; break;
-		case 'N':
+		case 'Y':
 			want = "a number of bytes";
 			if (mstat_grace_parse(optarg, UINT64_MAX,
 					      &o->postmortem_bytes) < 0)
@@ -454,7 +474,7 @@ note_missing(const struct options *o, const struct mstat_model *m)
 			any = true;
 			continue;
 		}
-		any |= mstat_reader_why_none(o->pids[k], why, sizeof(why)) !=
+		any |= mstat_discover_why_none(o->pids[k], why, sizeof(why)) !=
 		       -ESRCH;
 		complain("%s", why);
 	}
@@ -750,7 +770,8 @@ request_sampling(const struct options *o)
 
 	for (size_t i = 0; i < o->npids; i++) {
 		struct mstat_reader *r;
-		if (mstat_reader_open_pid(&r, o->pids[i], why, sizeof(why)) < 0 ||
+		if (mstat_discover_open_pid(o->pids[i], &o->namespaces, &r,
+					    why, sizeof(why)) < 0 ||
 		    mstat_reader_request_sampling(r, (uint64_t)o->sample_bytes) < 0) {
 			if (r)
 				snprintf(why, sizeof(why), "%s", mstat_reader_error(r));
@@ -771,7 +792,8 @@ write_pprof(const struct options *o)
 	char why[256];
 	int rc;
 
-	if (mstat_reader_open_pid(&r, o->pids[0], why, sizeof(why)) < 0) {
+	if (mstat_discover_open_pid(o->pids[0], &o->namespaces, &r, why,
+				    sizeof(why)) < 0) {
 		fprintf(stderr, "mstat-top: %s\n", why);
 		return 1;
 	}
@@ -831,6 +853,7 @@ main(int argc, char **argv)
 	struct mstat_core_options to = {
 		.pids = o.pids,
 		.npids = o.npids,
+		.namespaces = o.namespaces,
 		.interval_ms = (unsigned)(o.delay_s * 1000),
 		.wait_budget_us = MSTAT_WAIT_BUDGET_DEFAULT_US,
 		.linger_ns = (uint64_t)(o.linger_s * 1e9),

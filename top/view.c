@@ -97,11 +97,20 @@ draw_header(struct mstat_ui *ui)
 	line(0, A_BOLD, "mstat-top  %s  %s%s  sort %s%s%s", when, src, pending,
 	     mstat_model_sort_name(ui->sort), ui->reverse ? " (reversed)" : "",
 	     ui->paused ? "  [paused]" : "");
+	/* Relaxed: a count, shown as it is (core.h). */
+	unsigned hidden = ui->core ? atomic_load_explicit(
+					     &ui->core->namespaces_unreadable,
+					     memory_order_relaxed)
+				   : 0;
+	char unread[48] = "";
+	if (hidden)
+		snprintf(unread, sizeof(unread), "; %u namespace%s not read",
+			 hidden, hidden == 1 ? "" : "s");
 	line(1, A_NORMAL, "processes %zu, %zu running, %u threads; live %s in "
-			  "%s objects",
+			  "%s objects%s",
 	     t.processes, t.running, t.threads,
 	     fmt(v[0], BYTES, true, (double)t.live_bytes),
-	     fmt(v[1], COUNT, true, (double)t.live_objects));
+	     fmt(v[1], COUNT, true, (double)t.live_objects), unread);
 	line(2, A_NORMAL, "allocs %s  frees %s  net %s  growth %s  %s (%.0fs)",
 	     fmt(v[2], COUNT_RATE, t.have_rates, t.alloc_rate),
 	     fmt(v[3], COUNT_RATE, t.have_rates, t.free_rate),
@@ -251,8 +260,21 @@ mstat_view_detail(struct mstat_ui *ui)
 	}
 	bool h = r->have_snap;
 	mstat_column_text(MSTAT_SORT_NAME, r, ui->model.wall_ns, name, sizeof(name));
-	line(HEAD, A_BOLD, "pid %d %s%s%s: %s, threads %s, age %s",
-	     (int)r->pid, name, r->exe[0] ? " exe " : "", r->exe,
+	/* Where it runs: its pid there, its container and pod, or its
+	 * unit. */
+	char where[160] = "", inner[32] = "";
+	if (r->nspid && r->nspid != r->pid)
+		snprintf(inner, sizeof(inner), " (%d in its namespace)",
+			 (int)r->nspid);
+	if (r->where.container_id[0])
+		snprintf(where, sizeof(where), " in container %s%s%s",
+			 r->where.container_short,
+			 r->where.pod_uid[0] ? " of pod " : "", r->where.pod_uid);
+	else if (r->where.systemd_unit[0])
+		snprintf(where, sizeof(where), " in %.140s",
+			 r->where.systemd_unit);
+	line(HEAD, A_BOLD, "pid %d%s %s%s%s%s: %s, threads %s, age %s",
+	     (int)r->pid, inner, name, r->exe[0] ? " exe " : "", r->exe, where,
 	     mstat_model_live_name(r->live), fmt(v[0], COUNT, h, r->threads),
 	     mstat_column_text(MSTAT_SORT_AGE, r, ui->model.wall_ns, v[1],
 			       sizeof(v[1])));

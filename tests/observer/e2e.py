@@ -185,7 +185,7 @@ def expect_fixed(p, what, n_alloc=10, n_free=3):
 
 # The batch table's columns (core/fields.h, the COL lines) and widths: NAME is
 # MSTAT_OUTPUT_NAME_WIDTH wide and may hold spaces; STATE takes the rest.
-TABLE = [("PID", 7), ("NAME", 20), ("AGE", 6), ("THR", 4), ("LIVE", 8),
+TABLE = [("PID", 7), ("NAME", 20), ("WHERE", 12), ("AGE", 6), ("THR", 4), ("LIVE", 8),
          ("OBJS", 6), ("ALLOC/s", 8), ("FREE/s", 8), ("NET/s", 10),
          ("GROWTH", 9), ("+OBJS", 7), ("GROWTH/s", 10), ("STATE", None)]
 
@@ -281,10 +281,12 @@ def test_exact():
         children.append(other)
         wait_for(lambda: os.stat("/proc/%d" % other.pid).st_uid == 65534,
                  "a process of another user")
+        # Root reads every user's segments: another user's process
+        # that does not count is said to be one.
         _, err = run_top("-n", "1", "-p", str(other.pid))
-        check(ours(err) == "mstat-top: pid %d: no segment of yours: it is a "
-              "process of uid 65534, and only uid 0's are read\n" % other.pid,
-              "another user's: %r" % err)
+        check(ours(err) == "mstat-top: pid %d: no segment: it does not "
+              "count with libmstatshm (mstat-run starts a program that "
+              "does)\n" % other.pid, "another user's: %r" % err)
         other.kill()
         other.wait()
     # -p naming nothing that exists: nothing to watch, ever: exit 1.
@@ -485,7 +487,10 @@ def test_refusals():
 
     plant(name("truncated"), head[:100])
     plant(name("mode"), head, size, mode=0o644)
-    plant(name("owner"), head, size, uid=65534)
+    # Good's own header, under one of its names, made by another user:
+    # not the owner of the process it claims.
+    names["owner"] = segments_of(good.pid)[0] + ".5"
+    plant(names["owner"], head, size, uid=65534)
     plant(name("magic"), b"NOTMSTAT" + head[8:], size)
     # Major and minor version: 6.0, 3.0.
     plant(name("version"), head[:8] + b"\x06\x00\x00\x00" + head[12:], size)
@@ -643,9 +648,9 @@ def test_killedbytes():
 
 def test_pidns():
     """A process in another pid namespace (sharing /dev/shm) is alive as
-    long as it runs, whatever its pid means here: shown running, kept by
-    --gc; once killed, it is removed (with a grace of 0: MSTAT_KILLED_GRACE
-    keeps a killed process's segment)."""
+    long as it runs: shown running, under its pid here and its pid there
+    (nspid), kept by --gc; once killed, it is removed (with a grace of 0:
+    MSTAT_KILLED_GRACE keeps a killed process's segment)."""
     if subprocess.run(["unshare", "-p", "--fork", "true"],
                       stderr=subprocess.DEVNULL).returncode != 0:
         print("needs root for unshare -p")
@@ -656,12 +661,15 @@ def test_pidns():
                          stdout=subprocess.PIPE, env=e)
     children.append(p)
     check(p.stdout.readline() == b"ready\n", "started")
+    with open("/proc/%d/task/%d/children" % (p.pid, p.pid)) as f:
+        inner = int(f.read().split()[0])  # the target, pid 1 there
     out, _ = run_top("-o", "json", "-n", "2", "-d", "0.2", "-F", TAG + "-ns")
     for tick in ticks(out):
         rows = tick["processes"]
         check(len(rows) == 1 and rows[0]["state"] == "running" and
-              rows[0]["pid"] == 1, "running, as pid 1 of its namespace: %r"
-              % rows)
+              rows[0]["pid"] == inner and rows[0]["nspid"] == 1,
+              "running, as pid %d here and 1 in its namespace: %r"
+              % (inner, rows))
         expect_fixed(rows[0], "in another pid namespace")
     seg = [n for n in os.listdir("/dev/shm") if n.startswith("mstat.1.")]
     r = subprocess.run([TOP, "--gc"], stderr=subprocess.PIPE,
@@ -965,15 +973,15 @@ def test_interactive():
                    "%s opens pid %d" % (keys, pid))
             t.keys("Escape")
             t.wait(lambda s: "SIZE<=" not in s, "back")
-        # < goes back to LIVE's left neighbours THR, AGE, then NAME:
-        # "-fixed" sorts before "-steady"; r reverses.
-        t.keys("<", "<", "<")
+        # < goes back to LIVE's left neighbours THR, AGE, WHERE, then
+        # NAME: "-fixed" sorts before "-steady"; r reverses.
+        t.keys("<", "<", "<", "<")
         s = t.wait(lambda s: "sort NAME" in s, "sort by name")
         check(rows_of(s, pids) == [big.pid, small.pid], "by name")
         t.keys("r")
         s = t.wait(lambda s: "(reversed)" in s, "reversed")
         check(rows_of(s, pids) == [small.pid, big.pid], "by name, reversed")
-        t.keys("r", ">", ">", ">", ">")
+        t.keys("r", ">", ">", ">", ">", ">")
         s = t.wait(lambda s: "sort OBJS" in s and
                    rows_of(s, pids) == [small.pid, big.pid],
                    "sort by live objects")
@@ -1449,7 +1457,7 @@ def files_in(t, d):
 def test_options():
     """A bad value for any option is refused with exit status 2 and one
     line that says what the option takes."""
-    sorts = ("a column: pid, name, age, threads, live-bytes, live-objs, "
+    sorts = ("a column: pid, name, where, age, threads, live-bytes, live-objs, "
              "alloc/s, free/s, net/s, growth, growth-objs, growth/s, state")
     for args, flag, value, want in (
             (["-n", "0"], "-n", "0", "a number of ticks, 1 or more"),

@@ -20,6 +20,7 @@
 #include <cmocka.h>
 
 #include "columns.h"
+#include "exposition.h"
 #include "model.h"
 #include "output.h"
 #include "record.h"
@@ -54,6 +55,8 @@ snap_fill(struct mstat_snapshot *s, uint64_t a16, uint64_t f16, uint64_t a112,
 	}
 	s->requested_bytes = s->total.alloc_bytes - a112;
 }
+
+#define CONTAINER "6f0a3b24e1c5d9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a0b9c8d7e6f5a4"
 
 static struct mstat_model_input
 input(const char *key, pid_t pid, const char *name, enum mstat_model_live l,
@@ -453,6 +456,13 @@ two(struct mstat_model *m)
 	in[0].writer_mode = 2;
 	in[1].writer_mode = 1;
 	in[0].layout_major = in[1].layout_major = 1;
+	/* One in a container of a pod, one a service of the host. */
+	in[0].nspid = 3;
+	in[0].container_id = CONTAINER;
+	in[0].pod_uid = "90d81341-92de-11e7-8cf2-507b9d4141fa";
+	in[0].qos_class = "Burstable";
+	in[1].nspid = 7;
+	in[1].systemd_unit = "sleepy.service";
 	assert_int_equal(mstat_model_update(m, in, 2, 1 * SEC), 0);
 	in[0].t_ns = 3 * SEC;
 	in[0].snap = &s[1];
@@ -479,7 +489,9 @@ test_json(void **state)
 		"\"alloc_rate\":null,\"free_rate\":null,\"alloc_bytes_rate\":null,"
 		"\"free_bytes_rate\":null,\"net_bytes_rate\":null,\"classes\":[],\"end_time_s\":null,"
 		"\"start_time_s\":null,\"growth_bytes\":null,\"growth_objects\":null,"
-		"\"growth_bytes_per_s\":null},"
+		"\"growth_bytes_per_s\":null,\"nspid\":7,\"container_id\":null,"
+		"\"pod_uid\":null,\"qos_class\":null,"
+		"\"systemd_unit\":\"sleepy.service\"},"
 		"{\"pid\":42,\"name\":\"" HOSTILE_QUOTED "\",\"state\":\"running\","
 		"\"error\":null,\"threads\":2,\"alloc_count\":8,"
 		"\"alloc_bytes\":296,\"free_count\":1,\"free_bytes\":16,"
@@ -494,15 +506,60 @@ test_json(void **state)
 		"\"free_count\":0,\"free_bytes\":0,\"growth_bytes\":200,"
 		"\"growth_objects\":2}],\"end_time_s\":null,"
 		"\"start_time_s\":1699999990.250,\"growth_bytes\":232,"
-		"\"growth_objects\":4,\"growth_bytes_per_s\":116.000}]}\n");
+		"\"growth_objects\":4,\"growth_bytes_per_s\":116.000,"
+		"\"nspid\":3,\"container_id\":\"" CONTAINER "\","
+		"\"pod_uid\":\"90d81341-92de-11e7-8cf2-507b9d4141fa\","
+		"\"qos_class\":\"Burstable\",\"systemd_unit\":null}]}\n");
 	free(out);
+	mstat_model_fini(&m);
+}
+
+/* mstat_expo_process_labels(): "name=value," each. */
+static void
+add_label(void *arg, const char *key, const char *value)
+{
+	char *buf = arg;
+	size_t n = strlen(buf);
+
+	snprintf(buf + n, 512 - n, "%s=%s,", key, value);
+}
+
+/* -F finds a process by its container, pod or unit; its labels are
+ * those it has, in their order. */
+static void
+test_where(void **state)
+{
+	struct mstat_model m;
+	char l[512];
+	(void)state;
+
+	two(&m);
+	const struct mstat_model_row *c = mstat_model_find(&m, "q");
+	const struct mstat_model_row *u = mstat_model_find(&m, "s");
+	assert_non_null(c);
+	assert_non_null(u);
+	assert_true(mstat_model_match(c, "6F0A3B24E1C5"));
+	assert_false(mstat_model_match(u, "6f0a3b24e1c5"));
+	assert_true(mstat_model_match(c, "90d81341-92de"));
+	assert_true(mstat_model_match(u, "sleepy.service"));
+	assert_false(mstat_model_match(c, "sleepy.service"));
+	l[0] = '\0';
+	mstat_expo_process_labels(c, add_label, l);
+	assert_string_equal(l, "pid=42,name=" HOSTILE ",container_id=" CONTAINER
+			    ",pod_uid=90d81341-92de-11e7-8cf2-507b9d4141fa,"
+			    "qos_class=Burstable,");
+	l[0] = '\0';
+	mstat_expo_process_labels(u, add_label, l);
+	assert_string_equal(l, "pid=7,name=sleepy,systemd_unit=sleepy.service,");
 	mstat_model_fini(&m);
 }
 
 /* The per-process families common to both formats, after each
  * family's declaration (HELP, TYPE, UNIT) as `decl` writes it. */
-#define L42 "{pid=\"42\",name=\"" HOSTILE_QUOTED "\""
-#define L7 "{pid=\"7\",name=\"sleepy\""
+#define L42 "{pid=\"42\",name=\"" HOSTILE_QUOTED "\",container_id=\"" \
+	CONTAINER "\",pod_uid=\"90d81341-92de-11e7-8cf2-507b9d4141fa\"," \
+	"qos_class=\"Burstable\""
+#define L7 "{pid=\"7\",name=\"sleepy\",systemd_unit=\"sleepy.service\""
 #define EXPOSITION(decl)                                                       \
 	decl("mstat_allocs", counter, "_total", NONE, "allocations made")     \
 	"mstat_allocs_total" L42 "} 8\n"                                        \
@@ -614,14 +671,16 @@ test_table(void **state)
 	assert_string_equal(out,
 		"tick 7 at 2023-11-14T22:13:20Z, 2 processes, live 280B, "
 		"allocs 2/s, frees 0/s, net +116B/s, growth +232B, +116B/s\n"
-		"    PID NAME                    AGE  THR     LIVE   OBJS  ALLOC/s"
-		"   FREE/s      NET/s    GROWTH   +OBJS   GROWTH/s STATE\n"
+		"    PID NAME                 WHERE           AGE  THR     LIVE"
+		"   OBJS  ALLOC/s   FREE/s      NET/s    GROWTH   +OBJS   GROWTH/s "
+		"STATE\n"
 		/* The name, cut to 20 characters (not bytes), ends in an
-		 * ellipsis. */
-		"     42 we?[2J??1???\"\\\xc3\xa9????\xe2\x80\xa6"
+		 * ellipsis; so does a unit longer than WHERE. */
+		"     42 we?[2J??1???\"\\\xc3\xa9????\xe2\x80\xa6 6f0a3b24e1c5"
 		"     9s    2     280B      7"
 		"      2/s      0/s    +116B/s     +232B      +4    +116B/s running\n"
-		"      7 sleepy                    -    -        -      -"
+		"      7 sleepy               sleepy.serv\xe2\x80\xa6"
+		"      -    -        -      -"
 		"        -        -          -         -       -          - "
 		"stalled: mstat.?[31m.1: is not initialised yet\n\n");
 	free(out);
@@ -690,8 +749,13 @@ test_narrow_columns(void **state)
 		{ 29, MSTAT_SORT_PID, 13, "PID NAME STATE" },
 		{ 79, MSTAT_SORT_LIVE_BYTES, 19,
 		  "PID NAME AGE LIVE OBJS GROWTH GROWTH/s STATE" },
+		/* WHERE gives way after ALLOC/s and FREE/s, before the
+		 * rest. */
+		{ 120, MSTAT_SORT_LIVE_BYTES, 14,
+		  "PID NAME WHERE AGE THR LIVE OBJS ALLOC/s NET/s GROWTH +OBJS "
+		  "GROWTH/s STATE" },
 		{ 200, MSTAT_SORT_LIVE_BYTES, 24,
-		  "PID NAME AGE THR LIVE OBJS ALLOC/s FREE/s NET/s GROWTH "
+		  "PID NAME WHERE AGE THR LIVE OBJS ALLOC/s FREE/s NET/s GROWTH "
 		  "+OBJS GROWTH/s STATE" },
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
@@ -1048,14 +1112,19 @@ test_record_again(void **state)
 		"\"key\":\"42.7@4026531836\",\"image\":\"mstat.42.7:9\","
 		"\"name\":\"q\\\"\\\\\",\"comm\":\"comm\",\"exe\":\"prog\","
 		"\"state\":\"running\",\"error\":\"\",\"t_ns\":1000000000,"
-		"\"end_ns\":0,\"start_ns\":1699999990250000000,\"snap\":{"
+		"\"end_ns\":0,\"start_ns\":1699999990250000000,\"nspid\":3,"
+		"\"container_id\":\"" CONTAINER "\","
+		"\"pod_uid\":\"90d81341-92de-11e7-8cf2-507b9d4141fa\","
+		"\"qos_class\":\"Burstable\",\"systemd_unit\":\"\",\"snap\":{"
 		"\"epoch\":4,\"state\":1,\"threads\":2,\"slots_used\":3,"
 		"\"overflowed\":0,\"cut\":0,\"class_count\":3,"
 		"\"requested_bytes\":40,\"classes\":[[0,16,2,32,1,16],"
 		"[2,null,1,4096,0,0]]}},{\"pid\":7,\"key\":\"7.1@4026531836\","
 		"\"image\":\"\",\"name\":\"sleepy\",\"comm\":\"\",\"exe\":\"\","
 		"\"state\":\"killed\",\"error\":\"gone\",\"t_ns\":0,"
-		"\"end_ns\":1700000003000000000,\"start_ns\":0,\"snap\":null}]}\n",
+		"\"end_ns\":1700000003000000000,\"start_ns\":0,\"nspid\":0,"
+		"\"container_id\":\"\",\"pod_uid\":\"\",\"qos_class\":\"\","
+		"\"systemd_unit\":\"sleepy.service\",\"snap\":null}]}\n",
 		"{\"tick\":2,\"time_ms\":1700000000500,\"now_ns\":2000000007,"
 		"\"interval_s\":1.250,\"targets\":[]}\n",
 	};
@@ -1084,6 +1153,25 @@ test_record_again(void **state)
 		free(buf);
 	}
 	assert_int_equal(mstat_replay_next(r, &t, err, sizeof(err)), 0);
+	mstat_replay_close(r);
+
+	/* A recording made before where a process runs was recorded: read
+	 * as not known. */
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(mstat_record_begin(f, 1700000000000u), 0);
+	fputs("{\"tick\":1,\"time_ms\":1700000000000,\"now_ns\":1,"
+	      "\"interval_s\":0.500,\"targets\":[{\"pid\":7,\"key\":\"k\","
+	      "\"image\":\"\",\"name\":\"sleepy\",\"comm\":\"\",\"exe\":\"\","
+	      "\"state\":\"killed\",\"error\":\"\",\"t_ns\":0,\"end_ns\":0,"
+	      "\"start_ns\":0,\"snap\":null}]}\n", f);
+	fclose(f);
+	assert_int_equal(mstat_replay_open(&r, path, err, sizeof(err)), 0);
+	assert_int_equal(mstat_replay_next(r, &t, err, sizeof(err)), 1);
+	assert_int_equal(t.n, 1);
+	assert_int_equal(t.in[0].nspid, 0);
+	assert_string_equal(t.in[0].container_id, "");
+	assert_string_equal(t.in[0].systemd_unit, "");
 	mstat_replay_close(r);
 	unlink(path);
 }
@@ -1177,6 +1265,7 @@ main(void)
 		cmocka_unit_test(test_text_rules),
 		cmocka_unit_test(test_note_escaped),
 		cmocka_unit_test(test_json),
+		cmocka_unit_test(test_where),
 		cmocka_unit_test(test_openmetrics),
 		cmocka_unit_test(test_prometheus_text),
 		cmocka_unit_test(test_table),

@@ -1,0 +1,464 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""mstat-top and mstat-exporter on a host with containers: real ones
+where podman can start them (Debian's podman, with a configuration and
+storage of this test's own, never the machine's), else the same kernel
+objects made with unshare(1) (tests/containers/nsbox.py); each run says
+which.
+
+    e2e.py hosts
+
+Two containers, each with its own mount, pid and IPC namespaces, its own
+tmpfs /dev/shm and its own cgroup, run the same instrumented process
+under the same pid, one as root and one as another user (nobody).  A
+third runs on the host.
+A host mstat-top in a terminal (tmux) and a host mstat-exporter scraped
+by a real Prometheus show all three, each once, under its host pid, with
+its pid in its namespace, its container's id and its counts.  Then one
+container's process is killed: its row turns killed and its segment is
+removed from its container's /dev/shm; the other container's stays.
+Then the other's ends cleanly: its row turns exited, its segment is
+gone.
+
+The observers read this test's namespaces only (--namespaces with the
+containers' pids), not every one on the machine: other test runs live
+in mount namespaces of their own there.  As root (else 77).
+
+Environment (set by meson): MSTAT_TOP, MSTAT_EXPORTER, MSTAT_TARGET,
+PROMETHEUS, TMUX_BIN, PODMAN (empty: use unshare), WORKDIR (a directory
+of the build tree for podman's configuration and storage).
+"""
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "observer"))
+import nsbox  # noqa: E402
+import tmuxview  # noqa: E402
+
+TOP = os.environ["MSTAT_TOP"]
+EXPORTER = os.environ["MSTAT_EXPORTER"]
+TARGET = os.environ["MSTAT_TARGET"]
+PROMETHEUS = os.environ.get("PROMETHEUS", "")
+TMUX = os.environ.get("TMUX_BIN", "")
+PODMAN = os.environ.get("PODMAN", "")
+WORK = os.environ.get("WORKDIR", "")
+TAG = "ctr%d" % os.getpid()
+TIMEOUT = 60
+NOBODY = 65534
+
+# The instrumented process, with the same pid in every container: its
+# shell first spends pids up to 19 (the runtime spends a few of the
+# first ones, not always as many).  Its stdin is a pipe from `sleep
+# 600`, its feeder: it exits when that is killed.  The shell lives on
+# once it is gone.
+SCRIPT = ('while :; do true & p=$!; wait $p; [ $p -lt 19 ] || break; done; '
+          'sleep 600 | %s fixed & wait; exec sleep 600' % TARGET)
+# Its counts ("fixed" mode, tests/observer/target.c).
+FIXED = {"alloc_count": 10, "free_count": 3, "live_objects": 7}
+
+cleanup = []
+
+
+class Failure(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failure(what)
+
+
+def wait_for(cond, what, timeout=TIMEOUT):
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        check(time.monotonic() < deadline, "timed out waiting for " + what)
+        time.sleep(0.1)
+
+
+class Podman:
+    """podman with a configuration and storage of this test's own: the
+    machine's (/etc/containers) is neither read nor changed.  podman 4.3
+    needs default_ulimits = [] where the shell may not raise its limits,
+    and runc (crun refuses hybrid cgroups); --rootfs runs the host's
+    /usr, read-only, in an empty root."""
+
+    def __init__(self):
+        self.dir = os.path.join(WORK, "podman")
+        shutil.rmtree(self.dir, ignore_errors=True)
+        rootfs = os.path.join(self.dir, "rootfs")
+        for d in ("dev", "proc", "sys", "tmp", "etc", "run", "usr"):
+            os.makedirs(os.path.join(rootfs, d))
+        for l in ("lib", "lib64", "bin", "sbin"):
+            os.symlink("usr/" + l, os.path.join(rootfs, l))
+        with open(os.path.join(rootfs, "etc", "passwd"), "w") as f:
+            f.write("root:x:0:0::/:/bin/sh\n")
+        with open(os.path.join(self.dir, "containers.conf"), "w") as f:
+            f.write('[containers]\ndefault_ulimits = []\nnetns = "none"\n\n'
+                    '[engine]\nruntime = "runc"\ncgroup_manager = "cgroupfs"\n'
+                    'events_logger = "none"\n')
+        with open(os.path.join(self.dir, "storage.conf"), "w") as f:
+            f.write('[storage]\ndriver = "vfs"\nrunroot = "%s/run"\n'
+                    'graphroot = "%s/root"\n' % (self.dir, self.dir))
+        self.env = dict(os.environ,
+                        CONTAINERS_CONF=self.dir + "/containers.conf",
+                        CONTAINERS_STORAGE_CONF=self.dir + "/storage.conf",
+                        CONTAINERS_REGISTRIES_CONF="/dev/null")
+        self.rootfs = rootfs
+        self.build = os.path.dirname(os.path.dirname(os.path.dirname(TARGET)))
+
+    def podman(self, *args, **kw):
+        return subprocess.run([PODMAN, "--tmpdir", self.dir + "/tmp"] +
+                              list(args), env=self.env, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, timeout=TIMEOUT, **kw)
+
+    def run(self, name, script, uid=0):
+        """A container running `script` (sh) as `uid`: its id and its
+        pid 1."""
+        r = self.podman("run", "-d", "-i", "--name", name,
+                        "--user", "%d:%d" % (uid, uid),
+                        "-e", "MSTAT_NAME=" + name,
+                        "-v", "/usr:/usr:ro",
+                        "-v", "%s:%s:ro" % (self.build, self.build),
+                        "--rootfs", self.rootfs, "/bin/sh", "-c", script)
+        check(r.returncode == 0, "podman run: %s" % r.stderr.decode())
+        cid = r.stdout.decode().split()[-1]
+        cleanup.append(lambda: self.podman("rm", "-f", "-t", "0", cid))
+        r = self.podman("inspect", "-f", "{{.State.Pid}}", cid)
+        return cid, int(r.stdout.decode())
+
+    def usable(self):
+        """Why podman cannot start a container here, or None."""
+        r = self.podman("run", "--rm", "-v", "/usr:/usr:ro",
+                        "--rootfs", self.rootfs, "/bin/true")
+        if r.returncode != 0:
+            return r.stderr.decode().strip().splitlines()[-1:]
+        return None
+
+
+class Boxes:
+    """The same kernel objects, made with unshare(1)."""
+
+    def run(self, name, script, uid=0):
+        # Its stdin a pipe that stays open, as podman's -i keeps it.
+        box = nsbox.Box(TAG, 'exec 3< <(exec sleep 600)\n'
+                        'export MSTAT_NAME=%s\n'
+                        'setpriv --reuid=%d --regid=%d --clear-groups '
+                        '%s fixed <&3 &\n'
+                        'wait || true\n'
+                        'exec sleep 600\n' % (name, uid, uid, TARGET))
+        cleanup.append(box.close)
+        return box.id, box.init
+
+
+def runtime():
+    """podman if it can start a container, else unshare; or skip."""
+    if os.geteuid() != 0:
+        print("SKIP: containers need root")
+        sys.exit(77)
+    if PODMAN and WORK:
+        p = Podman()
+        why = p.usable()
+        if not why:
+            print("containers: podman (%s)" % PODMAN)
+            return p
+        print("containers: podman cannot start one here: %s" % why)
+    why = nsbox.usable()
+    if why:
+        print("SKIP: neither podman nor unshare(1) can make a container: %s"
+              % why)
+        sys.exit(77)
+    print("containers: made with unshare(1), a tmpfs /dev/shm and a cgroup "
+          "each")
+    return Boxes()
+
+
+def children_of(pid):
+    return nsbox.children(pid)
+
+
+def segments(shm):
+    return sorted(n for n in os.listdir(shm) if n.startswith("mstat."))
+
+
+class Container:
+    def __init__(self, rt, name, uid=0):
+        self.name = name
+        self.id, self.init = rt.run(name, SCRIPT, uid)
+        # Its instrumented process: pid 1's child with a segment.
+        self.shm = "/proc/%d/root/dev/shm" % self.init
+        self.seg = wait_for(lambda: segments(self.shm),
+                            "%s's segment" % name)[0]
+        there = int(self.seg.split(".")[1])
+        self.pid = wait_for(lambda: [p for p in all_pids(self.init)
+                                     if nsbox.nspid(p)[-1] == there],
+                            "%s's process" % name)[0]
+        self.nspid = there
+
+    def end(self):
+        """Ends its process cleanly: its feeder killed, its stdin ends."""
+        feeders = [p for p in all_pids(self.init)
+                   if cmdline(p) == ["sleep", "600"]]
+        check(len(feeders) == 1, "%s's feeder: %r" % (self.name, feeders))
+        os.kill(feeders[0], signal.SIGTERM)
+
+
+def cmdline(pid):
+    try:
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            return f.read().decode().split("\0")[:-1]
+    except FileNotFoundError:
+        return None
+
+
+def all_pids(root):
+    out, todo = [], [root]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo += children_of(p)
+    return out
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def prom_query(port, q):
+    url = "http://127.0.0.1:%d/api/v1/query?%s" % (
+        port, urllib.parse.urlencode({"query": q}))
+    with urllib.request.urlopen(url, timeout=TIMEOUT) as r:
+        return json.loads(r.read().decode())["data"]["result"]
+
+
+def test_hosts():
+    rt = runtime()
+    host = subprocess.Popen([TARGET, "fixed"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE,
+                            env=dict(os.environ, MSTAT_NAME=TAG + "-host"))
+    cleanup.append(lambda: host.kill())
+    check(host.stdout.readline() == b"ready\n", "the host's process started")
+    a = Container(rt, TAG + "-a")
+    # b's process is another user's: root reads every user's.
+    b = Container(rt, TAG + "-b", NOBODY)
+    check(os.stat(os.path.join(b.shm, b.seg)).st_uid == NOBODY,
+          "b's segment is uid %d's" % NOBODY)
+    check(a.nspid == b.nspid and a.pid != b.pid,
+          "the same pid in both containers: %d, %d (host %d, %d)"
+          % (a.nspid, b.nspid, a.pid, b.pid))
+    want = {host.pid: (host.pid, TAG + "-host", None),
+            a.pid: (a.nspid, a.name, a.id),
+            b.pid: (b.nspid, b.name, b.id)}
+    which = "--namespaces=%d,%d" % (a.init, b.init)
+
+    # Batch JSON: every field.
+    r = subprocess.run([TOP, "-b", "-o", "json", "-n", "1", which, "-F", TAG],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=TIMEOUT)
+    check(r.returncode == 0, "mstat-top: %r" % r.stderr)
+    rows = json.loads(r.stdout.decode())["processes"]
+    check(sorted(p["pid"] for p in rows) == sorted(want),
+          "each process once, by its host pid: %r" % rows)
+    for p in rows:
+        nspid, name, cid = want[p["pid"]]
+        check(p["nspid"] == nspid and p["name"] == name and
+              p["container_id"] == cid and p["state"] == "running" and
+              all(p[k] == v for k, v in FIXED.items()),
+              "pid %d: %r" % (p["pid"], p))
+
+    # Only the namespaces asked for: its own, and one container's.
+    def shown(ns):
+        r = subprocess.run([TOP, "-b", "-o", "json", "-n", "1", ns, "-F", TAG],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=TIMEOUT)
+        check(r.returncode == 0, "mstat-top %s: %r" % (ns, r.stderr))
+        return sorted(p["pid"] for p in
+                      json.loads(r.stdout.decode())["processes"])
+    check(shown("--namespaces=own") == [host.pid], "own: the host's only")
+    check(shown("--namespaces=%d" % a.init) == sorted([host.pid, a.pid]),
+          "a's namespace and its own")
+
+    # Without the capabilities, its own namespace only, and how many it
+    # could not read said.
+    r = subprocess.run(["setpriv", "--inh-caps=-all", "--ambient-caps=-all",
+                        "--bounding-set=-all", TOP, "-b", "-o", "json", "-n",
+                        "1", which, "-F", TAG],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=TIMEOUT)
+    check(r.returncode == 0 and
+          [p["pid"] for p in json.loads(r.stdout.decode())["processes"]] ==
+          [host.pid] and "mstat-top: 2 namespaces not read: permission "
+          "denied" in r.stderr.decode(), "without capabilities: %r %r"
+          % (r.stdout, r.stderr))
+    port = start_exporter(which, ["setpriv", "--inh-caps=-all",
+                                  "--ambient-caps=-all", "--bounding-set=-all"])
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port,
+                                timeout=TIMEOUT) as r:
+        text = r.read().decode()
+    check("\nmstat_exporter_namespaces_unreadable 2\n" in text and
+          'name="%s-a"' % TAG not in text, "the exporter without "
+          "capabilities: %s" % [l for l in text.splitlines() if TAG in l or
+                                "unreadable" in l])
+
+    # The exporter, scraped by Prometheus every second.
+    port = start_exporter(which)
+    prom = start_prometheus(port)
+    q = 'mstat_live_objects{name=~"%s-.*"}' % TAG
+
+    def all_three():
+        res = prom_query(prom, q)
+        return len(res) == 3 and res
+    res = wait_for(all_three, "Prometheus to have the three processes")
+    for s in res:
+        m = s["metric"]
+        nspid, name, cid = want[int(m["pid"])]
+        check(m["name"] == name and m.get("container_id") == cid and
+              s["value"][1] == str(FIXED["live_objects"]),
+              "series %r" % s)
+    # Joined on the container id as kube-state-metrics has it.
+    join = prom_query(prom, 'count by (container_id) (%s)' % q)
+    check(sorted(s["metric"].get("container_id", "") for s in join) ==
+          sorted(["", a.id, b.id]), "one series per container: %r" % join)
+    unread = prom_query(prom, "mstat_exporter_namespaces_unreadable")
+    check(unread and unread[0]["value"][1] == "0", "every namespace read")
+    # Heap profiles by host pid, and targets that say where each runs.
+    for pid in want:
+        url = "http://127.0.0.1:%d/debug/pprof/heap?pid=%d" % (port, pid)
+        try:
+            with urllib.request.urlopen(url, timeout=TIMEOUT) as r:
+                status, body = r.status, r.read()
+        except urllib.error.HTTPError as e:
+            status, body = e.code, e.read()
+        check(status == 200 and body[:2] == b"\x1f\x8b",
+              "the heap profile of pid %d: %d, %r" % (pid, status, body[:200]))
+    with urllib.request.urlopen("http://127.0.0.1:%d/debug/pprof/targets"
+                                % port, timeout=TIMEOUT) as r:
+        targets = [t for t in json.loads(r.read().decode())
+                   if t["labels"].get("name", "").startswith(TAG)]
+    check(sorted((int(t["labels"]["pid"]), t["labels"].get("container_id"))
+                 for t in targets) ==
+          sorted((pid, w[2]) for pid, w in want.items()),
+          "one profile target per process, by host pid, with its "
+          "container: %r" % targets)
+
+    # The view, in a terminal wide enough for WHERE.
+    check(TMUX, "no tmux")
+    sock = "mstat-%s" % TAG
+    with tmuxview.Tmux(TMUX, sock, "%s -d 0.3 %s -F %s" % (TOP, which, TAG),
+                       160, 20, TIMEOUT) as t:
+        def row(s, pid):
+            return [l for l in s.splitlines() if l.split()[:1] == [str(pid)]]
+
+        def state(s, pid):
+            return row(s, pid)[0].split()[-1] if row(s, pid) else None
+        s = t.wait(lambda s: all(row(s, p) for p in want), "three rows")
+        check(a.id[:12] in row(s, a.pid)[0] and b.id[:12] in row(s, b.pid)[0]
+              and a.id[:12] not in row(s, host.pid)[0] and
+              b.id[:12] not in row(s, host.pid)[0], "WHERE: %s" % s)
+        # One container's process killed.
+        os.kill(a.pid, signal.SIGKILL)
+        s = t.wait(lambda s: state(s, a.pid) == "killed" and
+                   state(s, b.pid) == "running", "a killed, b not")
+        wait_for(lambda: a.seg not in segments(a.shm),
+                 "its segment to be removed from its container's /dev/shm")
+        check(b.seg in segments(b.shm), "the other container's stays")
+        check(state(s, host.pid) == "running", "the host's runs on")
+        # The other's ends cleanly: exited, its segment gone with it.
+        b.end()
+        s = t.wait(lambda s: state(s, b.pid) == "exited", "b exited")
+        wait_for(lambda: b.seg not in segments(b.shm),
+                 "b's segment to be gone from its container's /dev/shm")
+        check(state(s, a.pid) == "killed" and
+              state(s, host.pid) == "running", "a killed, the host's runs "
+              "on: %s" % s)
+    # Gone from the exporter's next scrapes: the host's series left.
+    wait_for(lambda: len(prom_query(prom, q)) == 1,
+             "the ended processes' series to go")
+
+
+def start_exporter(which, prefix=()):
+    for attempt in range(20):
+        port = free_port()
+        err = open(os.path.join(WORK, "exporter.log"), "w")
+        p = subprocess.Popen(list(prefix) + [
+            EXPORTER, "--web.listen-address=127.0.0.1:%d" % port,
+            "--reader." + which[2:]], stdout=subprocess.DEVNULL, stderr=err)
+        cleanup.append(p.kill)
+
+        def up():
+            if p.poll() is not None:
+                return "exited"
+            return "listening" in open(err.name).read()
+        wait_for(up, "the exporter to listen")
+        if p.poll() is None:
+            return port
+    raise Failure("no port for the exporter")
+
+
+def start_prometheus(target):
+    check(PROMETHEUS, "no prometheus (bash scripts/deps.sh unpacks it)")
+    d = os.path.join(WORK, "prometheus")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    with open(os.path.join(d, "prometheus.yml"), "w") as f:
+        f.write("global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+                "scrape_configs:\n  - job_name: mstat\n    static_configs:\n"
+                "      - targets: ['127.0.0.1:%d']\n" % target)
+    port = free_port()
+    log = open(os.path.join(d, "log"), "w")
+    p = subprocess.Popen([PROMETHEUS, "--config.file=" + d + "/prometheus.yml",
+                          "--storage.tsdb.path=" + d + "/data",
+                          "--web.listen-address=127.0.0.1:%d" % port],
+                         stdout=log, stderr=log)
+    cleanup.append(p.kill)
+
+    def ready():
+        check(p.poll() is None, "prometheus exited: %s" %
+              open(log.name).read())
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d/-/ready" % port,
+                                        timeout=5) as r:
+                return r.status == 200
+        except (urllib.error.URLError, ConnectionError):
+            return False
+    wait_for(ready, "prometheus to be ready")
+    return port
+
+
+def main():
+    name = sys.argv[1] if len(sys.argv) > 1 else "hosts"
+    try:
+        globals()["test_" + name]()
+        print("ok %s" % name)
+        return 0
+    except (Failure, tmuxview.ScreenTimeout) as e:
+        print("FAIL %s: %s" % (name, e))
+        return 1
+    finally:
+        for fn in reversed(cleanup):
+            try:
+                fn()
+            except Exception as e:  # noqa: BLE001 - cleanup goes on
+                print("cleanup: %s" % e)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
