@@ -409,9 +409,11 @@ attach(struct mstat_discover *d, struct cds_list_head *targets,
 	}
 	if (rc == -ESRCH && mstat_reader_alive(r) == 0) {
 		/* Gone, and nothing says whose it was: not shown.  Its lock
-		 * says it is nobody's: removed if it is ours to remove. */
+		 * says it is nobody's: removed if it is ours to remove, at
+		 * once, killed or not: no reader would show it (owner.h's
+		 * grace is for segments a reader can still tell). */
 		rc = mstat_reap_file(dir->fd, name, mstat_reader_fd(r),
-				     d->procs.euid, NULL, d->grace.seconds, NULL);
+				     d->procs.euid, NULL, 0, NULL);
 		snprintf(err, sizeof(err), "%s: its process (pid %d of pid "
 			 "namespace %llu) is gone", label, (int)in->pid,
 			 (unsigned long long)in->pid_ns);
@@ -670,7 +672,7 @@ mstat_discover_scan(struct mstat_discover *d, struct cds_list_head *targets)
 		if (fd < 0)
 			continue;
 		if (mstat_reap_file(f->dir->fd, f->name, fd, ps->euid, NULL,
-				    d->grace.seconds, NULL) == MSTAT_REAP_REMOVED) {
+				    0, NULL) == MSTAT_REAP_REMOVED) {
 			note(d, f->rc == -EAGAIN
 				? "removed %s%s: its creator died making it"
 				: f->rc == -ENODATA

@@ -16,7 +16,8 @@ A host mstat-top in a terminal (tmux) and a host mstat-exporter scraped
 by a real Prometheus show all three, each once, under its host pid, with
 its pid in its namespace, its container's id and its counts.  Then one
 container's process is killed: its row turns killed and its segment is
-removed from its container's /dev/shm; the other container's stays.
+kept in its container's /dev/shm for its grace, removed by a tick with a
+grace of 0; the other container's stays.
 Then the other's ends cleanly: its row turns exited, its segment is
 gone.
 
@@ -377,6 +378,13 @@ def test_hosts():
         os.kill(a.pid, signal.SIGKILL)
         s = t.wait(lambda s: state(s, a.pid) == "killed" and
                    state(s, b.pid) == "running", "a killed, b not")
+        # Kept for its grace (MSTAT_KILLED_GRACE), for readers started
+        # later; a tick with a grace of 0 removes it.
+        check(a.seg in segments(a.shm), "its segment kept for its grace")
+        subprocess.run("%s -b -n 1 --killed-grace=0 %s -F %s" % (TOP, which,
+                                                                TAG),
+                       shell=True, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.DEVNULL, timeout=TIMEOUT)
         wait_for(lambda: a.seg not in segments(a.shm),
                  "its segment to be removed from its container's /dev/shm")
         check(b.seg in segments(b.shm), "the other container's stays")

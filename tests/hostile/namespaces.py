@@ -195,8 +195,11 @@ def run(box, host, hseg, hostdir, before, off):
           "the link and the FIFO are there as planted")
     # --gc through the container: the copies of this user whose owner
     # lock is free are dead segments to it, removed there as in its own
-    # /dev/shm; nothing else, and nothing outside.
-    r = subprocess.run([TOP, "--gc", "--namespaces=%d" % box.init],
+    # /dev/shm; nothing else, and nothing outside.  (Whole segments whose
+    # owner is gone without exiting: killed, kept for a grace but with
+    # --killed-grace=0.)
+    r = subprocess.run([TOP, "--gc", "--killed-grace=0",
+                        "--namespaces=%d" % box.init],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                        timeout=TIMEOUT)
     dead = {planted["claims"], planted["uid"]}
