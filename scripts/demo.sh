@@ -9,6 +9,10 @@
 #   leaking     keeps one object in 16; exits after 64 MiB (its row then
 #               stays, with what it never freed, per size class)
 #   short       lives a few seconds and exits, again and again
+#   killed      leaks as leaking does, until the demo SIGKILLs it (as the
+#               OOM killer would) after 4 s: its row turns killed, and its
+#               heap profile, kept after its death, still says where its
+#               memory went (the sites view, or -p PID --sites)
 # MSTAT_BUILD names the build directory (default: build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,6 +32,12 @@ trap cleanup EXIT
 for mode in steady churning leaking; do
 	"$run" --name "demo-$mode" -- "$work" "$mode" & pids+=($!)
 done
+# The one that is killed: its workload, not the launcher, as the OOM
+# killer would.
+"$run" --name demo-killed -- "$work" leaking &
+launcher=$!
+pids+=($launcher)
+(sleep 4; pkill -KILL -P "$launcher" 2>/dev/null) & pids+=($!)
 # Killing the loop would leave its current run behind: it takes that along.
 (trap 'kill $! 2>/dev/null; wait; exit' TERM
  while :; do
@@ -36,6 +46,7 @@ done
  done) &
 pids+=($!)
 sleep 0.5
+killed=$(pgrep -P "$launcher" || true)
 
 if [ -t 0 ] && [ -t 1 ]; then
 	"$build/top/mstat-top" -F demo- -s growth
@@ -47,4 +58,11 @@ else
 	echo "demo-leaking: the call sites holding its live heap (sampled)"
 	"$build/top/mstat-top" -b -n 1 -o json -F demo-leaking --sites 3 |
 		jq -r '.processes[] | .sites[]? | "  \(.live_bytes) bytes live in \(.live_objects) objects: \(.function) (\(.file):\(.line))"'
+	# And one that was SIGKILLed: its segment is kept for a grace
+	# (MSTAT_KILLED_GRACE), so a reader started after its death still
+	# reads its last profile.
+	echo
+	echo "demo-killed (pid $killed), SIGKILLed: read after its death"
+	"$build/top/mstat-top" -b -n 1 -o json -p "$killed" --sites 3 |
+		jq -r '.processes[] | "  state \(.state), \(.live_bytes) bytes live", (.sites[]? | "  \(.live_bytes) bytes live in \(.live_objects) objects: \(.function) (\(.file):\(.line))")'
 fi
