@@ -201,21 +201,6 @@ denied(int rc)
 	return rc == -EACCES || rc == -EPERM;
 }
 
-/* Its namespaces and root, as /proc says now. */
-static void
-read_place(struct mstat_proc *p)
-{
-	int rc = mstat_proc_ns(p->pid, "mnt", &p->mnt_ns);
-
-	if (rc == 0)
-		rc = mstat_proc_ns(p->pid, "pid", &p->pid_ns);
-	if (rc == 0)
-		rc = mstat_proc_root_id(p->pid, &p->root_dev, &p->root_ino);
-	p->inspectable = rc == 0;
-	if (denied(rc) && !p->mount_id)
-		(void)mstat_proc_mount_id(p->pid, &p->mount_id);
-}
-
 /* A process not known before (or that replaced one under its pid). */
 static void
 read_new(struct mstat_proc *p, pid_t pid, uint64_t ino, uint64_t start)
@@ -232,7 +217,7 @@ read_new(struct mstat_proc *p, pid_t pid, uint64_t ino, uint64_t start)
 	} else {
 		p->euid = (uid_t)-1;
 	}
-	read_place(p);
+	p->inspectable = mstat_proc_place(pid, &p->place) == 0;
 }
 
 static size_t
@@ -266,7 +251,7 @@ mstat_procs_find_ns(struct mstat_procs *ps, uint64_t pid_ns, pid_t nspid)
 	for (size_t i = (size_t)mix(pid_ns ^ mix((uint64_t)nspid)) & ps->mask;
 	     ps->by_nspid[i]; i = (i + 1) & ps->mask) {
 		struct mstat_proc *p = &ps->procs[ps->by_nspid[i] - 1];
-		if (p->pid_ns == pid_ns && p->nspid == nspid)
+		if (p->place.pid_ns == pid_ns && p->nspid == nspid)
 			return p;
 	}
 	return NULL;
@@ -316,9 +301,10 @@ reindex(struct mstat_procs *ps)
 	for (size_t k = 0; k < ps->n; k++) {
 		const struct mstat_proc *p = &ps->procs[k];
 		ps->by_pid[slot_pid(ps, p->pid)] = (uint32_t)k + 1;
-		if (!p->inspectable || p->pid_ns == ps->pid_ns)
+		if (!p->inspectable || p->place.pid_ns == ps->pid_ns)
 			continue;
-		size_t i = (size_t)mix(p->pid_ns ^ mix((uint64_t)p->nspid)) & ps->mask;
+		size_t i = (size_t)mix(p->place.pid_ns ^ mix((uint64_t)p->nspid)) &
+			   ps->mask;
 		while (ps->by_nspid[i])
 			i = (i + 1) & ps->mask;
 		ps->by_nspid[i] = (uint32_t)k + 1;
@@ -326,44 +312,53 @@ reindex(struct mstat_procs *ps)
 	return 0;
 }
 
+/* A process of /proc, seen this sweep: known, or read as new. */
+static void
+see(struct mstat_procs *ps, const struct mstat_proc_entry *e, size_t known)
+{
+	uint64_t start;
+	/* Only those known before the walk are in the index. */
+	struct mstat_proc *p = NULL;
+
+	if (ps->by_pid) {
+		uint32_t k = ps->by_pid[slot_pid(ps, e->pid)];
+		p = k && k - 1 < known ? &ps->procs[k - 1] : NULL;
+	}
+	if (p && p->d_ino == e->ino) {
+		p->seen = ps->sweep;
+		return;
+	}
+	/* New, or its /proc entry was made again: the same process if it
+	 * started at the same time. */
+	if (mstat_proc_start_time(e->pid, &start) < 0)
+		return; /* gone already */
+	if (p && p->start == start) {
+		p->d_ino = e->ino;
+		p->seen = ps->sweep;
+		return;
+	}
+	if (!p) {
+		if (reserve(ps, ps->n + 1) < 0)
+			return;
+		p = &ps->procs[ps->n++];
+	}
+	read_new(p, e->pid, e->ino, start);
+	p->seen = ps->sweep;
+}
+
 /* Every process of /proc into ps->procs; those gone out of it. */
 static void
 walk(struct mstat_procs *ps)
 {
-	pid_t pid;
-	uint64_t ino, start;
+	struct mstat_proc_entry batch[256];
 	size_t known = ps->n;
+	long got;
 
 	if (mstat_proc_iter_open(&ps->iter) < 0)
 		return;
-	while (mstat_proc_iter_next(&ps->iter, &pid, &ino) > 0) {
-		/* Only those known before the walk are in the index. */
-		struct mstat_proc *p = NULL;
-		if (ps->by_pid) {
-			uint32_t k = ps->by_pid[slot_pid(ps, pid)];
-			p = k && k - 1 < known ? &ps->procs[k - 1] : NULL;
-		}
-		if (p && p->d_ino == ino) {
-			p->seen = ps->sweep;
-			continue;
-		}
-		/* New, or its /proc entry was made again: the same process
-		 * if it started at the same time. */
-		if (mstat_proc_start_time(pid, &start) < 0)
-			continue; /* gone already */
-		if (p && p->start == start) {
-			p->d_ino = ino;
-			p->seen = ps->sweep;
-			continue;
-		}
-		if (!p) {
-			if (reserve(ps, ps->n + 1) < 0)
-				break;
-			p = &ps->procs[ps->n++];
-		}
-		read_new(p, pid, ino, start);
-		p->seen = ps->sweep;
-	}
+	while ((got = mstat_proc_iter_next(&ps->iter, batch, 256)) > 0)
+		for (long i = 0; i < got; i++)
+			see(ps, &batch[i], known);
 	mstat_proc_iter_close(&ps->iter);
 	size_t kept = 0;
 	for (size_t k = 0; k < ps->n; k++)
@@ -382,7 +377,7 @@ recheck(struct mstat_procs *ps)
 	for (size_t k = 0; k < m && k < ps->n; k++) {
 		struct mstat_proc *p = &ps->procs[(ps->recheck + k) % ps->n];
 		if (p->inspectable)
-			read_place(p);
+			p->inspectable = mstat_proc_place(p->pid, &p->place) == 0;
 	}
 	if (ps->n)
 		ps->recheck = (ps->recheck + m) % ps->n;
@@ -393,14 +388,16 @@ recheck(struct mstat_procs *ps)
 static struct mstat_nsgroup *
 group_of(struct mstat_procs *ps, const struct mstat_proc *p)
 {
+	const struct mstat_proc_place *pl = &p->place;
+
 	/* Few: hundreds, on a host of containers; found by a linear
 	 * search from the last one found, which processes of one
 	 * container, mostly next to each other in pid order, hit. */
 	for (size_t j = 0; j < ps->ngroups; j++) {
 		size_t i = (ps->last_group + j) % ps->ngroups;
 		struct mstat_nsgroup *g = ps->groups[i];
-		if (g->mnt_ns == p->mnt_ns && g->root_dev == p->root_dev &&
-		    g->root_ino == p->root_ino) {
+		if (g->mnt_ns == pl->mnt_ns && g->root_dev == pl->root_dev &&
+		    g->root_ino == pl->root_ino) {
 			ps->last_group = i;
 			return g;
 		}
@@ -416,11 +413,11 @@ group_of(struct mstat_procs *ps, const struct mstat_proc *p)
 	struct mstat_nsgroup *g = calloc(1, sizeof(*g));
 	if (!g)
 		return NULL;
-	g->mnt_ns = p->mnt_ns;
-	g->root_dev = p->root_dev;
-	g->root_ino = p->root_ino;
-	g->own = p->mnt_ns == ps->mnt_ns && p->root_dev == ps->root_dev &&
-		 p->root_ino == ps->root_ino;
+	g->mnt_ns = pl->mnt_ns;
+	g->root_dev = pl->root_dev;
+	g->root_ino = pl->root_ino;
+	g->own = pl->mnt_ns == ps->mnt_ns && pl->root_dev == ps->root_dev &&
+		 pl->root_ino == ps->root_ino;
 	ps->groups[ps->ngroups++] = g;
 	return g;
 }
@@ -553,7 +550,7 @@ count_unreadable(struct mstat_procs *ps)
 		}
 	}
 	for (size_t k = 0; k < ps->n; k++)
-		hidden += !ps->procs[k].inspectable && ps->procs[k].mount_id &&
+		hidden += !ps->procs[k].inspectable && ps->procs[k].place.mount_id &&
 			  asked(ps, &ps->procs[k]);
 	if (!hidden)
 		return;
@@ -562,9 +559,9 @@ count_unreadable(struct mstat_procs *ps)
 		return;
 	size_t m = 0, n = 0;
 	for (size_t k = 0; k < ps->n; k++)
-		if (!ps->procs[k].inspectable && ps->procs[k].mount_id &&
+		if (!ps->procs[k].inspectable && ps->procs[k].place.mount_id &&
 		    asked(ps, &ps->procs[k]))
-			ids[m++] = ps->procs[k].mount_id;
+			ids[m++] = ps->procs[k].place.mount_id;
 	uint64_t *known = ids + m;
 	if (mstat_proc_mount_id(0, &known[n]) == 0)
 		n++;

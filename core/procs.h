@@ -59,8 +59,7 @@ struct mstat_proc {
 	uint64_t start;      /* start time, clock ticks after boot */
 	uid_t euid;
 	bool inspectable;    /* its namespaces and root could be read */
-	uint64_t pid_ns, mnt_ns, root_dev, root_ino;
-	uint64_t mount_id;   /* the first of its mountinfo; 0 not read */
+	struct mstat_proc_place place;
 	uint32_t seen;       /* the sweep that last saw it */
 	struct mstat_nsgroup *group; /* this sweep's; NULL if none */
 };

@@ -375,6 +375,21 @@ mstat_proc_mount_id(pid_t pid, uint64_t *id)
 }
 
 int
+mstat_proc_place(pid_t pid, struct mstat_proc_place *pl)
+{
+	int rc = mstat_proc_ns(pid, "mnt", &pl->mnt_ns);
+
+	pl->mount_id = 0;
+	if (rc == 0)
+		rc = mstat_proc_ns(pid, "pid", &pl->pid_ns);
+	if (rc == 0)
+		rc = mstat_proc_root_id(pid, &pl->root_dev, &pl->root_ino);
+	if (rc == -EACCES || rc == -EPERM)
+		(void)mstat_proc_mount_id(pid, &pl->mount_id);
+	return rc;
+}
+
+int
 mstat_proc_reopen(int fd, int flags)
 {
 	char path[64] = "/proc/self/fd/";
@@ -393,17 +408,20 @@ mstat_proc_iter_open(struct mstat_proc_iter *it)
 	return it->fd < 0 ? -errno : 0;
 }
 
-int
-mstat_proc_iter_next(struct mstat_proc_iter *it, pid_t *pid, uint64_t *ino)
+long
+mstat_proc_iter_next(struct mstat_proc_iter *it, struct mstat_proc_entry *e,
+		     size_t max)
 {
-	for (;;) {
+	size_t n = 0;
+
+	while (n < max) {
 		if (it->off >= it->len) {
-			ssize_t n = getdents64(it->fd, it->buf, sizeof(it->buf));
-			if (n < 0)
-				return -errno;
-			if (n == 0)
-				return 0;
-			it->len = n;
+			ssize_t got = getdents64(it->fd, it->buf, sizeof(it->buf));
+			if (got < 0)
+				return n ? (long)n : -errno;
+			if (got == 0)
+				break;
+			it->len = got;
 			it->off = 0;
 		}
 		const struct dirent64 *de =
@@ -413,12 +431,12 @@ mstat_proc_iter_next(struct mstat_proc_iter *it, pid_t *pid, uint64_t *ino)
 
 		it->off += de->d_reclen;
 		/* A process: its pid, a number, alone. */
-		if (number(&p, &v) && *p == '\0' && v > 0 && v <= 0x7fffffff) {
-			*pid = (pid_t)v;
-			*ino = (uint64_t)de->d_ino;
-			return 1;
-		}
+		if (number(&p, &v) && *p == '\0' && v > 0 && v <= 0x7fffffff)
+			e[n++] = (struct mstat_proc_entry){
+				.pid = (pid_t)v, .ino = (uint64_t)de->d_ino
+			};
 	}
+	return (long)n;
 }
 
 void

@@ -81,24 +81,43 @@ int mstat_proc_uid_inside(pid_t pid, uid_t outside, uid_t *inside);
  * 0 or -errno. */
 int mstat_proc_mount_id(pid_t pid, uint64_t *id);
 
+/* Where a process lives: its namespaces and root, which tell the
+ * /dev/shm it sees.  When those are not ours to read (-EACCES, -EPERM),
+ * only `mount_id` (mstat_proc_mount_id()) is known, which tells its
+ * mount namespace apart all the same; otherwise `mount_id` is 0. */
+struct mstat_proc_place {
+	uint64_t mnt_ns, pid_ns, root_dev, root_ino;
+	uint64_t mount_id;
+};
+/* Fills `pl` for `pid` (0: this process): 0 or -errno (as
+ * mstat_proc_ns()). */
+int mstat_proc_place(pid_t pid, struct mstat_proc_place *pl);
+
 /* Opens again, with `flags`, the file open at `fd` (an O_PATH
  * descriptor), through /proc/self/fd: the same file, whatever its name
  * leads to by now.  The descriptor, or -errno. */
 int mstat_proc_reopen(int fd, int flags);
 
-/* The processes of /proc, one getdents64 at a time, into the caller's
+/* The processes of /proc, a getdents64 at a time, into the caller's
  * buffer: no allocation. */
 struct mstat_proc_iter {
 	int fd;
 	long len, off;
 	char buf[16384];
 };
+/* A process of /proc: its pid, and the inode of its /proc entry (a
+ * process that replaced another under the same pid has another inode). */
+struct mstat_proc_entry {
+	pid_t pid;
+	uint64_t ino;
+};
 /* 0 or -errno. */
 int mstat_proc_iter_open(struct mstat_proc_iter *it);
-/* The next process: 1, with its pid and the inode of its /proc entry
- * (a process that replaced another under the same pid has another
- * inode); 0 at the end; -errno. */
-int mstat_proc_iter_next(struct mstat_proc_iter *it, pid_t *pid, uint64_t *ino);
+/* The next processes, up to `max` of them, into `e`: how many (0 at the
+ * end), or -errno.  A batch at a time, so that the caller's loop over
+ * the machine's processes stays in its own code. */
+long mstat_proc_iter_next(struct mstat_proc_iter *it,
+			  struct mstat_proc_entry *e, size_t max);
 void mstat_proc_iter_close(struct mstat_proc_iter *it);
 
 struct mstat_proc_identity {

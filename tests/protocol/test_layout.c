@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <errno.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <string.h>
 #include <cmocka.h>
@@ -113,6 +114,92 @@ names_round_trip_and_reject_garbage(void **state)
 	uint64_t st2;
 	assert_int_equal(mstat_proc_start_time(getpid(), &st2), 0);
 	assert_int_equal(st, st2);
+}
+
+/* Every process of /proc, a batch of `max` at a time, in `pids` (room
+ * for `cap`): how many. */
+static size_t
+list_procs(size_t max, pid_t *pids, size_t cap)
+{
+	struct mstat_proc_iter it;
+	struct mstat_proc_entry e[256];
+	size_t n = 0;
+	long got;
+
+	assert_int_equal(mstat_proc_iter_open(&it), 0);
+	while ((got = mstat_proc_iter_next(&it, e, max)) > 0) {
+		assert_true((size_t)got <= max);
+		for (long i = 0; i < got; i++) {
+			assert_true(n < cap);
+			assert_true(e[i].ino != 0);
+			pids[n++] = e[i].pid;
+		}
+	}
+	assert_int_equal(got, 0);
+	mstat_proc_iter_close(&it);
+	return n;
+}
+
+/* The processes of /proc come in batches of any size, across the reads
+ * of the directory (more processes than one read holds), each once: a
+ * thousand children, waiting, are in every listing, and this one. */
+static void
+processes_are_listed_once_in_batches_of_any_size(void **state)
+{
+	enum { CHILDREN = 1000, CAP = 1 << 16 };
+	static pid_t kids[CHILDREN], pids[CAP];
+	int fds[2];
+	const size_t sizes[] = { 1, 7, 255, 256 };
+
+	(void)state;
+	assert_int_equal(pipe(fds), 0);
+	for (int i = 0; i < CHILDREN; i++) {
+		kids[i] = fork();
+		assert_true(kids[i] >= 0);
+		if (kids[i] == 0) {
+			char c;
+			close(fds[1]);
+			_exit(read(fds[0], &c, 1) < 0); /* until the parent closes */
+		}
+	}
+	close(fds[0]);
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t n = list_procs(sizes[k], pids, CAP), found = 0;
+		bool self = false;
+		for (size_t i = 0; i < n; i++) {
+			/* In pid order, as /proc lists them: each once. */
+			assert_true(i == 0 || pids[i] > pids[i - 1]);
+			self |= pids[i] == getpid();
+		}
+		for (int i = 0; i < CHILDREN; i++)
+			for (size_t j = 0; j < n; j++)
+				found += pids[j] == kids[i];
+		assert_true(self);
+		assert_int_equal(found, CHILDREN);
+	}
+	close(fds[1]);
+	for (int i = 0; i < CHILDREN; i++)
+		assert_int_equal(waitpid(kids[i], NULL, 0), kids[i]);
+}
+
+/* Where this process lives, read at once, is what its links say. */
+static void
+a_process_place_is_its_namespaces_and_root(void **state)
+{
+	struct mstat_proc_place pl;
+	struct stat mnt, pidns, root;
+
+	(void)state;
+	assert_int_equal(stat("/proc/self/ns/mnt", &mnt), 0);
+	assert_int_equal(stat("/proc/self/ns/pid", &pidns), 0);
+	assert_int_equal(stat("/proc/self/root", &root), 0);
+	assert_int_equal(mstat_proc_place(0, &pl), 0);
+	assert_int_equal(pl.mnt_ns, mnt.st_ino);
+	assert_int_equal(pl.pid_ns, pidns.st_ino);
+	assert_int_equal(pl.root_dev, root.st_dev);
+	assert_int_equal(pl.root_ino, root.st_ino);
+	assert_int_equal(pl.mount_id, 0);
+	assert_int_equal(mstat_proc_place(0x7ffffffe, &pl), -ENOENT);
 }
 
 /* A file of `text`, open at its start: for what reads /proc/stat. */
@@ -395,6 +482,8 @@ main(void)
 		cmocka_unit_test(chunk_rows_fold_into_their_classes),
 		cmocka_unit_test(names_round_trip_and_reject_garbage),
 		cmocka_unit_test(boot_time_is_the_btime_line),
+		cmocka_unit_test(processes_are_listed_once_in_batches_of_any_size),
+		cmocka_unit_test(a_process_place_is_its_namespaces_and_root),
 		cmocka_unit_test(headers_are_refused_for_every_reason),
 		cmocka_unit_test(files_are_refused_for_every_reason),
 		cmocka_unit_test(class_tables_out_of_order_are_refused),
