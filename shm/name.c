@@ -8,22 +8,6 @@
 
 #include "layout.h"
 
-size_t
-mstat_utoa(char *buf, uint64_t v)
-{
-	char tmp[20];
-	size_t n = 0;
-
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	for (size_t i = 0; i < n; i++)
-		buf[i] = tmp[n - 1 - i];
-	buf[n] = '\0';
-	return n;
-}
-
 int
 mstat_shm_name(char *buf, size_t len, pid_t pid, uint64_t start_time,
 	       uint64_t suffix)

@@ -32,7 +32,23 @@ int mstat_shm_name(char *buf, size_t len, pid_t pid, uint64_t start_time,
 /* Parses a name made by mstat_shm_name(), and nothing else: 0 or -EINVAL. */
 int mstat_shm_parse_name(const char *name, pid_t *pid, uint64_t *start_time);
 
-/* Formats v in decimal at buf (at least 21 bytes); returns the length. */
-size_t mstat_utoa(char *buf, uint64_t v);
+/* Formats v in decimal at buf (at least 21 bytes); returns the length.
+ * Inline: every path of /proc and every name is made with it, and it
+ * calls nothing. */
+static inline size_t
+mstat_utoa(char *buf, uint64_t v)
+{
+	char tmp[20];
+	size_t n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (size_t i = 0; i < n; i++)
+		buf[i] = tmp[n - 1 - i];
+	buf[n] = '\0';
+	return n;
+}
 
 #endif /* MSTAT_SHM_NAME_H */
