@@ -317,9 +317,11 @@ mstat_reader_open_name(struct mstat_reader **out, const char *shm_name,
 	return opened(out, r, attach(r, shm_name), err, errlen);
 }
 
-int
-mstat_reader_open_fd(struct mstat_reader **out, int fd, const char *label,
-		     char *err, size_t errlen)
+/* A reader of the segment open at `fd` (which it takes), whose owner
+ * must be `uid` (as attach_fd()). */
+static int
+open_fd_of(struct mstat_reader **out, int fd, const char *label, uid_t uid,
+	   char *err, size_t errlen)
 {
 	struct mstat_reader *r = reader_new(err, errlen);
 
@@ -329,23 +331,21 @@ mstat_reader_open_fd(struct mstat_reader **out, int fd, const char *label,
 		return -ENOMEM;
 	}
 	r->fd = fd;
-	return opened(out, r, attach_fd(r, label, geteuid()), err, errlen);
+	return opened(out, r, attach_fd(r, label, uid), err, errlen);
+}
+
+int
+mstat_reader_open_fd(struct mstat_reader **out, int fd, const char *label,
+		     char *err, size_t errlen)
+{
+	return open_fd_of(out, fd, label, geteuid(), err, errlen);
 }
 
 int
 mstat_reader_open_claimed(struct mstat_reader **out, int fd, const char *label,
 			  char *err, size_t errlen)
 {
-	struct mstat_reader *r = reader_new(err, errlen);
-
-	*out = NULL;
-	if (!r) {
-		close(fd);
-		return -ENOMEM;
-	}
-	r->fd = fd;
-	return opened(out, r, attach_fd(r, label, MSTAT_UID_CALLER), err,
-		      errlen);
+	return open_fd_of(out, fd, label, MSTAT_UID_CALLER, err, errlen);
 }
 
 int
