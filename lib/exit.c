@@ -56,7 +56,8 @@ retire(void)
 	bool mine, first = false, ready = false;
 
 	if (!mstat_proc.started || mstat_proc.disabled ||
-	    getpid() != mstat_proc.pid || /* a vfork child, sharing our memory */
+	    getpid() != mstat_proc.pid || /* a vfork or posix_spawn() child,
+					  * sharing our memory */
 	    atomic_load_explicit(&mstat_proc.retired, memory_order_relaxed))
 		return;
 	/* A fork of another thread ends first: its parent handler would let

@@ -575,7 +575,8 @@ page_size(void)
 	return p;
 }
 
-/* As glibc's: memalign(page, n). */
+/* As glibc's: memalign(page, n).  valloc() and pvalloc() are counted,
+ * but take no step of the sampling countdown and are never sampled. */
 MSTAT_EXPORT void *
 valloc(size_t n)
 {
