@@ -377,15 +377,29 @@ mstat_proc_mount_id(pid_t pid, uint64_t *id)
 int
 mstat_proc_place(pid_t pid, struct mstat_proc_place *pl)
 {
-	int rc = mstat_proc_ns(pid, "mnt", &pl->mnt_ns);
+	char path[64];
+	struct stat mnt, pidns, root;
+	int dir, rc = 0;
 
+	/* Its /proc directory, once: the three are one process's, even if
+	 * it dies and another takes its pid meanwhile (they fail then). */
+	proc_path(path, pid, "");
 	pl->mount_id = 0;
-	if (rc == 0)
-		rc = mstat_proc_ns(pid, "pid", &pl->pid_ns);
-	if (rc == 0)
-		rc = mstat_proc_root_id(pid, &pl->root_dev, &pl->root_ino);
+	if ((dir = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -errno;
+	if (fstatat(dir, "ns/mnt", &mnt, 0) < 0 ||
+	    fstatat(dir, "ns/pid", &pidns, 0) < 0 ||
+	    fstatat(dir, "root", &root, 0) < 0)
+		rc = -errno;
+	close(dir);
 	if (rc == -EACCES || rc == -EPERM)
 		(void)mstat_proc_mount_id(pid, &pl->mount_id);
+	if (rc == 0) {
+		pl->mnt_ns = (uint64_t)mnt.st_ino;
+		pl->pid_ns = (uint64_t)pidns.st_ino;
+		pl->root_dev = (uint64_t)root.st_dev;
+		pl->root_ino = (uint64_t)root.st_ino;
+	}
 	return rc;
 }
 
