@@ -37,11 +37,10 @@ sum_slots(mstat_rows out)
 {
 	uint32_t n = mstat_slots_reserved();
 
-	for (unsigned g = 0; g < MSTAT_GENS; g++)
-		mstat_sum_generation((const unsigned char *)
-					     mstat_segment_slot(&mstat_proc.seg, 0),
-				     mstat_proc.seg.slot_size, n, MSTAT_CLASS_COUNT,
-				     g, out);
+	mstat_sum_generations((const unsigned char *)
+				      mstat_segment_slot(&mstat_proc.seg, 0),
+			      mstat_proc.seg.slot_size, n, MSTAT_CLASS_COUNT,
+			      MSTAT_GENS_ALL, out);
 }
 
 /*

@@ -518,11 +518,11 @@ check_live(struct mstat_reader *r)
 }
 
 static void
-add_generation(const struct mstat_reader *r, uint32_t n, unsigned gen,
-	       uint64_t (*sum)[MSTAT_ROW_COUNTERS])
+add_generations(const struct mstat_reader *r, uint32_t n, unsigned gens,
+		uint64_t (*sum)[MSTAT_ROW_COUNTERS])
 {
-	mstat_sum_generation(r->data + (r->slots_offset - MSTAT_PAGE),
-			     r->slot_size, n, r->class_count, gen, sum);
+	mstat_sum_generations(r->data + (r->slots_offset - MSTAT_PAGE),
+			      r->slot_size, n, r->class_count, gens, sum);
 }
 
 static void
@@ -688,7 +688,7 @@ mstat_reader_begin(struct mstat_reader *r, unsigned catchup_budget_us)
 	if ((rc = load_used(r, &used)) < 0)
 		return unlock_with(r, rc);
 	memset(r->base, 0, MSTAT_ROWS(r->class_count) * sizeof(r->base[0]));
-	add_generation(r, used, MSTAT_GEN_OF(e + 1), r->base);
+	add_generations(r, used, MSTAT_GEN_BIT(MSTAT_GEN_OF(e + 1)), r->base);
 	step(MSTAT_STEP_BASE_READ);
 
 	/* Step 3. (D) seq_cst RMW: pairs with (B) through (A)/(E); a full
@@ -768,8 +768,7 @@ sum_final(struct mstat_reader *r)
 	uint32_t cut = 0;
 
 	memset(r->base, 0, MSTAT_ROWS(r->class_count) * sizeof(r->base[0]));
-	for (unsigned g = 0; g < MSTAT_GENS; g++)
-		add_generation(r, r->used, g, r->base);
+	add_generations(r, r->used, MSTAT_GENS_ALL, r->base);
 	/* (X) acquire, with the state: the target's exit_cut store is before
 	 * its release store of EXITING.  exit_flags came later still, and
 	 * the owner is gone: its last value is here. */
@@ -810,8 +809,9 @@ mstat_reader_finish(struct mstat_reader *r, struct mstat_snapshot *out)
 		/* Step 5: the generations no writer can touch now, every one
 		 * but the epoch's own, added to the base.  Still under the
 		 * lock: the next rotation makes one of them writable again. */
-		for (unsigned k = 1; k < MSTAT_GENS; k++)
-			add_generation(r, r->used, MSTAT_GEN_OF(r->epoch + k), acc);
+		add_generations(r, r->used,
+				MSTAT_GENS_ALL & ~MSTAT_GEN_BIT(MSTAT_GEN_OF(r->epoch)),
+				acc);
 	}
 
 	/* Cut while being read and grown back since (a writer reserving a

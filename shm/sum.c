@@ -39,10 +39,10 @@ fold_chunks(const _Atomic uint64_t *c, uint32_t class_count,
 	}
 }
 
-void
-mstat_sum_generation(const unsigned char *slots, uint32_t slot_size, uint32_t n,
-		     uint32_t class_count, unsigned gen,
-		     uint64_t (*sum)[MSTAT_ROW_COUNTERS])
+static void
+sum_generation(const unsigned char *slots, uint32_t slot_size, uint32_t n,
+	       uint32_t class_count, unsigned gen,
+	       uint64_t (*sum)[MSTAT_ROW_COUNTERS])
 {
 	const unsigned totals = class_count; /* the sum's last row */
 
@@ -69,6 +69,16 @@ mstat_sum_generation(const unsigned char *slots, uint32_t slot_size, uint32_t n,
 		}
 		fold_chunks(g + (size_t)class_count * MSTAT_ROW_COUNTERS, class_count, sum);
 	}
+}
+
+void
+mstat_sum_generations(const unsigned char *slots, uint32_t slot_size,
+		      uint32_t n, uint32_t class_count, unsigned gens,
+		      uint64_t (*sum)[MSTAT_ROW_COUNTERS])
+{
+	for (unsigned gen = 0; gen < MSTAT_GENS; gen++)
+		if (gens & MSTAT_GEN_BIT(gen))
+			sum_generation(slots, slot_size, n, class_count, gen, sum);
 }
 
 void

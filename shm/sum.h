@@ -2,8 +2,9 @@
 /*
  * sum.h - adding up the counters of slots.
  *
- * Used by readers (one generation at a time, see reader.c) and by a forked
- * child, which adds up its parent's slots to learn the heap it inherited.
+ * Used by readers (the generations no writer can touch, see reader.c)
+ * and by a forked child, which adds up its parent's slots to learn the
+ * heap it inherited.
  */
 #ifndef MSTAT_SHM_SUM_H
 #define MSTAT_SHM_SUM_H
@@ -12,15 +13,18 @@
 
 #include "layout.h"
 
-/* Adds generation `gen` (< MSTAT_GENS) of `n` slots starting at `slots`,
- * each `slot_size` bytes, into sum[row][counter] (rows = class_count + 1:
- * the classes, then the totals, whose requested bytes come from the slots'
- * heads; the chunk rows folded into their classes).  Class rows a slot
- * never wrote are zero in every generation and are skipped.  Loads are
- * relaxed: the caller orders them (the handshake, or a fork). */
-void mstat_sum_generation(const unsigned char *slots, uint32_t slot_size,
-			  uint32_t n, uint32_t class_count, unsigned gen,
-			  uint64_t (*sum)[MSTAT_ROW_COUNTERS]);
+/* Adds the generations whose bits `gens` sets (bit g: generation g <
+ * MSTAT_GENS) of `n` slots starting at `slots`, each `slot_size` bytes,
+ * into sum[row][counter] (rows = class_count + 1: the classes, then the
+ * totals, whose requested bytes come from the slots' heads; the chunk
+ * rows folded into their classes).  Class rows a slot never wrote are
+ * zero in every generation and are skipped.  Loads are relaxed: the
+ * caller orders them (the handshake, or a fork). */
+#define MSTAT_GEN_BIT(g) (1u << (g))
+#define MSTAT_GENS_ALL (MSTAT_GEN_BIT(MSTAT_GENS) - 1)
+void mstat_sum_generations(const unsigned char *slots, uint32_t slot_size,
+			   uint32_t n, uint32_t class_count, unsigned gens,
+			   uint64_t (*sum)[MSTAT_ROW_COUNTERS]);
 
 struct mstat_snapshot;
 

@@ -447,7 +447,8 @@ chunk_rows_fold_into_their_classes(void **state)
 	mstat_wsection_chunk(s1, 2, 0x3f1, MSTAT_CHUNK_ALLOCS);
 	for (int i = 0; i < 5; i++)
 		mstat_wsection_chunk(s0, 1, 0x21, MSTAT_CHUNK_ALLOCS);
-	mstat_sum_generation(slots, size, 2, MSTAT_CLASS_COUNT, 2, sum);
+	mstat_sum_generations(slots, size, 2, MSTAT_CLASS_COUNT, MSTAT_GEN_BIT(2),
+			      sum);
 	assert_int_equal(sum[c32][MSTAT_C_ALLOC_COUNT], 3);
 	assert_int_equal(sum[c32][MSTAT_C_ALLOC_BYTES], 3 * 24);
 	assert_int_equal(sum[c32][MSTAT_C_FREE_COUNT], 1);
@@ -460,6 +461,16 @@ chunk_rows_fold_into_their_classes(void **state)
 			for (unsigned k = 0; k < MSTAT_ROW_COUNTERS; k++)
 				assert_int_equal(sum[r][k], 0);
 
+	/* Generations 1 and 2 in one sum, and none: slot 0's five too. */
+	memset(sum, 0, sizeof(sum));
+	mstat_sum_generations(slots, size, 2, MSTAT_CLASS_COUNT,
+			      MSTAT_GEN_BIT(1) | MSTAT_GEN_BIT(2), sum);
+	assert_int_equal(sum[c32][MSTAT_C_ALLOC_COUNT], 8);
+	assert_int_equal(sum[c32][MSTAT_C_FREE_COUNT], 1);
+	memset(sum, 0, sizeof(sum));
+	mstat_sum_generations(slots, size, 2, MSTAT_CLASS_COUNT, 0, sum);
+	assert_int_equal(sum[c32][MSTAT_C_ALLOC_COUNT], 0);
+
 	/* A segment of 2 classes: its chunk rows of classes it does not
 	 * have are left out, not added past the sum's 3 rows (here into
 	 * rows the array has, for the test to see). */
@@ -467,7 +478,8 @@ chunk_rows_fold_into_their_classes(void **state)
 	memset(sum, 0, sizeof(sum));
 	atomic_store(chunk_counter(slots, 2, 0, 1, MSTAT_CHUNK_ALLOCS), 7); /* class 1 */
 	atomic_store(chunk_counter(slots, 2, 0, 63, MSTAT_CHUNK_ALLOCS), 9);
-	mstat_sum_generation(slots, MSTAT_SLOT_SIZE(2), 1, 2, 0, sum);
+	mstat_sum_generations(slots, MSTAT_SLOT_SIZE(2), 1, 2, MSTAT_GEN_BIT(0),
+			      sum);
 	assert_int_equal(sum[1][MSTAT_C_ALLOC_COUNT], 7);
 	for (unsigned r = MSTAT_ROWS(2); r < MSTAT_ROWS(MSTAT_CLASS_COUNT); r++)
 		for (unsigned k = 0; k < MSTAT_ROW_COUNTERS; k++)
