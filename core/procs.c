@@ -356,7 +356,8 @@ walk(struct mstat_procs *ps)
 
 	if (mstat_proc_iter_open(&ps->iter) < 0)
 		return;
-	while ((got = mstat_proc_iter_next(&ps->iter, batch, 256)) > 0)
+	while ((got = mstat_proc_iter_next(&ps->iter, batch,
+					   sizeof(batch) / sizeof(batch[0]))) > 0)
 		for (long i = 0; i < got; i++)
 			see(ps, &batch[i], known);
 	mstat_proc_iter_close(&ps->iter);
