@@ -119,6 +119,14 @@ list(struct mstat_procs *ps, struct mstat_shmdir *d)
 
 /* ---- the processes ---- */
 
+/* Whether two places see the same files: one mount namespace, one root. */
+static bool
+same_view(const struct mstat_proc_place *a, const struct mstat_proc_place *b)
+{
+	return a->mnt_ns == b->mnt_ns && a->root_dev == b->root_dev &&
+	       a->root_ino == b->root_ino;
+}
+
 static int
 cmp_pid(const void *a, const void *b)
 {
@@ -161,9 +169,7 @@ mstat_procs_init(struct mstat_procs *ps, const struct mstat_namespaces *which)
 		ps->which = *which;
 	ps->euid = geteuid();
 	ps->iter.fd = -1;
-	(void)mstat_proc_ns(0, "pid", &ps->pid_ns);
-	(void)mstat_proc_ns(0, "mnt", &ps->mnt_ns);
-	(void)mstat_proc_root_id(0, &ps->root_dev, &ps->root_ino);
+	(void)mstat_proc_place(0, &ps->place);
 	return 0;
 }
 
@@ -242,7 +248,7 @@ mstat_procs_find(struct mstat_procs *ps, pid_t pid)
 struct mstat_proc *
 mstat_procs_find_ns(struct mstat_procs *ps, uint64_t pid_ns, pid_t nspid)
 {
-	if (ps->pid_ns && pid_ns == ps->pid_ns) {
+	if (ps->place.pid_ns && pid_ns == ps->place.pid_ns) {
 		struct mstat_proc *p = mstat_procs_find(ps, nspid);
 		return p && p->inspectable ? p : NULL;
 	}
@@ -301,7 +307,7 @@ reindex(struct mstat_procs *ps)
 	for (size_t k = 0; k < ps->n; k++) {
 		const struct mstat_proc *p = &ps->procs[k];
 		ps->by_pid[slot_pid(ps, p->pid)] = (uint32_t)k + 1;
-		if (!p->inspectable || p->place.pid_ns == ps->pid_ns)
+		if (!p->inspectable || p->place.pid_ns == ps->place.pid_ns)
 			continue;
 		size_t i = (size_t)mix(p->place.pid_ns ^ mix((uint64_t)p->nspid)) &
 			   ps->mask;
@@ -417,8 +423,7 @@ group_of(struct mstat_procs *ps, const struct mstat_proc *p)
 	g->mnt_ns = pl->mnt_ns;
 	g->root_dev = pl->root_dev;
 	g->root_ino = pl->root_ino;
-	g->own = pl->mnt_ns == ps->mnt_ns && pl->root_dev == ps->root_dev &&
-		 pl->root_ino == ps->root_ino;
+	g->own = same_view(pl, &ps->place);
 	ps->groups[ps->ngroups++] = g;
 	return g;
 }
@@ -496,7 +501,7 @@ open_own(struct mstat_procs *ps)
 	int fd = open(MSTAT_SHM_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	if (fd >= 0)
-		d = dir_get(ps, fd, true, ps->mnt_ns);
+		d = dir_get(ps, fd, true, ps->place.mnt_ns);
 	mstat_shmdir_unref(ps, ps->own);
 	ps->own = d;
 	if (d)
@@ -621,14 +626,13 @@ int
 mstat_procs_dir_is(const struct mstat_procs *ps, pid_t pid,
 		   const struct mstat_shmdir *dir)
 {
-	uint64_t mnt, dev, ino;
+	struct mstat_proc_place pl;
 	struct stat st;
 	int rc, fd, root;
 
-	if ((rc = mstat_proc_ns(pid, "mnt", &mnt)) < 0 ||
-	    (rc = mstat_proc_root_id(pid, &dev, &ino)) < 0)
+	if ((rc = mstat_proc_place(pid, &pl)) < 0)
 		return rc;
-	if (mnt == ps->mnt_ns && dev == ps->root_dev && ino == ps->root_ino) {
+	if (same_view(&pl, &ps->place)) {
 		if (stat(MSTAT_SHM_DIR, &st) < 0)
 			return -errno;
 	} else {

@@ -94,7 +94,7 @@ int mstat_namespaces_parse(const char *s, struct mstat_namespaces *ns);
 struct mstat_procs {
 	struct mstat_namespaces which; /* whose /dev/shm to open */
 	uid_t euid;
-	uint64_t pid_ns, mnt_ns, root_dev, root_ino; /* this process's */
+	struct mstat_proc_place place; /* this process's */
 	uint32_t sweep;
 	struct mstat_proc *procs; /* dense, in no order */
 	size_t n, cap;

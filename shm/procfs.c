@@ -214,22 +214,6 @@ mstat_pid_ns(uint64_t *ino)
 	return 0;
 }
 
-int
-mstat_proc_ns(pid_t pid, const char *which, uint64_t *ino)
-{
-	char path[64], file[24] = "ns/";
-	struct stat st;
-
-	if (strlen(which) > sizeof(file) - 4)
-		return -EINVAL;
-	memcpy(file + 3, which, strlen(which) + 1);
-	proc_path(path, pid, file);
-	if (stat(path, &st) < 0)
-		return -errno;
-	*ino = (uint64_t)st.st_ino;
-	return 0;
-}
-
 /* The unsigned number at *p, moving *p past it; false if there is none. */
 static bool
 number(const char **p, uint64_t *v)
@@ -296,20 +280,6 @@ mstat_proc_status(pid_t pid, struct mstat_proc_status *st)
 		line = end + 1;
 	}
 	return uid && nspid ? 0 : -EPROTO;
-}
-
-int
-mstat_proc_root_id(pid_t pid, uint64_t *dev, uint64_t *ino)
-{
-	char path[64];
-	struct stat st;
-
-	proc_path(path, pid, "root");
-	if (stat(path, &st) < 0)
-		return -errno;
-	*dev = (uint64_t)st.st_dev;
-	*ino = (uint64_t)st.st_ino;
-	return 0;
 }
 
 int

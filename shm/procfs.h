@@ -40,12 +40,6 @@ mstat_proc_state_stopped(char state)
  * same pids. */
 int mstat_pid_ns(uint64_t *ino);
 
-/* The inode of namespace `which` ("mnt", "pid", "user", ...) of `pid`
- * (0: this process): 0 or -errno.  The link is another process's to
- * show: -EACCES or -EPERM without ptrace access to it (another user's
- * process, without CAP_SYS_PTRACE), -ENOENT once it is a zombie. */
-int mstat_proc_ns(pid_t pid, const char *which, uint64_t *ino);
-
 /* What /proc/<pid>/status says of a process's identity. */
 struct mstat_proc_status {
 	uid_t euid;     /* effective uid, as this process's user namespace
@@ -57,13 +51,9 @@ struct mstat_proc_status {
 /* 0 or -errno (-EPROTO: a line missing). */
 int mstat_proc_status(pid_t pid, struct mstat_proc_status *st);
 
-/* The device and inode of the root directory of `pid`: 0 or -errno (as
- * mstat_proc_ns()). */
-int mstat_proc_root_id(pid_t pid, uint64_t *dev, uint64_t *ino);
-
 /* Opens the root directory of `pid` (O_PATH | O_DIRECTORY), the view of
  * the file system it has, mounts of its mount namespace included: the
- * descriptor, or -errno (as mstat_proc_ns()). */
+ * descriptor, or -errno (as mstat_proc_place()). */
 int mstat_proc_root_open(pid_t pid);
 
 /* /proc/<pid>/cgroup into buf (NUL-terminated, cut to `len` - 1 bytes):
@@ -89,8 +79,10 @@ struct mstat_proc_place {
 	uint64_t mnt_ns, pid_ns, root_dev, root_ino;
 	uint64_t mount_id;
 };
-/* Fills `pl` for `pid` (0: this process): 0 or -errno (as
- * mstat_proc_ns()). */
+/* Fills `pl` for `pid` (0: this process), from /proc/<pid>/ns/mnt,
+ * ns/pid and root: 0 or -errno.  Those links are another process's to
+ * show: -EACCES or -EPERM without ptrace access to it (another user's
+ * process, without CAP_SYS_PTRACE), -ENOENT once it is a zombie. */
 int mstat_proc_place(pid_t pid, struct mstat_proc_place *pl);
 
 /* Opens again, with `flags`, the file open at `fd` (an O_PATH
