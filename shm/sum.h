@@ -13,15 +13,17 @@
 
 #include "layout.h"
 
-/* Adds the generations whose bits `gens` sets (bit g: generation g <
- * MSTAT_GENS) of `n` slots starting at `slots`, each `slot_size` bytes,
- * into sum[row][counter] (rows = class_count + 1: the classes, then the
- * totals, whose requested bytes come from the slots' heads; the chunk
- * rows folded into their classes).  Class rows a slot never wrote are
- * zero in every generation and are skipped.  Loads are relaxed: the
- * caller orders them (the handshake, or a fork). */
+/* A set of generations: bit g for generation g; all of them. */
 #define MSTAT_GEN_BIT(g) (1u << (g))
 #define MSTAT_GENS_ALL (MSTAT_GEN_BIT(MSTAT_GENS) - 1)
+
+/* Adds the generations of the set `gens` of `n` slots starting at
+ * `slots`, each `slot_size` bytes, into sum[row][counter] (rows =
+ * class_count + 1: the classes, then the totals, whose requested bytes
+ * come from the slots' heads; the chunk rows folded into their classes).
+ * Class rows a slot never wrote are zero in every generation and are
+ * skipped.  Loads are relaxed: the caller orders them (the handshake, or
+ * a fork). */
 void mstat_sum_generations(const unsigned char *slots, uint32_t slot_size,
 			   uint32_t n, uint32_t class_count, unsigned gens,
 			   uint64_t (*sum)[MSTAT_ROW_COUNTERS]);
