@@ -176,11 +176,19 @@ public_api_survives_truncation_at_every_step(void **state)
 			writer_go(&w);
 			snprintf(name, sizeof(name), "%s",
 				 mstat_reader_info(w.r)->shm_name);
-			/* Whole, before the cut, and once the counting thread
-			 * has its slot: the handshake visits two. */
-			do
+			/* Whole, before the cut, and once both of the writer's
+			 * threads (the main one, then the counting one) have
+			 * a slot of their own: the handshake visits them, and
+			 * no slot is reserved after the cut, which would give
+			 * the cut file a size again (fallocate) and the
+			 * reader's last store a page to land in. */
+			for (int tries = 0;; tries++) {
 				snapshot_ok(w.r, &s);
-			while (s.slots_used < 2 && usleep(1000) == 0);
+				if (s.threads >= 2)
+					break;
+				assert_true(tries < 10000);
+				usleep(1000);
+			}
 			struct cut c = { name, steps[i].at, steps[i].visit,
 					 sizes[k], 0, 0 };
 			mstat_reader_set_step_hook(cut_at, &c);
