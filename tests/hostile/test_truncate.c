@@ -117,6 +117,7 @@ guard_turns_sigbus_into_efault_and_chains(void **state)
 
 struct cut {
 	const char *shm_name;
+	pid_t writer;
 	enum mstat_read_step at;
 	unsigned visit;  /* the how-many-th visit of `at` cuts */
 	off_t to;
@@ -131,6 +132,13 @@ cut_at(enum mstat_read_step s, void *arg)
 
 	if (s != c->at || c->done || c->seen++ != c->visit)
 		return;
+	/* The writer stopped first: a slot it reserved after the cut
+	 * (fallocate) would give the file a size again, and the reader's
+	 * reads and stores pages to land in. */
+	int st;
+	assert_int_equal(kill(c->writer, SIGSTOP), 0);
+	assert_int_equal(waitpid(c->writer, &st, WUNTRACED), c->writer);
+	assert_true(WIFSTOPPED(st));
 	int fd = shm_open(c->shm_name, O_RDWR, 0);
 	assert_true(fd >= 0);
 	assert_int_equal(ftruncate(fd, c->to), 0);
@@ -176,21 +184,13 @@ public_api_survives_truncation_at_every_step(void **state)
 			writer_go(&w);
 			snprintf(name, sizeof(name), "%s",
 				 mstat_reader_info(w.r)->shm_name);
-			/* Whole, before the cut, and once both of the writer's
-			 * threads (the main one, then the counting one) have
-			 * a slot of their own: the handshake visits them, and
-			 * no slot is reserved after the cut, which would give
-			 * the cut file a size again (fallocate) and the
-			 * reader's last store a page to land in. */
-			for (int tries = 0;; tries++) {
+			/* Whole, before the cut, and once the counting thread
+			 * has its slot: the handshake visits two. */
+			do
 				snapshot_ok(w.r, &s);
-				if (s.threads >= 2)
-					break;
-				assert_true(tries < 10000);
-				usleep(1000);
-			}
-			struct cut c = { name, steps[i].at, steps[i].visit,
-					 sizes[k], 0, 0 };
+			while (s.slots_used < 2 && usleep(1000) == 0);
+			struct cut c = { name, w.pid, steps[i].at,
+					 steps[i].visit, sizes[k], 0, 0 };
 			mstat_reader_set_step_hook(cut_at, &c);
 			int rc = mstat_reader_snapshot(w.r, &s);
 			mstat_reader_set_step_hook(NULL, NULL);
