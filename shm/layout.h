@@ -67,9 +67,12 @@
  * 5.2: the header's `killed_s` (reserved in 5.1): when a remover first
  *      found the owner killed.  Written by removers only, after the
  *      owner's death, so any segment of 5.x may get it; a reader of 5.1
- *      ignores it, and a remover of 5.1 removes a killed segment at once. */
-#define MSTAT_SHM_VERSION_MAJOR 5
-#define MSTAT_SHM_VERSION_MINOR 2 /* readers accept any minor */
+ *      ignores it, and a remover of 5.1 removes a killed segment at once.
+ * 6: the attach (mstat-attach): the header's `attached_ns`, and the prior
+ *    row, a line after each generation's chunk rows; MSTAT_ROWS counts
+ *    its row.  6.0 has everything 5.2 had. */
+#define MSTAT_SHM_VERSION_MAJOR 6
+#define MSTAT_SHM_VERSION_MINOR 0 /* readers accept any minor */
 
 #define MSTAT_SHM_DIR "/dev/shm"
 #define MSTAT_SHM_PREFIX "mstat."   /* shm names: mstat.<pid>.<starttime> */
@@ -114,8 +117,8 @@ enum mstat_target_state {
  * Counters: the lists MSTAT_CLASS_COUNTERS and MSTAT_TOTAL_COUNTERS of
  * mstatshm_counters.h.  Every size class has one row of counters in each
  * generation; the per-process totals (requested bytes) are kept in the
- * slot's head, one per generation.  A sum (shm/sum.h) has one more row,
- * after the last class, for the totals.
+ * slot's head, one per generation.  A sum (shm/sum.h) has two more rows,
+ * after the last class: the totals, and the prior row (below).
  */
 enum mstat_class_counter {
 #define MSTAT_X(e, f, h) MSTAT_C_##e,
@@ -156,12 +159,35 @@ enum mstat_chunk_counter {
 	MSTAT_CHUNK_ROW_COUNTERS
 };
 #define MSTAT_CHUNK_USABLE(k) (16u * (uint64_t)(k) - 8u)
+/*
+ * The prior row: after the chunk rows of each generation, one line, the
+ * counters of MSTAT_PRIOR_COUNTERS (mstatshm_counters.h), then words left
+ * 0.  Written only in a process the library was injected into
+ * (mstat-attach): what it counts of the blocks made before the attach,
+ * which are in no class row.  A slot that writes it sets the touched
+ * bit MSTAT_PRIOR_TOUCHED, a bit no class row has (class rows are below
+ * MSTAT_MAX_CLASSES), and readers read it only then.
+ */
+enum mstat_prior_counter {
+#define MSTAT_X(e, f, h) MSTAT_P_##e,
+	MSTAT_PRIOR_COUNTERS(MSTAT_X)
+#undef MSTAT_X
+	MSTAT_PRIOR_COUNT
+};
+#define MSTAT_PRIOR_WORDS 8u /* a line */
+#define MSTAT_PRIOR_TOUCHED (64u * MSTAT_TOUCHED_WORDS - 1u)
 /* Counters of one generation: a row of MSTAT_ROW_COUNTERS per class, then
- * the chunk rows. */
+ * the chunk rows, then the prior row. */
 #define MSTAT_CHUNK_COUNTERS (MSTAT_CHUNKS * MSTAT_CHUNK_ROW_COUNTERS)
 #define MSTAT_GEN_COUNTERS(classes)                                          \
+	((classes) * MSTAT_ROW_COUNTERS + MSTAT_CHUNK_COUNTERS + MSTAT_PRIOR_WORDS)
+#define MSTAT_PRIOR_OFFSET(classes) /* in a generation's counters */        \
 	((classes) * MSTAT_ROW_COUNTERS + MSTAT_CHUNK_COUNTERS)
-#define MSTAT_ROWS(classes) ((classes) + 1u) /* of a sum: classes + totals */
+/* Rows of a sum (shm/sum.h), and of counts kept in process memory
+ * (lib/rows.h): the classes, then the totals, then the prior row. */
+#define MSTAT_ROWS(classes) ((classes) + 2u)
+#define MSTAT_TOTALS_ROW(classes) (classes)
+#define MSTAT_PRIOR_ROW(classes) ((classes) + 1u)
 #define MSTAT_TOUCHED_WORDS 3u /* bitmap of rows a slot ever wrote */
 
 /*
@@ -189,6 +215,11 @@ struct mstat_shm_header {
 	uint64_t pid_ns;         /* inode of /proc/self/ns/pid, 0 if unknown:
 				  * `pid` means something to a reader whose
 				  * namespace has the same inode */
+	/* (6) CLOCK_REALTIME when the library, injected into the running
+	 * process (mstat-attach), began to count; 0 in a process counted
+	 * from its start.  The counters then hold what was made since, and
+	 * the prior rows what became of the blocks made before. */
+	uint64_t attached_ns;
 	char name[MSTAT_NAME_MAX]; /* NUL-terminated */
 
 	/* Written by the target while it runs; readers only load them. */
@@ -419,7 +450,7 @@ _Static_assert(sizeof(struct mstat_shm_header) <= MSTAT_PAGE,
 	       "the header fits the control page");
 _Static_assert(offsetof(struct mstat_shm_header, epoch) % MSTAT_CACHELINE == 0,
 	       "epoch starts its own cache line");
-_Static_assert(offsetof(struct mstat_shm_header, name) == 88,
+_Static_assert(offsetof(struct mstat_shm_header, name) == 96,
 	       "identity fields are packed without holes");
 _Static_assert(offsetof(struct mstat_shm_slot_head, tid) == MSTAT_CACHELINE,
 	       "seq, requested bytes and the touched bitmap share one cache line");
@@ -449,5 +480,12 @@ _Static_assert(MSTAT_CHUNK_LIMIT == MSTAT_TABLE_MAX,
 	       "every chunk row has a class in the size table");
 _Static_assert(MSTAT_GEN_COUNTERS(MSTAT_CLASS_COUNT) * sizeof(uint64_t) % MSTAT_CACHELINE == 0,
 	       "each generation starts a line: its chunk rows are four to a line");
+_Static_assert(MSTAT_PRIOR_OFFSET(MSTAT_CLASS_COUNT) * sizeof(uint64_t) % MSTAT_CACHELINE == 0 &&
+		       MSTAT_PRIOR_WORDS * sizeof(uint64_t) == MSTAT_CACHELINE,
+	       "the prior row is a line of its own");
+_Static_assert((int)MSTAT_PRIOR_COUNT <= (int)MSTAT_ROW_COUNTERS && MSTAT_PRIOR_COUNT <= MSTAT_PRIOR_WORDS,
+	       "the prior counters fit a row of a sum, and their line");
+_Static_assert(MSTAT_PRIOR_TOUCHED >= MSTAT_MAX_CLASSES,
+	       "the prior row's touched bit is no class row's");
 
 #endif /* MSTAT_SHM_LAYOUT_H */

@@ -65,7 +65,6 @@ struct mstat_reader {
 	struct mstat_target_info info;
 	uint32_t class_count, slot_count, slot_size, slots_offset;
 	uint32_t profile_offset, stack_capacity, frame_capacity, module_capacity;
-	uint16_t version_minor;
 	uint64_t class_max[MSTAT_MAX_CLASSES];
 	unsigned wait_budget_us;
 
@@ -76,7 +75,9 @@ struct mstat_reader {
 	uint64_t epoch;      /* the epoch this read rotated to */
 	uint32_t used;       /* slots to handshake and sum */
 	struct mstat_handshake hs;
-	uint64_t base[MSTAT_MAX_CLASSES + 1][MSTAT_ROW_COUNTERS];
+	uint64_t base[MSTAT_ROWS(MSTAT_MAX_CLASSES)][MSTAT_ROW_COUNTERS];
+	/* The prior row of the last read that got to its end. */
+	uint64_t prior[MSTAT_PRIOR_COUNT];
 
 	char err[256];
 };
@@ -221,7 +222,6 @@ attach_fd(struct mstat_reader *r, const char *label, uid_t uid)
 	r->stack_capacity = h.stack_capacity;
 	r->frame_capacity = h.frame_capacity;
 	r->module_capacity = h.module_capacity;
-	r->version_minor = h.version_minor;
 	struct copy_classes cc = { r, h.classes_offset };
 	if (mstat_guarded(copy_classes, &cc) < 0)
 		return fail(r, -EFAULT, "%s: truncated while being opened", label);
@@ -239,6 +239,7 @@ attach_fd(struct mstat_reader *r, const char *label, uid_t uid)
 	in->version_major = h.version_major;
 	in->version_minor = h.version_minor;
 	in->pid_ns = h.pid_ns;
+	in->attached_ns = h.attached_ns;
 	memcpy(in->name, h.name, sizeof(in->name)); /* NUL checked above */
 	snprintf(in->shm_name, sizeof(in->shm_name), "%s", label);
 	return 0;
@@ -577,6 +578,14 @@ mstat_reader_class_count(const struct mstat_reader *r)
 	return r->class_count;
 }
 
+void
+mstat_reader_prior(const struct mstat_reader *r, struct mstat_prior *out)
+{
+#define MSTAT_X(e, f, h) out->f = r->prior[MSTAT_P_##e];
+	MSTAT_PRIOR_COUNTERS(MSTAT_X)
+#undef MSTAT_X
+}
+
 uint64_t
 mstat_reader_exit_ns(const struct mstat_reader *r)
 {
@@ -726,13 +735,10 @@ mstat_reader_abandon(struct mstat_reader *r)
 	return unlock_with(r, -EAGAIN);
 }
 
-/* The exiting thread's exit_flags, of a writer that keeps them (5.1);
- * DONE for an older one, whose exit counted nothing after EXITING. */
+/* The exiting thread's exit_flags. */
 static uint32_t
 exit_flags(const struct mstat_reader *r)
 {
-	if (r->info.version_minor < 1)
-		return MSTAT_EXIT_DONE;
 	return atomic_load_explicit(&r->ctl->exit_flags, memory_order_relaxed);
 }
 
@@ -838,6 +844,7 @@ mstat_reader_finish(struct mstat_reader *r, struct mstat_snapshot *out)
 	out->class_count = cc;
 	memcpy(out->class_max_size, r->class_max, cc * sizeof(r->class_max[0]));
 	mstat_sum_counts(out, (const uint64_t (*)[MSTAT_ROW_COUNTERS])acc, cc);
+	memcpy(r->prior, acc[MSTAT_PRIOR_ROW(cc)], sizeof(r->prior));
 	step(MSTAT_STEP_SUMMED);
 	if (!r->dead) {
 		/* (G) release: the next reader's acquire finds this epoch
@@ -1037,7 +1044,7 @@ read_profile(void *arg)
 
 	out->sample_bytes = atomic_load_explicit(&r->ctl->sample_bytes,
 						 memory_order_relaxed);
-	out->weighted = r->version_minor >= 1;
+	out->weighted = true; /* every format read has weights (5.1 on) */
 	/* Pages the target never wrote are holes: they read as zeros, an
 	 * empty profile. */
 	out->samples = atomic_load_explicit(&hp->samples, memory_order_relaxed);

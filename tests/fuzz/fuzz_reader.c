@@ -481,8 +481,7 @@ add_sat(uint64_t a, uint64_t b)
  * longer than its array taken as none and its path cut to its array; a
  * stack, if it has 1..MSTAT_STACK_DEPTH frames inside the pool, an
  * allocation counted, and no more frees, freed bytes or freed weight than
- * allocated; its weights read only from a segment of minor version 1 on
- * (0 before); the stacks with the same frames are one, their counts
+ * allocated, its weights with it; the stacks with the same frames are one, their counts
  * summed up to 2^64 - 1.  Only entries below the counts used and the
  * capacities.
  */
@@ -497,7 +496,7 @@ model_profile(const struct image *im, const struct mstat_shm_header *h,
 	image_read(im, at, &head, sizeof(head));
 	memset(x, 0, sizeof(*x));
 	x->sample_bytes = atomic_load_explicit(&h->sample_bytes, memory_order_relaxed);
-	x->weighted = h->version_minor >= 1;
+	x->weighted = true;
 	x->samples = atomic_load_explicit(&head.samples, memory_order_relaxed);
 	x->dropped = atomic_load_explicit(&head.dropped, memory_order_relaxed);
 	nm = atomic_load_explicit(&head.modules_used, memory_order_relaxed);

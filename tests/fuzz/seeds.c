@@ -613,9 +613,6 @@ near_valid(void)
 		 atomic_store(&STACK(0)->free_bytes, 5 * 4096 + 1));
 	PVARIANT("freed-weight-beyond",
 		 atomic_store(&STACK(0)->free_weight, 8 * 5 * 4096 + 1));
-	/* Format 5.0: the words that are weights in 5.1 are not read. */
-	PVARIANT("minor-0", H(s)->version_minor = 0;
-		 atomic_store(&STACK(0)->free_weight, UINT64_MAX));
 	/* A stack entered twice whose counts wrap when merged. */
 	PVARIANT("merge-wraps",
 		 atomic_store(&STACK(0)->allocs, UINT64_MAX);

@@ -46,11 +46,10 @@ slot(struct seg *s, unsigned i)
 					 (size_t)i * s->h->slot_size);
 }
 
-/* A segment of a process gone: state, exit_cut, exit_flags and minor as
- * given; slots 1 and 2 odd as asked. */
+/* A segment of a process gone: state, exit_cut and exit_flags as given;
+ * slots 1 and 2 odd as asked. */
 static struct seg
-seg_new(uint32_t state, uint32_t exit_cut, uint32_t flags, uint16_t minor,
-	unsigned odd)
+seg_new(uint32_t state, uint32_t exit_cut, uint32_t flags, unsigned odd)
 {
 	struct seg s;
 	struct mstat_shm_header *h;
@@ -65,7 +64,6 @@ seg_new(uint32_t state, uint32_t exit_cut, uint32_t flags, uint16_t minor,
 	s.h = h = (struct mstat_shm_header *)s.map;
 	mstat_header_geometry(h, MSTAT_CLASS_COUNT, SLOTS, MSTAT_STACKS,
 			      MSTAT_FRAMES, MSTAT_MODULES);
-	h->version_minor = minor;
 	h->writer_mode = MSTAT_MODE_FENCED;
 	h->pid = getpid();
 	h->uid = (uint32_t)geteuid();
@@ -114,9 +112,9 @@ static void
 test_killed(void **state)
 {
 	(void)state;
-	struct seg s = seg_new(MSTAT_STATE_RUNNING, 0, 0, 1, 2);
+	struct seg s = seg_new(MSTAT_STATE_RUNNING, 0, 0, 2);
 	expect(&s, MSTAT_KILLED, 2);
-	s = seg_new(MSTAT_STATE_RUNNING, 0, 0, 1, 0);
+	s = seg_new(MSTAT_STATE_RUNNING, 0, 0, 0);
 	expect(&s, MSTAT_KILLED, 0);
 }
 
@@ -126,9 +124,9 @@ static void
 test_exited(void **state)
 {
 	(void)state;
-	struct seg s = seg_new(MSTAT_STATE_EXITING, 0, MSTAT_EXIT_DONE, 1, 2);
+	struct seg s = seg_new(MSTAT_STATE_EXITING, 0, MSTAT_EXIT_DONE, 2);
 	expect(&s, MSTAT_EXITED, 0);
-	s = seg_new(MSTAT_STATE_EXITING, 1, MSTAT_EXIT_DONE, 1, 2);
+	s = seg_new(MSTAT_STATE_EXITING, 1, MSTAT_EXIT_DONE, 2);
 	expect(&s, MSTAT_EXITED, 1);
 }
 
@@ -138,26 +136,25 @@ static void
 test_killed_exiting(void **state)
 {
 	(void)state;
-	struct seg s = seg_new(MSTAT_STATE_EXITING, 0, 0, 1, 2);
+	struct seg s = seg_new(MSTAT_STATE_EXITING, 0, 0, 2);
 	expect(&s, MSTAT_KILLED, 0);
-	s = seg_new(MSTAT_STATE_EXITING, 0, MSTAT_EXIT_BUSY, 1, 0);
+	s = seg_new(MSTAT_STATE_EXITING, 0, MSTAT_EXIT_BUSY, 0);
 	expect(&s, MSTAT_KILLED, 1);
-	s = seg_new(MSTAT_STATE_EXITING, 1, MSTAT_EXIT_BUSY, 1, 0);
+	s = seg_new(MSTAT_STATE_EXITING, 1, MSTAT_EXIT_BUSY, 0);
 	expect(&s, MSTAT_KILLED, 2);
 	/* Done, then killed inside an update of what came after. */
-	s = seg_new(MSTAT_STATE_EXITING, 0, MSTAT_EXIT_DONE | MSTAT_EXIT_BUSY, 1, 0);
+	s = seg_new(MSTAT_STATE_EXITING, 0, MSTAT_EXIT_DONE | MSTAT_EXIT_BUSY, 0);
 	expect(&s, MSTAT_KILLED, 1);
 }
 
-/* A writer of 5.0 has no exit_flags (0 there): it exited. */
+/* A cut past the slots is bounded by them. */
 static void
-test_older_writer(void **state)
+test_cut_bounded(void **state)
 {
 	(void)state;
-	struct seg s = seg_new(MSTAT_STATE_EXITING, 0, 0, 0, 1);
-	expect(&s, MSTAT_EXITED, 0);
-	/* A cut past the slots is bounded by them. */
-	s = seg_new(MSTAT_STATE_EXITING, 1000, MSTAT_EXIT_BUSY, 1, 0);
+	struct seg s;
+
+	s = seg_new(MSTAT_STATE_EXITING, 1000, MSTAT_EXIT_BUSY, 0);
 	expect(&s, MSTAT_KILLED, SLOTS + 1);
 }
 
@@ -168,7 +165,7 @@ main(void)
 		cmocka_unit_test(test_killed),
 		cmocka_unit_test(test_exited),
 		cmocka_unit_test(test_killed_exiting),
-		cmocka_unit_test(test_older_writer),
+		cmocka_unit_test(test_cut_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -295,18 +295,21 @@ headers_are_refused_for_every_reason(void **state)
 	REFUSED(h, size, -EPROTO, "bad magic");
 	/* dense, liveness by pid */
 	h = good_header(); h.version_major = 1; h.version_minor = 0;
-	REFUSED(h, size, -EPROTONOSUPPORT, "version 1.0; this reader reads 5.x");
+	REFUSED(h, size, -EPROTONOSUPPORT, "version 1.0; this reader reads 6.x");
 	/* three generations by % 3 */
 	h = good_header(); h.version_major = 2; h.version_minor = 0;
-	REFUSED(h, size, -EPROTONOSUPPORT, "version 2.0; this reader reads 5.x");
+	REFUSED(h, size, -EPROTONOSUPPORT, "version 2.0; this reader reads 6.x");
 	/* no profile */
 	h = good_header(); h.version_major = 3; h.version_minor = 0;
-	REFUSED(h, size, -EPROTONOSUPPORT, "version 3.0; this reader reads 5.x");
+	REFUSED(h, size, -EPROTONOSUPPORT, "version 3.0; this reader reads 6.x");
 	/* no chunk rows */
 	h = good_header(); h.version_major = 4; h.version_minor = 0;
-	REFUSED(h, size, -EPROTONOSUPPORT, "version 4.0; this reader reads 5.x");
-	h = good_header(); h.version_major = 6; h.version_minor = 0;
-	REFUSED(h, size, -EPROTONOSUPPORT, "version 6.0");
+	REFUSED(h, size, -EPROTONOSUPPORT, "version 4.0; this reader reads 6.x");
+	/* no attach, no prior row */
+	h = good_header(); h.version_major = 5; h.version_minor = 2;
+	REFUSED(h, size, -EPROTONOSUPPORT, "version 5.2; this reader reads 6.x");
+	h = good_header(); h.version_major = 7; h.version_minor = 0;
+	REFUSED(h, size, -EPROTONOSUPPORT, "version 7.0");
 	h = good_header(); h.version_minor = 7; /* newer minor: accepted */
 	assert_int_equal(mstat_validate_header(&h, size, 1000, err, sizeof(err)), 0);
 	h = good_header(); h.header_size = 16;
@@ -486,12 +489,51 @@ chunk_rows_fold_into_their_classes(void **state)
 			assert_int_equal(sum[r][k], 0);
 }
 
+/* The prior row: counted by a section, summed into the sum's last row
+ * only for a slot that noted it, and never into a class. */
+static void
+prior_rows_are_summed_apart(void **state)
+{
+	static _Alignas(MSTAT_PAGE) unsigned char slots[2 * MSTAT_SLOT_SIZE(MSTAT_CLASS_COUNT)];
+	static uint64_t sum[MSTAT_ROWS(MSTAT_CLASS_COUNT)][MSTAT_ROW_COUNTERS];
+	const uint32_t size = MSTAT_SLOT_SIZE(MSTAT_CLASS_COUNT);
+	const unsigned prior = MSTAT_PRIOR_ROW(MSTAT_CLASS_COUNT);
+	struct mstat_shm_slot *s0 = (struct mstat_shm_slot *)slots,
+			      *s1 = (struct mstat_shm_slot *)(slots + size);
+
+	(void)state;
+	/* Slot 1: two frees of 40 and 24 bytes, a realloc of a 1000-byte
+	 * block, in generations 0 and 3.  Slot 0: words written in its prior
+	 * line without the note, which no writer makes: not read. */
+	mstat_wsection_prior(s1, 0, MSTAT_P_FREES, 1);
+	mstat_wsection_prior(s1, 0, MSTAT_P_FREE_BYTES, 40);
+	mstat_wsection_prior(s1, 3, MSTAT_P_FREES, 1);
+	mstat_wsection_prior(s1, 3, MSTAT_P_FREE_BYTES, 24);
+	mstat_wsection_prior(s1, 3, MSTAT_P_REALLOCS, 1);
+	mstat_wsection_prior(s1, 3, MSTAT_P_REALLOC_BYTES, 1000);
+	atomic_store(mstat_wsection_gen(s0, 0) + MSTAT_PRIOR_OFFSET(MSTAT_CLASS_COUNT), 5);
+	mstat_sum_generations(slots, size, 2, MSTAT_CLASS_COUNT, MSTAT_GENS_ALL, sum);
+	assert_int_equal(sum[prior][MSTAT_P_FREES], 2);
+	assert_int_equal(sum[prior][MSTAT_P_FREE_BYTES], 64);
+	assert_int_equal(sum[prior][MSTAT_P_REALLOCS], 1);
+	assert_int_equal(sum[prior][MSTAT_P_REALLOC_BYTES], 1000);
+	for (unsigned r = 0; r < prior; r++)
+		for (unsigned k = 0; k < MSTAT_ROW_COUNTERS; k++)
+			assert_int_equal(sum[r][k], 0);
+	/* Generation 3 alone. */
+	memset(sum, 0, sizeof(sum));
+	mstat_sum_generations(slots, size, 2, MSTAT_CLASS_COUNT, MSTAT_GEN_BIT(3), sum);
+	assert_int_equal(sum[prior][MSTAT_P_FREES], 1);
+	assert_int_equal(sum[prior][MSTAT_P_FREE_BYTES], 24);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(size_classes_cover_every_size),
 		cmocka_unit_test(chunk_rows_fold_into_their_classes),
+		cmocka_unit_test(prior_rows_are_summed_apart),
 		cmocka_unit_test(names_round_trip_and_reject_garbage),
 		cmocka_unit_test(boot_time_is_the_btime_line),
 		cmocka_unit_test(processes_are_listed_once_in_batches_of_any_size),

@@ -240,29 +240,6 @@ stack_freeing_more_than_it_allocated_is_skipped(void **state)
 	seg_free(&s);
 }
 
-/* A segment of format 5.0 has no weights: its reserved words are not
- * read, whatever they hold, and its counts are unbiased with the header's
- * interval (core/pprof.h). */
-static void
-format_5_0_has_no_weights(void **state)
-{
-	struct seg s = seg_new();
-	struct mstat_profile p;
-	uint64_t a[] = { EXE + 0x100 };
-
-	(void)state;
-	s.h->version_minor = 0;
-	weigh(add_stack(&s, a, 1, 2, 200, 1, 100), 5, 1000);
-	read_profile(&s, &p);
-	assert_false(p.weighted);
-	assert_int_equal(p.nstacks, 1);
-	assert_int_equal(p.stacks[0].alloc_bytes, 200);
-	assert_int_equal(p.stacks[0].alloc_weight, 0);
-	assert_int_equal(p.stacks[0].free_weight, 0);
-	mstat_profile_release(&p);
-	seg_free(&s);
-}
-
 /* One stack in two entries whose counts overflow 64 bits when merged:
  * the sums stop at 2^64 - 1, and frees stay at most allocations. */
 static void
@@ -338,7 +315,6 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(writers_profile_is_read_exactly),
 		cmocka_unit_test(stack_freeing_more_than_it_allocated_is_skipped),
-		cmocka_unit_test(format_5_0_has_no_weights),
 		cmocka_unit_test(merged_counts_saturate),
 		cmocka_unit_test(entries_out_of_bounds_are_skipped),
 	};
