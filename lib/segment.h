@@ -40,12 +40,13 @@ struct mstat_segment {
  * never later as SIGBUS), takes its owner lock, maps it and fills in its
  * identity, everything but `magic`.  A name taken by a live process is
  * left to it and the next suffix is tried; a dead one is removed, and if
- * it was this process's image before an exec, marked so.  0, or -errno
- * with a reason in `err`.
+ * it was this process's image before an exec, marked so.  `attached_ns`:
+ * when the library was injected into the process, 0 if it was not.  0,
+ * or -errno with a reason in `err`.
  */
 int mstat_segment_create(struct mstat_segment *seg, const char *name,
-			 uint32_t slot_count, uint32_t writer_mode, char *err,
-			 size_t errlen);
+			 uint32_t slot_count, uint32_t writer_mode,
+			 uint64_t attached_ns, char *err, size_t errlen);
 
 /* Gives slot `i` its pages: 0, or -errno (-ENOSPC: /dev/shm is full). */
 int mstat_segment_reserve(const struct mstat_segment *seg, uint32_t i);

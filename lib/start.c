@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "attach.h"
 #include "clock.h"
 #include "config.h"
 #include "exit.h"
@@ -87,6 +88,19 @@ mstat_publish(void)
 	mstat_shared_unlock();
 	if (go)
 		start();
+}
+
+void
+mstat_publish_claim(void)
+{
+	atomic_store_explicit(&mstat_proc.starting, true, memory_order_relaxed);
+	mstat_proc.starter = mstat_tid();
+}
+
+void
+mstat_publish_claimed(void)
+{
+	start();
 }
 
 void
@@ -169,7 +183,7 @@ start(void)
 	 * but a count from in here must not deadlock), counted as early. */
 	struct mstat_segment seg;
 	int rc = mstat_segment_create(&seg, mstat_proc.name, mstat_proc.slot_count,
-				      mode, err, sizeof(err));
+				      mode, mstat_proc.attached_ns, err, sizeof(err));
 	if (rc < 0) {
 		mstat_shared_lock();
 		mstat_proc.disabled = true;
@@ -269,10 +283,15 @@ mstat_writer_start(void)
 	mstat_fork_handlers();
 	mstat_exit_handlers();
 	mstat_own_end();
+#if MSTAT_ATTACH
+	/* Nothing is counted before the attach, which starts it. */
+	mstat_attach_prepare();
+#else
 	mstat_status_set((const char *const[]){
 		"counting in process memory; the segment is made once the "
 		"process is worth watching", NULL });
 	mstat_proc.started = true;
 	if (mstat_proc.eager)
 		mstat_publish();
+#endif
 }

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * inject.h - the attach protocol between mstat-attach and the library it
+ * injects into a running process (libmstatshm-attach.so), both sides.
+ *
+ * mstat-attach has one thread of the target call, in turn (docs/attach.md
+ * says how, and when the other threads run):
+ *
+ *   1. dlopen() of the library, written into a memfd of the target:
+ *      its constructor reads the configuration, finds glibc's allocator
+ *      and checks its header, registers the fork handlers, reserves the
+ *      map of blocks made since the attach, and lists every slot of every
+ *      loaded object it will patch.  No allocation is counted yet, and
+ *      dlclose() would leave the process as it was.
+ *   2. MSTAT_ATTACH_START(args), while every other thread is stopped
+ *      outside the loader: the slots are patched, the attach is now.
+ *      From here the process counts, into process memory.  Non-zero:
+ *      nothing was patched (args->err says why), and mstat-attach
+ *      unloads the library.
+ *   3. MSTAT_ATTACH_PUBLISH(args), the other threads running again: the
+ *      segment is made and published, as a starting process's.
+ *      Non-zero: the process counts, and has no segment (args->err).
+ *
+ * The entry points are found in the library's dynamic symbols, at the
+ * load address its link map says; `args` is written by mstat-attach
+ * into the calling thread's stack and read back from there.
+ */
+#ifndef MSTAT_SHM_INJECT_H
+#define MSTAT_SHM_INJECT_H
+
+#include <stdint.h>
+
+#include "layout.h"
+
+#define MSTAT_ATTACH_START "mstat_attach_start"
+#define MSTAT_ATTACH_PUBLISH "mstat_attach_publish"
+/* The library's soname: a process that has it loaded is attached. */
+#define MSTAT_ATTACH_SONAME "libmstatshm-attach.so.0"
+
+#define MSTAT_ATTACH_ARGS_VERSION 1u
+#define MSTAT_ATTACH_ERR_MAX 240u
+
+struct mstat_attach_args {
+	uint32_t version;   /* MSTAT_ATTACH_ARGS_VERSION */
+	uint32_t size;      /* sizeof(struct mstat_attach_args) */
+	char name[MSTAT_NAME_MAX]; /* the name readers show; "" keeps the
+				    * program's (or MSTAT_NAME) */
+	/* Out: why the call did not do its part, NUL-terminated; "" if it
+	 * did.  After MSTAT_ATTACH_PUBLISH, also the library's status. */
+	char err[MSTAT_ATTACH_ERR_MAX];
+};
+
+/* The entry points (lib/attach.c): 0, or -1 with args->err set. */
+int mstat_attach_start(struct mstat_attach_args *a);
+int mstat_attach_publish(struct mstat_attach_args *a);
+
+#endif /* MSTAT_SHM_INJECT_H */
