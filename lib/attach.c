@@ -3,6 +3,7 @@
  * attach.h and shm/inject.h. */
 #include "attach.h"
 
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 
@@ -10,11 +11,17 @@
 #include "exit.h"
 #include "inject.h"
 #include "next.h"
+#include "own.h"
 #include "patch.h"
 #include "shadow.h"
 #include "start.h"
 #include "status.h"
+#include "stop.h"
 #include "writer.h"
+
+/* The stack of the thread that makes the segment: start(), and the
+ * loading of libunwind. */
+#define PUBLISHER_STACK (256u * 1024u)
 
 static struct {
 	bool prepared;  /* the constructor did its part */
@@ -108,11 +115,48 @@ mstat_attach_start(struct mstat_attach_args *a)
 	return 0;
 }
 
-/* The segment, made as a starting process makes it: the other threads
- * run, and count into process memory meanwhile. */
+MSTAT_EXPORT struct mstat_attach_state mstat_attach_state;
+
+/* The segment, made as a starting process makes it (start.c), the
+ * membarrier registration first; the outcome said. */
+static void
+publish_now(void)
+{
+	if (mstat_proc.writer_mode == MSTAT_MODE_MEMBARRIER)
+		mstat_stop_start();
+	mstat_publish_claimed();
+	mstat_attach_state.rc = mstat_writer_segment() ? 0 : -1;
+	mstat_join(mstat_attach_state.status, sizeof(mstat_attach_state.status),
+		   (const char *const[]){ mstat_proc.status, NULL });
+	/* Release: pairs with mstat-attach's read of `done` before the
+	 * rest (on x86-64 every store is one). */
+	atomic_store_explicit(&mstat_attach_state.done, 1, memory_order_release);
+}
+
+static void *
+publisher(void *unused)
+{
+	(void)unused;
+	publish_now();
+	return NULL;
+}
+
+/*
+ * The segment is made by a thread of the library's own, which ends then:
+ * the registration for membarrier that comes first waits for an RCU grace
+ * period once the process has threads (4 to 24 ms here), which the
+ * program's thread that runs this call would wait too.  It blocks every
+ * signal (it inherits this thread's mask, all blocked while the attach
+ * runs), so that none meant for the process goes to it.  Where no thread
+ * can be made, this one does it.  Meanwhile the process counts into
+ * process memory, which the segment takes in.
+ */
 MSTAT_EXPORT int
 mstat_attach_publish(struct mstat_attach_args *a)
 {
+	pthread_attr_t at;
+	pthread_t t;
+
 	if (!args_ok(a))
 		return -1;
 	if (!att.attached) {
@@ -120,7 +164,15 @@ mstat_attach_publish(struct mstat_attach_args *a)
 		return -1;
 	}
 	mstat_exit_handlers_attached();
-	mstat_publish_claimed();
-	mstat_join(a->err, sizeof(a->err), (const char *const[]){ mstat_proc.status, NULL });
-	return mstat_writer_segment() ? 0 : -1;
+	mstat_own_begin(); /* what glibc allocates for the thread */
+	bool threaded = pthread_attr_init(&at) == 0;
+	threaded = threaded && pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED) == 0 &&
+		   pthread_attr_setstacksize(&at, PUBLISHER_STACK) == 0 &&
+		   pthread_create(&t, &at, publisher, NULL) == 0;
+	pthread_attr_destroy(&at);
+	mstat_own_end();
+	if (!threaded)
+		publish_now();
+	answer(a, threaded ? "publishing" : mstat_attach_state.status);
+	return 0;
 }

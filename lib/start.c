@@ -100,6 +100,7 @@ mstat_publish_claim(void)
 void
 mstat_publish_claimed(void)
 {
+	mstat_proc.starter = mstat_tid();
 	start();
 }
 
@@ -276,7 +277,7 @@ mstat_writer_start(void)
 	RUN_HOOKS(start);
 	mstat_proc.slot_count = (uint32_t)mstat_config_number(MSTAT_CONF_SLOTS);
 	mstat_proc.writer_mode = (uint32_t)mstat_config_number(MSTAT_CONF_MODE);
-	if (mstat_proc.writer_mode == MSTAT_MODE_MEMBARRIER)
+	if (mstat_proc.writer_mode == MSTAT_MODE_MEMBARRIER && !MSTAT_ATTACH)
 		mstat_stop_start();
 	/* Handlers may take glibc a block to keep: the library's own. */
 	mstat_own_begin();

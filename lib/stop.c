@@ -41,12 +41,8 @@ MSTAT_START_TEXT void
 mstat_stop_start(void)
 {
 	(void)syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0);
-	/* Injected into a running process, the library registers with its
-	 * threads running: 4 to 24 ms each, here, in the one thread the
-	 * attach takes.  The private command waits for the first drain. */
-	if (!MSTAT_ATTACH)
-		private_barrier = syscall(SYS_membarrier,
-			MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
+	private_barrier = syscall(SYS_membarrier,
+		MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
 
 bool

@@ -17,23 +17,29 @@
  *      From here the process counts, into process memory.  Non-zero:
  *      nothing was patched (args->err says why), and mstat-attach
  *      unloads the library.
- *   3. MSTAT_ATTACH_PUBLISH(args), the other threads running again: the
- *      segment is made and published, as a starting process's.
- *      Non-zero: the process counts, and has no segment (args->err).
+ *   3. MSTAT_ATTACH_PUBLISH(args): the segment made and published, as a
+ *      starting process's, by a thread of the library's own that ends
+ *      then (its registration for membarrier waits 4 to 24 ms for the
+ *      kernel: not in a thread of the program's).  Its outcome is in
+ *      MSTAT_ATTACH_STATE, which mstat-attach reads from the process's
+ *      memory once `done`: non-zero `rc`, the process counts and has no
+ *      segment (`status` says why).
  *
- * The entry points are found in the library's dynamic symbols, at the
- * load address its link map says; `args` is written by mstat-attach
- * into the calling thread's stack and read back from there.
+ * The entry points and the state are found in the library's dynamic
+ * symbols, at the load address its link map says; `args` is written by
+ * mstat-attach into the calling thread's stack and read back from there.
  */
 #ifndef MSTAT_SHM_INJECT_H
 #define MSTAT_SHM_INJECT_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "layout.h"
 
 #define MSTAT_ATTACH_START "mstat_attach_start"
 #define MSTAT_ATTACH_PUBLISH "mstat_attach_publish"
+#define MSTAT_ATTACH_STATE "mstat_attach_state"
 /* The library's soname: a process that has it loaded is attached. */
 #define MSTAT_ATTACH_SONAME "libmstatshm-attach.so.0"
 
@@ -49,6 +55,15 @@ struct mstat_attach_args {
 	 * did.  After MSTAT_ATTACH_PUBLISH, also the library's status. */
 	char err[MSTAT_ATTACH_ERR_MAX];
 };
+
+/* The outcome of the publication: `done` 1 (stored with release) once
+ * it is known. */
+struct mstat_attach_state {
+	_Atomic uint32_t done;
+	int32_t rc;         /* 0: the segment is published */
+	char status[MSTAT_ATTACH_ERR_MAX]; /* the library's status then */
+};
+extern struct mstat_attach_state mstat_attach_state;
 
 /* The entry points (lib/attach.c): 0, or -1 with args->err set. */
 int mstat_attach_start(struct mstat_attach_args *a);

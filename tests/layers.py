@@ -20,7 +20,8 @@ MAY = {
     "lib": ["shm", "include"],
     "core": ["shm", "include"],
 }
-FOLDERS = ["include", "shm", "lib", "core", "top", "exporter", "launcher"]
+FOLDERS = ["include", "shm", "lib", "core", "top", "exporter", "launcher",
+           "attach"]
 
 root = sys.argv[1] if len(sys.argv) > 1 else "."
 bad = []

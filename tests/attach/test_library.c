@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_library.c - the library mstat-attach injects, loaded and started
- * in-process, as mstat-attach would have the target do it: dlopen(), its
- * two entry points (shm/inject.h), in a program that does not link
- * libmstatshm and made blocks before.  No ptrace here: this thread is
- * the one the attach runs in, and the others it starts come after.
+ * test_library.c - the library mstat-attach injects, in a program that
+ * does not link libmstatshm and made blocks before:
+ *
+ *   - loaded and started in-process, as mstat-attach would have the
+ *     target do it: dlopen(), its two entry points (shm/inject.h).  No
+ *     ptrace: this thread is the one the attach runs in;
+ *   - with MSTAT_TEST_EXTERNAL=1, attached from outside by mstat-attach:
+ *     the program says "ready PID" on stdout and waits for a line on
+ *     stdin, which comes once mstat-attach has returned (e2e.py).
  *
  * Each test takes a snapshot of the process's segment through a reader
  * (the library has no API in this process), makes a known pattern, takes
@@ -84,6 +88,26 @@ end(uint64_t frees, uint64_t free_bytes, uint64_t reallocs, uint64_t realloc_byt
 	assert_int_equal(p1.prior_realloc_bytes - p0.prior_realloc_bytes, realloc_bytes);
 }
 
+/* Says it is ready, and waits for the word that mstat-attach has
+ * attached it. */
+static int
+attached_from_outside(void)
+{
+	char line[64], err[256];
+
+	before_ns = now_ns();
+	printf("ready %d\n", (int)getpid());
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return -1;
+	after_ns = now_ns();
+	if (mstat_reader_open_pid(&r, getpid(), err, sizeof(err)) != 0) {
+		fprintf(stderr, "reader: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
 /* Blocks made before the attach, then the attach as mstat-attach makes
  * it: the library loaded, started, published. */
 static int
@@ -97,6 +121,8 @@ attach(void **state)
 	for (int i = 0; i < PRIOR_N; i++)
 		prior[i] = malloc(PRIOR_SIZE);
 	prior_usable = malloc_usable_size(prior[0]);
+	if (getenv("MSTAT_TEST_EXTERNAL"))
+		return attached_from_outside();
 	void *h = dlopen(getenv("ATTACH_LIB"), RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		fprintf(stderr, "dlopen: %s\n", dlerror());
@@ -118,6 +144,18 @@ attach(void **state)
 		fprintf(stderr, "publish: %s\n", a.err);
 		return -1;
 	}
+	/* Published by a thread of the library's: once it says so. */
+	struct mstat_attach_state *st = dlsym(h, MSTAT_ATTACH_STATE);
+	if (!st)
+		return -1;
+	while (!atomic_load_explicit(&st->done, memory_order_acquire)) {
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	if (st->rc != 0) {
+		fprintf(stderr, "publish: %s\n", st->status);
+		return -1;
+	}
 	if (mstat_reader_open_pid(&r, getpid(), err, sizeof(err)) != 0) {
 		fprintf(stderr, "reader: %s\n", err);
 		return -1;
@@ -131,7 +169,8 @@ test_the_segment_says_attached(void **state)
 	const struct mstat_target_info *in = mstat_reader_info(r);
 
 	(void)state;
-	assert_string_equal(in->name, "attach-test");
+	assert_string_equal(in->name, getenv("MSTAT_TEST_EXTERNAL") ? "external"
+								   : "attach-test");
 	assert_true(in->attached_ns >= before_ns && in->attached_ns <= after_ns);
 	assert_int_equal(in->pid, getpid());
 }
