@@ -74,13 +74,12 @@ answer(struct mstat_attach_args *a, const char *why)
 }
 
 /*
- * The attach: every other thread is stopped, none inside the loader or
- * this library (mstat-attach saw to that), and this one is not inside
- * the allocator.  It takes no lock and allocates nothing: a stopped
- * thread may hold glibc's.  What the library's functions read once
- * called is set before the first slot leads to them: on x86-64 a thread
- * that calls through a slot it loads sees every store made before the
- * slot's.
+ * The attach: this thread is at a point where it holds none of glibc's
+ * locks the patching takes (mstat-attach saw to that); the program's
+ * other threads run on.  What the library's functions read once called
+ * is set before the first slot leads to them: on x86-64 a thread that
+ * calls through a slot it loads sees every store made before the slot's.
+ * From the first slot written, the process counts, into process memory.
  */
 MSTAT_EXPORT int
 mstat_attach_start(struct mstat_attach_args *a)

@@ -32,6 +32,10 @@
 
 _Atomic bool mstat_patch_pending;
 
+/* How long after the attach, or a dlopen() begun, rescans check every
+ * slot. */
+#define ARMED_NS (1000u * 1000u * 1000u)
+
 /* The dlopen() and dlmopen() of the loaded objects: the library's, which
  * count the call, set mstat_patch_pending and jump on to glibc's, with
  * the caller's
@@ -64,21 +68,25 @@ static struct fn {
 	const char *name;
 	fn_ptr ours;
 	uintptr_t real;
+	/* Its place in the order the slots are written (write_slots()):
+	 * the frees, then the reallocs, then the allocations. */
+	unsigned char group;
 } fns[] = {
-	{ "malloc", (fn_ptr)mstat_att_malloc, 0 },
-	{ "free", (fn_ptr)mstat_att_free, 0 },
-	{ "calloc", (fn_ptr)mstat_att_calloc, 0 },
-	{ "realloc", (fn_ptr)mstat_att_realloc, 0 },
-	{ "reallocarray", (fn_ptr)mstat_att_reallocarray, 0 },
-	{ "posix_memalign", (fn_ptr)mstat_att_posix_memalign, 0 },
-	{ "aligned_alloc", (fn_ptr)mstat_att_aligned_alloc, 0 },
-	{ "memalign", (fn_ptr)mstat_att_memalign, 0 },
-	{ "valloc", (fn_ptr)mstat_att_valloc, 0 },
-	{ "pvalloc", (fn_ptr)mstat_att_pvalloc, 0 },
-	{ "_exit", (fn_ptr)mstat_exit_now, 0 },
-	{ "_Exit", (fn_ptr)mstat_exit_now, 0 },
-	{ "dlopen", (fn_ptr)mstat_att_dlopen, 0 },
-	{ "dlmopen", (fn_ptr)mstat_att_dlmopen, 0 },
+	{ "free", (fn_ptr)mstat_att_free, 0, 0 },
+	{ "_exit", (fn_ptr)mstat_exit_now, 0, 0 },
+	{ "_Exit", (fn_ptr)mstat_exit_now, 0, 0 },
+	{ "realloc", (fn_ptr)mstat_att_realloc, 0, 1 },
+	{ "reallocarray", (fn_ptr)mstat_att_reallocarray, 0, 1 },
+	{ "malloc", (fn_ptr)mstat_att_malloc, 0, 2 },
+	{ "calloc", (fn_ptr)mstat_att_calloc, 0, 2 },
+	{ "posix_memalign", (fn_ptr)mstat_att_posix_memalign, 0, 2 },
+	{ "aligned_alloc", (fn_ptr)mstat_att_aligned_alloc, 0, 2 },
+	{ "memalign", (fn_ptr)mstat_att_memalign, 0, 2 },
+	{ "valloc", (fn_ptr)mstat_att_valloc, 0, 2 },
+	{ "pvalloc", (fn_ptr)mstat_att_pvalloc, 0, 2 },
+	/* Last: mstat_patch_prepare() takes glibc's from here. */
+	{ "dlopen", (fn_ptr)mstat_att_dlopen, 0, 0 },
+	{ "dlmopen", (fn_ptr)mstat_att_dlmopen, 0, 0 },
 };
 #define FNS (sizeof(fns) / sizeof(fns[0]))
 
@@ -86,7 +94,6 @@ static struct fn {
  * made it (for a JUMP_SLOT, its index, which its lazy stub pushes). */
 struct slot {
 	uintptr_t addr;
-	uintptr_t old;      /* before mstat_patch_apply() wrote it */
 	uint32_t fn;
 	uint32_t type;      /* R_X86_64_JUMP_SLOT, _GLOB_DAT or _64 */
 	uint32_t index;
@@ -103,6 +110,8 @@ struct object {
 	uintptr_t relro_start, relro_end;
 	uintptr_t text_start, text_end;
 	bool pending;       /* a slot was not relocated yet */
+	bool writable;      /* its read-only pages made writable, for now */
+	bool todo;          /* its slots to be written by this walk */
 };
 
 /* Memory of its own, grown by doubling (mremap): no allocation. */
@@ -117,7 +126,8 @@ static struct {
 	const struct link_map *self;  /* this library's object */
 	uintptr_t interp;             /* the loader's base (AT_BASE) */
 	_Atomic bool rescanning;      /* one rescan at a time */
-	uint64_t rescan_ns;           /* the last (CLOCK_MONOTONIC_COARSE) */
+	_Atomic uint64_t rescan_ns;   /* the last's end (CLOCK_MONOTONIC) */
+	uint64_t armed_until;         /* rescans check every slot until then */
 	unsigned long long adds, subs; /* dl_iterate_phdr()'s, at the last */
 } plan;
 
@@ -307,18 +317,6 @@ skipped(const struct link_map *l)
 	       (l->l_name && strncmp(l->l_name, "linux-vdso", 10) == 0);
 }
 
-/* The plan's entry of `l`, if it is the object it was. */
-static struct object *
-known(const struct link_map *l)
-{
-	for (size_t i = 0; i < plan.objects.n; i++) {
-		struct object *o = &OBJECTS(&plan.objects)[i];
-		if (o->map == l && o->addr == l->l_addr && o->ld == l->l_ld)
-			return o;
-	}
-	return NULL;
-}
-
 /* Whether `v` is the lazy stub of the PLT's relocation `index` in `o`:
  * `push $index`, after an endbr64 where the PLT has them. */
 static bool
@@ -359,66 +357,87 @@ word(const struct slot *s)
 	return (_Atomic uintptr_t *)s->addr;
 }
 
-/* The slots of `o` written; `log`: old values kept (the attach, which
- * may have to take them back).  0, or -errno of the mprotect() that
- * made its read-only pages writable (nothing written then). */
-static int
-patch_object(struct object *o, bool log)
+static bool
+in_relro(const struct object *o, uintptr_t addr)
 {
-	struct slot *s = SLOTS(&plan.slots) + o->first;
-	bool relro = false, any = false;
-
-	o->pending = false;
-	for (uint32_t i = 0; i < o->n; i++) {
-		enum verdict v = verdict(o, &s[i],
-					 atomic_load_explicit(word(&s[i]), memory_order_relaxed));
-		o->pending |= v == V_PENDING;
-		if (v != V_WRITE)
-			continue;
-		any = true;
-		relro |= s[i].addr >= o->relro_start && s[i].addr < o->relro_end;
-	}
-	if (!any)
-		return 0;
-	if (relro && mprotect((void *)o->relro_start, o->relro_end - o->relro_start,
-			      PROT_READ | PROT_WRITE) < 0)
-		return -errno;
-	for (uint32_t i = 0; i < o->n; i++) {
-		uintptr_t v = atomic_load_explicit(word(&s[i]), memory_order_relaxed);
-		if (verdict(o, &s[i], v) != V_WRITE)
-			continue;
-		if (log)
-			s[i].old = v;
-		/* Relaxed: a thread that calls through the slot runs the
-		 * library's function, which needs nothing of this thread's
-		 * but what the attach published before (attach.c). */
-		atomic_store_explicit(word(&s[i]), (uintptr_t)fns[s[i].fn].ours,
-				      memory_order_relaxed);
-	}
-	if (relro)
-		mprotect((void *)o->relro_start, o->relro_end - o->relro_start, PROT_READ);
-	return 0;
+	return addr >= o->relro_start && addr < o->relro_end;
 }
 
-/* The attach failed half-way: every slot written, as it was. */
+/*
+ * The slots of the objects [first, plan.objects.n) written, while the
+ * program's threads run, in an order that keeps every count whole: the
+ * frees first, in every object, then the reallocs, then the allocations.
+ * A thread that calls through a slot not written yet reaches glibc, and
+ * what it makes there is a block made before the attach; a block the
+ * library made is freed through a slot written before its allocation's
+ * (on x86-64, stores are seen in the order they are made), so never by
+ * glibc's free behind the library's back.  Each write is one aligned
+ * 8-byte store, which a thread calling through the slot sees whole.
+ *
+ * The pages the loader made read-only after relocation are made
+ * writable for it, all of them before any write, and read-only again
+ * after: an mprotect() refused leaves every slot as it was (-errno, and
+ * *failed the object's name).
+ */
+/* The objects made writable, read-only again. */
 static void
-unpatch(void)
+protect(int prot)
 {
 	for (size_t i = 0; i < plan.objects.n; i++) {
 		struct object *o = &OBJECTS(&plan.objects)[i];
-		struct slot *s = SLOTS(&plan.slots) + o->first;
-		bool relro = o->relro_start < o->relro_end;
-		if (relro)
-			mprotect((void *)o->relro_start, o->relro_end - o->relro_start,
-				 PROT_READ | PROT_WRITE);
-		for (uint32_t k = 0; k < o->n; k++)
-			if (s[k].old)
-				atomic_store_explicit(word(&s[k]), s[k].old,
-						      memory_order_relaxed);
-		if (relro)
-			mprotect((void *)o->relro_start, o->relro_end - o->relro_start,
-				 PROT_READ);
+		if (o->writable)
+			mprotect((void *)o->relro_start, o->relro_end - o->relro_start, prot);
+		if (prot == PROT_READ)
+			o->writable = false;
 	}
+}
+
+static int
+write_slots(const char **failed)
+{
+	size_t n = plan.objects.n;
+
+	for (size_t i = 0; i < n; i++) {
+		struct object *o = &OBJECTS(&plan.objects)[i];
+		struct slot *s = SLOTS(&plan.slots) + o->first;
+		if (!o->todo)
+			continue;
+		o->pending = false;
+		for (uint32_t k = 0; k < o->n; k++) {
+			enum verdict v = verdict(o, &s[k], atomic_load_explicit(
+				word(&s[k]), memory_order_relaxed));
+			o->pending |= v == V_PENDING;
+			if (v == V_WRITE && in_relro(o, s[k].addr) && !o->writable) {
+				if (mprotect((void *)o->relro_start,
+					     o->relro_end - o->relro_start,
+					     PROT_READ | PROT_WRITE) < 0) {
+					int e = errno;
+					protect(PROT_READ);
+					*failed = o->map->l_name && *o->map->l_name
+							  ? o->map->l_name : "the program";
+					return -e;
+				}
+				o->writable = true;
+			}
+		}
+	}
+	for (unsigned g = 0; g < 3; g++)
+		for (size_t i = 0; i < n; i++) {
+			struct object *o = &OBJECTS(&plan.objects)[i];
+			struct slot *s = SLOTS(&plan.slots) + o->first;
+			for (uint32_t k = 0; o->todo && k < o->n; k++)
+				if (fns[s[k].fn].group == g &&
+				    verdict(o, &s[k], atomic_load_explicit(
+					    word(&s[k]), memory_order_relaxed)) == V_WRITE)
+					/* Relaxed: the library's functions need
+					 * nothing of this thread's but what the
+					 * attach published before (attach.c). */
+					atomic_store_explicit(word(&s[k]),
+							      (uintptr_t)fns[s[k].fn].ours,
+							      memory_order_relaxed);
+		}
+	protect(PROT_READ);
+	return 0;
 }
 
 int
@@ -445,133 +464,141 @@ mstat_patch_prepare(char *err, size_t len)
 	return 0;
 }
 
-int
-mstat_patch_apply(char *err, size_t len)
-{
-	for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next) {
-		struct object *o;
-		if (skipped(l))
-			continue;
-		if (!(o = known(l))) {
-			if (!add_object(l)) {
-				unpatch();
-				mstat_join(err, len, (const char *const[]){
-					"no memory for the list of slots to patch", NULL });
-				return -1;
-			}
-			o = &OBJECTS(&plan.objects)[plan.objects.n - 1];
-		}
-		int rc = patch_object(o, true);
-		if (rc < 0) {
-			unpatch();
-			mstat_join(err, len, (const char *const[]){
-				"cannot make the read-only slots of ",
-				l->l_name && *l->l_name ? l->l_name : "the program",
-				" writable: mprotect: ", mstat_strerror(-rc), NULL });
-			return -1;
-		}
-		atomic_store_explicit(&mstat_patch_pending,
-				      atomic_load_explicit(&mstat_patch_pending,
-							   memory_order_relaxed) | o->pending,
-				      memory_order_relaxed);
-	}
-	return 0;
-}
+/* ---- the list of objects, walked under the loader's lock ---- */
 
-/* ---- later loads ---- */
-
-/* Objects in the list now: the plan's entries of those it had, and new
- * ones for the others, patched; those no longer loaded dropped.  Under
- * dl_iterate_phdr()'s lock. */
-static void
-rescan_list(void)
+/*
+ * Objects in the list now: the plan's entries of those it had, and new
+ * ones for the others; those no longer loaded dropped.  Then the slots of
+ * every object new or pending written (`all`: of every object).  0, or
+ * -errno (*failed: which object's pages could not be made writable).
+ */
+static int
+walk_list(bool all, const char **failed)
 {
 	struct vec had_o = plan.objects, had_s = plan.slots;
-	bool pending = false, failed = false;
+	bool ok = true;
 
 	memset(&plan.objects, 0, sizeof(plan.objects));
 	memset(&plan.slots, 0, sizeof(plan.slots));
-	for (const struct link_map *l = _r_debug.r_map; l && !failed; l = l->l_next) {
+	for (const struct link_map *l = _r_debug.r_map; l && ok; l = l->l_next) {
 		if (skipped(l))
 			continue;
-		struct object *o = NULL;
-		for (size_t i = 0; i < had_o.n; i++) {
-			struct object *h = &OBJECTS(&had_o)[i];
-			if (h->map == l && h->addr == l->l_addr && h->ld == l->l_ld) {
-				o = h;
-				break;
-			}
-		}
-		if (o && !o->pending) { /* as it was: kept */
-			struct object c = *o;
-			if (!reserve(&plan.objects, sizeof(c), plan.objects.n + 1) ||
-			    !reserve(&plan.slots, sizeof(struct slot), plan.slots.n + c.n)) {
-				failed = true;
-				break;
-			}
-			memcpy(SLOTS(&plan.slots) + plan.slots.n, SLOTS(&had_s) + c.first,
-			       c.n * sizeof(struct slot));
-			c.first = (uint32_t)plan.slots.n;
-			plan.slots.n += c.n;
-			OBJECTS(&plan.objects)[plan.objects.n++] = c;
+		const struct object *h = NULL;
+		for (size_t i = 0; i < had_o.n && !h; i++)
+			if (OBJECTS(&had_o)[i].map == l &&
+			    OBJECTS(&had_o)[i].addr == l->l_addr &&
+			    OBJECTS(&had_o)[i].ld == l->l_ld)
+				h = &OBJECTS(&had_o)[i];
+		if (!h) {
+			if ((ok = add_object(l)))
+				OBJECTS(&plan.objects)[plan.objects.n - 1].todo = true;
 			continue;
 		}
-		if (!add_object(l)) {
-			failed = true;
+		/* Known: kept, with its slots; written again if asked, or if
+		 * some were not relocated yet. */
+		struct object c = *h;
+		ok = reserve(&plan.objects, sizeof(c), plan.objects.n + 1) &&
+		     reserve(&plan.slots, sizeof(struct slot), plan.slots.n + c.n);
+		if (!ok)
 			break;
-		}
-		o = &OBJECTS(&plan.objects)[plan.objects.n - 1];
-		int rc = patch_object(o, false);
-		if (rc < 0)
-			mstat_status_warn("an object loaded since the attach is not "
-					  "counted: mprotect", mstat_strerror(-rc));
-		pending |= o->pending;
+		memcpy(SLOTS(&plan.slots) + plan.slots.n, SLOTS(&had_s) + c.first,
+		       c.n * sizeof(struct slot));
+		c.first = (uint32_t)plan.slots.n;
+		c.todo = all || c.pending;
+		plan.slots.n += c.n;
+		OBJECTS(&plan.objects)[plan.objects.n++] = c;
 	}
-	if (failed) { /* no memory: the plan as it was, looked at again later */
+	if (!ok) { /* no memory: the plan as it was, looked at again later */
 		release(&plan.objects, sizeof(struct object));
 		release(&plan.slots, sizeof(struct slot));
 		plan.objects = had_o;
 		plan.slots = had_s;
-		pending = true;
-	} else {
-		release(&had_o, sizeof(struct object));
-		release(&had_s, sizeof(struct slot));
+		return -ENOMEM;
 	}
-	if (pending)
-		atomic_store_explicit(&mstat_patch_pending, true, memory_order_relaxed);
+	release(&had_o, sizeof(struct object));
+	release(&had_s, sizeof(struct slot));
+	return write_slots(failed);
 }
 
-struct rescan {
-	bool changed;  /* objects were loaded or unloaded since the last */
-	bool skipped;  /* the list was in the middle of a change */
+struct walk {
+	bool all;          /* every object (the attach), or the new ones */
+	bool changed;      /* objects were loaded or unloaded since the last */
+	bool busy;         /* the list was in the middle of a change */
+	int rc;
+	const char *failed;
 };
 
 static int
 on_list(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	struct rescan *r = arg;
+	struct walk *w = arg;
 
 	(void)size;
-	r->changed = info->dlpi_adds != plan.adds || info->dlpi_subs != plan.subs;
+	w->changed = info->dlpi_adds != plan.adds || info->dlpi_subs != plan.subs;
 	bool pending = false;
 	for (size_t i = 0; i < plan.objects.n; i++)
 		pending |= OBJECTS(&plan.objects)[i].pending;
-	if (!r->changed && !pending)
+	if (!w->all && !w->changed && !pending)
 		return 1;
-	/* The loader's state: a signal handler of the thread that changes
-	 * the list holds that thread's lock, which lets it in here. */
+	/* A change of the list under way: the loader holds this lock for it,
+	 * so only a signal handler of the thread that makes it, whose lock
+	 * this is, gets here meanwhile. */
 	if (_r_debug.r_state != RT_CONSISTENT) {
-		r->skipped = true;
+		w->busy = true;
 		return 1;
 	}
 	plan.adds = info->dlpi_adds;
 	plan.subs = info->dlpi_subs;
-	rescan_list();
+	w->rc = walk_list(w->all, &w->failed);
 	return 1; /* the first object is enough: the list is walked whole */
 }
 
 /* dlopen() and dlmopen() calls begun, counted by the hooks. */
 _Atomic unsigned long mstat_patch_dlopens;
+
+static bool
+any_pending(void)
+{
+	for (size_t i = 0; i < plan.objects.n; i++)
+		if (OBJECTS(&plan.objects)[i].pending)
+			return true;
+	return false;
+}
+
+/*
+ * The attach, the program's threads running: every object of the list,
+ * under dl_iterate_phdr()'s lock, which every change of the list takes.
+ * A lazy binding under way in another thread (_dl_fixup(), which stores
+ * glibc's function once it has found it) may write a slot over after
+ * this: rescans for a second after find and write it again, as they do
+ * after a dlopen().
+ */
+int
+mstat_patch_apply(char *err, size_t len)
+{
+	struct walk w = { .all = true };
+
+	for (unsigned tries = 0; tries < 1000; tries++) {
+		w.busy = false;
+		dl_iterate_phdr(on_list, &w);
+		if (!w.busy)
+			break;
+		struct timespec ts = { 0, 1000000 }; /* a load under way */
+		nanosleep(&ts, NULL);
+	}
+	if (w.busy || w.rc < 0) {
+		mstat_join(err, len, (const char *const[]){
+			w.busy ? "the loader stayed busy" :
+			w.rc == -ENOMEM ? "no memory for the list of slots to patch"
+					: "cannot make the read-only slots of ",
+			w.failed ? w.failed : "", w.failed ? " writable: mprotect: " : "",
+			w.failed ? mstat_strerror(-w.rc) : "", NULL });
+		return -1;
+	}
+	plan.armed_until = mstat_clock_ns(CLOCK_MONOTONIC) + ARMED_NS;
+	atomic_store_explicit(&mstat_patch_pending, true, memory_order_relaxed);
+	return 0;
+}
 
 /*
  * A dlopen() began: its objects are patched once loaded, by the first
@@ -579,37 +606,42 @@ _Atomic unsigned long mstat_patch_dlopens;
  * its caller, and its end cannot be seen).  So a rescan is due for a
  * while: an allocation at least a millisecond after the last rescan
  * makes one, until a second has passed since a dlopen() was last seen
- * begun, and once more after that; one of objects not relocated yet, as
- * long as there are.  A rescan that finds nothing loaded or unloaded
- * since the last (dl_iterate_phdr()'s counts) walks no object.
+ * begun (or the attach), and once more after that; one of objects not
+ * relocated yet, as long as there are.  A rescan that finds nothing
+ * loaded or unloaded since the last (dl_iterate_phdr()'s counts) walks
+ * no object, unless the window is open: then it checks every slot again
+ * (a lazy binding of the attach's time may have written one over).
  */
 void
 mstat_patch_rescan(void)
 {
-	static uint64_t armed_until;
 	static unsigned long seen;
+	uint64_t now = mstat_clock_ns(CLOCK_MONOTONIC);
 	bool no = false;
 
-	if (!atomic_compare_exchange_strong_explicit(&plan.rescanning, &no, true,
+	/* Relaxed: a time, which the rescan that stores it orders with
+	 * nothing; the flag below orders the plan. */
+	if (now - atomic_load_explicit(&plan.rescan_ns, memory_order_relaxed) < 1000000 ||
+	    !atomic_compare_exchange_strong_explicit(&plan.rescanning, &no, true,
 						     memory_order_acquire,
 						     memory_order_relaxed))
-		return; /* another thread does */
-	uint64_t now = mstat_clock_ns(CLOCK_MONOTONIC_COARSE);
-	if (now - plan.rescan_ns >= 1000000) {
-		struct rescan r = { false, false };
-		unsigned long n = atomic_load_explicit(&mstat_patch_dlopens,
-						       memory_order_relaxed);
-		if (n != seen) {
-			seen = n;
-			armed_until = now + 1000000000;
-		}
-		plan.rescan_ns = now;
-		dl_iterate_phdr(on_list, &r);
-		bool pending = r.skipped || now < armed_until;
-		for (size_t i = 0; i < plan.objects.n; i++)
-			pending |= OBJECTS(&plan.objects)[i].pending;
-		atomic_store_explicit(&mstat_patch_pending, pending, memory_order_relaxed);
+		return; /* not due, or another thread rescans */
+	unsigned long n = atomic_load_explicit(&mstat_patch_dlopens, memory_order_relaxed);
+	if (n != seen) {
+		seen = n;
+		plan.armed_until = now + ARMED_NS;
 	}
+	struct walk w = { .all = now < plan.armed_until };
+	dl_iterate_phdr(on_list, &w);
+	if (w.rc < 0 && w.failed)
+		mstat_status_warn("an object loaded since the attach is not "
+				  "counted: mprotect", mstat_strerror(-w.rc));
+	atomic_store_explicit(&mstat_patch_pending,
+			      w.busy || w.rc == -ENOMEM || now < plan.armed_until ||
+				      any_pending(),
+			      memory_order_relaxed);
+	atomic_store_explicit(&plan.rescan_ns, mstat_clock_ns(CLOCK_MONOTONIC),
+			      memory_order_relaxed);
 	/* Release: the plan, to the next thread that rescans. */
 	atomic_store_explicit(&plan.rescanning, false, memory_order_release);
 }

@@ -26,7 +26,9 @@
  * return address untouched, so that the loader finds the caller's search
  * path) are patched by the next allocation of any thread once their load
  * is complete: until then, their allocations reach glibc directly, and
- * are blocks made before the attach (shadow.h).
+ * are blocks made before the attach (shadow.h).  So are the objects glibc
+ * loads for itself (a module of its name service), found by the rescan
+ * that follows the next dlopen().
  */
 #ifndef MSTAT_LIB_PATCH_H
 #define MSTAT_LIB_PATCH_H
@@ -42,9 +44,10 @@
  * err. */
 int mstat_patch_prepare(char *err, size_t len) MSTAT_HIDDEN;
 
-/* Writes them, and those of objects loaded since (the attach: every
- * other thread stopped outside the loader).  0; or -1 with a reason in
- * err, every slot as it was. */
+/* Writes them, and those of objects loaded since (the attach: the
+ * program's threads run on; patch.c says in what order, and why that
+ * keeps every count whole).  0; or -1 with a reason in err, every slot
+ * as it was. */
 int mstat_patch_apply(char *err, size_t len) MSTAT_HIDDEN;
 
 /* Set when objects may have been loaded that are not patched yet. */

@@ -3,8 +3,8 @@
  * inject.h - the attach protocol between mstat-attach and the library it
  * injects into a running process (libmstatshm-attach.so), both sides.
  *
- * mstat-attach has one thread of the target call, in turn (docs/attach.md
- * says how, and when the other threads run):
+ * mstat-attach has one thread of the target call, in turn, every other
+ * thread running on (docs/attach.md says how, and why that is safe):
  *
  *   1. dlopen() of the library, written into a memfd of the target:
  *      its constructor reads the configuration, finds glibc's allocator
@@ -12,11 +12,10 @@
  *      map of blocks made since the attach, and lists every slot of every
  *      loaded object it will patch.  No allocation is counted yet, and
  *      dlclose() would leave the process as it was.
- *   2. MSTAT_ATTACH_START(args), while every other thread is stopped
- *      outside the loader: the slots are patched, the attach is now.
- *      From here the process counts, into process memory.  Non-zero:
- *      nothing was patched (args->err says why), and mstat-attach
- *      unloads the library.
+ *   2. MSTAT_ATTACH_START(args): the slots are patched, the attach is
+ *      now.  From here the process counts, into process memory.
+ *      Non-zero: nothing was patched (args->err says why), and
+ *      mstat-attach unloads the library.
  *   3. MSTAT_ATTACH_PUBLISH(args): the segment made and published, as a
  *      starting process's, by a thread of the library's own that ends
  *      then (its registration for membarrier waits 4 to 24 ms for the
