@@ -50,6 +50,8 @@ struct mstat_core_sample {
 	bool have_snap;             /* false until a read succeeded */
 	char err[MSTAT_MODEL_ERR_MAX]; /* why the last read failed, or "" */
 	uint64_t end_ns;            /* CLOCK_REALTIME the process ended, or 0 */
+	struct mstat_prior prior;   /* of `snap` (reader.h): what became of
+				     * the blocks made before an attach */
 	struct mstat_snapshot snap; /* the last good snapshot; allocated with
 				     * room for its class_count classes only */
 };

@@ -278,8 +278,10 @@ fold_input(struct mstat_model_row *r, const struct mstat_model_input *in,
 	snprintf(r->err, sizeof(r->err), "%s", in->err ? in->err : "");
 	r->start_ns = in->start_ns;
 	r->live = in->live;
-	if (in->snap && (!r->have_snap || in->t_ns > r->t_ns))
+	if (in->snap && (!r->have_snap || in->t_ns > r->t_ns)) {
 		fold_snapshot(r, in->snap, in->t_ns, window_ns);
+		r->prior = in->prior;
+	}
 	if (mstat_model_gone(r->live)) {
 		/* Gone: nothing moves any more. */
 		r->threads = 0;
@@ -295,6 +297,7 @@ fold_input(struct mstat_model_row *r, const struct mstat_model_input *in,
 	r->writer_mode = in->writer_mode;
 	r->layout_major = in->layout_major;
 	r->layout_minor = in->layout_minor;
+	r->attached_ns = in->attached_ns;
 }
 
 static const char *

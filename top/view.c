@@ -312,6 +312,19 @@ mstat_view_detail(struct mstat_ui *ui)
 		     fmt(v[9], COUNT, h, (double)mstat_model_live_objects(r)));
 	} else if (r->err[0]) {
 		line(HEAD + 3, A_NORMAL, "%s", r->err);
+	} else if (r->attached_ns) {
+		/* Counting since mstat-attach: when, and what became of the
+		 * blocks made before, which no count above holds. */
+		char when[32];
+		time_t t = (time_t)(r->attached_ns / 1000000000u);
+		struct tm tm;
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime_r(&t, &tm));
+		line(HEAD + 3, A_NORMAL, "attached at %s: counts since; made before, "
+		     "freed %s objects (%s), reallocated %s (%s)", when,
+		     fmt(v[8], COUNT, h, (double)r->prior.prior_frees),
+		     fmt(v[9], BYTES, h, (double)r->prior.prior_free_bytes),
+		     fmt(v[6], COUNT, h, (double)r->prior.prior_reallocs),
+		     fmt(v[7], BYTES, h, (double)r->prior.prior_realloc_bytes));
 	}
 
 	/* The classes used, by growth; a bar of live bytes against the

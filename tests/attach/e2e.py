@@ -3,7 +3,7 @@
 """End-to-end tests of mstat-attach against processes started without
 libmstatshm.
 
-    e2e.py TEST     TEST: pattern refusals churn fenced
+    e2e.py TEST     TEST: pattern refusals churn row fenced
 
 Environment (set by meson): MSTAT_ATTACH, MSTAT_TOP, ATTACH_TARGET
 (target.c), ATTACH_STATIC (the same, statically linked), ATTACH_LIBRARY
@@ -28,6 +28,8 @@ TARGET = os.environ["ATTACH_TARGET"]
 STATIC = os.environ["ATTACH_STATIC"]
 LIBRARY = os.environ["ATTACH_LIBRARY"]
 LIBMSTATSHM = os.environ["LIBMSTATSHM"]
+EXPORTER = os.environ["MSTAT_EXPORTER"]
+TMUX = os.environ.get("TMUX_BIN", "")
 TIMEOUT = 120
 
 children = []
@@ -202,6 +204,86 @@ def test_churn():
     check(r and r["name"] == "churn-e2e" and r["state"] == "running",
           "its row: %r" % r)
     check(t.finish()[:2] == (0, "changed 0\n"), "churn: changed")
+
+
+def test_row():
+    """The row of an attached process says when it was attached, in
+    JSON, in both metric formats, in mstat-exporter's scrape and in the
+    view; and the frees of its blocks made before, apart from its
+    counters."""
+    t = Target("prior", 40)
+    before = time.time()
+    rc, out, err = attach(t.pid, "--name", "prior-e2e")
+    after = time.time()
+    check(rc == 0, "mstat-attach: %r" % err)
+    r = row(t.pid)
+    check(r and r["attached_time_s"] is not None and
+          before <= r["attached_time_s"] <= after + 0.001,
+          "attached_time_s %r not in [%r, %r]" % (r and r["attached_time_s"],
+                                                 before, after))
+    check((r["prior_frees"], r["prior_free_bytes"], r["prior_reallocs"],
+           r["prior_realloc_bytes"]) == (0, 0, 0, 0), "prior before: %r" % r)
+    frees = r["free_count"]
+    t.p.stdin.write(b"free\n")
+    t.p.stdin.flush()
+    n, usable = [int(x) for x in t.p.stdout.readline().split()[1:]]
+    r = row(t.pid)
+    check((r["prior_frees"], r["prior_free_bytes"]) == (n, n * usable),
+          "prior after %d frees of %d: %r" % (n, usable, r))
+    check(r["free_count"] == frees, "the frees were counted as frees: %r" % r)
+    # The metrics, in both formats.
+    for fmt, line in (("openmetrics", "mstat_prior_frees_total{pid=\"%d\"" % t.pid),
+                      ("prometheus", "mstat_prior_free_bytes_total{pid=\"%d\"" % t.pid)):
+        m = subprocess.run([TOP, "-b", "-n", "1", "-o", fmt, "-p", str(t.pid)],
+                           stdout=subprocess.PIPE, timeout=TIMEOUT).stdout.decode()
+        check("mstat_attached_time_seconds{pid=\"%d\"" % t.pid in m and line in m,
+              "%s: %s" % (fmt, m))
+    scraped = scrape(t.pid)
+    check("mstat_attached_time_seconds{pid=\"%d\",name=\"prior-e2e\"}" % t.pid in scraped
+          and "mstat_prior_frees_total{pid=\"%d\",name=\"prior-e2e\"} %d" % (t.pid, n)
+          in scraped, "mstat-exporter: %s" % scraped)
+    view(t.pid, "attached at ")
+    check(t.finish()[0] == 0, "prior: did not exit cleanly")
+
+
+def scrape(pid):
+    """One scrape of /metrics from an mstat-exporter of its own."""
+    import socket
+    import urllib.request
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    e = subprocess.Popen([EXPORTER, "--web.listen-address=127.0.0.1:%d" % port],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    children.append(e)
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port,
+                                        timeout=TIMEOUT) as u:
+                body = u.read().decode()
+            if "pid=\"%d\"" % pid in body:
+                return body
+        except OSError:
+            pass
+        check(time.monotonic() < deadline, "mstat-exporter never served pid %d" % pid)
+        time.sleep(0.1)
+
+
+def view(pid, text):
+    """mstat-top's view of process pid (Enter on its row) shows `text`."""
+    if not TMUX:
+        print("tmux not installed: the view is not looked at")
+        return
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                    "..", "observer"))
+    import tmuxview
+    with tmuxview.Tmux(TMUX, "attach%d" % os.getpid(),
+                       "%s -p %d -d 0.2" % (TOP, pid), 160, 30, TIMEOUT) as tm:
+        tm.wait(lambda s: str(pid) in s, "the process's row")
+        tm.keys("Enter")
+        tm.wait(lambda s: text in s, repr(text))
 
 
 def test_fenced():

@@ -27,6 +27,9 @@
  *   seccomp-errno   a seccomp filter that fails membarrier() with EPERM
  *                   (the library counts fenced)
  *   ignore-segv     ignores SIGSEGV (the attach must refuse it)
+ *   prior N         makes N blocks of 1000 bytes before "ready"; at a line
+ *                   "free" on stdin frees them, and says "freed N U" (U:
+ *                   the usable size of each)
  */
 #include <errno.h>
 #include <linux/audit.h>
@@ -248,8 +251,24 @@ main(int argc, char **argv)
 	    strcmp(mode, "exit") == 0)
 		for (unsigned i = 0; i < n; i++)
 			pthread_create(&th[nth++], NULL, churn, (void *)(uintptr_t)(i + 1));
+	void *prior[64];
+	size_t usable = 0;
+	if (strcmp(mode, "prior") == 0)
+		for (unsigned i = 0; i < n; i++) {
+			prior[i] = malloc(1000);
+			usable = malloc_usable_size(prior[i]);
+		}
 	printf("ready\n");
 	fflush(stdout);
+	if (strcmp(mode, "prior") == 0) {
+		char line[16];
+		if (!fgets(line, sizeof(line), stdin) || strcmp(line, "free\n") != 0)
+			return 5;
+		for (unsigned i = 0; i < n; i++)
+			free(prior[i]);
+		printf("freed %u %zu\n", n, usable);
+		fflush(stdout);
+	}
 	if (strcmp(mode, "exec") == 0) {
 		execl(self, self, "idle", (char *)NULL);
 		return 4;

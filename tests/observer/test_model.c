@@ -463,6 +463,9 @@ two(struct mstat_model *m)
 	in[0].qos_class = "Burstable";
 	in[1].nspid = 7;
 	in[1].systemd_unit = "sleepy.service";
+	/* One attached by mstat-attach, its blocks made before going. */
+	in[0].attached_ns = 1699999995500000000u;
+	in[0].prior = (struct mstat_prior){ 3, 120, 1, 40 };
 	assert_int_equal(mstat_model_update(m, in, 2, 1 * SEC), 0);
 	in[0].t_ns = 3 * SEC;
 	in[0].snap = &s[1];
@@ -491,7 +494,9 @@ test_json(void **state)
 		"\"start_time_s\":null,\"growth_bytes\":null,\"growth_objects\":null,"
 		"\"growth_bytes_per_s\":null,\"nspid\":7,\"container_id\":null,"
 		"\"pod_uid\":null,\"qos_class\":null,"
-		"\"systemd_unit\":\"sleepy.service\"},"
+		"\"systemd_unit\":\"sleepy.service\",\"attached_time_s\":null,"
+		"\"prior_frees\":null,\"prior_free_bytes\":null,"
+		"\"prior_reallocs\":null,\"prior_realloc_bytes\":null},"
 		"{\"pid\":42,\"name\":\"" HOSTILE_QUOTED "\",\"state\":\"running\","
 		"\"error\":null,\"threads\":2,\"alloc_count\":8,"
 		"\"alloc_bytes\":296,\"free_count\":1,\"free_bytes\":16,"
@@ -509,7 +514,10 @@ test_json(void **state)
 		"\"growth_objects\":4,\"growth_bytes_per_s\":116.000,"
 		"\"nspid\":3,\"container_id\":\"" CONTAINER "\","
 		"\"pod_uid\":\"90d81341-92de-11e7-8cf2-507b9d4141fa\","
-		"\"qos_class\":\"Burstable\",\"systemd_unit\":null}]}\n");
+		"\"qos_class\":\"Burstable\",\"systemd_unit\":null,"
+		"\"attached_time_s\":1699999995.500,\"prior_frees\":3,"
+		"\"prior_free_bytes\":120,\"prior_reallocs\":1,"
+		"\"prior_realloc_bytes\":40}]}\n");
 	free(out);
 	mstat_model_fini(&m);
 }
@@ -611,7 +619,23 @@ test_where(void **state)
 	decl("mstat_process", info, "_info", NONE,                            \
 	     "the process's writer mode and segment layout version")           \
 	"mstat_process_info" L7 ",mode=\"fenced\",layout=\"1.0\"} 1\n"          \
-	"mstat_process_info" L42 ",mode=\"membarrier\",layout=\"1.0\"} 1\n"
+	"mstat_process_info" L42 ",mode=\"membarrier\",layout=\"1.0\"} 1\n"   \
+	decl("mstat_attached_time_seconds", gauge, "", seconds,             \
+	     "when mstat-attach made the process count, since the Unix "       \
+	     "epoch: its counts are of what it did since")                     \
+	"mstat_attached_time_seconds" L42 "} 1699999995.50\n"                  \
+	decl("mstat_prior_frees", counter, "_total", NONE,                    \
+	     "frees of blocks made before the attach")                         \
+	"mstat_prior_frees_total" L42 "} 3\n"                                  \
+	decl("mstat_prior_free_bytes", counter, "_total", bytes,            \
+	     "their bytes (usable size)")                                      \
+	"mstat_prior_free_bytes_total" L42 "} 120\n"                           \
+	decl("mstat_prior_reallocs", counter, "_total", NONE,                 \
+	     "reallocs of blocks made before the attach")                      \
+	"mstat_prior_reallocs_total" L42 "} 1\n"                               \
+	decl("mstat_prior_realloc_bytes", counter, "_total", bytes,         \
+	     "the old blocks' bytes (usable size)")                            \
+	"mstat_prior_realloc_bytes_total" L42 "} 40\n"
 
 /* OpenMetrics: the family is named without its samples' suffix, and
  * has a unit. */
@@ -1115,7 +1139,10 @@ test_record_again(void **state)
 		"\"end_ns\":0,\"start_ns\":1699999990250000000,\"nspid\":3,"
 		"\"container_id\":\"" CONTAINER "\","
 		"\"pod_uid\":\"90d81341-92de-11e7-8cf2-507b9d4141fa\","
-		"\"qos_class\":\"Burstable\",\"systemd_unit\":\"\",\"snap\":{"
+		"\"qos_class\":\"Burstable\",\"systemd_unit\":\"\","
+		"\"attached_ns\":1699999995500000000,\"prior_frees\":3,"
+		"\"prior_free_bytes\":120,\"prior_reallocs\":1,"
+		"\"prior_realloc_bytes\":40,\"snap\":{"
 		"\"epoch\":4,\"state\":1,\"threads\":2,\"slots_used\":3,"
 		"\"overflowed\":0,\"cut\":0,\"class_count\":3,"
 		"\"requested_bytes\":40,\"classes\":[[0,16,2,32,1,16],"
@@ -1124,7 +1151,9 @@ test_record_again(void **state)
 		"\"state\":\"killed\",\"error\":\"gone\",\"t_ns\":0,"
 		"\"end_ns\":1700000003000000000,\"start_ns\":0,\"nspid\":0,"
 		"\"container_id\":\"\",\"pod_uid\":\"\",\"qos_class\":\"\","
-		"\"systemd_unit\":\"sleepy.service\",\"snap\":null}]}\n",
+		"\"systemd_unit\":\"sleepy.service\",\"attached_ns\":0,"
+		"\"prior_frees\":0,\"prior_free_bytes\":0,\"prior_reallocs\":0,"
+		"\"prior_realloc_bytes\":0,\"snap\":null}]}\n",
 		"{\"tick\":2,\"time_ms\":1700000000500,\"now_ns\":2000000007,"
 		"\"interval_s\":1.250,\"targets\":[]}\n",
 	};
