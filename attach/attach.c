@@ -92,15 +92,14 @@ read_long(const char *path)
 	return v;
 }
 
-/* The line `key` of /proc/<pid>/status, after the key, into buf. */
+/* The line `key` of status file `path`, after the key, into buf. */
 static bool
-status_line(pid_t pid, const char *key, char *buf, size_t len)
+status_field(const char *path, const char *key, char *buf, size_t len)
 {
-	char path[64], line[512];
+	char line[512];
 	size_t k = strlen(key);
 	bool found = false;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	FILE *f = fopen(path, "re");
 	if (!f)
 		return false;
@@ -112,6 +111,16 @@ status_line(pid_t pid, const char *key, char *buf, size_t len)
 		}
 	fclose(f);
 	return found;
+}
+
+/* The line `key` of /proc/<pid>/status. */
+static bool
+status_line(pid_t pid, const char *key, char *buf, size_t len)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	return status_field(path, key, buf, len);
 }
 
 /* Why this program may not read or trace `pid`. */
@@ -143,9 +152,43 @@ not_allowed(struct job *j)
 		   "missing");
 }
 
-/* Step 1: what refuses the process before anything is touched. */
+static int check_image(struct job *j);
+
+/* Whether process `pid` has ended (a zombie too: its parent has not
+ * waited for it). */
+static bool
+ended(pid_t pid)
+{
+	char path[64], buf[512];
+	uint64_t start;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	(void)start;
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return true;
+	bool zombie = fgets(buf, sizeof(buf), f) && strrchr(buf, ')') &&
+		      (strrchr(buf, ')')[2] == 'Z' || strrchr(buf, ')')[2] == 'X');
+	fclose(f);
+	return zombie;
+}
+
+/* Step 1: what refuses the process before anything is touched; a
+ * process that ended or exec()ed meanwhile is said to have. */
 static int
 check(struct job *j)
+{
+	int rc = check_image(j);
+
+	if (rc < 0 && ended(j->pid))
+		return say(j, "it ended while being attached");
+	if (rc < 0 && j->im.random && !image_same(&j->im, j->pid))
+		return say(j, "it exec()ed while being attached");
+	return rc;
+}
+
+static int
+check_image(struct job *j)
 {
 	char err[256], v[128];
 	int rc = image_read(&j->im, j->pid, err, sizeof(err));
@@ -268,7 +311,15 @@ try_thread(struct job *j, pid_t tid, bool *filtered, char *why, size_t len)
 	char err[256];
 
 	if (tracee_seize(&j->t, j->pid, tid, err, sizeof(err)) < 0) {
-		snprintf(why, len, "%s", err);
+		char path[64], tracer[32] = "";
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)j->pid,
+			 (int)tid);
+		(void)status_field(path, "TracerPid", tracer, sizeof(tracer));
+		if (atoi(tracer) > 0)
+			snprintf(why, len, "it is traced by pid %d (a debugger, or "
+				 "another mstat-attach)", atoi(tracer));
+		else
+			snprintf(why, len, "%s", err);
 		tracee_release(&j->t);
 		return false;
 	}
@@ -308,18 +359,19 @@ take_thread(struct job *j)
 	bool filtered = false;
 
 	for (unsigned round = 0;; round++) {
-		size_t n = candidates(j->pid, tids, TIDS_MAX);
+		size_t n = candidates(j->pid, tids, TIDS_MAX), traced = 0;
 		if (n == 0 && kill(j->pid, 0) < 0)
 			return say(j, "it exited");
 		for (size_t i = 0; i < n; i++) {
 			if (try_thread(j, tids[i], &filtered, why, sizeof(why)))
 				return 0;
 			last = tids[i];
+			traced += strncmp(why, "it is traced", 12) == 0;
 			if (strncmp(why, "its seccomp", 11) == 0 ||
 			    strncmp(why, "it runs", 7) == 0 ||
 			    strncmp(why, "it is stopped", 13) == 0 ||
 			    strncmp(why, "ptrace:", 7) == 0 ||
-			    j->t.execed)
+			    j->t.execed || (traced == n && i + 1 == n))
 				return say(j, "%s", why);
 			if (tracee_now() >= deadline)
 				break;
@@ -434,8 +486,8 @@ entry(struct job *j, uint64_t off, struct mstat_attach_args *a, uint64_t *ret)
 	return 0;
 }
 
-/* Step 4: the thread as it was: its errno, the memfd closed (the loaded
- * library keeps its mapping), its registers and mask; let go. */
+/* Step 4: the thread as it was: its errno, the memfd closed (the
+ * library closes it once loaded), its registers and mask; let go. */
 static void
 give_back(struct job *j, bool unload)
 {
@@ -459,12 +511,14 @@ give_back(struct job *j, bool unload)
 
 static int published(struct job *j);
 
-/* Steps 3 and 4 in the taken thread. */
+/* Steps 3 and 4 in the taken thread: four calls (errno's address, the
+ * memfd, dlopen(), the library's start), each a return trip through the
+ * scheduler. */
 static int
 run(struct job *j)
 {
 	struct mstat_attach_args a = { .version = MSTAT_ATTACH_ARGS_VERSION,
-				       .size = sizeof(a) };
+				       .size = sizeof(a), .memfd = -1 };
 	uint64_t ret;
 
 	if (call(j, libc_fn(j, "__errno_location"), NULL, 0, &j->errno_at) < 0)
@@ -476,16 +530,15 @@ run(struct job *j)
 	}
 	if (j->o->name)
 		snprintf(a.name, sizeof(a.name), "%s", j->o->name);
+	a.memfd = (int32_t)j->memfd;
+	j->memfd = -1; /* the library's to close now */
 	if (entry(j, j->p->start, &a, &ret) < 0 || (int32_t)ret != 0) {
 		if ((int32_t)ret != 0)
 			say(j, "the library refused: %s", a.err);
 		give_back(j, true);
 		return -1;
 	}
-	int rc = entry(j, j->p->publish, &a, &ret) < 0 ? -2 : (int32_t)ret != 0 ? -2 : 0;
 	give_back(j, false);
-	if (rc < 0)
-		return say(j, "attached, but it counts without a segment: %s", a.err), -2;
 	return published(j);
 }
 
@@ -527,12 +580,16 @@ inject(pid_t pid, const struct payload *p, const struct inject_options *o,
 
 	memset(r, 0, sizeof(*r));
 	j.t.mem = -1;
-	if (kill(pid, 0) < 0 && errno == ESRCH)
+	bool existed = !(kill(pid, 0) < 0 && errno == ESRCH);
+	if (!existed)
 		rc = say(&j, "no such process");
 	else if ((rc = check(&j)) == 0 && safe_open(&j.safe, pid, &j.im, err, sizeof(err)) < 0)
 		rc = say(&j, "%s", err);
 	else if (rc == 0 && (rc = take_thread(&j)) == 0)
 		rc = run(&j);
+	/* Whatever stopped it, a process that ended meanwhile ended. */
+	if (rc == -1 && existed && ended(pid))
+		say(&j, "it ended while being attached");
 	safe_close(j.safe);
 	image_free(&j.im);
 	r->took_ns = tracee_now() - began;

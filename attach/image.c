@@ -70,9 +70,10 @@ rel(const struct image_object *o, uint64_t v)
 	return o->addr && v < o->addr ? v + o->addr : v;
 }
 
-/* The process's auxiliary vector: the program's headers, the loader. */
+/* The process's auxiliary vector: the program's headers, the loader,
+ * the image's random bytes. */
 static int
-auxv(pid_t pid, uint64_t *phdr, uint64_t *phnum, uint64_t *base)
+auxv(pid_t pid, uint64_t *phdr, uint64_t *phnum, uint64_t *base, uint64_t *random)
 {
 	char path[64];
 	uint64_t v[2];
@@ -81,9 +82,11 @@ auxv(pid_t pid, uint64_t *phdr, uint64_t *phnum, uint64_t *base)
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	*phdr = *phnum = *base = 0;
+	*phdr = *phnum = *base = *random = 0;
 	while (read(fd, v, sizeof(v)) == sizeof(v) && v[0] != AT_NULL) {
-		if (v[0] == AT_PHDR)
+		if (v[0] == AT_RANDOM)
+			*random = v[1];
+		else if (v[0] == AT_PHDR)
 			*phdr = v[1];
 		else if (v[0] == AT_PHNUM)
 			*phnum = v[1];
@@ -162,7 +165,7 @@ image_read(struct image *im, pid_t pid, char *err, size_t len)
 
 	memset(im, 0, sizeof(*im));
 	im->pid = pid;
-	if ((rc = auxv(pid, &phdr, &phnum, &im->interp)) < 0) {
+	if ((rc = auxv(pid, &phdr, &phnum, &im->interp, &im->random)) < 0) {
 		snprintf(err, len, "cannot read its auxiliary vector: %s", strerror(-rc));
 		return rc;
 	}
@@ -196,6 +199,14 @@ image_read(struct image *im, pid_t pid, char *err, size_t len)
 		map = (uint64_t)(uintptr_t)l.l_next;
 	}
 	return 0;
+}
+
+bool
+image_same(const struct image *im, pid_t pid)
+{
+	uint64_t phdr, phnum, base, random;
+
+	return auxv(pid, &phdr, &phnum, &base, &random) == 0 && random == im->random;
 }
 
 void

@@ -32,10 +32,17 @@ struct image_object {
 struct image {
 	pid_t pid;
 	uint64_t interp;       /* the loader's base (AT_BASE), 0: none */
+	uint64_t random;       /* AT_RANDOM: where the kernel put 16 random
+				* bytes, new at every exec(): the image's
+				* identity (image_same()) */
 	uint64_t r_debug;      /* the loader's r_debug */
 	struct image_object *objects;
 	size_t n;
 };
+
+/* Whether process `pid` still runs the image `im` was read from (it has
+ * not exec()ed, nor ended). */
+bool image_same(const struct image *im, pid_t pid);
 
 /* Reads `len` bytes at `addr` of process `pid`: 0 or -errno. */
 int image_peek(pid_t pid, uint64_t addr, void *buf, size_t len);

@@ -77,8 +77,6 @@ entry_points(struct payload *p, const Elf64_Shdr *dynsym)
 			continue;
 		if (strcmp(name, MSTAT_ATTACH_START) == 0)
 			p->start = sym[i].st_value;
-		else if (strcmp(name, MSTAT_ATTACH_PUBLISH) == 0)
-			p->publish = sym[i].st_value;
 		else if (strcmp(name, MSTAT_ATTACH_STATE) == 0)
 			p->state = sym[i].st_value;
 	}
@@ -146,7 +144,7 @@ payload_load(struct payload *p, char *err, size_t len)
 		else if (s && s->sh_type == SHT_GNU_verneed)
 			needed_versions(p, s);
 	}
-	if (!p->start || !p->publish || !p->state) {
+	if (!p->start || !p->state) {
 		snprintf(err, len, "%s: its entry points are missing", p->path);
 		return -ENOEXEC;
 	}

@@ -19,7 +19,7 @@ struct payload {
 	char path[4096];
 	unsigned char *bytes;
 	size_t size;
-	uint64_t start, publish; /* the entry points' offsets (shm/inject.h) */
+	uint64_t start;          /* the entry point's offset (shm/inject.h) */
 	uint64_t state;          /* MSTAT_ATTACH_STATE's */
 	/* Versions it needs, of libc.so.6 and of the loader ("GLIBC_2.35"). */
 	char versions[PAYLOAD_VERSIONS_MAX][32];

@@ -12,19 +12,20 @@
  *      map of blocks made since the attach, and lists every slot of every
  *      loaded object it will patch.  No allocation is counted yet, and
  *      dlclose() would leave the process as it was.
- *   2. MSTAT_ATTACH_START(args): the slots are patched, the attach is
- *      now.  From here the process counts, into process memory.
- *      Non-zero: nothing was patched (args->err says why), and
- *      mstat-attach unloads the library.
- *   3. MSTAT_ATTACH_PUBLISH(args): the segment made and published, as a
- *      starting process's, by a thread of the library's own that ends
- *      then (its registration for membarrier waits 4 to 24 ms for the
- *      kernel: not in a thread of the program's).  Its outcome is in
- *      MSTAT_ATTACH_STATE, which mstat-attach reads from the process's
- *      memory once `done`: non-zero `rc`, the process counts and has no
- *      segment (`status` says why).
+ *   2. MSTAT_ATTACH_START(args): the memfd (args->memfd) closed; the
+ *      slots patched, the attach is now.  From here the process counts,
+ *      into process memory.  Non-zero: nothing was patched (args->err
+ *      says why), and mstat-attach unloads the library.  Zero: the
+ *      segment is being made, as a starting process's, by a thread of the
+ *      library's own that ends then (its registration for membarrier
+ *      waits 4 to 24 ms for the kernel: not in a thread of the
+ *      program's).
+ *   3. The outcome of that is in MSTAT_ATTACH_STATE, which mstat-attach
+ *      reads from the process's memory once `done`, the thread it took
+ *      given back: non-zero `rc`, the process counts and has no segment
+ *      (`status` says why).
  *
- * The entry points and the state are found in the library's dynamic
+ * The entry point and the state are found in the library's dynamic
  * symbols, at the load address its link map says; `args` is written by
  * mstat-attach into the calling thread's stack and read back from there.
  */
@@ -37,7 +38,6 @@
 #include "layout.h"
 
 #define MSTAT_ATTACH_START "mstat_attach_start"
-#define MSTAT_ATTACH_PUBLISH "mstat_attach_publish"
 #define MSTAT_ATTACH_STATE "mstat_attach_state"
 /* The library's soname: a process that has it loaded is attached. */
 #define MSTAT_ATTACH_SONAME "libmstatshm-attach.so.0"
@@ -50,8 +50,11 @@ struct mstat_attach_args {
 	uint32_t size;      /* sizeof(struct mstat_attach_args) */
 	char name[MSTAT_NAME_MAX]; /* the name readers show; "" keeps the
 				    * program's (or MSTAT_NAME) */
+	int32_t memfd;      /* the memfd the library was loaded from, to close
+			     * (-1: none) */
+	uint32_t reserved0;
 	/* Out: why the call did not do its part, NUL-terminated; "" if it
-	 * did.  After MSTAT_ATTACH_PUBLISH, also the library's status. */
+	 * did. */
 	char err[MSTAT_ATTACH_ERR_MAX];
 };
 
@@ -64,8 +67,7 @@ struct mstat_attach_state {
 };
 extern struct mstat_attach_state mstat_attach_state;
 
-/* The entry points (lib/attach.c): 0, or -1 with args->err set. */
+/* The entry point (lib/attach.c): 0, or -1 with args->err set. */
 int mstat_attach_start(struct mstat_attach_args *a);
-int mstat_attach_publish(struct mstat_attach_args *a);
 
 #endif /* MSTAT_SHM_INJECT_H */

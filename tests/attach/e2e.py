@@ -3,7 +3,8 @@
 """End-to-end tests of mstat-attach against processes started without
 libmstatshm.
 
-    e2e.py TEST     TEST: pattern refusals churn row fenced
+    e2e.py TEST     TEST: pattern refusals churn row fenced exit exec fork
+                          kill twice reader signals huge
 
 Environment (set by meson): MSTAT_ATTACH, MSTAT_TOP, ATTACH_TARGET
 (target.c), ATTACH_STATIC (the same, statically linked), ATTACH_LIBRARY
@@ -284,6 +285,143 @@ def view(pid, text):
         tm.wait(lambda s: str(pid) in s, "the process's row")
         tm.keys("Enter")
         tm.wait(lambda s: text in s, repr(text))
+
+
+def attached_or_said(rc, err, allowed, what):
+    """mstat-attach ended: attached (0), or refused with one of `allowed`."""
+    check(rc == 0 or (rc == 1 and any(a in err for a in allowed)),
+          "%s: %d %r" % (what, rc, err))
+
+
+def test_exit():
+    """Processes that exit on their own while being attached: each ends
+    as it would (exit status 0, no crash), mstat-attach says what
+    happened, and no segment is left behind."""
+    for i in range(20):
+        t = Target("exit")
+        rc, out, err = attach(t.pid)
+        attached_or_said(rc, err, ("no such process", "it ended", "it exited",
+                                   "ended since", "it is gone"), "exit %d" % i)
+        check(t.p.wait(timeout=TIMEOUT) == 0, "exit %d: status %d" %
+              (i, t.p.returncode))
+        check(not segments_of(t.pid), "exit %d: a segment left" % i)
+
+
+def test_exec():
+    """Processes that exec() while being attached: the new image, which
+    has no library, runs as it would."""
+    for i in range(20):
+        t = Target("exec")
+        rc, out, err = attach(t.pid)
+        attached_or_said(rc, err, ("exec", "it ended", "no thread could",
+                                   "it is gone", "not glibc", "statically"),
+                         "exec %d" % i)
+        line = t.p.stdout.readline()
+        check(line == b"ready\n", "exec %d: the new image said %r" % (i, line))
+        check(t.finish()[:2] == (0, "changed 0\n"), "exec %d: ended badly" % i)
+
+
+def test_fork():
+    """A process whose threads fork and allocate while it is attached:
+    nothing changed, children exit cleanly."""
+    t = Target("fork", 4)
+    rc, out, err = attach(t.pid)
+    check(rc == 0, "mstat-attach: %r" % err)
+    check(row(t.pid)["state"] == "running", "not running")
+    check(t.finish()[:2] == (0, "changed 0\n"), "fork: changed")
+
+
+def test_kill():
+    """A process SIGKILLed while being attached, at every moment of it:
+    mstat-attach ends, saying so, and never hangs."""
+    for i in range(30):
+        t = Target("churn", 4)
+        a = subprocess.Popen([ATTACH, str(t.pid)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        time.sleep(0.0005 * i)
+        os.kill(t.pid, signal.SIGKILL)
+        out, err = a.communicate(timeout=TIMEOUT)
+        attached_or_said(a.returncode, err.decode(),
+                         ("no such process", "it ended", "it exited", "gone",
+                          "ended since", "cannot read", "cannot be read"),
+                         "kill %d" % i)
+        t.p.wait(timeout=TIMEOUT)
+
+
+def test_twice():
+    """Two mstat-attach of one process at once: one attaches, the other
+    says why it does not, and the process has one library, counting."""
+    for i in range(5):
+        t = Target("churn", 4)
+        a = [subprocess.Popen([ATTACH, str(t.pid)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE) for _ in range(2)]
+        res = [(p.wait(timeout=TIMEOUT), p.stdout.read().decode(),
+                p.stderr.read().decode()) for p in a]
+        rcs = sorted(r[0] for r in res)
+        check(rcs == [0, 1], "twice %d: %r" % (i, res))
+        err = [r[2] for r in res if r[0] == 1][0]
+        check("counts already" in err or "is traced by" in err,
+              "twice %d: %r" % (i, err))
+        with open("/proc/%d/maps" % t.pid) as f:
+            copies = {l.split()[4] for l in f if "memfd:mstat-attach" in l}
+        check(len(copies) == 1, "twice %d: %d copies" % (i, len(copies)))
+        check(len(segments_of(t.pid)) == 1, "twice %d: segments %r" %
+              (i, segments_of(t.pid)))
+        check(t.finish()[:2] == (0, "changed 0\n"), "twice %d: changed" % i)
+
+
+def test_reader():
+    """A reader running all along: mstat-top reads every process of the
+    run while each is attached, and goes on."""
+    import tempfile
+    ticks = tempfile.TemporaryFile()
+    top = subprocess.Popen([TOP, "-b", "-o", "json", "-d", "0.1"],
+                           stdout=ticks, stderr=subprocess.DEVNULL)
+    children.append(top)
+    ts = [Target("churn", 2) for _ in range(6)]
+    for t in ts:
+        rc, out, err = attach(t.pid)
+        check(rc == 0, "mstat-attach: %r" % err)
+    seen = set()
+    deadline = time.monotonic() + TIMEOUT
+    while len(seen) < len(ts):
+        check(top.poll() is None, "mstat-top ended")
+        check(time.monotonic() < deadline, "mstat-top showed %r" % seen)
+        time.sleep(0.1)
+        ticks.seek(0)
+        for line in ticks.read().decode().splitlines()[:-1]:  # whole ticks
+            seen |= {p["pid"] for p in json.loads(line)["processes"]
+                     if p["pid"] in {t.pid for t in ts} and p["attached_time_s"]}
+    for t in ts:
+        check(t.finish()[:2] == (0, "changed 0\n"), "reader: changed")
+
+
+def test_signals():
+    """Real-time signals sent all along the attach: every one handled."""
+    t = Target("signals", 4)
+    sent = 0
+    a = subprocess.Popen([ATTACH, str(t.pid)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
+    while a.poll() is None or sent < 2000:
+        try:
+            os.kill(t.pid, signal.SIGRTMIN)
+            sent += 1
+        except OSError:
+            time.sleep(0.001)  # the queue is full: wait, nothing lost
+    check(a.returncode == 0, "mstat-attach: %r" % a.stderr.read())
+    rc, out, _ = t.finish()
+    check(rc == 0 and out == "changed 0 signals %d\n" % sent,
+          "sent %d: %r" % (sent, out))
+
+
+def test_huge():
+    """A thread inside realloc() for milliseconds at a time, copying a
+    block of hundreds of MiB, beside threads that churn: another thread
+    runs the attach, nothing changes."""
+    t = Target("huge", 2)
+    rc, out, err = attach(t.pid)
+    check(rc == 0, "mstat-attach: %r" % err)
+    check(t.finish()[:2] == (0, "changed 0\n"), "huge: changed")
 
 
 def test_fenced():

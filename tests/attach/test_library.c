@@ -4,7 +4,7 @@
  * does not link libmstatshm and made blocks before:
  *
  *   - loaded and started in-process, as mstat-attach would have the
- *     target do it: dlopen(), its two entry points (shm/inject.h).  No
+ *     target do it: dlopen(), its entry point (shm/inject.h).  No
  *     ptrace: this thread is the one the attach runs in;
  *   - with MSTAT_TEST_EXTERNAL=1, attached from outside by mstat-attach:
  *     the program says "ready PID" on stdout and waits for a line on
@@ -114,7 +114,7 @@ static int
 attach(void **state)
 {
 	struct mstat_attach_args a = { .version = MSTAT_ATTACH_ARGS_VERSION,
-				       .size = sizeof(a) };
+				       .size = sizeof(a), .memfd = -1 };
 	char err[256];
 	(void)state;
 
@@ -128,10 +128,9 @@ attach(void **state)
 		fprintf(stderr, "dlopen: %s\n", dlerror());
 		return -1;
 	}
-	int (*start)(struct mstat_attach_args *), (*publish)(struct mstat_attach_args *);
+	int (*start)(struct mstat_attach_args *);
 	*(void **)&start = dlsym(h, MSTAT_ATTACH_START);
-	*(void **)&publish = dlsym(h, MSTAT_ATTACH_PUBLISH);
-	if (!start || !publish)
+	if (!start)
 		return -1;
 	strcpy(a.name, "attach-test");
 	before_ns = now_ns();
@@ -140,10 +139,6 @@ attach(void **state)
 		return -1;
 	}
 	after_ns = now_ns();
-	if (publish(&a) != 0) {
-		fprintf(stderr, "publish: %s\n", a.err);
-		return -1;
-	}
 	/* Published by a thread of the library's: once it says so. */
 	struct mstat_attach_state *st = dlsym(h, MSTAT_ATTACH_STATE);
 	if (!st)
