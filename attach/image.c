@@ -121,7 +121,7 @@ find_r_debug(pid_t pid, uint64_t phdr, uint64_t phnum, uint64_t *r_debug)
 	for (unsigned i = 0; i < DYN_MAX && d[i].d_tag != DT_NULL; i++)
 		if (d[i].d_tag == DT_DEBUG) {
 			*r_debug = d[i].d_un.d_ptr;
-			return *r_debug ? 0 : -EPROTO;
+			return *r_debug ? 0 : -EAGAIN; /* not set yet */
 		}
 	return -EPROTO;
 }
@@ -173,6 +173,12 @@ image_read(struct image *im, pid_t pid, char *err, size_t len)
 		snprintf(err, len, "it is statically linked: it has no dynamic loader "
 			 "to load a library");
 		return -ENOEXEC;
+	}
+	if (rc == -EAGAIN ||
+	    (rc == 0 && image_peek(pid, im->r_debug, &rd, sizeof(rd)) == 0 && !rd.r_map)) {
+		snprintf(err, len, "it is starting: its dynamic loader has not "
+			 "loaded its objects yet");
+		return -EAGAIN;
 	}
 	if (rc < 0 || image_peek(pid, im->r_debug, &rd, sizeof(rd)) < 0) {
 		snprintf(err, len, "cannot find its dynamic loader's list of objects");

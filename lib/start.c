@@ -15,6 +15,7 @@
 #include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -254,6 +255,11 @@ mstat_writer_start(void)
 	e = mstat_config_text(MSTAT_CONF_NAME);
 	mstat_join(mstat_proc.name, sizeof(mstat_proc.name), (const char *const[]){
 		e ? e : program_invocation_short_name, NULL });
+	/* Injected into a running process, which may have written over its
+	 * arguments since it started (a process title, as nginx's "nginx:
+	 * worker process"): its comm. */
+	if (MSTAT_ATTACH && !e)
+		(void)prctl(PR_GET_NAME, mstat_proc.name);
 	if ((e = mstat_config_text(MSTAT_CONF_LOG)))
 		mstat_join(mstat_proc.log, sizeof(mstat_proc.log),
 			   (const char *const[]){ e, NULL });
