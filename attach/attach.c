@@ -325,6 +325,14 @@ try_thread(struct job *j, pid_t tid, bool *filtered, char *why, size_t len)
 	}
 	j->r->tries++;
 	int rc = tracee_stop(&j->t, tracee_now() + STOP_BUDGET_NS);
+	if (rc == 0 && !image_same(&j->im, j->pid)) {
+		/* It exec()ed between step 1 and the seize: the image read is
+		 * not its own.  From the seize on an exec is reported. */
+		j->t.execed = true;
+		snprintf(why, len, "it exec()ed while being attached");
+		tracee_release(&j->t);
+		return false;
+	}
 	if (rc == 0 && !*filtered) {
 		/* Its seccomp filters, which every thread shares (a thread's
 		 * own added later too: this one is checked). */

@@ -5,6 +5,7 @@ libmstatshm.
 
     e2e.py TEST     TEST: pattern refusals churn row fenced exit exec fork
                           kill twice reader signals huge programs nginx
+                          container profile
 
 Environment (set by meson): MSTAT_ATTACH, MSTAT_TOP, ATTACH_TARGET
 (target.c), ATTACH_STATIC (the same, statically linked), ATTACH_LIBRARY
@@ -253,7 +254,7 @@ def test_row():
     check(t.finish()[0] == 0, "prior: did not exit cleanly")
 
 
-def scrape(pid):
+def scrape(pid, env=None):
     """One scrape of /metrics from an mstat-exporter of its own."""
     import socket
     import urllib.request
@@ -262,7 +263,8 @@ def scrape(pid):
     port = s.getsockname()[1]
     s.close()
     e = subprocess.Popen([EXPORTER, "--web.listen-address=127.0.0.1:%d" % port],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         env=env)
     children.append(e)
     deadline = time.monotonic() + TIMEOUT
     while True:
@@ -613,6 +615,143 @@ def test_nginx():
     check(not bad, "nginx logged: %r" % bad)
     check(not segments_of(master.pid) and not any(segments_of(w) for w in workers),
           "segments left after nginx's exit")
+
+
+def container_root(exe):
+    """A root file system of the program `exe` and the libraries it needs
+    alone: no libmstatshm, no libunwind, nothing of the attach's."""
+    import shutil
+    import tempfile
+    root = tempfile.mkdtemp(prefix="mstat-attach-root.")
+    os.chmod(root, 0o755)
+    libs = subprocess.run(["ldd", exe], stdout=subprocess.PIPE,
+                          timeout=TIMEOUT).stdout.decode().split()
+    for f in [exe] + [w for w in libs if w.startswith("/")]:
+        real = os.path.realpath(f)
+        for name in {f, real}:
+            dst = root + (name if name != exe else "/target")
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            shutil.copy2(real, dst)
+    for d in ("proc", "dev/shm", "tmp"):
+        os.makedirs(os.path.join(root, d), exist_ok=True)
+    return root
+
+
+def files_of(root):
+    out = set()
+    for at, dirs, names in os.walk(root):
+        rel = os.path.relpath(at, root)
+        if rel.split("/")[0] in ("proc", "dev"):
+            dirs[:] = []
+            continue
+        out |= {os.path.join(rel, n) for n in names}
+    return out
+
+
+def test_container():
+    """A process in a container of its own (mount, pid, IPC and UTS
+    namespaces, its own /dev/shm, a root with nothing but the program and
+    glibc, a cgroup named as podman names one), attached from the host as
+    root: nothing written into its file system, and the host's mstat-top
+    and mstat-exporter see it under its host pid with its container id."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                    "..", "containers"))
+    import nsbox
+    why = nsbox.usable()
+    if why:
+        print("SKIP: no container can be made here: %s" % why)
+        sys.exit(77)
+    import secrets
+    root = container_root(TARGET)
+    before = files_of(root)
+    cid = secrets.token_hex(32)
+    cgroup = os.path.join(nsbox.cgroup_parent(), "mstat-attach-e2e", "libpod-" + cid)
+    os.makedirs(cgroup)
+    script = ("set -e; echo $$ > %s/cgroup.procs\n"
+              "mount -t proc proc %s/proc\n"
+              "mount -t tmpfs -o size=64m,mode=1777 shm %s/dev/shm\n"
+              "exec chroot %s /target churn 2" % (cgroup, root, root, root))
+    box = subprocess.Popen(["unshare", "--mount", "--pid", "--ipc", "--uts",
+                            "--fork", "--propagation", "private", "--kill-child",
+                            "bash", "-c", script], stdin=subprocess.PIPE,
+                           stdout=subprocess.PIPE)
+    children.append(box)
+    try:
+        check(box.stdout.readline() == b"ready\n", "the container did not start")
+        pid = nsbox.children(box.pid)[0]
+        check(nsbox.nspid(pid)[-1] == 1, "not pid 1 of its namespace")
+        rc, out, err = attach(pid, "--name", "boxed")
+        check(rc == 0, "mstat-attach: %d %r %r" % (rc, out, err))
+        check(files_of(root) == before, "files changed in its root: %r" %
+              (files_of(root) ^ before))
+        shm = os.listdir("/proc/%d/root/dev/shm" % pid)
+        check(segments_of(pid) == [] and
+              [n for n in shm if n.startswith("mstat.1.")],
+              "its segment is not in its own /dev/shm, under its pid there: "
+              "%r" % shm)
+        env = dict(os.environ, MSTAT_NAMESPACES="all")
+        r = subprocess.run([TOP, "-b", "-n", "1", "-o", "json", "-p", str(pid)],
+                           stdout=subprocess.PIPE, timeout=TIMEOUT, env=env)
+        rows = json.loads(r.stdout.decode())["processes"]
+        check(rows and rows[0]["container_id"] == cid and rows[0]["nspid"] == 1
+              and rows[0]["name"] == "boxed" and rows[0]["attached_time_s"],
+              "the host's mstat-top: %r" % rows)
+        scraped = scrape(pid, env)
+        check(('mstat_attached_time_seconds{pid="%d",name="boxed",container_id="%s"}'
+               % (pid, cid)) in scraped, "mstat-exporter: %s" % scraped)
+        box.stdin.close()
+        out = box.stdout.read().decode()
+        check(box.wait(timeout=TIMEOUT) == 0 and out == "changed 0\n",
+              "the container's process ended badly: %r" % out)
+    finally:
+        if box.poll() is None:
+            box.kill()
+            box.wait()
+        deadline = time.monotonic() + 10
+        while os.path.exists(cgroup) and time.monotonic() < deadline:
+            try:
+                os.rmdir(cgroup)
+            except OSError:
+                time.sleep(0.05)
+        try:
+            os.rmdir(os.path.dirname(cgroup))
+        except OSError:
+            pass
+        subprocess.run(["rm", "-rf", root])
+
+
+def test_profile():
+    """An attached process samples as a preloaded one does: the site that
+    leaks 64 MiB after the attach is the first of its sites, and of its
+    pprof profile as go tool pprof reads it, by bytes in use."""
+    import tempfile
+    t = Target("leak")
+    rc, out, err = attach(t.pid)
+    check(rc == 0, "mstat-attach: %r" % err)
+    t.p.stdin.write(b"go\n")
+    t.p.stdin.flush()
+    check(t.p.stdout.readline() == b"leaked\n", "did not leak")
+    r = subprocess.run([TOP, "-b", "-n", "1", "-o", "json", "--sites", "3", "-p",
+                        str(t.pid)], stdout=subprocess.PIPE, timeout=TIMEOUT)
+    sites = json.loads(r.stdout.decode())["processes"][0]["sites"]
+    check(sites and "leak_site" in sites[0]["function"] and
+          sites[0]["live_bytes"] > 32 << 20, "sites: %r" % sites)
+    go = subprocess.run(["sh", "-c", "command -v go"], stdout=subprocess.PIPE)
+    if go.returncode == 0:
+        f = tempfile.NamedTemporaryFile(suffix=".pb.gz", delete=False)
+        f.close()
+        os.unlink(f.name)
+        subprocess.run([TOP, "-p", str(t.pid), "--pprof=" + f.name], check=True,
+                       stdout=subprocess.DEVNULL, timeout=TIMEOUT)
+        top = subprocess.run(["go", "tool", "pprof", "-sample_index=inuse_space",
+                              "-top", f.name], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, timeout=TIMEOUT).stdout.decode()
+        os.unlink(f.name)
+        lines = top.splitlines()
+        head = [i for i, l in enumerate(lines) if l.split()[:2] == ["flat", "flat%"]]
+        first = lines[head[0] + 1] if head and head[0] + 1 < len(lines) else ""
+        check("leak_site" in first, "go tool pprof: %s" % top)
+    check(t.finish()[0] == 0, "leak: did not exit cleanly")
 
 
 def test_fenced():

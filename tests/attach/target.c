@@ -27,6 +27,8 @@
  *   seccomp-errno   a seccomp filter that fails membarrier() with EPERM
  *                   (the library counts fenced)
  *   ignore-segv     ignores SIGSEGV (the attach must refuse it)
+ *   leak            at a line "go" on stdin, leaks 64 MiB in blocks of 8 KiB
+ *                   from leak_site(), and says "leaked"
  *   prior N         makes N blocks of 1000 bytes before "ready"; at a line
  *                   "free" on stdin frees them, and says "freed N U" (U:
  *                   the usable size of each)
@@ -206,6 +208,17 @@ filter(int nr, uint32_t action)
 	}
 }
 
+/* The call site the heap profile must find. */
+static __attribute__((noinline)) void *
+leak_site(size_t n)
+{
+	void *p = malloc(n);
+
+	if (p)
+		memset(p, 1, n);
+	return p;
+}
+
 /* Waits for stdin to close. */
 static void
 wait_stdin(void)
@@ -260,6 +273,16 @@ main(int argc, char **argv)
 		}
 	printf("ready\n");
 	fflush(stdout);
+	if (strcmp(mode, "leak") == 0) {
+		char line[16];
+		if (!fgets(line, sizeof(line), stdin) || strcmp(line, "go\n") != 0)
+			return 5;
+		for (unsigned i = 0; i < 8192; i++)
+			if (!leak_site(8192))
+				return 6;
+		printf("leaked\n");
+		fflush(stdout);
+	}
 	if (strcmp(mode, "prior") == 0) {
 		char line[16];
 		if (!fgets(line, sizeof(line), stdin) || strcmp(line, "free\n") != 0)
