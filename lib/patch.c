@@ -129,6 +129,7 @@ static struct {
 	_Atomic uint64_t rescan_ns;   /* the last's end (CLOCK_MONOTONIC) */
 	uint64_t armed_until;         /* rescans check every slot until then */
 	unsigned long long adds, subs; /* dl_iterate_phdr()'s, at the last */
+	bool unready;                 /* an object was listed but not loaded */
 } plan;
 
 static bool
@@ -308,6 +309,28 @@ add_object(const struct link_map *l)
 	return true;
 }
 
+/*
+ * Whether object `l` is loaded whole: relocated, and its read-only pages
+ * made so.  The loader lists an object as soon as it has mapped it, and
+ * relocates it after, holding its own lock but not dl_iterate_phdr()'s:
+ * an object of the list may be under relocation in another thread, and
+ * writing its slots then, and making its pages read-only after, would
+ * make the loader's next write fault.  _dl_find_object() (glibc 2.35 on,
+ * lock-free) knows an object from the end of its relocation, when the
+ * loader adds it to its table, to its unloading, under the lock this
+ * walk holds; an object it does not know yet is looked at again later.
+ * Its table is updated after the relocation, in the loading thread: once
+ * seen, that thread's writes to the slots are too (x86-64 keeps stores
+ * in order).
+ */
+static bool
+loaded(const struct link_map *l)
+{
+	struct dl_find_object f;
+
+	return _dl_find_object((void *)l->l_ld, &f) == 0 && f.dlfo_link_map == l;
+}
+
 /* Objects that are not patched: the library itself, the loader, and the
  * vDSO (it has no such slots; its dynamic section is read-only). */
 static bool
@@ -456,7 +479,7 @@ mstat_patch_prepare(char *err, size_t len)
 		return -1;
 	}
 	for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next)
-		if (!skipped(l) && !add_object(l)) {
+		if (!skipped(l) && loaded(l) && !add_object(l)) {
 			mstat_join(err, len, (const char *const[]){
 				"no memory for the list of slots to patch", NULL });
 			return -1;
@@ -480,9 +503,14 @@ walk_list(bool all, const char **failed)
 
 	memset(&plan.objects, 0, sizeof(plan.objects));
 	memset(&plan.slots, 0, sizeof(plan.slots));
+	plan.unready = false;
 	for (const struct link_map *l = _r_debug.r_map; l && ok; l = l->l_next) {
 		if (skipped(l))
 			continue;
+		if (!loaded(l)) { /* under way: new when loaded */
+			plan.unready = true;
+			continue;
+		}
 		const struct object *h = NULL;
 		for (size_t i = 0; i < had_o.n && !h; i++)
 			if (OBJECTS(&had_o)[i].map == l &&
@@ -520,6 +548,21 @@ walk_list(bool all, const char **failed)
 	return write_slots(failed);
 }
 
+/* dlopen() and dlmopen() calls begun, counted by the hooks. */
+_Atomic unsigned long mstat_patch_dlopens;
+
+/* Whether a slot or an object is not relocated yet: rescans go on. */
+static bool
+any_pending(void)
+{
+	if (plan.unready)
+		return true;
+	for (size_t i = 0; i < plan.objects.n; i++)
+		if (OBJECTS(&plan.objects)[i].pending)
+			return true;
+	return false;
+}
+
 struct walk {
 	bool all;          /* every object (the attach), or the new ones */
 	bool changed;      /* objects were loaded or unloaded since the last */
@@ -535,10 +578,7 @@ on_list(struct dl_phdr_info *info, size_t size, void *arg)
 
 	(void)size;
 	w->changed = info->dlpi_adds != plan.adds || info->dlpi_subs != plan.subs;
-	bool pending = false;
-	for (size_t i = 0; i < plan.objects.n; i++)
-		pending |= OBJECTS(&plan.objects)[i].pending;
-	if (!w->all && !w->changed && !pending)
+	if (!w->all && !w->changed && !any_pending())
 		return 1;
 	/* A change of the list under way: the loader holds this lock for it,
 	 * so only a signal handler of the thread that makes it, whose lock
@@ -551,18 +591,6 @@ on_list(struct dl_phdr_info *info, size_t size, void *arg)
 	plan.subs = info->dlpi_subs;
 	w->rc = walk_list(w->all, &w->failed);
 	return 1; /* the first object is enough: the list is walked whole */
-}
-
-/* dlopen() and dlmopen() calls begun, counted by the hooks. */
-_Atomic unsigned long mstat_patch_dlopens;
-
-static bool
-any_pending(void)
-{
-	for (size_t i = 0; i < plan.objects.n; i++)
-		if (OBJECTS(&plan.objects)[i].pending)
-			return true;
-	return false;
 }
 
 /*

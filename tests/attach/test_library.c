@@ -17,6 +17,7 @@
  *
  *   ATTACH_LIB   the library (libmstatshm-attach.so.0)
  *   PLUGIN_LIB   libmstat-test-plugin.so, loaded after the attach
+ *   SLOW_LIB     libmstat-test-slow.so, whose load stops half way
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -315,6 +316,55 @@ test_dlopen_later(void **state)
 	end(PLUGIN_CTOR_BLOCKS, PLUGIN_CTOR_BLOCKS * ctor_usable, 0, 0);
 }
 
+static void *
+load_slow(void *arg)
+{
+	(void)arg;
+	return dlopen(getenv("SLOW_LIB"), RTLD_NOW);
+}
+
+/* An object half loaded by another thread (listed, half relocated) when
+ * an allocation rescans: left alone until its load is over (its slots
+ * written then, and its read-only pages made writable, would make the
+ * loader's next write fault), and patched after. */
+static void
+test_dlopen_under_way(void **state)
+{
+	struct timespec ms = { 0, 3 * 1000 * 1000 };
+	int said[2], go[2];
+	pthread_t th;
+	void *h;
+	char c;
+
+	(void)state;
+	assert_int_equal(pipe(said), 0);
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(dup2(said[1], SLOW_FD_SAID), SLOW_FD_SAID);
+	assert_int_equal(dup2(go[0], SLOW_FD_GO), SLOW_FD_GO);
+	assert_int_equal(pthread_create(&th, NULL, load_slow, NULL), 0);
+	assert_int_equal(read(said[0], &c, 1), 1); /* in its resolver */
+	nanosleep(&ms, NULL);
+	free(malloc(100)); /* a rescan, the object in the list */
+	assert_int_equal(write(go[1], "g", 1), 1);
+	assert_int_equal(pthread_join(th, &h), 0);
+	assert_non_null(h);
+	int (*call)(void);
+	*(void **)&call = dlsym(h, "slow_call");
+	void *(*const *pm)(size_t) = dlsym(h, "slow_malloc_ptr");
+	assert_true(call && pm);
+	assert_int_equal(call(), SLOW_ANSWER);
+	nanosleep(&ms, NULL);
+	free(malloc(100)); /* the rescan that patches it */
+	begin();
+	void *p = (*pm)(7777);
+	truth_alloc(&t, p, 7777);
+	truth_free_p(&t, p);
+	end(0, 0, 0, 0);
+	const int fds[] = { said[0], said[1], go[0], go[1], SLOW_FD_SAID, SLOW_FD_GO };
+	for (size_t i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		close(fds[i]);
+}
+
 #define THREADS 8
 #define PER_THREAD 500
 
@@ -415,6 +465,7 @@ main(void)
 		cmocka_unit_test(test_failures_count_nothing),
 		cmocka_unit_test(test_prior_blocks),
 		cmocka_unit_test(test_dlopen_later),
+		cmocka_unit_test(test_dlopen_under_way),
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_fork),
 	};
