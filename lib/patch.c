@@ -16,6 +16,7 @@
 #include "patch.h"
 
 #include <elf.h>
+#include <sched.h>
 #include <errno.h>
 #include <link.h>
 #include <string.h>
@@ -126,6 +127,8 @@ static struct {
 	const struct link_map *self;  /* this library's object */
 	uintptr_t interp;             /* the loader's base (AT_BASE) */
 	_Atomic bool rescanning;      /* one rescan at a time */
+	_Atomic pid_t rescanner;      /* its thread */
+	unsigned long dlopens_seen;   /* mstat_patch_dlopens, at the last */
 	_Atomic uint64_t rescan_ns;   /* the last's end (CLOCK_MONOTONIC) */
 	uint64_t armed_until;         /* rescans check every slot until then */
 	unsigned long long adds, subs; /* dl_iterate_phdr()'s, at the last */
@@ -601,10 +604,73 @@ on_list(struct dl_phdr_info *info, size_t size, void *arg)
  * this: rescans for a second after find and write it again, as they do
  * after a dlopen().
  */
+/*
+ * fork().  glibc does not reset dl_iterate_phdr()'s lock in the child:
+ * a fork while another thread rescans (holding it) would leave the
+ * child's first rescan waiting for ever.  So a fork waits for a rescan
+ * under way to end, and holds the next ones off until it is made; a
+ * handler of the rescanning thread itself that forks does not wait (that
+ * thread goes on in the child, and ends its rescan there too).  In the
+ * child, a thread of the program's that it does not have may have held
+ * that lock, or the loader's, at the fork: it rescans again only once a
+ * dlopen() of its own has begun (which needs them as well), so that it
+ * never waits for a lock the program itself would not have waited for.
+ * Objects the parent had not patched yet are then not counted in it.
+ */
+static bool held_for_fork;
+
+static void
+fork_prepare(void)
+{
+	pid_t self = gettid();
+
+	held_for_fork = false;
+	for (;;) {
+		bool no = false;
+		/* Acquire, as a rescan: the plan of the last. */
+		if (atomic_compare_exchange_strong_explicit(&plan.rescanning, &no, true,
+							    memory_order_acquire,
+							    memory_order_relaxed)) {
+			held_for_fork = true;
+			return;
+		}
+		if (atomic_load_explicit(&plan.rescanner, memory_order_relaxed) == self)
+			return;
+		sched_yield(); /* a rescan under way: a walk of the list */
+	}
+}
+
+static void
+fork_parent(void)
+{
+	if (held_for_fork)
+		/* Release: pairs with fork_prepare()'s acquire, as a rescan's. */
+		atomic_store_explicit(&plan.rescanning, false, memory_order_release);
+}
+
+static void
+fork_child(void)
+{
+	plan.armed_until = 0;
+	plan.dlopens_seen = atomic_load_explicit(&mstat_patch_dlopens, memory_order_relaxed);
+	plan.unready = false;
+	for (size_t i = 0; i < plan.objects.n; i++)
+		OBJECTS(&plan.objects)[i].pending = false;
+	atomic_store_explicit(&mstat_patch_pending, false, memory_order_relaxed);
+	atomic_store_explicit(&plan.rescanner, 0, memory_order_relaxed);
+	if (held_for_fork)
+		atomic_store_explicit(&plan.rescanning, false, memory_order_release);
+}
+
+extern void *__dso_handle;
+extern int __register_atfork(void (*)(void), void (*)(void), void (*)(void), void *);
+
 int
 mstat_patch_apply(char *err, size_t len)
 {
 	struct walk w = { .all = true };
+
+	__register_atfork(fork_prepare, fork_parent, fork_child, __dso_handle);
 
 	for (unsigned tries = 0; tries < 1000; tries++) {
 		w.busy = false;
@@ -643,7 +709,6 @@ mstat_patch_apply(char *err, size_t len)
 void
 mstat_patch_rescan(void)
 {
-	static unsigned long seen;
 	uint64_t now = mstat_clock_ns(CLOCK_MONOTONIC);
 	bool no = false;
 
@@ -654,9 +719,10 @@ mstat_patch_rescan(void)
 						     memory_order_acquire,
 						     memory_order_relaxed))
 		return; /* not due, or another thread rescans */
+	atomic_store_explicit(&plan.rescanner, gettid(), memory_order_relaxed);
 	unsigned long n = atomic_load_explicit(&mstat_patch_dlopens, memory_order_relaxed);
-	if (n != seen) {
-		seen = n;
+	if (n != plan.dlopens_seen) {
+		plan.dlopens_seen = n;
 		plan.armed_until = now + ARMED_NS;
 	}
 	struct walk w = { .all = now < plan.armed_until };
@@ -670,6 +736,7 @@ mstat_patch_rescan(void)
 			      memory_order_relaxed);
 	atomic_store_explicit(&plan.rescan_ns, mstat_clock_ns(CLOCK_MONOTONIC),
 			      memory_order_relaxed);
+	atomic_store_explicit(&plan.rescanner, 0, memory_order_relaxed);
 	/* Release: the plan, to the next thread that rescans. */
 	atomic_store_explicit(&plan.rescanning, false, memory_order_release);
 }

@@ -20,6 +20,8 @@
  *   SLOW_LIB     libmstat-test-slow.so, whose load stops half way
  */
 #include <dlfcn.h>
+#include <link.h>
+#include <signal.h>
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
@@ -365,6 +367,79 @@ test_dlopen_under_way(void **state)
 		close(fds[i]);
 }
 
+static int hold_fd[2];
+
+static int
+hold_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	char c;
+
+	(void)info;
+	(void)size;
+	(void)arg;
+	/* The lock held: say so, and wait for the word. */
+	if (write(hold_fd[1], "h", 1) != 1 || read(hold_fd[0], &c, 1) != 1)
+		return 1;
+	return 1;
+}
+
+static void *
+hold_list(void *arg)
+{
+	(void)arg;
+	dl_iterate_phdr(hold_cb, NULL);
+	return NULL;
+}
+
+/* A fork while a thread of the program's holds dl_iterate_phdr()'s lock
+ * (glibc does not reset it in the child), rescans due: the child, whose
+ * program never walks the list, must not wait for it either.  Its
+ * allocations go on (the parent's patching in place), and it exits. */
+static void
+test_fork_with_the_list_held(void **state)
+{
+	struct timespec ms = { 0, 2 * 1000 * 1000 };
+	int to[2], from[2], st = 0;
+	pthread_t th;
+	char c;
+
+	(void)state;
+	/* A dlopen() arms the rescans for a second. */
+	void *h = dlopen(getenv("PLUGIN_LIB"), RTLD_NOW);
+	assert_non_null(h);
+	assert_int_equal(pipe(to), 0);
+	assert_int_equal(pipe(from), 0);
+	hold_fd[0] = to[0];
+	hold_fd[1] = from[1];
+	assert_int_equal(pthread_create(&th, NULL, hold_list, NULL), 0);
+	assert_int_equal(read(from[0], &c, 1), 1);
+	/* Nothing here allocates until the lock is let go: this process's
+	 * own rescans would wait for it too. */
+	pid_t pid = fork();
+	if (pid == 0) {
+		nanosleep(&ms, NULL);
+		free(malloc(100));
+		_exit(0);
+	}
+	pid_t got = 0;
+	for (int i = 0; i < 5000 && pid > 0 && (got = waitpid(pid, &st, WNOHANG)) == 0; i++)
+		nanosleep(&ms, NULL);
+	if (pid > 0 && got == 0) {
+		kill(pid, SIGKILL);
+		waitpid(pid, &st, 0);
+	}
+	assert_int_equal(write(to[1], "g", 1), 1);
+	pthread_join(th, NULL);
+	for (int i = 0; i < 2; i++) {
+		close(to[i]);
+		close(from[i]);
+	}
+	dlclose(h);
+	assert_true(pid > 0);
+	assert_int_equal(got, pid); /* it ended, not killed after 10 s */
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 #define THREADS 8
 #define PER_THREAD 500
 
@@ -468,6 +543,7 @@ main(void)
 		cmocka_unit_test(test_dlopen_under_way),
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_fork),
+		cmocka_unit_test(test_fork_with_the_list_held),
 	};
 	return cmocka_run_group_tests(tests, attach, NULL);
 }
