@@ -108,6 +108,34 @@ needed_versions(struct payload *p, const Elf64_Shdr *verneed)
 	}
 }
 
+/*
+ * What the loader reads of the file: up to the end of its last loaded
+ * segment.  The section headers, which the loader never reads, and what
+ * only they point at (the symbol table, debug information) are left
+ * out, and the header says there are none: what is written into the
+ * process, in the taken thread's time, is often a fifth of the file.
+ */
+static void
+trim(struct payload *p)
+{
+	Elf64_Ehdr *e = (void *)p->bytes;
+	size_t end = 0;
+
+	if (e->e_phentsize != sizeof(Elf64_Phdr) || e->e_phoff > p->size ||
+	    (size_t)e->e_phnum * sizeof(Elf64_Phdr) > p->size - e->e_phoff)
+		return;
+	const Elf64_Phdr *ph = (const void *)(p->bytes + e->e_phoff);
+	for (unsigned i = 0; i < e->e_phnum; i++)
+		if (ph[i].p_type == PT_LOAD && ph[i].p_offset + ph[i].p_filesz > end)
+			end = ph[i].p_offset + ph[i].p_filesz;
+	if (end < e->e_phoff + (size_t)e->e_phnum * sizeof(Elf64_Phdr) || end > p->size)
+		return;
+	e->e_shoff = 0;
+	e->e_shnum = 0;
+	e->e_shstrndx = SHN_UNDEF;
+	p->size = end;
+}
+
 int
 payload_load(struct payload *p, char *err, size_t len)
 {
@@ -148,6 +176,7 @@ payload_load(struct payload *p, char *err, size_t len)
 		snprintf(err, len, "%s: its entry points are missing", p->path);
 		return -ENOEXEC;
 	}
+	trim(p);
 	return 0;
 }
 
