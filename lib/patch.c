@@ -129,7 +129,7 @@ static struct {
 	_Atomic bool rescanning;      /* one rescan at a time */
 	_Atomic pid_t rescanner;      /* its thread */
 	unsigned long dlopens_seen;   /* mstat_patch_dlopens, at the last */
-	_Atomic uint64_t rescan_ns;   /* the last's end (CLOCK_MONOTONIC) */
+	_Atomic uint64_t rescan_ns;   /* the last's end (CLOCK_MONOTONIC_COARSE) */
 	uint64_t armed_until;         /* rescans check every slot until then */
 	unsigned long long adds, subs; /* dl_iterate_phdr()'s, at the last */
 	bool unready;                 /* an object was listed but not loaded */
@@ -689,7 +689,7 @@ mstat_patch_apply(char *err, size_t len)
 			w.failed ? mstat_strerror(-w.rc) : "", NULL });
 		return -1;
 	}
-	plan.armed_until = mstat_clock_ns(CLOCK_MONOTONIC) + ARMED_NS;
+	plan.armed_until = mstat_clock_ns(CLOCK_MONOTONIC_COARSE) + ARMED_NS;
 	atomic_store_explicit(&mstat_patch_pending, true, memory_order_relaxed);
 	return 0;
 }
@@ -699,7 +699,9 @@ mstat_patch_apply(char *err, size_t len)
  * allocation after, in whatever thread (a dlopen() returns straight to
  * its caller, and its end cannot be seen).  So a rescan is due for a
  * while: an allocation at least a millisecond after the last rescan
- * makes one, until a second has passed since a dlopen() was last seen
+ * makes one (by the coarse clock, whose read costs a few nanoseconds
+ * every allocation meanwhile, and whose tick, 1 to 4 ms, spaces them
+ * out), until a second has passed since a dlopen() was last seen
  * begun (or the attach), and once more after that; one of objects not
  * relocated yet, as long as there are.  A rescan that finds nothing
  * loaded or unloaded since the last (dl_iterate_phdr()'s counts) walks
@@ -709,7 +711,7 @@ mstat_patch_apply(char *err, size_t len)
 void
 mstat_patch_rescan(void)
 {
-	uint64_t now = mstat_clock_ns(CLOCK_MONOTONIC);
+	uint64_t now = mstat_clock_ns(CLOCK_MONOTONIC_COARSE);
 	bool no = false;
 
 	/* Relaxed: a time, which the rescan that stores it orders with
@@ -734,7 +736,7 @@ mstat_patch_rescan(void)
 			      w.busy || w.rc == -ENOMEM || now < plan.armed_until ||
 				      any_pending(),
 			      memory_order_relaxed);
-	atomic_store_explicit(&plan.rescan_ns, mstat_clock_ns(CLOCK_MONOTONIC),
+	atomic_store_explicit(&plan.rescan_ns, mstat_clock_ns(CLOCK_MONOTONIC_COARSE),
 			      memory_order_relaxed);
 	atomic_store_explicit(&plan.rescanner, 0, memory_order_relaxed);
 	/* Release: the plan, to the next thread that rescans. */
