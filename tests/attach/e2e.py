@@ -382,9 +382,13 @@ def test_reader():
     """A reader running all along: mstat-top reads every process of the
     run while each is attached, and goes on."""
     import tempfile
-    ticks = tempfile.TemporaryFile()
-    top = subprocess.Popen([TOP, "-b", "-o", "json", "-d", "0.1"],
-                           stdout=ticks, stderr=subprocess.DEVNULL)
+    # Read through a descriptor of its own: one that shared mstat-top's
+    # file offset would move where it writes.
+    fd, path = tempfile.mkstemp(prefix="mstat-attach-ticks.")
+    os.close(fd)
+    with open(path, "ab") as out:
+        top = subprocess.Popen([TOP, "-b", "-o", "json", "-d", "0.1"],
+                               stdout=out, stderr=subprocess.DEVNULL)
     children.append(top)
     ts = [Target("churn", 2) for _ in range(6)]
     for t in ts:
@@ -396,10 +400,12 @@ def test_reader():
         check(top.poll() is None, "mstat-top ended")
         check(time.monotonic() < deadline, "mstat-top showed %r" % seen)
         time.sleep(0.1)
-        ticks.seek(0)
-        for line in ticks.read().decode().splitlines()[:-1]:  # whole ticks
+        with open(path, "rb") as ticks:
+            got = ticks.read().decode()
+        for line in got.splitlines()[:-1]:  # whole ticks
             seen |= {p["pid"] for p in json.loads(line)["processes"]
                      if p["pid"] in {t.pid for t in ts} and p["attached_time_s"]}
+    os.unlink(path)
     for t in ts:
         check(t.finish()[:2] == (0, "changed 0\n"), "reader: changed")
 
@@ -518,103 +524,122 @@ def test_programs():
           "sqlite3: attached, its output differs:\n%r\n%r" % (got[0], plain[0]))
 
 
+class Nginx:
+    """Debian's nginx (unpacked by scripts/deps.sh), a master and
+    `workers` workers in a directory of their own, under load from four
+    client threads that check every answer; started once it answered."""
+
+    def __init__(self, workers=2):
+        import http.client
+        import socket
+        import tempfile
+        import threading
+        d = self.dir = tempfile.mkdtemp(prefix="mstat-attach-nginx.")
+        os.chmod(d, 0o755)  # its workers run as nobody
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        os.mkdir(os.path.join(d, "html"))
+        bodies = {}
+        for i, n in enumerate((10, 1000, 30000, 200000)):
+            bodies["/f%d" % i] = bytes((k * 131 + i) % 251 for k in range(n))
+            with open(os.path.join(d, "html", "f%d" % i), "wb") as f:
+                f.write(bodies["/f%d" % i])
+        os.chmod(os.path.join(d, "html"), 0o755)
+        with open(os.path.join(d, "nginx.conf"), "w") as f:
+            f.write("daemon off; master_process on; worker_processes %d;\n"
+                    "pid %s/nginx.pid; error_log %s/error.log info;\n"
+                    "events { worker_connections 256; }\n"
+                    "http { access_log off; client_body_temp_path %s/b;\n"
+                    "proxy_temp_path %s/p; fastcgi_temp_path %s/f;\n"
+                    "uwsgi_temp_path %s/u; scgi_temp_path %s/s;\n"
+                    "server { listen 127.0.0.1:%d; root %s/html; } }\n" %
+                    ((workers,) + (d,) * 7 + (port, d)))
+        self.master = subprocess.Popen([NGINX, "-p", d, "-c", d + "/nginx.conf",
+                                        "-e", d + "/error.log"],
+                                       start_new_session=True,
+                                       stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL)
+        groups.append(self.master.pid)
+        self.stopping, self.errors, self.answers = threading.Event(), [], [0]
+
+        def load():
+            c = None
+            while not self.stopping.is_set():
+                try:
+                    c = c or http.client.HTTPConnection("127.0.0.1", port,
+                                                        timeout=TIMEOUT)
+                    path = "/f%d" % (self.answers[0] % 4)
+                    c.request("GET", path)
+                    r = c.getresponse()
+                    body = r.read()
+                    if r.status != 200 or body != bodies[path]:
+                        self.errors.append((path, r.status, len(body)))
+                    self.answers[0] += 1
+                except (OSError, http.client.HTTPException) as e:
+                    if self.answers[0] > 0:  # once it answered, nothing may fail
+                        self.errors.append(repr(e))
+                    c = None
+                    time.sleep(0.01)
+        self.clients = [threading.Thread(target=load) for _ in range(4)]
+        for c in self.clients:
+            c.start()
+        self.serve(200, "nginx did not answer")
+        self.workers = [int(x) for x in subprocess.run(
+            ["pgrep", "-P", str(self.master.pid)], stdout=subprocess.PIPE,
+            timeout=TIMEOUT).stdout.split()]
+        check(len(self.workers) == workers, "workers %r" % self.workers)
+
+    def serve(self, n, what="nginx stopped answering"):
+        """Waits for n answers more."""
+        wait, until = time.monotonic() + TIMEOUT, self.answers[0] + n
+        while self.answers[0] < until:
+            check(time.monotonic() < wait and self.master.poll() is None and
+                  not self.errors, "%s: %r" % (what, self.errors[:5]))
+            time.sleep(0.01)
+
+    def stop(self):
+        """Stops the clients, then nginx gracefully: every answer was right,
+        it exited 0, logged nothing wrong, and left no segment."""
+        self.stopping.set()
+        for c in self.clients:
+            c.join()
+        check(not self.errors, "answers went wrong: %r" % self.errors[:5])
+        self.master.send_signal(signal.SIGQUIT)
+        check(self.master.wait(timeout=TIMEOUT) == 0,
+              "nginx exit %d" % self.master.returncode)
+        with open(self.dir + "/error.log") as f:
+            bad = [l for l in f if any(w in l for w in ("[alert]", "[crit]",
+                                                          "[emerg]", "[error]"))]
+        check(not bad, "nginx logged: %r" % bad)
+        check(not segments_of(self.master.pid) and
+              not any(segments_of(w) for w in self.workers),
+              "segments left after nginx's exit")
+
+
 def test_nginx():
-    """nginx (Debian's, unpacked by scripts/deps.sh) serving under load
-    from clients: its master and workers attached meanwhile, every answer
-    the same as before, its workers counting, and its graceful stop
-    clean."""
+    """nginx serving under load from clients: its master and workers
+    attached meanwhile, every answer the same as before, its workers
+    counting, and its graceful stop clean."""
     if not os.path.exists(NGINX):
         print("SKIP: %s not there (scripts/deps.sh unpacks it)" % NGINX)
         sys.exit(77)
-    import http.client
-    import socket
-    import tempfile
-    import threading
-    d = tempfile.mkdtemp(prefix="mstat-attach-nginx.")
-    os.chmod(d, 0o755)  # its workers run as nobody
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    os.mkdir(os.path.join(d, "html"))
-    bodies = {}
-    for i, n in enumerate((10, 1000, 30000, 200000)):
-        bodies["/f%d" % i] = bytes((k * 131 + i) % 251 for k in range(n))
-        with open(os.path.join(d, "html", "f%d" % i), "wb") as f:
-            f.write(bodies["/f%d" % i])
-    os.chmod(os.path.join(d, "html"), 0o755)
-    with open(os.path.join(d, "nginx.conf"), "w") as f:
-        f.write("daemon off; master_process on; worker_processes 2;\n"
-                "pid %s/nginx.pid; error_log %s/error.log info;\n"
-                "events { worker_connections 256; }\n"
-                "http { access_log off; client_body_temp_path %s/b;\n"
-                "proxy_temp_path %s/p; fastcgi_temp_path %s/f;\n"
-                "uwsgi_temp_path %s/u; scgi_temp_path %s/s;\n"
-                "server { listen 127.0.0.1:%d; root %s/html; } }\n" %
-                ((d,) * 7 + (port, d)))
-    master = subprocess.Popen([NGINX, "-p", d, "-c", d + "/nginx.conf",
-                               "-e", d + "/error.log"], start_new_session=True,
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    groups.append(master.pid)
-    stop, errors, answers = threading.Event(), [], [0]
-
-    def load():
-        c = None
-        while not stop.is_set():
-            try:
-                c = c or http.client.HTTPConnection("127.0.0.1", port,
-                                                    timeout=TIMEOUT)
-                path = "/f%d" % (answers[0] % 4)
-                c.request("GET", path)
-                r = c.getresponse()
-                body = r.read()
-                if r.status != 200 or body != bodies[path]:
-                    errors.append((path, r.status, len(body)))
-                answers[0] += 1
-            except (OSError, http.client.HTTPException) as e:
-                if answers[0] > 0:  # once it answered, nothing may fail
-                    errors.append(repr(e))
-                c = None
-                time.sleep(0.01)
-    clients = [threading.Thread(target=load) for _ in range(4)]
-    for c in clients:
-        c.start()
+    n = Nginx()
     try:
-        wait = time.monotonic() + TIMEOUT
-        while answers[0] < 200:
-            check(time.monotonic() < wait and master.poll() is None,
-                  "nginx did not answer")
-            time.sleep(0.01)
-        workers = [int(x) for x in subprocess.run(
-            ["pgrep", "-P", str(master.pid)], stdout=subprocess.PIPE,
-            timeout=TIMEOUT).stdout.split()]
-        check(len(workers) == 2, "workers %r" % workers)
-        r = subprocess.run([ATTACH, str(master.pid)] + [str(w) for w in workers],
+        r = subprocess.run([ATTACH, str(n.master.pid)] + [str(w) for w in n.workers],
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            timeout=TIMEOUT)
         check(r.returncode == 0, "mstat-attach: %r" % r.stderr)
-        served = answers[0]
-        while answers[0] < served + 2000:
-            check(time.monotonic() < wait, "nginx stopped answering")
-            time.sleep(0.01)
-        counted = [row(w) for w in [master.pid] + workers]
+        n.serve(2000)
+        counted = [row(w) for w in [n.master.pid] + n.workers]
         check(all(c and c["attached_time_s"] and c["name"] == "nginx"
                   for c in counted) and
               sum(c["alloc_count"] for c in counted[1:]) > 0,
               "the workers do not count: %r" % counted)
     finally:
-        stop.set()
-        for c in clients:
-            c.join()
-    check(not errors, "answers went wrong: %r" % errors[:5])
-    master.send_signal(signal.SIGQUIT)
-    check(master.wait(timeout=TIMEOUT) == 0, "nginx exit %d" % master.returncode)
-    with open(d + "/error.log") as f:
-        bad = [l for l in f if any(w in l for w in ("[alert]", "[crit]", "[emerg]",
-                                                      "[error]"))]
-    check(not bad, "nginx logged: %r" % bad)
-    check(not segments_of(master.pid) and not any(segments_of(w) for w in workers),
-          "segments left after nginx's exit")
+        n.stopping.set()
+    n.stop()
 
 
 def container_root(exe):
