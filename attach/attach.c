@@ -371,8 +371,11 @@ take_thread(struct job *j)
 		if (n == 0 && kill(j->pid, 0) < 0)
 			return say(j, "it exited");
 		for (size_t i = 0; i < n; i++) {
+			uint64_t t0 = tracee_now();
 			if (try_thread(j, tids[i], &filtered, why, sizeof(why)))
 				return 0;
+			if (tracee_now() - t0 > j->r->let_go_ns)
+				j->r->let_go_ns = tracee_now() - t0;
 			last = tids[i];
 			traced += strncmp(why, "it is traced", 12) == 0;
 			if (strncmp(why, "its seccomp", 11) == 0 ||

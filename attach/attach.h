@@ -25,6 +25,8 @@ struct inject_result {
 	uint64_t held_ns;       /* from its stop to its release */
 	uint64_t took_ns;       /* the whole attach */
 	unsigned tries;         /* threads stopped and let go to find it */
+	uint64_t let_go_ns;     /* the longest stop of those, from the
+				 * seize to the release */
 };
 
 /* Attaches process `pid`: 0; -1, the process is left as it was (the
