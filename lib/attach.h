@@ -8,8 +8,8 @@
  * malloc family of attached.c, the slots of patch.c and the map of
  * shadow.c in place of the interposer, and general-dynamic TLS
  * (state.h).  Its constructor prepares; nothing is counted until
- * MSTAT_ATTACH_START patches the slots, and the segment is made by
- * MSTAT_ATTACH_PUBLISH, as a process that starts makes it.
+ * MSTAT_ATTACH_START patches the slots, and the segment is then made by
+ * a thread of the library's, as a process that starts makes it.
  */
 #ifndef MSTAT_LIB_ATTACH_H
 #define MSTAT_LIB_ATTACH_H

@@ -616,6 +616,8 @@ class Nginx:
         check(not segments_of(self.master.pid) and
               not any(segments_of(w) for w in self.workers),
               "segments left after nginx's exit")
+        import shutil
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def test_nginx():
