@@ -763,8 +763,11 @@ mstat_discover_execed(const struct mstat_discover *d,
 {
 	char state = proc_state(d, t);
 
-	/* A zombie is a process that died, not waited for yet. */
-	return state && state != 'Z' && state != 'X';
+	/* A zombie is a process that died, not waited for yet; one exiting
+	 * is dying: its lock went with its descriptors, a moment before it
+	 * becomes a zombie (an OOM kill found in that moment). */
+	return state && state != 'Z' && state != 'X' &&
+	       !mstat_proc_exiting(t->pid);
 }
 
 bool
