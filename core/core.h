@@ -36,6 +36,7 @@
 
 #include "discover.h"
 #include "model.h"
+#include "oomlog.h"
 #include "sites.h"
 #include "mstatshm.h"
 
@@ -180,6 +181,8 @@ struct mstat_core {
 	uint64_t status_seq;
 	char sites_key[MSTAT_KEY_MAX]; /* whose sites, this tick */
 	unsigned stop_checks;           /* looks at /proc left this tick */
+	uint64_t tick_no;               /* ticks begun */
+	struct mstat_oomlog oomlog;     /* the kernel's OOM kills */
 	/* Failed reads and refusals, by reason, since init: the sampler's
 	 * own (read them from its thread, between ticks). */
 	uint64_t errors[MSTAT_CORE_ERR_COUNT];

@@ -318,6 +318,7 @@ target_new(struct mstat_discover *d, struct mstat_reader *r,
 	t->nspid = in->pid;
 	t->verified = pid != 0;
 	t->pid = pid ? pid : in->pid;
+	t->pid_ours = pid || (d->pid_ns && in->pid_ns == d->pid_ns);
 	t->writer_mode = in->writer_mode;
 	t->layout_major = in->version_major;
 	t->layout_minor = in->version_minor;
