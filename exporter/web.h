@@ -8,7 +8,8 @@
  *   GET|HEAD /               a landing page linking to the metrics
  *   GET|HEAD <telemetry>     the metrics, OpenMetrics 1.0.0 if the Accept
  *                            header prefers it, else text 0.0.4, whatever
- *                            the query string says
+ *                            the query string says; 503 with Retry-After
+ *                            while max_requests scrapes are under way
  *   GET|HEAD /-/healthy      200 "OK", or 503 and why when the reader is
  *                            stuck (mstat_scraper_health); reads nothing
  *   GET|HEAD /debug/pprof/...  heap profiles (pprof_http.h)
@@ -36,7 +37,8 @@ struct mstat_web_options {
 	const char *const *listen;  /* as mstat_web_parse_address reads them */
 	size_t nlisten;
 	const char *telemetry_path;
-	unsigned max_requests;      /* connections served at once */
+	unsigned max_requests;      /* scrapes of the metrics at once; one
+				     * more gets 503 */
 	struct mstat_webconfig *config;
 	struct mstat_scraper *scraper;
 	struct mstat_pprof_http *pprof; /* NULL: no profiles */
@@ -46,6 +48,10 @@ struct mstat_web_options {
  * err. */
 int mstat_web_start(struct mstat_web **out, const struct mstat_web_options *o,
 		    char *err, size_t errlen);
+/* Connections each listening socket accepts at once: max_requests, and
+ * as many again as answer at once what comes beyond them (web.c). */
+unsigned mstat_web_connections(const struct mstat_web_options *o);
+
 /* The addresses bound, as "host:port" lines, for the log. */
 const char *mstat_web_bound(const struct mstat_web *w, size_t i);
 size_t mstat_web_nbound(const struct mstat_web *w);
