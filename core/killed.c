@@ -343,7 +343,12 @@ mstat_killed_dir_check(const char *dir, char *err, size_t errlen)
 
 	if (fd < 0 || faccessat(fd, ".", W_OK, AT_EACCESS) < 0) {
 		int rc = -errno;
-		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		/* Said at start, to the one who wrote the command. */
+		if (errno == ENOENT)
+			snprintf(err, errlen, "%s: %s: make it first (mkdir -m "
+				 "700 %s)", dir, strerror(errno), dir);
+		else
+			snprintf(err, errlen, "%s: %s", dir, strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return rc;

@@ -711,7 +711,8 @@ def test_flags():
                   "mstat-exporter: --killed-grace 86401: seconds, 0 to 86400")
     refused_start(["--postmortem-dir=/nonexistent/x"], 2,
                   "mstat-exporter: --postmortem-dir: /nonexistent/x: No such "
-                  "file or directory")
+                  "file or directory: make it first (mkdir -m 700 "
+                  "/nonexistent/x)")
     refused_start(["--postmortem-bytes=1k"], 2,
                   "mstat-exporter: --postmortem-bytes 1k: a number of bytes")
     # The addresses that are allowed: served, at a path of its own.

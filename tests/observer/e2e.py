@@ -1495,7 +1495,8 @@ def test_options():
             ([], {"MSTAT_KILLED_BYTES": "x"}, "mstat-top: MSTAT_KILLED_BYTES=x: "
              "not a number of bytes\n"),
             (["--postmortem-dir=/nonexistent/x"], {}, "mstat-top: "
-             "--postmortem-dir: /nonexistent/x: No such file or directory\n")):
+             "--postmortem-dir: /nonexistent/x: No such file or directory: "
+             "make it first (mkdir -m 700 /nonexistent/x)\n")):
         r = subprocess.run([TOP, "-b"] + args, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, timeout=TIMEOUT,
                            env=dict(os.environ, **env))
