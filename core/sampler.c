@@ -239,7 +239,7 @@ free_sites(struct rcu_head *head)
 }
 
 /* Publishes `s` as the sites the consumer asked for: pairs with the
- * rcu_dereference() in the consumer (mstat-core's ui.c). */
+ * rcu_dereference() in the consumer (mstat-top's top/ui.c). */
 static void
 sites_publish(struct mstat_core *core, struct mstat_core_sites *s)
 {
@@ -521,7 +521,7 @@ swap_batch(struct mstat_core *core, size_t i, size_t j)
 
 /*
  * Reads the tick's n targets.  A target another reader holds (-EBUSY: its
- * flock is taken, by mstat-core and mstat-exporter alike, for one pass over
+ * flock is taken, by mstat-top and mstat-exporter alike, for one pass over
  * its targets) is tried again until it is free or `deadline_us` passes;
  * each retry is a pass of its own over the busy ones, moved to the front
  * of the arrays.  The whole wait, stalled and busy targets together,
@@ -691,7 +691,7 @@ mstat_core_tick(struct mstat_core *core)
 	if (core->opt.after_tick)
 		core->opt.after_tick(core->opt.after_tick_arg, core);
 	/* Release: the tick is complete; pairs with the view's acquire load
-	 * of ticks (mstat-core's main.c), which then redraws. */
+	 * of ticks (mstat-top's top/main.c), which then redraws. */
 	atomic_fetch_add_explicit(&core->ticks, 1, memory_order_release);
 }
 

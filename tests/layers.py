@@ -8,9 +8,10 @@ header), lib/ and core/ from shm/ and include/.
 Each `#include "..."` is resolved as the compiler does, against the
 file's own folder first and then the folders its layer may use; one
 found only in a folder it may not use, or nowhere, fails the test, with
-the line.  The build sees part of this (core/'s target is given no
-folder of the programs above it); this sees what it cannot: shm/ and
-core/ are given lib/ while the public header lives there."""
+the line.  The build sees most of this (each folder's target is given
+the include folders it may use, and no other); this sees what it cannot:
+a path such as "../top/ui.h", which the compiler finds from the file's
+own folder whatever include folders the target has."""
 import os
 import re
 import sys
@@ -23,6 +24,17 @@ MAY = {
 FOLDERS = ["include", "shm", "lib", "core", "top", "exporter", "launcher"]
 
 root = sys.argv[1] if len(sys.argv) > 1 else "."
+
+
+def found_in(folder, inc):
+    """Whether `inc`, looked for in `folder`, is a file of that folder
+    ("../top/ui.h" looked for in core/ is top/'s, not core/'s)."""
+    path = os.path.normpath(os.path.join(root, folder, inc))
+    return (os.path.exists(path) and
+            os.path.dirname(path) == os.path.normpath(os.path.join(root,
+                                                                   folder)))
+
+
 bad = []
 for layer, may in MAY.items():
     folder = os.path.join(root, layer)
@@ -36,11 +48,9 @@ for layer, may in MAY.items():
                 if not m:
                     continue
                 inc = m.group(1)
-                if any(os.path.exists(os.path.join(root, d, inc))
-                       for d in [layer] + may):
+                if any(found_in(d, inc) for d in [layer] + may):
                     continue
-                where = [d for d in FOLDERS
-                         if os.path.exists(os.path.join(root, d, inc))]
+                where = [d for d in FOLDERS if found_in(d, inc)]
                 bad.append("%s/%s:%d: includes %s, from %s: %s/ may include "
                            "from %s only" % (layer, name, no, inc,
                                              ", ".join(d + "/" for d in where)
