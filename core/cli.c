@@ -254,8 +254,13 @@ take(const struct mstat_cli *cli, void *opts, int c)
 	}
 	if (set(o, opts, optarg, why, sizeof(why)) == 0)
 		return MSTAT_CLI_OK;
+	/* A reason that begins with the value, as a file's does ("/x: No
+	 * such file or directory"), is said without it: the line has it. */
+	size_t n = strlen(optarg);
+	const char *r = strncmp(why, optarg, n) == 0 &&
+			strncmp(why + n, ": ", 2) == 0 ? why + n + 2 : why;
 	say(cli, "bad value '%s' for %s: %s", optarg, name,
-	    why[0] ? why : mstat_cli_want(o, want, sizeof(want)));
+	    r[0] ? r : mstat_cli_want(o, want, sizeof(want)));
 	return MSTAT_CLI_REFUSED;
 }
 

@@ -81,12 +81,8 @@ struct options {
 static int
 summary_file(const char *v, void *dst, char *why, size_t len)
 {
-	if (strcmp(v, "-") != 0 && mstat_outfile_check(v, why, len) < 0) {
-		size_t n = strlen(v); /* the reason, without the name */
-		if (strncmp(why, v, n) == 0 && strncmp(why + n, ": ", 2) == 0)
-			memmove(why, why + n + 2, strlen(why + n + 2) + 1);
+	if (strcmp(v, "-") != 0 && mstat_outfile_check(v, why, len) < 0)
 		return -1;
-	}
 	*(const char **)dst = v;
 	return 0;
 }

@@ -32,6 +32,7 @@ static int
 digits(const char *v, void *dst, char *why, size_t len)
 {
 	struct opts *o = (struct opts *)((char *)dst - offsetof(struct opts, list));
+	const char *all = v;
 
 	for (; *v; v++) {
 		if (*v == ',')
@@ -39,7 +40,9 @@ digits(const char *v, void *dst, char *why, size_t len)
 		if (*v < '1' || *v > '9')
 			return -1; /* say .want */
 		if (o->nlist == 4) {
-			snprintf(why, len, "at most 4 of them");
+			/* The value, then the reason, as a file's is said:
+			 * the line says the value once. */
+			snprintf(why, len, "%s: at most 4 of them", all);
 			return -1;
 		}
 		o->list[o->nlist++] = *v - '0';
