@@ -690,10 +690,22 @@ def test_flags():
                       "it must start with /, as /metrics does"))
     refused_start(["--web.telemetry-path=/metrics?x"], 2,
                   "a path is / and printable ASCII but for space, ?, # and %")
-    refused_start(["--web.telemetry-path=/"], 2,
-                  bad("--web.telemetry-path", "/", "/ is the landing page: "
-                      "the metrics need a path of their own, such as "
-                      "/metrics"))
+    # Every path the exporter serves already is refused, with what
+    # serves it: the metrics would hide it.
+    for path, what in (("/", "the landing page"),
+                       ("/-/healthy", "the health endpoint"),
+                       ("/debug/pprof", "the heap profiles (/debug/pprof/)"),
+                       ("/debug/pprof/", "the heap profiles (/debug/pprof/)"),
+                       ("/debug/pprof/heap",
+                        "the heap profiles (/debug/pprof/)"),
+                       ("/debug/pprof/targets",
+                        "the heap profiles (/debug/pprof/)"),
+                       ("/debug/pprof/other",
+                        "the heap profiles (/debug/pprof/)")):
+        refused_start(["--web.telemetry-path=" + path], 2,
+                      bad("--web.telemetry-path", path, "%s is %s: the "
+                          "metrics need a path of their own, such as "
+                          "/metrics" % (path, what)))
     # The profiles' flags.
     refused_start(["--web.external-address=:10415"], 2,
                   bad("--web.external-address", ":10415", "a host is "
