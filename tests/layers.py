@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The layers: a file of shm/, core/ or lib/ includes nothing from a
-folder above it.  The order is include/ < shm/ < lib/, core/ < top/,
-exporter/, launcher/: shm/ may include from include/ only (the public
-header), lib/ and core/ from shm/ and include/.
+"""The layers: a file includes nothing from a folder above it.  The
+order is include/ < shm/ < lib/, core/ < top/, exporter/, launcher/: shm/
+may include from include/ only (the public header), lib/ and core/ from
+shm/ and include/, the programs from core/, shm/ and include/ (never
+lib/: they do not count themselves), and no program includes a header
+private to core/ (core/sampler.h, the core's state: core.h is its
+interface).
 
 Each `#include "..."` is resolved as the compiler does, against the
 file's own folder first and then the folders its layer may use; one
@@ -20,8 +23,14 @@ MAY = {
     "shm": ["include"],
     "lib": ["shm", "include"],
     "core": ["shm", "include"],
+    "top": ["core", "shm", "include"],
+    "exporter": ["core", "shm", "include"],
+    "launcher": ["core", "shm", "include"],
 }
 FOLDERS = ["include", "shm", "lib", "core", "top", "exporter", "launcher"]
+# Headers private to their folder: the struct of the core's state
+# (core/core.h is its interface).
+PRIVATE = {"core/sampler.h"}
 
 root = sys.argv[1] if len(sys.argv) > 1 else "."
 
@@ -48,6 +57,13 @@ for layer, may in MAY.items():
                 if not m:
                     continue
                 inc = m.group(1)
+                private = [d for d in may if found_in(d, inc) and
+                           d + "/" + os.path.basename(inc) in PRIVATE]
+                if private:
+                    bad.append("%s/%s:%d: includes %s/%s, private to %s/ "
+                               "(its interface is core.h)" %
+                               (layer, name, no, private[0], inc, private[0]))
+                    continue
                 if any(found_in(d, inc) for d in [layer] + may):
                     continue
                 where = [d for d in FOLDERS if found_in(d, inc)]

@@ -345,7 +345,7 @@ take_tick(void *arg, const struct mstat_model_input *in, size_t n)
 	if (a->rec && a->rec->f && !a->rec->failed &&
 	    mstat_record_write(a->rec->f, &a->t) < 0) {
 		a->rec->failed = true;
-		if (a->rec->core && !a->rec->core->opt.note)
+		if (a->rec->core) /* interactive: on the status line */
 			mstat_core_note(a->rec->core, "%s: recording stopped: %s",
 				       a->rec->path, strerror(errno));
 		else
@@ -362,7 +362,7 @@ record_after_tick(void *arg, struct mstat_core *core)
 {
 	struct recorder *rec = arg;
 	struct tick_arg a = { rec, NULL, { ++rec->seq, mstat_clock_wall_ns() / 1000000u, mstat_clock_mono_ns(),
-		atomic_load(&core->interval_ms) / 1000.0, NULL, 0 } };
+		mstat_core_interval_ms(core) / 1000.0, NULL, 0 } };
 
 	if (!rec->failed)
 		mstat_core_gather(core, &rec->sc, take_tick, &a);
@@ -625,11 +625,9 @@ run_interactive(struct mstat_core *core, const struct options *o,
 				dirty = true;
 			}
 		} else {
-			/* Acquire: pairs with the sampler's release at the
-			 * end of a tick; that tick's published samples are
-			 * then visible. */
-			uint64_t ticks = atomic_load_explicit(&core->ticks,
-							      memory_order_acquire);
+			/* Once it changed, the tick's samples are there to
+			 * collect. */
+			uint64_t ticks = mstat_core_ticks(core);
 			if (!ui.paused && ticks != seen_ticks) {
 				seen_ticks = ticks;
 				ui.tick_wall_ms = mstat_clock_wall_ns() / 1000000u;
@@ -736,7 +734,7 @@ int
 main(int argc, char **argv)
 {
 	struct options o;
-	struct mstat_core core;
+	struct mstat_core *core;
 	struct recorder rec;
 	char why[200];
 	int rc;
@@ -783,7 +781,6 @@ main(int argc, char **argv)
 	if (!o.batch && !o.gc) {
 		if (recorder_open(&rec, o.record) < 0)
 			return 1;
-		rec.core = &core;
 		/* The sites view shows growth since each process's
 		 * baseline. */
 		to.site_baselines = true;
@@ -792,20 +789,22 @@ main(int argc, char **argv)
 			to.after_tick_arg = &rec;
 		}
 	}
-	if ((rc = mstat_core_init(&core, &to)) < 0) {
+	if ((rc = mstat_core_new(&core, &to)) < 0) {
 		fprintf(stderr, "mstat-top: %s\n", strerror(-rc));
 		return 1;
 	}
+	if (!o.batch && !o.gc)
+		rec.core = core;
 	rcu_register_thread();
 	if (o.gc) {
-		mstat_discover_gc(&core.disc);
+		mstat_core_gc(core);
 		rc = 0;
 	} else if (o.batch) {
-		rc = run_batch(&core, &o);
+		rc = run_batch(core, &o);
 	} else {
-		rc = run_interactive(&core, &o, NULL);
+		rc = run_interactive(core, &o, NULL);
 	}
-	mstat_core_fini(&core);
+	mstat_core_free(core);
 	if (!o.batch && !o.gc)
 		recorder_close(&rec);
 	rcu_unregister_thread();

@@ -97,10 +97,7 @@ draw_header(struct mstat_ui *ui)
 	line(0, A_BOLD, "mstat-top  %s  %s%s  sort %s%s%s", when, src, pending,
 	     mstat_model_sort_name(ui->sort), ui->reverse ? " (reversed)" : "",
 	     ui->paused ? "  [paused]" : "");
-	/* Relaxed: a count, shown as it is (core.h). */
-	unsigned hidden = ui->core ? atomic_load_explicit(
-					     &ui->core->namespaces_unreadable,
-					     memory_order_relaxed)
+	unsigned hidden = ui->core ? mstat_core_namespaces_unreadable(ui->core)
 				   : 0;
 	char unread[48] = "";
 	if (hidden)
