@@ -34,14 +34,17 @@ number(char *buf, size_t len, double v)
 }
 
 /* "MIN to MAX", or "MIN or more" without an upper bound; "" if the kind
- * has no range. */
+ * has no range, or a number has none. */
 static const char *
 range(const struct mstat_cli_option *o, char *buf, size_t len)
 {
 	char lo[32], hi[32];
 
 	buf[0] = '\0';
-	if (o->kind == MSTAT_CLI_KIND_NUMBER) {
+	if (o->kind == MSTAT_CLI_KIND_NUMBER && o->min == 0 &&
+	    o->max == UINT64_MAX) {
+		return buf; /* any number: its kind says it */
+	} else if (o->kind == MSTAT_CLI_KIND_NUMBER) {
 		snprintf(lo, sizeof(lo), "%llu", (unsigned long long)o->min);
 		snprintf(hi, sizeof(hi), "%llu", (unsigned long long)o->max);
 	} else if (o->kind == MSTAT_CLI_KIND_REAL) {
@@ -346,10 +349,13 @@ usage_option(const struct mstat_cli *cli, const struct mstat_cli_option *o,
 		k += (size_t)snprintf(text + k, sizeof(text) - k, ": %s",
 				      o->values());
 	range(o, r, sizeof(r));
+	/* A default that is a value, "default 60"; one said in words,
+	 * "default: its MSTAT_KILLED_GRACE, or 300". */
 	const char *dflt = o->dflt_text ? o->dflt_text : o->dflt;
 	if ((r[0] || dflt) && k < sizeof(text))
 		snprintf(text + k, sizeof(text) - k, " (%s%s%s%s)", r,
-			 r[0] && dflt ? "; " : "", dflt ? "default " : "",
+			 r[0] && dflt ? "; " : "",
+			 !dflt ? "" : o->dflt_text ? "default: " : "default ",
 			 dflt ? dflt : "");
 	wrap(f, text, at, cli->column);
 }

@@ -60,8 +60,10 @@ struct mstat_cli_option {
 	double lo, hi;           /* REAL */
 	const char *dflt;        /* read as a value before the command line;
 				  * NULL: the program's struct has it */
-	const char *dflt_text;   /* the default as --help says it, where
-				  * .dflt does not (the environment's) */
+	const char *dflt_text;   /* the default in words, where .dflt does
+				  * not say it (the environment's): --help
+				  * says "default: WORDS", not "default
+				  * VALUE" */
 	const char *help;        /* what it does, for --help */
 	const char *want;        /* what a value is, for a refusal: "a
 				  * number of ticks", "seconds" */

@@ -1491,7 +1491,7 @@ def test_options():
             (["--killed-grace=86401"], "--killed-grace", "86401",
              "seconds, 0 to 86400"),
             (["--postmortem-bytes=-1"], "--postmortem-bytes", "-1",
-             "a number of bytes, 0 or more"),
+             "a number of bytes"),
             (["--postmortem-dir=/nonexistent/x"], "--postmortem-dir",
              "/nonexistent/x", "No such file or directory")):
         r = subprocess.run([TOP, "-b"] + args, stdout=subprocess.PIPE,

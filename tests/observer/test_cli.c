@@ -19,7 +19,7 @@
 
 struct opts {
 	bool flag, neg;
-	uint64_t count;
+	uint64_t count, bytes;
 	double seconds;
 	const char *text;
 	const char *file;
@@ -65,6 +65,9 @@ static const struct mstat_cli_option options[] = {
 	  MSTAT_CLI_NUMBER(struct opts, count, 1, 1000), .want = "a count",
 	  .dflt = "7", .help = "how many times the thing is done, which takes "
 	  "more words than a line holds" },
+	{ .name = "bytes", .arg = "N",
+	  MSTAT_CLI_NUMBER(struct opts, bytes, 0, UINT64_MAX),
+	  .want = "a number of bytes", .help = "bytes, any number of them" },
 	{ .name = "seconds", .arg = "SECONDS",
 	  MSTAT_CLI_REAL(struct opts, seconds, 0.1, 31536000), .want = "seconds",
 	  .help = "how long" },
@@ -166,7 +169,9 @@ test_values(void **state)
 	assert_int_equal(o.count, 7);
 	assert_null(o.text);
 	assert_int_equal(PARSE(&o, "-c", "1", "-c", "1000", "--seconds",
-			       "31536000"), MSTAT_CLI_OK);
+			       "31536000", "--bytes=18446744073709551615"),
+			 MSTAT_CLI_OK);
+	assert_true(o.bytes == UINT64_MAX);
 	assert_int_equal(o.count, 1000);
 	assert_true(o.seconds == 31536000);
 	assert_int_equal(PARSE(&o, "--seconds=.1"), MSTAT_CLI_OK);
@@ -187,6 +192,10 @@ test_refused(void **state)
 	REFUSED("prog: bad value '5x' for -c: a count, 1 to 1000", "-c", "5x");
 	REFUSED("prog: bad value '18446744073709551617' for -c: a count, 1 to "
 		"1000", "-c", "18446744073709551617");
+	REFUSED("prog: bad value '-1' for --bytes: a number of bytes",
+		"--bytes=-1");
+	REFUSED("prog: bad value '18446744073709551616' for --bytes: a number "
+		"of bytes", "--bytes=18446744073709551616");
 	REFUSED("prog: bad value '0.05' for --seconds: seconds, 0.1 to 31536000",
 		"--seconds=0.05");
 	REFUSED("prog: bad value 'inf' for --seconds: seconds, 0.1 to 31536000",
@@ -265,9 +274,10 @@ static const char usage[] =
 	"      --[no-]neg        a flag that can be turned off\n"
 	"  -c, --count=N         how many times the thing is done, which takes more\n"
 	"                        words than a line holds (1 to 1000; default 7)\n"
+	"      --bytes=N         bytes, any number of them\n"
 	"      --seconds=SECONDS  how long (0.1 to 31536000)\n"
 	"  -t, --text=TEXT       some text (1 to 5 bytes)\n"
-	"      --a-rather-long-option-name=FILE  a file (default none)\n"
+	"      --a-rather-long-option-name=FILE  a file (default: none)\n"
 	"  -d, --digit=D[,D..]   digits: 1, 2, ..., 9\n"
 	"  -h, --help            this text\n"
 	"  -V, --version         the version\n"
