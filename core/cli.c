@@ -72,7 +72,8 @@ mstat_cli_want(const struct mstat_cli_option *o, char *buf, size_t len)
 			 : o->kind == MSTAT_CLI_KIND_TEXT ? "text" : "a number";
 
 	range(o, r, sizeof(r));
-	if (o->kind == MSTAT_CLI_KIND_PARSE || !r[0])
+	if (o->kind == MSTAT_CLI_KIND_PARSE || o->kind == MSTAT_CLI_KIND_CHOICE ||
+	    !r[0])
 		snprintf(buf, len, "%s%s%s", o->want ? o->want : "",
 			 o->values ? ": " : "", o->values ? o->values() : "");
 	else
@@ -117,6 +118,13 @@ set(const struct mstat_cli_option *o, void *opts, const char *v, char *why,
 			return -1;
 		*(const char **)dst = v;
 		return 0;
+	case MSTAT_CLI_KIND_CHOICE: {
+		int k = o->choose(v);
+		if (k < 0)
+			return -1;
+		*(int *)dst = k;
+		return 0;
+	}
 	case MSTAT_CLI_KIND_PARSE:
 		return o->parse(v, dst, why, len);
 	default:
@@ -129,7 +137,8 @@ static bool
 valued(const struct mstat_cli_option *o)
 {
 	return o->kind == MSTAT_CLI_KIND_NUMBER || o->kind == MSTAT_CLI_KIND_REAL ||
-	       o->kind == MSTAT_CLI_KIND_TEXT || o->kind == MSTAT_CLI_KIND_PARSE;
+	       o->kind == MSTAT_CLI_KIND_TEXT || o->kind == MSTAT_CLI_KIND_CHOICE ||
+	       o->kind == MSTAT_CLI_KIND_PARSE;
 }
 
 /* getopt_long's tables, made from the list; NULL out of memory. */

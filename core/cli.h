@@ -37,6 +37,7 @@ enum mstat_cli_kind {
 	MSTAT_CLI_KIND_REAL,    /* a decimal number, .lo to .hi: a double */
 	MSTAT_CLI_KIND_TEXT,    /* 1 to .max bytes (0: any length), as it
 				 * is: a const char * into argv */
+	MSTAT_CLI_KIND_CHOICE,  /* a word .choose() knows: the int it gives */
 	MSTAT_CLI_KIND_PARSE,   /* .parse() reads it into what .at names */
 	MSTAT_CLI_KIND_HELP,    /* prints --help; the program exits 0 */
 	MSTAT_CLI_KIND_VERSION, /* prints "PROGRAM VERSION"; exits 0 */
@@ -70,6 +71,7 @@ struct mstat_cli_option {
 	const char *(*values)(void); /* the words a value may be, listed
 				      * after .want and .help */
 	mstat_cli_parse_fn *parse;
+	int (*choose)(const char *value); /* CHOICE: 0 or more, or -1 */
 	bool negatable;          /* FLAG: --no-NAME too, shown --[no-]NAME */
 };
 
@@ -92,6 +94,9 @@ struct mstat_cli_option {
 #define MSTAT_CLI_TEXT(type, member, max_)                                    \
 	.kind = MSTAT_CLI_KIND_TEXT,                                          \
 	.at = MSTAT_CLI_LANDS(type, member, const char *), .max = (max_)
+#define MSTAT_CLI_CHOICE(type, member, fn)                                    \
+	.kind = MSTAT_CLI_KIND_CHOICE,                                        \
+	.at = MSTAT_CLI_LANDS(type, member, int), .choose = (fn)
 #define MSTAT_CLI_PARSE(type, member, fn)                                     \
 	.kind = MSTAT_CLI_KIND_PARSE, .at = offsetof(type, member), .parse = (fn)
 
@@ -110,7 +115,7 @@ struct mstat_cli {
 };
 
 /* Where mstat_cli_parse() stopped. */
-enum mstat_cli_result {
+enum mstat_cli_result { /* a program's parse_options() returns it */
 	MSTAT_CLI_REFUSED = -1,  /* said why on stderr */
 	MSTAT_CLI_OK = 0,        /* `opts` is filled; *next: the first operand */
 	MSTAT_CLI_DONE = 1,      /* --help or --version printed: exit 0 */

@@ -209,14 +209,9 @@ parse_options(struct options *o, int argc, char **argv)
 		say("%s", why);
 		return -1;
 	}
-	switch (mstat_cli_parse(&cli, o, argc, argv, &next)) {
-	case MSTAT_CLI_DONE:
-		return 1;
-	case MSTAT_CLI_REFUSED:
-		return -1;
-	case MSTAT_CLI_OK:
-		break;
-	}
+	enum mstat_cli_result r = mstat_cli_parse(&cli, o, argc, argv, &next);
+	if (r != MSTAT_CLI_OK)
+		return (int)r;
 	if (o->listen.n == 0)
 		o->listen.v[o->listen.n++] = DEFAULT_LISTEN;
 	return 0;

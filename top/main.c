@@ -70,32 +70,6 @@ parse_pids(const char *v, void *dst, char *why, size_t len)
 	return mstat_pids_parse(v, p->v, MAX_PIDS, &p->n);
 }
 
-static int
-parse_format(const char *v, void *dst, char *why, size_t len)
-{
-	int f = mstat_output_parse_format(v);
-
-	(void)why;
-	(void)len;
-	if (f < 0)
-		return -1;
-	*(int *)dst = f;
-	return 0;
-}
-
-static int
-parse_sort(const char *v, void *dst, char *why, size_t len)
-{
-	int k = mstat_model_parse_sort(v);
-
-	(void)why;
-	(void)len;
-	if (k < 0)
-		return -1;
-	*(int *)dst = k;
-	return 0;
-}
-
 /* The names -s takes: the columns', in the table's order. */
 static const char *
 sort_names(void)
@@ -121,7 +95,8 @@ static const struct mstat_cli_option options[] = {
 	  MSTAT_CLI_REAL(O, delay_s, 0.1, 3600), .want = "seconds", .dflt = "1",
 	  .help = "the interval between ticks" },
 	{ .name = "format", .letter = 'o', .arg = "FORMAT",
-	  MSTAT_CLI_PARSE(O, format, parse_format), .want = "a format",
+	  MSTAT_CLI_CHOICE(O, format, mstat_output_parse_format),
+	  .want = "a format",
 	  .values = mstat_output_formats, .dflt = "table",
 	  .help = "batch output" },
 	{ .name = "pid", .letter = 'p', .arg = "PID[,PID..]",
@@ -139,7 +114,7 @@ static const struct mstat_cli_option options[] = {
 	  .want = MSTAT_NAMESPACES_WANT, .dflt_text = "all, or MSTAT_NAMESPACES",
 	  .help = MSTAT_NAMESPACES_HELP },
 	{ .name = "sort", .letter = 's', .arg = "COLUMN",
-	  MSTAT_CLI_PARSE(O, sort, parse_sort), .want = "a column",
+	  MSTAT_CLI_CHOICE(O, sort, mstat_model_parse_sort), .want = "a column",
 	  .values = sort_names, .dflt = "live-bytes", .help = "sort by" },
 	{ .name = "baseline", .arg = "SECONDS",
 	  MSTAT_CLI_REAL(O, baseline_s, 0, 86400 * 365), .want = "seconds",
@@ -245,15 +220,8 @@ parse_options(struct options *o, int argc, char **argv)
 		complain("%s", why);
 		return -1;
 	}
-	switch (mstat_cli_parse(&cli, o, argc, argv, &next)) {
-	case MSTAT_CLI_DONE:
-		return 1;
-	case MSTAT_CLI_REFUSED:
-		return -1;
-	case MSTAT_CLI_OK:
-		break;
-	}
-	return check_options(o);
+	enum mstat_cli_result r = mstat_cli_parse(&cli, o, argc, argv, &next);
+	return r == MSTAT_CLI_OK ? check_options(o) : (int)r;
 }
 
 static void

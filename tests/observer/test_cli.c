@@ -25,6 +25,7 @@ struct opts {
 	const char *file;
 	int list[4];
 	size_t nlist;
+	int colour;
 };
 
 /* A comma-separated list of 1 to 4 digits "1".."9", appended. */
@@ -56,6 +57,18 @@ words(void)
 	return "1, 2, ..., 9";
 }
 
+static int
+colour(const char *v)
+{
+	return strcmp(v, "red") == 0 ? 0 : strcmp(v, "blue") == 0 ? 1 : -1;
+}
+
+static const char *
+colours(void)
+{
+	return "red, blue";
+}
+
 static const struct mstat_cli_option options[] = {
 	{ .name = "flag", .letter = 'f', MSTAT_CLI_FLAG(struct opts, flag),
 	  .help = "a flag" },
@@ -79,6 +92,9 @@ static const struct mstat_cli_option options[] = {
 	{ .name = "digit", .letter = 'd', .arg = "D[,D..]",
 	  MSTAT_CLI_PARSE(struct opts, list, digits), .want = "digits",
 	  .values = words, .help = "digits" },
+	{ .name = "colour", .arg = "COLOUR",
+	  MSTAT_CLI_CHOICE(struct opts, colour, colour), .want = "a colour",
+	  .values = colours, .dflt = "blue", .help = "paint it" },
 	{ .name = "help", .letter = 'h', .kind = MSTAT_CLI_KIND_HELP,
 	  .help = "this text" },
 	{ .name = "version", .letter = 'V', .kind = MSTAT_CLI_KIND_VERSION,
@@ -167,6 +183,9 @@ test_values(void **state)
 	assert_int_equal(PARSE(&o, "--neg"), MSTAT_CLI_OK);
 	assert_true(o.neg);
 	assert_int_equal(o.count, 7);
+	assert_int_equal(o.colour, 1);
+	assert_int_equal(PARSE(&o, "--colour=red"), MSTAT_CLI_OK);
+	assert_int_equal(o.colour, 0);
 	assert_null(o.text);
 	assert_int_equal(PARSE(&o, "-c", "1", "-c", "1000", "--seconds",
 			       "31536000", "--bytes=18446744073709551615"),
@@ -213,6 +232,8 @@ test_refused(void **state)
 		"--a-rather-long-option-name=");
 	/* A parse function's own reason, or the option's want. */
 	REFUSED("prog: bad value '0' for -d: digits: 1, 2, ..., 9", "-d", "0");
+	REFUSED("prog: bad value 'green' for --colour: a colour: red, blue",
+		"--colour=green");
 	REFUSED("prog: bad value '' for -d: digits: 1, 2, ..., 9", "-d", "");
 	REFUSED("prog: bad value '5' for --digit: at most 4 of them",
 		"-d", "1,2,3,4", "--digit", "5");
@@ -279,6 +300,7 @@ static const char usage[] =
 	"  -t, --text=TEXT       some text (1 to 5 bytes)\n"
 	"      --a-rather-long-option-name=FILE  a file (default: none)\n"
 	"  -d, --digit=D[,D..]   digits: 1, 2, ..., 9\n"
+	"      --colour=COLOUR   paint it: red, blue (default blue)\n"
 	"  -h, --help            this text\n"
 	"  -V, --version         the version\n"
 	"\n"
