@@ -497,8 +497,10 @@ def structure(doc, real, path, out):
 
 def check_summary():
     run = programs().get("mstat-run")
-    if os.environ.get("MSTAT_SANITIZED"):
-        print("SKIP: a sanitizer's malloc beside the interposer")
+    if os.environ.get("MSTAT_SANITIZED") or \
+            "vgpreload" in os.environ.get("LD_PRELOAD", ""):
+        print("SKIP: a sanitizer's or valgrind's malloc beside the "
+              "interposer")
         sys.exit(77)
     sections = man_sections("docs/mstat-run.1")
     text = "\n".join(sections.get("SUMMARY", []))
