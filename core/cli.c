@@ -284,6 +284,7 @@ mstat_cli_parse(const struct mstat_cli *cli, void *opts, int argc, char **argv,
 	enum mstat_cli_result r = MSTAT_CLI_OK;
 	int c;
 
+	*next = argc;
 	if (defaults(cli, opts) < 0)
 		return MSTAT_CLI_REFUSED;
 	struct option *longs = longs_new(cli, shorts, sizeof(shorts), &names);
