@@ -1191,6 +1191,81 @@ mstat_reader_request_sampling(struct mstat_reader *r, uint64_t bytes)
 	return 0;
 }
 
+/* ---- the allocator (layout.h, struct mstat_shm_alloc) ---- */
+
+/* Tries at an answer being written before a read gives it up. */
+#define ALLOC_TRIES 4
+
+struct alloc_read {
+	struct mstat_shm_alloc *a;
+	struct mstat_alloc_info *out;
+	bool ask;
+};
+
+static void
+load_alloc(void *arg)
+{
+	struct alloc_read *q = arg;
+	const struct mstat_shm_alloc *a = q->a;
+	struct mstat_alloc_info *o = q->out;
+
+	o->allocator = a->allocator;
+	o->pool_own_offset = a->pool_own_offset;
+	o->pool_size = a->pool_size;
+	/* Relaxed: values, publishing nothing. */
+	o->pool_base = atomic_load_explicit(&a->pool_base, memory_order_relaxed);
+	o->request = atomic_load_explicit(&a->request, memory_order_relaxed);
+	for (int i = 0; i < ALLOC_TRIES && !o->answered; i++) {
+		/* (O) acquire: pairs with the target's release of seq even;
+		 * the figures of that answer, at least, are seen. */
+		uint64_t seq = atomic_load_explicit(&a->seq, memory_order_acquire);
+		o->answered_request = atomic_load_explicit(&a->answered, memory_order_relaxed);
+		o->answer_ns = atomic_load_explicit(&a->answer_ns, memory_order_relaxed);
+		o->cost_ns = atomic_load_explicit(&a->cost_ns, memory_order_relaxed);
+		o->resident = atomic_load_explicit(&a->resident, memory_order_relaxed);
+		o->allocated = atomic_load_explicit(&a->allocated, memory_order_relaxed);
+		o->metadata = atomic_load_explicit(&a->metadata, memory_order_relaxed);
+		o->retained = atomic_load_explicit(&a->retained, memory_order_relaxed);
+		/* (O) acquire fence: the loads above before seq again; pairs
+		 * with the target's release fence after its odd store. */
+		atomic_thread_fence(memory_order_acquire);
+		o->answered = seq != 0 && seq % 2 == 0 &&
+			      atomic_load_explicit(&a->seq, memory_order_relaxed) == seq;
+	}
+	if (q->ask && (o->allocator == MSTAT_ALLOCATOR_JEMALLOC ||
+		       o->allocator == MSTAT_ALLOCATOR_TCMALLOC))
+		/* (N) relaxed: a value the target only compares; it
+		 * publishes nothing. */
+		atomic_fetch_add_explicit(&q->a->request, 1, memory_order_relaxed);
+}
+
+int
+mstat_reader_alloc(struct mstat_reader *r, bool ask, struct mstat_alloc_info *out)
+{
+	struct alloc_read q = {
+		(struct mstat_shm_alloc *)((char *)r->ctl + MSTAT_ALLOC_OFFSET),
+		out, ask,
+	};
+
+	memset(out, 0, sizeof(*out));
+	if (r->version_minor < 3)
+		return 0;
+	if (mstat_guarded(load_alloc, &q) < 0) {
+		memset(out, 0, sizeof(*out));
+		return fail(r, -EFAULT, "%s: cut while being read", r->info.shm_name);
+	}
+	/* The target's to write: a pool no library makes is none. */
+	if (out->pool_size == 0 || out->pool_size > MSTAT_POOL_SIZE_LIMIT ||
+	    out->pool_own_offset > out->pool_size ||
+	    out->pool_base > UINT64_MAX - out->pool_size)
+		out->pool_base = out->pool_size = out->pool_own_offset = 0;
+	if (!out->answered) {
+		out->answered_request = out->answer_ns = out->cost_ns = 0;
+		out->resident = out->allocated = out->metadata = out->retained = 0;
+	}
+	return 0;
+}
+
 const struct mstat_profile_module *
 mstat_profile_module_of(const struct mstat_profile *p, uint64_t pc)
 {
