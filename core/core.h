@@ -35,6 +35,7 @@
 #include <urcu/rculist.h>
 
 #include "discover.h"
+#include "memory.h"
 #include "model.h"
 #include "sites.h"
 #include "mstatshm.h"
@@ -50,6 +51,8 @@ struct mstat_core_sample {
 	bool have_snap;             /* false until a read succeeded */
 	char err[MSTAT_MODEL_ERR_MAX]; /* why the last read failed, or "" */
 	uint64_t end_ns;            /* CLOCK_REALTIME the process ended, or 0 */
+	bool have_memory;           /* `memory` was read (now or before) */
+	struct mstat_memory memory; /* its resident memory, as last read */
 	struct mstat_snapshot snap; /* the last good snapshot; allocated with
 				     * room for its class_count classes only */
 };
@@ -149,7 +152,18 @@ struct mstat_core_options {
 	 * in `sites`: its profile is read once when it is first seen, and
 	 * once again each time mstat_core_sites_rebase() names it. */
 	bool site_baselines;
+	/* Each process's resident memory in parts (memory.h): 0, not
+	 * read.  Else a tick reads that of every process seen for the first
+	 * time, then of the others those read longest ago, as long as what
+	 * it spends on them is under `memory_share` % of the CPU time the
+	 * rest of a tick takes (averaged over about eight ticks, or the last
+	 * if it took less), and of at
+	 * least MSTAT_CORE_MEMORY_MIN; a process not read at a tick shows
+	 * what was read last, with its time.  A read that finds nothing
+	 * moved since the last (memory.h) costs a tenth of a look. */
+	unsigned memory_share;
 };
+#define MSTAT_CORE_MEMORY_MIN 4
 
 struct mstat_core {
 	struct mstat_core_options opt;
@@ -177,6 +191,12 @@ struct mstat_core {
 	struct mstat_core_sample **fresh; /* the samples this tick reads into */
 	struct mstat_snapshot **outs;     /* their snapshots */
 	int *rcs;
+	bool *memory_due;               /* whose memory this tick read */
+	struct memory_turn *memory_turns; /* their order (sampler.c) */
+	uint64_t tick_cpu_ns;           /* a tick's CPU time but its memory
+					 * reads, averaged */
+	uint64_t memory_reads;          /* processes' memory read, since init */
+	uint64_t memory_looks;          /* of them, full looks (memory.h) */
 	uint64_t status_seq;
 	char sites_key[MSTAT_KEY_MAX]; /* whose sites, this tick */
 	unsigned stop_checks;           /* looks at /proc left this tick */

@@ -187,7 +187,8 @@ def expect_fixed(p, what, n_alloc=10, n_free=3):
 # MSTAT_OUTPUT_NAME_WIDTH wide and may hold spaces; STATE takes the rest.
 TABLE = [("PID", 7), ("NAME", 20), ("WHERE", 12), ("AGE", 6), ("THR", 4), ("LIVE", 8),
          ("OBJS", 6), ("ALLOC/s", 8), ("FREE/s", 8), ("NET/s", 10),
-         ("GROWTH", 9), ("+OBJS", 7), ("GROWTH/s", 10), ("STATE", None)]
+         ("GROWTH", 9), ("+OBJS", 7), ("GROWTH/s", 10), ("RSS", 8), ("FREE%", 5),
+         ("STATE", None)]
 
 
 def table_rows(out):
@@ -822,6 +823,12 @@ def test_json():
         want = [f for f in doc["process"] if f != "sites"]
         check(list(p) == want, "process fields %r vs %r" % (list(p), want))
         check(list(p["classes"][0]) == doc["class"], "class fields")
+        # Read at the process's first tick, as it is first seen.
+        check(p["memory"] is not None and list(p["memory"]) == doc["memory"],
+              "memory fields %r vs %r" % (p["memory"], doc["memory"]))
+        parts = [k for k in doc["memory"] if k not in ("rss", "live_not_resident")]
+        check(sum(p["memory"][k] for k in parts) == p["memory"]["rss"],
+              "the parts add up to rss: %r" % p["memory"])
     t.stop()
 
 
@@ -1458,7 +1465,8 @@ def test_options():
     """A bad value for any option is refused with exit status 2 and one
     line that says what the option takes."""
     sorts = ("a column: pid, name, where, age, threads, live-bytes, live-objs, "
-             "alloc/s, free/s, net/s, growth, growth-objs, growth/s, state")
+             "alloc/s, free/s, net/s, growth, growth-objs, growth/s, rss, free%, "
+             "state")
     for args, flag, value, want in (
             (["-n", "0"], "-n", "0", "a number of ticks, 1 or more"),
             (["-n", "1x"], "-n", "1x", "a number of ticks, 1 or more"),
