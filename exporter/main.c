@@ -33,6 +33,7 @@ struct options {
 	const char *telemetry_path;
 	const char *config_file;
 	bool classes;
+	bool memory;
 	struct mstat_namespaces namespaces;
 	unsigned wait_budget_us;
 	unsigned max_requests;
@@ -62,6 +63,8 @@ usage(FILE *f)
 	      "                              name (default: the Host header of the\n"
 	      "                              request for them)\n"
 	      "  --[no-]collector.classes    per-size-class series (default off)\n"
+	      "  --[no-]collector.memory     resident memory by part, read from\n"
+	      "                              /proc at each scrape (default off)\n"
 	      "  --reader.namespaces=WHICH   all: the /dev/shm of every mount\n"
 	      "                              namespace this user may read (the\n"
 	      "                              default, or MSTAT_NAMESPACES); own:\n"
@@ -117,7 +120,8 @@ parse_duration(const char *s)
 enum {
 	OPT_LISTEN = 256, OPT_PATH, OPT_CONFIG, OPT_MAX_REQ, OPT_CLASSES,
 	OPT_NO_CLASSES, OPT_BUDGET, OPT_VERSION, OPT_MAX_PROFILES, OPT_EXTERNAL,
-	OPT_NAMESPACES, OPT_GRACE, OPT_PM_DIR, OPT_PM_BYTES,
+	OPT_NAMESPACES, OPT_GRACE, OPT_PM_DIR, OPT_PM_BYTES, OPT_MEMORY,
+	OPT_NO_MEMORY,
 };
 
 static int
@@ -133,6 +137,8 @@ parse_options(struct options *o, int argc, char **argv)
 		{ "web.external-address", required_argument, NULL, OPT_EXTERNAL },
 		{ "collector.classes", no_argument, NULL, OPT_CLASSES },
 		{ "no-collector.classes", no_argument, NULL, OPT_NO_CLASSES },
+		{ "collector.memory", no_argument, NULL, OPT_MEMORY },
+		{ "no-collector.memory", no_argument, NULL, OPT_NO_MEMORY },
 		{ "reader.wait-budget", required_argument, NULL, OPT_BUDGET },
 		{ "reader.namespaces", required_argument, NULL, OPT_NAMESPACES },
 		{ "killed-grace", required_argument, NULL, OPT_GRACE },
@@ -216,6 +222,8 @@ parse_options(struct options *o, int argc, char **argv)
 			break;
 		case OPT_CLASSES: o->classes = true; break;
 		case OPT_NO_CLASSES: o->classes = false; break;
+		case OPT_MEMORY: o->memory = true; break;
+		case OPT_NO_MEMORY: o->memory = false; break;
 		case OPT_BUDGET:
 			v = parse_duration(optarg);
 			if (v < 0 || v > 5000000) {
@@ -301,6 +309,7 @@ main(int argc, char **argv)
 	struct mstat_scrape_options so = {
 		.wait_budget_us = o.wait_budget_us,
 		.classes = o.classes,
+		.memory = o.memory,
 		.namespaces = o.namespaces,
 		.note = note,
 		.grace = o.grace,
