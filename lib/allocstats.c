@@ -6,9 +6,7 @@
  * The ordered accesses, named as in docs/design.md:
  *   (N) the reader's `request`, a value compared with the last one
  *       answered: relaxed.
- *   (O) the answer between two stores of `seq`: odd (relaxed), a release
- *       fence, the figures (relaxed), even (release); a reader loads
- *       `seq` with acquire, the figures, an acquire fence, `seq` again.
+ *   (O) the answer, a seqlock: shm/answer.h.
  */
 #include "allocstats.h"
 
@@ -17,6 +15,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "answer.h"
 #include "clock.h"
 #include "next.h"
 #include "own.h"
@@ -144,25 +143,13 @@ answer(struct mstat_shm_alloc *a, uint64_t req)
 	ask(f);
 	mstat_own_end();
 	mstat_thread.in_sample = false;
-	cpu = mstat_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu;
-
-	/* Odd while it is written (a reader may have scribbled it odd
-	 * already: it stays so until the end). */
-	uint64_t odd = atomic_load_explicit(&a->seq, memory_order_relaxed) | 1;
-	/* (O) odd, then a release fence: no figure below is seen before it;
-	 * pairs with the reader's acquire fence before it loads seq again. */
-	atomic_store_explicit(&a->seq, odd, memory_order_relaxed);
-	atomic_thread_fence(memory_order_release);
-	atomic_store_explicit(&a->answered, req, memory_order_relaxed);
-	atomic_store_explicit(&a->answer_ns, mstat_clock_wall_ns(), memory_order_relaxed);
-	atomic_store_explicit(&a->cost_ns, cpu, memory_order_relaxed);
-	atomic_store_explicit(&a->resident, f[0], memory_order_relaxed);
-	atomic_store_explicit(&a->allocated, f[1], memory_order_relaxed);
-	atomic_store_explicit(&a->metadata, f[2], memory_order_relaxed);
-	atomic_store_explicit(&a->retained, f[3], memory_order_relaxed);
-	/* (O) even, release: the figures before it; pairs with the reader's
-	 * acquire load of seq. */
-	atomic_store_explicit(&a->seq, odd + 1, memory_order_release);
+	mstat_answer_write(a, &(struct mstat_alloc_figures){
+		.answered = req,
+		.answer_ns = mstat_clock_wall_ns(),
+		.cost_ns = mstat_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu,
+		.resident = f[0], .allocated = f[1], .metadata = f[2],
+		.retained = f[3],
+	});
 }
 
 void

@@ -46,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "answer.h"
 #include "clock.h"
 #include "guard.h"
 #include "handshake.h"
@@ -1206,8 +1207,9 @@ static void
 load_alloc(void *arg)
 {
 	struct alloc_read *q = arg;
-	const struct mstat_shm_alloc *a = q->a;
+	struct mstat_shm_alloc *a = q->a;
 	struct mstat_alloc_info *o = q->out;
+	struct mstat_alloc_figures f;
 
 	o->allocator = a->allocator;
 	o->pool_own_offset = a->pool_own_offset;
@@ -1215,28 +1217,21 @@ load_alloc(void *arg)
 	/* Relaxed: values, publishing nothing. */
 	o->pool_base = atomic_load_explicit(&a->pool_base, memory_order_relaxed);
 	o->request = atomic_load_explicit(&a->request, memory_order_relaxed);
-	for (int i = 0; i < ALLOC_TRIES && !o->answered; i++) {
-		/* (O) acquire: pairs with the target's release of seq even;
-		 * the figures of that answer, at least, are seen. */
-		uint64_t seq = atomic_load_explicit(&a->seq, memory_order_acquire);
-		o->answered_request = atomic_load_explicit(&a->answered, memory_order_relaxed);
-		o->answer_ns = atomic_load_explicit(&a->answer_ns, memory_order_relaxed);
-		o->cost_ns = atomic_load_explicit(&a->cost_ns, memory_order_relaxed);
-		o->resident = atomic_load_explicit(&a->resident, memory_order_relaxed);
-		o->allocated = atomic_load_explicit(&a->allocated, memory_order_relaxed);
-		o->metadata = atomic_load_explicit(&a->metadata, memory_order_relaxed);
-		o->retained = atomic_load_explicit(&a->retained, memory_order_relaxed);
-		/* (O) acquire fence: the loads above before seq again; pairs
-		 * with the target's release fence after its odd store. */
-		atomic_thread_fence(memory_order_acquire);
-		o->answered = seq != 0 && seq % 2 == 0 &&
-			      atomic_load_explicit(&a->seq, memory_order_relaxed) == seq;
+	o->answered = mstat_answer_read(a, &f, ALLOC_TRIES);
+	if (o->answered) {
+		o->answered_request = f.answered;
+		o->answer_ns = f.answer_ns;
+		o->cost_ns = f.cost_ns;
+		o->resident = f.resident;
+		o->allocated = f.allocated;
+		o->metadata = f.metadata;
+		o->retained = f.retained;
 	}
 	if (q->ask && (o->allocator == MSTAT_ALLOCATOR_JEMALLOC ||
 		       o->allocator == MSTAT_ALLOCATOR_TCMALLOC))
 		/* (N) relaxed: a value the target only compares; it
 		 * publishes nothing. */
-		atomic_fetch_add_explicit(&q->a->request, 1, memory_order_relaxed);
+		atomic_fetch_add_explicit(&a->request, 1, memory_order_relaxed);
 }
 
 int
@@ -1259,10 +1254,6 @@ mstat_reader_alloc(struct mstat_reader *r, bool ask, struct mstat_alloc_info *ou
 	    out->pool_own_offset > out->pool_size ||
 	    out->pool_base > UINT64_MAX - out->pool_size)
 		out->pool_base = out->pool_size = out->pool_own_offset = 0;
-	if (!out->answered) {
-		out->answered_request = out->answer_ns = out->cost_ns = 0;
-		out->resident = out->allocated = out->metadata = out->retained = 0;
-	}
 	return 0;
 }
 

@@ -142,6 +142,7 @@ def test_trim():
     check(freed >= 50 * MB, "malloc_trim gave back %d: %r %r" % (freed, a, b))
     near(fell, freed, freed // 50, "rss fell as allocator_free did")
     near(b["live"], a["live"], 0, "live stays")
+    near(b["not_heap"], a["not_heap"], MB, "not_heap stays")
     t.stop()
 
 
