@@ -31,8 +31,10 @@ static struct {
 	uint32_t kind;            /* enum mstat_allocator */
 	mallctl_fn mallctl;       /* jemalloc's */
 	property_fn property;     /* tcmalloc's */
-	uint64_t answered;        /* the last request answered */
-	uint64_t answered_ns;     /* CLOCK_MONOTONIC_COARSE it was */
+	/* The last request answered, and CLOCK_MONOTONIC_COARSE then:
+	 * written by the thread that holds `answering`, loaded by any
+	 * (relaxed: values, read again under it before they matter). */
+	_Atomic uint64_t answered, answered_ns;
 	_Atomic bool answering;   /* a thread answers: another skips */
 } alloc;
 
@@ -152,6 +154,17 @@ answer(struct mstat_shm_alloc *a, uint64_t req)
 	});
 }
 
+/* Whether request `req` is to be answered at `now`: another than the
+ * last answered, which was MSTAT_ALLOCSTATS_GAP_NS ago or more. */
+static bool
+due(uint64_t req, uint64_t now)
+{
+	uint64_t last = atomic_load_explicit(&alloc.answered_ns, memory_order_relaxed);
+
+	return req != atomic_load_explicit(&alloc.answered, memory_order_relaxed) &&
+	       (last == 0 || (now >= last && now - last >= MSTAT_ALLOCSTATS_GAP_NS));
+}
+
 void
 mstat_allocstats_poll(const struct mstat_segment *seg)
 {
@@ -169,20 +182,22 @@ mstat_allocstats_poll(const struct mstat_segment *seg)
 		return;
 	/* (N) relaxed: compared, never used as a number. */
 	uint64_t req = atomic_load_explicit(&a->request, memory_order_relaxed);
-	if (req == alloc.answered)
-		return;
 	uint64_t now = mstat_clock_ns(CLOCK_MONOTONIC_COARSE);
 	bool busy = false;
-	if (now - alloc.answered_ns < MSTAT_ALLOCSTATS_GAP_NS ||
+	if (!due(req, now) ||
 	    !atomic_compare_exchange_strong_explicit(&alloc.answering, &busy, true,
 						     memory_order_acquire,
 						     memory_order_relaxed))
 		return;
-	answer(a, req);
-	alloc.answered = req;
-	alloc.answered_ns = now;
-	/* Release: the fields above, to the next thread that answers (the
-	 * acquire CAS). */
+	/* Again, as the last thread that answered left them: it may have
+	 * answered this request since. */
+	if (due(req, now)) {
+		answer(a, req);
+		atomic_store_explicit(&alloc.answered, req, memory_order_relaxed);
+		atomic_store_explicit(&alloc.answered_ns, now, memory_order_relaxed);
+	}
+	/* Release: the answer and the fields above, to the next thread that
+	 * answers (the acquire CAS). */
 	atomic_store_explicit(&alloc.answering, false, memory_order_release);
 }
 
@@ -191,8 +206,8 @@ mstat_allocstats_poll(const struct mstat_segment *seg)
 static void
 on_fork_child(void)
 {
-	alloc.answered = 0;
-	alloc.answered_ns = 0;
+	atomic_store_explicit(&alloc.answered, 0, memory_order_relaxed);
+	atomic_store_explicit(&alloc.answered_ns, 0, memory_order_relaxed);
 	atomic_store_explicit(&alloc.answering, false, memory_order_relaxed);
 }
 
