@@ -248,6 +248,27 @@ cmp_growth(const void *pa, const void *pb)
 	return (a->max_size > b->max_size) - (a->max_size < b->max_size);
 }
 
+/* Process r's live bytes at line y, a history on a fixed scale from 0:
+ * a steady heap is a flat line, wherever it stands. */
+static void
+draw_history(const struct mstat_ui *ui, const struct mstat_model_row *r, int y)
+{
+	char top_s[MSTAT_UNIT_MAX], label[64], spark[1024];
+	uint64_t max = 0;
+
+	for (unsigned i = 0; i < r->history_len; i++)
+		max = r->history[i] > max ? r->history[i] : max;
+	uint64_t top = scale_top(max);
+	int ll = snprintf(label, sizeof(label), "live, 0 to %s: ",
+			  fmt(top_s, BYTES, true, (double)top));
+	int sw = COLS - ll - 1;
+	if (sw < 1)
+		sw = 1;
+	sparkline(spark, sizeof(spark), sw, r->history, r->history_len, top,
+		  ui->utf8);
+	line(y, A_NORMAL, "%s%s", label, spark);
+}
+
 /* Process r's resident memory from line y, its parts filling the
  * width, on at most `max` lines: the lines used. */
 static int
@@ -302,7 +323,7 @@ void
 mstat_view_detail(struct mstat_ui *ui)
 {
 	const struct mstat_model_row *r = mstat_ui_selected(ui);
-	char v[10][MSTAT_UNIT_MAX], name[128], spark[1024];
+	char v[10][MSTAT_UNIT_MAX], name[128];
 
 	if (!r) {
 		line(HEAD, A_NORMAL, "  dismissed: Esc goes back to the table");
@@ -335,21 +356,7 @@ mstat_view_detail(struct mstat_ui *ui)
 	     fmt(v[5], COUNT | MSTAT_UNIT_SIGNED, h, (double)r->growth_objects),
 	     fmt(v[6], BYTES_RATE, r->have_growth_rate, r->growth_bytes_rate),
 	     (double)ui->model.window_ns / 1e9);
-	/* History on a fixed scale from 0: a steady heap is a flat line,
-	 * wherever it stands. */
-	uint64_t max = 0;
-	for (unsigned i = 0; i < r->history_len; i++)
-		max = r->history[i] > max ? r->history[i] : max;
-	uint64_t top = scale_top(max);
-	char label[64];
-	int ll = snprintf(label, sizeof(label), "live, 0 to %s: ",
-			  fmt(v[7], BYTES, true, (double)top));
-	int sw = COLS - ll - 1;
-	if (sw < 1)
-		sw = 1;
-	sparkline(spark, sizeof(spark), sw, r->history, r->history_len, top,
-		  ui->utf8);
-	line(HEAD + 2, A_NORMAL, "%s%s", label, spark);
+	draw_history(ui, r, HEAD + 2);
 	int y = HEAD + 3;
 	y += draw_memory(r, ui->model.wall_ns, y, 3);
 	if (r->end_ns) {
