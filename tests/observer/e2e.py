@@ -1002,6 +1002,15 @@ def test_interactive():
         s = t.wait(lambda s: "SIZE<=" in s, "the class table")
         check("pid %d" % big.pid in s and "live, 0 to 1.00TiB: " in s,
               "detail, its history on a labelled scale")
+        # Its resident memory, every part: the fixed target's 896 GiB
+        # live are chunks never written, not resident.
+        mem = " ".join(l for l in s.splitlines()[5:9])
+        check(re.search(r"memory \S+ \(glibc, heap from its maps\)", mem) and
+              all(" %s " % p in mem for p in (
+                  "live", "allocator_free", "allocator_overhead", "not_heap",
+                  "file", "shmem", "library")) and
+              "(live not resident 896GiB)" in mem,
+              "its memory, every part: %r" % mem)
         row = [l for l in s.splitlines() if l.split()[:1] == ["128GiB"]]
         check(row and row[0].split()[1] == "896GiB" and
               row[0].split()[2] == "0B",
