@@ -48,10 +48,15 @@ static void
 find_allocator(void)
 {
 	char *(*libc_getenv)(const char *) = getenv;
+	/* The next malloc, found as next.c finds it, but not resolved for
+	 * the interposer: that stays its first call's to do. */
+	void *next = mstat_next_state() >= MSTAT_NEXT_ASK
+			     ? *(void **)&mstat_next.malloc
+			     : dlsym(RTLD_NEXT, "malloc");
 
-	if (!mstat_next_ready())
-		return; /* the static arena serves: nothing to ask */
-	const void *m = mstat_object_of(*(void **)&mstat_next.malloc);
+	if (!next)
+		return; /* none: nothing to ask */
+	const void *m = mstat_object_of(next);
 	if (m && m == mstat_object_of(*(void **)&libc_getenv)) {
 		alloc.kind = MSTAT_ALLOCATOR_GLIBC;
 		return;
