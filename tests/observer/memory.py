@@ -5,7 +5,7 @@ made to be so (tests/observer/memory_target.c, the library preloaded, and
 jemalloc or tcmalloc after it) read by mstat-top -o json.
 
     memory.py TEST   TEST: frag mapped arenas jemalloc tcmalloc trim
-                           shared untouched partial
+                           shared file untouched partial
 
 Environment (set by meson): MSTAT_TOP, MSTAT_MEMORY_TARGET, MSTAT_LIB (the
 library to preload).  Every figure is checked against what the test
@@ -238,6 +238,19 @@ def test_shared():
     near(m["shmem"], 16 * MIB, 64 * 1024, "shmem")
     check(4096 <= m["library"] < MIB, "library: %r" % m)
     t.stop()
+
+
+def test_file():
+    """A file of 16 MiB the program mapped and read is file, beside its
+    code's and its libraries' pages."""
+    import tempfile
+    # In the build directory, not /tmp: a tmpfs's pages are shared memory.
+    with tempfile.TemporaryDirectory(dir=os.getcwd()) as d:
+        t = Target(["file", os.path.join(d, "mapped"), "16"])
+        m = read(t)["memory"]
+        t.stop()
+    check(16 * MIB <= m["file"] < 16 * MIB + 16 * MB, "file: %r" % m)
+    check(m["shmem"] < MIB, "not shmem: %r" % m)
 
 
 def test_untouched():

@@ -14,6 +14,8 @@
  *   arenas T N           T threads, each N blocks of 1000 bytes, nine of
  *                        every ten freed (run it with MALLOC_ARENA_MAX)
  *   shared KIB           a shared mapping of its own, KIB KiB, written
+ *   file PATH MIB        PATH made MIB MiB long, mapped and every page
+ *                        of it read
  *   untouched MIB        one block of MIB MiB, never written
  *
  * Commands: "trim" (malloc_trim(0)), "churn N" (N blocks of 64 KiB
@@ -26,6 +28,7 @@
  * for a reader without ptrace access to the process it reads.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <malloc.h>
@@ -134,6 +137,26 @@ no_readv(char **argv)
 	return 127;
 }
 
+static void
+file(const char *path, size_t mib)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	size_t len = mib << 20;
+
+	if (fd < 0 || ftruncate(fd, (off_t)len) < 0) {
+		perror(path);
+		exit(1);
+	}
+	const volatile char *p = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		perror("mmap");
+		exit(1);
+	}
+	for (size_t i = 0; i < len; i += 4096)
+		(void)p[i];
+	close(fd);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -156,6 +179,8 @@ main(int argc, char **argv)
 		sleep(1);
 	} else if (strcmp(mode, "shared") == 0 && argc == 3) {
 		shared((size_t)atol(argv[2]));
+	} else if (strcmp(mode, "file") == 0 && argc == 4) {
+		file(argv[2], (size_t)atol(argv[3]));
 	} else if (strcmp(mode, "untouched") == 0 && argc == 3) {
 		sink = malloc((size_t)atol(argv[2]) << 20);
 	} else {
