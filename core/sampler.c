@@ -512,7 +512,8 @@ memory_read_all(struct mstat_core *core, size_t n)
 		    core->fresh[i]->snap.state == MSTAT_RUNNING)
 			core->memory_turns[m++] = (struct memory_turn){ t->memory_tick, i };
 	}
-	qsort(core->memory_turns, m, sizeof(core->memory_turns[0]), older_first);
+	if (m > 1)
+		qsort(core->memory_turns, m, sizeof(core->memory_turns[0]), older_first);
 	for (size_t k = 0; k < m; k++) {
 		const struct memory_turn *turn = &core->memory_turns[k];
 		struct mstat_core_target *t = core->batch[turn->i];
