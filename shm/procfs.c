@@ -788,6 +788,9 @@ resident_scan(int fd, uint64_t start, uint64_t end,
 			.category_mask = PM_PRESENT | (kind == 2 ? 0 : PM_PFNZERO),
 			.return_mask = PM_PRESENT,
 		};
+		/* Written by the kernel, through a pointer in q: zeros first,
+		 * for tools that cannot follow it (valgrind). */
+		memset(r, 0, sizeof(r));
 		int n = ioctl(fd, PM_SCAN, &q);
 		if (n < 0 && errno == EINVAL && kind != 2) {
 			/* A kernel that has no PAGE_IS_PFNZERO. */
