@@ -120,7 +120,7 @@ def test_frag():
     # 1032 usable bytes, and the array of 200,000 pointers that kept them
     # (and a few KiB of the loader's and stdio's).
     near(m["live"], p["live_bytes"], 0, "live is the live bytes")
-    near(m["live"], 20000 * 1032 + 200000 * 8, 64 * 1024, "live")
+    near(m["live"], 20000 * 1032 + 200000 * 8, MB, "live")
     check(m["live_not_resident"] == 0, "all of it resident: %r" % m)
     check(m["allocator_free"] >= 150 * MB, "allocator_free: %r" % m)
     # Headers: 8 bytes for each of 20,000 blocks, 16 for the array.
