@@ -5,10 +5,13 @@
  * shm/reader.c, both through here.
  *
  * A seqlock, (O) in docs/design.md: the one writer (the target, one
- * thread at a time) stores `seq` odd, a release fence, the figures, then
- * `seq` even with release; a reader loads `seq` with acquire, the
- * figures, an acquire fence, and `seq` again: the same even value, and
- * the figures are one answer's.  The reader never waits: it tries a few
+ * thread at a time) stores `seq` odd, then the figures, each with
+ * release, then `seq` even with release; a reader loads `seq` with
+ * acquire, the figures, each with acquire, and `seq` again: the same
+ * even value, and the figures are one answer's.  A figure of a newer
+ * answer read with acquire brings the odd store before it along, so
+ * `seq` read after it is no longer the value read first.  No fence:
+ * ThreadSanitizer sees every pair.  The reader never waits: it tries a few
  * times.  The figures are words a reader's process may scribble over
  * (the control page is mapped read-write): the target writes them and
  * never reads them back but `seq`, which it only makes odd and then one
@@ -38,17 +41,17 @@ mstat_answer_write(struct mstat_shm_alloc *a, const struct mstat_alloc_figures *
 	 * already: it stays so until the end). */
 	uint64_t odd = atomic_load_explicit(&a->seq, memory_order_relaxed) | 1;
 
-	/* (O) odd, then a release fence: no figure below is seen before it;
-	 * pairs with the reader's acquire fence before it loads seq again. */
+	/* (O) odd, then the figures, each with release: a reader that
+	 * loads one of them with acquire sees this odd store, and then a
+	 * `seq` that is not the one it loaded first. */
 	atomic_store_explicit(&a->seq, odd, memory_order_relaxed);
-	atomic_thread_fence(memory_order_release);
-	atomic_store_explicit(&a->answered, f->answered, memory_order_relaxed);
-	atomic_store_explicit(&a->answer_ns, f->answer_ns, memory_order_relaxed);
-	atomic_store_explicit(&a->cost_ns, f->cost_ns, memory_order_relaxed);
-	atomic_store_explicit(&a->resident, f->resident, memory_order_relaxed);
-	atomic_store_explicit(&a->allocated, f->allocated, memory_order_relaxed);
-	atomic_store_explicit(&a->metadata, f->metadata, memory_order_relaxed);
-	atomic_store_explicit(&a->retained, f->retained, memory_order_relaxed);
+	atomic_store_explicit(&a->answered, f->answered, memory_order_release);
+	atomic_store_explicit(&a->answer_ns, f->answer_ns, memory_order_release);
+	atomic_store_explicit(&a->cost_ns, f->cost_ns, memory_order_release);
+	atomic_store_explicit(&a->resident, f->resident, memory_order_release);
+	atomic_store_explicit(&a->allocated, f->allocated, memory_order_release);
+	atomic_store_explicit(&a->metadata, f->metadata, memory_order_release);
+	atomic_store_explicit(&a->retained, f->retained, memory_order_release);
 	/* (O) even, release: the figures before it; pairs with the reader's
 	 * acquire load of seq. */
 	atomic_store_explicit(&a->seq, odd + 1, memory_order_release);
@@ -64,16 +67,16 @@ mstat_answer_read(const struct mstat_shm_alloc *a, struct mstat_alloc_figures *f
 		/* (O) acquire: pairs with the target's release of seq even;
 		 * the figures of that answer, at least, are seen. */
 		uint64_t seq = atomic_load_explicit(&a->seq, memory_order_acquire);
-		f->answered = atomic_load_explicit(&a->answered, memory_order_relaxed);
-		f->answer_ns = atomic_load_explicit(&a->answer_ns, memory_order_relaxed);
-		f->cost_ns = atomic_load_explicit(&a->cost_ns, memory_order_relaxed);
-		f->resident = atomic_load_explicit(&a->resident, memory_order_relaxed);
-		f->allocated = atomic_load_explicit(&a->allocated, memory_order_relaxed);
-		f->metadata = atomic_load_explicit(&a->metadata, memory_order_relaxed);
-		f->retained = atomic_load_explicit(&a->retained, memory_order_relaxed);
-		/* (O) acquire fence: the loads above before seq again; pairs
-		 * with the target's release fence after its odd store. */
-		atomic_thread_fence(memory_order_acquire);
+		/* (O) acquire: a figure of a newer answer brings its odd
+		 * `seq` along, for the load below; and none of these loads
+		 * moves after that one. */
+		f->answered = atomic_load_explicit(&a->answered, memory_order_acquire);
+		f->answer_ns = atomic_load_explicit(&a->answer_ns, memory_order_acquire);
+		f->cost_ns = atomic_load_explicit(&a->cost_ns, memory_order_acquire);
+		f->resident = atomic_load_explicit(&a->resident, memory_order_acquire);
+		f->allocated = atomic_load_explicit(&a->allocated, memory_order_acquire);
+		f->metadata = atomic_load_explicit(&a->metadata, memory_order_acquire);
+		f->retained = atomic_load_explicit(&a->retained, memory_order_acquire);
 		if (seq != 0 && seq % 2 == 0 &&
 		    atomic_load_explicit(&a->seq, memory_order_relaxed) == seq)
 			return true;

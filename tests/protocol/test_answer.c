@@ -34,9 +34,8 @@ write_slowly(struct mstat_shm_alloc *a, uint64_t v)
 	uint64_t odd = atomic_load_explicit(&a->seq, memory_order_relaxed) | 1;
 
 	atomic_store_explicit(&a->seq, odd, memory_order_relaxed);
-	atomic_thread_fence(memory_order_release);
 	for (size_t i = 0; i < sizeof(fig) / sizeof(fig[0]); i++) {
-		atomic_store_explicit(fig[i], v, memory_order_relaxed);
+		atomic_store_explicit(fig[i], v, memory_order_release);
 		sched_yield();
 	}
 	atomic_store_explicit(&a->seq, odd + 1, memory_order_release);
