@@ -41,6 +41,7 @@
 #include "core.h"
 #include "memory.h"
 #include "reader.h"
+#include "sampler.h" /* the core's targets and its count of reads */
 
 /* ---- the target ---- */
 
@@ -124,7 +125,7 @@ pct(uint64_t *v, size_t n, double q)
 static double
 ticks(const pid_t *pids, size_t n, unsigned share, unsigned count)
 {
-	struct mstat_core core;
+	struct mstat_core *core;
 	struct mstat_core_options o = {
 		.pids = pids, .npids = n, .interval_ms = 1000,
 		.wait_budget_us = MSTAT_WAIT_BUDGET_DEFAULT_US,
@@ -133,32 +134,32 @@ ticks(const pid_t *pids, size_t n, unsigned share, unsigned count)
 	uint64_t *t = calloc(count, sizeof(*t));
 	size_t attached = 0;
 
-	if (!t || mstat_core_init(&core, &o) < 0)
+	if (!t || mstat_core_new(&core, &o) < 0)
 		return -1;
 	/* The first tick attaches them all (and reads every one's memory
 	 * once): not what a tick costs after. */
-	mstat_core_tick(&core);
+	mstat_core_tick(core);
 	struct mstat_core_target *tg;
-	cds_list_for_each_entry(tg, &core.targets, node)
+	cds_list_for_each_entry(tg, &core->targets, node)
 		attached++;
 	if (attached != n) {
 		fprintf(stderr, "attached %zu of %zu targets\n", attached, n);
 		return -1;
 	}
-	uint64_t reads = core.memory_reads, looks = core.memory_looks;
+	uint64_t reads = core->memory_reads, looks = core->memory_looks;
 	for (unsigned i = 0; i < count; i++) {
 		uint64_t c = cpu_ns();
-		mstat_core_tick(&core);
+		mstat_core_tick(core);
 		t[i] = cpu_ns() - c;
 	}
-	reads = core.memory_reads - reads;
-	looks = core.memory_looks - looks;
+	reads = core->memory_reads - reads;
+	looks = core->memory_looks - looks;
 	double median = pct(t, count, 0.5) / 1e6, p90 = pct(t, count, 0.9) / 1e6;
 	printf("BENCH memory-tick targets=%zu memory=%s%.0u tick_cpu_ms "
 	       "median=%.2f p90=%.2f read=%.1f looks=%.1f", n,
 	       share ? "share=" : "off", share, median, p90,
 	       (double)reads / count, (double)looks / count);
-	mstat_core_fini(&core);
+	mstat_core_free(core);
 	free(t);
 	return median;
 }

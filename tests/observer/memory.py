@@ -188,8 +188,9 @@ def test_arenas():
     near(m["live"], p["live_bytes"], 0, "live is the live bytes")
     near(m["live"], 8 * 2000 * 1008, 2 * MB, "live")
     # Of the 144 MB freed, what the arenas did not give back at their
-    # tops (glibc trims an arena's heap where it ends free).
-    check(m["allocator_free"] >= 80 * MB, "allocator_free: %r" % m)
+    # tops (glibc trims an arena's heap where it ends free: 75 to 115
+    # MB here); were the arenas' heaps not found, a few MB.
+    check(m["allocator_free"] >= 50 * MB, "allocator_free: %r" % m)
     check(m["not_heap"] < 10 * MB, "not_heap: %r" % m)
     t.stop()
 
