@@ -42,6 +42,8 @@ struct mstat_core_sample {
 	bool have_snap;             /* false until a read succeeded */
 	char err[MSTAT_MODEL_ERR_MAX]; /* why the last read failed, or "" */
 	uint64_t end_ns;            /* CLOCK_REALTIME the process ended, or 0 */
+	bool have_memory;           /* `memory` was read (now or before) */
+	struct mstat_memory memory; /* its resident memory, as last read */
 	struct mstat_snapshot snap; /* the last good snapshot; allocated with
 				     * room for its class_count classes only */
 };
@@ -84,6 +86,12 @@ struct mstat_core {
 	struct mstat_core_sample **fresh; /* the samples this tick reads into */
 	struct mstat_snapshot **outs;     /* their snapshots */
 	int *rcs;
+	bool *memory_due;               /* whose memory this tick read */
+	struct memory_turn *memory_turns; /* their order (sampler.c) */
+	uint64_t tick_cpu_ns;           /* a tick's CPU time but its memory
+					 * reads, averaged */
+	uint64_t memory_reads;          /* processes' memory read, since init */
+	uint64_t memory_looks;          /* of them, full looks (memory.h) */
 	uint64_t status_seq;
 	char sites_key[MSTAT_KEY_MAX]; /* whose sites, this tick */
 	unsigned stop_checks;           /* looks at /proc left this tick */

@@ -353,12 +353,24 @@ def test_formats():
     def ours_only(text):
         return {k for k in samples(text) if "mstat_exporter" in k or TAG in k}
     check(ours_only(om) == ours_only(text), "the same series")
-    # Without --collector.classes: no per-class series.
+    # Without --collector.classes: no per-class series; without
+    # --collector.memory, no memory series.
     e.stop()
     e = Exporter()
     s = of(e.metrics(), f)
     expect_fixed(s, "without classes", classes=False)
     check(not [k for k in s if "class" in k], "no class series: %r" % s)
+    check(not [k for k in s if "memory" in k], "no memory series: %r" % s)
+    e.stop()
+    # With it: the parts, which add up to the resident memory.
+    e = Exporter("--collector.memory")
+    s = of(e.metrics(), f)
+    parts = {k: v for k, v in s.items() if k.startswith("mstat_memory_bytes")}
+    check(sorted(parts) == sorted('mstat_memory_bytes,part="%s"' % p for p in (
+        "live", "allocator_free", "allocator_overhead", "not_heap", "file",
+        "shmem", "library")), "the parts: %r" % s)
+    check(sum(parts.values()) == s["mstat_resident_memory_bytes"] > 0,
+          "they add up: %r" % s)
     e.stop()
     f.stop()
     g.stop()
@@ -562,9 +574,10 @@ def grafana_to_promql(expr):
 
 
 def served_names():
-    """Every sample name the exporter serves, classes included."""
+    """Every sample name the exporter serves, classes and memory
+    included."""
     t = Target("fixed", TAG + "-names")
-    e = Exporter("--collector.classes")
+    e = Exporter("--collector.classes", "--collector.memory")
     text = e.metrics()
     e.stop()
     t.stop()
@@ -585,7 +598,8 @@ def test_dashboard():
         check(names <= served, "%s: %r names what is not served: %r" %
               (where, expr, names - served))
     titles = [p.get("title", "") for p in board["panels"]]
-    for want in ("Live bytes", "Growth", "Allocation rate", "heat map"):
+    for want in ("Live bytes", "Growth", "Allocation rate", "heat map",
+                 "Resident memory by part"):
         check(any(want.lower() in t.lower() for t in titles),
               "a panel for %s: %r" % (want, titles))
     # The checker itself: a name that is not served is caught.
@@ -882,7 +896,7 @@ def test_prometheus():
                 "basic_auth_users:\n  prometheus: '%s'\n" % bcrypt(password))
     t = Target("fixed", TAG + "-prom")
     e = Exporter("--web.config.file=" + os.path.join(d, "web.yml"),
-                 "--collector.classes",
+                 "--collector.classes", "--collector.memory",
                  scheme="https", ca=os.path.join(d, "ca.crt"))
     # What Prometheus will meet: TLS, and a user first.
     check(e.get()[0] == 401, "no user: 401")
