@@ -27,6 +27,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "memory.h"
 #include "mstatshm.h"
 #include "reader.h"
 #include "where.h"
@@ -90,6 +91,9 @@ struct mstat_model_input {
 				   * blocks made before the attach */
 	/* Where it runs (where.h): NULL and "" not known. */
 	const char *container_id, *pod_uid, *qos_class, *systemd_unit;
+	/* Its resident memory in parts, as last read (memory.h); NULL not
+	 * known. */
+	const struct mstat_memory *memory;
 };
 
 struct mstat_model_class {
@@ -126,6 +130,8 @@ struct mstat_model_row {
 	struct mstat_prior prior; /* of the snapshot the counters come from */
 	struct mstat_counts total;
 	uint64_t requested_bytes;
+	bool have_memory;      /* `memory` is known: it lives, and was read */
+	struct mstat_memory memory;
 	bool have_rates;       /* two snapshots seen: rates are meaningful */
 	double alloc_rate, free_rate, alloc_bytes_rate, free_bytes_rate;
 	double net_bytes_rate; /* Derived: alloc_bytes_rate - free_bytes_rate */

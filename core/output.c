@@ -25,18 +25,33 @@
 #include "text.h"
 #include "units.h"
 
+/* The formats' names, as -o takes them. */
+static const char *const format_names[MSTAT_FORMAT_COUNT] = {
+	[MSTAT_FORMAT_TABLE] = "table",
+	[MSTAT_FORMAT_JSON] = "json",
+	[MSTAT_FORMAT_OPENMETRICS] = "openmetrics",
+	[MSTAT_FORMAT_PROMETHEUS] = "prometheus",
+};
+
 int
 mstat_output_parse_format(const char *s)
 {
-	if (strcmp(s, "table") == 0)
-		return MSTAT_FORMAT_TABLE;
-	if (strcmp(s, "json") == 0)
-		return MSTAT_FORMAT_JSON;
-	if (strcmp(s, "openmetrics") == 0)
-		return MSTAT_FORMAT_OPENMETRICS;
-	if (strcmp(s, "prometheus") == 0)
-		return MSTAT_FORMAT_PROMETHEUS;
+	for (int i = 0; i < MSTAT_FORMAT_COUNT; i++)
+		if (strcmp(s, format_names[i]) == 0)
+			return i;
 	return -1;
+}
+
+const char *
+mstat_output_formats(void)
+{
+	static char list[64];
+
+	if (!list[0])
+		for (int i = 0; i < MSTAT_FORMAT_COUNT; i++)
+			snprintf(list + strlen(list), sizeof(list) - strlen(list),
+				 "%s%s", i ? ", " : "", format_names[i]);
+	return list;
 }
 
 /*
@@ -170,6 +185,17 @@ json_classes(FILE *f, const struct mstat_model_row *r)
 	fputc(']', f);
 }
 
+/* A process's memory: its RSS, its parts, and its live bytes not
+ * resident, in bytes. */
+static void
+json_memory(FILE *f, const struct mstat_memory *m)
+{
+	fprintf(f, "{\"rss\":%" PRIu64, m->rss);
+	for (int p = 0; p < MSTAT_MEMORY_PART_COUNT; p++)
+		fprintf(f, ",\"%s\":%" PRIu64, mstat_memory_part_name(p), m->part[p]);
+	fprintf(f, ",\"live_not_resident\":%" PRIu64 "}", m->live_not_resident);
+}
+
 /* One field of a process, after a comma unless it is the first. */
 static void
 json_field(FILE *f, const struct mstat_field *fd,
@@ -211,6 +237,7 @@ json_field(FILE *f, const struct mstat_field *fd,
 		put_quoted(f, mstat_model_live_name((enum mstat_model_live)v->i));
 		break;
 	case MSTAT_TYPE_CLASSES: json_classes(f, r); break;
+	case MSTAT_TYPE_MEMORY: json_memory(f, &r->memory); break;
 	case MSTAT_TYPE_COUNTERS: break;
 	}
 }
@@ -291,7 +318,8 @@ static int
 exposition(FILE *f, enum mstat_expo_format fmt,
 	   const struct mstat_model_row *const *rows, size_t n)
 {
-	struct mstat_expo e = { .f = f, .format = fmt, .classes = true };
+	struct mstat_expo e = { .f = f, .format = fmt, .classes = true,
+				.memory = true };
 
 	int rc = mstat_expo_processes(&e, rows, n);
 
@@ -323,7 +351,8 @@ mstat_output_write(FILE *f, enum mstat_output_format fmt,
 	case MSTAT_FORMAT_JSON: return mstat_output_json(f, t, rows, n);
 	case MSTAT_FORMAT_OPENMETRICS: return mstat_output_openmetrics(f, t, rows, n);
 	case MSTAT_FORMAT_PROMETHEUS: return mstat_output_prometheus(f, t, rows, n);
-	case MSTAT_FORMAT_TABLE: break;
+	case MSTAT_FORMAT_TABLE:
+	case MSTAT_FORMAT_COUNT: break;
 	}
 	return mstat_output_table(f, t, rows, n);
 }

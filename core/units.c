@@ -59,6 +59,10 @@ mstat_unit_format(char *buf, size_t len, unsigned u, bool known, double v)
 	}
 	if ((u & MSTAT_UNIT_KIND) == MSTAT_UNIT_SECONDS)
 		return age(buf, len, v);
+	if ((u & MSTAT_UNIT_KIND) == MSTAT_UNIT_PERCENT) {
+		snprintf(buf, len, "%s%.*f%%", sign, fabs(v) < 9.95 ? 1 : 0, fabs(v));
+		return buf;
+	}
 	double a = fabs(v);
 	if ((u & MSTAT_UNIT_KIND) == MSTAT_UNIT_BYTES) {
 		a = scale(a, 1024.0, sizeof(iec) / sizeof(iec[0]), &p);

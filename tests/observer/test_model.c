@@ -26,6 +26,7 @@
 #include "record.h"
 #include "text.h"
 #include "core.h"
+#include "sampler.h" /* a core of its own notes only */
 #include "units.h"
 
 #define SEC UINT64_C(1000000000)
@@ -406,18 +407,19 @@ keep_note(void *arg, const char *line)
 static void
 test_note_escaped(void **state)
 {
-	struct mstat_core core;
+	struct mstat_core *core = calloc(1, sizeof(*core));
 	char got[256];
 	(void)state;
 
-	memset(&core, 0, sizeof(core));
-	core.opt.note = keep_note;
-	core.opt.note_arg = got;
-	mstat_core_note(&core, "skipped %s: not an mstat segment name", PLANTED);
+	assert_non_null(core);
+	core->opt.note = keep_note;
+	core->opt.note_arg = got;
+	mstat_core_note(core, "skipped %s: not an mstat segment name", PLANTED);
 	assert_string_equal(got, "skipped mstat.?[31m.1: not an mstat segment name");
-	mstat_core_note(&core, "%s\n%s", HOSTILE, "\x1b]0;title\x07");
+	mstat_core_note(core, "%s\n%s", HOSTILE, "\x1b]0;title\x07");
 	assert_string_equal(got, HOSTILE_PLAIN "??]0;title?");
 	assert_true(clean(got));
+	free(core);
 }
 
 /* Renders into a string with open_memstream. */
@@ -437,8 +439,25 @@ render(int fmt, struct mstat_model *m, enum mstat_model_sort k)
 	return buf;
 }
 
-/* Two rows: one with rates and a hostile name, one whose first read
- * stalled, with an error naming a file planted in /dev/shm. */
+/* Resident memory whose parts add up to its rss. */
+static const struct mstat_memory MEMORY = {
+	.rss = 2000000,
+	.part = {
+		[MSTAT_MEMORY_LIVE] = 280,
+		[MSTAT_MEMORY_ALLOCATOR_FREE] = 130000,
+		[MSTAT_MEMORY_ALLOCATOR_OVERHEAD] = 56,
+		[MSTAT_MEMORY_NOT_HEAP] = 119664,
+		[MSTAT_MEMORY_FILE] = 1700000,
+		[MSTAT_MEMORY_SHMEM] = 0,
+		[MSTAT_MEMORY_LIBRARY] = 50000,
+	},
+	.allocator = MSTAT_ALLOCATOR_GLIBC,
+	.source = MSTAT_MEMORY_GLIBC,
+	.time_ns = 1700000001500000000u,
+};
+
+/* Two rows: one with rates, its memory and a hostile name, one whose
+ * first read stalled, with an error naming a file planted in /dev/shm. */
 static void
 two(struct mstat_model *m)
 {
@@ -466,6 +485,7 @@ two(struct mstat_model *m)
 	/* One attached by mstat-attach, its blocks made before going. */
 	in[0].attached_ns = 1699999995500000000u;
 	in[0].prior = (struct mstat_prior){ 3, 120, 1, 40 };
+	in[0].memory = &MEMORY;
 	assert_int_equal(mstat_model_update(m, in, 2, 1 * SEC), 0);
 	in[0].t_ns = 3 * SEC;
 	in[0].snap = &s[1];
@@ -496,7 +516,9 @@ test_json(void **state)
 		"\"pod_uid\":null,\"qos_class\":null,"
 		"\"systemd_unit\":\"sleepy.service\",\"attached_time_s\":null,"
 		"\"prior_frees\":null,\"prior_free_bytes\":null,"
-		"\"prior_reallocs\":null,\"prior_realloc_bytes\":null},"
+		"\"prior_reallocs\":null,\"prior_realloc_bytes\":null,\"memory\":null,"
+		"\"allocator\":null,\"memory_source\":null,"
+		"\"memory_time_s\":null,\"allocator_time_s\":null},"
 		"{\"pid\":42,\"name\":\"" HOSTILE_QUOTED "\",\"state\":\"running\","
 		"\"error\":null,\"threads\":2,\"alloc_count\":8,"
 		"\"alloc_bytes\":296,\"free_count\":1,\"free_bytes\":16,"
@@ -517,7 +539,13 @@ test_json(void **state)
 		"\"qos_class\":\"Burstable\",\"systemd_unit\":null,"
 		"\"attached_time_s\":1699999995.500,\"prior_frees\":3,"
 		"\"prior_free_bytes\":120,\"prior_reallocs\":1,"
-		"\"prior_realloc_bytes\":40}]}\n");
+		"\"prior_realloc_bytes\":40,"
+		"\"memory\":{\"rss\":2000000,\"live\":280,"
+		"\"allocator_free\":130000,\"allocator_overhead\":56,"
+		"\"not_heap\":119664,\"file\":1700000,\"shmem\":0,"
+		"\"library\":50000,\"live_not_resident\":0},"
+		"\"allocator\":\"glibc\",\"memory_source\":\"glibc\","
+		"\"memory_time_s\":1700000001.500,\"allocator_time_s\":null}]}\n");
 	free(out);
 	mstat_model_fini(&m);
 }
@@ -619,7 +647,21 @@ test_where(void **state)
 	decl("mstat_process", info, "_info", NONE,                            \
 	     "the process's writer mode and segment layout version")           \
 	"mstat_process_info" L7 ",mode=\"fenced\",layout=\"1.0\"} 1\n"          \
-	"mstat_process_info" L42 ",mode=\"membarrier\",layout=\"1.0\"} 1\n"   \
+	"mstat_process_info" L42 ",mode=\"membarrier\",layout=\"1.0\"} 1\n"        \
+	decl("mstat_resident_memory_bytes", gauge, "", bytes,               \
+	     "resident memory (VmRSS)")                                        \
+	"mstat_resident_memory_bytes" L42 "} 2000000\n"                         \
+	decl("mstat_memory_bytes", gauge, "", bytes,                        \
+	     "resident memory by part (live, allocator_free, "                 \
+	     "allocator_overhead, not_heap, file, shmem, library): the parts " \
+	     "add up to mstat_resident_memory_bytes")                          \
+	"mstat_memory_bytes" L42 ",part=\"live\"} 280\n"                       \
+	"mstat_memory_bytes" L42 ",part=\"allocator_free\"} 130000\n"          \
+	"mstat_memory_bytes" L42 ",part=\"allocator_overhead\"} 56\n"          \
+	"mstat_memory_bytes" L42 ",part=\"not_heap\"} 119664\n"                \
+	"mstat_memory_bytes" L42 ",part=\"file\"} 1700000\n"                   \
+	"mstat_memory_bytes" L42 ",part=\"shmem\"} 0\n"                        \
+	"mstat_memory_bytes" L42 ",part=\"library\"} 50000\n"                 \
 	decl("mstat_attached_time_seconds", gauge, "", seconds,             \
 	     "when mstat-attach made the process count, since the Unix "       \
 	     "epoch: its counts are of what it did since")                     \
@@ -697,16 +739,17 @@ test_table(void **state)
 		"allocs 2/s, frees 0/s, net +116B/s, growth +232B, +116B/s\n"
 		"    PID NAME                 WHERE           AGE  THR     LIVE"
 		"   OBJS  ALLOC/s   FREE/s      NET/s    GROWTH   +OBJS   GROWTH/s "
-		"STATE\n"
+		"     RSS FREE% STATE\n"
 		/* The name, cut to 20 characters (not bytes), ends in an
 		 * ellipsis; so does a unit longer than WHERE. */
 		"     42 we?[2J??1???\"\\\xc3\xa9????\xe2\x80\xa6 6f0a3b24e1c5"
 		"     9s    2     280B      7"
-		"      2/s      0/s    +116B/s     +232B      +4    +116B/s running\n"
+		"      2/s      0/s    +116B/s     +232B      +4    +116B/s"
+		"  1.91MiB  6.5% running\n"
 		"      7 sleepy               sleepy.serv\xe2\x80\xa6"
 		"      -    -        -      -"
-		"        -        -          -         -       -          - "
-		"stalled: mstat.?[31m.1: is not initialised yet\n\n");
+		"        -        -          -         -       -          -"
+		"        -     - stalled: mstat.?[31m.1: is not initialised yet\n\n");
 	free(out);
 	mstat_model_fini(&m);
 }
@@ -778,9 +821,19 @@ test_narrow_columns(void **state)
 		{ 120, MSTAT_SORT_LIVE_BYTES, 14,
 		  "PID NAME WHERE AGE THR LIVE OBJS ALLOC/s NET/s GROWTH +OBJS "
 		  "GROWTH/s STATE" },
+		/* RSS and FREE% give way first. */
 		{ 200, MSTAT_SORT_LIVE_BYTES, 24,
 		  "PID NAME WHERE AGE THR LIVE OBJS ALLOC/s FREE/s NET/s GROWTH "
+		  "+OBJS GROWTH/s RSS FREE% STATE" },
+		{ 140, MSTAT_SORT_LIVE_BYTES, 16,
+		  "PID NAME WHERE AGE THR LIVE OBJS ALLOC/s FREE/s NET/s GROWTH "
+		  "+OBJS GROWTH/s RSS STATE" },
+		{ 135, MSTAT_SORT_LIVE_BYTES, 20,
+		  "PID NAME WHERE AGE THR LIVE OBJS ALLOC/s FREE/s NET/s GROWTH "
 		  "+OBJS GROWTH/s STATE" },
+		{ 135, MSTAT_SORT_FREE_SHARE, 14,
+		  "PID NAME WHERE AGE THR LIVE OBJS ALLOC/s FREE/s NET/s GROWTH "
+		  "+OBJS GROWTH/s FREE% STATE" },
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		char titles[256] = "";
@@ -832,6 +885,11 @@ test_units(void **state)
 	U(MSTAT_UNIT_SECONDS, true, 725, "12m05s");
 	U(MSTAT_UNIT_SECONDS, true, 3 * 3600 + 7 * 60 + 9, "3h07m");
 	U(MSTAT_UNIT_SECONDS, true, 2 * 86400 + 4 * 3600, "2d04h");
+	U(MSTAT_UNIT_PERCENT, true, 0, "0.0%");
+	U(MSTAT_UNIT_PERCENT, true, 6.5, "6.5%");
+	U(MSTAT_UNIT_PERCENT, true, 42.4, "42%");
+	U(MSTAT_UNIT_PERCENT, true, 100, "100%");
+	U(MSTAT_UNIT_PERCENT, false, 100, "-");
 	U(MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED | MSTAT_UNIT_RATE, true, -1e30,
 	  "->999EiB/s"); /* no counter gets there */
 #undef U
@@ -1140,6 +1198,13 @@ test_record_again(void **state)
 		"\"container_id\":\"" CONTAINER "\","
 		"\"pod_uid\":\"90d81341-92de-11e7-8cf2-507b9d4141fa\","
 		"\"qos_class\":\"Burstable\",\"systemd_unit\":\"\","
+		"\"memory\":{\"rss\":2000000,\"live\":280,"
+		"\"allocator_free\":130000,\"allocator_overhead\":56,"
+		"\"not_heap\":119664,\"file\":1700000,\"shmem\":0,"
+		"\"library\":50000,\"live_not_resident\":0,"
+		"\"allocator\":\"jemalloc\",\"source\":\"allocator\","
+		"\"time_ns\":1700000001500000000,"
+		"\"allocator_ns\":1700000001000000000},"
 		"\"attached_ns\":1699999995500000000,\"prior_frees\":3,"
 		"\"prior_free_bytes\":120,\"prior_reallocs\":1,"
 		"\"prior_realloc_bytes\":40,\"snap\":{"
@@ -1151,7 +1216,8 @@ test_record_again(void **state)
 		"\"state\":\"killed\",\"error\":\"gone\",\"t_ns\":0,"
 		"\"end_ns\":1700000003000000000,\"start_ns\":0,\"nspid\":0,"
 		"\"container_id\":\"\",\"pod_uid\":\"\",\"qos_class\":\"\","
-		"\"systemd_unit\":\"sleepy.service\",\"attached_ns\":0,"
+		"\"systemd_unit\":\"sleepy.service\",\"memory\":null,"
+		"\"attached_ns\":0,"
 		"\"prior_frees\":0,\"prior_free_bytes\":0,\"prior_reallocs\":0,"
 		"\"prior_realloc_bytes\":0,\"snap\":null}]}\n",
 		"{\"tick\":2,\"time_ms\":1700000000500,\"now_ns\":2000000007,"
@@ -1246,6 +1312,23 @@ test_replay_refuses(void **state)
 		  "[[1,16,-1,0,0,0]]}}]}\n", ":2: target 0: class entry 0: not a count" },
 		{ "H\n{\"tick\":1,\"time_ms\":1,\"now_ns\":5,\"interval_s\":1,"
 		  "\"targets\":[", ":2: not a JSON object (the recording was cut short?)" },
+		/* Memory whose parts do not add up to its rss. */
+		{ "H\nT[{\"pid\":3,\"key\":\"k\",\"state\":\"running\",\"t_ns\":1,"
+		  "\"end_ns\":0,\"start_ns\":0,\"memory\":{\"rss\":10,\"live\":4,"
+		  "\"allocator_free\":4,\"allocator_overhead\":0,\"not_heap\":0,"
+		  "\"file\":0,\"shmem\":0,\"library\":0,\"live_not_resident\":0,"
+		  "\"allocator\":\"glibc\",\"source\":\"glibc\",\"time_ns\":1,"
+		  "\"allocator_ns\":0},\"snap\":null}]}\n",
+		  ":2: target 0: needs pid, key, name, state, t_ns, end_ns, "
+		  "start_ns and snap, and memory whose parts add up to its rss if "
+		  "any" },
+		{ "H\nT[{\"pid\":3,\"key\":\"k\",\"state\":\"running\",\"t_ns\":1,"
+		  "\"end_ns\":0,\"start_ns\":0,\"memory\":{\"rss\":8,\"live\":4,"
+		  "\"allocator_free\":4,\"allocator_overhead\":0,\"not_heap\":0,"
+		  "\"file\":0,\"shmem\":0,\"library\":0,\"live_not_resident\":0,"
+		  "\"allocator\":\"dlmalloc\",\"source\":\"glibc\",\"time_ns\":1,"
+		  "\"allocator_ns\":0},\"snap\":null}]}\n",
+		  ":2: target 0: needs pid" },
 	};
 	(void)state;
 
