@@ -173,6 +173,8 @@ fork_child(void)
 	 * `inherit` (fork_prepare()). */
 	mstat_thread.exiting = false;
 	atomic_store_explicit(&mstat_proc.retired, false, memory_order_relaxed);
+	/* Nor exec()ing, if another thread of the parent was. */
+	atomic_store_explicit(&mstat_proc.execing, false, memory_order_relaxed);
 	if (was_ready) {
 		memset(mstat_proc.early, 0, sizeof(mstat_proc.early));
 		mstat_proc.early_requested = 0;
@@ -229,7 +231,9 @@ fork_child(void)
 	mstat_segment_forget(&mstat_proc.seg);
 	mstat_slots_fork_child();
 	/* A segment of its own when it is worth one, as for any process: a
-	 * shell's child that exec()s at once never makes one. */
+	 * shell's child that exec()s at once never makes one, and costs
+	 * what a plain fork costs.  With MSTAT_EAGER, at once; an exec()
+	 * then marks it EXECED (exec.c), whatever the new image does. */
 	mstat_proc.born_ns = mstat_clock_ns(CLOCK_MONOTONIC_COARSE);
 	mstat_proc.early_counts = mstat_proc.early_bytes = 0;
 	mstat_proc.early_threads = 0;

@@ -233,6 +233,22 @@ mstat_segment_retire(struct mstat_segment *seg, uint32_t cut)
 }
 
 void
+mstat_segment_exec(struct mstat_segment *seg, bool execing)
+{
+	uint32_t from = execing ? MSTAT_STATE_RUNNING : MSTAT_STATE_EXECED;
+
+	/* (T) relaxed, like every store of the state but EXITING's: a reader
+	 * takes EXECED for what it says only once the owner lock is gone,
+	 * and the exec() that drops it is a system call after this store
+	 * (shm/reader.c).  A compare-exchange: an exit begun meanwhile in
+	 * another thread has set EXITING, which stays. */
+	atomic_compare_exchange_strong_explicit(
+		&seg->hdr->state, &from,
+		execing ? MSTAT_STATE_EXECED : MSTAT_STATE_RUNNING,
+		memory_order_relaxed, memory_order_relaxed);
+}
+
+void
 mstat_segment_ended(struct mstat_segment *seg)
 {
 	atomic_store_explicit(&seg->hdr->exit_ns, mstat_clock_ns(CLOCK_REALTIME),

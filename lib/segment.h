@@ -66,6 +66,11 @@ int mstat_segment_reopen(const struct mstat_segment *seg);
  * gone. */
 void mstat_segment_retire(struct mstat_segment *seg, uint32_t cut);
 
+/* An exec() begins (`execing`): marks a running segment EXECED; or it
+ * failed: marks it RUNNING again.  A segment whose exit has begun stays
+ * EXITING. */
+void mstat_segment_exec(struct mstat_segment *seg, bool execing);
+
 /* The exit has run to its end: exit_ns says when. */
 void mstat_segment_ended(struct mstat_segment *seg);
 

@@ -21,6 +21,7 @@
 
 #include "clock.h"
 #include "config.h"
+#include "exec.h"
 #include "exit.h"
 #include "fork.h"
 #include "owner.h"
@@ -208,8 +209,11 @@ start(void)
 	mstat_rows_put(mstat_segment_slot(&seg, MSTAT_SHARED_SLOT), 0, mstat_proc.early);
 	memset(mstat_proc.early, 0, sizeof(mstat_proc.early));
 	mstat_segment_publish(&seg);
-	/* (R) release: pairs with the acquire in mstat_section_open_slow(). */
-	atomic_store_explicit(&mstat_proc.ready, 1, memory_order_release);
+	/* (R) release: pairs with the acquire in mstat_section_open_slow().
+	 * (I) seq_cst: with the load of `execing` after it, pairs with an
+	 * exec()'s store of `execing` and load of `ready` (exec.c). */
+	atomic_store_explicit(&mstat_proc.ready, 1, memory_order_seq_cst);
+	mstat_exec_published();
 	mstat_shared_unlock();
 	mstat_status_set((const char *const[]){
 		"counting into " MSTAT_SHM_DIR "/", seg.shm_name,
@@ -257,8 +261,12 @@ mstat_writer_start(void)
 		report(NULL);
 		return;
 	}
-	mstat_proc.eager = mstat_config_number(MSTAT_CONF_EAGER) ||
-			   (mstat_proc.report[0] && mstat_proc.report_pid == getpid());
+	/* MSTAT_EAGER holds for every process, fork children included;
+	 * mstat-run's command is eager for itself alone: a child of it
+	 * that exec()s at once must cost what a plain fork costs, and
+	 * leave nothing (fork.c). */
+	mstat_proc.eager = mstat_config_number(MSTAT_CONF_EAGER);
+	bool reported = mstat_proc.report[0] && mstat_proc.report_pid == getpid();
 	RUN_HOOKS(start);
 	mstat_proc.slot_count = (uint32_t)mstat_config_number(MSTAT_CONF_SLOTS);
 	mstat_proc.writer_mode = (uint32_t)mstat_config_number(MSTAT_CONF_MODE);
@@ -273,6 +281,6 @@ mstat_writer_start(void)
 		"counting in process memory; the segment is made once the "
 		"process is worth watching", NULL });
 	mstat_proc.started = true;
-	if (mstat_proc.eager)
+	if (mstat_proc.eager || reported)
 		mstat_publish();
 }
