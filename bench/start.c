@@ -119,7 +119,8 @@ piece_membarrier(void)
 }
 
 /* A whole segment's life, as a one-thread process has it: created with
- * its first pages, a slot given pages, retired (unlinked), unmapped. */
+ * its first pages, published and named, a slot given pages, retired
+ * (unlinked), unmapped. */
 static void
 piece_segment(void)
 {
@@ -132,6 +133,10 @@ piece_segment(void)
 		exit(1);
 	}
 	mstat_segment_publish(&seg);
+	if (mstat_segment_name(&seg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "mstat-bench-start: %s\n", err);
+		exit(1);
+	}
 	if (mstat_segment_reserve(&seg, 1) < 0)
 		exit(1);
 	mstat_segment_retire(&seg, 0);
