@@ -67,22 +67,42 @@ mstat_exec_published(void)
 		mstat_segment_exec(&mstat_proc.seg, true);
 }
 
-/* The next definition of `name`, found once.  Relaxed: every thread that
- * looks finds the same address, and nothing else is published with it.
- * A vfork child may be the first to look: dlsym() there takes the
- * loader's lock and gives it back, and allocates nothing on success. */
+/* The functions forwarded, and their next definitions, found once. */
+#define EXEC_FUNCTIONS(X) X(execve) X(execv) X(execvp) X(execvpe) X(fexecve) X(execveat)
+enum {
+#define X(name) NEXT_##name,
+	EXEC_FUNCTIONS(X)
+#undef X
+	NEXT_COUNT
+};
+static const char *const next_name[NEXT_COUNT] = {
+#define X(name) #name,
+	EXEC_FUNCTIONS(X)
+#undef X
+};
+static _Atomic(void *) next_fn[NEXT_COUNT];
+
+/* The next definition of function `i`.  Relaxed: every thread that looks
+ * finds the same address, and nothing else is published with it. */
 static void *
-next(_Atomic(void *) *cache, const char *name)
+next(unsigned i)
 {
-	void *f = atomic_load_explicit(cache, memory_order_relaxed);
+	void *f = atomic_load_explicit(&next_fn[i], memory_order_relaxed);
 
 	if (!f) {
-		f = dlsym(RTLD_NEXT, name);
-		atomic_store_explicit(cache, f, memory_order_relaxed);
+		f = dlsym(RTLD_NEXT, next_name[i]);
+		atomic_store_explicit(&next_fn[i], f, memory_order_relaxed);
 	}
 	if (!f)
 		errno = ENOSYS;
 	return f;
+}
+
+void
+mstat_exec_resolve(void)
+{
+	for (unsigned i = 0; i < NEXT_COUNT; i++)
+		(void)next(i);
 }
 
 /* Defines `name`, and call_name() for the functions below: its next
@@ -90,9 +110,8 @@ next(_Atomic(void *) *cache, const char *name)
 #define EXEC(name, params, args)                                             \
 	static int call_##name params                                        \
 	{                                                                    \
-		static _Atomic(void *) next_;                                \
 		int (*f) params;                                             \
-		*(void **)&f = next(&next_, #name);                          \
+		*(void **)&f = next(NEXT_##name);                            \
 		if (!f)                                                      \
 			return -1;                                           \
 		bool began = exec_begin();                                   \

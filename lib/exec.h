@@ -20,4 +20,12 @@
  * meanwhile, the segment is marked as that exec() would have marked it. */
 void mstat_exec_published(void) MSTAT_HIDDEN;
 
+/* Finds the next definitions of the exec functions now, if not yet: a
+ * forking parent, so that its child exec()s without the loader (dlsym()
+ * takes its lock, which another thread of the parent may have held at
+ * the fork, or the code a signal handler interrupted).  Otherwise each
+ * is found at its first call (a vfork child may be the first: dlsym()
+ * takes the lock and gives it back, and allocates nothing). */
+void mstat_exec_resolve(void) MSTAT_HIDDEN;
+
 #endif /* MSTAT_LIB_EXEC_H */

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "exec.h"
 #include "reader.h"
 #include "rows.h"
 #include "shared.h"
@@ -68,6 +69,8 @@ sum_slots(mstat_rows out)
 static void
 fork_prepare(void)
 {
+	/* Before the child exists: its exec() needs no loader. */
+	mstat_exec_resolve();
 	mstat_thread.holds_fork_lock = true;
 	pthread_mutex_lock(&mstat_proc.fork_lock);
 	memset(mstat_proc.forking, 0, sizeof(mstat_proc.forking));
