@@ -20,9 +20,9 @@
 
 #include "segment.h"
 
-/* Whether this process owns the segment and has begun an exec(): a vfork
- * child shares the parent's memory, `mstat_proc` included, and is not the
- * owner (its pid is not mstat_proc.pid). */
+/* Whether the calling process is the one `mstat_proc` describes, the
+ * segment's owner: a vfork child shares its parent's memory, `mstat_proc`
+ * included, and is not (its pid is not mstat_proc.pid). */
 static bool
 owner(void)
 {
@@ -68,7 +68,8 @@ mstat_exec_published(void)
 }
 
 /* The functions forwarded, and their next definitions, found once. */
-#define EXEC_FUNCTIONS(X) X(execve) X(execv) X(execvp) X(execvpe) X(fexecve) X(execveat)
+#define EXEC_FUNCTIONS(X)                                                    \
+	X(execve) X(execv) X(execvp) X(execvpe) X(fexecve) X(execveat)
 enum {
 #define X(name) NEXT_##name,
 	EXEC_FUNCTIONS(X)
