@@ -19,7 +19,7 @@
  *
  * Forks: dash running FORKS subshells that exit at once, plain and
  * counting, one run of each in turn, R rounds; per fork, less a start.
- * And dash running FORKS children that exec() a static program at once
+ * And bash running FORKS children that exec() a program of one system call at once
  * (STATIC: the new image loads nothing, in every variant), plain,
  * counting, and as the command of mstat-run (MSTAT_RUN: a command that
  * makes its segment at start); with MSTAT_BENCH_BEFORE (a library) and
@@ -64,14 +64,14 @@ static const char *script = "true";
 static const char forks_script[] =
 	"i=0; while [ $i -lt " STR(FORKS) " ]; do (:); i=$((i+1)); done";
 
-/* One run of dash -c `script`, under mstat-run `run` if not NULL: wall
+/* One run of `shell` -c `text`, under mstat-run `run` if not NULL: wall
  * time and the child's CPU time (user and system, from wait4), in ns. */
 static void
-run_script(char **env, const char *run, const char *text, double *wall,
-	   double *cpu)
+run_script(char **env, const char *run, char *shell, const char *text,
+	   double *wall, double *cpu)
 {
-	char *plain[] = { dash, "-c", (char *)text, NULL };
-	char *under[] = { (char *)run, "--", dash, "-c", (char *)text, NULL };
+	char *plain[] = { shell, "-c", (char *)text, NULL };
+	char *under[] = { (char *)run, "--", shell, "-c", (char *)text, NULL };
 	char **argv = run ? under : plain;
 	uint64_t t0 = mbench_now_ns();
 	struct rusage ru;
@@ -84,7 +84,7 @@ run_script(char **env, const char *run, const char *text, double *wall,
 	}
 	if (pid < 0 || wait4(pid, &status, 0, &ru) != pid ||
 	    !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		fprintf(stderr, "mstat-bench-start: %s failed\n", dash);
+		fprintf(stderr, "mstat-bench-start: %s failed\n", shell);
 		exit(1);
 	}
 	*wall += (double)(mbench_now_ns() - t0);
@@ -95,7 +95,7 @@ run_script(char **env, const char *run, const char *text, double *wall,
 static void
 one_start(char **env, double *wall, double *cpu)
 {
-	run_script(env, NULL, script, wall, cpu);
+	run_script(env, NULL, dash, script, wall, cpu);
 }
 
 /* ---- the pieces ---- */
@@ -190,18 +190,19 @@ struct exec_variant {
 };
 
 /*
- * Forks that exec() at once: dash running FORKS children that exec()
- * `exit0`, under each of the `n` variants in turn (their order rotated
- * every run), `runs` runs a round; a variant's figure per round is its
- * mean run less its mean `dash -c true` (measured in the same turns),
- * per fork, in wall time and in CPU time (dash's and its children's).
- * Medians of the rounds.
+ * Forks that exec() at once: bash running FORKS children that exec()
+ * `exit0` (dash vfork()s such a child, which runs no fork handler), under
+ * each of the `n` variants in turn (their order rotated every run),
+ * `runs` runs a round; a variant's figure per round is its mean run less
+ * its mean `bash -c true` (measured in the same turns), per fork, in wall
+ * time and in CPU time (bash's and its children's).  Medians of the
+ * rounds.
  */
 static void
 fork_exec(const struct exec_variant *v, unsigned n, const char *exit0,
 	  unsigned runs, unsigned rounds)
 {
-	char text[4200];
+	char text[4200], *bash = access("/bin/bash", X_OK) == 0 ? "/bin/bash" : dash;
 	double wall[8][MAX_ROUNDS], cpu[8][MAX_ROUNDS];
 
 	snprintf(text, sizeof(text),
@@ -211,8 +212,10 @@ fork_exec(const struct exec_variant *v, unsigned n, const char *exit0,
 		for (unsigned i = 0; i < runs; i++)
 			for (unsigned k = 0; k < n; k++) {
 				unsigned j = (k + i) % n;
-				run_script(v[j].env, v[j].run, text, &fw[j], &fc[j]);
-				run_script(v[j].env, v[j].run, "true", &sw[j], &sc[j]);
+				run_script(v[j].env, v[j].run, bash, text, &fw[j],
+					   &fc[j]);
+				run_script(v[j].env, v[j].run, bash, "true", &sw[j],
+					   &sc[j]);
 			}
 		for (unsigned j = 0; j < n; j++) {
 			wall[j][r] = (fw[j] - sw[j]) / runs / FORKS / 1e3;
@@ -224,9 +227,9 @@ fork_exec(const struct exec_variant *v, unsigned n, const char *exit0,
 		printf("%s %.1f us wall, %.1f us CPU %s", j ? ";" : "",
 		       mbench_median(wall[j], rounds), mbench_median(cpu[j], rounds),
 		       v[j].name);
-	printf(" (a fork whose child exec()s %s at once; dash, %d a run, less "
-	       "a start; medians of %u rounds of %u)\n", exit0, FORKS, rounds,
-	       runs);
+	printf(" (a fork whose child exec()s %s at once; %s, %d a run, less "
+	       "a start; medians of %u rounds of %u)\n", exit0, bash, FORKS,
+	       rounds, runs);
 }
 
 /* Forks: the subshells' script, plain and counting, in turn; its time
