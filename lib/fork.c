@@ -231,7 +231,7 @@ fork_child(void)
 	 * then its descriptor; its owner lock is the parent's and stays held
 	 * by the parent's copy. */
 	mstat_start_fork_child();
-	mstat_segment_forget(&mstat_proc.seg);
+	mstat_segment_let_go(&mstat_proc.seg, &mstat_proc.inherited);
 	mstat_slots_fork_child();
 	/* A segment of its own when it is worth one, as for any process: a
 	 * shell's child that exec()s at once never makes one, and costs

@@ -266,6 +266,28 @@ mstat_segment_ended(struct mstat_segment *seg)
 }
 
 void
+mstat_segment_let_go(struct mstat_segment *seg, struct mstat_mapping *map)
+{
+	if (seg->hdr) {
+		/* None kept yet: a process that made its segment unmapped the
+		 * one it inherited (start.c). */
+		mstat_segment_unmap(map);
+		map->addr = seg->hdr;
+		map->size = seg->size;
+	}
+	seg->hdr = NULL;
+	mstat_segment_forget(seg);
+}
+
+void
+mstat_segment_unmap(struct mstat_mapping *map)
+{
+	if (map->addr)
+		munmap(map->addr, map->size);
+	map->addr = NULL;
+}
+
+void
 mstat_segment_forget(struct mstat_segment *seg)
 {
 	if (seg->hdr)

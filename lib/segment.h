@@ -91,6 +91,19 @@ void mstat_segment_ended(struct mstat_segment *seg);
  * parent's owner lock is the parent's, and stays held). */
 void mstat_segment_forget(struct mstat_segment *seg);
 
+/* A segment inherited from the parent, let go of in a fork child: its
+ * descriptor closed at once (it would hold the parent's owner lock), its
+ * mapping kept in `map` for mstat_segment_unmap() to unmap later.  A
+ * child that exec()s or exits at once makes no system call for it, and
+ * binds no munmap() of its own (lazy binding, done again in every
+ * child, is a symbol lookup and a few page faults a fork). */
+struct mstat_mapping {
+	void *addr;
+	uint64_t size;
+};
+void mstat_segment_let_go(struct mstat_segment *seg, struct mstat_mapping *map);
+void mstat_segment_unmap(struct mstat_mapping *map);
+
 static inline struct mstat_shm_slot *
 mstat_segment_slot(const struct mstat_segment *seg, uint32_t i)
 {

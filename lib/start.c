@@ -218,6 +218,8 @@ start(void)
 		.max_bytes = mstat_config_number(MSTAT_CONF_KILLED_BYTES),
 	};
 	mstat_reap_some(geteuid(), REAP_PROBES, &grace);
+	/* A fork child: its parent's segment, still mapped (fork.c). */
+	mstat_segment_unmap(&mstat_proc.inherited);
 	/* What the hooks allocate (loading libunwind) is the library's own. */
 	mstat_own_begin();
 	RUN_HOOKS(segment);

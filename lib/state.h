@@ -222,6 +222,8 @@ struct mstat_proc {
 	uint32_t slot_count;     /* MSTAT_SLOTS */
 	uint32_t writer_mode;    /* MSTAT_MODE */
 	pid_t report_pid;        /* MSTAT_REPORT_PID: which process reports */
+	struct mstat_mapping inherited; /* a fork child's: its parent's segment,
+				  * mapped until it makes its own (fork.c) */
 	_Atomic bool execing;    /* a thread has begun an exec() (exec.c) */
 	struct mstat_segment seg; /* once `ready` */
 
