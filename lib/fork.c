@@ -228,8 +228,10 @@ fork_child(void)
 				in[MSTAT_C_ALLOC_BYTES] - in[MSTAT_C_FREE_BYTES];
 	}
 	/* What the start's hooks kept of the parent's segment goes first,
-	 * then its descriptor; its owner lock is the parent's and stays held
-	 * by the parent's copy. */
+	 * then its descriptor (its owner lock is the parent's, and stays
+	 * held by the parent's copy); its mapping stays until this child
+	 * makes a segment of its own (start.c), which one that exec()s at
+	 * once never does. */
 	mstat_start_fork_child();
 	mstat_segment_let_go(&mstat_proc.seg, &mstat_proc.inherited);
 	mstat_slots_fork_child();
