@@ -50,6 +50,9 @@ struct mstat_core_sample {
 	bool have_snap;             /* false until a read succeeded */
 	char err[MSTAT_MODEL_ERR_MAX]; /* why the last read failed, or "" */
 	uint64_t end_ns;            /* CLOCK_REALTIME the process ended, or 0 */
+	const char *postmortem;     /* killed: the post-mortem profile's path
+				     * if one was written (its target's), or
+				     * NULL */
 	struct mstat_snapshot snap; /* the last good snapshot; allocated with
 				     * room for its class_count classes only */
 };
@@ -127,7 +130,8 @@ struct mstat_core_options {
 	unsigned wait_budget_us;    /* for stalled targets, per tick */
 	uint64_t linger_ns;         /* how long exited and killed targets stay */
 	/* Killed targets stay at least this long, their rows or not (their
-	 * profiles are served: mstat-exporter, whose rows do not linger). */
+	 * profiles are served, and their rows shown: mstat-exporter, whose
+	 * exited rows do not linger). */
 	uint64_t killed_linger_ns;
 	/* How long the segments of killed processes are kept (owner.h): as
 	 * mstat_killed_env() says, or 0, removed at once. */

@@ -724,6 +724,7 @@ target_free(struct rcu_head *head)
 	mstat_reader_close(t->reader);
 	/* Its last sample was reachable only through it. */
 	free(t->sample);
+	free(t->postmortem);
 	mstat_sites_base_free(t->sites_base);
 	mstat_sites_base_free(t->sites_last);
 	free(t);

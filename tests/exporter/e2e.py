@@ -365,9 +365,10 @@ def test_formats():
 
 
 def test_gone():
-    """A process that exits, or is killed, is gone from the next scrape;
-    the killed one's segment is kept for the grace (MSTAT_KILLED_GRACE),
-    not read again; with a grace of 0, removed."""
+    """A process that exits is gone from the next scrape; one killed stays
+    while its segment is kept for the grace (MSTAT_KILLED_GRACE), not read
+    again, with its final counts, mstat_running 0 and mstat_killed_info
+    naming its post-mortem profile; with a grace of 0, removed."""
     a = Target("fixed", TAG + "-exit")
     k = Target("fixed", TAG + "-kill")
     pm = os.path.join(tmpdir(), "postmortem")
@@ -381,8 +382,8 @@ def test_gone():
     k.p.wait(timeout=TIMEOUT)
     check(segments_of(k.pid), "a killed process leaves its segment")
     text = e.metrics()
-    check(of(text, a) == {} and of(text, k) == {},
-          "gone from the next scrape: %r %r" % (of(text, a), of(text, k)))
+    check(of(text, a) == {}, "exited: gone from the next scrape: %r"
+          % of(text, a))
     check(segments_of(k.pid), "the killed process's segment kept")
     # (Other tests' processes killed meanwhile are written too.)
     files = [f for f in os.listdir(pm) if f.startswith(TAG)]
@@ -390,8 +391,16 @@ def test_gone():
         r"%s-kill-%d-\d{8}T\d{6}Z\.pb\.gz" % (re.escape(TAG), k.pid), files[0])
         and os.stat(os.path.join(pm, files[0])).st_mode & 0o777 == 0o600,
         "--postmortem-dir: the killed one's profile only: %r" % files)
+    killed = of(text, k)
+    check(killed.get("mstat_running") == 0 and killed.get(
+        'mstat_killed_info,how="killed",postmortem="%s"'
+        % os.path.join(pm, files[0])) == 1,
+        "killed: running 0, how and its post-mortem: %r" % killed)
+    check(7 * B <= killed.get("mstat_live_bytes", -1) < 7 * B + (1 << 36)
+          and killed.get("mstat_threads") == 0,
+          "killed: its final live bytes, no thread: %r" % killed)
     text = e.metrics()
-    check(of(text, k) == {}, "not read again: %r" % of(text, k))
+    check(of(text, k) == killed, "not read again: %r" % of(text, k))
     e.stop()
     e = Exporter("--killed-grace=0")
     e.metrics()
@@ -562,8 +571,12 @@ def grafana_to_promql(expr):
 
 
 def served_names():
-    """Every sample name the exporter serves, classes included."""
+    """Every sample name the exporter serves, classes and a killed
+    process's included."""
     t = Target("fixed", TAG + "-names")
+    k = Target("fixed", TAG + "-names-killed")
+    os.kill(k.pid, signal.SIGKILL)
+    k.p.wait(timeout=TIMEOUT)
     e = Exporter("--collector.classes")
     text = e.metrics()
     e.stop()
