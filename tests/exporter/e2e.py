@@ -52,6 +52,7 @@ PROMTOOL = os.environ.get("PROMTOOL", "")
 PROMETHEUS = os.environ.get("PROMETHEUS", "")
 OPENSSL = os.environ.get("OPENSSL", "")
 DASHBOARD = os.environ["DASHBOARD"]
+RULES = os.environ["RULES"]
 GO = os.environ.get("GO", "")
 SAMPLES = os.environ.get("MSTAT_SAMPLES", "1") != "0"
 TAG = "exp%d" % os.getpid()  # unique names for this run
@@ -857,9 +858,12 @@ def prom_get(port, path, **params):
 
 def test_prometheus():
     """A real Prometheus server scrapes the exporter every second over TLS
-    with basic auth: the target is up, a live process's mstat_live_bytes
-    is queried through /api/v1/query, its series are gone once it exits,
-    and every dashboard expression is one the server accepts."""
+    with basic auth, with the rules of deploy/prometheus: the target is up,
+    a live process's mstat_live_bytes is queried through /api/v1/query,
+    its series are gone once it exits, every dashboard expression is one
+    the server accepts, every rule evaluates without an error, and a
+    process killed fires MstatProcessKilled, naming its post-mortem
+    profile."""
     check(PROMETHEUS, "no prometheus (bash scripts/deps.sh unpacks it)")
     d = tmpdir()
     certificates(d)
@@ -869,8 +873,11 @@ def test_prometheus():
                 "  key_file: server.key\n  min_version: TLS12\n"
                 "basic_auth_users:\n  prometheus: '%s'\n" % bcrypt(password))
     t = Target("fixed", TAG + "-prom")
+    k = Target("fixed", TAG + "-killed")
+    pm = os.path.join(d, "postmortem")
+    os.mkdir(pm)
     e = Exporter("--web.config.file=" + os.path.join(d, "web.yml"),
-                 "--collector.classes",
+                 "--collector.classes", "--postmortem-dir=" + pm,
                  scheme="https", ca=os.path.join(d, "ca.crt"))
     # What Prometheus will meet: TLS, and a user first.
     check(e.get()[0] == 401, "no user: 401")
@@ -884,6 +891,7 @@ def test_prometheus():
   scrape_interval: 1s
   scrape_timeout: 1s
   evaluation_interval: 1s
+rule_files: ['%s']
 scrape_configs:
   - job_name: mstat
     scheme: https
@@ -894,7 +902,7 @@ scrape_configs:
       password: '%s'
     static_configs:
       - targets: ['127.0.0.1:%d']
-""" % (os.path.join(d, "ca.crt"), password, e.port))
+""" % (RULES, os.path.join(d, "ca.crt"), password, e.port))
     log = open(os.path.join(d, "prometheus.log"), "w")
     prom = subprocess.Popen(
         [PROMETHEUS, "--config.file=" + os.path.join(d, "prometheus.yml"),
@@ -934,6 +942,36 @@ scrape_configs:
     meta = prom_get(port, "/api/v1/targets/metadata",
                     metric="mstat_live_bytes")["data"]
     check(meta and meta[0].get("unit") == "bytes", "metadata %r" % meta)
+    # Killed: the alert names it, how and its post-mortem profile.
+    os.kill(k.pid, signal.SIGKILL)
+    k.p.wait(timeout=TIMEOUT)
+
+    def killed():
+        for a in prom_get(port, "/api/v1/alerts")["data"]["alerts"]:
+            if (a["labels"]["alertname"] == "MstatProcessKilled" and
+                    a["labels"]["pid"] == str(k.pid) and a["state"] == "firing"):
+                return a
+    a = wait_for(killed, "MstatProcessKilled to fire")
+    files = [f for f in os.listdir(pm) if f.startswith(TAG + "-killed-")]
+    check(len(files) == 1, "its post-mortem: %r" % os.listdir(pm))
+    path = os.path.join(pm, files[0])
+    check(a["labels"].get("how") == "killed" and
+          a["labels"].get("postmortem") == path and
+          a["labels"].get("severity") == "warning" and
+          path in a["annotations"]["description"] and
+          a["annotations"]["summary"].startswith(
+              "%s (pid %d on 127.0.0.1:%d) was killed by a signal"
+              % (k.name, k.pid, e.port)), "the alert: %r" % a)
+    # Every rule is evaluated without an error.
+
+    def evaluated():
+        rules = [r for g in prom_get(port, "/api/v1/rules")["data"]["groups"]
+                 for r in g["rules"]]
+        bad = [(r["name"], r.get("lastError")) for r in rules
+               if r["health"] != "ok"]
+        check(not [b for b in bad if b[1]], "rules failing: %r" % bad)
+        return len(rules) >= 10 and not bad
+    wait_for(evaluated, "every rule evaluated")
     # Every dashboard expression is PromQL this server accepts, and shows
     # data once there are two scrapes to take a rate from.
     with open(DASHBOARD) as f:
