@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "probes.h"
 #include "segment.h"
 #include "status.h"
 
@@ -544,6 +545,12 @@ live_hash(uintptr_t p)
 
 _Atomic uint16_t mstat_sample_filter[MSTAT_SAMPLE_FILTER];
 
+#if defined(MSTAT_USDT) && (defined(__x86_64__) || defined(__aarch64__))
+/* The probes' semaphores (probes.h), where tracers look for them. */
+__attribute__((section(".probes"))) unsigned short otel_memory_alloc_semaphore;
+__attribute__((section(".probes"))) unsigned short otel_memory_free_semaphore;
+#endif
+
 static inline struct mstat_sample *
 live_table(void)
 {
@@ -611,6 +618,9 @@ mstat_profile_record(struct mstat_sample *e, const void *caller)
 	int saved = errno;
 
 	record(e, caller);
+	if (e)
+		mstat_probe_alloc(atomic_load_explicit(&e->p, memory_order_relaxed),
+				  e->counted, e->weight);
 	mstat_thread.in_sample = false;
 	errno = saved;
 }
@@ -674,6 +684,7 @@ mstat_profile_freed(void *p, size_t *counted)
 	uint32_t k = e->stack, gen = e->gen;
 	uint64_t weight = e->weight;
 	*counted = e->counted;
+	mstat_probe_free((uintptr_t)p);
 	/* Release: the fields are read before the entry can be reused; pairs
 	 * with the acquire CAS in mstat_profile_note(). */
 	atomic_store_explicit(&e->p, LIVE_GONE, memory_order_release);
