@@ -492,8 +492,8 @@ def test_refusals():
     names["owner"] = segments_of(good.pid)[0] + ".5"
     plant(names["owner"], head, size, uid=65534)
     plant(name("magic"), b"NOTMSTAT" + head[8:], size)
-    # Major and minor version: 6.0, 3.0.
-    plant(name("version"), head[:8] + b"\x06\x00\x00\x00" + head[12:], size)
+    # Major and minor version: 7.0, 3.0.
+    plant(name("version"), head[:8] + b"\x07\x00\x00\x00" + head[12:], size)
     plant(name("oldversion"), head[:8] + b"\x03\x00\x00\x00" + head[12:], size)
     plant(name("size"), head[:16] + (1 << 40).to_bytes(8, "little") + head[24:],
           size)
@@ -508,8 +508,8 @@ def test_refusals():
         "mode": "has mode 0644, not 0600",
         "owner": "is owned by uid 65534",
         "magic": "bad magic",
-        "version": "format version 6.0; this reader reads 5.x",
-        "oldversion": "format version 3.0; this reader reads 5.x",
+        "version": "format version 7.0; this reader reads 6.x",
+        "oldversion": "format version 3.0; this reader reads 6.x",
         "size": "",
         "identity": "says it belongs to pid %d" % good.pid,
         "symlink": "symbolic link",

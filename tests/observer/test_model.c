@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -862,6 +863,14 @@ test_units(void **state)
 	U(MSTAT_UNIT_SECONDS, true, 725, "12m05s");
 	U(MSTAT_UNIT_SECONDS, true, 3 * 3600 + 7 * 60 + 9, "3h07m");
 	U(MSTAT_UNIT_SECONDS, true, 2 * 86400 + 4 * 3600, "2d04h");
+	U(MSTAT_UNIT_DURATION, true, 287e-9, "287ns");
+	U(MSTAT_UNIT_DURATION, true, 1.234e-6, "1.23us");
+	U(MSTAT_UNIT_DURATION, true, 999.6e-6, "1.00ms"); /* never "1000us" */
+	U(MSTAT_UNIT_DURATION, true, 0.5, "500ms");
+	U(MSTAT_UNIT_DURATION, true, 4.56, "4.56s");
+	U(MSTAT_UNIT_DURATION, true, 725, "12m05s");
+	U(MSTAT_UNIT_DURATION, true, 0, "0ns");
+	U(MSTAT_UNIT_DURATION, true, NAN, "-");
 	U(MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED | MSTAT_UNIT_RATE, true, -1e30,
 	  "->999EiB/s"); /* no counter gets there */
 #undef U
