@@ -45,7 +45,7 @@
 
 struct mstat_sites_base;
 
-struct mstat_core_sample; /* the sampler's (core.h): freed with the target */
+struct mstat_core_sample; /* the sampler's (sampler.h): freed with the target */
 
 struct mstat_core_target {
 	struct cds_list_head node;  /* in the list scanned (RCU) */

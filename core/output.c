@@ -25,18 +25,33 @@
 #include "text.h"
 #include "units.h"
 
+/* The formats' names, as -o takes them. */
+static const char *const format_names[MSTAT_FORMAT_COUNT] = {
+	[MSTAT_FORMAT_TABLE] = "table",
+	[MSTAT_FORMAT_JSON] = "json",
+	[MSTAT_FORMAT_OPENMETRICS] = "openmetrics",
+	[MSTAT_FORMAT_PROMETHEUS] = "prometheus",
+};
+
 int
 mstat_output_parse_format(const char *s)
 {
-	if (strcmp(s, "table") == 0)
-		return MSTAT_FORMAT_TABLE;
-	if (strcmp(s, "json") == 0)
-		return MSTAT_FORMAT_JSON;
-	if (strcmp(s, "openmetrics") == 0)
-		return MSTAT_FORMAT_OPENMETRICS;
-	if (strcmp(s, "prometheus") == 0)
-		return MSTAT_FORMAT_PROMETHEUS;
+	for (int i = 0; i < MSTAT_FORMAT_COUNT; i++)
+		if (strcmp(s, format_names[i]) == 0)
+			return i;
 	return -1;
+}
+
+const char *
+mstat_output_formats(void)
+{
+	static char list[64];
+
+	if (!list[0])
+		for (int i = 0; i < MSTAT_FORMAT_COUNT; i++)
+			snprintf(list + strlen(list), sizeof(list) - strlen(list),
+				 "%s%s", i ? ", " : "", format_names[i]);
+	return list;
 }
 
 /*
@@ -368,7 +383,8 @@ mstat_output_write(FILE *f, enum mstat_output_format fmt,
 	case MSTAT_FORMAT_JSON: return mstat_output_json(f, t, rows, n);
 	case MSTAT_FORMAT_OPENMETRICS: return mstat_output_openmetrics(f, t, rows, n);
 	case MSTAT_FORMAT_PROMETHEUS: return mstat_output_prometheus(f, t, rows, n);
-	case MSTAT_FORMAT_TABLE: break;
+	case MSTAT_FORMAT_TABLE:
+	case MSTAT_FORMAT_COUNT: break;
 	}
 	return mstat_output_table(f, t, rows, n);
 }

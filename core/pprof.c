@@ -411,32 +411,39 @@ stack_values(const struct mstat_profile *p, const struct mstat_profile_stack *s,
 	mstat_pprof_unbias(p, s, true, &v[2], &v[3]);
 }
 
-static void
-encode(struct enc *e, const struct mstat_profile *p, struct mstat_symbols *sym,
-       const struct mstat_pprof_options *o)
+/* The base's stacks, sorted (stack_cmp) for a delta to find a stack
+ * in: NULL without a base, or out of memory (e->oom). */
+static const struct mstat_profile_stack **
+base_index(struct enc *e, const struct mstat_profile *base)
 {
-	const struct mstat_profile *base = o->base;
-	const struct mstat_profile_stack **index = NULL;
+	const struct mstat_profile_stack **index;
 
-	(void)string_id(e, ""); /* index 0, as the format demands */
-	for (size_t i = 0; i < NVALUES; i++)
-		value_type(e, PROFILE_SAMPLE_TYPE, sample_types[i][0], sample_types[i][1]);
-	uint64_t bytes_key = string_id(e, "bytes");
+	if (!base || !base->nstacks)
+		return NULL;
+	index = malloc(base->nstacks * sizeof(*index));
+	if (!index) {
+		e->oom = true;
+		return NULL;
+	}
+	for (uint32_t i = 0; i < base->nstacks; i++)
+		index[i] = &base->stacks[i];
+	qsort(index, base->nstacks, sizeof(*index), stack_cmp);
+	return index;
+}
+
+/* Samples, and the locations of their frames as they come; a delta
+ * against `base` if it is given. */
+static void
+encode_samples(struct enc *e, const struct mstat_profile *p,
+	       const struct mstat_profile *base, uint64_t bytes_key)
+{
+	const struct mstat_profile_stack **index = base_index(e, base);
 	uint64_t lifetime_key = string_id(e, "lifetime");
 	uint64_t age_key = string_id(e, "age");
 	uint64_t ns_unit = string_id(e, "nanoseconds");
-	if (base && base->nstacks) {
-		index = malloc(base->nstacks * sizeof(*index));
-		if (!index) {
-			e->oom = true;
-			return;
-		}
-		for (uint32_t i = 0; i < base->nstacks; i++)
-			index[i] = &base->stacks[i];
-		qsort(index, base->nstacks, sizeof(*index), stack_cmp);
-	}
 
-	/* Samples, and the locations of their frames as they come. */
+	if (e->oom)
+		return;
 	for (uint32_t i = 0; i < p->nstacks; i++) {
 		const struct mstat_profile_stack *s = &p->stacks[i];
 		double v[NVALUES], b[NVALUES];
@@ -479,13 +486,14 @@ encode(struct enc *e, const struct mstat_profile *p, struct mstat_symbols *sym,
 		field_msg(&e->out, PROFILE_SAMPLE, &e->m);
 	}
 	free(index);
+}
 
-	/* Locations: named where the symbols know the frame. */
-	bool *named = calloc(p->nmodules + 1, sizeof(*named));
-	if (!named) {
-		e->oom = true;
-		return;
-	}
+/* Locations: named where the symbols know the frame.  named[i] is set
+ * for each module i that one of them names a function in. */
+static void
+encode_locations(struct enc *e, const struct mstat_profile *p,
+		 struct mstat_symbols *sym, bool *named)
+{
 	for (uint32_t i = 0; i < e->nloc; i++) {
 		uint64_t pc = e->loc_pc[i];
 		struct mstat_frame f = { 0 };
@@ -517,7 +525,12 @@ encode(struct enc *e, const struct mstat_profile *p, struct mstat_symbols *sym,
 		}
 		field_msg(&e->out, PROFILE_LOCATION, &e->m);
 	}
+}
 
+/* Mappings: each module, with its build id; `named` as above. */
+static void
+encode_mappings(struct enc *e, const struct mstat_profile *p, const bool *named)
+{
 	for (uint32_t i = 0; i < p->nmodules; i++) {
 		const struct mstat_profile_module *m = &p->modules[i];
 		char id[2 * MSTAT_BUILD_ID_MAX + 1];
@@ -536,6 +549,26 @@ encode(struct enc *e, const struct mstat_profile *p, struct mstat_symbols *sym,
 		}
 		field_msg(&e->out, PROFILE_MAPPING, &e->m);
 	}
+}
+
+static void
+encode(struct enc *e, const struct mstat_profile *p, struct mstat_symbols *sym,
+       const struct mstat_pprof_options *o)
+{
+	(void)string_id(e, ""); /* index 0, as the format demands */
+	for (size_t i = 0; i < NVALUES; i++)
+		value_type(e, PROFILE_SAMPLE_TYPE, sample_types[i][0], sample_types[i][1]);
+	uint64_t bytes_key = string_id(e, "bytes");
+	encode_samples(e, p, o->base, bytes_key);
+	if (e->oom)
+		return;
+	bool *named = calloc(p->nmodules + 1, sizeof(*named));
+	if (!named) {
+		e->oom = true;
+		return;
+	}
+	encode_locations(e, p, sym, named);
+	encode_mappings(e, p, named);
 	free(named);
 
 	for (uint32_t i = 0; i < e->nfn; i++) {

@@ -2,7 +2,7 @@
 /*
  * sampler.c - the tick: read every target once, publish what was read; the
  * sampler thread; and the consumer's side, mstat_core_collect().  The
- * sharing rules are in core.h.
+ * sharing rules are in sampler.h.
  */
 #include <errno.h>
 #include <poll.h>
@@ -20,6 +20,7 @@
 #include "reader.h"
 #include "text.h"
 #include "core.h"
+#include "sampler.h"
 #include "sites.h"
 #include "tsan.h"
 
@@ -38,6 +39,12 @@ const char *
 mstat_core_error_name(enum mstat_core_error e)
 {
 	return (unsigned)e < MSTAT_CORE_ERR_COUNT ? error_names[e] : "?";
+}
+
+static void
+status_free(struct rcu_head *head)
+{
+	free(caa_container_of(head, struct mstat_core_status, rcu));
 }
 
 /* A note, as formatted, made safe and delivered: the whole line, not
@@ -63,7 +70,7 @@ note_line(void *arg, const char *raw)
 	MSTAT_PUBLISHING(s);
 	rcu_assign_pointer(core->status, s);
 	if (old)
-		call_rcu(&old->rcu, mstat_core_status_free);
+		call_rcu(&old->rcu, status_free);
 }
 
 void
@@ -79,24 +86,32 @@ mstat_core_note(struct mstat_core *core, const char *fmt, ...)
 }
 
 int
-mstat_core_init(struct mstat_core *core, const struct mstat_core_options *opt)
+mstat_core_new(struct mstat_core **out, const struct mstat_core_options *opt)
 {
-	memset(core, 0, sizeof(*core));
+	struct mstat_core *core = calloc(1, sizeof(*core));
+
+	*out = NULL;
+	if (!core)
+		return -ENOMEM;
 	core->opt = *opt;
 	CDS_INIT_LIST_HEAD(&core->targets);
 	atomic_init(&core->interval_ms, opt->interval_ms);
 	core->wake_fd = -1;
 	if (mstat_discover_init(&core->disc, opt->pids, opt->npids,
 				&opt->namespaces, opt->wait_budget_us,
-				note_line, core) < 0)
+				note_line, core) < 0) {
+		free(core);
 		return -ENOMEM;
+	}
 	core->disc.grace = opt->grace;
 	core->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (core->wake_fd < 0) {
 		int rc = -errno;
 		mstat_discover_fini(&core->disc);
+		free(core);
 		return rc;
 	}
+	*out = core;
 	/* A target costs a descriptor: as many as the hard limit allows. */
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
@@ -110,12 +125,6 @@ static void
 free_sample(struct rcu_head *head)
 {
 	free(caa_container_of(head, struct mstat_core_sample, rcu));
-}
-
-void
-mstat_core_status_free(struct rcu_head *head)
-{
-	free(caa_container_of(head, struct mstat_core_status, rcu));
 }
 
 /* The bytes of a snapshot of `classes` classes: a read writes no more,
@@ -239,7 +248,7 @@ free_sites(struct rcu_head *head)
 }
 
 /* Publishes `s` as the sites the consumer asked for: pairs with the
- * rcu_dereference() in the consumer (mstat-core's ui.c). */
+ * rcu_dereference() of mstat_core_sites_latest(). */
 static void
 sites_publish(struct mstat_core *core, struct mstat_core_sites *s)
 {
@@ -526,7 +535,7 @@ swap_batch(struct mstat_core *core, size_t i, size_t j)
 
 /*
  * Reads the tick's n targets.  A target another reader holds (-EBUSY: its
- * flock is taken, by mstat-core and mstat-exporter alike, for one pass over
+ * flock is taken, by mstat-top and mstat-exporter alike, for one pass over
  * its targets) is tried again until it is free or `deadline_us` passes;
  * each retry is a pass of its own over the busy ones, moved to the front
  * of the arrays.  The whole wait, stalled and busy targets together,
@@ -695,8 +704,8 @@ mstat_core_tick(struct mstat_core *core)
 	}
 	if (core->opt.after_tick)
 		core->opt.after_tick(core->opt.after_tick_arg, core);
-	/* Release: the tick is complete; pairs with the view's acquire load
-	 * of ticks (mstat-core's main.c), which then redraws. */
+	/* Release: the tick is complete; pairs with the acquire load of
+	 * mstat_core_ticks(), after which a consumer collects it. */
 	atomic_fetch_add_explicit(&core->ticks, 1, memory_order_release);
 }
 
@@ -739,11 +748,64 @@ mstat_core_wake(struct mstat_core *core)
 		return; /* the counter is full: the sampler is awake anyway */
 }
 
+unsigned
+mstat_core_interval_ms(struct mstat_core *core)
+{
+	return atomic_load(&core->interval_ms);
+}
+
 void
-mstat_core_fini(struct mstat_core *core)
+mstat_core_set_interval_ms(struct mstat_core *core, unsigned ms)
+{
+	/* Seq_cst, as any request: the sampler reads it at its next poll,
+	 * which the wake ends at once. */
+	atomic_store(&core->interval_ms, ms);
+	mstat_core_wake(core);
+}
+
+uint64_t
+mstat_core_ticks(struct mstat_core *core)
+{
+	/* Acquire: pairs with the release at the end of mstat_core_tick();
+	 * that tick's published samples are then visible. */
+	return atomic_load_explicit(&core->ticks, memory_order_acquire);
+}
+
+unsigned
+mstat_core_namespaces_unreadable(struct mstat_core *core)
+{
+	/* Relaxed: a count, shown as it is; it publishes nothing else
+	 * (stored relaxed in mstat_core_tick()). */
+	return atomic_load_explicit(&core->namespaces_unreadable,
+				    memory_order_relaxed);
+}
+
+void
+mstat_core_errors(struct mstat_core *core, uint64_t out[MSTAT_CORE_ERR_COUNT])
+{
+	memcpy(out, core->errors, sizeof(core->errors));
+}
+
+size_t
+mstat_core_gc(struct mstat_core *core)
+{
+	return mstat_discover_gc(&core->disc);
+}
+
+const struct mstat_core_sites *
+mstat_core_sites_latest(struct mstat_core *core)
+{
+	/* Pairs with the rcu_assign_pointer() of sites_publish(). */
+	return rcu_dereference(core->sites);
+}
+
+void
+mstat_core_free(struct mstat_core *core)
 {
 	struct mstat_core_target *t, *tmp;
 
+	if (!core)
+		return;
 	if (core->thread_started) {
 		atomic_store(&core->stop, true);
 		mstat_core_wake(core);
@@ -756,7 +818,7 @@ mstat_core_fini(struct mstat_core *core)
 	struct mstat_core_status *s = core->status;
 	rcu_assign_pointer(core->status, NULL);
 	if (s)
-		call_rcu(&s->rcu, mstat_core_status_free);
+		call_rcu(&s->rcu, status_free);
 	mstat_core_sites_want(core, NULL);
 	sites_publish(core, NULL);
 	rcu_barrier(); /* every call_rcu callback has run */
@@ -768,7 +830,7 @@ mstat_core_fini(struct mstat_core *core)
 	mstat_discover_fini(&core->disc);
 	if (core->wake_fd >= 0)
 		close(core->wake_fd);
-	core->wake_fd = -1;
+	free(core);
 }
 
 int

@@ -59,7 +59,7 @@ struct mstat_scraper {
 	pthread_t thread;
 
 	/* The reader thread's own. */
-	struct mstat_core core;
+	struct mstat_core *core;
 	struct mstat_core_scratch scratch;
 
 	pthread_mutex_t lock;
@@ -96,7 +96,7 @@ serve_requests(struct mstat_scraper *s)
 	s->untried = false;
 	while (*q) {
 		struct profile_request *r = *q;
-		r->rc = mstat_core_profile_open(&s->core, r->pid, &r->h, r->err,
+		r->rc = mstat_core_profile_open(s->core, r->pid, &r->h, r->err,
 						sizeof(r->err));
 		if ((r->rc == -ENOENT || r->rc == -ESTALE) &&
 		    s->finished < r->tick) {
@@ -135,12 +135,12 @@ reader_main(void *arg)
 		pthread_mutex_unlock(&s->lock);
 
 		uint64_t t0 = mstat_clock_mono_ns();
-		mstat_core_tick(&s->core);
+		mstat_core_tick(s->core);
 
 		pthread_mutex_lock(&s->lock);
 		/* Into the model under the lock: no scrape prints a model
 		 * half folded. */
-		int rc = mstat_core_collect(&s->core, &s->model, &s->scratch,
+		int rc = mstat_core_collect(s->core, &s->model, &s->scratch,
 					   mstat_clock_mono_ns());
 		if (rc == 0 && s->caprows < s->model.n + 1) {
 			size_t cap = 2 * (s->model.n + 1);
@@ -154,10 +154,8 @@ reader_main(void *arg)
 		}
 		s->failed = rc < 0;
 		s->tick_s = (double)(mstat_clock_mono_ns() - t0) / 1e9;
-		memcpy(s->errors, s->core.errors, sizeof(s->errors));
-		/* Relaxed: a count (core.h). */
-		s->unreadable = atomic_load_explicit(
-			&s->core.namespaces_unreadable, memory_order_relaxed);
+		mstat_core_errors(s->core, s->errors);
+		s->unreadable = mstat_core_namespaces_unreadable(s->core);
 		s->finished = tick;
 		/* Those waiting for this tick: the core holds what it found. */
 		s->untried = s->requests != NULL;
@@ -200,7 +198,7 @@ mstat_scraper_start(struct mstat_scraper **out,
 		.postmortem_dir = o->postmortem_dir,
 		.postmortem_bytes = o->postmortem_bytes,
 	};
-	if ((rc = mstat_core_init(&s->core, &to)) < 0) {
+	if ((rc = mstat_core_new(&s->core, &to)) < 0) {
 		free(s);
 		return rc;
 	}
@@ -209,9 +207,9 @@ mstat_scraper_start(struct mstat_scraper **out,
 	pthread_cond_init(&s->wake, NULL);
 	pthread_cond_init(&s->done, NULL);
 	if ((rc = pthread_create(&s->thread, NULL, reader_main, s)) != 0) {
-		/* mstat_core_fini() walks RCU lists: a registered thread. */
+		/* mstat_core_free() walks RCU lists: a registered thread. */
 		rcu_register_thread();
-		mstat_core_fini(&s->core);
+		mstat_core_free(s->core);
 		rcu_unregister_thread();
 		mstat_model_fini(&s->model);
 		free(s);
@@ -233,7 +231,7 @@ mstat_scraper_stop(struct mstat_scraper *s)
 	pthread_mutex_unlock(&s->lock);
 	pthread_join(s->thread, NULL);
 	rcu_register_thread();
-	mstat_core_fini(&s->core);
+	mstat_core_free(s->core);
 	rcu_unregister_thread();
 	mstat_model_fini(&s->model);
 	free(s->scratch.in);

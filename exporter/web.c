@@ -189,19 +189,63 @@ mstat_web_parse_address(const char *addr, char *host, size_t hostlen,
 	return 0;
 }
 
+/* ---- the routes ---- */
+
+struct route;
+#define ROUTE_FN(fn)                                                          \
+	static enum MHD_Result fn(struct mstat_web *w,                        \
+				  struct MHD_Connection *c, const char *url)
+ROUTE_FN(landing);
+ROUTE_FN(healthy);
+ROUTE_FN(profiles);
+
+/*
+ * Every path the exporter serves but the metrics' (the operator places
+ * those, --web.telemetry-path), in one table: the dispatch, the landing
+ * page's links and the refusal of a telemetry path that would hide one
+ * are made from it.
+ */
+static const struct route {
+	const char *path;
+	bool prefix;        /* and every path under it */
+	enum MHD_Result (*serve)(struct mstat_web *w, struct MHD_Connection *c,
+				 const char *url);
+	const char *what;   /* for a refusal, and the landing page's link */
+	const char *href;   /* the landing page links it there; NULL: not */
+} routes[] = {
+	{ "/", false, landing, "the landing page", NULL },
+	{ MSTAT_WEB_HEALTH_PATH, false, healthy, "the health endpoint",
+	  MSTAT_WEB_HEALTH_PATH },
+	{ MSTAT_PPROF_PREFIX, true, profiles,
+	  "the heap profiles (" MSTAT_PPROF_PREFIX "/)", MSTAT_PPROF_PREFIX "/" },
+};
+
+/* The route that serves `url`, or NULL. */
+static const struct route *
+route_of(const char *url)
+{
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		const struct route *r = &routes[i];
+		size_t n = strlen(r->path);
+		if (strncmp(url, r->path, n) == 0 &&
+		    (url[n] == '\0' || (r->prefix && url[n] == '/')))
+			return r;
+	}
+	return NULL;
+}
+
 int
 mstat_web_check_path(const char *path, char *err, size_t errlen)
 {
+	const struct route *r = route_of(path);
+
 	if (path[0] != '/')
 		return fail(err, errlen, "it must start with /, as /metrics does");
-	if (!path[1])
-		return fail(err, errlen, "/ is the landing page: the metrics "
-			    "need a path of their own, such as /metrics");
+	if (r)
+		return fail(err, errlen, "%s is %s: the metrics need a path of "
+			    "their own, such as /metrics", path, r->what);
 	if (strlen(path) > 256)
 		return fail(err, errlen, "longer than 256 bytes");
-	if (strcmp(path, MSTAT_WEB_HEALTH_PATH) == 0)
-		return fail(err, errlen, MSTAT_WEB_HEALTH_PATH " is the health "
-			    "endpoint: the metrics need a path of their own");
 	for (const char *c = path; *c; c++)
 		if (*c <= ' ' || *c > '~' || strchr("?#%", *c))
 			return fail(err, errlen, "a path is / and printable "
@@ -348,10 +392,10 @@ authorised(struct mstat_web *w, struct MHD_Connection *c, enum MHD_Result *ret)
 	return false;
 }
 
-/* The landing page; the telemetry path is the operator's, escaped all
- * the same. */
+/* The landing page: the metrics, and what the routes link; the
+ * telemetry path is the operator's, escaped all the same. */
 static enum MHD_Result
-landing(struct mstat_web *w, struct MHD_Connection *c)
+landing(struct mstat_web *w, struct MHD_Connection *c, const char *url)
 {
 	char path[512] = "";
 	size_t k = 0;
@@ -368,21 +412,31 @@ landing(struct mstat_web *w, struct MHD_Connection *c)
 	}
 	path[k] = '\0';
 	char *page = NULL;
-	int len = asprintf(&page,
-		"<!DOCTYPE html>\n<html lang=\"en\">\n<head><meta charset=\"utf-8\">"
-		"<title>mstat-exporter</title></head>\n<body>\n"
-		"<h1>mstat-exporter</h1>\n"
-		"<p>Heap statistics of every process of this user that counts "
-		"with libmstatshm, read when scraped.</p>\n"
-		"<ul>\n<li><a href=\"%s\">Metrics</a></li>\n"
-		"<li><a href=\"/debug/pprof/\">Heap profiles</a></li>\n</ul>\n"
-		"<p>Version %s. See mstat-exporter(1).</p>\n</body>\n</html>\n",
-		path, MSTAT_VERSION);
-	if (len < 0)
+	size_t len = 0;
+	FILE *f = open_memstream(&page, &len);
+	(void)url;
+	if (!f)
 		return send_text(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR,
 				 "out of memory\n");
+	fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\">\n<head><meta "
+		"charset=\"utf-8\"><title>mstat-exporter</title></head>\n"
+		"<body>\n<h1>mstat-exporter</h1>\n"
+		"<p>Heap statistics of every process of this user that counts "
+		"with libmstatshm, read when scraped.</p>\n"
+		"<ul>\n<li><a href=\"%s\">the metrics</a></li>\n", path);
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
+		if (routes[i].href)
+			fprintf(f, "<li><a href=\"%s\">%s</a></li>\n",
+				routes[i].href, routes[i].what);
+	fprintf(f, "</ul>\n<p>Version %s. See mstat-exporter(1).</p>\n"
+		"</body>\n</html>\n", MSTAT_VERSION);
+	if (fclose(f) != 0) {
+		free(page);
+		return send_text(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				 "out of memory\n");
+	}
 	return send_page(w, c, MHD_HTTP_OK, "text/html; charset=utf-8", page,
-			 (size_t)len, MHD_RESPMEM_MUST_FREE);
+			 len, MHD_RESPMEM_MUST_FREE);
 }
 
 static enum MHD_Result
@@ -416,10 +470,11 @@ metrics(struct mstat_web *w, struct MHD_Connection *c)
 /* Whether the reader keeps up, from what it last said of itself: no
  * segment is read and no tick asked for. */
 static enum MHD_Result
-healthy(struct mstat_web *w, struct MHD_Connection *c)
+healthy(struct mstat_web *w, struct MHD_Connection *c, const char *url)
 {
 	char why[240];
 
+	(void)url;
 	if (mstat_scraper_health(w->opt.scraper, why, sizeof(why) - 1) == 0)
 		return send_text(w, c, MHD_HTTP_OK, "OK\n");
 	strcat(why, "\n");
@@ -455,13 +510,18 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 	/* `url` is the path alone: only the profiles look at a query. */
 	if (strcmp(url, w->opt.telemetry_path) == 0)
 		return metrics(w, c);
-	if (strcmp(url, "/") == 0)
-		return landing(w, c);
-	if (strcmp(url, MSTAT_WEB_HEALTH_PATH) == 0)
-		return healthy(w, c);
-	if (w->opt.pprof && mstat_pprof_http_path(url))
-		return mstat_pprof_http_serve(w->opt.pprof, w, c, url);
+	const struct route *r = route_of(url);
+	if (r)
+		return r->serve(w, c, url);
 	return send_text(w, c, MHD_HTTP_NOT_FOUND, "Not Found\n");
+}
+
+static enum MHD_Result
+profiles(struct mstat_web *w, struct MHD_Connection *c, const char *url)
+{
+	if (!w->opt.pprof)
+		return send_text(w, c, MHD_HTTP_NOT_FOUND, "Not Found\n");
+	return mstat_pprof_http_serve(w->opt.pprof, w, c, url);
 }
 
 static void

@@ -4,15 +4,14 @@
  * landing page, /metrics with content negotiation, TLS and basic auth
  * from the web configuration.
  *
- * Routes:
- *   GET|HEAD /               a landing page linking to the metrics
- *   GET|HEAD <telemetry>     the metrics, OpenMetrics 1.0.0 if the Accept
- *                            header prefers it, else text 0.0.4, whatever
- *                            the query string says
- *   GET|HEAD /-/healthy      200 "OK", or 503 and why when the reader is
- *                            stuck (mstat_scraper_health); reads nothing
- *   GET|HEAD /debug/pprof/...  heap profiles (pprof_http.h)
- *   other paths              404; other methods 405
+ * Routes: GET and HEAD of the telemetry path give the metrics
+ * (OpenMetrics 1.0.0 if the Accept header prefers it, else text 0.0.4,
+ * whatever the query string says); every other path served is one table,
+ * `routes` in web.c: the landing page (/), the health endpoint
+ * (/-/healthy: 200 "OK", or 503 and why when the reader is stuck,
+ * mstat_scraper_health(); it reads nothing) and the heap profiles
+ * (/debug/pprof and under it, pprof_http.h).  A telemetry path that one
+ * of them serves is refused.  Other paths get 404, other methods 405.
  * With basic_auth_users, every route asks for a user first (401).
  */
 #ifndef MSTAT_EXPORTER_WEB_H
@@ -75,8 +74,9 @@ int mstat_web_parse_address(const char *addr, char *host, size_t hostlen,
 			    unsigned *port, char *err, size_t errlen);
 
 /* A telemetry path: "/" and at least one more character, printable ASCII
- * but for space, '?', '#' and '%', at most 256 bytes, and not the health
- * endpoint's.  0, or -1 with why in err. */
+ * but for space, '?', '#' and '%', at most 256 bytes, and no path a route
+ * serves (the landing page, the health endpoint, /debug/pprof and under
+ * it).  0, or -1 with why in err. */
 int mstat_web_check_path(const char *path, char *err, size_t errlen);
 
 #endif /* MSTAT_EXPORTER_WEB_H */

@@ -231,9 +231,7 @@ mstat_ui_sites_fetch(struct mstat_ui *ui)
 	if (!mstat_ui_shows(ui, MSTAT_SCREEN_SITES))
 		return;
 	rcu_read_lock();
-	/* Pairs with the rcu_assign_pointer() of the sampler's
-	 * sites_publish(). */
-	const struct mstat_core_sites *s = rcu_dereference(ui->core->sites);
+	const struct mstat_core_sites *s = mstat_core_sites_latest(ui->core);
 	if (s && strcmp(s->key, ui->sel_key) == 0) {
 		if (!ui->sites_seen)
 			ui->sites_seen = malloc(sizeof(*ui->sites_seen));

@@ -97,10 +97,7 @@ draw_header(struct mstat_ui *ui)
 	line(0, A_BOLD, "mstat-top  %s  %s%s  sort %s%s%s", when, src, pending,
 	     mstat_model_sort_name(ui->sort), ui->reverse ? " (reversed)" : "",
 	     ui->paused ? "  [paused]" : "");
-	/* Relaxed: a count, shown as it is (core.h). */
-	unsigned hidden = ui->core ? atomic_load_explicit(
-					     &ui->core->namespaces_unreadable,
-					     memory_order_relaxed)
+	unsigned hidden = ui->core ? mstat_core_namespaces_unreadable(ui->core)
 				   : 0;
 	char unread[48] = "";
 	if (hidden)
@@ -248,6 +245,55 @@ cmp_growth(const void *pa, const void *pb)
 	return (a->max_size > b->max_size) - (a->max_size < b->max_size);
 }
 
+/* The classes of row r that were used, by growth, from line HEAD + 4;
+ * a bar of live bytes against the largest class. */
+static void
+detail_classes(struct mstat_ui *ui, const struct mstat_model_row *r)
+{
+	const struct mstat_model_class *used[MSTAT_MAX_CLASSES];
+	size_t nused = 0;
+	uint64_t max_b = 0;
+	for (uint32_t c = 0; c < r->class_count; c++) {
+		const struct mstat_model_class *k = &r->classes[c];
+		if (k->c.alloc_count == 0)
+			continue;
+		used[nused++] = k;
+		uint64_t b = mstat_live_bytes(&k->c);
+		max_b = b > max_b ? b : max_b;
+	}
+	qsort(used, nused, sizeof(used[0]), cmp_growth);
+	int bw = COLS - 74;
+	if (bw > 40)
+		bw = 40;
+	line(HEAD + 4, A_REVERSE, "%8s %8s %9s %6s %7s %8s %8s %10s %s", "SIZE<=",
+	     "LIVE", "GROWTH", "OBJS", "+OBJS", "ALLOC/s", "FREE/s", "NET/s",
+	     bw > 0 ? "LIVE" : "");
+	int y = HEAD + 5, rows = LINES - y - 1;
+	if (ui->detail_scroll + (size_t)(rows > 0 ? rows : 0) > nused)
+		ui->detail_scroll = nused > (size_t)rows ? nused - (size_t)rows : 0;
+	ui->page = rows > 0 ? (size_t)rows : 0;
+	bool hr = r->have_rates;
+	for (size_t i = ui->detail_scroll; i < nused && y < LINES - 1; i++) {
+		const struct mstat_model_class *k = used[i];
+		char sz[MSTAT_UNIT_MAX], b[64] = "", w[8][MSTAT_UNIT_MAX];
+		if (k->max_size == UINT64_MAX)
+			snprintf(sz, sizeof(sz), "huge");
+		else
+			fmt(sz, BYTES, true, (double)k->max_size);
+		if (bw > 0)
+			bar(b, bw, mstat_live_bytes(&k->c), max_b);
+		line(y++, A_NORMAL, "%8s %8s %9s %6s %7s %8s %8s %10s %s", sz,
+		     fmt(w[0], BYTES, true, (double)mstat_live_bytes(&k->c)),
+		     fmt(w[1], GROWTH, true, (double)k->growth_bytes),
+		     fmt(w[2], COUNT, true, (double)mstat_live_objects(&k->c)),
+		     fmt(w[3], COUNT | MSTAT_UNIT_SIGNED, true,
+			 (double)k->growth_objects),
+		     fmt(w[4], COUNT_RATE, hr, k->alloc_rate),
+		     fmt(w[5], COUNT_RATE, hr, k->free_rate),
+		     fmt(w[6], BYTES_RATE, hr, k->net_bytes_rate), b);
+	}
+}
+
 void
 mstat_view_detail(struct mstat_ui *ui)
 {
@@ -313,51 +359,7 @@ mstat_view_detail(struct mstat_ui *ui)
 	} else if (r->err[0]) {
 		line(HEAD + 3, A_NORMAL, "%s", r->err);
 	}
-
-	/* The classes used, by growth; a bar of live bytes against the
-	 * largest class. */
-	const struct mstat_model_class *used[MSTAT_MAX_CLASSES];
-	size_t nused = 0;
-	uint64_t max_b = 0;
-	for (uint32_t c = 0; c < r->class_count; c++) {
-		const struct mstat_model_class *k = &r->classes[c];
-		if (k->c.alloc_count == 0)
-			continue;
-		used[nused++] = k;
-		uint64_t b = mstat_live_bytes(&k->c);
-		max_b = b > max_b ? b : max_b;
-	}
-	qsort(used, nused, sizeof(used[0]), cmp_growth);
-	int bw = COLS - 74;
-	if (bw > 40)
-		bw = 40;
-	line(HEAD + 4, A_REVERSE, "%8s %8s %9s %6s %7s %8s %8s %10s %s", "SIZE<=",
-	     "LIVE", "GROWTH", "OBJS", "+OBJS", "ALLOC/s", "FREE/s", "NET/s",
-	     bw > 0 ? "LIVE" : "");
-	int y = HEAD + 5, rows = LINES - y - 1;
-	if (ui->detail_scroll + (size_t)(rows > 0 ? rows : 0) > nused)
-		ui->detail_scroll = nused > (size_t)rows ? nused - (size_t)rows : 0;
-	ui->page = rows > 0 ? (size_t)rows : 0;
-	bool hr = r->have_rates;
-	for (size_t i = ui->detail_scroll; i < nused && y < LINES - 1; i++) {
-		const struct mstat_model_class *k = used[i];
-		char sz[MSTAT_UNIT_MAX], b[64] = "", w[8][MSTAT_UNIT_MAX];
-		if (k->max_size == UINT64_MAX)
-			snprintf(sz, sizeof(sz), "huge");
-		else
-			fmt(sz, BYTES, true, (double)k->max_size);
-		if (bw > 0)
-			bar(b, bw, mstat_live_bytes(&k->c), max_b);
-		line(y++, A_NORMAL, "%8s %8s %9s %6s %7s %8s %8s %10s %s", sz,
-		     fmt(w[0], BYTES, true, (double)mstat_live_bytes(&k->c)),
-		     fmt(w[1], GROWTH, true, (double)k->growth_bytes),
-		     fmt(w[2], COUNT, true, (double)mstat_live_objects(&k->c)),
-		     fmt(w[3], COUNT | MSTAT_UNIT_SIGNED, true,
-			 (double)k->growth_objects),
-		     fmt(w[4], COUNT_RATE, hr, k->alloc_rate),
-		     fmt(w[5], COUNT_RATE, hr, k->free_rate),
-		     fmt(w[6], BYTES_RATE, hr, k->net_bytes_rate), b);
-	}
+	detail_classes(ui, r);
 }
 
 /* A frame as "function file:line" (file and module by their base

@@ -640,10 +640,10 @@ def certificates(d):
          "-extfile", "san.ext")
 
 
-def refused_start(args, status, line):
+def refused_start(args, status, line, prefix=False):
     """mstat-exporter with args stops at once, never listening, with the
     status and one line on stderr (`line` whole, or in it if it does not
-    begin "mstat-exporter: ")."""
+    begin "mstat-exporter: "; with `prefix`, at its start)."""
     err = os.path.join(tmpdir(), "stderr")
     with open(err, "w") as f:
         p = subprocess.Popen([EXPORTER] + args, stdout=subprocess.DEVNULL,
@@ -659,9 +659,10 @@ def refused_start(args, status, line):
     got = said()
     check(p.returncode == status, "%r exited %d, not %d: %s" %
           (args, p.returncode, status, got))
-    whole = line.startswith("mstat-exporter: ")
+    whole = line.startswith("mstat-exporter: ") and not prefix
     check((got == line + "\n") if whole else
-          (line in got and got.count("\n") == 1),
+          (got.startswith(line) if prefix else line in got) and
+          got.count("\n") == 1,
           "%r said %r, not %r" % (args, got, line))
 
 
@@ -671,8 +672,11 @@ FORMS = ("; the forms are host:port, [ipv6]:port and :port (every "
 
 def test_flags():
     """What the exporter is given is checked before it starts: every port
-    outside 1-65535, every malformed listen address and a telemetry path
-    without its / stop the start with a line saying what is allowed."""
+    outside 1-65535, every malformed listen address, a telemetry path
+    without its / or one the exporter serves already, and an empty value
+    for any flag stop the start with a line saying what is allowed."""
+    def bad(flag, value, why):
+        return "mstat-exporter: bad value '%s' for %s: %s" % (value, flag, why)
     for addr, why in ((":99999", "the port 99999 is out of range"),
                       ("127.0.0.1:65536", "the port 65536 is out of range"),
                       ("127.0.0.1:0", "the port 0 is out of range"),
@@ -690,44 +694,64 @@ def test_flags():
                       ("local host:10415",
                        "local host is not a host name or IPv4 address")):
         refused_start(["--web.listen-address=" + addr], 2,
-                      'mstat-exporter: --web.listen-address "%s": %s%s' %
-                      (addr, why, FORMS))
+                      bad("--web.listen-address", addr, why + FORMS))
     # A bad address after a good one: nothing is bound.
     refused_start(["--web.listen-address=127.0.0.1:%d" % free_port(),
                    "--web.listen-address=:99999"], 2,
                   "the port 99999 is out of range")
     refused_start(["--web.telemetry-path=nometrics"], 2,
-                  'mstat-exporter: --web.telemetry-path "nometrics": it must '
-                  'start with /, as /metrics does')
-    refused_start(["--web.telemetry-path=/"], 2,
-                  'mstat-exporter: --web.telemetry-path "/": / is the landing '
-                  'page: the metrics need a path of their own, such as '
-                  '/metrics')
-    refused_start(["--web.telemetry-path=/-/healthy"], 2,
-                  'mstat-exporter: --web.telemetry-path "/-/healthy": '
-                  '/-/healthy is the health endpoint: the metrics need a '
-                  'path of their own')
+                  bad("--web.telemetry-path", "nometrics",
+                      "it must start with /, as /metrics does"))
     refused_start(["--web.telemetry-path=/metrics?x"], 2,
                   "a path is / and printable ASCII but for space, ?, # and %")
+    # Every path the exporter serves already is refused, with what
+    # serves it: the metrics would hide it.
+    for path, what in (("/", "the landing page"),
+                       ("/-/healthy", "the health endpoint"),
+                       ("/debug/pprof", "the heap profiles (/debug/pprof/)"),
+                       ("/debug/pprof/", "the heap profiles (/debug/pprof/)"),
+                       ("/debug/pprof/heap",
+                        "the heap profiles (/debug/pprof/)"),
+                       ("/debug/pprof/targets",
+                        "the heap profiles (/debug/pprof/)"),
+                       ("/debug/pprof/other",
+                        "the heap profiles (/debug/pprof/)")):
+        refused_start(["--web.telemetry-path=" + path], 2,
+                      bad("--web.telemetry-path", path, "%s is %s: the "
+                          "metrics need a path of their own, such as "
+                          "/metrics" % (path, what)))
     # The profiles' flags.
     refused_start(["--web.external-address=:10415"], 2,
-                  'mstat-exporter: --web.external-address ":10415": a host is '
-                  'needed: the address scrapers reach this exporter at')
+                  bad("--web.external-address", ":10415", "a host is "
+                      "needed: the address scrapers reach this exporter at"))
     refused_start(["--web.external-address=node7"], 2,
-                  'mstat-exporter: --web.external-address "node7": no :port' +
-                  FORMS)
+                  bad("--web.external-address", "node7", "no :port" + FORMS))
     for n in ("0", "1001", "x", "-1"):
         refused_start(["--web.max-profile-requests=" + n], 2,
-                      "mstat-exporter: --web.max-profile-requests %s: 1 to "
-                      "1000" % n)
+                      bad("--web.max-profile-requests", n,
+                          "a number of profiles, 1 to 1000"))
     # The killed processes' flags.
     refused_start(["--killed-grace=86401"], 2,
-                  "mstat-exporter: --killed-grace 86401: seconds, 0 to 86400")
+                  bad("--killed-grace", "86401", "seconds, 0 to 86400"))
     refused_start(["--postmortem-dir=/nonexistent/x"], 2,
-                  "mstat-exporter: --postmortem-dir: /nonexistent/x: No such "
-                  "file or directory")
+                  bad("--postmortem-dir", "/nonexistent/x",
+                      "No such file or directory"))
     refused_start(["--postmortem-bytes=1k"], 2,
-                  "mstat-exporter: --postmortem-bytes 1k: a number of bytes")
+                  bad("--postmortem-bytes", "1k", "a number of bytes"))
+    refused_start(["--reader.namespaces=2147483647"], 2,
+                  bad("--reader.namespaces", "2147483647", "no process "
+                      "2147483647: its /dev/shm cannot be read"))
+    # Every flag that takes a value, as --help lists them, refuses an
+    # empty one.
+    r = subprocess.run([EXPORTER, "--help"], stdout=subprocess.PIPE,
+                       timeout=60)
+    valued = re.findall(r"^  (?:-\w, |    )--([\w.-]+)=", r.stdout.decode(),
+                        re.M)
+    check(len(valued) >= 11, "--help lists %d flags with values" %
+          len(valued))
+    for name in valued:
+        refused_start(["--%s=" % name], 2, "mstat-exporter: bad value '' for "
+                      "--%s: " % name, prefix=True)
     # The addresses that are allowed: served, at a path of its own.
     e = Exporter("--web.telemetry-path=/heap")
     check(e.get("/heap")[0] == 200 and e.get("/metrics")[0] == 404,

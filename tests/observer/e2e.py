@@ -1385,14 +1385,15 @@ def files_in(t, d):
 
     def outputs(name):
         """(mstat-top/mstat-run arguments writing `name`, its exit status
-        when refused)"""
+        when refused, and how its refusal names the file)"""
         path = os.path.join(d, name)
-        out = [([TOP, "-p", str(t.pid), "--pprof=" + path], 1),
+        out = [([TOP, "-p", str(t.pid), "--pprof=" + path], 1, path),
                ([TOP, "-b", "-n", "1", "-p", str(t.pid), "--record", path],
-                1)]
-        if RUN:  # not beside a sanitizer's malloc
+                1, path)]
+        if RUN:  # not beside a sanitizer's malloc; refused as an option
             out.append(([RUN, "--summary", path, "--", "sh", "-c",
-                         "echo ran >%s" % os.path.join(d, "ran")], 125))
+                         "echo ran >%s" % os.path.join(d, "ran")], 125,
+                        "'%s' for --summary" % path))
         return path, out
 
     def contents():
@@ -1410,14 +1411,14 @@ def files_in(t, d):
             os.symlink(victim, os.path.join(d, "link"))
         before = contents()
         path, runs = outputs(name)
-        for args, status in runs:
+        for args, status, said in runs:
             r = run(args)
             err = ours(r.stderr.decode())
             check(r.returncode == status and
                   err.endswith("%s: %s (remove it, or name another file)\n"
-                               % (path, why)
+                               % (said, why)
                                if name != "other" else
-                               "%s: %s\n" % (path, why)),
+                               "%s: %s\n" % (said, why)),
                   "%s %s: exit %d, %r" % (os.path.basename(args[0]), name,
                                           r.returncode, err))
             check(open(victim).read() == "untouched\n" and
@@ -1433,7 +1434,7 @@ def files_in(t, d):
     # Written: 0600 with umask 0, also where a file of ours (0644) was.
     for name in ("new", "old"):
         path, runs = outputs(name)
-        for args, status in runs:
+        for args, status, _ in runs:
             if name == "old":
                 with open(path, "w") as f:
                     f.write("old\n")
@@ -1456,46 +1457,74 @@ def files_in(t, d):
 
 def test_options():
     """A bad value for any option is refused with exit status 2 and one
-    line that says what the option takes."""
+    line that says what the option takes; so is an empty value, for every
+    option that takes one (-p "$PID" with PID unset is not "every
+    process"), and a pid of -N that names no process."""
     sorts = ("a column: pid, name, where, age, threads, live-bytes, live-objs, "
              "alloc/s, free/s, net/s, growth, growth-objs, growth/s, state")
+    pids = "process ids, 1 to 2147483647, separated by commas, at most 256"
     for args, flag, value, want in (
             (["-n", "0"], "-n", "0", "a number of ticks, 1 or more"),
             (["-n", "1x"], "-n", "1x", "a number of ticks, 1 or more"),
             (["-d", "0.05"], "-d", "0.05", "seconds, 0.1 to 3600"),
             (["--delay=3601"], "--delay", "3601", "seconds, 0.1 to 3600"),
             (["-o", "xml"], "-o", "xml",
-             "table, json, openmetrics or prometheus"),
-            (["-p", "1,x"], "-p", "1,x", "process ids, 1 to 2147483647, "
-             "separated by commas, at most 256"),
-            (["-F", "x" * 64], "-F", "x" * 64, "text of at most 63 bytes"),
+             "a format: table, json, openmetrics, prometheus"),
+            (["-p", "1,x"], "-p", "1,x", pids),
+            (["-p", "1,"], "-p", "1,", pids),
+            (["-p", ""], "-p", "", pids),
+            (["--pid="], "--pid", "", pids),
+            (["-F", "x" * 64], "-F", "x" * 64, "text, 1 to 63 bytes"),
+            (["-N", "2147483647"], "-N", "2147483647",
+             "no process 2147483647: its /dev/shm cannot be read"),
+            (["-N", "1,"], "-N", "1,", "all, own, or process ids separated "
+             "by commas, at most 64"),
             (["-s", "size"], "-s", "size", sorts),
             (["--linger=86401"], "--linger", "86401", "seconds, 0 to 86400"),
             (["--window=0.5"], "--window", "0.5", "seconds, 1 to 86400"),
             (["--baseline=-1"], "--baseline", "-1",
-             "seconds, 0 to 31536000 (a year)"),
+             "seconds, 0 to 31536000"),
             (["--sites=1001"], "--sites", "1001",
              "a number of call sites, 1 to 1000"),
             (["--sample-bytes=%d" % ((1 << 40) + 1)], "--sample-bytes",
-             str((1 << 40) + 1), "bytes, 0 (off) to 1099511627776"),
+             str((1 << 40) + 1), "bytes, 0 to 1099511627776"),
             (["--killed-grace=86401"], "--killed-grace", "86401",
              "seconds, 0 to 86400"),
             (["--postmortem-bytes=-1"], "--postmortem-bytes", "-1",
-             "a number of bytes")):
+             "a number of bytes"),
+            (["--postmortem-dir=/nonexistent/x"], "--postmortem-dir",
+             "/nonexistent/x", "No such file or directory")):
         r = subprocess.run([TOP, "-b"] + args, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, timeout=TIMEOUT)
         line = "mstat-top: bad value '%s' for %s: %s\n" % (value, flag, want)
         check(r.returncode == 2 and ours(r.stderr.decode()) == line,
               "%s: exit %d, %r, not %r" % (args, r.returncode,
                                           r.stderr.decode(), line))
-    # The environment's grace, and a directory that cannot be written.
+    # Every option that takes a value, as --help lists them, refuses an
+    # empty one.
+    r = subprocess.run([TOP, "--help"], stdout=subprocess.PIPE,
+                       timeout=TIMEOUT)
+    valued = re.findall(r"^  (?:-\w, |    )--([\w.-]+)=", r.stdout.decode(),
+                        re.M)
+    check(len(valued) >= 18, "--help lists %d options with values" %
+          len(valued))
+    for name in valued:
+        r = subprocess.run([TOP, "-b", "--%s=" % name], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=TIMEOUT)
+        err = ours(r.stderr.decode())
+        check(r.returncode == 2 and
+              err.startswith("mstat-top: bad value '' for --%s: " % name) and
+              err.count("\n") == 1,
+              "--%s=: exit %d, %r" % (name, r.returncode, err))
+    # The environment's grace and namespaces.
     for args, env, line in (
             ([], {"MSTAT_KILLED_GRACE": "5m"}, "mstat-top: MSTAT_KILLED_GRACE=5m: "
              "not a number of seconds in 0..86400\n"),
             ([], {"MSTAT_KILLED_BYTES": "x"}, "mstat-top: MSTAT_KILLED_BYTES=x: "
              "not a number of bytes\n"),
-            (["--postmortem-dir=/nonexistent/x"], {}, "mstat-top: "
-             "--postmortem-dir: /nonexistent/x: No such file or directory\n")):
+            ([], {"MSTAT_NAMESPACES": "2147483647"}, "mstat-top: "
+             "MSTAT_NAMESPACES=2147483647: no process 2147483647: its "
+             "/dev/shm cannot be read\n")):
         r = subprocess.run([TOP, "-b"] + args, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, timeout=TIMEOUT,
                            env=dict(os.environ, **env))

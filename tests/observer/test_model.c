@@ -27,6 +27,7 @@
 #include "record.h"
 #include "text.h"
 #include "core.h"
+#include "sampler.h" /* a core of its own notes only */
 #include "units.h"
 
 #define SEC UINT64_C(1000000000)
@@ -419,18 +420,19 @@ keep_note(void *arg, const char *line)
 static void
 test_note_escaped(void **state)
 {
-	struct mstat_core core;
+	struct mstat_core *core = calloc(1, sizeof(*core));
 	char got[256];
 	(void)state;
 
-	memset(&core, 0, sizeof(core));
-	core.opt.note = keep_note;
-	core.opt.note_arg = got;
-	mstat_core_note(&core, "skipped %s: not an mstat segment name", PLANTED);
+	assert_non_null(core);
+	core->opt.note = keep_note;
+	core->opt.note_arg = got;
+	mstat_core_note(core, "skipped %s: not an mstat segment name", PLANTED);
 	assert_string_equal(got, "skipped mstat.?[31m.1: not an mstat segment name");
-	mstat_core_note(&core, "%s\n%s", HOSTILE, "\x1b]0;title\x07");
+	mstat_core_note(core, "%s\n%s", HOSTILE, "\x1b]0;title\x07");
 	assert_string_equal(got, HOSTILE_PLAIN "??]0;title?");
 	assert_true(clean(got));
+	free(core);
 }
 
 /* Renders into a string with open_memstream. */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * heapsites.c - a program with one leaking call site and one churning
- * one, for the heap profile's end-to-end tests (pprof.py).  Plain: it is
- * run with libmstatshm preloaded.
+ * one, for the heap profile's end-to-end tests (tests/profile/e2e.py).
+ * Plain: it is run with libmstatshm preloaded.
  *
  *   heapsites   leak_site() keeps 65536 blocks of 1 KiB (64 MiB live);
  *               churn_site() allocates and frees 65536 blocks of 8 KiB
