@@ -318,6 +318,7 @@ target_new(struct mstat_discover *d, struct mstat_reader *r,
 	t->nspid = in->pid;
 	t->verified = pid != 0;
 	t->pid = pid ? pid : in->pid;
+	t->pid_ours = pid || (d->pid_ns && in->pid_ns == d->pid_ns);
 	t->writer_mode = in->writer_mode;
 	t->layout_major = in->version_major;
 	t->layout_minor = in->version_minor;
@@ -793,8 +794,11 @@ mstat_discover_execed(const struct mstat_discover *d,
 {
 	char state = proc_state(d, t);
 
-	/* A zombie is a process that died, not waited for yet. */
-	return state && state != 'Z' && state != 'X';
+	/* A zombie is a process that died, not waited for yet; one exiting
+	 * is dying: its lock went with its descriptors, a moment before it
+	 * becomes a zombie (an OOM kill found in that moment). */
+	return state && state != 'Z' && state != 'X' &&
+	       !mstat_proc_exiting(t->pid);
 }
 
 bool

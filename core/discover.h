@@ -62,6 +62,9 @@ struct mstat_core_target {
 	pid_t nspid;                /* as the header says: in its own */
 	bool verified;              /* the process its header claims was
 				     * found, and checked (discover.c) */
+	bool pid_ours;              /* `pid` is of our pid namespace: it
+				     * was verified, or its header's pid
+				     * namespace is ours */
 	struct mstat_where where;   /* where it runs, if verified */
 	uint64_t start_time;        /* of the process, from the header */
 	uint64_t start_ns;          /* the same, CLOCK_REALTIME; 0 unknown */
@@ -86,6 +89,7 @@ struct mstat_core_target {
 				     * with the target, its samples borrow it */
 	uint64_t checked_ns;        /* CLOCK_MONOTONIC /proc was last asked
 				     * whether it is stopped; 0 never */
+	uint64_t first_tick;        /* the sampler's tick that found it */
 	/* Its call sites at the process's baseline (sites.h), the
 	 * sampler's own, freed with the target; NULL until read. */
 	struct mstat_sites_base *sites_base;

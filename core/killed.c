@@ -342,7 +342,13 @@ mstat_killed_dir_option(const char *v, void *dst, char *why, size_t len)
 	int fd = open(v, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	if (fd < 0 || faccessat(fd, ".", W_OK, AT_EACCESS) < 0) {
-		snprintf(why, len, "%s", strerror(errno));
+		int e = errno;
+		/* Said at start, to the one who wrote the command. */
+		if (e == ENOENT)
+			snprintf(why, len, "%s: make it first (mkdir -m 700 %s)",
+				 strerror(e), v);
+		else
+			snprintf(why, len, "%s", strerror(e));
 		if (fd >= 0)
 			close(fd);
 		return -1;

@@ -13,7 +13,9 @@
  * cgroup is gone by then (a container's, removed with its last
  * process), its parent's count says it, for it counts its children's.  /proc/vmstat's
  * oom_kill, the machine's count, rising is a hint only: some process
- * somewhere was killed for memory meanwhile.
+ * somewhere was killed for memory meanwhile.  A process first seen dead
+ * has no count to compare with: only the kernel's log can name it
+ * (oomlog.h), and the readers ask it first.
  *
  * Post-mortem profiles (--postmortem-dir=DIR): a killed process's heap
  * profile, read from its segment, is written once to
@@ -86,6 +88,7 @@ enum mstat_oom {
 	MSTAT_OOM_NO,            /* nothing says so */
 	MSTAT_OOM_HINT,          /* the machine's count rose: perhaps */
 	MSTAT_OOM_CGROUP,        /* its cgroup's count rose */
+	MSTAT_OOM_LOG,           /* the kernel's log names it (oomlog.h) */
 };
 
 /* Where the cgroup hierarchies are mounted: /sys/fs/cgroup, or a

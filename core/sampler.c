@@ -104,9 +104,11 @@ mstat_core_new(struct mstat_core **out, const struct mstat_core_options *opt)
 		return -ENOMEM;
 	}
 	core->disc.grace = opt->grace;
+	mstat_oomlog_open(&core->oomlog);
 	core->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (core->wake_fd < 0) {
 		int rc = -errno;
+		mstat_oomlog_close(&core->oomlog);
 		mstat_discover_fini(&core->disc);
 		free(core);
 		return rc;
@@ -413,17 +415,41 @@ check_stopped(struct mstat_core *core, struct mstat_core_target *t,
 	}
 }
 
-/* Killed: whether the OOM killer did it, said in its state (its cgroup's
- * count) or a note (the machine's: a hint); with --postmortem-dir, its
- * profile to a file, once. */
+/* Whether the OOM killer killed it: the kernel's log if it names it,
+ * else its memory cgroup's count (killed.h); `why` says what said so. */
+static enum mstat_oom
+oom_cause(const struct mstat_core *core, const struct mstat_core_target *t,
+	  char *why, size_t len)
+{
+	uint64_t start_us = t->start_time * 1000000u /
+			    (uint64_t)sysconf(_SC_CLK_TCK);
+	const struct mstat_oom_kill *k =
+		t->pid_ours ? mstat_oomlog_find(&core->oomlog, t->pid, start_us,
+						t->first_tick)
+			    : NULL;
+
+	if (!k)
+		return mstat_oom_watch_end(&t->oom, why, len);
+	snprintf(why, len, "killed by the OOM killer: the kernel's log at "
+		 "%llu.%06llu s says \"%s: Killed process %d (%s)\"%s%s",
+		 (unsigned long long)(k->ts_us / 1000000u),
+		 (unsigned long long)(k->ts_us % 1000000u), k->constraint,
+		 (int)k->pid, k->comm, k->memcg[0] ? ", memory cgroup " : "",
+		 k->memcg);
+	return MSTAT_OOM_LOG;
+}
+
+/* Killed: whether the OOM killer did it, said in its state (the kernel's
+ * log, its cgroup's count) or a note (the machine's count: a hint); with
+ * --postmortem-dir, its profile to a file, once. */
 static void
 postmortem(struct mstat_core *core, struct mstat_core_target *t,
 	   struct mstat_core_sample *s)
 {
-	char why[320], path[4096], err[256];
-	enum mstat_oom oom = mstat_oom_watch_end(&t->oom, why, sizeof(why));
+	char why[640], path[4096], err[256];
+	enum mstat_oom oom = oom_cause(core, t, why, sizeof(why));
 
-	if (oom == MSTAT_OOM_CGROUP)
+	if (oom == MSTAT_OOM_CGROUP || oom == MSTAT_OOM_LOG)
 		s->live = MSTAT_LIVE_OOM;
 	if (oom != MSTAT_OOM_NO)
 		mstat_core_note(core, "pid %d (%s) %s", (int)t->pid, t->name, why);
@@ -654,13 +680,19 @@ mstat_core_tick(struct mstat_core *core)
 	struct mstat_core_target *t, *tmp;
 	size_t n = 0;
 
+	/* The kernel logs an OOM kill before its process dies: the record
+	 * of any process this tick finds killed is read now (oomlog.h). */
+	mstat_oomlog_read(&core->oomlog, ++core->tick_no);
 	mstat_discover_scan(&core->disc, &core->targets);
 	core->errors[MSTAT_CORE_ERR_REFUSED] = core->disc.refused_count;
 	core->errors[MSTAT_CORE_ERR_DESCRIPTORS] = core->disc.no_fd_count;
 	atomic_store_explicit(&core->namespaces_unreadable,
 			      core->disc.procs.unreadable, memory_order_relaxed);
-	cds_list_for_each_entry(t, &core->targets, node)
+	cds_list_for_each_entry(t, &core->targets, node) {
+		if (!t->first_tick)
+			t->first_tick = core->tick_no;
 		n += !t->final;
+	}
 	if (grow(core, n) < 0)
 		return;
 	n = 0;
@@ -828,6 +860,7 @@ mstat_core_free(struct mstat_core *core)
 	free(core->outs);
 	free(core->rcs);
 	mstat_discover_fini(&core->disc);
+	mstat_oomlog_close(&core->oomlog);
 	if (core->wake_fd >= 0)
 		close(core->wake_fd);
 	free(core);

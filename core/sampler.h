@@ -31,6 +31,7 @@
 
 #include "core.h"
 #include "discover.h"
+#include "oomlog.h"
 
 /* What a consumer may read of one target's latest read. Immutable once
  * published. */
@@ -89,6 +90,8 @@ struct mstat_core {
 	uint64_t status_seq;
 	char sites_key[MSTAT_KEY_MAX]; /* whose sites, this tick */
 	unsigned stop_checks;           /* looks at /proc left this tick */
+	uint64_t tick_no;               /* ticks begun */
+	struct mstat_oomlog oomlog;     /* the kernel's OOM kills */
 	/* Failed reads and refusals, by reason, since init: the sampler's
 	 * own (read them from its thread, between ticks). */
 	uint64_t errors[MSTAT_CORE_ERR_COUNT];

@@ -115,16 +115,38 @@ serve_requests(struct mstat_scraper *s)
 	pthread_cond_broadcast(&s->done);
 }
 
+/* With the lock held: waits for the reader's wake-up; true once a tick
+ * of its own is due (with a post-mortem directory, MSTAT_SCRAPER_WATCH_S
+ * after the last tick began, `last_ns`). */
+static bool
+wait_wake(struct mstat_scraper *s, uint64_t last_ns)
+{
+	if (!s->opt.postmortem_dir) {
+		pthread_cond_wait(&s->wake, &s->lock);
+		return false;
+	}
+	uint64_t due = last_ns + (uint64_t)MSTAT_SCRAPER_WATCH_S * 1000000000u;
+	if (!last_ns || mstat_clock_mono_ns() >= due)
+		return true;
+	struct timespec ts = { .tv_sec = (time_t)(due / 1000000000u),
+			       .tv_nsec = (long)(due % 1000000000u) };
+	/* s->wake runs on CLOCK_MONOTONIC (mstat_scraper_start()). */
+	return pthread_cond_timedwait(&s->wake, &s->lock, &ts) == ETIMEDOUT;
+}
+
 static void *
 reader_main(void *arg)
 {
 	struct mstat_scraper *s = arg;
+	uint64_t last_ns = 0; /* when the last tick began */
 
 	rcu_register_thread();
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
-		while (!s->stop && s->wanted == s->started && !s->untried)
-			pthread_cond_wait(&s->wake, &s->lock);
+		bool own = false;
+		while (!s->stop && s->wanted == s->started && !s->untried &&
+		       !own)
+			own = wait_wake(s, last_ns);
 		if (s->stop)
 			break;
 		if (s->untried) {
@@ -134,7 +156,7 @@ reader_main(void *arg)
 		uint64_t tick = ++s->started;
 		pthread_mutex_unlock(&s->lock);
 
-		uint64_t t0 = mstat_clock_mono_ns();
+		uint64_t t0 = last_ns = mstat_clock_mono_ns();
 		mstat_core_tick(s->core);
 
 		pthread_mutex_lock(&s->lock);
@@ -204,7 +226,11 @@ mstat_scraper_start(struct mstat_scraper **out,
 	}
 	mstat_model_init(&s->model, 0);
 	pthread_mutex_init(&s->lock, NULL);
-	pthread_cond_init(&s->wake, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->wake, &ca);
+	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&s->done, NULL);
 	if ((rc = pthread_create(&s->thread, NULL, reader_main, s)) != 0) {
 		/* mstat_core_free() walks RCU lists: a registered thread. */

@@ -3,9 +3,21 @@
  * web.c - mstat-exporter's HTTP side; see web.h.
  *
  * One libmicrohttpd daemon per listening socket, each with a thread per
- * connection (at most max_requests at once): a scrape waits for the
- * reader's tick (scrape.h), and a slow client or a bcrypt check must not
- * hold up anyone else.
+ * connection: a scrape waits for the reader's tick (scrape.h), and a
+ * slow client or a bcrypt check must not hold up anyone else.  (A thread
+ * pool would serve a connection's requests in the thread polling it, so
+ * a waiting scrape would hold up every connection of its thread, health
+ * checks among them.)
+ *
+ * A crowd: at most max_requests scrapes of the metrics wait at once,
+ * as promhttp's in-flight limit has it (node_exporter's
+ * --web.max-requests); one more is answered 503 at once, with
+ * Retry-After, and its connection and thread are free again.  Connections
+ * are accepted well beyond that (SPARE_CONNECTIONS more): a connection
+ * libmicrohttpd refuses is reset, and one it stops accepting waits in the
+ * kernel's queue, whose overflow the client retries a second or more
+ * later; either would leave /-/healthy unanswered during a scrape storm,
+ * and a liveness probe would restart the exporter.
  */
 #include "web.h"
 
@@ -15,6 +27,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,12 +46,22 @@
  * thread, or a place at a TLS port's gate. */
 #define IDLE_TIMEOUT_S 60
 
+/* Connections accepted beyond the scrapes that may wait: each answered
+ * at once (a 503, a health check, a page), or a profile's, which have
+ * their own limit (pprof_http.h).  A thread each while open. */
+#define SPARE_CONNECTIONS 1024
+
+/* The kernel's queue of connections not accepted yet (it caps it at
+ * net.core.somaxconn, 4096 by default). */
+#define LISTEN_BACKLOG 1024
+
 struct mstat_web {
 	struct mstat_web_options opt;
 	struct MHD_Daemon *daemons[MAX_SOCKETS];
 	struct mstat_tlsgate *gates[MAX_SOCKETS]; /* with TLS */
 	char bound[MAX_SOCKETS][80];
 	size_t n;
+	_Atomic unsigned scraping;  /* scrapes of the metrics under way */
 };
 
 /* ---- content negotiation ---- */
@@ -290,7 +313,7 @@ listen_on(const char *addr, int *fds, char (*names)[80], size_t room,
 		if (ai->ai_family == AF_INET6)
 			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 		if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 ||
-		    listen(fd, 64) < 0) {
+		    listen(fd, LISTEN_BACKLOG) < 0) {
 			int e = errno;
 			close(fd);
 			for (int i = 0; i < n; i++)
@@ -439,6 +462,25 @@ landing(struct mstat_web *w, struct MHD_Connection *c, const char *url)
 			 len, MHD_RESPMEM_MUST_FREE);
 }
 
+/* One scrape too many: 503 at once, saying why, as promhttp says it. */
+static enum MHD_Result
+too_many(struct mstat_web *w, struct MHD_Connection *c)
+{
+	char body[128];
+	int len = snprintf(body, sizeof(body), "Limit of concurrent requests "
+			   "reached (%u), try again later.\n",
+			   w->opt.max_requests);
+	struct MHD_Response *r = MHD_create_response_from_buffer(
+		(size_t)len, body, MHD_RESPMEM_MUST_COPY);
+
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				"text/plain; charset=utf-8");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+	return mstat_web_queue(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, r);
+}
+
 static enum MHD_Result
 metrics(struct mstat_web *w, struct MHD_Connection *c)
 {
@@ -447,13 +489,22 @@ metrics(struct mstat_web *w, struct MHD_Connection *c)
 					    MHD_HTTP_HEADER_ACCEPT));
 	char *buf = NULL;
 	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	FILE *f;
 	int rc;
 
+	/* Relaxed: a count, publishing nothing; every place taken is given
+	 * back by the thread that took it. */
+	if (atomic_fetch_add_explicit(&w->scraping, 1, memory_order_relaxed) >=
+	    w->opt.max_requests) {
+		atomic_fetch_sub_explicit(&w->scraping, 1, memory_order_relaxed);
+		return too_many(w, c);
+	}
+	f = open_memstream(&buf, &len);
+	rc = f ? mstat_scraper_scrape(w->opt.scraper, f, fmt) : -ENOMEM;
+	atomic_fetch_sub_explicit(&w->scraping, 1, memory_order_relaxed);
 	if (!f)
 		return send_text(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR,
 				 "out of memory\n");
-	rc = mstat_scraper_scrape(w->opt.scraper, f, fmt);
 	if (fclose(f) != 0 && rc == 0)
 		rc = -EIO;
 	if (rc < 0) {
@@ -560,7 +611,7 @@ start_daemon(struct mstat_web *w, int listen_fd)
 		flags |= MHD_USE_TLS | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
 	return MHD_start_daemon(flags, 0, NULL, NULL, handle, w,
 		MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL,
-		MHD_OPTION_CONNECTION_LIMIT, w->opt.max_requests,
+		MHD_OPTION_CONNECTION_LIMIT, mstat_web_connections(&w->opt),
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S,
 		MHD_OPTION_ARRAY, cfg->cert_pem ? tls : plain,
 		MHD_OPTION_END);
@@ -597,8 +648,8 @@ mstat_web_start(struct mstat_web **out, const struct mstat_web_options *o,
 			goto fail;
 		}
 		if (tls && mstat_tlsgate_start(&w->gates[i], fds[i], w->daemons[i],
-					       o->max_requests, IDLE_TIMEOUT_S,
-					       err, errlen) < 0) {
+					       mstat_web_connections(o),
+					       IDLE_TIMEOUT_S, err, errlen) < 0) {
 			w->n++;
 			i++;
 			goto fail;
@@ -611,6 +662,12 @@ fail:
 		close(fds[i]);
 	mstat_web_stop(w);
 	return -1;
+}
+
+unsigned
+mstat_web_connections(const struct mstat_web_options *o)
+{
+	return o->max_requests + SPARE_CONNECTIONS;
 }
 
 size_t

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs what building and testing need on Debian (run as root), and
-# any further packages named as arguments (bench/run.sh names its own).
+# any further packages named as arguments (bench/run.sh names its own;
+# .ci/run those of the suite image: buildah, netavark, which buildah's
+# containers-common takes for its network stack where the first choice,
+# containernetworking-plugins, ships a service, and mmdebstrap).
 #
 # It starts nothing and enables nothing.  No package it installs, nor
 # any they pull in, ships a service (a systemd unit or an init script):

@@ -230,6 +230,25 @@ number(const char **p, uint64_t *v)
 	return true;
 }
 
+bool
+mstat_proc_exiting(pid_t pid)
+{
+	char path[64], buf[1024];
+
+	proc_path(path, pid, "stat");
+	if (slurp(path, buf, sizeof(buf)) < 0)
+		return false;
+	/* Counted from the last ')', as above: flags is field 9. */
+	char *p = strrchr(buf, ')');
+	for (int field = 2; p && field < 9; field++)
+		p = strchr(p + 1, ' ');
+	if (!p)
+		return false;
+	const char *f = p + 1;
+	uint64_t flags;
+	return number(&f, &flags) && (flags & 0x4) != 0; /* PF_EXITING */
+}
+
 static const char *
 skip_blanks(const char *p)
 {

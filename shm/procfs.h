@@ -28,6 +28,11 @@ int mstat_proc_start_time(pid_t pid, uint64_t *start_time);
 /* The same, and its state letter (field 3: R, S, T, Z for a zombie, ...). */
 int mstat_proc_stat(pid_t pid, uint64_t *start_time, char *state);
 
+/* Whether `pid` is exiting (PF_EXITING, in /proc/<pid>/stat field 9):
+ * dying, its descriptors (and so its locks) closed or being closed, not
+ * a zombie yet.  False if it cannot tell. */
+bool mstat_proc_exiting(pid_t pid);
+
 /* Whether `state` (/proc/<pid>/stat field 3) is a stopped process. */
 static inline bool
 mstat_proc_state_stopped(char state)

@@ -72,6 +72,7 @@ mstat_ui_move_table(struct mstat_ui *ui, long d)
 	if (s >= (long)ui->nrows)
 		s = (long)ui->nrows - 1;
 	ui->sel = (size_t)s;
+	ui->sel_moved = true;
 	snprintf(ui->sel_key, sizeof(ui->sel_key), "%s", ui->rows[ui->sel]->key);
 	return MSTAT_KEY_REDRAW;
 }
@@ -107,8 +108,14 @@ mstat_ui_select_rows(struct mstat_ui *ui)
 	}
 	ui->nrows = mstat_model_view(&ui->model, ui->filter, ui->sort,
 				     ui->reverse, ui->rows);
-	/* The selection follows its process through re-sorting. */
-	for (size_t i = 0; i < ui->nrows; i++)
+	/* Until the user moves it, the selection is the top row, whatever
+	 * process is there (by growth: the one growing most, which Enter
+	 * then opens); once moved, or while its process is open, it follows
+	 * its process through re-sorting. */
+	bool follow = ui->sel_moved || mstat_ui_process_open(ui);
+	if (!follow)
+		ui->sel = 0;
+	for (size_t i = 0; follow && i < ui->nrows; i++)
 		if (strcmp(ui->rows[i]->key, ui->sel_key) == 0) {
 			ui->sel = i;
 			return;

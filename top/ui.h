@@ -97,6 +97,8 @@ struct mstat_ui {
 	size_t nrows, caprows;
 	size_t sel, scroll;                   /* selected row, first shown */
 	char sel_key[MSTAT_KEY_MAX];    /* follows the process on re-sort */
+	bool sel_moved;                 /* by the user: until then the
+					 * selection is the top row */
 	size_t page;                          /* rows on screen, set by the view */
 
 	enum mstat_model_sort sort;

@@ -337,6 +337,19 @@ function sharedShmPromises(objs) {
   const preload = (app.env || []).find((e) => e.name === "LD_PRELOAD");
   p.expect(preload && /libmstatshm\.so/.test(preload.value),
            `${w}: the application does not preload libmstatshm`);
+  // The library, and the libunwind it loads to sample (beside itself
+  // first: its RUNPATH), copied where the application preloads it from.
+  const copied = (pod.initContainers || []).flatMap((c) => {
+    const cmd = c.command || [];
+    const to = (c.volumeMounts || []).find(
+      (m) => cmd[cmd.length - 1] === m.mountPath + "/");
+    return cmd[0] === "cp" && to ? cmd.slice(1, -1).map(
+      (f) => to.mountPath + "/" + path.basename(f)) : [];
+  });
+  p.expect(preload && copied.includes(preload.value) &&
+           copied.includes(path.dirname(preload.value) + "/libunwind.so.8"),
+           `${w}: no init container copies libmstatshm.so.0 and ` +
+           `libunwind.so.8 to where the application preloads it from`);
   exporterContainer(p, exporter, `${w}: container mstat-exporter`);
   return p.failed;
 }

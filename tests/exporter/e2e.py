@@ -3,7 +3,7 @@
 """End-to-end tests of mstat-exporter against real instrumented processes.
 
     e2e.py TEST     TEST: flags http formats gone concurrent busy stalled
-                          tls dashboard prometheus health pprof
+                          tls dashboard prometheus health crowd pprof
                           pprof_tls pprof_go pprof_concurrent
                           pprof_prometheus
 
@@ -735,7 +735,8 @@ def test_flags():
                   bad("--killed-grace", "86401", "seconds, 0 to 86400"))
     refused_start(["--postmortem-dir=/nonexistent/x"], 2,
                   bad("--postmortem-dir", "/nonexistent/x",
-                      "No such file or directory"))
+                      "No such file or directory: make it first (mkdir -m "
+                      "700 /nonexistent/x)"))
     refused_start(["--postmortem-bytes=1k"], 2,
                   bad("--postmortem-bytes", "1k", "a number of bytes"))
     refused_start(["--reader.namespaces=2147483647"], 2,
@@ -1060,6 +1061,134 @@ def reader_thread(pid):
 
 STUCK = (r"the reader is stuck: scrapes have waited (\d+\.\d) s for it, "
          r"more than 10 s beyond its wait budget of 0\.01 s\n")
+
+
+def http_once(port, path, timeout=TIMEOUT):
+    """(status, {header: value}, body) of one GET on a connection of its
+    own, closed by the server after it."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        s.sendall(b"GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                  b"Connection: close\r\n\r\n" % path.encode())
+        data = b""
+        while True:
+            b = s.recv(1 << 16)
+            if not b:
+                break
+            data += b
+    finally:
+        s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in
+               (ln.partition(":") for ln in lines[1:])}
+    return int(lines[0].split()[1]), headers, body
+
+
+def crowd(port, clients, each, out, path="/metrics"):
+    """`clients` threads, each asking `each` times, one connection a
+    request (as ab does): their answers, or what was raised, into out."""
+    def client():
+        for _ in range(each):
+            try:
+                out.append(http_once(port, path))
+            except OSError as x:
+                out.append(x)
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for th in threads:
+        th.start()
+    return threads
+
+
+def check_answers(answers, limit, what):
+    """Every answer a 200 with the metrics or promhttp's 503: (200s, 503s)."""
+    n = {200: 0, 503: 0}
+    for a in answers:
+        check(not isinstance(a, Exception), "%s: %r" % (what, a))
+        status, headers, body = a
+        check(status in n, "%s: %d %r" % (what, status, body))
+        n[status] += 1
+        if status == 200:
+            check(b"mstat_exporter_build_info" in body, "%s: 200 %r"
+                  % (what, body[:200]))
+        else:
+            check(body == b"Limit of concurrent requests reached (%d), try "
+                  b"again later.\n" % limit and
+                  headers.get("retry-after") == "1" and
+                  headers.get("content-type") == "text/plain; charset=utf-8",
+                  "%s: 503 %r %r" % (what, headers, body))
+    return n[200], n[503]
+
+
+def test_crowd():
+    """A crowd past --web.max-requests: every answer a 200 or a 503 with
+    Retry-After (promhttp's in-flight limit), no connection refused or
+    reset, /-/healthy answered 200 all along, and served again at once.
+    With the reader stopped, exactly the limit's scrapes wait and every
+    other is answered 503 at once; then 200 clients (five times the
+    default) ask 3000 times while the health endpoint is polled."""
+    if VALGRIND:
+        print("a crowd is not tested under valgrind (one thread at a time)")
+        sys.exit(77)
+    t = Target("fixed", TAG + "-crowd")
+    limit, clients = 10, 100
+    e = Exporter("--web.max-requests=%d" % limit)
+    answers = []
+    with StoppedThread(reader_thread(e.p.pid)):
+        t0 = time.monotonic()
+        threads = crowd(e.port, clients, 1, answers)
+        wait_for(lambda: len(answers) >= clients - limit,
+                 "the answers beyond the limit")
+        health = http_once(e.port, "/-/healthy")
+        # Until scrapes have waited 10 s the reader is not stuck (it will
+        # not have, but on a machine stalled that long).
+        if time.monotonic() - t0 < 10:
+            check(health[:1] == (200,), "health beside %d waiting scrapes: "
+                  "%r" % (limit, health))
+        check(len(answers) == clients - limit and
+              check_answers(answers, limit, "beyond the limit") ==
+              (0, clients - limit),
+              "%d answered while the reader was stopped, %d wait"
+              % (len(answers), limit))
+    for th in threads:
+        th.join(timeout=TIMEOUT)
+        check(not th.is_alive(), "a scrape hung")
+    check(check_answers(answers, limit, "the reader stopped") ==
+          (limit, clients - limit), "the %d waiting scrapes" % limit)
+    e.stop()
+
+    e = Exporter()
+    answers, health, done = [], [], threading.Event()
+
+    def probe():
+        while not done.is_set():
+            t1 = time.monotonic()
+            try:
+                r = http_once(e.port, "/-/healthy", timeout=5)
+                health.append((r[0], time.monotonic() - t1))
+            except OSError as x:
+                health.append((x, time.monotonic() - t1))
+            time.sleep(0.02)
+    prober = threading.Thread(target=probe)
+    prober.start()
+    threads = crowd(e.port, 200, 15, answers)
+    for th in threads:
+        th.join(timeout=TIMEOUT)
+        check(not th.is_alive(), "a client hung")
+    done.set()
+    prober.join(timeout=TIMEOUT)
+    ok, busy = check_answers(answers, 40, "200 clients")
+    check(ok + busy == 3000, "3000 answers, got %d" % (ok + busy))
+    check(health and all(h[0] == 200 for h in health),
+          "health during the crowd: %r" % [h for h in health if h[0] != 200])
+    # At once: no wait, no retry.
+    check(e.get()[0] == 200 and e.get("/-/healthy")[0] == 200,
+          "served again at once")
+    print("200 clients, 3000 requests: %d answered 200, %d 503; %d health "
+          "checks meanwhile, all 200, the slowest in %.0f ms" % (
+              ok, busy, len(health), 1000 * max(h[1] for h in health)))
+    e.stop()
+    t.stop()
 
 
 def test_health():

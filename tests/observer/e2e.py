@@ -5,10 +5,11 @@
     e2e.py TEST     TEST: exact lifecycle exec stopped refusals gc pidns
                           unpublished json openmetrics interactive escape
                           leak replay keys terminal files cut narrow
-                          baseline options
+                          baseline options docs demo
 
 Environment (set by meson): MSTAT_TOP, MSTAT_TARGET (tests/observer/target.c),
-MSTAT_RUN, PROMTOOL and TMUX_BIN (empty when not installed).
+MSTAT_RUN, MSTAT_DEMO (demo/workload.c), PROMTOOL, TMUX_BIN and GO (empty
+when not installed).
 
 Every test watches only processes it started (by -p PID, or by a name
 filter unique to this run), so segments other programs leave in /dev/shm
@@ -18,12 +19,14 @@ of pids that do not exist, so none races with the test for them.
 Nothing here asserts a duration: a hang shows as a subprocess timeout,
 generous enough for a loaded machine.
 """
+import glob
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 from jsondoc import documented_fields
@@ -34,8 +37,11 @@ TARGET = os.environ["MSTAT_TARGET"]
 RUN = os.environ["MSTAT_RUN"]
 PROMTOOL = os.environ.get("PROMTOOL", "")
 TMUX = os.environ.get("TMUX_BIN", "")
+DEMO = os.environ.get("MSTAT_DEMO", "")
+GO = os.environ.get("GO", "")
 SRC = os.path.dirname(os.path.abspath(__file__))
-DOCS = os.path.join(SRC, "..", "..", "docs")
+ROOT = os.path.join(SRC, "..", "..")
+DOCS = os.path.join(ROOT, "docs")
 TAG = "e2e%d" % os.getpid()  # unique names for this run
 # Under `meson test --setup valgrind` this script, mstat-top and the
 # targets all run under memcheck, tens of times slower.
@@ -66,11 +72,11 @@ def check(cond, what):
 class Target:
     """An instrumented process; it exits cleanly when stop() closes stdin."""
 
-    def __init__(self, mode, name, env=None):
+    def __init__(self, mode, name, env=None, exe=TARGET):
         e = dict(os.environ, MSTAT_NAME=name)
         e.update(env or {})
         self.name = name
-        self.p = subprocess.Popen([TARGET, mode], stdin=subprocess.PIPE,
+        self.p = subprocess.Popen([exe, mode], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, env=e)
         children.append(self.p)
         line = self.p.stdout.readline()
@@ -1059,6 +1065,202 @@ def test_interactive():
     small.stop()
 
 
+def doc_commands(path):
+    """The shell commands a document shows: its ```sh blocks (Markdown) or
+    its .nf sections (a manual, roff's escapes undone), a line ending in
+    | or \ joined with the next, comments and blank lines left out."""
+    text = open(path).read()
+    if path.endswith(".md"):
+        blocks = re.findall(r"^```sh\n(.*?)^```", text, re.M | re.S)
+    else:
+        blocks = [b.replace("\\-", "-").replace("\\e", "\\")
+                  for b in re.findall(r"^\.nf\n(.*?)^\.fi", text, re.M | re.S)]
+    out = []
+    for b in blocks:
+        cmd = ""
+        for line in b.splitlines():
+            line = re.sub(r"\s+#.*$", "", line).strip()
+            if not line or line.startswith("#"):
+                continue
+            cmd += (" " if cmd else "") + line.rstrip("\\").strip()
+            if not line.endswith(("|", "\\", "&&")):
+                out.append(cmd)
+                cmd = ""
+    return out
+
+
+def shell(cmd, cwd, bindir, **kw):
+    """`cmd` in bash (pipefail), in `cwd`, with the programs of `bindir`
+    first on PATH."""
+    env = dict(os.environ, PATH=bindir + ":" + os.environ["PATH"],
+               HOME=cwd, PPROF_TMPDIR=cwd)
+    return subprocess.run(["bash", "-o", "pipefail", "-c", cmd], cwd=cwd,
+                          env=env, timeout=TIMEOUT, **kw)
+
+
+def bin_dir(d):
+    """A directory where `mstat-top` and `go` are the ones under test."""
+    b = os.path.join(d, "bin")
+    os.mkdir(b)
+    os.symlink(TOP, os.path.join(b, "mstat-top"))
+    if GO:
+        os.symlink(GO, os.path.join(b, "go"))
+    return b
+
+
+def test_docs():
+    """The docs' example commands work as shown, run in a scratch
+    directory.  The README's post-mortem example makes its directory, and
+    mstat-top then runs on and writes the profile of a process killed;
+    without the directory, the tools say at start how to make it.  Every
+    example that picks processes with pgrep (the README, docs/*.md, the
+    manuals) works when two processes have the name: a program named for
+    this run, run twice."""
+    d = tempfile.mkdtemp(prefix="mstat-docs-%s." % TAG)
+    b = bin_dir(d)
+    readme = os.path.join(ROOT, "README.md")
+    example = [c for c in doc_commands(readme)
+               if "/var/tmp/mstat" in c]
+    run = [c for c in example if not c.startswith("go tool pprof")]
+    pprof = [c for c in example if c.startswith("go tool pprof")]
+    check(run and run[-1].startswith("mstat-top ") and
+          run[-1].endswith("&") and len(pprof) == 1,
+          "the README's post-mortem example: %r" % example)
+    pm = os.path.join(d, "mstat")
+    with open(os.path.join(d, "stderr"), "w") as err:
+        r = shell("\n".join(c.replace("/var/tmp/mstat", pm)
+                            for c in run) + "\necho $!",
+                  d, b, stdout=subprocess.PIPE, stderr=err)
+    top = int(r.stdout.split()[-1])
+    try:
+        t = Target("fixed", TAG + "-api")
+        t.p.kill()
+        t.p.wait()
+        pattern = os.path.join(pm, "%s-api-%d-*.pb.gz" % (TAG, t.pid))
+        wait_for(lambda: glob.glob(pattern) or not os.path.exists(
+            "/proc/%d" % top), "its post-mortem profile")
+        check(os.path.exists("/proc/%d" % top), "mstat-top exited: %s" %
+              open(os.path.join(d, "stderr")).read())
+        files = glob.glob(pattern)
+        if GO:
+            r = shell(re.sub(r"/var/tmp/mstat/\S+", files[0], pprof[0]), d,
+                      b, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            check(r.returncode == 0, "%s: %s" % (pprof[0], r.stderr))
+        print("post-mortem example: %s written, mstat-top running%s" % (
+            os.path.basename(files[0]), "" if GO else "; go not installed"))
+    finally:
+        try:
+            os.kill(top, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+
+
+        def gone():
+            try:
+                return proc_state(top) == "Z"
+            except OSError:
+                return True
+        wait_for(gone, "mstat-top to stop")
+    r = subprocess.run([TOP, "-b", "--postmortem-dir=" + pm + "/no"],
+                       stderr=subprocess.PIPE, timeout=TIMEOUT)
+    check(r.returncode == 2 and r.stderr.decode() ==
+          "mstat-top: bad value '%s/no' for --postmortem-dir: No such file "
+          "or directory: make it first (mkdir -m 700 %s/no)\n" % (pm, pm),
+          "a missing directory: %d %r" % (r.returncode, r.stderr))
+
+    name = "srv%d" % os.getpid()  # 15 bytes at most: a comm
+    exe = os.path.join(d, name)
+    os.symlink(TARGET, exe)
+    two = [Target("steady", name, exe=exe) for _ in range(2)]
+    docs = [readme] + sorted(glob.glob(os.path.join(DOCS, "*.md")) +
+                             glob.glob(os.path.join(DOCS, "*.1")))
+    cmds = [(os.path.basename(f), c) for f in docs for c in doc_commands(f)
+            if "pgrep" in c]
+    check(len(cmds) >= 6, "the examples with pgrep: %r" % cmds)
+    for f, c in cmds:
+        if "go tool" in c and not GO:
+            print("%s: not run (go not installed): %s" % (f, c))
+            continue
+        r = shell(re.sub(r"\bserver\b", name, c), d, b,
+                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        check(r.returncode == 0,
+              "%s: %s, with two processes of the name: exit %d: %s" %
+              (f, c, r.returncode, r.stderr.decode()))
+        print("%s: %s: ok" % (f, c))
+    # The name picks both.
+    r = shell("mstat-top -b -n 1 -o json -p $(pgrep -d, -x %s) | jq -c "
+              "'[.processes[].pid]'" % name, d, b, stdout=subprocess.PIPE)
+    check(sorted(json.loads(r.stdout)) == sorted(t.pid for t in two),
+          "pgrep -d, -x %s: %r" % (name, r.stdout))
+    for t in two:
+        t.stop()
+
+
+def test_demo():
+    """What the demo (scripts/demo.sh) says works as it says.  Its
+    leaking workload exits once it has leaked what it is given, as its
+    row counts bytes; what the demo says of it is the workload's
+    default.  Watched as the demo watches, by growth, the top row is
+    selected until moved: a steady process first alone, then a leaking
+    one that rises above it, which Enter then opens."""
+    if not RUN or not DEMO:
+        print("SKIP: no mstat-run (a sanitizer's malloc stands in)")
+        sys.exit(77)
+    mib = int(re.search(r"^#define LEAK_MIB (\d+)$",
+                        open(os.path.join(ROOT, "demo", "workload.c")).read(),
+                        re.M).group(1))
+    said = re.search(r"exits once it has leaked (\d+) MiB",
+                     open(os.path.join(ROOT, "scripts", "demo.sh")).read())
+    check(said and int(said.group(1)) == mib, "demo.sh says %r, the "
+          "workload leaks %d MiB" % (said and said.group(0), mib))
+    with tempfile.NamedTemporaryFile(prefix="mstat-demo.") as f:
+        r = subprocess.run([RUN, "--summary", f.name, "--", DEMO, "leaking",
+                            "2"], stderr=subprocess.PIPE, timeout=TIMEOUT)
+        summary = json.load(open(f.name))
+    live = summary["process"]["live_bytes"]
+    print("leaking 2: exited %d holding %d bytes" % (r.returncode, live))
+    # What it leaked (2 MiB, and at most a block more for each of its two
+    # threads, 32 KiB each) and the C library's few KiB.
+    check(r.returncode == 0 and 2 << 20 <= live < (2 << 20) + (80 << 10),
+          "leaking 2 MiB: exit %d, %d bytes live: %s" % (
+              r.returncode, live, r.stderr.decode()))
+    if not TMUX:
+        print("tmux not installed: the view is not tested")
+        return
+
+    def start(mode, *args):
+        p = subprocess.Popen([RUN, "--name", "%s-demo-%s" % (TAG, mode), "--",
+                              DEMO, mode] + list(args),
+                             stderr=subprocess.DEVNULL)
+        children.append(p)
+        return p
+    steady = start("steady")
+    t = Tmux("TERM=screen %s%s -d 0.3 -F %s-demo -s growth 2>/dev/null" %
+             (MEMCHECK, TOP, TAG), w=140)
+    leaking = None
+    try:
+        def top_row(s):
+            rows = [line.split() for line in s.splitlines()
+                    if re.match(r"^ *\d+ %s-demo-" % TAG, line)]
+            return rows[0][1] if rows else None
+        t.wait(lambda s: top_row(s) == TAG + "-demo-steady", "demo-steady")
+        leaking = start("leaking", "1000")
+        t.wait(lambda s: top_row(s) == TAG + "-demo-leaking",
+               "demo-leaking on top")
+        t.keys("Enter")
+        s = t.wait(lambda s: "SIZE<=" in s, "the process opened")
+        check(re.search(r"pid \d+ .*%s-demo-leaking" % TAG, s),
+              "Enter opened another process:\n" + s)
+        t.keys("q")
+    finally:
+        t.kill()
+        # mstat-run passes SIGTERM on to its command.
+        for p in (steady, leaking):
+            if p:
+                p.send_signal(signal.SIGTERM)
+                p.wait(timeout=TIMEOUT)
+
+
 def test_narrow():
     """In a terminal 40 columns wide, PID, NAME and STATE stay (and LIVE,
     the sorted column): a killed process reads as killed, not as a
@@ -1493,7 +1695,8 @@ def test_options():
             (["--postmortem-bytes=-1"], "--postmortem-bytes", "-1",
              "a number of bytes"),
             (["--postmortem-dir=/nonexistent/x"], "--postmortem-dir",
-             "/nonexistent/x", "No such file or directory")):
+             "/nonexistent/x", "No such file or directory: make it first "
+             "(mkdir -m 700 /nonexistent/x)")):
         r = subprocess.run([TOP, "-b"] + args, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, timeout=TIMEOUT)
         line = "mstat-top: bad value '%s' for %s: %s\n" % (value, flag, want)
