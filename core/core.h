@@ -120,7 +120,18 @@ struct mstat_core_options {
 	 * in `sites`: its profile is read once when it is first seen, and
 	 * once again each time mstat_core_sites_rebase() names it. */
 	bool site_baselines;
+	/* Each process's resident memory in parts (memory.h): 0, not
+	 * read.  Else a tick reads that of every process seen for the first
+	 * time, then of the others those read longest ago, as long as what
+	 * it spends on them is under `memory_share` % of the CPU time the
+	 * rest of a tick takes (averaged over about eight ticks, or the last
+	 * if it took less), and of at least MSTAT_CORE_MEMORY_MIN; a process
+	 * not read at a tick shows what was read last, with its time.  A
+	 * read that finds nothing moved since the last (memory.h) costs a
+	 * tenth of a look. */
+	unsigned memory_share;
 };
+#define MSTAT_CORE_MEMORY_MIN 4
 
 /* "stalled", "busy", ...: the error's name. */
 const char *mstat_core_error_name(enum mstat_core_error e);

@@ -36,6 +36,7 @@
 #include <urcu/rculist.h>
 
 #include "killed.h"
+#include "memory.h"
 #include "model.h"
 #include "mstatshm.h"
 #include "owner.h"
@@ -90,6 +91,9 @@ struct mstat_core_target {
 	uint64_t checked_ns;        /* CLOCK_MONOTONIC /proc was last asked
 				     * whether it is stopped; 0 never */
 	uint64_t first_tick;        /* the sampler's tick that found it */
+	uint64_t memory_tick;       /* the tick its memory was last read at,
+				     * plus one; 0 never (core.h) */
+	struct mstat_memory_mark memory_mark; /* what that read went by */
 	/* Its call sites at the process's baseline (sites.h), the
 	 * sampler's own, freed with the target; NULL until read. */
 	struct mstat_sites_base *sites_base;

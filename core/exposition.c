@@ -329,6 +329,26 @@ write_family(const struct mstat_expo *e, const struct family *fam, size_t k,
 	}
 }
 
+/* Resident memory by part: a sample per part, with a `part` label, for
+ * each process whose memory is known. */
+static void
+write_memory_family(const struct mstat_expo *e, const struct family *fam,
+		    const struct mstat_model_row *const *rows, size_t n,
+		    char *const *labels)
+{
+	mstat_expo_family(e, fam->name, fam->type, fam->unit, fam->help);
+	for (size_t i = 0; i < n; i++) {
+		if (!rows[i]->have_memory)
+			continue;
+		for (int p = 0; p < MSTAT_MEMORY_PART_COUNT; p++) {
+			mstat_expo_sample(e, fam->name, fam->type);
+			fputs(labels[i], e->f);
+			mstat_expo_label(e, false, "part", mstat_memory_part_name(p));
+			fprintf(e->f, "} %" PRIu64 "\n", rows[i]->memory.part[p]);
+		}
+	}
+}
+
 #define LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 int
@@ -357,7 +377,14 @@ mstat_expo_processes(const struct mstat_expo *e,
 				write_class_family(e, &class_counters[k], k,
 						   rows, n, labels);
 			break;
+		case MSTAT_TYPE_MEMORY:
+			if (e->memory)
+				write_memory_family(e, &families[f], rows, n, labels);
+			break;
 		default:
+			/* The other families of memory go with it. */
+			if (!e->memory && families[f].field == MSTAT_FIELD_RSS)
+				break;
 			write_family(e, &families[f], 0, rows, n, labels);
 			break;
 		}

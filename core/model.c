@@ -285,6 +285,9 @@ fold_input(struct mstat_model_row *r, const struct mstat_model_input *in,
 	snprintf(r->err, sizeof(r->err), "%s", in->err ? in->err : "");
 	r->start_ns = in->start_ns;
 	r->live = in->live;
+	r->have_memory = in->memory != NULL;
+	if (in->memory)
+		r->memory = *in->memory;
 	if (in->snap && (!r->have_snap || in->t_ns > r->t_ns))
 		fold_snapshot(r, in->snap, in->t_ns, window_ns);
 	if (mstat_model_gone(r->live)) {

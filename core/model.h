@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "memory.h"
 #include "mstatshm.h"
 #include "where.h"
 
@@ -88,6 +89,9 @@ struct mstat_model_input {
 	uint32_t layout_major, layout_minor; /* its segment's format version */
 	/* Where it runs (where.h): NULL and "" not known. */
 	const char *container_id, *pod_uid, *qos_class, *systemd_unit;
+	/* Its resident memory in parts, as last read (memory.h); NULL not
+	 * known. */
+	const struct mstat_memory *memory;
 };
 
 struct mstat_model_class {
@@ -124,6 +128,8 @@ struct mstat_model_row {
 	uint32_t writer_mode, layout_major, layout_minor;
 	struct mstat_counts total;
 	uint64_t requested_bytes;
+	bool have_memory;      /* `memory` is known: it lives, and was read */
+	struct mstat_memory memory;
 	bool have_rates;       /* two snapshots seen: rates are meaningful */
 	double alloc_rate, free_rate, alloc_bytes_rate, free_bytes_rate;
 	double net_bytes_rate; /* Derived: alloc_bytes_rate - free_bytes_rate */

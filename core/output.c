@@ -185,6 +185,17 @@ json_classes(FILE *f, const struct mstat_model_row *r)
 	fputc(']', f);
 }
 
+/* A process's memory: its RSS, its parts, and its live bytes not
+ * resident, in bytes. */
+static void
+json_memory(FILE *f, const struct mstat_memory *m)
+{
+	fprintf(f, "{\"rss\":%" PRIu64, m->rss);
+	for (int p = 0; p < MSTAT_MEMORY_PART_COUNT; p++)
+		fprintf(f, ",\"%s\":%" PRIu64, mstat_memory_part_name(p), m->part[p]);
+	fprintf(f, ",\"live_not_resident\":%" PRIu64 "}", m->live_not_resident);
+}
+
 /* One field of a process, after a comma unless it is the first. */
 static void
 json_field(FILE *f, const struct mstat_field *fd,
@@ -226,6 +237,7 @@ json_field(FILE *f, const struct mstat_field *fd,
 		put_quoted(f, mstat_model_live_name((enum mstat_model_live)v->i));
 		break;
 	case MSTAT_TYPE_CLASSES: json_classes(f, r); break;
+	case MSTAT_TYPE_MEMORY: json_memory(f, &r->memory); break;
 	case MSTAT_TYPE_COUNTERS: break;
 	}
 }
@@ -351,7 +363,8 @@ static int
 exposition(FILE *f, enum mstat_expo_format fmt,
 	   const struct mstat_model_row *const *rows, size_t n)
 {
-	struct mstat_expo e = { .f = f, .format = fmt, .classes = true };
+	struct mstat_expo e = { .f = f, .format = fmt, .classes = true,
+				.memory = true };
 
 	int rc = mstat_expo_processes(&e, rows, n);
 

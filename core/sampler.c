@@ -145,6 +145,13 @@ sample_new(uint32_t classes)
 	return malloc(offsetof(struct mstat_core_sample, snap) + snap_size(classes));
 }
 
+/* A target whose memory may be read, by when it was last: `tick` 0
+ * never. */
+struct memory_turn {
+	uint64_t tick;
+	size_t i;
+};
+
 static int
 grow(struct mstat_core *core, size_t n)
 {
@@ -166,7 +173,13 @@ grow(struct mstat_core *core, size_t n)
 	void *c = realloc(core->rcs, cap * sizeof(*core->rcs));
 	if (c)
 		core->rcs = c;
-	if (!b || !r || !s || !o || !c)
+	void *m = realloc(core->memory_due, cap * sizeof(*core->memory_due));
+	if (m)
+		core->memory_due = m;
+	void *mt = realloc(core->memory_turns, cap * sizeof(*core->memory_turns));
+	if (mt)
+		core->memory_turns = mt;
+	if (!b || !r || !s || !o || !c || !m || !mt)
 		return -ENOMEM;
 	core->cap = cap;
 	return 0;
@@ -508,6 +521,76 @@ sample_publish(struct mstat_core_target *t, struct mstat_core_sample *s)
 		call_rcu(&old->rcu, free_sample);
 }
 
+static int
+older_first(const void *a, const void *b)
+{
+	const struct memory_turn *x = a, *y = b;
+
+	return x->tick != y->tick ? (x->tick > y->tick) - (x->tick < y->tick)
+				  : (x->i > y->i) - (x->i < y->i);
+}
+
+/* The memory of the tick's n targets read just now (their snapshots
+ * good, their processes live and found in this pid namespace, so that
+ * their pid is ours to look at in /proc), into their fresh samples, and
+ * marked in memory_due[]: every one never read, then those read longest
+ * ago while the CPU time this takes is under memory_share % of what the
+ * rest of a tick takes, and at least MSTAT_CORE_MEMORY_MIN.  Returns the
+ * CPU time it took. */
+static uint64_t
+memory_read_all(struct mstat_core *core, size_t n)
+{
+	uint64_t tick = atomic_load_explicit(&core->ticks, memory_order_relaxed) + 1;
+	uint64_t start = mstat_clock_ns(CLOCK_THREAD_CPUTIME_ID), spent = 0;
+	uint64_t budget = core->tick_cpu_ns / 100 * core->opt.memory_share;
+	size_t m = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct mstat_core_target *t = core->batch[i];
+		core->memory_due[i] = false;
+		if (core->opt.memory_share && core->rcs[i] == 0 && t->verified &&
+		    core->fresh[i]->snap.state == MSTAT_RUNNING)
+			core->memory_turns[m++] = (struct memory_turn){ t->memory_tick, i };
+	}
+	if (m > 1)
+		qsort(core->memory_turns, m, sizeof(core->memory_turns[0]), older_first);
+	for (size_t k = 0; k < m; k++) {
+		const struct memory_turn *turn = &core->memory_turns[k];
+		struct mstat_core_target *t = core->batch[turn->i];
+		struct mstat_core_sample *s = core->fresh[turn->i];
+		if (turn->tick && k >= MSTAT_CORE_MEMORY_MIN && spent >= budget)
+			break;
+		/* What it was, to stand if nothing it went by moved. */
+		if (t->sample && t->sample->have_memory)
+			s->memory = t->sample->memory;
+		else
+			t->memory_mark = (struct mstat_memory_mark){ 0 };
+		t->memory_tick = tick;
+		int rc = mstat_memory_read(t->reader, t->pid, &s->snap,
+					   &t->memory_mark, &s->memory);
+		core->memory_due[turn->i] = rc >= 0;
+		core->memory_reads++;
+		core->memory_looks += rc == 1;
+		spent = mstat_clock_ns(CLOCK_THREAD_CPUTIME_ID) - start;
+	}
+	return spent;
+}
+
+/* Target t's memory in sample s: as read now (memory_due[i]), or as
+ * read last, while it lives. */
+static void
+memory_fill(struct mstat_core *core, size_t i, struct mstat_core_target *t,
+	    struct mstat_core_sample *s)
+{
+	const struct mstat_core_sample *old = t->sample;
+
+	s->have_memory = !mstat_model_gone(s->live) && core->memory_due[i];
+	if (!s->have_memory && !mstat_model_gone(s->live) && old && old->have_memory) {
+		s->memory = old->memory;
+		s->have_memory = true;
+	}
+}
+
 /* The sample core->fresh[i], read into (its snapshot, if the read
  * returned 0), becomes the target's; or the target goes. */
 static void
@@ -536,6 +619,7 @@ publish(struct mstat_core *core, size_t i, uint64_t t_ns)
 	s->live = sample_live(f, s);
 	if (rc == 0)
 		check_stopped(core, t, t->sample, s, t_ns);
+	memory_fill(core, i, t, s);
 	if (mstat_model_gone(s->live))
 		finish(core, t, s, t_ns);
 	sample_publish(t, s);
@@ -678,6 +762,7 @@ void
 mstat_core_tick(struct mstat_core *core)
 {
 	struct mstat_core_target *t, *tmp;
+	uint64_t cpu = mstat_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	size_t n = 0;
 
 	/* The kernel logs an OOM kill before its process dies: the record
@@ -714,6 +799,7 @@ mstat_core_tick(struct mstat_core *core)
 	/* A segment truncated under its mapping fails its read with -EFAULT
 	 * (the reader's SIGBUS guard), and publish() drops it. */
 	read_all(core, n, mstat_clock_mono_ns() / 1000u + core->opt.wait_budget_us);
+	uint64_t memory_ns = memory_read_all(core, n);
 	/* Whose sites the consumer asks for, this tick. */
 	rcu_read_lock();
 	struct mstat_core_sites_want *w = rcu_dereference(core->sites_want);
@@ -734,6 +820,13 @@ mstat_core_tick(struct mstat_core *core)
 		if (t->final && t_ns - t->end_ns >= linger)
 			mstat_discover_detach(&core->disc, t);
 	}
+	/* What the tick took but its memory reads, the base of their budget
+	 * (memory_read_all()): a moving average over about eight ticks that
+	 * follows a cheaper tick at once (the first, which attaches every
+	 * target, costs many later ones). */
+	cpu = mstat_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu - memory_ns;
+	core->tick_cpu_ns = core->tick_cpu_ns && cpu > core->tick_cpu_ns
+				    ? (7 * core->tick_cpu_ns + cpu) / 8 : cpu;
 	if (core->opt.after_tick)
 		core->opt.after_tick(core->opt.after_tick_arg, core);
 	/* Release: the tick is complete; pairs with the acquire load of
@@ -859,6 +952,8 @@ mstat_core_free(struct mstat_core *core)
 	free(core->fresh);
 	free(core->outs);
 	free(core->rcs);
+	free(core->memory_due);
+	free(core->memory_turns);
 	mstat_discover_fini(&core->disc);
 	mstat_oomlog_close(&core->oomlog);
 	if (core->wake_fd >= 0)
@@ -914,6 +1009,7 @@ mstat_core_gather(struct mstat_core *core, struct mstat_core_scratch *sc,
 			.writer_mode = t->writer_mode,
 			.layout_major = t->layout_major,
 			.layout_minor = t->layout_minor,
+			.memory = s->have_memory ? &s->memory : NULL,
 		};
 	}
 	/* The inputs point into samples: hand them over before unlocking. */

@@ -45,6 +45,8 @@ struct mstat_core_sample {
 	const char *postmortem;     /* killed: the post-mortem profile's path
 				     * if one was written (its target's), or
 				     * NULL */
+	bool have_memory;           /* `memory` was read (now or before) */
+	struct mstat_memory memory; /* its resident memory, as last read */
 	struct mstat_snapshot snap; /* the last good snapshot; allocated with
 				     * room for its class_count classes only */
 };
@@ -87,6 +89,12 @@ struct mstat_core {
 	struct mstat_core_sample **fresh; /* the samples this tick reads into */
 	struct mstat_snapshot **outs;     /* their snapshots */
 	int *rcs;
+	bool *memory_due;               /* whose memory this tick read */
+	struct memory_turn *memory_turns; /* their order (sampler.c) */
+	uint64_t tick_cpu_ns;           /* a tick's CPU time but its memory
+					 * reads, averaged */
+	uint64_t memory_reads;          /* processes' memory read, since init */
+	uint64_t memory_looks;          /* of them, full looks (memory.h) */
 	uint64_t status_seq;
 	char sites_key[MSTAT_KEY_MAX]; /* whose sites, this tick */
 	unsigned stop_checks;           /* looks at /proc left this tick */

@@ -74,6 +74,10 @@ mstat_unit_format(char *buf, size_t len, unsigned u, bool known, double v)
 	}
 	if ((u & MSTAT_UNIT_KIND) == MSTAT_UNIT_SECONDS)
 		return age(buf, len, v);
+	if ((u & MSTAT_UNIT_KIND) == MSTAT_UNIT_PERCENT) {
+		snprintf(buf, len, "%s%.*f%%", sign, fabs(v) < 9.95 ? 1 : 0, fabs(v));
+		return buf;
+	}
 	if ((u & MSTAT_UNIT_KIND) == MSTAT_UNIT_DURATION)
 		return duration(buf, len, v);
 	double a = fabs(v);

@@ -37,6 +37,7 @@ struct options {
 	const char *telemetry_path;
 	const char *config_file;
 	bool classes;
+	bool memory;
 	struct mstat_namespaces namespaces;
 	uint64_t wait_budget_us;
 	uint64_t max_requests;
@@ -161,6 +162,10 @@ static const struct mstat_cli_option options[] = {
 	{ .name = "collector.classes", MSTAT_CLI_FLAG(O, classes),
 	  .negatable = true, .dflt_text = "off",
 	  .help = "per-size-class series" },
+	{ .name = "collector.memory", MSTAT_CLI_FLAG(O, memory),
+	  .negatable = true, .dflt_text = "off",
+	  .help = "resident memory by part, read from /proc and the "
+		  "allocators at each scrape" },
 	{ .name = "reader.namespaces", .arg = "WHICH",
 	  MSTAT_CLI_PARSE(O, namespaces, mstat_namespaces_option),
 	  .want = MSTAT_NAMESPACES_WANT, .dflt_text = "all, or MSTAT_NAMESPACES",
@@ -249,6 +254,7 @@ main(int argc, char **argv)
 	struct mstat_scrape_options so = {
 		.wait_budget_us = (unsigned)o.wait_budget_us,
 		.classes = o.classes,
+		.memory = o.memory,
 		.namespaces = o.namespaces,
 		.note = note,
 		.grace = o.grace,

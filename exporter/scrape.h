@@ -45,6 +45,8 @@ struct mstat_core_profile;
 struct mstat_scrape_options {
 	unsigned wait_budget_us; /* for stalled and busy targets, per tick */
 	bool classes;            /* per-size-class series */
+	bool memory;             /* resident memory by part, every process's
+				  * read at each scrape (core.h) */
 	struct mstat_namespaces namespaces; /* whose /dev/shm (procs.h) */
 	/* One-line notes of the core (a segment refused); the reader's
 	 * thread. */

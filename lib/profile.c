@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "allocstats.h"
 #include "clock.h"
 #include "config.h"
 #include "probes.h"
@@ -339,6 +340,9 @@ begin(size_t n)
 		(void)mstat_countdown_expired(&t->countdown, &t->sample_left, n, mean);
 		return false;
 	}
+	/* A countdown's end: the slow path where readers' questions of the
+	 * allocator are answered (allocstats.h). */
+	mstat_allocstats_poll(seg);
 	uint64_t mean = interval(seg->hdr);
 	if (atomic_load_explicit(&seg->hdr->sample_bytes, memory_order_relaxed) != mean)
 		atomic_store_explicit(&seg->hdr->sample_bytes, mean, memory_order_relaxed);

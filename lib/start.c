@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "allocstats.h"
 #include "clock.h"
 #include "config.h"
 #include "exit.h"
@@ -207,6 +208,7 @@ start(void)
 	mstat_proc.early_requested = 0;
 	mstat_rows_put(mstat_segment_slot(&seg, MSTAT_SHARED_SLOT), 0, mstat_proc.early);
 	memset(mstat_proc.early, 0, sizeof(mstat_proc.early));
+	mstat_allocstats_made(seg.hdr);
 	mstat_segment_publish(&seg);
 	/* (R) release: pairs with the acquire in mstat_section_open_slow(). */
 	atomic_store_explicit(&mstat_proc.ready, 1, memory_order_release);

@@ -12,7 +12,8 @@
  * A segment is one POSIX shm object, /dev/shm/mstat.<pid>.<starttime>
  * (or with a suffix .1 ... .7 when that name is taken by a live process):
  *
- *   offset 0                 control page (struct mstat_shm_header)
+ *   offset 0                 control page (struct mstat_shm_header; at
+ *                            MSTAT_ALLOC_OFFSET, struct mstat_shm_alloc)
  *   offset MSTAT_PAGE        size-class table: class_count x uint64_t
  *   offset slots_offset      slot_count x struct mstat_shm_slot, each a
  *                            whole number of pages
@@ -34,7 +35,8 @@
  * lock of another kind that never conflicts with it.
  *
  * Readers map the control page read-write (they write only `epoch`,
- * `synced_epoch` and `sample_request`) and everything else read-only.
+ * `synced_epoch`, `sample_request` and the allocator's `request`) and
+ * everything else read-only.
  */
 #ifndef MSTAT_SHM_LAYOUT_H
 #define MSTAT_SHM_LAYOUT_H
@@ -68,10 +70,15 @@
  *      found the owner killed.  Written by removers only, after the
  *      owner's death, so any segment of 5.x may get it; a reader of 5.1
  *      ignores it, and a remover of 5.1 removes a killed segment at once.
+ * 5.3: the allocator's words (struct mstat_shm_alloc) at
+ *      MSTAT_ALLOC_OFFSET of the control page, past the header: zeros in
+ *      a segment of 5.2 or before, which read as an allocator not known
+ *      that never answered; a reader of 5.2 never looks there.
  * 6: the lifetimes of sampled blocks: the profile's tick counter in its
  *    head, a lifetime histogram per stack entry (whose sum is what a
  *    stack's `free_weight` held, now reserved) and a birth word per live
- *    sample, after the module list. */
+ *    sample, after the module list; 5.3's allocator words, in every
+ *    segment. */
 #define MSTAT_SHM_VERSION_MAJOR 6
 #define MSTAT_SHM_VERSION_MINOR 0 /* readers accept any minor */
 
@@ -242,6 +249,64 @@ struct mstat_shm_header {
 	 * MSTAT_SAMPLE_REQUEST | the interval (0: off).  Read by the target
 	 * on its sampling path only, and bounded there (MSTAT_SAMPLE_MAX). */
 	_Atomic uint64_t sample_request; /* (U) */
+};
+
+/*
+ * (5.3) What the library tells readers of the allocator behind it, on the
+ * control page at MSTAT_ALLOC_OFFSET: outside struct mstat_shm_header,
+ * whose size every reader of 5.x checks against its own, so that no
+ * field of the header moves (docs/memory.md says what readers make of
+ * it).
+ *
+ * Written once, before `magic`: which allocator serves the process's
+ * malloc, and the geometry of the library's own pool (lib/pool.h: the
+ * blocks sampled objects move to, then, from `pool_own_offset`, the
+ * library's own blocks).  `pool_base` is where the pool is once it is
+ * mapped, 0 before: the target writes it on its sampling path, relaxed (a
+ * value, publishing nothing).
+ *
+ * The allocator's own figures, for an allocator whose memory cannot be
+ * told from outside (jemalloc, tcmalloc), are asked for: a reader adds 1
+ * to `request` (N); the target answers at its next sampling decision,
+ * off its allocations' fast path (lib/allocstats.h), by asking its
+ * allocator and writing the figures between two stores of `seq`, odd
+ * then even (O): a reader that loads `seq` even and the same after the
+ * figures has figures of one answer.  `answered` is the request the
+ * answer saw.  The target reads `request` only to compare it with the
+ * last one it answered: a reader's value is never an index or a size.
+ */
+#define MSTAT_ALLOC_OFFSET 2048u
+
+enum mstat_allocator {
+	MSTAT_ALLOCATOR_UNKNOWN = 0, /* a segment of 5.2 or before */
+	MSTAT_ALLOCATOR_GLIBC = 1,
+	MSTAT_ALLOCATOR_JEMALLOC = 2,
+	MSTAT_ALLOCATOR_TCMALLOC = 3,
+	MSTAT_ALLOCATOR_OTHER = 4,   /* none the library knows how to ask */
+};
+
+struct mstat_shm_alloc {
+	uint32_t allocator;        /* enum mstat_allocator */
+	uint32_t pool_own_offset;  /* where the pool's own part begins */
+	uint64_t pool_size;        /* bytes of the pool's reservation */
+	_Atomic uint64_t pool_base; /* 0 until the pool is mapped */
+
+	/* The only word of it a reader writes.  Own cache line. */
+	alignas(MSTAT_CACHELINE) _Atomic uint64_t request; /* (N) */
+
+	/* The answer. */
+	alignas(MSTAT_CACHELINE) _Atomic uint64_t seq;     /* (O) */
+	_Atomic uint64_t answered;  /* the `request` it answers */
+	_Atomic uint64_t answer_ns; /* CLOCK_REALTIME it was made */
+	_Atomic uint64_t cost_ns;   /* the asking, in the thread's CPU time */
+	/* The allocator's own figures, in bytes, as it counts them: */
+	_Atomic uint64_t resident;  /* its pages, as far as it knows them
+				     * resident: blocks handed out, free ones
+				     * it keeps, its metadata */
+	_Atomic uint64_t allocated; /* handed out and not freed */
+	_Atomic uint64_t metadata;  /* its own structures */
+	_Atomic uint64_t retained;  /* mapped and given back to the system:
+				     * not resident (informative) */
 };
 
 /* Where `killed_s` is, for tools that read it from outside (tests). */
@@ -461,6 +526,13 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "32-bit atomics must be lock-free");
 _Static_assert(sizeof(_Atomic uint64_t) == 8, "atomic counters are plain words");
 _Static_assert(sizeof(struct mstat_shm_header) <= MSTAT_PAGE,
 	       "the header fits the control page");
+_Static_assert(sizeof(struct mstat_shm_header) <= MSTAT_ALLOC_OFFSET &&
+		       MSTAT_ALLOC_OFFSET + sizeof(struct mstat_shm_alloc) <= MSTAT_PAGE &&
+		       MSTAT_ALLOC_OFFSET % MSTAT_CACHELINE == 0,
+	       "the allocator's words are on the control page, past the header");
+_Static_assert(offsetof(struct mstat_shm_alloc, request) == MSTAT_CACHELINE &&
+		       offsetof(struct mstat_shm_alloc, seq) == 2 * MSTAT_CACHELINE,
+	       "a reader's request and the target's answer on lines of their own");
 _Static_assert(offsetof(struct mstat_shm_header, epoch) % MSTAT_CACHELINE == 0,
 	       "epoch starts its own cache line");
 _Static_assert(offsetof(struct mstat_shm_header, name) == 88,

@@ -46,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "answer.h"
 #include "clock.h"
 #include "guard.h"
 #include "handshake.h"
@@ -1247,6 +1248,69 @@ mstat_reader_request_sampling(struct mstat_reader *r, uint64_t bytes)
 	if (mstat_guarded(store_request, &q) < 0)
 		return fail(r, -EFAULT, "%s: cut while being written",
 			    r->info.shm_name);
+	return 0;
+}
+
+/* ---- the allocator (layout.h, struct mstat_shm_alloc) ---- */
+
+/* Tries at an answer being written before a read gives it up. */
+#define ALLOC_TRIES 4
+
+struct alloc_read {
+	struct mstat_shm_alloc *a;
+	struct mstat_alloc_info *out;
+	bool ask;
+};
+
+static void
+load_alloc(void *arg)
+{
+	struct alloc_read *q = arg;
+	struct mstat_shm_alloc *a = q->a;
+	struct mstat_alloc_info *o = q->out;
+	struct mstat_alloc_figures f;
+
+	o->allocator = a->allocator;
+	o->pool_own_offset = a->pool_own_offset;
+	o->pool_size = a->pool_size;
+	/* Relaxed: values, publishing nothing. */
+	o->pool_base = atomic_load_explicit(&a->pool_base, memory_order_relaxed);
+	o->request = atomic_load_explicit(&a->request, memory_order_relaxed);
+	o->answered = mstat_answer_read(a, &f, ALLOC_TRIES);
+	if (o->answered) {
+		o->answered_request = f.answered;
+		o->answer_ns = f.answer_ns;
+		o->cost_ns = f.cost_ns;
+		o->resident = f.resident;
+		o->allocated = f.allocated;
+		o->metadata = f.metadata;
+		o->retained = f.retained;
+	}
+	if (q->ask && (o->allocator == MSTAT_ALLOCATOR_JEMALLOC ||
+		       o->allocator == MSTAT_ALLOCATOR_TCMALLOC))
+		/* (N) relaxed: a value the target only compares; it
+		 * publishes nothing. */
+		atomic_fetch_add_explicit(&a->request, 1, memory_order_relaxed);
+}
+
+int
+mstat_reader_alloc(struct mstat_reader *r, bool ask, struct mstat_alloc_info *out)
+{
+	struct alloc_read q = {
+		(struct mstat_shm_alloc *)((char *)r->ctl + MSTAT_ALLOC_OFFSET),
+		out, ask,
+	};
+
+	memset(out, 0, sizeof(*out));
+	if (mstat_guarded(load_alloc, &q) < 0) {
+		memset(out, 0, sizeof(*out));
+		return fail(r, -EFAULT, "%s: cut while being read", r->info.shm_name);
+	}
+	/* The target's to write: a pool no library makes is none. */
+	if (out->pool_size == 0 || out->pool_size > MSTAT_POOL_SIZE_LIMIT ||
+	    out->pool_own_offset > out->pool_size ||
+	    out->pool_base > UINT64_MAX - out->pool_size)
+		out->pool_base = out->pool_size = out->pool_own_offset = 0;
 	return 0;
 }
 

@@ -193,6 +193,35 @@ int mstat_reader_request_sampling(struct mstat_reader *r, uint64_t bytes);
  * counter that went back: another machine's). */
 double mstat_profile_ns_per_tick(const struct mstat_profile *p);
 
+/*
+ * What the segment says of the allocator behind its process (layout.h,
+ * struct mstat_shm_alloc, in every segment of format 6).  The pool is
+ * where the library's sampled blocks and its own blocks are, pool_base 0
+ * while it is not mapped; its
+ * geometry is bounded before it is handed out (a pool that could not be
+ * the library's is none).  The figures are the allocator's last answer
+ * to a request (`ask` below), if it gave one: one answer
+ * whole, or none if it was being written at each of a few tries (not
+ * waited for).
+ */
+struct mstat_alloc_info {
+	uint32_t allocator;          /* enum mstat_allocator */
+	uint64_t pool_base, pool_size, pool_own_offset;
+	bool answered;               /* the figures below are an answer */
+	uint64_t answered_request;   /* the request it answered */
+	uint64_t request;            /* the last request made */
+	uint64_t answer_ns;          /* CLOCK_REALTIME it was made */
+	uint64_t cost_ns;            /* CPU time it took the target's thread */
+	uint64_t resident, allocated, metadata, retained; /* bytes */
+};
+#define MSTAT_POOL_SIZE_LIMIT (UINT64_C(1) << 32)
+/* With `ask`, the target is asked for its allocator's figures again,
+ * if it is one that gives them (jemalloc, tcmalloc): it answers at its
+ * next sampling decision (lib/allocstats.h), for a later read.  0, or
+ * -EFAULT if the segment was cut while being read. */
+int mstat_reader_alloc(struct mstat_reader *r, bool ask,
+		       struct mstat_alloc_info *out);
+
 /* The module holding `pc`, or NULL. */
 const struct mstat_profile_module *
 mstat_profile_module_of(const struct mstat_profile *p, uint64_t pc);

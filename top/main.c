@@ -32,6 +32,9 @@
 
 #define MAX_PIDS 256
 #define MAX_SITES 1000
+/* What reading processes' memory may add to a tick, in % of the rest of
+ * it (core.h; docs/performance.md, "Resident memory"). */
+#define MSTAT_TOP_MEMORY_SHARE 10
 #define SAMPLE_UNASKED UINT64_MAX /* --sample-bytes not given */
 
 struct pid_list {
@@ -740,6 +743,7 @@ main(int argc, char **argv)
 		.grace = o.grace,
 		.postmortem_dir = o.postmortem,
 		.postmortem_bytes = o.postmortem_bytes,
+		.memory_share = MSTAT_TOP_MEMORY_SHARE,
 		/* Batch and --gc say why a segment was skipped on stderr; the
 		 * interactive view on its status line. */
 		.note = o.batch || o.gc ? note_stderr : NULL,

@@ -354,12 +354,24 @@ def test_formats():
     def ours_only(text):
         return {k for k in samples(text) if "mstat_exporter" in k or TAG in k}
     check(ours_only(om) == ours_only(text), "the same series")
-    # Without --collector.classes: no per-class series.
+    # Without --collector.classes: no per-class series; without
+    # --collector.memory, no memory series.
     e.stop()
     e = Exporter()
     s = of(e.metrics(), f)
     expect_fixed(s, "without classes", classes=False)
     check(not [k for k in s if "class" in k], "no class series: %r" % s)
+    check(not [k for k in s if "memory" in k], "no memory series: %r" % s)
+    e.stop()
+    # With it: the parts, which add up to the resident memory.
+    e = Exporter("--collector.memory")
+    s = of(e.metrics(), f)
+    parts = {k: v for k, v in s.items() if k.startswith("mstat_memory_bytes")}
+    check(sorted(parts) == sorted('mstat_memory_bytes,part="%s"' % p for p in (
+        "live", "allocator_free", "allocator_overhead", "not_heap", "file",
+        "shmem", "library")), "the parts: %r" % s)
+    check(sum(parts.values()) == s["mstat_resident_memory_bytes"] > 0,
+          "they add up: %r" % s)
     e.stop()
     f.stop()
     g.stop()
@@ -572,13 +584,13 @@ def grafana_to_promql(expr):
 
 
 def served_names():
-    """Every sample name the exporter serves, classes and a killed
-    process's included."""
+    """Every sample name the exporter serves, classes, memory and a
+    killed process's included."""
     t = Target("fixed", TAG + "-names")
     k = Target("fixed", TAG + "-names-killed")
     os.kill(k.pid, signal.SIGKILL)
     k.p.wait(timeout=TIMEOUT)
-    e = Exporter("--collector.classes")
+    e = Exporter("--collector.classes", "--collector.memory")
     text = e.metrics()
     e.stop()
     t.stop()
@@ -599,7 +611,8 @@ def test_dashboard():
         check(names <= served, "%s: %r names what is not served: %r" %
               (where, expr, names - served))
     titles = [p.get("title", "") for p in board["panels"]]
-    for want in ("Live bytes", "Growth", "Allocation rate", "heat map"):
+    for want in ("Live bytes", "Growth", "Allocation rate", "heat map",
+                 "Resident memory by part"):
         check(any(want.lower() in t.lower() for t in titles),
               "a panel for %s: %r" % (want, titles))
     # The checker itself: a name that is not served is caught.
@@ -902,7 +915,8 @@ def test_prometheus():
     pm = os.path.join(d, "postmortem")
     os.mkdir(pm)
     e = Exporter("--web.config.file=" + os.path.join(d, "web.yml"),
-                 "--collector.classes", "--postmortem-dir=" + pm,
+                 "--collector.classes", "--collector.memory",
+                 "--postmortem-dir=" + pm,
                  scheme="https", ca=os.path.join(d, "ca.crt"))
     # What Prometheus will meet: TLS, and a user first.
     check(e.get()[0] == 401, "no user: 401")
@@ -967,6 +981,14 @@ scrape_configs:
     meta = prom_get(port, "/api/v1/targets/metadata",
                     metric="mstat_live_bytes")["data"]
     check(meta and meta[0].get("unit") == "bytes", "metadata %r" % meta)
+    # The gap rule's two sides match, series for series: the share of its
+    # RSS the allocator holds free, of the live process.
+    gap = ('sum without (part) (mstat_memory_bytes{part="allocator_free",'
+           'pid="%d"}) / mstat_resident_memory_bytes' % t.pid)
+    r = wait_for(lambda: prom_get(port, "/api/v1/query",
+                                  query=gap)["data"]["result"], gap)
+    check(len(r) == 1 and 0 <= float(r[0]["value"][1]) <= 1,
+          "allocator_free over RSS: %r" % r)
     # Killed: the alert names it, how and its post-mortem profile.
     os.kill(k.pid, signal.SIGKILL)
     k.p.wait(timeout=TIMEOUT)

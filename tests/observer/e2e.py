@@ -193,7 +193,8 @@ def expect_fixed(p, what, n_alloc=10, n_free=3):
 # MSTAT_OUTPUT_NAME_WIDTH wide and may hold spaces; STATE takes the rest.
 TABLE = [("PID", 7), ("NAME", 20), ("WHERE", 12), ("AGE", 6), ("THR", 4), ("LIVE", 8),
          ("OBJS", 6), ("ALLOC/s", 8), ("FREE/s", 8), ("NET/s", 10),
-         ("GROWTH", 9), ("+OBJS", 7), ("GROWTH/s", 10), ("STATE", None)]
+         ("GROWTH", 9), ("+OBJS", 7), ("GROWTH/s", 10), ("RSS", 8), ("FREE%", 5),
+         ("STATE", None)]
 
 
 def table_rows(out):
@@ -828,6 +829,12 @@ def test_json():
         want = [f for f in doc["process"] if f != "sites"]
         check(list(p) == want, "process fields %r vs %r" % (list(p), want))
         check(list(p["classes"][0]) == doc["class"], "class fields")
+        # Read at the process's first tick, as it is first seen.
+        check(p["memory"] is not None and list(p["memory"]) == doc["memory"],
+              "memory fields %r vs %r" % (p["memory"], doc["memory"]))
+        parts = [k for k in doc["memory"] if k not in ("rss", "live_not_resident")]
+        check(sum(p["memory"][k] for k in parts) == p["memory"]["rss"],
+              "the parts add up to rss: %r" % p["memory"])
     t.stop()
 
 
@@ -1001,6 +1008,17 @@ def test_interactive():
         s = t.wait(lambda s: "SIZE<=" in s, "the class table")
         check("pid %d" % big.pid in s and "live, 0 to 1.00TiB: " in s,
               "detail, its history on a labelled scale")
+        # Its resident memory, every part: the fixed target's 896 GiB
+        # live are chunks never written, not resident (on glibc; a
+        # sanitizer's malloc is another allocator, not told apart).
+        mem = " ".join(l for l in s.splitlines()[5:9])
+        check(re.search(r"memory \S+ \((glibc, heap from its maps|other, "
+                        r"heap not told apart)\)", mem) and
+              all(" %s " % p in mem for p in (
+                  "live", "allocator_free", "allocator_overhead", "not_heap",
+                  "file", "shmem", "library")) and
+              "(live not resident 896GiB)" in mem,
+              "its memory, every part: %r" % mem)
         row = [l for l in s.splitlines() if l.split()[:1] == ["128GiB"]]
         check(row and row[0].split()[1] == "896GiB" and
               row[0].split()[2] == "0B",
@@ -1663,7 +1681,8 @@ def test_options():
     option that takes one (-p "$PID" with PID unset is not "every
     process"), and a pid of -N that names no process."""
     sorts = ("a column: pid, name, where, age, threads, live-bytes, live-objs, "
-             "alloc/s, free/s, net/s, growth, growth-objs, growth/s, state")
+             "alloc/s, free/s, net/s, growth, growth-objs, growth/s, rss, free%, "
+             "state")
     pids = "process ids, 1 to 2147483647, separated by commas, at most 256"
     for args, flag, value, want in (
             (["-n", "0"], "-n", "0", "a number of ticks, 1 or more"),
