@@ -1254,7 +1254,7 @@ def test_demo():
         return p
     steady = start("steady")
     t = Tmux("TERM=screen %s%s -d 0.3 -F %s-demo -s growth 2>/dev/null" %
-             (MEMCHECK, TOP, TAG), w=140)
+             (MEMCHECK, TOP, TAG), w=160)
     leaking = None
     try:
         def top_row(s):

@@ -72,10 +72,14 @@ fragment(long n, size_t size)
 	sink = b;
 }
 
+/* The arena threads and main meet here once each has made its heap. */
+static pthread_barrier_t made;
+
 static void *
 arena_thread(void *arg)
 {
 	fragment((long)arg, 1000);
+	pthread_barrier_wait(&made);
 	pause();
 	return NULL;
 }
@@ -162,6 +166,15 @@ main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "";
 	char line[64];
+	/* stdio's buffers are these, not blocks of the heap: once it has
+	 * said "ready", the target makes no allocation until asked.  Its
+	 * first would be the one that sorts the heap's free chunks, long
+	 * enough (milliseconds, more on a busy machine) for a reader's
+	 * handshake to give up on it as stalled. */
+	static char inbuf[4096], outbuf[4096];
+
+	setvbuf(stdin, inbuf, _IOFBF, sizeof inbuf);
+	setvbuf(stdout, outbuf, _IOFBF, sizeof outbuf);
 
 	if (strcmp(mode, "noreadv") == 0 && argc > 2)
 		return no_readv(argv + 2);
@@ -171,12 +184,13 @@ main(int argc, char **argv)
 		mapped((size_t)atol(argv[2]), (size_t)atol(argv[3]), argv[4]);
 	} else if (strcmp(mode, "arenas") == 0 && argc == 4) {
 		int threads = atoi(argv[2]);
+		pthread_barrier_init(&made, NULL, (unsigned)threads + 1);
 		for (int i = 0; i < threads; i++) {
 			pthread_t t;
 			pthread_create(&t, NULL, arena_thread, (void *)atol(argv[3]));
 		}
 		/* Each thread's heap made before "ready". */
-		sleep(1);
+		pthread_barrier_wait(&made);
 	} else if (strcmp(mode, "shared") == 0 && argc == 3) {
 		shared((size_t)atol(argv[2]));
 	} else if (strcmp(mode, "file") == 0 && argc == 4) {
