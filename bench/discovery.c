@@ -39,6 +39,7 @@
 #include "owner.h"
 #include "reader.h"
 #include "core.h"
+#include "sampler.h" /* the core's targets, looked at */
 
 int
 main(int argc, char **argv)
@@ -74,7 +75,7 @@ main(int argc, char **argv)
 	if (!fds || !cpu || !wall || mbench_segments_make(n, fds, "bench-discovery") < 0)
 		return 1;
 
-	struct mstat_core core;
+	struct mstat_core *core;
 	struct mstat_core_options o = {
 		.interval_ms = 1000,
 		.wait_budget_us = MSTAT_WAIT_BUDGET_DEFAULT_US,
@@ -84,20 +85,20 @@ main(int argc, char **argv)
 		 * namespaces benchmark, the others). */
 		.namespaces = { .own = true },
 	};
-	if (mstat_core_init(&core, &o) < 0)
+	if (mstat_core_new(&core, &o) < 0)
 		return 1;
 	rcu_register_thread();
 	for (unsigned t = 0; t < ticks; t++) {
 		uint64_t c0 = mbench_thread_cpu_ns(), w0 = mbench_now_ns();
-		mstat_core_tick(&core);
+		mstat_core_tick(core);
 		cpu[t] = (double)(mbench_thread_cpu_ns() - c0) / 1e6;
 		wall[t] = (double)(mbench_now_ns() - w0) / 1e6;
 	}
 	size_t attached = 0;
 	struct mstat_core_target *tg;
-	cds_list_for_each_entry(tg, &core.targets, node)
+	cds_list_for_each_entry(tg, &core->targets, node)
 		attached += tg->sample && tg->sample->have_snap;
-	mstat_core_fini(&core);
+	mstat_core_free(core);
 	rcu_unregister_thread();
 	mbench_segments_remove(n, fds);
 

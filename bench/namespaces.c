@@ -43,6 +43,7 @@
 #include "common.h"
 #include "segments.h"
 #include "core.h"
+#include "sampler.h" /* the core's targets, looked at */
 
 /* In a child: a segment of its own, "ready" on `ready`, then wait to be
  * killed. */
@@ -181,7 +182,7 @@ main(int argc, char **argv)
 		np += children(pids[i], pids + np, 2 * n - np);
 
 	double *cpu = calloc(ticks, sizeof(*cpu)), *wall = calloc(ticks, sizeof(*wall));
-	struct mstat_core core;
+	struct mstat_core *core;
 	struct mstat_core_options o = {
 		.pids = pids,
 		.npids = np,
@@ -190,23 +191,23 @@ main(int argc, char **argv)
 		.linger_ns = 1000000000u,
 		.note = mbench_segments_note,
 	};
-	if (!cpu || !wall || mstat_core_init(&core, &o) < 0)
+	if (!cpu || !wall || mstat_core_new(&core, &o) < 0)
 		return 1;
 	rcu_register_thread();
 	for (unsigned t = 0; t < ticks; t++) {
 		uint64_t c0 = mbench_thread_cpu_ns(), w0 = mbench_now_ns();
-		mstat_core_tick(&core);
+		mstat_core_tick(core);
 		cpu[t] = (double)(mbench_thread_cpu_ns() - c0) / 1e6;
 		wall[t] = (double)(mbench_now_ns() - w0) / 1e6;
 	}
 	size_t read = 0, inner = 0;
 	struct mstat_core_target *tg;
-	cds_list_for_each_entry(tg, &core.targets, node) {
+	cds_list_for_each_entry(tg, &core->targets, node) {
 		read += tg->sample && tg->sample->have_snap;
 		inner += tg->verified && tg->nspid <= 2;
 	}
-	size_t dirs = core.disc.procs.nlisted;
-	mstat_core_fini(&core);
+	size_t dirs = core->disc.procs.nlisted;
+	mstat_core_free(core);
 	rcu_unregister_thread();
 	signal(SIGTERM, SIG_IGN);
 	for (size_t i = 0; i < np; i++)

@@ -35,6 +35,7 @@
 #include "reader.h"
 #include "clock.h"
 #include "core.h"
+#include "sampler.h" /* the core's targets, looked at */
 
 #define TARGETS 100
 #define THREADS 8
@@ -158,7 +159,7 @@ pct(uint64_t *v, size_t n, double q)
 static int
 measure(const pid_t *pids, size_t n, unsigned ticks)
 {
-	struct mstat_core core;
+	struct mstat_core *core;
 	struct mstat_core_options o = {
 		.pids = pids, .npids = n, .interval_ms = 1000,
 		.wait_budget_us = MSTAT_WAIT_BUDGET_DEFAULT_US,
@@ -174,11 +175,11 @@ measure(const pid_t *pids, size_t n, unsigned ticks)
 	size_t attached = 0, failed = 0;
 
 	if (!tick || !read || !wall || !rs || !snaps || !outs || !rcs ||
-	    mstat_core_init(&core, &o) < 0)
+	    mstat_core_new(&core, &o) < 0)
 		return -1;
-	mstat_core_tick(&core); /* attaches */
+	mstat_core_tick(core); /* attaches */
 	struct mstat_core_target *t;
-	cds_list_for_each_entry(t, &core.targets, node)
+	cds_list_for_each_entry(t, &core->targets, node)
 		rs[attached++] = t->reader;
 	if (attached != n) {
 		fprintf(stderr, "attached %zu of %zu targets\n", attached, n);
@@ -186,7 +187,7 @@ measure(const pid_t *pids, size_t n, unsigned ticks)
 	}
 	for (unsigned i = 0; i < ticks; i++) {
 		uint64_t w = mstat_clock_mono_ns(), c = cpu_ns();
-		mstat_core_tick(&core);
+		mstat_core_tick(core);
 		tick[i] = cpu_ns() - c;
 		wall[i] = mstat_clock_mono_ns() - w;
 		c = cpu_ns();
@@ -205,7 +206,7 @@ measure(const pid_t *pids, size_t n, unsigned ticks)
 	       pct(read, ticks, 0.5), pct(read, ticks, 0.9),
 	       pct(wall, ticks, 0.5), failed);
 	fflush(stdout);
-	mstat_core_fini(&core);
+	mstat_core_free(core);
 	free(tick);
 	free(read);
 	free(wall);

@@ -1,26 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * core.h - the state the core's threads share, and the sampler's side.
+ * core.h - the observers' core: the sampler, and what its consumers may
+ * ask of it.
  *
  * Two roles:
- *   the sampler (a thread in interactive mode; the main thread in batch
- *     mode) discovers segments, attaches and detaches targets, reads them
- *     all once per tick and publishes each target's latest sample;
+ *   the sampler (a thread in interactive mode, mstat_core_start(); the
+ *     main thread in batch mode, mstat_core_tick()) discovers segments,
+ *     attaches and detaches targets, reads them all once per tick and
+ *     publishes each target's latest sample;
  *   the consumer (the drawing or printing thread) folds the latest samples
- *     into its model with mstat_core_collect().
- *
- * Sharing, through liburcu (memb flavour):
- *   - `targets` is an RCU list.  Only the sampler adds (cds_list_add_rcu)
- *     and removes (cds_list_del_rcu); a removed target is closed and freed
- *     by call_rcu, after every consumer that could see it has left its
- *     read-side critical section.  Consumers never wait for the sampler.
- *   - `target->sample` is published with rcu_assign_pointer() once filled
- *     and never changed after; consumers rcu_dereference() it.  The sample
- *     it replaces is freed by call_rcu.
- *   - `status` (the last one-line note) is published the same way.
- *   - Requests from the consumer (interval, stop) are atomics, plus a
- *     write to `wake_fd` so that the sampler acts on them at once.
- * Every thread that takes rcu_read_lock() must be rcu_register_thread()ed.
+ *     into its model with mstat_core_collect(), and asks for call sites,
+ *     an interval, a wake-up, with the functions below.
+ * Each function says from which side it may be called.  Consumers never
+ * wait for the sampler: what the sampler publishes is published with
+ * RCU (liburcu, memb flavour), and every thread that calls a consumer's
+ * function must be rcu_register_thread()ed.  The state itself, and how
+ * it is shared, is sampler.h's, private to the core's own files.
  */
 #ifndef MSTAT_CORE_H
 #define MSTAT_CORE_H
@@ -40,25 +35,6 @@
 #include "mstatshm.h"
 
 struct mstat_core;
-
-/* What a consumer may read of one target's latest read. Immutable once
- * published. */
-struct mstat_core_sample {
-	struct rcu_head rcu;
-	uint64_t t_ns;              /* CLOCK_MONOTONIC of `snap` */
-	enum mstat_model_live live;
-	bool have_snap;             /* false until a read succeeded */
-	char err[MSTAT_MODEL_ERR_MAX]; /* why the last read failed, or "" */
-	uint64_t end_ns;            /* CLOCK_REALTIME the process ended, or 0 */
-	struct mstat_snapshot snap; /* the last good snapshot; allocated with
-				     * room for its class_count classes only */
-};
-
-struct mstat_core_status {
-	struct rcu_head rcu;
-	uint64_t seq;               /* increases with every note */
-	char line[256];
-};
 
 /*
  * Why a target was not read, as counted in mstat_core.errors: X(ENUM, name,
@@ -111,12 +87,6 @@ struct mstat_core_sites {
 	struct mstat_site top[2][MSTAT_CORE_SITES_MAX];
 };
 
-/* What the consumer asks for: whose sites. */
-struct mstat_core_sites_want {
-	struct rcu_head rcu;
-	char key[MSTAT_KEY_MAX];
-};
-
 struct mstat_core_options {
 	const pid_t *pids;          /* attach only these, if npids > 0 */
 	size_t npids;
@@ -127,7 +97,8 @@ struct mstat_core_options {
 	unsigned wait_budget_us;    /* for stalled targets, per tick */
 	uint64_t linger_ns;         /* how long exited and killed targets stay */
 	/* Killed targets stay at least this long, their rows or not (their
-	 * profiles are served: mstat-exporter, whose rows do not linger). */
+	 * profiles are served, and their rows shown: mstat-exporter, whose
+	 * exited rows do not linger). */
 	uint64_t killed_linger_ns;
 	/* How long the segments of killed processes are kept (owner.h): as
 	 * mstat_killed_env() says, or 0, removed at once. */
@@ -149,41 +120,18 @@ struct mstat_core_options {
 	 * in `sites`: its profile is read once when it is first seen, and
 	 * once again each time mstat_core_sites_rebase() names it. */
 	bool site_baselines;
+	/* Each process's resident memory in parts (memory.h): 0, not
+	 * read.  Else a tick reads that of every process seen for the first
+	 * time, then of the others those read longest ago, as long as what
+	 * it spends on them is under `memory_share` % of the CPU time the
+	 * rest of a tick takes (averaged over about eight ticks, or the last
+	 * if it took less), and of at least MSTAT_CORE_MEMORY_MIN; a process
+	 * not read at a tick shows what was read last, with its time.  A
+	 * read that finds nothing moved since the last (memory.h) costs a
+	 * tenth of a look. */
+	unsigned memory_share;
 };
-
-struct mstat_core {
-	struct mstat_core_options opt;
-
-	/* Shared, see above. */
-	struct cds_list_head targets;
-	struct mstat_core_status *status;
-	struct mstat_core_sites_want *sites_want; /* the consumer's, see above */
-	struct mstat_core_sites *sites;           /* the sampler's */
-	_Atomic uint64_t ticks;         /* ticks completed */
-	/* Mount namespaces whose /dev/shm the last tick could not read
-	 * (procs.h); a count, relaxed: it publishes nothing else. */
-	_Atomic unsigned namespaces_unreadable;
-	_Atomic unsigned interval_ms;
-	_Atomic bool stop;
-	int wake_fd;                    /* eventfd */
-
-	/* The sampler's own. */
-	struct mstat_discover disc;
-	pthread_t thread;
-	bool thread_started;
-	size_t cap;                     /* of the arrays below */
-	struct mstat_core_target **batch;
-	struct mstat_reader **readers;
-	struct mstat_core_sample **fresh; /* the samples this tick reads into */
-	struct mstat_snapshot **outs;     /* their snapshots */
-	int *rcs;
-	uint64_t status_seq;
-	char sites_key[MSTAT_KEY_MAX]; /* whose sites, this tick */
-	unsigned stop_checks;           /* looks at /proc left this tick */
-	/* Failed reads and refusals, by reason, since init: the sampler's
-	 * own (read them from its thread, between ticks). */
-	uint64_t errors[MSTAT_CORE_ERR_COUNT];
-};
+#define MSTAT_CORE_MEMORY_MIN 4
 
 /* "stalled", "busy", ...: the error's name. */
 const char *mstat_core_error_name(enum mstat_core_error e);
@@ -200,16 +148,20 @@ int mstat_core_sites(struct mstat_core *core, const char *key, size_t n,
 /* Asks for the sites of the process `key` from the next tick on, or,
  * with NULL, for none.  Consumer side (registered with RCU). */
 void mstat_core_sites_want(struct mstat_core *core, const char *key);
+/* The sites the sampler published last (those asked for, as they were
+ * read at the tick after the asking), or NULL.  Consumer side, inside
+ * rcu_read_lock(): the pointer is good until rcu_read_unlock(). */
+const struct mstat_core_sites *mstat_core_sites_latest(struct mstat_core *core);
 /* Asks the sampler to take the call sites' baseline of the process `key`
  * (every process if NULL) again at its next tick, as the model's
  * baseline is reset now.  Consumer side. */
 void mstat_core_sites_rebase(struct mstat_core *core, const char *key);
 
-/* 0 or -errno.  Does not start a thread. */
-int mstat_core_init(struct mstat_core *core, const struct mstat_core_options *opt);
-/* Stops the sampler thread if running, detaches every target and waits for
- * call_rcu to have freed them. */
-void mstat_core_fini(struct mstat_core *core);
+/* A core, into *out: 0 or -errno.  Does not start a thread. */
+int mstat_core_new(struct mstat_core **out, const struct mstat_core_options *opt);
+/* Stops the sampler thread if running, detaches every target, waits for
+ * call_rcu to have freed them, and frees the core.  NULL: nothing. */
+void mstat_core_free(struct mstat_core *core);
 
 /* One tick: discover, read every target, publish, remove the segments
  * of targets found gone.  A target another reader holds (mstat-top and
@@ -221,8 +173,33 @@ void mstat_core_tick(struct mstat_core *core);
 
 /* Runs mstat_core_tick() every interval in a thread of its own. */
 int mstat_core_start(struct mstat_core *core);
-/* Asks the sampler to act at once (after a change of interval). */
+/* Asks the sampler to act at once. */
 void mstat_core_wake(struct mstat_core *core);
+
+/* The interval between ticks of the sampler thread, milliseconds; set,
+ * it takes effect at once (the sampler is woken).  Any side. */
+unsigned mstat_core_interval_ms(struct mstat_core *core);
+void mstat_core_set_interval_ms(struct mstat_core *core, unsigned ms);
+
+/* Ticks completed.  Consumer side: once it has changed, the samples of
+ * the tick that changed it are published (an acquire load, pairing with
+ * the release at the end of mstat_core_tick()). */
+uint64_t mstat_core_ticks(struct mstat_core *core);
+
+/* Mount namespaces whose /dev/shm the last tick could not read
+ * (procs.h).  Any side: a count, read as it is. */
+unsigned mstat_core_namespaces_unreadable(struct mstat_core *core);
+
+/* Failed reads and refusals since the core began, by reason
+ * (MSTAT_CORE_ERRORS), into out[].  In the sampler's thread, between
+ * ticks. */
+void mstat_core_errors(struct mstat_core *core,
+		       uint64_t out[MSTAT_CORE_ERR_COUNT]);
+
+/* Removes every segment of a process that is gone, as a tick would, one
+ * note each, without reading the others: mstat-top --gc.  Returns how
+ * many.  From the sampler's side (no thread started). */
+size_t mstat_core_gc(struct mstat_core *core);
 
 /* Folds the latest samples into `m` (consumer side; never blocks on the
  * sampler).  `scratch` grows as needed.  0 or -ENOMEM. */
@@ -242,9 +219,8 @@ int mstat_core_gather(struct mstat_core *core, struct mstat_core_scratch *scratc
 			       size_t n),
 		     void *arg);
 
-/* The call_rcu callback that frees a replaced status. */
-void mstat_core_status_free(struct rcu_head *head);
-/* Copies the last note into buf (empty if none); returns its seq. */
+/* Copies the last note into buf (empty if none); returns its seq, which
+ * increases with every note.  Consumer side. */
 uint64_t mstat_core_status(struct mstat_core *core, char *buf, size_t len);
 
 /* Reports a one-line note (printf-like).  The whole line is escaped by

@@ -319,6 +319,7 @@ target_new(struct mstat_discover *d, struct mstat_reader *r,
 	t->nspid = in->pid;
 	t->verified = pid != 0;
 	t->pid = pid ? pid : in->pid;
+	t->pid_ours = pid || (d->pid_ns && in->pid_ns == d->pid_ns);
 	t->writer_mode = in->writer_mode;
 	t->layout_major = in->version_major;
 	t->layout_minor = in->version_minor;
@@ -593,30 +594,17 @@ say_unreadable(struct mstat_discover *d)
 		note(d, "every namespace read");
 }
 
-void
-mstat_discover_scan(struct mstat_discover *d, struct cds_list_head *targets)
+/* Lookups by name and inode, one index per directory listed: one pass
+ * over a directory is linear in its size, however many targets there
+ * are.  False if an index could not be made. */
+static bool
+scans_index(struct mstat_discover *d, struct cds_list_head *targets,
+	    struct scan *scans)
 {
-	struct mstat_core_target *t;
 	struct mstat_procs *ps = &d->procs;
-	struct scan_arg a = { targets, 0, { 0 } };
-	struct scan *scans;
+	struct mstat_core_target *t;
 	bool ok = true;
 
-	mstat_procs_sweep(ps);
-	if (d->npids)
-		want_scan(d);
-	say_unreadable(d);
-	/* Lookups by name and inode, one index per directory: one pass over
-	 * a directory is linear in its size, however many targets there
-	 * are. */
-	if (mstat_index_init(&a.kept, d->kept.n, kept_name, kept_ino) < 0)
-		return;
-	for (size_t i = 0; i < d->kept.n; i++)
-		mstat_index_add(&a.kept, &d->kept.v[i]);
-	if (!(scans = calloc(ps->nlisted ? ps->nlisted : 1, sizeof(*scans)))) {
-		mstat_index_fini(&a.kept);
-		return;
-	}
 	for (size_t i = 0; i < ps->nlisted; i++)
 		ps->listed[i]->scan = &scans[i];
 	cds_list_for_each_entry(t, targets, node) {
@@ -637,7 +625,7 @@ mstat_discover_scan(struct mstat_discover *d, struct cds_list_head *targets)
 				     refusal_name, refusal_ino) < 0)
 			ok = false;
 	if (!ok)
-		goto out;
+		return false;
 	cds_list_for_each_entry(t, targets, node)
 		if (t->dir->listed == ps->sweep)
 			mstat_index_add(&((struct scan *)t->dir->scan)->known, t);
@@ -645,20 +633,18 @@ mstat_discover_scan(struct mstat_discover *d, struct cds_list_head *targets)
 		if (d->refused[i]->dir->listed == ps->sweep)
 			mstat_index_add(&((struct scan *)d->refused[i]->dir->scan)
 						 ->refusals, d->refused[i]);
+	return true;
+}
 
-	if (!ps->own)
-		note(d, "%s: %s", MSTAT_SHM_DIR, strerror(errno));
-	for (size_t i = 0; i < ps->nlisted; i++)
-		if (!list_dir(d, ps->listed[i], scan_name, &a))
-			note(d, "%s%s: %s", MSTAT_SHM_DIR, ps->listed[i]->where,
-			     strerror(errno));
-
-	/* A segment cut shorter than a header is removed once its owner is
-	 * gone, if what is left of it shows the library made it (its magic
-	 * and format): its lock says so whatever its size (docs/design.md,
-	 * "Removing dead segments"); and one whose process was not found,
-	 * once its lock says it has none.  Each through the directory it is
-	 * in, opened as it was found (beneath.h). */
+/* A segment cut shorter than a header is removed once its owner is gone,
+ * if what is left of it shows the library made it (its magic and
+ * format): its lock says so whatever its size (docs/design.md, "Removing
+ * dead segments"); and one whose process was not found, once its lock
+ * says it has none.  Each through the directory it is in, opened as it
+ * was found (beneath.h). */
+static void
+reap_refused(struct mstat_discover *d)
+{
 	for (size_t i = 0; i < d->nrefused; i++) {
 		struct mstat_discover_refusal *f = d->refused[i];
 		char why[200];
@@ -670,7 +656,7 @@ mstat_discover_scan(struct mstat_discover *d, struct cds_list_head *targets)
 					sizeof(why));
 		if (fd < 0)
 			continue;
-		if (mstat_reap_file(f->dir->fd, f->name, fd, ps->euid, NULL,
+		if (mstat_reap_file(f->dir->fd, f->name, fd, d->procs.euid, NULL,
 				    0, NULL) == MSTAT_REAP_REMOVED) {
 			note(d, f->rc == -ENODATA
 				? "removed %s%s: cut shorter than a header, and "
@@ -681,20 +667,15 @@ mstat_discover_scan(struct mstat_discover *d, struct cds_list_head *targets)
 		}
 		close(fd);
 	}
-	mstat_kept_tick(&d->kept, listed_dirfd, d, &d->grace, d->note,
-			d->note_arg);
-	if (a.no_fd) {
-		struct rlimit rl = { 0, 0 };
-		d->no_fd_count += a.no_fd;
-		getrlimit(RLIMIT_NOFILE, &rl);
-		note(d, "%zu segments not read: out of file descriptors "
-		     "(limit %llu; raise it with ulimit -n)", a.no_fd,
-		     (unsigned long long)rl.rlim_cur);
-	}
+}
 
-	/* Forget refusals whose segment went away: a new one with the same
-	 * name is looked at afresh. */
+/* Forget refusals whose segment went away: a new one with the same
+ * name is looked at afresh. */
+static void
+refusals_forget_gone(struct mstat_discover *d)
+{
 	size_t kept = 0;
+
 	for (size_t i = 0; i < d->nrefused; i++) {
 		if (d->refused[i]->in_scan)
 			d->refused[kept++] = d->refused[i];
@@ -702,7 +683,56 @@ mstat_discover_scan(struct mstat_discover *d, struct cds_list_head *targets)
 			refusal_free(d, d->refused[i]);
 	}
 	d->nrefused = kept;
-out:
+}
+
+/* Says how many segments this scan could not read for want of a file
+ * descriptor. */
+static void
+say_no_fd(struct mstat_discover *d, size_t no_fd)
+{
+	struct rlimit rl = { 0, 0 };
+
+	if (!no_fd)
+		return;
+	d->no_fd_count += no_fd;
+	getrlimit(RLIMIT_NOFILE, &rl);
+	note(d, "%zu segments not read: out of file descriptors "
+	     "(limit %llu; raise it with ulimit -n)", no_fd,
+	     (unsigned long long)rl.rlim_cur);
+}
+
+void
+mstat_discover_scan(struct mstat_discover *d, struct cds_list_head *targets)
+{
+	struct mstat_procs *ps = &d->procs;
+	struct scan_arg a = { targets, 0, { 0 } };
+	struct scan *scans;
+
+	mstat_procs_sweep(ps);
+	if (d->npids)
+		want_scan(d);
+	say_unreadable(d);
+	if (mstat_index_init(&a.kept, d->kept.n, kept_name, kept_ino) < 0)
+		return;
+	for (size_t i = 0; i < d->kept.n; i++)
+		mstat_index_add(&a.kept, &d->kept.v[i]);
+	if (!(scans = calloc(ps->nlisted ? ps->nlisted : 1, sizeof(*scans)))) {
+		mstat_index_fini(&a.kept);
+		return;
+	}
+	if (scans_index(d, targets, scans)) {
+		if (!ps->own)
+			note(d, "%s: %s", MSTAT_SHM_DIR, strerror(errno));
+		for (size_t i = 0; i < ps->nlisted; i++)
+			if (!list_dir(d, ps->listed[i], scan_name, &a))
+				note(d, "%s%s: %s", MSTAT_SHM_DIR,
+				     ps->listed[i]->where, strerror(errno));
+		reap_refused(d);
+		mstat_kept_tick(&d->kept, listed_dirfd, d, &d->grace, d->note,
+				d->note_arg);
+		say_no_fd(d, a.no_fd);
+		refusals_forget_gone(d);
+	}
 	for (size_t i = 0; i < ps->nlisted; i++) {
 		mstat_index_fini(&scans[i].known);
 		mstat_index_fini(&scans[i].refusals);
@@ -721,6 +751,7 @@ target_free(struct rcu_head *head)
 	mstat_reader_close(t->reader);
 	/* Its last sample was reachable only through it. */
 	free(t->sample);
+	free(t->postmortem);
 	mstat_sites_base_free(t->sites_base);
 	mstat_sites_base_free(t->sites_last);
 	free(t);
@@ -760,8 +791,11 @@ mstat_discover_execed(const struct mstat_discover *d,
 {
 	char state = proc_state(d, t);
 
-	/* A zombie is a process that died, not waited for yet. */
-	return state && state != 'Z' && state != 'X';
+	/* A zombie is a process that died, not waited for yet; one exiting
+	 * is dying: its lock went with its descriptors, a moment before it
+	 * becomes a zombie (an OOM kill found in that moment). */
+	return state && state != 'Z' && state != 'X' &&
+	       !mstat_proc_exiting(t->pid);
 }
 
 bool

@@ -36,6 +36,7 @@
 #include <urcu/rculist.h>
 
 #include "killed.h"
+#include "memory.h"
 #include "model.h"
 #include "mstatshm.h"
 #include "owner.h"
@@ -45,7 +46,7 @@
 
 struct mstat_sites_base;
 
-struct mstat_core_sample; /* the sampler's (core.h): freed with the target */
+struct mstat_core_sample; /* the sampler's (sampler.h): freed with the target */
 
 struct mstat_core_target {
 	struct cds_list_head node;  /* in the list scanned (RCU) */
@@ -62,6 +63,9 @@ struct mstat_core_target {
 	pid_t nspid;                /* as the header says: in its own */
 	bool verified;              /* the process its header claims was
 				     * found, and checked (discover.c) */
+	bool pid_ours;              /* `pid` is of our pid namespace: it
+				     * was verified, or its header's pid
+				     * namespace is ours */
 	struct mstat_where where;   /* where it runs, if verified */
 	uint64_t start_time;        /* of the process, from the header */
 	uint64_t start_ns;          /* the same, CLOCK_REALTIME; 0 unknown */
@@ -81,8 +85,15 @@ struct mstat_core_target {
 	bool final;                 /* its process is gone and its final
 				     * counts are read: nothing more to read */
 	uint64_t end_ns;            /* CLOCK_MONOTONIC when found gone */
+	char *postmortem;           /* killed: the path of the post-mortem
+				     * profile written of it, or NULL; freed
+				     * with the target, its samples borrow it */
 	uint64_t checked_ns;        /* CLOCK_MONOTONIC /proc was last asked
 				     * whether it is stopped; 0 never */
+	uint64_t first_tick;        /* the sampler's tick that found it */
+	uint64_t memory_tick;       /* the tick its memory was last read at,
+				     * plus one; 0 never (core.h) */
+	struct mstat_memory_mark memory_mark; /* what that read went by */
 	/* Its call sites at the process's baseline (sites.h), the
 	 * sampler's own, freed with the target; NULL until read. */
 	struct mstat_sites_base *sites_base;

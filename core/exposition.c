@@ -155,11 +155,21 @@ class_counter_of(const struct mstat_counts *c, size_t k)
 	return v;
 }
 
-/* The labels of an info family: the segment's writer mode and layout. */
+/* The labels of an info family: of mstat_process, the segment's writer
+ * mode and layout; of mstat_killed, how the process died (its state's
+ * word) and the post-mortem profile written of it, if one was. */
 static void
-info_labels(const struct mstat_expo *e, const struct mstat_model_row *r)
+info_labels(const struct mstat_expo *e, enum mstat_field_id field,
+	    const struct mstat_model_row *r)
 {
 	char layout[24];
+
+	if (field == MSTAT_FIELD_KILLED) {
+		mstat_expo_label(e, false, "how", mstat_model_live_name(r->live));
+		if (r->postmortem)
+			mstat_expo_label(e, false, "postmortem", r->postmortem);
+		return;
+	}
 
 	snprintf(layout, sizeof(layout), "%" PRIu32 ".%" PRIu32,
 		 r->layout_major, r->layout_minor);
@@ -309,13 +319,33 @@ write_family(const struct mstat_expo *e, const struct family *fam, size_t k,
 		mstat_expo_sample(e, fam->name, fam->type);
 		fputs(labels[i], e->f);
 		if (fam->type == MSTAT_EXPO_INFO)
-			info_labels(e, r);
+			info_labels(e, fam->field, r);
 		if (type == MSTAT_TYPE_COUNTERS)
 			fprintf(e->f, "} %" PRIu64 "\n", counter_of(r, k));
 		else if (type == MSTAT_TYPE_REAL)
 			fprintf(e->f, "} %.2f\n", v.d);
 		else
 			fprintf(e->f, "} %" PRIu64 "\n", v.u);
+	}
+}
+
+/* Resident memory by part: a sample per part, with a `part` label, for
+ * each process whose memory is known. */
+static void
+write_memory_family(const struct mstat_expo *e, const struct family *fam,
+		    const struct mstat_model_row *const *rows, size_t n,
+		    char *const *labels)
+{
+	mstat_expo_family(e, fam->name, fam->type, fam->unit, fam->help);
+	for (size_t i = 0; i < n; i++) {
+		if (!rows[i]->have_memory)
+			continue;
+		for (int p = 0; p < MSTAT_MEMORY_PART_COUNT; p++) {
+			mstat_expo_sample(e, fam->name, fam->type);
+			fputs(labels[i], e->f);
+			mstat_expo_label(e, false, "part", mstat_memory_part_name(p));
+			fprintf(e->f, "} %" PRIu64 "\n", rows[i]->memory.part[p]);
+		}
 	}
 }
 
@@ -347,7 +377,14 @@ mstat_expo_processes(const struct mstat_expo *e,
 				write_class_family(e, &class_counters[k], k,
 						   rows, n, labels);
 			break;
+		case MSTAT_TYPE_MEMORY:
+			if (e->memory)
+				write_memory_family(e, &families[f], rows, n, labels);
+			break;
 		default:
+			/* The other families of memory go with it. */
+			if (!e->memory && families[f].field == MSTAT_FIELD_RSS)
+				break;
 			write_family(e, &families[f], 0, rows, n, labels);
 			break;
 		}

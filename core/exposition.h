@@ -53,6 +53,7 @@ struct mstat_expo {
 	enum mstat_expo_format format;
 	bool classes;         /* per-size-class series too (cardinality:
 			       * one series per class a process used) */
+	bool memory;          /* resident memory's families (memory.h) */
 };
 
 /*

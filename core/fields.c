@@ -16,6 +16,7 @@
 #define SET_NAME(v, x) ((v)->s = (x))
 #define SET_COUNTERS(v, x) ((void)(x))
 #define SET_CLASSES(v, x) ((void)(x))
+#define SET_MEMORY(v, x) ((void)(x))
 
 #define MSTAT_X(id, j, t, k, x)                                               \
 	static void get_##id(const struct mstat_model_row *r, uint64_t now,   \

@@ -41,6 +41,9 @@
  *            its own, named by that list
  *   CLASSES  the size classes, each with its counters (per-size-class
  *            families)
+ *   MEMORY   resident memory in parts (memory.h): an object of byte
+ *            counts in JSON, a sample per part (a `part` label) in its
+ *            family
  */
 #ifndef MSTAT_CORE_FIELDS_H
 #define MSTAT_CORE_FIELDS_H
@@ -66,7 +69,7 @@
 	COL(WHERE, 2, "where", "WHERE", 12, MSTAT_COLUMN_TEXT, 9,             \
 	    "where it runs: its container (short id), or its systemd unit")   \
 	F(STATE, "state", STATE, true, r->live)                               \
-	COL(STATE, 13, "state", "STATE", 7, MSTAT_COLUMN_TEXT, 0,             \
+	COL(STATE, 15, "state", "STATE", 7, MSTAT_COLUMN_TEXT, 0,             \
 	    "running, stopped, stalled, busy, exiting, exited, killed, "       \
 	    "oomkill")                                                        \
 	REC(STATE, 6, "state", live, STATE)                                   \
@@ -153,6 +156,11 @@
 	F(PROCESS, NULL, U64, true, 1)                                        \
 	FAM(PROCESS, 7, "mstat_process", INFO, NULL,                          \
 	    "the process's writer mode and segment layout version")           \
+	F(KILLED, NULL, U64,                                                  \
+	  r->live == MSTAT_LIVE_KILLED || r->live == MSTAT_LIVE_OOM, 1)       \
+	FAM(KILLED, 10, "mstat_killed", INFO, NULL,                            \
+	    "the process was killed by a signal: how (killed, or oomkill), "  \
+	    "and its post-mortem profile where one was written")              \
 	F(KEY, NULL, TEXT, true, r->key)                                      \
 	REC(KEY, 1, "key", key, KEY)                                          \
 	F(IMAGE, NULL, TEXT, r->image[0] != '\0', r->image)                   \
@@ -162,7 +170,35 @@
 	F(EXE, NULL, TEXT, r->exe[0] != '\0', r->exe)                         \
 	REC(EXE, 5, "exe", exe, STR)                                          \
 	F(TIME, NULL, U64, r->have_snap, r->t_ns)                             \
-	REC(TIME, 8, "t_ns", t_ns, U64)
+	REC(TIME, 8, "t_ns", t_ns, U64)                                       \
+	/* Resident memory in parts (memory.h; docs/memory.md). */          \
+	F(MEMORY, "memory", MEMORY, r->have_memory, 0)                        \
+	FAM(MEMORY, 9, "mstat_memory_bytes", GAUGE, "bytes",                  \
+	    "resident memory by part (live, allocator_free, "                 \
+	    "allocator_overhead, not_heap, file, shmem, library): the parts " \
+	    "add up to mstat_resident_memory_bytes")                          \
+	REC(MEMORY, 16, "memory", memory, MEMORY)                             \
+	F(RSS, NULL, U64, r->have_memory, r->memory.rss)                      \
+	COL(RSS, 13, "rss", "RSS", 8, MSTAT_UNIT_BYTES, 12,                   \
+	    "resident memory (VmRSS); the detail view (Enter) shows its "     \
+	    "parts")                                                          \
+	FAM(RSS, 8, "mstat_resident_memory_bytes", GAUGE, "bytes",            \
+	    "resident memory (VmRSS)")                                        \
+	F(FREE_SHARE, NULL, REAL, r->have_memory && r->memory.rss,            \
+	  mstat_field_free_share(r))                                          \
+	COL(FREE_SHARE, 14, "free%", "FREE%", 5, MSTAT_UNIT_PERCENT, 13,      \
+	    "resident memory the allocator holds free (allocator_free), in "  \
+	    "% of RSS")                                                       \
+	F(ALLOCATOR, "allocator", TEXT,                                       \
+	  r->have_memory && mstat_memory_allocator_name(r->memory.allocator), \
+	  mstat_memory_allocator_name(r->memory.allocator))                   \
+	F(MEMORY_SOURCE, "memory_source", TEXT, r->have_memory,               \
+	  mstat_memory_source_name(r->memory.source))                         \
+	F(MEMORY_TIME, "memory_time_s", REAL, r->have_memory,                 \
+	  (double)r->memory.time_ns / 1e9)                                    \
+	F(ALLOCATOR_TIME, "allocator_time_s", REAL,                           \
+	  r->have_memory && r->memory.allocator_ns,                           \
+	  (double)r->memory.allocator_ns / 1e9)
 
 /*
  * The labels of every series of a process, in their order: its name in
@@ -203,6 +239,7 @@ enum mstat_field_type {
 	MSTAT_TYPE_STATE,
 	MSTAT_TYPE_COUNTERS,
 	MSTAT_TYPE_CLASSES,
+	MSTAT_TYPE_MEMORY,
 };
 
 /* A field's value in a row: the member its type says. */
@@ -248,6 +285,14 @@ mstat_field_age(const struct mstat_model_row *r, uint64_t now)
 	uint64_t end = r->end_ns ? r->end_ns : now;
 
 	return (double)(end - r->start_ns) / 1e9;
+}
+
+/* The allocator's free memory in % of RSS (known if RSS is). */
+static inline double
+mstat_field_free_share(const struct mstat_model_row *r)
+{
+	return 100.0 * (double)r->memory.part[MSTAT_MEMORY_ALLOCATOR_FREE] /
+	       (double)r->memory.rss;
 }
 
 #endif /* MSTAT_CORE_FIELDS_H */

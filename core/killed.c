@@ -337,17 +337,23 @@ mstat_postmortem_write(const char *dir, uint64_t max_bytes,
 }
 
 int
-mstat_killed_dir_check(const char *dir, char *err, size_t errlen)
+mstat_killed_dir_option(const char *v, void *dst, char *why, size_t len)
 {
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = open(v, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	if (fd < 0 || faccessat(fd, ".", W_OK, AT_EACCESS) < 0) {
-		int rc = -errno;
-		snprintf(err, errlen, "%s: %s", dir, strerror(errno));
+		int e = errno;
+		/* Said at start, to the one who wrote the command. */
+		if (e == ENOENT)
+			snprintf(why, len, "%s: make it first (mkdir -m 700 %s)",
+				 strerror(e), v);
+		else
+			snprintf(why, len, "%s", strerror(e));
 		if (fd >= 0)
 			close(fd);
-		return rc;
+		return -1;
 	}
 	close(fd);
+	*(const char **)dst = v;
 	return 0;
 }

@@ -13,7 +13,9 @@
  * cgroup is gone by then (a container's, removed with its last
  * process), its parent's count says it, for it counts its children's.  /proc/vmstat's
  * oom_kill, the machine's count, rising is a hint only: some process
- * somewhere was killed for memory meanwhile.
+ * somewhere was killed for memory meanwhile.  A process first seen dead
+ * has no count to compare with: only the kernel's log can name it
+ * (oomlog.h), and the readers ask it first.
  *
  * Post-mortem profiles (--postmortem-dir=DIR): a killed process's heap
  * profile, read from its segment, is written once to
@@ -30,6 +32,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "cli.h"
 #include "owner.h"
 #include "reader.h"
 
@@ -85,6 +88,7 @@ enum mstat_oom {
 	MSTAT_OOM_NO,            /* nothing says so */
 	MSTAT_OOM_HINT,          /* the machine's count rose: perhaps */
 	MSTAT_OOM_CGROUP,        /* its cgroup's count rose */
+	MSTAT_OOM_LOG,           /* the kernel's log names it (oomlog.h) */
 };
 
 /* Where the cgroup hierarchies are mounted: /sys/fs/cgroup, or a
@@ -99,8 +103,29 @@ void mstat_oom_watch_start(struct mstat_oom_watch *w, pid_t pid);
 enum mstat_oom mstat_oom_watch_end(const struct mstat_oom_watch *w, char *why,
 				   size_t len);
 
-/* The default cap on the bytes of a post-mortem directory's profiles. */
-#define MSTAT_POSTMORTEM_BYTES_DEFAULT (64u << 20)
+/*
+ * The options of what is kept of killed processes, the same in
+ * mstat-top and mstat-exporter: three lines of an option list
+ * (core/cli.h), landing in members `grace` (a struct mstat_grace,
+ * mstat_killed_env()'s), `dir` (const char *) and `bytes` (uint64_t) of
+ * the struct `type`.
+ */
+#define MSTAT_KILLED_OPTIONS(type, grace, dir, bytes)                         \
+	{ .name = "killed-grace", .arg = "SECONDS",                           \
+	  MSTAT_CLI_NUMBER(type, grace.seconds, 0, MSTAT_KILLED_GRACE_MAX),   \
+	  .want = "seconds",                                                  \
+	  .dflt_text = "its MSTAT_KILLED_GRACE, or 300",                      \
+	  .help = "keep a killed process's segment this long for later "     \
+		  "readers; 0: remove it" },                                  \
+	{ .name = "postmortem-dir", .arg = "DIR",                             \
+	  MSTAT_CLI_PARSE(type, dir, mstat_killed_dir_option),                \
+	  .want = "a directory this user may write",                         \
+	  .help = "write each killed process's heap profile to "             \
+		  "DIR/NAME-PID-TIME.pb.gz" },                                \
+	{ .name = "postmortem-bytes", .arg = "N",                             \
+	  MSTAT_CLI_NUMBER(type, bytes, 0, UINT64_MAX),                       \
+	  .want = "a number of bytes", .dflt = "67108864",                    \
+	  .help = "keep at most N bytes of them in DIR, the oldest go first" }
 
 /*
  * Writes the profile of the killed process read by `r` (`name`, `pid`,
@@ -114,9 +139,10 @@ int mstat_postmortem_write(const char *dir, uint64_t max_bytes,
 			   uint64_t end_ns, const char *comment, char *path,
 			   size_t pathlen, char *err, size_t errlen);
 
-/* Whether `dir` is a directory this process can write into: 0, or -errno
+/* --postmortem-dir, as core/cli.h parses an option: `v` a directory
+ * this process can write into, into `dst` (a const char *); 0, or -1
  * with the reason. */
-int mstat_killed_dir_check(const char *dir, char *err, size_t errlen);
+int mstat_killed_dir_option(const char *v, void *dst, char *why, size_t len);
 
 /* Whether `file` is the name of a post-mortem profile (NAME-PID-TIME.pb.gz). */
 bool mstat_postmortem_name(const char *file);

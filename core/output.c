@@ -25,18 +25,33 @@
 #include "text.h"
 #include "units.h"
 
+/* The formats' names, as -o takes them. */
+static const char *const format_names[MSTAT_FORMAT_COUNT] = {
+	[MSTAT_FORMAT_TABLE] = "table",
+	[MSTAT_FORMAT_JSON] = "json",
+	[MSTAT_FORMAT_OPENMETRICS] = "openmetrics",
+	[MSTAT_FORMAT_PROMETHEUS] = "prometheus",
+};
+
 int
 mstat_output_parse_format(const char *s)
 {
-	if (strcmp(s, "table") == 0)
-		return MSTAT_FORMAT_TABLE;
-	if (strcmp(s, "json") == 0)
-		return MSTAT_FORMAT_JSON;
-	if (strcmp(s, "openmetrics") == 0)
-		return MSTAT_FORMAT_OPENMETRICS;
-	if (strcmp(s, "prometheus") == 0)
-		return MSTAT_FORMAT_PROMETHEUS;
+	for (int i = 0; i < MSTAT_FORMAT_COUNT; i++)
+		if (strcmp(s, format_names[i]) == 0)
+			return i;
 	return -1;
+}
+
+const char *
+mstat_output_formats(void)
+{
+	static char list[64];
+
+	if (!list[0])
+		for (int i = 0; i < MSTAT_FORMAT_COUNT; i++)
+			snprintf(list + strlen(list), sizeof(list) - strlen(list),
+				 "%s%s", i ? ", " : "", format_names[i]);
+	return list;
 }
 
 /*
@@ -170,6 +185,17 @@ json_classes(FILE *f, const struct mstat_model_row *r)
 	fputc(']', f);
 }
 
+/* A process's memory: its RSS, its parts, and its live bytes not
+ * resident, in bytes. */
+static void
+json_memory(FILE *f, const struct mstat_memory *m)
+{
+	fprintf(f, "{\"rss\":%" PRIu64, m->rss);
+	for (int p = 0; p < MSTAT_MEMORY_PART_COUNT; p++)
+		fprintf(f, ",\"%s\":%" PRIu64, mstat_memory_part_name(p), m->part[p]);
+	fprintf(f, ",\"live_not_resident\":%" PRIu64 "}", m->live_not_resident);
+}
+
 /* One field of a process, after a comma unless it is the first. */
 static void
 json_field(FILE *f, const struct mstat_field *fd,
@@ -211,6 +237,7 @@ json_field(FILE *f, const struct mstat_field *fd,
 		put_quoted(f, mstat_model_live_name((enum mstat_model_live)v->i));
 		break;
 	case MSTAT_TYPE_CLASSES: json_classes(f, r); break;
+	case MSTAT_TYPE_MEMORY: json_memory(f, &r->memory); break;
 	case MSTAT_TYPE_COUNTERS: break;
 	}
 }
@@ -242,6 +269,49 @@ mstat_output_json_process(FILE *f, const struct mstat_model_row *r)
 	fputc('}', f);
 }
 
+/* `,"name":` and a number, or null where it is not known (NAN). */
+static void
+json_number(FILE *f, const char *name, double v, const char *format)
+{
+	fprintf(f, ",\"%s\":", name);
+	if (isnan(v))
+		fputs("null", f);
+	else
+		fprintf(f, format, v);
+}
+
+/* A site's lifetimes (lifetime.h): what they say, and the bytes freed
+ * by lifetime, bucket by bucket, where the counter's rate is known. */
+static void
+json_lifetimes(FILE *f, const struct mstat_site *s)
+{
+	const struct mstat_lifetime_summary *l = &s->lifetimes;
+
+	json_number(f, "lifetime_median_ns", l->median_ns, "%.0f");
+	json_number(f, "short_lived_share", l->short_share, "%.4f");
+	json_number(f, "live_age_ns", l->live_age_ns, "%.0f");
+	json_number(f, "oldest_live_age_ns", l->oldest_ns, "%.0f");
+	if (l->ns_per_tick <= 0) {
+		fputs(",\"lifetimes\":null", f);
+		return;
+	}
+	fputs(",\"lifetimes\":[", f);
+	bool first = true;
+	for (unsigned b = 0; b < MSTAT_LIFETIMES; b++) {
+		if (!s->life.freed[b])
+			continue;
+		fprintf(f, "%s{\"from_ns\":%.0f,\"to_ns\":", first ? "" : ",",
+			mstat_lifetime_bound_ns(b, l->ns_per_tick));
+		if (b + 1 < MSTAT_LIFETIMES)
+			fprintf(f, "%.0f", mstat_lifetime_bound_ns(b + 1, l->ns_per_tick));
+		else
+			fputs("null", f);
+		fprintf(f, ",\"bytes\":%" PRIu64 "}", s->life.freed[b]);
+		first = false;
+	}
+	fputc(']', f);
+}
+
 void
 mstat_output_json_sites(FILE *f, const struct mstat_site *s, size_t n)
 {
@@ -259,9 +329,11 @@ mstat_output_json_sites(FILE *f, const struct mstat_site *s, size_t n)
 		put_quoted(f, s[i].module);
 		fprintf(f, ",\"address\":%" PRIu64 ",\"live_bytes\":%.0f"
 			   ",\"live_objects\":%.0f,\"alloc_bytes\":%.0f"
-			   ",\"alloc_objects\":%.0f}",
+			   ",\"alloc_objects\":%.0f",
 			s[i].pc, s[i].live_bytes, s[i].live_objects,
 			s[i].alloc_bytes, s[i].alloc_objects);
+		json_lifetimes(f, &s[i]);
+		fputc('}', f);
 	}
 	fputc(']', f);
 }
@@ -291,7 +363,8 @@ static int
 exposition(FILE *f, enum mstat_expo_format fmt,
 	   const struct mstat_model_row *const *rows, size_t n)
 {
-	struct mstat_expo e = { .f = f, .format = fmt, .classes = true };
+	struct mstat_expo e = { .f = f, .format = fmt, .classes = true,
+				.memory = true };
 
 	int rc = mstat_expo_processes(&e, rows, n);
 
@@ -323,7 +396,8 @@ mstat_output_write(FILE *f, enum mstat_output_format fmt,
 	case MSTAT_FORMAT_JSON: return mstat_output_json(f, t, rows, n);
 	case MSTAT_FORMAT_OPENMETRICS: return mstat_output_openmetrics(f, t, rows, n);
 	case MSTAT_FORMAT_PROMETHEUS: return mstat_output_prometheus(f, t, rows, n);
-	case MSTAT_FORMAT_TABLE: break;
+	case MSTAT_FORMAT_TABLE:
+	case MSTAT_FORMAT_COUNT: break;
 	}
 	return mstat_output_table(f, t, rows, n);
 }

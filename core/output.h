@@ -23,6 +23,7 @@ enum mstat_output_format {
 	MSTAT_FORMAT_JSON,
 	MSTAT_FORMAT_OPENMETRICS,  /* OpenMetrics 1.0.0 */
 	MSTAT_FORMAT_PROMETHEUS,   /* Prometheus's text format 0.0.4 */
+	MSTAT_FORMAT_COUNT
 };
 
 #define MSTAT_JSON_VERSION 1
@@ -45,6 +46,8 @@ void mstat_output_json_sites(FILE *f, const struct mstat_site *s, size_t n);
 
 /* "table", "json", "openmetrics", "prometheus" -> the format, or -1. */
 int mstat_output_parse_format(const char *s);
+/* The formats' names, as a list: "table, json, ...". */
+const char *mstat_output_formats(void);
 
 int mstat_output_table(FILE *f, const struct mstat_output_tick *t,
 		       const struct mstat_model_row *const *rows, size_t n);

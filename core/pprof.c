@@ -15,6 +15,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "lifetime.h"
 #include "outfile.h"
 
 /* Field numbers of profile.proto. */
@@ -26,7 +27,7 @@ enum {
 	PROFILE_COMMENT = 13, PROFILE_DEFAULT_SAMPLE_TYPE = 14,
 	VALUE_TYPE_TYPE = 1, VALUE_TYPE_UNIT = 2,
 	SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2, SAMPLE_LABEL = 3,
-	LABEL_KEY = 1, LABEL_NUM = 3,
+	LABEL_KEY = 1, LABEL_NUM = 3, LABEL_NUM_UNIT = 4,
 	MAPPING_ID = 1, MAPPING_MEMORY_START = 2, MAPPING_MEMORY_LIMIT = 3,
 	MAPPING_FILE_OFFSET = 4, MAPPING_FILENAME = 5, MAPPING_BUILD_ID = 6,
 	MAPPING_HAS_FUNCTIONS = 7, MAPPING_HAS_FILENAMES = 8,
@@ -389,6 +390,18 @@ stack_cmp(const void *a, const void *b)
 	return memcmp(x->frames, y->frames, x->depth * sizeof(x->frames[0]));
 }
 
+/* A sample's numeric label `key` of `ns` nanoseconds, unless NAN. */
+static void
+duration_label(struct enc *e, uint64_t key, double ns, uint64_t unit)
+{
+	if (isnan(ns))
+		return;
+	field_varint(&e->sub, LABEL_KEY, key);
+	field_varint(&e->sub, LABEL_NUM, (uint64_t)llround(ns));
+	field_varint(&e->sub, LABEL_NUM_UNIT, unit);
+	field_msg(&e->m, SAMPLE_LABEL, &e->sub);
+}
+
 /* The values of stack `s` of `p`, in the order of sample_types. */
 static void
 stack_values(const struct mstat_profile *p, const struct mstat_profile_stack *s,
@@ -398,29 +411,39 @@ stack_values(const struct mstat_profile *p, const struct mstat_profile_stack *s,
 	mstat_pprof_unbias(p, s, true, &v[2], &v[3]);
 }
 
-static void
-encode(struct enc *e, const struct mstat_profile *p, struct mstat_symbols *sym,
-       const struct mstat_pprof_options *o)
+/* The base's stacks, sorted (stack_cmp) for a delta to find a stack
+ * in: NULL without a base, or out of memory (e->oom). */
+static const struct mstat_profile_stack **
+base_index(struct enc *e, const struct mstat_profile *base)
 {
-	const struct mstat_profile *base = o->base;
-	const struct mstat_profile_stack **index = NULL;
+	const struct mstat_profile_stack **index;
 
-	(void)string_id(e, ""); /* index 0, as the format demands */
-	for (size_t i = 0; i < NVALUES; i++)
-		value_type(e, PROFILE_SAMPLE_TYPE, sample_types[i][0], sample_types[i][1]);
-	uint64_t bytes_key = string_id(e, "bytes");
-	if (base && base->nstacks) {
-		index = malloc(base->nstacks * sizeof(*index));
-		if (!index) {
-			e->oom = true;
-			return;
-		}
-		for (uint32_t i = 0; i < base->nstacks; i++)
-			index[i] = &base->stacks[i];
-		qsort(index, base->nstacks, sizeof(*index), stack_cmp);
+	if (!base || !base->nstacks)
+		return NULL;
+	index = malloc(base->nstacks * sizeof(*index));
+	if (!index) {
+		e->oom = true;
+		return NULL;
 	}
+	for (uint32_t i = 0; i < base->nstacks; i++)
+		index[i] = &base->stacks[i];
+	qsort(index, base->nstacks, sizeof(*index), stack_cmp);
+	return index;
+}
 
-	/* Samples, and the locations of their frames as they come. */
+/* Samples, and the locations of their frames as they come; a delta
+ * against `base` if it is given. */
+static void
+encode_samples(struct enc *e, const struct mstat_profile *p,
+	       const struct mstat_profile *base, uint64_t bytes_key)
+{
+	const struct mstat_profile_stack **index = base_index(e, base);
+	uint64_t lifetime_key = string_id(e, "lifetime");
+	uint64_t age_key = string_id(e, "age");
+	uint64_t ns_unit = string_id(e, "nanoseconds");
+
+	if (e->oom)
+		return;
 	for (uint32_t i = 0; i < p->nstacks; i++) {
 		const struct mstat_profile_stack *s = &p->stacks[i];
 		double v[NVALUES], b[NVALUES];
@@ -452,16 +475,25 @@ encode(struct enc *e, const struct mstat_profile *p, struct mstat_symbols *sym,
 			field_varint(&e->sub, LABEL_NUM, s->alloc_bytes / s->allocs);
 			field_msg(&e->m, SAMPLE_LABEL, &e->sub);
 		}
+		/* How long its blocks live (lifetime.h): the median lifetime
+		 * of those freed, the mean age of those live. */
+		struct mstat_lifetime life = { 0 };
+		struct mstat_lifetime_summary sum;
+		mstat_lifetime_add(&life, s);
+		mstat_lifetime_summarise(&life, p, v[1], &sum);
+		duration_label(e, lifetime_key, sum.median_ns, ns_unit);
+		duration_label(e, age_key, sum.live_age_ns, ns_unit);
 		field_msg(&e->out, PROFILE_SAMPLE, &e->m);
 	}
 	free(index);
+}
 
-	/* Locations: named where the symbols know the frame. */
-	bool *named = calloc(p->nmodules + 1, sizeof(*named));
-	if (!named) {
-		e->oom = true;
-		return;
-	}
+/* Locations: named where the symbols know the frame.  named[i] is set
+ * for each module i that one of them names a function in. */
+static void
+encode_locations(struct enc *e, const struct mstat_profile *p,
+		 struct mstat_symbols *sym, bool *named)
+{
 	for (uint32_t i = 0; i < e->nloc; i++) {
 		uint64_t pc = e->loc_pc[i];
 		struct mstat_frame f = { 0 };
@@ -493,7 +525,12 @@ encode(struct enc *e, const struct mstat_profile *p, struct mstat_symbols *sym,
 		}
 		field_msg(&e->out, PROFILE_LOCATION, &e->m);
 	}
+}
 
+/* Mappings: each module, with its build id; `named` as above. */
+static void
+encode_mappings(struct enc *e, const struct mstat_profile *p, const bool *named)
+{
 	for (uint32_t i = 0; i < p->nmodules; i++) {
 		const struct mstat_profile_module *m = &p->modules[i];
 		char id[2 * MSTAT_BUILD_ID_MAX + 1];
@@ -512,6 +549,26 @@ encode(struct enc *e, const struct mstat_profile *p, struct mstat_symbols *sym,
 		}
 		field_msg(&e->out, PROFILE_MAPPING, &e->m);
 	}
+}
+
+static void
+encode(struct enc *e, const struct mstat_profile *p, struct mstat_symbols *sym,
+       const struct mstat_pprof_options *o)
+{
+	(void)string_id(e, ""); /* index 0, as the format demands */
+	for (size_t i = 0; i < NVALUES; i++)
+		value_type(e, PROFILE_SAMPLE_TYPE, sample_types[i][0], sample_types[i][1]);
+	uint64_t bytes_key = string_id(e, "bytes");
+	encode_samples(e, p, o->base, bytes_key);
+	if (e->oom)
+		return;
+	bool *named = calloc(p->nmodules + 1, sizeof(*named));
+	if (!named) {
+		e->oom = true;
+		return;
+	}
+	encode_locations(e, p, sym, named);
+	encode_mappings(e, p, named);
 	free(named);
 
 	for (uint32_t i = 0; i < e->nfn; i++) {

@@ -2,7 +2,9 @@
 /* procs.c - the machine's processes and their /dev/shm; see procs.h. */
 #include "procs.h"
 
+#include <ctype.h>
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,6 +138,26 @@ cmp_pid(const void *a, const void *b)
 }
 
 int
+mstat_pids_parse(const char *s, pid_t *pids, size_t max, size_t *n)
+{
+	*n = 0;
+	for (;;) {
+		char *end;
+		if (!isdigit((unsigned char)*s))
+			return -1; /* no sign, no space, no empty item */
+		errno = 0;
+		long v = strtol(s, &end, 10);
+		if (errno || v <= 0 || v > 0x7fffffff || *n == max ||
+		    (*end && *end != ','))
+			return -1;
+		pids[(*n)++] = (pid_t)v;
+		if (!*end)
+			return 0;
+		s = end + 1;
+	}
+}
+
+int
 mstat_namespaces_parse(const char *s, struct mstat_namespaces *ns)
 {
 	memset(ns, 0, sizeof(*ns));
@@ -145,19 +167,55 @@ mstat_namespaces_parse(const char *s, struct mstat_namespaces *ns)
 		ns->own = true;
 		return 0;
 	}
-	while (*s) {
-		char *end;
-		long v = strtol(s, &end, 10);
-		if (end == s || v <= 0 || v > 0x7fffffff ||
-		    ns->npids == MSTAT_NAMESPACES_PIDS_MAX ||
-		    (*end && *end != ','))
-			return -1;
-		ns->pids[ns->npids++] = (pid_t)v;
-		s = *end ? end + 1 : end;
-	}
-	if (!ns->npids)
+	if (mstat_pids_parse(s, ns->pids, MSTAT_NAMESPACES_PIDS_MAX,
+			     &ns->npids) < 0)
 		return -1;
 	qsort(ns->pids, ns->npids, sizeof(pid_t), cmp_pid);
+	return 0;
+}
+
+/* Each pid of `ns` a process that exists: 0, or -1 with why. */
+static int
+namespaces_exist(const struct mstat_namespaces *ns, char *why, size_t len)
+{
+	for (size_t i = 0; i < ns->npids; i++)
+		if (kill(ns->pids[i], 0) < 0 && errno == ESRCH) {
+			snprintf(why, len, "no process %d: its /dev/shm cannot "
+				 "be read", (int)ns->pids[i]);
+			return -1;
+		}
+	return 0;
+}
+
+int
+mstat_namespaces_env(struct mstat_namespaces *ns, char *why, size_t len)
+{
+	const char *e = getenv("MSTAT_NAMESPACES");
+	char r[200];
+
+	memset(ns, 0, sizeof(*ns));
+	if (!e || !*e)
+		return 0;
+	if (mstat_namespaces_parse(e, ns) < 0 ||
+	    namespaces_exist(ns, r, sizeof(r)) < 0) {
+		snprintf(why, len, "MSTAT_NAMESPACES=%.64s: %s", e,
+			 mstat_namespaces_parse(e, ns) < 0
+				 ? MSTAT_NAMESPACES_WANT : r);
+		return -1;
+	}
+	return 0;
+}
+
+int
+mstat_namespaces_option(const char *v, void *dst, char *why, size_t len)
+{
+	struct mstat_namespaces ns;
+
+	if (mstat_namespaces_parse(v, &ns) < 0)
+		return -1; /* what the option wants */
+	if (namespaces_exist(&ns, why, len) < 0)
+		return -1;
+	*(struct mstat_namespaces *)dst = ns;
 	return 0;
 }
 

@@ -88,8 +88,31 @@ struct mstat_namespaces {
 	pid_t pids[MSTAT_NAMESPACES_PIDS_MAX]; /* sorted */
 };
 
+/* A list of process ids, "PID[,PID...]", each 1 to 2147483647, at most
+ * `max` of them, into pids[] in the order given; *n is how many.  0, or
+ * -1 if `s` is not such a list (an empty one is not). */
+int mstat_pids_parse(const char *s, pid_t *pids, size_t max, size_t *n);
+
 /* Parses "all", "own" or "PID[,PID...]": 0, or -1 if it is none. */
 int mstat_namespaces_parse(const char *s, struct mstat_namespaces *ns);
+
+/* MSTAT_NAMESPACES, the default of the options below, into `ns`
+ * (unset or empty: all zero): 0, or -1 with a line saying why. */
+int mstat_namespaces_env(struct mstat_namespaces *ns, char *why, size_t len);
+
+/* The option that says whose /dev/shm to read (mstat-top's -N,
+ * mstat-exporter's --reader.namespaces), as core/cli.h parses one:
+ * what mstat_namespaces_parse() takes, each pid a process that exists
+ * now.  `dst` is a struct mstat_namespaces. */
+int mstat_namespaces_option(const char *v, void *dst, char *why, size_t len);
+#define MSTAT_NAMESPACES_STR_(x) #x
+#define MSTAT_NAMESPACES_STR(x) MSTAT_NAMESPACES_STR_(x)
+#define MSTAT_NAMESPACES_WANT                                                 \
+	"all, own, or process ids separated by commas, at most "              \
+	MSTAT_NAMESPACES_STR(MSTAT_NAMESPACES_PIDS_MAX)
+#define MSTAT_NAMESPACES_HELP                                                 \
+	"all: the /dev/shm of every mount namespace this user may read; "     \
+	"own: its own only; PID[,PID..]: those of these processes, and its own"
 
 struct mstat_procs {
 	struct mstat_namespaces which; /* whose /dev/shm to open */

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "sampler.h"
+
 struct mstat_core_profile {
 	struct mstat_reader *reader; /* its own, on the target's segment */
 	char name[64];

@@ -28,6 +28,7 @@ enum rec_type {
 	REC_STR,    /* a string; "" if absent or null */
 	REC_STATE,  /* a state's word (enum mstat_model_live) */
 	REC_U64,
+	REC_MEMORY, /* resident memory in parts (memory.h), or null */
 };
 
 struct recorded {
@@ -64,6 +65,30 @@ static const struct recorded recorded[NRECORDED] = {
 /* ---- writing ---- */
 
 /* A target's field `rec` of `in`, after a comma unless it is the first. */
+/* A target's memory: the parts, and how they were found. */
+static void
+put_memory(FILE *f, const struct mstat_memory *m)
+{
+	const char *a;
+
+	if (!m) {
+		fputs("null", f);
+		return;
+	}
+	a = mstat_memory_allocator_name(m->allocator);
+	fprintf(f, "{\"rss\":%" PRIu64, m->rss);
+	for (int p = 0; p < MSTAT_MEMORY_PART_COUNT; p++)
+		fprintf(f, ",\"%s\":%" PRIu64, mstat_memory_part_name(p), m->part[p]);
+	fprintf(f, ",\"live_not_resident\":%" PRIu64 ",\"allocator\":", m->live_not_resident);
+	if (a)
+		fprintf(f, "\"%s\"", a);
+	else
+		fputs("null", f);
+	fprintf(f, ",\"source\":\"%s\",\"time_ns\":%" PRIu64 ",\"allocator_ns\":%"
+		   PRIu64 "}", mstat_memory_source_name(m->source), m->time_ns,
+		m->allocator_ns);
+}
+
 static void
 put_field(FILE *f, const struct recorded *rec,
 	  const struct mstat_model_input *in, bool first)
@@ -73,6 +98,7 @@ put_field(FILE *f, const struct recorded *rec,
 	uint64_t u;
 	pid_t pid;
 	enum mstat_model_live live;
+	const struct mstat_memory *mem;
 
 	fprintf(f, "%s\"%s\":", first ? "" : ",", rec->name);
 	switch (rec->type) {
@@ -95,6 +121,10 @@ put_field(FILE *f, const struct recorded *rec,
 	case REC_U64:
 		memcpy(&u, at, sizeof(u));
 		fprintf(f, "%" PRIu64, u);
+		break;
+	case REC_MEMORY:
+		memcpy(&mem, at, sizeof(mem));
+		put_memory(f, mem);
 		break;
 	}
 }
@@ -183,6 +213,7 @@ struct mstat_replay {
 	json_object *tick;             /* the tick handed out: its strings */
 	struct mstat_model_input *in;
 	struct mstat_snapshot **snaps;
+	struct mstat_memory *memory;   /* each target's, if recorded */
 	size_t capin;
 };
 
@@ -266,11 +297,47 @@ get_str(json_object *o, const char *k, const char **v)
 	return true;
 }
 
+/* A target's memory, from `x` (an object, or null) into *m: true, or
+ * false if it is not one.  *out is m, or NULL for null. */
+static bool
+get_memory(json_object *x, struct mstat_memory *m, const struct mstat_memory **out)
+{
+	const char *a, *src;
+	int al, sr;
+
+	*out = NULL;
+	if (!x)
+		return true;
+	memset(m, 0, sizeof(*m));
+	if (!json_object_is_type(x, json_type_object) || !get_u64(x, "rss", &m->rss) ||
+	    !get_u64(x, "live_not_resident", &m->live_not_resident) ||
+	    !get_u64(x, "time_ns", &m->time_ns) ||
+	    !get_u64(x, "allocator_ns", &m->allocator_ns) ||
+	    !get_str(x, "allocator", &a) || !get_str(x, "source", &src) ||
+	    (al = mstat_memory_allocator_parse(a)) < 0 ||
+	    (sr = mstat_memory_source_parse(src)) < 0)
+		return false;
+	uint64_t sum = 0;
+	for (int p = 0; p < MSTAT_MEMORY_PART_COUNT; p++) {
+		if (!get_u64(x, mstat_memory_part_name(p), &m->part[p]) ||
+		    m->part[p] > m->rss - sum)
+			return false; /* the parts add up to rss, or it is none */
+		sum += m->part[p];
+	}
+	if (sum != m->rss)
+		return false;
+	m->allocator = (uint32_t)al;
+	m->source = (uint32_t)sr;
+	*out = m;
+	return true;
+}
+
 /* A target's field `rec` into `in`, checked; a state's word into
- * *state, and its state into `in` if it is one. */
+ * *state, and its state into `in` if it is one; memory into *mem. */
 static bool
 get_field(json_object *x, const struct recorded *rec,
-	  struct mstat_model_input *in, const char **state)
+	  struct mstat_model_input *in, const char **state,
+	  struct mstat_memory *mem)
 {
 	char *at = (char *)in + rec->at;
 	const char *s;
@@ -315,6 +382,16 @@ get_field(json_object *x, const struct recorded *rec,
 			return false;
 		memcpy(at, &u, sizeof(u));
 		return true;
+	case REC_MEMORY: {
+		json_object *v = NULL;
+		const struct mstat_memory *m;
+		/* Absent (a recording made before it): not known. */
+		(void)json_object_object_get_ex(x, rec->name, &v);
+		if (!get_memory(v, mem, &m))
+			return false;
+		memcpy(at, &m, sizeof(m));
+		return true;
+	}
 	}
 	return false;
 }
@@ -397,7 +474,10 @@ grow(struct mstat_replay *r, size_t n)
 	void *sn = realloc(r->snaps, cap * sizeof(*r->snaps));
 	if (sn)
 		r->snaps = sn;
-	if (!in || !sn)
+	void *mem = realloc(r->memory, cap * sizeof(*r->memory));
+	if (mem)
+		r->memory = mem;
+	if (!in || !sn || !mem)
 		return -1;
 	for (size_t i = r->capin; i < cap; i++)
 		r->snaps[i] = NULL;
@@ -478,10 +558,11 @@ read_target(struct mstat_replay *r, json_object *x, size_t i, char *err,
 
 	memset(in, 0, sizeof(*in));
 	for (size_t k = 0; ok && k < NRECORDED; k++)
-		ok = get_field(x, &recorded[k], in, &state);
+		ok = get_field(x, &recorded[k], in, &state, &r->memory[i]);
 	if (!ok || !json_object_object_get_ex(x, "snap", &snap))
 		return bad(r, err, errlen, "target %zu: needs pid, key, name, "
-			   "state, t_ns, end_ns, start_ns and snap", i);
+			   "state, t_ns, end_ns, start_ns and snap, and memory "
+			   "whose parts add up to its rss if any", i);
 	if (mstat_model_live_parse(state) < 0)
 		return bad(r, err, errlen, "target %zu: state \"%.20s\"", i,
 			   state);
@@ -547,6 +628,7 @@ mstat_replay_close(struct mstat_replay *r)
 	for (size_t i = 0; i < r->capin; i++)
 		free(r->snaps[i]);
 	free(r->snaps);
+	free(r->memory);
 	free(r->in);
 	free(r->buf);
 	if (r->f)

@@ -2,7 +2,7 @@
 /*
  * sampler.c - the tick: read every target once, publish what was read; the
  * sampler thread; and the consumer's side, mstat_core_collect().  The
- * sharing rules are in core.h.
+ * sharing rules are in sampler.h.
  */
 #include <errno.h>
 #include <poll.h>
@@ -20,6 +20,7 @@
 #include "reader.h"
 #include "text.h"
 #include "core.h"
+#include "sampler.h"
 #include "sites.h"
 #include "tsan.h"
 
@@ -38,6 +39,12 @@ const char *
 mstat_core_error_name(enum mstat_core_error e)
 {
 	return (unsigned)e < MSTAT_CORE_ERR_COUNT ? error_names[e] : "?";
+}
+
+static void
+status_free(struct rcu_head *head)
+{
+	free(caa_container_of(head, struct mstat_core_status, rcu));
 }
 
 /* A note, as formatted, made safe and delivered: the whole line, not
@@ -63,7 +70,7 @@ note_line(void *arg, const char *raw)
 	MSTAT_PUBLISHING(s);
 	rcu_assign_pointer(core->status, s);
 	if (old)
-		call_rcu(&old->rcu, mstat_core_status_free);
+		call_rcu(&old->rcu, status_free);
 }
 
 void
@@ -79,24 +86,34 @@ mstat_core_note(struct mstat_core *core, const char *fmt, ...)
 }
 
 int
-mstat_core_init(struct mstat_core *core, const struct mstat_core_options *opt)
+mstat_core_new(struct mstat_core **out, const struct mstat_core_options *opt)
 {
-	memset(core, 0, sizeof(*core));
+	struct mstat_core *core = calloc(1, sizeof(*core));
+
+	*out = NULL;
+	if (!core)
+		return -ENOMEM;
 	core->opt = *opt;
 	CDS_INIT_LIST_HEAD(&core->targets);
 	atomic_init(&core->interval_ms, opt->interval_ms);
 	core->wake_fd = -1;
 	if (mstat_discover_init(&core->disc, opt->pids, opt->npids,
 				&opt->namespaces, opt->wait_budget_us,
-				note_line, core) < 0)
+				note_line, core) < 0) {
+		free(core);
 		return -ENOMEM;
+	}
 	core->disc.grace = opt->grace;
+	mstat_oomlog_open(&core->oomlog);
 	core->wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (core->wake_fd < 0) {
 		int rc = -errno;
+		mstat_oomlog_close(&core->oomlog);
 		mstat_discover_fini(&core->disc);
+		free(core);
 		return rc;
 	}
+	*out = core;
 	/* A target costs a descriptor: as many as the hard limit allows. */
 	struct rlimit rl;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
@@ -110,12 +127,6 @@ static void
 free_sample(struct rcu_head *head)
 {
 	free(caa_container_of(head, struct mstat_core_sample, rcu));
-}
-
-void
-mstat_core_status_free(struct rcu_head *head)
-{
-	free(caa_container_of(head, struct mstat_core_status, rcu));
 }
 
 /* The bytes of a snapshot of `classes` classes: a read writes no more,
@@ -133,6 +144,13 @@ sample_new(uint32_t classes)
 {
 	return malloc(offsetof(struct mstat_core_sample, snap) + snap_size(classes));
 }
+
+/* A target whose memory may be read, by when it was last: `tick` 0
+ * never. */
+struct memory_turn {
+	uint64_t tick;
+	size_t i;
+};
 
 static int
 grow(struct mstat_core *core, size_t n)
@@ -155,7 +173,13 @@ grow(struct mstat_core *core, size_t n)
 	void *c = realloc(core->rcs, cap * sizeof(*core->rcs));
 	if (c)
 		core->rcs = c;
-	if (!b || !r || !s || !o || !c)
+	void *m = realloc(core->memory_due, cap * sizeof(*core->memory_due));
+	if (m)
+		core->memory_due = m;
+	void *mt = realloc(core->memory_turns, cap * sizeof(*core->memory_turns));
+	if (mt)
+		core->memory_turns = mt;
+	if (!b || !r || !s || !o || !c || !m || !mt)
 		return -ENOMEM;
 	core->cap = cap;
 	return 0;
@@ -239,7 +263,7 @@ free_sites(struct rcu_head *head)
 }
 
 /* Publishes `s` as the sites the consumer asked for: pairs with the
- * rcu_dereference() in the consumer (mstat-core's ui.c). */
+ * rcu_dereference() of mstat_core_sites_latest(). */
 static void
 sites_publish(struct mstat_core *core, struct mstat_core_sites *s)
 {
@@ -365,6 +389,7 @@ sample_fill(struct mstat_core_sample *s, const struct mstat_core_sample *old,
 {
 	s->err[0] = '\0';
 	s->end_ns = 0;
+	s->postmortem = NULL;
 	if (rc == 0) {
 		s->have_snap = true;
 		s->t_ns = t_ns;
@@ -403,17 +428,41 @@ check_stopped(struct mstat_core *core, struct mstat_core_target *t,
 	}
 }
 
-/* Killed: whether the OOM killer did it, said in its state (its cgroup's
- * count) or a note (the machine's: a hint); with --postmortem-dir, its
- * profile to a file, once. */
+/* Whether the OOM killer killed it: the kernel's log if it names it,
+ * else its memory cgroup's count (killed.h); `why` says what said so. */
+static enum mstat_oom
+oom_cause(const struct mstat_core *core, const struct mstat_core_target *t,
+	  char *why, size_t len)
+{
+	uint64_t start_us = t->start_time * 1000000u /
+			    (uint64_t)sysconf(_SC_CLK_TCK);
+	const struct mstat_oom_kill *k =
+		t->pid_ours ? mstat_oomlog_find(&core->oomlog, t->pid, start_us,
+						t->first_tick)
+			    : NULL;
+
+	if (!k)
+		return mstat_oom_watch_end(&t->oom, why, len);
+	snprintf(why, len, "killed by the OOM killer: the kernel's log at "
+		 "%llu.%06llu s says \"%s: Killed process %d (%s)\"%s%s",
+		 (unsigned long long)(k->ts_us / 1000000u),
+		 (unsigned long long)(k->ts_us % 1000000u), k->constraint,
+		 (int)k->pid, k->comm, k->memcg[0] ? ", memory cgroup " : "",
+		 k->memcg);
+	return MSTAT_OOM_LOG;
+}
+
+/* Killed: whether the OOM killer did it, said in its state (the kernel's
+ * log, its cgroup's count) or a note (the machine's count: a hint); with
+ * --postmortem-dir, its profile to a file, once. */
 static void
-postmortem(struct mstat_core *core, const struct mstat_core_target *t,
+postmortem(struct mstat_core *core, struct mstat_core_target *t,
 	   struct mstat_core_sample *s)
 {
-	char why[320], path[4096], err[256];
-	enum mstat_oom oom = mstat_oom_watch_end(&t->oom, why, sizeof(why));
+	char why[640], path[4096], err[256];
+	enum mstat_oom oom = oom_cause(core, t, why, sizeof(why));
 
-	if (oom == MSTAT_OOM_CGROUP)
+	if (oom == MSTAT_OOM_CGROUP || oom == MSTAT_OOM_LOG)
 		s->live = MSTAT_LIVE_OOM;
 	if (oom != MSTAT_OOM_NO)
 		mstat_core_note(core, "pid %d (%s) %s", (int)t->pid, t->name, why);
@@ -426,9 +475,13 @@ postmortem(struct mstat_core *core, const struct mstat_core_target *t,
 				   sizeof(err)) < 0)
 		mstat_core_note(core, "pid %d (%s): no post-mortem profile: %s",
 				(int)t->pid, t->name, err);
-	else
+	else {
 		mstat_core_note(core, "pid %d (%s) killed: its profile is in %s",
 				(int)t->pid, t->name, path);
+		/* The sample borrows it: published with it, freed with t. */
+		t->postmortem = strdup(path); /* NULL: not named, no harm */
+		s->postmortem = t->postmortem;
+	}
 }
 
 /* Gone: these counts are final.  Its name goes now, or, killed, once
@@ -468,6 +521,76 @@ sample_publish(struct mstat_core_target *t, struct mstat_core_sample *s)
 		call_rcu(&old->rcu, free_sample);
 }
 
+static int
+older_first(const void *a, const void *b)
+{
+	const struct memory_turn *x = a, *y = b;
+
+	return x->tick != y->tick ? (x->tick > y->tick) - (x->tick < y->tick)
+				  : (x->i > y->i) - (x->i < y->i);
+}
+
+/* The memory of the tick's n targets read just now (their snapshots
+ * good, their processes live and found in this pid namespace, so that
+ * their pid is ours to look at in /proc), into their fresh samples, and
+ * marked in memory_due[]: every one never read, then those read longest
+ * ago while the CPU time this takes is under memory_share % of what the
+ * rest of a tick takes, and at least MSTAT_CORE_MEMORY_MIN.  Returns the
+ * CPU time it took. */
+static uint64_t
+memory_read_all(struct mstat_core *core, size_t n)
+{
+	uint64_t tick = atomic_load_explicit(&core->ticks, memory_order_relaxed) + 1;
+	uint64_t start = mstat_clock_ns(CLOCK_THREAD_CPUTIME_ID), spent = 0;
+	uint64_t budget = core->tick_cpu_ns / 100 * core->opt.memory_share;
+	size_t m = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct mstat_core_target *t = core->batch[i];
+		core->memory_due[i] = false;
+		if (core->opt.memory_share && core->rcs[i] == 0 && t->verified &&
+		    core->fresh[i]->snap.state == MSTAT_RUNNING)
+			core->memory_turns[m++] = (struct memory_turn){ t->memory_tick, i };
+	}
+	if (m > 1)
+		qsort(core->memory_turns, m, sizeof(core->memory_turns[0]), older_first);
+	for (size_t k = 0; k < m; k++) {
+		const struct memory_turn *turn = &core->memory_turns[k];
+		struct mstat_core_target *t = core->batch[turn->i];
+		struct mstat_core_sample *s = core->fresh[turn->i];
+		if (turn->tick && k >= MSTAT_CORE_MEMORY_MIN && spent >= budget)
+			break;
+		/* What it was, to stand if nothing it went by moved. */
+		if (t->sample && t->sample->have_memory)
+			s->memory = t->sample->memory;
+		else
+			t->memory_mark = (struct mstat_memory_mark){ 0 };
+		t->memory_tick = tick;
+		int rc = mstat_memory_read(t->reader, t->pid, &s->snap,
+					   &t->memory_mark, &s->memory);
+		core->memory_due[turn->i] = rc >= 0;
+		core->memory_reads++;
+		core->memory_looks += rc == 1;
+		spent = mstat_clock_ns(CLOCK_THREAD_CPUTIME_ID) - start;
+	}
+	return spent;
+}
+
+/* Target t's memory in sample s: as read now (memory_due[i]), or as
+ * read last, while it lives. */
+static void
+memory_fill(struct mstat_core *core, size_t i, struct mstat_core_target *t,
+	    struct mstat_core_sample *s)
+{
+	const struct mstat_core_sample *old = t->sample;
+
+	s->have_memory = !mstat_model_gone(s->live) && core->memory_due[i];
+	if (!s->have_memory && !mstat_model_gone(s->live) && old && old->have_memory) {
+		s->memory = old->memory;
+		s->have_memory = true;
+	}
+}
+
 /* The sample core->fresh[i], read into (its snapshot, if the read
  * returned 0), becomes the target's; or the target goes. */
 static void
@@ -496,6 +619,7 @@ publish(struct mstat_core *core, size_t i, uint64_t t_ns)
 	s->live = sample_live(f, s);
 	if (rc == 0)
 		check_stopped(core, t, t->sample, s, t_ns);
+	memory_fill(core, i, t, s);
 	if (mstat_model_gone(s->live))
 		finish(core, t, s, t_ns);
 	sample_publish(t, s);
@@ -521,7 +645,7 @@ swap_batch(struct mstat_core *core, size_t i, size_t j)
 
 /*
  * Reads the tick's n targets.  A target another reader holds (-EBUSY: its
- * flock is taken, by mstat-core and mstat-exporter alike, for one pass over
+ * flock is taken, by mstat-top and mstat-exporter alike, for one pass over
  * its targets) is tried again until it is free or `deadline_us` passes;
  * each retry is a pass of its own over the busy ones, moved to the front
  * of the arrays.  The whole wait, stalled and busy targets together,
@@ -638,15 +762,22 @@ void
 mstat_core_tick(struct mstat_core *core)
 {
 	struct mstat_core_target *t, *tmp;
+	uint64_t cpu = mstat_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 	size_t n = 0;
 
+	/* The kernel logs an OOM kill before its process dies: the record
+	 * of any process this tick finds killed is read now (oomlog.h). */
+	mstat_oomlog_read(&core->oomlog, ++core->tick_no);
 	mstat_discover_scan(&core->disc, &core->targets);
 	core->errors[MSTAT_CORE_ERR_REFUSED] = core->disc.refused_count;
 	core->errors[MSTAT_CORE_ERR_DESCRIPTORS] = core->disc.no_fd_count;
 	atomic_store_explicit(&core->namespaces_unreadable,
 			      core->disc.procs.unreadable, memory_order_relaxed);
-	cds_list_for_each_entry(t, &core->targets, node)
+	cds_list_for_each_entry(t, &core->targets, node) {
+		if (!t->first_tick)
+			t->first_tick = core->tick_no;
 		n += !t->final;
+	}
 	if (grow(core, n) < 0)
 		return;
 	n = 0;
@@ -668,6 +799,7 @@ mstat_core_tick(struct mstat_core *core)
 	/* A segment truncated under its mapping fails its read with -EFAULT
 	 * (the reader's SIGBUS guard), and publish() drops it. */
 	read_all(core, n, mstat_clock_mono_ns() / 1000u + core->opt.wait_budget_us);
+	uint64_t memory_ns = memory_read_all(core, n);
 	/* Whose sites the consumer asks for, this tick. */
 	rcu_read_lock();
 	struct mstat_core_sites_want *w = rcu_dereference(core->sites_want);
@@ -688,10 +820,17 @@ mstat_core_tick(struct mstat_core *core)
 		if (t->final && t_ns - t->end_ns >= linger)
 			mstat_discover_detach(&core->disc, t);
 	}
+	/* What the tick took but its memory reads, the base of their budget
+	 * (memory_read_all()): a moving average over about eight ticks that
+	 * follows a cheaper tick at once (the first, which attaches every
+	 * target, costs many later ones). */
+	cpu = mstat_clock_ns(CLOCK_THREAD_CPUTIME_ID) - cpu - memory_ns;
+	core->tick_cpu_ns = core->tick_cpu_ns && cpu > core->tick_cpu_ns
+				    ? (7 * core->tick_cpu_ns + cpu) / 8 : cpu;
 	if (core->opt.after_tick)
 		core->opt.after_tick(core->opt.after_tick_arg, core);
-	/* Release: the tick is complete; pairs with the view's acquire load
-	 * of ticks (mstat-core's main.c), which then redraws. */
+	/* Release: the tick is complete; pairs with the acquire load of
+	 * mstat_core_ticks(), after which a consumer collects it. */
 	atomic_fetch_add_explicit(&core->ticks, 1, memory_order_release);
 }
 
@@ -734,11 +873,64 @@ mstat_core_wake(struct mstat_core *core)
 		return; /* the counter is full: the sampler is awake anyway */
 }
 
+unsigned
+mstat_core_interval_ms(struct mstat_core *core)
+{
+	return atomic_load(&core->interval_ms);
+}
+
 void
-mstat_core_fini(struct mstat_core *core)
+mstat_core_set_interval_ms(struct mstat_core *core, unsigned ms)
+{
+	/* Seq_cst, as any request: the sampler reads it at its next poll,
+	 * which the wake ends at once. */
+	atomic_store(&core->interval_ms, ms);
+	mstat_core_wake(core);
+}
+
+uint64_t
+mstat_core_ticks(struct mstat_core *core)
+{
+	/* Acquire: pairs with the release at the end of mstat_core_tick();
+	 * that tick's published samples are then visible. */
+	return atomic_load_explicit(&core->ticks, memory_order_acquire);
+}
+
+unsigned
+mstat_core_namespaces_unreadable(struct mstat_core *core)
+{
+	/* Relaxed: a count, shown as it is; it publishes nothing else
+	 * (stored relaxed in mstat_core_tick()). */
+	return atomic_load_explicit(&core->namespaces_unreadable,
+				    memory_order_relaxed);
+}
+
+void
+mstat_core_errors(struct mstat_core *core, uint64_t out[MSTAT_CORE_ERR_COUNT])
+{
+	memcpy(out, core->errors, sizeof(core->errors));
+}
+
+size_t
+mstat_core_gc(struct mstat_core *core)
+{
+	return mstat_discover_gc(&core->disc);
+}
+
+const struct mstat_core_sites *
+mstat_core_sites_latest(struct mstat_core *core)
+{
+	/* Pairs with the rcu_assign_pointer() of sites_publish(). */
+	return rcu_dereference(core->sites);
+}
+
+void
+mstat_core_free(struct mstat_core *core)
 {
 	struct mstat_core_target *t, *tmp;
 
+	if (!core)
+		return;
 	if (core->thread_started) {
 		atomic_store(&core->stop, true);
 		mstat_core_wake(core);
@@ -751,7 +943,7 @@ mstat_core_fini(struct mstat_core *core)
 	struct mstat_core_status *s = core->status;
 	rcu_assign_pointer(core->status, NULL);
 	if (s)
-		call_rcu(&s->rcu, mstat_core_status_free);
+		call_rcu(&s->rcu, status_free);
 	mstat_core_sites_want(core, NULL);
 	sites_publish(core, NULL);
 	rcu_barrier(); /* every call_rcu callback has run */
@@ -760,10 +952,13 @@ mstat_core_fini(struct mstat_core *core)
 	free(core->fresh);
 	free(core->outs);
 	free(core->rcs);
+	free(core->memory_due);
+	free(core->memory_turns);
 	mstat_discover_fini(&core->disc);
+	mstat_oomlog_close(&core->oomlog);
 	if (core->wake_fd >= 0)
 		close(core->wake_fd);
-	core->wake_fd = -1;
+	free(core);
 }
 
 int
@@ -805,6 +1000,7 @@ mstat_core_gather(struct mstat_core *core, struct mstat_core_scratch *sc,
 			.err = s->err,
 			.t_ns = s->t_ns,
 			.end_ns = s->end_ns,
+			.postmortem = s->postmortem,
 			.snap = s->have_snap ? &s->snap : NULL,
 			.image = t->image,
 			.comm = t->id.comm,
@@ -813,6 +1009,7 @@ mstat_core_gather(struct mstat_core *core, struct mstat_core_scratch *sc,
 			.writer_mode = t->writer_mode,
 			.layout_major = t->layout_major,
 			.layout_minor = t->layout_minor,
+			.memory = s->have_memory ? &s->memory : NULL,
 		};
 	}
 	/* The inputs point into samples: hand them over before unlocking. */

@@ -8,13 +8,19 @@
  *                                 at a steady rate (1 thread)
  *   mstat-demo-workload churning  bursts of many short-lived objects
  *                                 (4 threads): high rates, little live
- *   mstat-demo-workload leaking   like steady, but keeps one object in 16
+ *   mstat-demo-workload leaking [MIB]
+ *                                 like steady, but keeps one object in 16
  *                                 (2 threads): live bytes grow; it exits
- *                                 once it has leaked 64 MiB
+ *                                 once the two have leaked MIB MiB
+ *                                 (default 64), counted in usable bytes
+ *                                 as its row counts them: it then holds
+ *                                 that, and a few KiB of the C library's
  *   mstat-demo-workload short     churns and leaks a little for a few
  *                                 seconds, then exits
  */
+#include <malloc.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -23,13 +29,16 @@
 #include <time.h>
 
 #define SLOTS 4096
-#define LEAK_LIMIT (64u << 20)
+#define LEAK_MIB 64
 
 struct worker {
 	const char *mode;
 	uint64_t rng;
-	size_t leaked;
 };
+
+/* leaking: what its threads have leaked, and how much they leak. */
+static _Atomic size_t leaked;
+static size_t leak_limit = (size_t)LEAK_MIB << 20;
 
 static uint64_t
 next(struct worker *w)
@@ -67,26 +76,30 @@ pause_ms(long ms)
 }
 
 /* steady and leaking: renew 100 random slots of the working set every 5 ms;
- * leaking drops one renewed object in 16 instead of freeing it. */
+ * leaking drops one renewed object in 16 instead of freeing it, until its
+ * threads have leaked leak_limit bytes. */
 static void
 renew(struct worker *w, bool leak, long rounds)
 {
 	void **slot = calloc(SLOTS, sizeof(*slot));
+	bool done = false;
 
-	for (long r = 0; slot && (rounds < 0 || r < rounds); r++) {
-		for (int i = 0; i < 100; i++) {
+	for (long r = 0; slot && !done && (rounds < 0 || r < rounds); r++) {
+		for (int i = 0; i < 100 && !done; i++) {
 			size_t k = next(w) % SLOTS;
-			size_t size = some_size(w);
-			if (leak && next(w) % 16 == 0) {
-				w->leaked += size; /* the old one is lost */
+			if (leak && slot[k] && next(w) % 16 == 0) {
+				/* The old one is lost.  Relaxed: a count. */
+				size_t n = malloc_usable_size(slot[k]);
+				done = atomic_fetch_add_explicit(
+					       &leaked, n, memory_order_relaxed) +
+					       n >= leak_limit;
 			} else {
 				free(slot[k]);
 			}
-			slot[k] = fresh(size);
+			slot[k] = done ? NULL : fresh(some_size(w));
 		}
-		if (leak && w->leaked >= LEAK_LIMIT)
-			break;
-		pause_ms(5);
+		if (!done)
+			pause_ms(5);
 	}
 	for (size_t k = 0; slot && k < SLOTS; k++)
 		free(slot[k]);
@@ -131,23 +144,30 @@ int
 main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "steady";
-	int threads;
+	int threads = 0;
+	char *end = NULL;
 
 	if (strcmp(mode, "steady") == 0 || strcmp(mode, "short") == 0)
-		threads = 1;
-	else if (strcmp(mode, "leaking") == 0)
-		threads = 2;
+		threads = argc == 2 ? 1 : 0;
 	else if (strcmp(mode, "churning") == 0)
-		threads = 4;
-	else {
-		fprintf(stderr, "usage: %s steady|churning|leaking|short\n", argv[0]);
+		threads = argc == 2 ? 4 : 0;
+	else if (strcmp(mode, "leaking") == 0) {
+		long mib = argc == 3 ? strtol(argv[2], &end, 10) : LEAK_MIB;
+		if (argc <= 3 && (!end || !*end) && mib >= 1 && mib <= 65536) {
+			threads = 2;
+			leak_limit = (size_t)mib << 20;
+		}
+	}
+	if (!threads) {
+		fprintf(stderr, "usage: %s steady|churning|leaking [MIB]|short\n",
+			argv[0]);
 		return 2;
 	}
 	pthread_t t[4];
 	struct worker w[4];
 	for (int i = 0; i < threads; i++) {
 		w[i] = (struct worker){ mode, 0x9e3779b97f4a7c15u * (uint64_t)(i + 1) ^
-					       (uint64_t)time(NULL), 0 };
+					       (uint64_t)time(NULL) };
 		if (pthread_create(&t[i], NULL, run, &w[i]) != 0)
 			return 1;
 	}

@@ -5,12 +5,12 @@
  * process's life; see mstat-exporter(1).
  */
 #include <errno.h>
-#include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli.h"
 #include "killed.h"
 #include "pprof_http.h"
 #include "procs.h"
@@ -27,62 +27,26 @@
 /* ELF files the symbol cache of the profiles keeps (symbols.h). */
 #define SYMBOL_FILES 256
 
+struct listen_list {
+	const char *v[MAX_LISTEN];
+	size_t n;
+};
+
 struct options {
-	const char *listen[MAX_LISTEN];
-	size_t nlisten;
+	struct listen_list listen;
 	const char *telemetry_path;
 	const char *config_file;
 	bool classes;
+	bool memory;
 	struct mstat_namespaces namespaces;
-	unsigned wait_budget_us;
-	unsigned max_requests;
-	unsigned max_profile_requests;
+	uint64_t wait_budget_us;
+	uint64_t max_requests;
+	uint64_t max_profile_requests;
 	const char *external_address;
 	struct mstat_grace grace;
 	const char *postmortem_dir;
 	uint64_t postmortem_bytes;
 };
-
-static void
-usage(FILE *f)
-{
-	fputs("usage: mstat-exporter [options]\n"
-	      "Serves the heap statistics of every process of this user that\n"
-	      "counts with libmstatshm to Prometheus, read when scraped.\n\n"
-	      "  --web.listen-address=ADDR   host:port, [ipv6]:port or :port (every\n"
-	      "                              interface), port 1 to 65535;\n"
-	      "                              repeatable (default " DEFAULT_LISTEN ")\n"
-	      "  --web.telemetry-path=PATH   where the metrics are (default /metrics)\n"
-	      "  --web.config.file=FILE      TLS and basic auth: the Prometheus\n"
-	      "                              exporter web configuration file\n"
-	      "  --web.max-requests=N        connections served at once (default 40)\n"
-	      "  --web.max-profile-requests=N  heap profiles built at once; more\n"
-	      "                              get 503 (default 4)\n"
-	      "  --web.external-address=HOST:PORT  the address the profile targets\n"
-	      "                              name (default: the Host header of the\n"
-	      "                              request for them)\n"
-	      "  --[no-]collector.classes    per-size-class series (default off)\n"
-	      "  --reader.namespaces=WHICH   all: the /dev/shm of every mount\n"
-	      "                              namespace this user may read (the\n"
-	      "                              default, or MSTAT_NAMESPACES); own:\n"
-	      "                              its own only; PID[,PID..]: those of\n"
-	      "                              these processes, and its own\n"
-	      "  --reader.wait-budget=TIME   how long a scrape waits, in all, for\n"
-	      "                              stalled and busy processes: 10ms,\n"
-	      "                              0.5s, ... up to 5s (default 10ms)\n"
-	      "  --killed-grace=SECONDS      keep a killed process's segment this\n"
-	      "                              long for later readers (default: its\n"
-	      "                              MSTAT_KILLED_GRACE, or 300; 0: remove)\n"
-	      "  --postmortem-dir=DIR        write each killed process's heap profile\n"
-	      "                              to DIR/NAME-PID-TIME.pb.gz\n"
-	      "  --postmortem-bytes=N        at most N bytes of them in DIR, the\n"
-	      "                              oldest go first (default 67108864)\n"
-	      "  --version                   the version\n"
-	      "  -h, --help                  this text\n"
-	      "/-/healthy answers 200 OK, or 503 and why if reading is stuck.\n"
-	      "/debug/pprof/ serves each process's heap profile (go tool pprof,\n"
-	      "Pyroscope, Parca) and lists the processes as scrape targets.\n", f);
-}
 
 #define say(...) mstat_text_say("mstat-exporter", __VA_ARGS__)
 
@@ -93,9 +57,10 @@ note(void *arg, const char *line)
 	say("%s", line);
 }
 
-/* "10ms", "0.5s", "250us", "0": microseconds, or -1. */
-static long long
-parse_duration(const char *s)
+/* --reader.wait-budget: "10ms", "0.5s", "250us", "0", up to 5 s, in
+ * microseconds. */
+static int
+parse_duration(const char *s, void *dst, char *why, size_t len)
 {
 	static const struct {
 		const char *unit;
@@ -104,168 +69,156 @@ parse_duration(const char *s)
 	char *end;
 	double v = strtod(s, &end);
 
+	(void)why;
+	(void)len;
 	if (end == s || !(v >= 0))
 		return -1;
-	if (!*end)
-		return v == 0 ? 0 : -1; /* a number needs a unit */
+	if (!*end) {
+		if (v != 0)
+			return -1; /* a number needs a unit */
+		*(uint64_t *)dst = 0;
+		return 0;
+	}
 	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
-		if (strcmp(end, units[i].unit) == 0)
-			return (long long)(v * units[i].us + 0.5);
+		if (strcmp(end, units[i].unit) == 0 && v * units[i].us <= 5e6) {
+			*(uint64_t *)dst = (uint64_t)(v * units[i].us + 0.5);
+			return 0;
+		}
 	return -1;
 }
 
-enum {
-	OPT_LISTEN = 256, OPT_PATH, OPT_CONFIG, OPT_MAX_REQ, OPT_CLASSES,
-	OPT_NO_CLASSES, OPT_BUDGET, OPT_VERSION, OPT_MAX_PROFILES, OPT_EXTERNAL,
-	OPT_NAMESPACES, OPT_GRACE, OPT_PM_DIR, OPT_PM_BYTES,
+/* --web.listen-address, repeatable. */
+static int
+parse_listen(const char *v, void *dst, char *why, size_t len)
+{
+	struct listen_list *l = dst;
+	char host[256];
+	unsigned port;
+
+	if (l->n == MAX_LISTEN) {
+		snprintf(why, len, "at most %d addresses", MAX_LISTEN);
+		return -1;
+	}
+	if (mstat_web_parse_address(v, host, sizeof(host), &port, why, len) < 0)
+		return -1;
+	l->v[l->n++] = v;
+	return 0;
+}
+
+/* --web.external-address: an address with a host. */
+static int
+parse_external(const char *v, void *dst, char *why, size_t len)
+{
+	char host[256];
+	unsigned port;
+
+	if (mstat_web_parse_address(v, host, sizeof(host), &port, why, len) < 0)
+		return -1;
+	if (!host[0]) {
+		snprintf(why, len, "a host is needed: the address scrapers "
+			 "reach this exporter at");
+		return -1;
+	}
+	*(const char **)dst = v;
+	return 0;
+}
+
+static int
+parse_path(const char *v, void *dst, char *why, size_t len)
+{
+	if (mstat_web_check_path(v, why, len) < 0)
+		return -1;
+	*(const char **)dst = v;
+	return 0;
+}
+
+#define O struct options
+static const struct mstat_cli_option options[] = {
+	{ .name = "web.listen-address", .arg = "ADDR",
+	  MSTAT_CLI_PARSE(O, listen, parse_listen), .want = "an address",
+	  .dflt_text = DEFAULT_LISTEN,
+	  .help = "host:port, [ipv6]:port or :port (every interface), port 1 "
+		  "to 65535; repeatable" },
+	{ .name = "web.telemetry-path", .arg = "PATH",
+	  MSTAT_CLI_PARSE(O, telemetry_path, parse_path), .want = "a path",
+	  .dflt = "/metrics", .help = "where the metrics are" },
+	{ .name = "web.config.file", .arg = "FILE",
+	  MSTAT_CLI_TEXT(O, config_file, 0), .want = "a file name",
+	  .help = "TLS and basic auth: the Prometheus exporter web "
+		  "configuration file" },
+	{ .name = "web.max-requests", .arg = "N",
+	  MSTAT_CLI_NUMBER(O, max_requests, 1, 10000), .dflt = "40",
+	  .want = "a number of scrapes",
+	  .help = "scrapes of the metrics at once; more get 503" },
+	{ .name = "web.max-profile-requests", .arg = "N",
+	  MSTAT_CLI_NUMBER(O, max_profile_requests, 1, 1000), .dflt = "4",
+	  .want = "a number of profiles",
+	  .help = "heap profiles built at once; more get 503" },
+	{ .name = "web.external-address", .arg = "HOST:PORT",
+	  MSTAT_CLI_PARSE(O, external_address, parse_external),
+	  .want = "host:port",
+	  .dflt_text = "the Host header of the request for them",
+	  .help = "the address the profile targets name" },
+	{ .name = "collector.classes", MSTAT_CLI_FLAG(O, classes),
+	  .negatable = true, .dflt_text = "off",
+	  .help = "per-size-class series" },
+	{ .name = "collector.memory", MSTAT_CLI_FLAG(O, memory),
+	  .negatable = true, .dflt_text = "off",
+	  .help = "resident memory by part, read from /proc and the "
+		  "allocators at each scrape" },
+	{ .name = "reader.namespaces", .arg = "WHICH",
+	  MSTAT_CLI_PARSE(O, namespaces, mstat_namespaces_option),
+	  .want = MSTAT_NAMESPACES_WANT, .dflt_text = "all, or MSTAT_NAMESPACES",
+	  .help = MSTAT_NAMESPACES_HELP },
+	{ .name = "reader.wait-budget", .arg = "TIME",
+	  MSTAT_CLI_PARSE(O, wait_budget_us, parse_duration),
+	  .want = "a time such as 10ms, 0.5s or 250us, up to 5s",
+	  .dflt = "10ms", /* MSTAT_WAIT_BUDGET_DEFAULT_US, as mstat-top's */
+	  .help = "how long a scrape waits, in all, for stalled and busy "
+		  "processes" },
+	MSTAT_KILLED_OPTIONS(O, grace, postmortem_dir, postmortem_bytes),
+	{ .name = "version", .kind = MSTAT_CLI_KIND_VERSION,
+	  .help = "the version" },
+	{ .name = "help", .letter = 'h', .kind = MSTAT_CLI_KIND_HELP,
+	  .help = "this text" },
+};
+#undef O
+
+static const struct mstat_cli cli = {
+	.program = "mstat-exporter",
+	.version = MSTAT_VERSION,
+	.synopsis = "mstat-exporter [options]",
+	.about = "Serves the heap statistics of every process of this user "
+		 "that\ncounts with libmstatshm to Prometheus, read when "
+		 "scraped.",
+	.epilogue = "/-/healthy answers 200 OK, or 503 and why if reading is "
+		    "stuck.\n/debug/pprof/ serves each process's heap profile "
+		    "(go tool pprof,\nPyroscope, Parca) and lists the "
+		    "processes as scrape targets.\n",
+	.options = options,
+	.n = sizeof(options) / sizeof(options[0]),
+	.column = 31,
 };
 
+/* The options: 0 to go on, 1 to exit 0 (--help, --version), -1 to exit
+ * 2 (said why). */
 static int
 parse_options(struct options *o, int argc, char **argv)
 {
-	static const struct option longs[] = {
-		{ "web.listen-address", required_argument, NULL, OPT_LISTEN },
-		{ "web.telemetry-path", required_argument, NULL, OPT_PATH },
-		{ "web.config.file", required_argument, NULL, OPT_CONFIG },
-		{ "web.max-requests", required_argument, NULL, OPT_MAX_REQ },
-		{ "web.max-profile-requests", required_argument, NULL,
-		  OPT_MAX_PROFILES },
-		{ "web.external-address", required_argument, NULL, OPT_EXTERNAL },
-		{ "collector.classes", no_argument, NULL, OPT_CLASSES },
-		{ "no-collector.classes", no_argument, NULL, OPT_NO_CLASSES },
-		{ "reader.wait-budget", required_argument, NULL, OPT_BUDGET },
-		{ "reader.namespaces", required_argument, NULL, OPT_NAMESPACES },
-		{ "killed-grace", required_argument, NULL, OPT_GRACE },
-		{ "postmortem-dir", required_argument, NULL, OPT_PM_DIR },
-		{ "postmortem-bytes", required_argument, NULL, OPT_PM_BYTES },
-		{ "version", no_argument, NULL, OPT_VERSION },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	char host[256], why[400];
-	unsigned port;
-	long long v;
-	char *end;
-	int c;
+	char why[400];
+	int next;
 
-	*o = (struct options){ .telemetry_path = "/metrics",
-			       .wait_budget_us = MSTAT_WAIT_BUDGET_DEFAULT_US,
-			       .max_requests = 40, .max_profile_requests = 4,
-			       .postmortem_bytes = MSTAT_POSTMORTEM_BYTES_DEFAULT };
-	if (mstat_killed_env(&o->grace, why, sizeof(why)) < 0) {
+	*o = (struct options){ 0 };
+	if (mstat_killed_env(&o->grace, why, sizeof(why)) < 0 ||
+	    mstat_namespaces_env(&o->namespaces, why, sizeof(why)) < 0) {
 		say("%s", why);
 		return -1;
 	}
-	const char *ns = getenv("MSTAT_NAMESPACES");
-	if (ns && *ns && mstat_namespaces_parse(ns, &o->namespaces) < 0) {
-		say("MSTAT_NAMESPACES=%s: all, own, or process ids separated by "
-		    "commas", ns);
-		return -1;
-	}
-	while ((c = getopt_long(argc, argv, "h", longs, NULL)) != -1) {
-		switch (c) {
-		case OPT_LISTEN:
-			if (o->nlisten == MAX_LISTEN) {
-				say("at most %d --web.listen-address", MAX_LISTEN);
-				return -1;
-			}
-			if (mstat_web_parse_address(optarg, host, sizeof(host),
-						    &port, why, sizeof(why)) < 0) {
-				say("--web.listen-address \"%s\": %s", optarg, why);
-				return -1;
-			}
-			o->listen[o->nlisten++] = optarg;
-			break;
-		case OPT_PATH:
-			if (mstat_web_check_path(optarg, why, sizeof(why)) < 0) {
-				say("--web.telemetry-path \"%s\": %s", optarg, why);
-				return -1;
-			}
-			o->telemetry_path = optarg;
-			break;
-		case OPT_CONFIG: o->config_file = optarg; break;
-		case OPT_MAX_REQ:
-			v = strtoll(optarg, &end, 10);
-			if (*end || v < 1 || v > 10000) {
-				say("--web.max-requests %s: 1 to 10000", optarg);
-				return -1;
-			}
-			o->max_requests = (unsigned)v;
-			break;
-		case OPT_MAX_PROFILES:
-			v = strtoll(optarg, &end, 10);
-			if (*end || v < 1 || v > 1000) {
-				say("--web.max-profile-requests %s: 1 to 1000", optarg);
-				return -1;
-			}
-			o->max_profile_requests = (unsigned)v;
-			break;
-		case OPT_EXTERNAL:
-			if (mstat_web_parse_address(optarg, host, sizeof(host),
-						    &port, why, sizeof(why)) < 0) {
-				say("--web.external-address \"%s\": %s", optarg, why);
-				return -1;
-			}
-			if (!host[0]) {
-				say("--web.external-address \"%s\": a host is "
-				    "needed: the address scrapers reach this "
-				    "exporter at", optarg);
-				return -1;
-			}
-			o->external_address = optarg;
-			break;
-		case OPT_CLASSES: o->classes = true; break;
-		case OPT_NO_CLASSES: o->classes = false; break;
-		case OPT_BUDGET:
-			v = parse_duration(optarg);
-			if (v < 0 || v > 5000000) {
-				say("--reader.wait-budget %s: a time such as 10ms, "
-				    "up to 5s", optarg);
-				return -1;
-			}
-			o->wait_budget_us = (unsigned)v;
-			break;
-		case OPT_GRACE:
-			if (mstat_grace_parse(optarg, MSTAT_KILLED_GRACE_MAX,
-					      &o->grace.seconds) < 0) {
-				say("--killed-grace %s: seconds, 0 to 86400", optarg);
-				return -1;
-			}
-			break;
-		case OPT_PM_DIR:
-			if (mstat_killed_dir_check(optarg, why, sizeof(why)) < 0) {
-				say("--postmortem-dir: %s", why);
-				return -1;
-			}
-			o->postmortem_dir = optarg;
-			break;
-		case OPT_PM_BYTES:
-			if (mstat_grace_parse(optarg, UINT64_MAX,
-					      &o->postmortem_bytes) < 0) {
-				say("--postmortem-bytes %s: a number of bytes", optarg);
-				return -1;
-			}
-			break;
-		case OPT_NAMESPACES:
-			if (mstat_namespaces_parse(optarg, &o->namespaces) < 0) {
-				say("--reader.namespaces %s: all, own, or process "
-				    "ids separated by commas (at most 64)", optarg);
-				return -1;
-			}
-			break;
-		case OPT_VERSION:
-			printf("mstat-exporter %s\n", MSTAT_VERSION);
-			exit(0);
-		case 'h': usage(stdout); exit(0);
-		default: usage(stderr); return -1;
-		}
-	}
-	if (optind < argc) {
-		say("unexpected argument '%s'", argv[optind]);
-		return -1;
-	}
-	if (o->nlisten == 0)
-		o->listen[o->nlisten++] = DEFAULT_LISTEN;
+	enum mstat_cli_result r = mstat_cli_parse(&cli, o, argc, argv, &next);
+	if (r != MSTAT_CLI_OK)
+		return (int)r;
+	if (o->listen.n == 0)
+		o->listen.v[o->listen.n++] = DEFAULT_LISTEN;
 	return 0;
 }
 
@@ -281,8 +234,8 @@ main(int argc, char **argv)
 	sigset_t stop;
 	int rc, sig;
 
-	if (parse_options(&o, argc, argv) < 0)
-		return 2;
+	if ((rc = parse_options(&o, argc, argv)) != 0)
+		return rc < 0 ? 2 : 0;
 	mstat_webconfig_init(&config);
 	if (o.config_file &&
 	    mstat_webconfig_load(&config, o.config_file, err, sizeof(err)) < 0) {
@@ -299,8 +252,9 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	struct mstat_scrape_options so = {
-		.wait_budget_us = o.wait_budget_us,
+		.wait_budget_us = (unsigned)o.wait_budget_us,
 		.classes = o.classes,
+		.memory = o.memory,
 		.namespaces = o.namespaces,
 		.note = note,
 		.grace = o.grace,
@@ -315,7 +269,7 @@ main(int argc, char **argv)
 	struct mstat_pprof_http_options po = {
 		.scraper = scraper,
 		.external_address = o.external_address,
-		.max_requests = o.max_profile_requests,
+		.max_requests = (unsigned)o.max_profile_requests,
 		.symbol_files = SYMBOL_FILES,
 	};
 	if ((rc = mstat_pprof_http_new(&pprof, &po)) < 0) {
@@ -325,10 +279,10 @@ main(int argc, char **argv)
 		return 1;
 	}
 	struct mstat_web_options wo = {
-		.listen = o.listen,
-		.nlisten = o.nlisten,
+		.listen = o.listen.v,
+		.nlisten = o.listen.n,
 		.telemetry_path = o.telemetry_path,
-		.max_requests = o.max_requests,
+		.max_requests = (unsigned)o.max_requests,
 		.config = &config,
 		.scraper = scraper,
 		.pprof = pprof,

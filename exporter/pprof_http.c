@@ -25,7 +25,7 @@
 #include "text.h"
 #include "web.h"
 
-#define PREFIX "/debug/pprof"
+#define PREFIX MSTAT_PPROF_PREFIX
 
 struct mstat_pprof_http {
 	struct mstat_pprof_http_options opt;
@@ -80,13 +80,6 @@ mstat_pprof_http_free(struct mstat_pprof_http *p)
 	pthread_cond_destroy(&p->stopped);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
-}
-
-bool
-mstat_pprof_http_path(const char *url)
-{
-	return strncmp(url, PREFIX, strlen(PREFIX)) == 0 &&
-	       (url[strlen(PREFIX)] == '\0' || url[strlen(PREFIX)] == '/');
 }
 
 /* ---- what a request gives ---- */
@@ -286,6 +279,62 @@ arg(struct MHD_Connection *c, const char *key)
 	return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, key);
 }
 
+/* ---- the routes ---- */
+
+/*
+ * Every name under /debug/pprof/, in one table: what serves it, and
+ * what it is.  The dispatch, the index page's table, the 404 that lists
+ * what is served and the exporter's refusal of a telemetry path under
+ * /debug/pprof (web.c) are made from it.
+ */
+struct route {
+	const char *name;  /* after /debug/pprof/ */
+	enum MHD_Result (*serve)(struct mstat_pprof_http *p, struct mstat_web *w,
+				 struct MHD_Connection *c,
+				 const struct route *r);
+	/* Served: what it is (HTML), for the index; NULL for the index
+	 * itself.  Not served: why not, for its 404. */
+	const char *what;
+	bool served;
+	bool per_process;  /* it takes ?pid=N: linked per process */
+	bool delta;        /* the index links a 30 s delta of it too */
+};
+
+#define ROUTE_FN(fn)                                                          \
+	static enum MHD_Result fn(struct mstat_pprof_http *p,                 \
+				  struct mstat_web *w,                        \
+				  struct MHD_Connection *c,                   \
+				  const struct route *r)
+ROUTE_FN(index_page);
+ROUTE_FN(profile);
+ROUTE_FN(targets);
+ROUTE_FN(not_served);
+ROUTE_FN(go_only);
+
+static const struct route routes[] = {
+	{ "", index_page, NULL, true, false, false },
+	{ "allocs", profile, "the heap profile, shown by default as the bytes "
+	  "allocated (alloc_space)", true, true, false },
+	{ "heap", profile, "the heap profile, shown by default as the bytes "
+	  "in use (inuse_space)", true, true, true },
+	{ "targets", targets, "every process, as a target of Prometheus's HTTP "
+	  "service discovery, with its labels and <code>__param_pid</code>",
+	  true, false, false },
+	{ "delta_heap", not_served, "delta_heap (godeltaprof) is not served: "
+	  PREFIX "/allocs?pid=N counts alloc_* since the process started, and "
+	  "the scraper takes the deltas itself (Grafana Alloy's "
+	  "profile.memory, Parca's memory)", false, false, false },
+	{ "profile", go_only, NULL, false, false, false },
+	{ "goroutine", go_only, NULL, false, false, false },
+	{ "block", go_only, NULL, false, false, false },
+	{ "mutex", go_only, NULL, false, false, false },
+	{ "threadcreate", go_only, NULL, false, false, false },
+	{ "trace", go_only, NULL, false, false, false },
+	{ "cmdline", go_only, NULL, false, false, false },
+	{ "symbol", go_only, NULL, false, false, false },
+};
+static const size_t nroutes = sizeof(routes) / sizeof(routes[0]);
+
 /* ---- a profile ---- */
 
 /* Waits `seconds`, or less if the exporter stops: whether it waited. */
@@ -375,8 +424,9 @@ build(struct mstat_pprof_http *p, struct mstat_web *w, struct MHD_Connection *c,
 
 static enum MHD_Result
 profile(struct mstat_pprof_http *p, struct mstat_web *w,
-	struct MHD_Connection *c, const char *name)
+	struct MHD_Connection *c, const struct route *r)
 {
+	const char *name = r->name;
 	char why[256], q[40];
 	const char *v = arg(c, "pid");
 	unsigned seconds = 0;
@@ -454,6 +504,25 @@ label_cell(void *arg, const char *key, const char *value)
 	fputs("</b>", l->f);
 }
 
+/* A process's links: each route that takes a pid. */
+static void
+process_links(FILE *f, int pid)
+{
+	const char *sep = "";
+
+	for (size_t i = 0; i < nroutes; i++) {
+		const struct route *r = &routes[i];
+		if (!r->served || !r->per_process)
+			continue;
+		fprintf(f, "%s<a href=\"%s?pid=%d\">%s</a>", sep, r->name, pid,
+			r->name);
+		if (r->delta)
+			fprintf(f, " <a href=\"%s?pid=%d&amp;seconds=30\">%s, 30 s "
+				"delta</a>", r->name, pid, r->name);
+		sep = " ";
+	}
+}
+
 static int
 index_rows(void *arg, const struct mstat_model_row *const *rows, size_t n)
 {
@@ -470,10 +539,9 @@ index_rows(void *arg, const struct mstat_model_row *const *rows, size_t n)
 		struct label_cell l = { f };
 		fprintf(f, "<tr><td>%d</td><td>", pid);
 		mstat_expo_process_labels(rows[i], label_cell, &l);
-		fprintf(f, "</td><td><a href=\"heap?pid=%d\">heap</a> "
-			"<a href=\"allocs?pid=%d\">allocs</a> "
-			"<a href=\"heap?pid=%d&amp;seconds=30\">heap, 30 s "
-			"delta</a></td></tr>\n", pid, pid, pid);
+		fputs("</td><td>", f);
+		process_links(f, pid);
+		fputs("</td></tr>\n", f);
 	}
 	fputs("</table>\n", f);
 	return 0;
@@ -481,7 +549,7 @@ index_rows(void *arg, const struct mstat_model_row *const *rows, size_t n)
 
 static enum MHD_Result
 index_page(struct mstat_pprof_http *p, struct mstat_web *w,
-	   struct MHD_Connection *c)
+	   struct MHD_Connection *c, const struct route *route)
 {
 	char *page = NULL;
 	size_t len = 0;
@@ -501,15 +569,20 @@ index_page(struct mstat_pprof_http *p, struct mstat_web *w,
 	      "only <code>debug=0</code> is served.  "
 	      "<code>go tool pprof -top http://HOST:PORT" PREFIX
 	      "/heap?pid=N</code> reads one.</p>\n"
-	      "<table>\n<tr><th>profile</th><th>what</th></tr>\n"
-	      "<tr><td>allocs</td><td>the heap profile, shown by default as "
-	      "the bytes allocated (alloc_space)</td></tr>\n"
-	      "<tr><td>heap</td><td>the heap profile, shown by default as "
-	      "the bytes in use (inuse_space)</td></tr>\n"
-	      "<tr><td><a href=\"targets\">targets</a></td><td>every process, "
-	      "as a target of Prometheus's HTTP service discovery, with its "
-	      "labels and <code>__param_pid</code></td></tr>\n"
-	      "</table>\n", f);
+	      "<table>\n<tr><th>profile</th><th>what</th></tr>\n", f);
+	(void)route;
+	for (size_t i = 0; i < nroutes; i++) {
+		const struct route *r = &routes[i];
+		if (!r->served || !r->what)
+			continue;
+		if (r->per_process)
+			fprintf(f, "<tr><td>%s</td>", r->name);
+		else
+			fprintf(f, "<tr><td><a href=\"%s\">%s</a></td>", r->name,
+				r->name);
+		fprintf(f, "<td>%s</td></tr>\n", r->what);
+	}
+	fputs("</table>\n", f);
 	int rc = mstat_scraper_rows(p->opt.scraper, index_rows, f);
 	fputs("<p>See mstat-exporter(1).</p>\n</body>\n</html>\n", f);
 	if (fclose(f) != 0 && rc == 0)
@@ -567,7 +640,7 @@ target_rows(void *arg, const struct mstat_model_row *const *rows, size_t n)
 
 static enum MHD_Result
 targets(struct mstat_pprof_http *p, struct mstat_web *w,
-	struct MHD_Connection *c)
+	struct MHD_Connection *c, const struct route *route)
 {
 	char address[300], why[200];
 	struct sockaddr_storage ss;
@@ -576,6 +649,7 @@ targets(struct mstat_pprof_http *p, struct mstat_web *w,
 		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
 	socklen_t sl = sizeof(ss);
 
+	(void)route;
 	if (ci && getsockname(ci->connect_fd, (struct sockaddr *)&ss, &sl) == 0)
 		local = (const struct sockaddr *)&ss;
 	if (mstat_pprof_target_address(p->opt.external_address,
@@ -603,14 +677,43 @@ targets(struct mstat_pprof_http *p, struct mstat_web *w,
 		     len, NULL, NULL);
 }
 
-/* ---- routes ---- */
+/* ---- what is not served ---- */
+
+static enum MHD_Result
+not_served(struct mstat_pprof_http *p, struct mstat_web *w,
+	   struct MHD_Connection *c, const struct route *r)
+{
+	(void)p;
+	return REFUSE(MHD_HTTP_NOT_FOUND, "%s", r->what);
+}
 
 /* Go's profiles that a process counting with libmstatshm has no
  * counterpart of. */
-static const char *const go_only[] = {
-	"profile", "goroutine", "block", "mutex", "threadcreate", "trace",
-	"cmdline", "symbol",
-};
+static enum MHD_Result
+go_only(struct mstat_pprof_http *p, struct mstat_web *w,
+	struct MHD_Connection *c, const struct route *r)
+{
+	(void)p;
+	return REFUSE(MHD_HTTP_NOT_FOUND, "Unknown profile: %s is one of Go's "
+		      "runtime: only heap profiles are served here (heap, "
+		      "allocs); disable the others in the scraper", r->name);
+}
+
+
+/* Unknown: 404, with what is served. */
+static enum MHD_Result
+unknown(struct mstat_web *w, struct MHD_Connection *c)
+{
+	char list[512] = "";
+
+	for (size_t i = 0; i < nroutes; i++)
+		if (routes[i].served)
+			snprintf(list + strlen(list), sizeof(list) - strlen(list),
+				 "%s" PREFIX "/%s", list[0] ? ", " : "",
+				 routes[i].name);
+	return REFUSE(MHD_HTTP_NOT_FOUND, "Unknown profile: only heap profiles "
+		      "are served here: %s", list);
+}
 
 enum MHD_Result
 mstat_pprof_http_serve(struct mstat_pprof_http *p, struct mstat_web *w,
@@ -628,25 +731,8 @@ mstat_pprof_http_serve(struct mstat_pprof_http *p, struct mstat_web *w,
 			     MHD_HTTP_HEADER_LOCATION, PREFIX "/");
 	}
 	name++; /* past the '/' */
-	if (*name == '\0')
-		return index_page(p, w, c);
-	if (strcmp(name, "heap") == 0 || strcmp(name, "allocs") == 0)
-		return profile(p, w, c, name);
-	if (strcmp(name, "targets") == 0)
-		return targets(p, w, c);
-	if (strcmp(name, "delta_heap") == 0)
-		return REFUSE(MHD_HTTP_NOT_FOUND, "delta_heap (godeltaprof) is "
-			      "not served: " PREFIX "/allocs?pid=N counts alloc_* "
-			      "since the process started, and the scraper takes "
-			      "the deltas itself (Grafana Alloy's profile.memory, "
-			      "Parca's memory)");
-	for (size_t i = 0; i < sizeof(go_only) / sizeof(go_only[0]); i++)
-		if (strcmp(name, go_only[i]) == 0)
-			return REFUSE(MHD_HTTP_NOT_FOUND, "Unknown profile: %s is "
-				      "one of Go's runtime: only heap profiles "
-				      "are served here (heap, allocs); disable "
-				      "the others in the scraper", name);
-	return REFUSE(MHD_HTTP_NOT_FOUND, "Unknown profile: only heap profiles "
-		      "are served here (" PREFIX "/heap, " PREFIX "/allocs, "
-		      "and " PREFIX "/targets, " PREFIX "/)");
+	for (size_t i = 0; i < nroutes; i++)
+		if (strcmp(name, routes[i].name) == 0)
+			return routes[i].serve(p, w, c, &routes[i]);
+	return unknown(w, c);
 }

@@ -6,16 +6,14 @@
  * collector's pprof receiver) and for go tool pprof.  docs/profiles.md
  * is the user's side of it.
  *
- *   /debug/pprof/            an index: the profiles, and each process's
- *   /debug/pprof/heap?pid=N  the process's sampled heap profile: gzipped
- *                            profile.proto, Go's four sample types, no
- *                            default type (clients show inuse_space)
- *   /debug/pprof/allocs?pid=N  the same, default type alloc_space
- *   /debug/pprof/targets     every process as a target of Prometheus's
- *                            HTTP service discovery, with the URL
- *                            parameter to send (__param_pid)
- *   /debug/pprof             a redirect to /debug/pprof/
- *   anything else under it   404, saying what is served
+ * What is served under /debug/pprof/ is one table, `routes` in
+ * pprof_http.c: the index (/debug/pprof/), the heap profile of a process
+ * (heap?pid=N: gzipped profile.proto, Go's four sample types, no default
+ * type, so clients show inuse_space; allocs?pid=N: the same, default type
+ * alloc_space), the targets of Prometheus's HTTP service discovery, and
+ * Go's profiles that are not served, each with why.  The dispatch, the
+ * index page and the 404 that lists what is served are made from it;
+ * /debug/pprof redirects to /debug/pprof/.
  *
  * Query parameters of a profile: pid (required), seconds=N (a delta
  * over N seconds, 1 to 300, as Go's), gc (ignored: there is no garbage
@@ -54,6 +52,7 @@ struct mstat_pprof_http_options {
 	size_t symbol_files;       /* ELF files the symbol cache keeps */
 };
 
+#define MSTAT_PPROF_PREFIX "/debug/pprof" /* every path under it is ours */
 #define MSTAT_PPROF_MAX_SECONDS 300 /* the longest delta */
 
 /* 0 or -ENOMEM. */
@@ -65,11 +64,9 @@ void mstat_pprof_http_stop(struct mstat_pprof_http *p);
 /* Once the web server has stopped. */
 void mstat_pprof_http_free(struct mstat_pprof_http *p);
 
-/* Whether `url` (a path) is /debug/pprof or under it. */
-bool mstat_pprof_http_path(const char *url);
-
-/* Answers an authorised GET or HEAD of such a path, through
- * mstat_web_queue().  Called in the connection's thread. */
+/* Answers an authorised GET or HEAD of MSTAT_PPROF_PREFIX or a path
+ * under it, through mstat_web_queue().  Called in the connection's
+ * thread. */
 enum MHD_Result mstat_pprof_http_serve(struct mstat_pprof_http *p,
 				       struct mstat_web *w,
 				       struct MHD_Connection *c,

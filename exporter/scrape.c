@@ -59,7 +59,7 @@ struct mstat_scraper {
 	pthread_t thread;
 
 	/* The reader thread's own. */
-	struct mstat_core core;
+	struct mstat_core *core;
 	struct mstat_core_scratch scratch;
 
 	pthread_mutex_t lock;
@@ -96,7 +96,7 @@ serve_requests(struct mstat_scraper *s)
 	s->untried = false;
 	while (*q) {
 		struct profile_request *r = *q;
-		r->rc = mstat_core_profile_open(&s->core, r->pid, &r->h, r->err,
+		r->rc = mstat_core_profile_open(s->core, r->pid, &r->h, r->err,
 						sizeof(r->err));
 		if ((r->rc == -ENOENT || r->rc == -ESTALE) &&
 		    s->finished < r->tick) {
@@ -115,16 +115,38 @@ serve_requests(struct mstat_scraper *s)
 	pthread_cond_broadcast(&s->done);
 }
 
+/* With the lock held: waits for the reader's wake-up; true once a tick
+ * of its own is due (with a post-mortem directory, MSTAT_SCRAPER_WATCH_S
+ * after the last tick began, `last_ns`). */
+static bool
+wait_wake(struct mstat_scraper *s, uint64_t last_ns)
+{
+	if (!s->opt.postmortem_dir) {
+		pthread_cond_wait(&s->wake, &s->lock);
+		return false;
+	}
+	uint64_t due = last_ns + (uint64_t)MSTAT_SCRAPER_WATCH_S * 1000000000u;
+	if (!last_ns || mstat_clock_mono_ns() >= due)
+		return true;
+	struct timespec ts = { .tv_sec = (time_t)(due / 1000000000u),
+			       .tv_nsec = (long)(due % 1000000000u) };
+	/* s->wake runs on CLOCK_MONOTONIC (mstat_scraper_start()). */
+	return pthread_cond_timedwait(&s->wake, &s->lock, &ts) == ETIMEDOUT;
+}
+
 static void *
 reader_main(void *arg)
 {
 	struct mstat_scraper *s = arg;
+	uint64_t last_ns = 0; /* when the last tick began */
 
 	rcu_register_thread();
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
-		while (!s->stop && s->wanted == s->started && !s->untried)
-			pthread_cond_wait(&s->wake, &s->lock);
+		bool own = false;
+		while (!s->stop && s->wanted == s->started && !s->untried &&
+		       !own)
+			own = wait_wake(s, last_ns);
 		if (s->stop)
 			break;
 		if (s->untried) {
@@ -134,13 +156,13 @@ reader_main(void *arg)
 		uint64_t tick = ++s->started;
 		pthread_mutex_unlock(&s->lock);
 
-		uint64_t t0 = mstat_clock_mono_ns();
-		mstat_core_tick(&s->core);
+		uint64_t t0 = last_ns = mstat_clock_mono_ns();
+		mstat_core_tick(s->core);
 
 		pthread_mutex_lock(&s->lock);
 		/* Into the model under the lock: no scrape prints a model
 		 * half folded. */
-		int rc = mstat_core_collect(&s->core, &s->model, &s->scratch,
+		int rc = mstat_core_collect(s->core, &s->model, &s->scratch,
 					   mstat_clock_mono_ns());
 		if (rc == 0 && s->caprows < s->model.n + 1) {
 			size_t cap = 2 * (s->model.n + 1);
@@ -154,10 +176,8 @@ reader_main(void *arg)
 		}
 		s->failed = rc < 0;
 		s->tick_s = (double)(mstat_clock_mono_ns() - t0) / 1e9;
-		memcpy(s->errors, s->core.errors, sizeof(s->errors));
-		/* Relaxed: a count (core.h). */
-		s->unreadable = atomic_load_explicit(
-			&s->core.namespaces_unreadable, memory_order_relaxed);
+		mstat_core_errors(s->core, s->errors);
+		s->unreadable = mstat_core_namespaces_unreadable(s->core);
 		s->finished = tick;
 		/* Those waiting for this tick: the core holds what it found. */
 		s->untried = s->requests != NULL;
@@ -190,27 +210,34 @@ mstat_scraper_start(struct mstat_scraper **out,
 		/* An exited process is gone from the next scrape: its row
 		 * does not linger. */
 		.linger_ns = 0,
-		/* A killed process's profile is served while its segment is
-		 * kept for its grace. */
+		/* A killed process's profile is served, and its row shown
+		 * (mstat_killed_info), while its segment is kept for its
+		 * grace. */
 		.killed_linger_ns = o->grace.seconds * 1000000000u,
 		.note = o->note,
 		.note_arg = o->note_arg,
 		.grace = o->grace,
 		.postmortem_dir = o->postmortem_dir,
 		.postmortem_bytes = o->postmortem_bytes,
+		/* A scrape costs at most about twice as much with them. */
+		.memory_share = o->memory ? 100 : 0,
 	};
-	if ((rc = mstat_core_init(&s->core, &to)) < 0) {
+	if ((rc = mstat_core_new(&s->core, &to)) < 0) {
 		free(s);
 		return rc;
 	}
 	mstat_model_init(&s->model, 0);
 	pthread_mutex_init(&s->lock, NULL);
-	pthread_cond_init(&s->wake, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->wake, &ca);
+	pthread_condattr_destroy(&ca);
 	pthread_cond_init(&s->done, NULL);
 	if ((rc = pthread_create(&s->thread, NULL, reader_main, s)) != 0) {
-		/* mstat_core_fini() walks RCU lists: a registered thread. */
+		/* mstat_core_free() walks RCU lists: a registered thread. */
 		rcu_register_thread();
-		mstat_core_fini(&s->core);
+		mstat_core_free(s->core);
 		rcu_unregister_thread();
 		mstat_model_fini(&s->model);
 		free(s);
@@ -232,7 +259,7 @@ mstat_scraper_stop(struct mstat_scraper *s)
 	pthread_mutex_unlock(&s->lock);
 	pthread_join(s->thread, NULL);
 	rcu_register_thread();
-	mstat_core_fini(&s->core);
+	mstat_core_free(s->core);
 	rcu_unregister_thread();
 	mstat_model_fini(&s->model);
 	free(s->scratch.in);
@@ -325,7 +352,8 @@ int
 mstat_scraper_scrape(struct mstat_scraper *s, FILE *f,
 		     enum mstat_expo_format fmt)
 {
-	struct mstat_expo e = { .f = f, .format = fmt, .classes = s->opt.classes };
+	struct mstat_expo e = { .f = f, .format = fmt, .classes = s->opt.classes,
+				.memory = s->opt.memory };
 	int rc;
 
 	pthread_mutex_lock(&s->lock);

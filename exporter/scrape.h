@@ -8,7 +8,11 @@
  * after the scrape arrived, waits for it, and writes the model it left.
  * Scrapes that arrive together share one tick; a scrape never gets a
  * tick that began before it arrived.  So:
- *   - the segments are read when scraped, and only then;
+ *   - the segments are read when scraped, and only then; but with a
+ *     post-mortem directory, the reader also ticks on its own,
+ *     MSTAT_SCRAPER_WATCH_S after the last tick began, so that a
+ *     killed process is found, and its profile written with what
+ *     killed it, within about that, scraped or not;
  *   - concurrent scrapes never read a segment twice at once, and what
  *     they print is one consistent tick;
  *   - only the reader thread touches the core (ticks, RCU), so HTTP
@@ -41,6 +45,8 @@ struct mstat_core_profile;
 struct mstat_scrape_options {
 	unsigned wait_budget_us; /* for stalled and busy targets, per tick */
 	bool classes;            /* per-size-class series */
+	bool memory;             /* resident memory by part, every process's
+				  * read at each scrape (core.h) */
 	struct mstat_namespaces namespaces; /* whose /dev/shm (procs.h) */
 	/* One-line notes of the core (a segment refused); the reader's
 	 * thread. */
@@ -85,6 +91,11 @@ int mstat_scraper_rows(struct mstat_scraper *s,
 int mstat_scraper_profile(struct mstat_scraper *s, pid_t pid,
 			  struct mstat_core_profile **out, char *err,
 			  size_t errlen);
+
+/* With a post-mortem directory: how long the reader goes without a
+ * tick.  A tick of 1000 processes costs about 11 ms of CPU
+ * (docs/performance.md): 1.1 % of a core, once a second. */
+#define MSTAT_SCRAPER_WATCH_S 1
 
 /* How long, beyond the wait budget, scrapes may wait for the reader
  * without a tick finishing before it counts as stuck.  A tick of 1000

@@ -3,9 +3,21 @@
  * web.c - mstat-exporter's HTTP side; see web.h.
  *
  * One libmicrohttpd daemon per listening socket, each with a thread per
- * connection (at most max_requests at once): a scrape waits for the
- * reader's tick (scrape.h), and a slow client or a bcrypt check must not
- * hold up anyone else.
+ * connection: a scrape waits for the reader's tick (scrape.h), and a
+ * slow client or a bcrypt check must not hold up anyone else.  (A thread
+ * pool would serve a connection's requests in the thread polling it, so
+ * a waiting scrape would hold up every connection of its thread, health
+ * checks among them.)
+ *
+ * A crowd: at most max_requests scrapes of the metrics wait at once,
+ * as promhttp's in-flight limit has it (node_exporter's
+ * --web.max-requests); one more is answered 503 at once, with
+ * Retry-After, and its connection and thread are free again.  Connections
+ * are accepted well beyond that (SPARE_CONNECTIONS more): a connection
+ * libmicrohttpd refuses is reset, and one it stops accepting waits in the
+ * kernel's queue, whose overflow the client retries a second or more
+ * later; either would leave /-/healthy unanswered during a scrape storm,
+ * and a liveness probe would restart the exporter.
  */
 #include "web.h"
 
@@ -15,6 +27,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,12 +46,22 @@
  * thread, or a place at a TLS port's gate. */
 #define IDLE_TIMEOUT_S 60
 
+/* Connections accepted beyond the scrapes that may wait: each answered
+ * at once (a 503, a health check, a page), or a profile's, which have
+ * their own limit (pprof_http.h).  A thread each while open. */
+#define SPARE_CONNECTIONS 1024
+
+/* The kernel's queue of connections not accepted yet (it caps it at
+ * net.core.somaxconn, 4096 by default). */
+#define LISTEN_BACKLOG 1024
+
 struct mstat_web {
 	struct mstat_web_options opt;
 	struct MHD_Daemon *daemons[MAX_SOCKETS];
 	struct mstat_tlsgate *gates[MAX_SOCKETS]; /* with TLS */
 	char bound[MAX_SOCKETS][80];
 	size_t n;
+	_Atomic unsigned scraping;  /* scrapes of the metrics under way */
 };
 
 /* ---- content negotiation ---- */
@@ -189,19 +212,63 @@ mstat_web_parse_address(const char *addr, char *host, size_t hostlen,
 	return 0;
 }
 
+/* ---- the routes ---- */
+
+struct route;
+#define ROUTE_FN(fn)                                                          \
+	static enum MHD_Result fn(struct mstat_web *w,                        \
+				  struct MHD_Connection *c, const char *url)
+ROUTE_FN(landing);
+ROUTE_FN(healthy);
+ROUTE_FN(profiles);
+
+/*
+ * Every path the exporter serves but the metrics' (the operator places
+ * those, --web.telemetry-path), in one table: the dispatch, the landing
+ * page's links and the refusal of a telemetry path that would hide one
+ * are made from it.
+ */
+static const struct route {
+	const char *path;
+	bool prefix;        /* and every path under it */
+	enum MHD_Result (*serve)(struct mstat_web *w, struct MHD_Connection *c,
+				 const char *url);
+	const char *what;   /* for a refusal, and the landing page's link */
+	const char *href;   /* the landing page links it there; NULL: not */
+} routes[] = {
+	{ "/", false, landing, "the landing page", NULL },
+	{ MSTAT_WEB_HEALTH_PATH, false, healthy, "the health endpoint",
+	  MSTAT_WEB_HEALTH_PATH },
+	{ MSTAT_PPROF_PREFIX, true, profiles,
+	  "the heap profiles (" MSTAT_PPROF_PREFIX "/)", MSTAT_PPROF_PREFIX "/" },
+};
+
+/* The route that serves `url`, or NULL. */
+static const struct route *
+route_of(const char *url)
+{
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++) {
+		const struct route *r = &routes[i];
+		size_t n = strlen(r->path);
+		if (strncmp(url, r->path, n) == 0 &&
+		    (url[n] == '\0' || (r->prefix && url[n] == '/')))
+			return r;
+	}
+	return NULL;
+}
+
 int
 mstat_web_check_path(const char *path, char *err, size_t errlen)
 {
+	const struct route *r = route_of(path);
+
 	if (path[0] != '/')
 		return fail(err, errlen, "it must start with /, as /metrics does");
-	if (!path[1])
-		return fail(err, errlen, "/ is the landing page: the metrics "
-			    "need a path of their own, such as /metrics");
+	if (r)
+		return fail(err, errlen, "%s is %s: the metrics need a path of "
+			    "their own, such as /metrics", path, r->what);
 	if (strlen(path) > 256)
 		return fail(err, errlen, "longer than 256 bytes");
-	if (strcmp(path, MSTAT_WEB_HEALTH_PATH) == 0)
-		return fail(err, errlen, MSTAT_WEB_HEALTH_PATH " is the health "
-			    "endpoint: the metrics need a path of their own");
 	for (const char *c = path; *c; c++)
 		if (*c <= ' ' || *c > '~' || strchr("?#%", *c))
 			return fail(err, errlen, "a path is / and printable "
@@ -246,7 +313,7 @@ listen_on(const char *addr, int *fds, char (*names)[80], size_t room,
 		if (ai->ai_family == AF_INET6)
 			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
 		if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 ||
-		    listen(fd, 64) < 0) {
+		    listen(fd, LISTEN_BACKLOG) < 0) {
 			int e = errno;
 			close(fd);
 			for (int i = 0; i < n; i++)
@@ -348,10 +415,10 @@ authorised(struct mstat_web *w, struct MHD_Connection *c, enum MHD_Result *ret)
 	return false;
 }
 
-/* The landing page; the telemetry path is the operator's, escaped all
- * the same. */
+/* The landing page: the metrics, and what the routes link; the
+ * telemetry path is the operator's, escaped all the same. */
 static enum MHD_Result
-landing(struct mstat_web *w, struct MHD_Connection *c)
+landing(struct mstat_web *w, struct MHD_Connection *c, const char *url)
 {
 	char path[512] = "";
 	size_t k = 0;
@@ -368,21 +435,50 @@ landing(struct mstat_web *w, struct MHD_Connection *c)
 	}
 	path[k] = '\0';
 	char *page = NULL;
-	int len = asprintf(&page,
-		"<!DOCTYPE html>\n<html lang=\"en\">\n<head><meta charset=\"utf-8\">"
-		"<title>mstat-exporter</title></head>\n<body>\n"
-		"<h1>mstat-exporter</h1>\n"
-		"<p>Heap statistics of every process of this user that counts "
-		"with libmstatshm, read when scraped.</p>\n"
-		"<ul>\n<li><a href=\"%s\">Metrics</a></li>\n"
-		"<li><a href=\"/debug/pprof/\">Heap profiles</a></li>\n</ul>\n"
-		"<p>Version %s. See mstat-exporter(1).</p>\n</body>\n</html>\n",
-		path, MSTAT_VERSION);
-	if (len < 0)
+	size_t len = 0;
+	FILE *f = open_memstream(&page, &len);
+	(void)url;
+	if (!f)
 		return send_text(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR,
 				 "out of memory\n");
+	fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\">\n<head><meta "
+		"charset=\"utf-8\"><title>mstat-exporter</title></head>\n"
+		"<body>\n<h1>mstat-exporter</h1>\n"
+		"<p>Heap statistics of every process of this user that counts "
+		"with libmstatshm, read when scraped.</p>\n"
+		"<ul>\n<li><a href=\"%s\">the metrics</a></li>\n", path);
+	for (size_t i = 0; i < sizeof(routes) / sizeof(routes[0]); i++)
+		if (routes[i].href)
+			fprintf(f, "<li><a href=\"%s\">%s</a></li>\n",
+				routes[i].href, routes[i].what);
+	fprintf(f, "</ul>\n<p>Version %s. See mstat-exporter(1).</p>\n"
+		"</body>\n</html>\n", MSTAT_VERSION);
+	if (fclose(f) != 0) {
+		free(page);
+		return send_text(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR,
+				 "out of memory\n");
+	}
 	return send_page(w, c, MHD_HTTP_OK, "text/html; charset=utf-8", page,
-			 (size_t)len, MHD_RESPMEM_MUST_FREE);
+			 len, MHD_RESPMEM_MUST_FREE);
+}
+
+/* One scrape too many: 503 at once, saying why, as promhttp says it. */
+static enum MHD_Result
+too_many(struct mstat_web *w, struct MHD_Connection *c)
+{
+	char body[128];
+	int len = snprintf(body, sizeof(body), "Limit of concurrent requests "
+			   "reached (%u), try again later.\n",
+			   w->opt.max_requests);
+	struct MHD_Response *r = MHD_create_response_from_buffer(
+		(size_t)len, body, MHD_RESPMEM_MUST_COPY);
+
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				"text/plain; charset=utf-8");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, "1");
+	return mstat_web_queue(w, c, MHD_HTTP_SERVICE_UNAVAILABLE, r);
 }
 
 static enum MHD_Result
@@ -393,13 +489,22 @@ metrics(struct mstat_web *w, struct MHD_Connection *c)
 					    MHD_HTTP_HEADER_ACCEPT));
 	char *buf = NULL;
 	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	FILE *f;
 	int rc;
 
+	/* Relaxed: a count, publishing nothing; every place taken is given
+	 * back by the thread that took it. */
+	if (atomic_fetch_add_explicit(&w->scraping, 1, memory_order_relaxed) >=
+	    w->opt.max_requests) {
+		atomic_fetch_sub_explicit(&w->scraping, 1, memory_order_relaxed);
+		return too_many(w, c);
+	}
+	f = open_memstream(&buf, &len);
+	rc = f ? mstat_scraper_scrape(w->opt.scraper, f, fmt) : -ENOMEM;
+	atomic_fetch_sub_explicit(&w->scraping, 1, memory_order_relaxed);
 	if (!f)
 		return send_text(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR,
 				 "out of memory\n");
-	rc = mstat_scraper_scrape(w->opt.scraper, f, fmt);
 	if (fclose(f) != 0 && rc == 0)
 		rc = -EIO;
 	if (rc < 0) {
@@ -416,10 +521,11 @@ metrics(struct mstat_web *w, struct MHD_Connection *c)
 /* Whether the reader keeps up, from what it last said of itself: no
  * segment is read and no tick asked for. */
 static enum MHD_Result
-healthy(struct mstat_web *w, struct MHD_Connection *c)
+healthy(struct mstat_web *w, struct MHD_Connection *c, const char *url)
 {
 	char why[240];
 
+	(void)url;
 	if (mstat_scraper_health(w->opt.scraper, why, sizeof(why) - 1) == 0)
 		return send_text(w, c, MHD_HTTP_OK, "OK\n");
 	strcat(why, "\n");
@@ -455,13 +561,18 @@ handle(void *cls, struct MHD_Connection *c, const char *url, const char *method,
 	/* `url` is the path alone: only the profiles look at a query. */
 	if (strcmp(url, w->opt.telemetry_path) == 0)
 		return metrics(w, c);
-	if (strcmp(url, "/") == 0)
-		return landing(w, c);
-	if (strcmp(url, MSTAT_WEB_HEALTH_PATH) == 0)
-		return healthy(w, c);
-	if (w->opt.pprof && mstat_pprof_http_path(url))
-		return mstat_pprof_http_serve(w->opt.pprof, w, c, url);
+	const struct route *r = route_of(url);
+	if (r)
+		return r->serve(w, c, url);
 	return send_text(w, c, MHD_HTTP_NOT_FOUND, "Not Found\n");
+}
+
+static enum MHD_Result
+profiles(struct mstat_web *w, struct MHD_Connection *c, const char *url)
+{
+	if (!w->opt.pprof)
+		return send_text(w, c, MHD_HTTP_NOT_FOUND, "Not Found\n");
+	return mstat_pprof_http_serve(w->opt.pprof, w, c, url);
 }
 
 static void
@@ -500,7 +611,7 @@ start_daemon(struct mstat_web *w, int listen_fd)
 		flags |= MHD_USE_TLS | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
 	return MHD_start_daemon(flags, 0, NULL, NULL, handle, w,
 		MHD_OPTION_EXTERNAL_LOGGER, log_mhd, NULL,
-		MHD_OPTION_CONNECTION_LIMIT, w->opt.max_requests,
+		MHD_OPTION_CONNECTION_LIMIT, mstat_web_connections(&w->opt),
 		MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_TIMEOUT_S,
 		MHD_OPTION_ARRAY, cfg->cert_pem ? tls : plain,
 		MHD_OPTION_END);
@@ -537,8 +648,8 @@ mstat_web_start(struct mstat_web **out, const struct mstat_web_options *o,
 			goto fail;
 		}
 		if (tls && mstat_tlsgate_start(&w->gates[i], fds[i], w->daemons[i],
-					       o->max_requests, IDLE_TIMEOUT_S,
-					       err, errlen) < 0) {
+					       mstat_web_connections(o),
+					       IDLE_TIMEOUT_S, err, errlen) < 0) {
 			w->n++;
 			i++;
 			goto fail;
@@ -551,6 +662,12 @@ fail:
 		close(fds[i]);
 	mstat_web_stop(w);
 	return -1;
+}
+
+unsigned
+mstat_web_connections(const struct mstat_web_options *o)
+{
+	return o->max_requests + SPARE_CONNECTIONS;
 }
 
 size_t

@@ -4,15 +4,15 @@
  * landing page, /metrics with content negotiation, TLS and basic auth
  * from the web configuration.
  *
- * Routes:
- *   GET|HEAD /               a landing page linking to the metrics
- *   GET|HEAD <telemetry>     the metrics, OpenMetrics 1.0.0 if the Accept
- *                            header prefers it, else text 0.0.4, whatever
- *                            the query string says
- *   GET|HEAD /-/healthy      200 "OK", or 503 and why when the reader is
- *                            stuck (mstat_scraper_health); reads nothing
- *   GET|HEAD /debug/pprof/...  heap profiles (pprof_http.h)
- *   other paths              404; other methods 405
+ * Routes: GET and HEAD of the telemetry path give the metrics
+ * (OpenMetrics 1.0.0 if the Accept header prefers it, else text 0.0.4,
+ * whatever the query string says; 503 with Retry-After while
+ * max_requests scrapes are under way); every other path served is one
+ * table, `routes` in web.c: the landing page (/), the health endpoint
+ * (/-/healthy: 200 "OK", or 503 and why when the reader is stuck,
+ * mstat_scraper_health(); it reads nothing) and the heap profiles
+ * (/debug/pprof and under it, pprof_http.h).  A telemetry path that one
+ * of them serves is refused.  Other paths get 404, other methods 405.
  * With basic_auth_users, every route asks for a user first (401).
  */
 #ifndef MSTAT_EXPORTER_WEB_H
@@ -36,7 +36,8 @@ struct mstat_web_options {
 	const char *const *listen;  /* as mstat_web_parse_address reads them */
 	size_t nlisten;
 	const char *telemetry_path;
-	unsigned max_requests;      /* connections served at once */
+	unsigned max_requests;      /* scrapes of the metrics at once; one
+				     * more gets 503 */
 	struct mstat_webconfig *config;
 	struct mstat_scraper *scraper;
 	struct mstat_pprof_http *pprof; /* NULL: no profiles */
@@ -46,6 +47,10 @@ struct mstat_web_options {
  * err. */
 int mstat_web_start(struct mstat_web **out, const struct mstat_web_options *o,
 		    char *err, size_t errlen);
+/* Connections each listening socket accepts at once: max_requests, and
+ * as many again as answer at once what comes beyond them (web.c). */
+unsigned mstat_web_connections(const struct mstat_web_options *o);
+
 /* The addresses bound, as "host:port" lines, for the log. */
 const char *mstat_web_bound(const struct mstat_web *w, size_t i);
 size_t mstat_web_nbound(const struct mstat_web *w);
@@ -75,8 +80,9 @@ int mstat_web_parse_address(const char *addr, char *host, size_t hostlen,
 			    unsigned *port, char *err, size_t errlen);
 
 /* A telemetry path: "/" and at least one more character, printable ASCII
- * but for space, '?', '#' and '%', at most 256 bytes, and not the health
- * endpoint's.  0, or -1 with why in err. */
+ * but for space, '?', '#' and '%', at most 256 bytes, and no path a route
+ * serves (the landing page, the health endpoint, /debug/pprof and under
+ * it).  0, or -1 with why in err. */
 int mstat_web_check_path(const char *path, char *err, size_t errlen);
 
 #endif /* MSTAT_EXPORTER_WEB_H */

@@ -31,7 +31,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -43,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "clock.h"
 #include "killed.h"
 #include "layout.h"
@@ -69,18 +69,46 @@ static const char *const lib_dirs[] = {
 
 static volatile pid_t child; /* 0 once reaped */
 
-static void
-usage(FILE *f)
-{
-	fputs("usage: mstat-run [--name NAME] [--summary FILE] -- CMD [ARGS...]\n"
-	      "  Runs CMD with libmstatshm preloaded (children inherit it).\n"
-	      "  --name NAME     the name readers show (MSTAT_NAME)\n"
-	      "  --summary FILE  write CMD's final heap totals as JSON to FILE\n"
-	      "                  (- for standard output) when it exits\n",
-	      f);
-}
+struct options {
+	const char *name;    /* --name: MSTAT_NAME */
+	const char *summary; /* --summary: a file, or "-" */
+};
 
 #define say(...) mstat_text_say("mstat-run", __VA_ARGS__)
+
+/* --summary: "-", or a file that can be written, checked before the
+ * command runs, not after. */
+static int
+summary_file(const char *v, void *dst, char *why, size_t len)
+{
+	if (strcmp(v, "-") != 0 && mstat_outfile_check(v, why, len) < 0)
+		return -1;
+	*(const char **)dst = v;
+	return 0;
+}
+
+static const struct mstat_cli_option options[] = {
+	{ .name = "name", .letter = 'n', .arg = "NAME",
+	  MSTAT_CLI_TEXT(struct options, name, 63), .want = "a name",
+	  .help = "the name readers show for CMD: sets MSTAT_NAME" },
+	{ .name = "summary", .letter = 's', .arg = "FILE",
+	  MSTAT_CLI_PARSE(struct options, summary, summary_file),
+	  .want = "a file name, or - for standard output",
+	  .help = "when CMD exits, write its final heap totals as JSON to "
+		  "FILE (- for standard output)" },
+	{ .name = "help", .letter = 'h', .kind = MSTAT_CLI_KIND_HELP,
+	  .help = "this text" },
+};
+
+static const struct mstat_cli cli = {
+	.program = "mstat-run",
+	.synopsis = "mstat-run [options] -- CMD [ARGS...]",
+	.about = "Runs CMD with libmstatshm preloaded (children inherit it).",
+	.options = options,
+	.n = sizeof(options) / sizeof(options[0]),
+	.column = 22,
+	.operands = true,
+};
 
 /* The absolute path of libmstatshm next to this executable, or NULL. */
 static char *
@@ -307,83 +335,54 @@ collect(const struct mstat_report *rep, pid_t pid, struct mstat_snapshot *s,
 	return rc < 0 ? -1 : 0;
 }
 
-int
-main(int argc, char **argv)
+/* What a run holds between its steps. */
+struct run {
+	char **cmd;
+	int listener;     /* the report socket */
+	int exec_pipe[2]; /* CMD's exec() failing, told apart from its exit */
+};
+
+/* The library preloaded, the name set, the report socket listening and
+ * the exec pipe made: 0, or -1 having said why. */
+static int
+prepare(const struct options *o, struct run *r)
 {
-	static const struct option opts[] = {
-		{ "name", required_argument, NULL, 'n' },
-		{ "summary", required_argument, NULL, 's' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *name = NULL, *summary = NULL;
-	int c;
-
-	while ((c = getopt_long(argc, argv, "+n:s:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'n':
-			name = optarg;
-			break;
-		case 's':
-			summary = optarg;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return EXIT_OWN;
-		}
-	}
-	if (optind >= argc) {
-		fprintf(stderr, "mstat-run: no command given\n");
-		usage(stderr);
-		return EXIT_OWN;
-	}
-	/* A summary that could not be written is refused before CMD runs,
-	 * not after it. */
-	char why_summary[512];
-	if (summary && strcmp(summary, "-") != 0 &&
-	    mstat_outfile_check(summary, why_summary, sizeof(why_summary)) < 0) {
-		say("%s", why_summary);
-		return EXIT_OWN;
-	}
-	if (name && (!*name || strlen(name) >= 64)) {
-		fprintf(stderr, "mstat-run: --name: 1 to 63 bytes\n");
-		return EXIT_OWN;
-	}
-	if (mstat_killed_env(&grace, why_summary, sizeof(why_summary)) < 0) {
-		say("%s", why_summary);
-		return EXIT_OWN;
-	}
-	char **cmd = argv + optind;
-
 	char *lib = find_library();
+
 	if (!lib) {
-		fprintf(stderr, "mstat-run: %s not found next to this program "
-				"(looked in ../lib and %s)\n", LIB_NAME,
-			MSTAT_RUN_LIBDIR_REL);
-		return EXIT_OWN;
+		say("%s not found next to this program (looked in ../lib and "
+		    "%s)", LIB_NAME, MSTAT_RUN_LIBDIR_REL);
+		return -1;
 	}
-	if (set_preload(lib) < 0 || (name && setenv(MSTAT_ENV_NAME, name, 1) < 0))
-		return EXIT_OWN;
+	if (set_preload(lib) < 0 ||
+	    (o->name && setenv(MSTAT_ENV_NAME, o->name, 1) < 0)) {
+		free(lib);
+		return -1;
+	}
 	free(lib);
 
 	char report[MSTAT_REPORT_NAME_MAX];
-	int listener = mstat_report_listen(report, sizeof(report));
-	if (listener < 0 || setenv(MSTAT_ENV_REPORT, report, 1) < 0) {
-		say("report socket: %s", strerror(listener < 0 ? -listener : errno));
-		return EXIT_OWN;
+	r->listener = mstat_report_listen(report, sizeof(report));
+	if (r->listener < 0 || setenv(MSTAT_ENV_REPORT, report, 1) < 0) {
+		say("report socket: %s",
+		    strerror(r->listener < 0 ? -r->listener : errno));
+		return -1;
 	}
 	/* CMD's exec() failing is told apart from CMD exiting 126 or 127:
 	 * the errno comes through this pipe, which a successful exec()
 	 * closes. */
-	int exec_pipe[2];
-	if (pipe2(exec_pipe, O_CLOEXEC) < 0) {
-		perror("mstat-run: pipe");
-		return EXIT_OWN;
+	if (pipe2(r->exec_pipe, O_CLOEXEC) < 0) {
+		say("pipe: %s", strerror(errno));
+		return -1;
 	}
+	return 0;
+}
 
+/* Forks and execs CMD; in the parent, returns exec()'s errno, 0 if CMD
+ * runs, or -1 if the fork failed (said). */
+static int
+start(struct run *r)
+{
 	/* As system() does: the terminal's SIGINT and SIGQUIT reach CMD, which
 	 * shares our process group; a signal sent to us alone is passed on. */
 	signal(SIGINT, SIG_IGN);
@@ -395,8 +394,8 @@ main(int argc, char **argv)
 	fflush(NULL);
 	child = fork();
 	if (child < 0) {
-		perror("mstat-run: fork");
-		return EXIT_OWN;
+		say("fork: %s", strerror(errno));
+		return -1;
 	}
 	if (child == 0) {
 		char pid[24];
@@ -406,21 +405,27 @@ main(int argc, char **argv)
 		signal(SIGHUP, SIG_DFL);
 		snprintf(pid, sizeof(pid), "%d", (int)getpid());
 		setenv(MSTAT_ENV_REPORT_PID, pid, 1);
-		execvp(cmd[0], cmd);
+		execvp(r->cmd[0], r->cmd);
 		int err = errno;
-		(void)!write(exec_pipe[1], &err, sizeof(err));
+		(void)!write(r->exec_pipe[1], &err, sizeof(err));
 		_exit(err == ENOENT ? 127 : 126);
 	}
-	close(exec_pipe[1]);
+	close(r->exec_pipe[1]);
 	int exec_err = 0;
 	ssize_t got;
-	while ((got = read(exec_pipe[0], &exec_err, sizeof(exec_err))) < 0 &&
+	while ((got = read(r->exec_pipe[0], &exec_err, sizeof(exec_err))) < 0 &&
 	       errno == EINTR)
 		;
-	close(exec_pipe[0]);
-	if (got != sizeof(exec_err))
-		exec_err = 0;
+	close(r->exec_pipe[0]);
+	return got == sizeof(exec_err) ? exec_err : 0;
+}
 
+/* CMD has been started (`exec_err`: or could not be run): waits for its
+ * end, takes its totals, reaps it, says what was not counted and writes
+ * the summary.  Returns the exit status. */
+static int
+finish(const struct options *o, struct run *r, int exec_err)
+{
 	/* Wait for CMD's end without reaping it: its pid stays ours. */
 	siginfo_t si;
 	int rc;
@@ -428,26 +433,26 @@ main(int argc, char **argv)
 		rc = waitid(P_PID, (id_t)child, &si, WEXITED | WNOWAIT);
 	while (rc < 0 && errno == EINTR);
 	if (rc < 0) {
-		perror("mstat-run: waitid");
+		say("waitid: %s", strerror(errno));
 		return EXIT_OWN;
 	}
 
 	struct mstat_snapshot *snap = malloc(sizeof(*snap));
 	struct mstat_report rep;
-	bool reported = !exec_err && mstat_report_take(listener, child, &rep);
+	bool reported = !exec_err && mstat_report_take(r->listener, child, &rep);
 	char seg_name[64], why[500];
 	bool counted = false;
 	struct ended e = { .pid = si.si_pid,
 			   .end_ns = mstat_clock_ns(CLOCK_REALTIME) };
 	if (exec_err)
-		snprintf(why, sizeof(why), "cannot run %s: %s", cmd[0],
+		snprintf(why, sizeof(why), "cannot run %s: %s", r->cmd[0],
 			 strerror(exec_err));
 	else if (!snap)
 		snprintf(why, sizeof(why), "out of memory");
 	else
 		counted = collect(reported ? &rep : NULL, child, snap, seg_name,
 				  sizeof(seg_name), &e, why, sizeof(why)) == 0;
-	close(listener);
+	close(r->listener);
 
 	int status;
 	while (waitpid(child, &status, 0) < 0 && errno == EINTR)
@@ -461,15 +466,48 @@ main(int argc, char **argv)
 	if (exec_err)
 		say("%s", why);
 	else if (!counted)
-		say("%s was not counted: %s", cmd[0], why);
-	e.name = counted ? seg_name : name ? name : cmd[0];
+		say("%s was not counted: %s", r->cmd[0], why);
+	e.name = counted ? seg_name : o->name ? o->name : r->cmd[0];
 	e.snap = counted ? snap : NULL;
 	/* A signal ended it, whatever the segment says: one that came after
 	 * the end of its exit (its last count) is not in there. */
 	e.killed = WIFSIGNALED(status) || (counted && snap->state == MSTAT_KILLED);
-	if (summary && write_summary(summary, cmd, status, &e, why,
-				     reported ? rep.status : NULL) < 0)
+	if (o->summary && write_summary(o->summary, r->cmd, status, &e, why,
+					reported ? rep.status : NULL) < 0)
 		result = EXIT_OWN;
 	free(snap);
 	return result;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct options o = { 0 };
+	struct run r = { 0 };
+	char why[512];
+	int next;
+
+	switch (mstat_cli_parse(&cli, &o, argc, argv, &next)) {
+	case MSTAT_CLI_DONE:
+		return 0;
+	case MSTAT_CLI_REFUSED:
+		return EXIT_OWN;
+	case MSTAT_CLI_OK:
+		break;
+	}
+	if (next >= argc) {
+		say("no command given: %s", cli.synopsis);
+		return EXIT_OWN;
+	}
+	if (mstat_killed_env(&grace, why, sizeof(why)) < 0) {
+		say("%s", why);
+		return EXIT_OWN;
+	}
+	r.cmd = argv + next;
+	if (prepare(&o, &r) < 0)
+		return EXIT_OWN;
+	int exec_err = start(&r);
+	if (exec_err < 0)
+		return EXIT_OWN;
+	return finish(&o, &r, exec_err);
 }

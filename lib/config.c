@@ -11,10 +11,13 @@
 
 enum kind { KIND_FLAG, KIND_NUMBER, KIND_BYTES, KIND_MODE, KIND_TEXT };
 
+/* The longest name a variable may have; a longer one stops the build. */
+#define NAME_MAX_LEN 23
+
 /* The list, without its documentation, and with no pointer: nothing the
  * loader relocates at every start. */
 static const struct var {
-	char name[24];
+	char name[NAME_MAX_LEN + 1];
 	unsigned char kind; /* enum kind */
 	uint64_t dflt, min, max;
 } vars[] = {
@@ -23,6 +26,14 @@ static const struct var {
 	MSTAT_CONFIG(MSTAT_X)
 #undef MSTAT_X
 };
+
+/* Each name with its terminating NUL fits: C would otherwise drop the
+ * NUL of a name of exactly 24 bytes, and only warn of a longer one. */
+#define MSTAT_X(id, name, ...)                                                \
+	_Static_assert(sizeof(name) <= NAME_MAX_LEN + 1,                      \
+		       name " is longer than NAME_MAX_LEN (lib/config.c)");
+MSTAT_CONFIG(MSTAT_X)
+#undef MSTAT_X
 
 /* `v` is set to what its kind refuses, `why`: said, and ignored. */
 static void

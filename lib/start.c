@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "allocstats.h"
 #include "clock.h"
 #include "config.h"
 #include "exec.h"
@@ -174,6 +175,7 @@ adopt(struct mstat_segment *seg, uint32_t mode, char *err, size_t errlen)
 		mstat_proc.early_requested;
 	mstat_proc.early_requested = 0;
 	mstat_rows_put(mstat_segment_slot(seg, MSTAT_SHARED_SLOT), 0, mstat_proc.early);
+	mstat_allocstats_made(seg->hdr);
 	mstat_segment_publish(seg);
 	/* Named once whole: a file the library names always holds a
 	 * published segment (segment.h). */

@@ -2,12 +2,16 @@
 # The main job: installs dependencies, builds, starts demo workloads with
 # different heap behaviour under the library, and watches them with
 # mstat-top, sorted by growth since each was first seen: the leaking one
-# rises to the top (interactive on a terminal: L, b, Enter; a few batch
-# ticks otherwise, then the call sites that hold the leaking one's heap).
+# rises to the top.  On a terminal, interactive: the top row is selected
+# until you move the selection, so Enter opens the leaking one once it is
+# on top (its size classes), s its call sites, Esc goes back, b resets
+# its baseline, q quits.  Otherwise a few batch ticks, then the call
+# sites that hold the leaking one's heap.
 #   steady      a working set renewed at a steady rate
 #   churning    bursts of short-lived objects on 4 threads
-#   leaking     keeps one object in 16; exits after 64 MiB (its row then
-#               stays, with what it never freed, per size class)
+#   leaking     keeps one object in 16; exits once it has leaked 64 MiB,
+#               in about a minute (its row then stays, with what it never
+#               freed, per size class: 64 MiB)
 #   short       lives a few seconds and exits, again and again
 #   killed      leaks as leaking does, until the demo SIGKILLs it (as the
 #               OOM killer would) after 4 s: its row turns killed, and its

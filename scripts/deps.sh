@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs what building and testing need on Debian (run as root), and
-# any further packages named as arguments (bench/run.sh names its own).
+# any further packages named as arguments (bench/run.sh names its own;
+# .ci/run those of the suite image: buildah, netavark, which buildah's
+# containers-common takes for its network stack where the first choice,
+# containernetworking-plugins, ships a service, and mmdebstrap).
 #
 # It starts nothing and enables nothing.  No package it installs, nor
 # any they pull in, ships a service (a systemd unit or an init script):
@@ -34,6 +37,8 @@ pkgs=(gcc g++ meson ninja-build pkg-config liburcu-dev libcmocka-dev
       libunwind8          # the library: stacks of sampled allocations
                           # (loaded at the first sample)
       libdw-dev zlib1g-dev # mstat-top: naming frames, gzipped pprof
+      systemtap-sdt-dev   # the library's USDT probes: sys/sdt.h
+      bpftrace            # their test: a tracer attached to them
       golang-go)          # the profile's test: go tool pprof reads it
 # Node.js and npm: the deploy suite checks the Kubernetes manifests with
 # the npm package kubernetes-models.  Debian's, where the machine has none

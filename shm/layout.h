@@ -12,7 +12,8 @@
  * A segment is one POSIX shm object, /dev/shm/mstat.<pid>.<starttime>
  * (or with a suffix .1 ... .7 when that name is taken by a live process):
  *
- *   offset 0                 control page (struct mstat_shm_header)
+ *   offset 0                 control page (struct mstat_shm_header; at
+ *                            MSTAT_ALLOC_OFFSET, struct mstat_shm_alloc)
  *   offset MSTAT_PAGE        size-class table: class_count x uint64_t
  *   offset slots_offset      slot_count x struct mstat_shm_slot, each a
  *                            whole number of pages
@@ -34,7 +35,8 @@
  * lock of another kind that never conflicts with it.
  *
  * Readers map the control page read-write (they write only `epoch`,
- * `synced_epoch` and `sample_request`) and everything else read-only.
+ * `synced_epoch`, `sample_request` and the allocator's `request`) and
+ * everything else read-only.
  */
 #ifndef MSTAT_SHM_LAYOUT_H
 #define MSTAT_SHM_LAYOUT_H
@@ -67,9 +69,18 @@
  * 5.2: the header's `killed_s` (reserved in 5.1): when a remover first
  *      found the owner killed.  Written by removers only, after the
  *      owner's death, so any segment of 5.x may get it; a reader of 5.1
- *      ignores it, and a remover of 5.1 removes a killed segment at once. */
-#define MSTAT_SHM_VERSION_MAJOR 5
-#define MSTAT_SHM_VERSION_MINOR 2 /* readers accept any minor */
+ *      ignores it, and a remover of 5.1 removes a killed segment at once.
+ * 5.3: the allocator's words (struct mstat_shm_alloc) at
+ *      MSTAT_ALLOC_OFFSET of the control page, past the header: zeros in
+ *      a segment of 5.2 or before, which read as an allocator not known
+ *      that never answered; a reader of 5.2 never looks there.
+ * 6: the lifetimes of sampled blocks: the profile's tick counter in its
+ *    head, a lifetime histogram per stack entry (whose sum is what a
+ *    stack's `free_weight` held, now reserved) and a birth word per live
+ *    sample, after the module list; 5.3's allocator words, in every
+ *    segment. */
+#define MSTAT_SHM_VERSION_MAJOR 6
+#define MSTAT_SHM_VERSION_MINOR 0 /* readers accept any minor */
 
 #define MSTAT_SHM_DIR "/dev/shm"
 #define MSTAT_SHM_PREFIX "mstat."   /* shm names: mstat.<pid>.<starttime> */
@@ -240,6 +251,64 @@ struct mstat_shm_header {
 	_Atomic uint64_t sample_request; /* (U) */
 };
 
+/*
+ * (5.3) What the library tells readers of the allocator behind it, on the
+ * control page at MSTAT_ALLOC_OFFSET: outside struct mstat_shm_header,
+ * whose size every reader of 5.x checks against its own, so that no
+ * field of the header moves (docs/memory.md says what readers make of
+ * it).
+ *
+ * Written once, before `magic`: which allocator serves the process's
+ * malloc, and the geometry of the library's own pool (lib/pool.h: the
+ * blocks sampled objects move to, then, from `pool_own_offset`, the
+ * library's own blocks).  `pool_base` is where the pool is once it is
+ * mapped, 0 before: the target writes it on its sampling path, relaxed (a
+ * value, publishing nothing).
+ *
+ * The allocator's own figures, for an allocator whose memory cannot be
+ * told from outside (jemalloc, tcmalloc), are asked for: a reader adds 1
+ * to `request` (N); the target answers at its next sampling decision,
+ * off its allocations' fast path (lib/allocstats.h), by asking its
+ * allocator and writing the figures between two stores of `seq`, odd
+ * then even (O): a reader that loads `seq` even and the same after the
+ * figures has figures of one answer.  `answered` is the request the
+ * answer saw.  The target reads `request` only to compare it with the
+ * last one it answered: a reader's value is never an index or a size.
+ */
+#define MSTAT_ALLOC_OFFSET 2048u
+
+enum mstat_allocator {
+	MSTAT_ALLOCATOR_UNKNOWN = 0, /* a segment of 5.2 or before */
+	MSTAT_ALLOCATOR_GLIBC = 1,
+	MSTAT_ALLOCATOR_JEMALLOC = 2,
+	MSTAT_ALLOCATOR_TCMALLOC = 3,
+	MSTAT_ALLOCATOR_OTHER = 4,   /* none the library knows how to ask */
+};
+
+struct mstat_shm_alloc {
+	uint32_t allocator;        /* enum mstat_allocator */
+	uint32_t pool_own_offset;  /* where the pool's own part begins */
+	uint64_t pool_size;        /* bytes of the pool's reservation */
+	_Atomic uint64_t pool_base; /* 0 until the pool is mapped */
+
+	/* The only word of it a reader writes.  Own cache line. */
+	alignas(MSTAT_CACHELINE) _Atomic uint64_t request; /* (N) */
+
+	/* The answer. */
+	alignas(MSTAT_CACHELINE) _Atomic uint64_t seq;     /* (O) */
+	_Atomic uint64_t answered;  /* the `request` it answers */
+	_Atomic uint64_t answer_ns; /* CLOCK_REALTIME it was made */
+	_Atomic uint64_t cost_ns;   /* the asking, in the thread's CPU time */
+	/* The allocator's own figures, in bytes, as it counts them: */
+	_Atomic uint64_t resident;  /* its pages, as far as it knows them
+				     * resident: blocks handed out, free ones
+				     * it keeps, its metadata */
+	_Atomic uint64_t allocated; /* handed out and not freed */
+	_Atomic uint64_t metadata;  /* its own structures */
+	_Atomic uint64_t retained;  /* mapped and given back to the system:
+				     * not resident (informative) */
+};
+
 /* Where `killed_s` is, for tools that read it from outside (tests). */
 #define MSTAT_KILLED_S_OFFSET 340u
 _Static_assert(offsetof(struct mstat_shm_header, killed_s) ==
@@ -258,6 +327,16 @@ _Static_assert(offsetof(struct mstat_shm_header, killed_s) ==
 #define MSTAT_STACKS_LIMIT (1u << 16)
 #define MSTAT_FRAMES_LIMIT (1u << 20)
 #define MSTAT_MODULES_LIMIT (1u << 12)
+/* Live sampled blocks a target remembers at most, each with a birth word
+ * (struct mstat_shm_profile). */
+#define MSTAT_LIVE_SAMPLES 32768u
+/* Lifetime buckets: bucket b holds samples freed [2^b, 2^(b+1)) ticks
+ * after they were made (bucket 0: under 2 ticks), the last 2^46 ticks and
+ * more: from under a nanosecond to hours at the rates counters run at
+ * (about 25 MHz to 5 GHz). */
+#define MSTAT_LIFETIMES 47u
+#define MSTAT_BIRTH_SHIFT 10u       /* a birth word counts 2^10 ticks */
+#define MSTAT_BIRTH_BITS 48u        /* of time, under the stack's index */
 
 /*
  * The profile region.  Only the target writes it, on its sampling path.
@@ -273,11 +352,22 @@ _Static_assert(offsetof(struct mstat_shm_header, killed_s) ==
  *     merge them.
  *   - a stack's counters are cumulative, updated with atomic adds: an
  *     allocation adds allocs, alloc_bytes and alloc_weight, the free of a
- *     sampled block the same amounts to frees, free_bytes and free_weight,
- *     each with release (K); a reader loads the frees' before the
- *     allocations', with acquire, so each is at most its allocations'.
+ *     sampled block the same amounts to frees, free_bytes and its
+ *     lifetime bucket (struct mstat_shm_lifetimes), each with release
+ *     (K); a reader loads the frees' before the allocations', with
+ *     acquire, so each is at most its allocations'.
  *   - modules [0, modules_used) are complete: each is written, then
  *     `modules_used` stored with release (L).
+ *   - births: word i is the live sampled block of the target's live-table
+ *     entry i (lib/profile.c), 0 if none: its stack entry's index + 1 in
+ *     the top 16 bits, and in the low MSTAT_BIRTH_BITS when it became the
+ *     program's, in units of 2^MSTAT_BIRTH_SHIFT ticks since `tick0`
+ *     (wrapping after years).  Stored relaxed when the block is made and
+ *     cleared when it is freed: a reader sees each word whole, the block
+ *     live or gone, and ages only the blocks of stack entries it read.
+ * `tick0` and `ns0`, the tick counter (shm/clock.h) and CLOCK_MONOTONIC
+ * read together before the first sample, give a reader the counter's
+ * rate: ticks since over nanoseconds since, as it reads both.
  * Counts may exceed the capacities (an entry asked for and refused):
  * readers bound them.
  */
@@ -289,6 +379,8 @@ struct mstat_shm_profile {
 	_Atomic uint64_t samples;      /* samples taken */
 	_Atomic uint64_t dropped;      /* samples not kept: a table was full,
 					* or /dev/shm */
+	uint64_t tick0, ns0;           /* 6: written before any entry is
+					* published (J) */
 };
 
 /*
@@ -310,7 +402,18 @@ struct mstat_shm_stack {
 	_Atomic uint64_t frees;        /* (K) sampled allocations freed */
 	_Atomic uint64_t free_bytes;
 	_Atomic uint64_t alloc_weight; /* 5.1: the sum of their weights */
-	_Atomic uint64_t free_weight;  /* (K) 5.1 */
+	uint64_t reserved1;            /* 5.x: free_weight, the sum of the
+					* freed weights: in 6, of the stack's
+					* lifetime buckets */
+};
+
+/* The lifetimes of a stack entry's freed samples (6): entry i of the
+ * lifetime table is stack entry i's.  Bucket b sums the weights of its
+ * samples freed [2^b, 2^(b+1)) ticks after they were made (bucket 0: 0 or
+ * 1 tick; the last, 2^46 and more), each added with release (K). */
+struct mstat_shm_lifetimes {
+	_Atomic uint64_t freed[MSTAT_LIFETIMES];
+	uint64_t reserved0;
 };
 
 /* A loaded object: the addresses of its loaded segments, its load bias
@@ -328,9 +431,15 @@ struct mstat_shm_module {
 	(MSTAT_PROFILE_STACKS_OFFSET + (uint64_t)(stacks) * sizeof(struct mstat_shm_stack))
 #define MSTAT_PROFILE_MODULES_OFFSET(stacks, frames)                         \
 	(MSTAT_PROFILE_FRAMES_OFFSET(stacks) + (uint64_t)(frames) * sizeof(uint64_t))
+#define MSTAT_PROFILE_LIFETIMES_OFFSET(stacks, frames, modules)              \
+	(MSTAT_PROFILE_MODULES_OFFSET(stacks, frames) +                      \
+	 (uint64_t)(modules) * sizeof(struct mstat_shm_module))
+#define MSTAT_PROFILE_BIRTHS_OFFSET(stacks, frames, modules)                 \
+	(MSTAT_PROFILE_LIFETIMES_OFFSET(stacks, frames, modules) +           \
+	 (uint64_t)(stacks) * sizeof(struct mstat_shm_lifetimes))
 #define MSTAT_PROFILE_SIZE(stacks, frames, modules)                          \
-	MSTAT_ALIGN_UP(MSTAT_PROFILE_MODULES_OFFSET(stacks, frames) +        \
-			       (uint64_t)(modules) * sizeof(struct mstat_shm_module), \
+	MSTAT_ALIGN_UP(MSTAT_PROFILE_BIRTHS_OFFSET(stacks, frames, modules) + \
+			       (uint64_t)MSTAT_LIVE_SAMPLES * sizeof(uint64_t), \
 		       MSTAT_PAGE)
 
 /*
@@ -417,6 +526,13 @@ _Static_assert(ATOMIC_INT_LOCK_FREE == 2, "32-bit atomics must be lock-free");
 _Static_assert(sizeof(_Atomic uint64_t) == 8, "atomic counters are plain words");
 _Static_assert(sizeof(struct mstat_shm_header) <= MSTAT_PAGE,
 	       "the header fits the control page");
+_Static_assert(sizeof(struct mstat_shm_header) <= MSTAT_ALLOC_OFFSET &&
+		       MSTAT_ALLOC_OFFSET + sizeof(struct mstat_shm_alloc) <= MSTAT_PAGE &&
+		       MSTAT_ALLOC_OFFSET % MSTAT_CACHELINE == 0,
+	       "the allocator's words are on the control page, past the header");
+_Static_assert(offsetof(struct mstat_shm_alloc, request) == MSTAT_CACHELINE &&
+		       offsetof(struct mstat_shm_alloc, seq) == 2 * MSTAT_CACHELINE,
+	       "a reader's request and the target's answer on lines of their own");
 _Static_assert(offsetof(struct mstat_shm_header, epoch) % MSTAT_CACHELINE == 0,
 	       "epoch starts its own cache line");
 _Static_assert(offsetof(struct mstat_shm_header, name) == 88,
@@ -440,6 +556,12 @@ _Static_assert(sizeof(struct mstat_shm_profile) <= MSTAT_PROFILE_STACKS_OFFSET,
 _Static_assert(sizeof(struct mstat_shm_stack) == MSTAT_CACHELINE,
 	       "a stack entry is one line");
 _Static_assert(sizeof(struct mstat_shm_module) == 288, "a module entry is packed");
+_Static_assert(sizeof(struct mstat_shm_lifetimes) == 6 * MSTAT_CACHELINE,
+	       "a lifetime entry is six lines, and the births after them "
+	       "aligned");
+_Static_assert(MSTAT_STACKS < (1u << (64 - MSTAT_BIRTH_BITS)),
+	       "a birth word holds the index + 1 of every stack entry a "
+	       "writer makes");
 _Static_assert((MSTAT_STACKS & (MSTAT_STACKS - 1)) == 0, "stack table: a power of two");
 _Static_assert(MSTAT_SEGMENT_SIZE(MSTAT_CLASS_COUNT, MSTAT_SLOTS_MAX) < (UINT64_C(1) << 32),
 	       "offsets fit 32 bits");

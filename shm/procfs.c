@@ -5,7 +5,9 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -228,6 +230,25 @@ number(const char **p, uint64_t *v)
 	*p = s;
 	*v = n;
 	return true;
+}
+
+bool
+mstat_proc_exiting(pid_t pid)
+{
+	char path[64], buf[1024];
+
+	proc_path(path, pid, "stat");
+	if (slurp(path, buf, sizeof(buf)) < 0)
+		return false;
+	/* Counted from the last ')', as above: flags is field 9. */
+	char *p = strrchr(buf, ')');
+	for (int field = 2; p && field < 9; field++)
+		p = strchr(p + 1, ' ');
+	if (!p)
+		return false;
+	const char *f = p + 1;
+	uint64_t flags;
+	return number(&f, &flags) && (flags & 0x4) != 0; /* PF_EXITING */
 }
 
 static const char *
@@ -549,4 +570,312 @@ mstat_proc_start_ns(uint64_t boot_ns, uint64_t start_ticks)
 		return 0;
 	return boot_ns + start_ticks / (uint64_t)hz * 1000000000u +
 	       start_ticks % (uint64_t)hz * 1000000000u / (uint64_t)hz;
+}
+
+/* ---- resident memory ---- */
+
+/* The number of kB on the line "<key>:" of status text, in bytes. */
+static bool
+status_kb(const char *text, const char *key, uint64_t *bytes)
+{
+	size_t kl = strlen(key);
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n'), l = l ? l + 1 : l) {
+		if (strncmp(l, key, kl) != 0 || l[kl] != ':')
+			continue;
+		const char *p = skip_blanks(l + kl + 1);
+		uint64_t v;
+		if (!number(&p, &v) || strncmp(p, " kB", 3) != 0 || v > UINT64_MAX / 1024)
+			return false;
+		*bytes = v * 1024;
+		return true;
+	}
+	return false;
+}
+
+int
+mstat_proc_rss_parse(const char *text, struct mstat_proc_rss *out)
+{
+	if (!status_kb(text, "VmRSS", &out->rss) ||
+	    !status_kb(text, "RssAnon", &out->anon) ||
+	    !status_kb(text, "RssFile", &out->file) ||
+	    !status_kb(text, "RssShmem", &out->shmem))
+		return -EPROTO;
+	return 0;
+}
+
+int
+mstat_proc_rss(pid_t pid, struct mstat_proc_rss *out)
+{
+	char path[64], buf[16384];
+	ssize_t len;
+
+	proc_path(path, pid, "status");
+	if ((len = slurp(path, buf, sizeof(buf))) < 0)
+		return (int)len;
+	return mstat_proc_rss_parse(buf, out);
+}
+
+int
+mstat_proc_statm(pid_t pid, uint64_t *resident, uint64_t *shared)
+{
+	char path[64], buf[256];
+	const char *p = buf;
+	uint64_t size;
+	ssize_t len;
+
+	proc_path(path, pid, "statm");
+	if ((len = slurp(path, buf, sizeof(buf))) < 0)
+		return (int)len;
+	/* "size resident shared text lib data dt", in pages */
+	if (!number(&p, &size) || *p++ != ' ' || !number(&p, resident) ||
+	    *p++ != ' ' || !number(&p, shared))
+		return -EPROTO;
+	return 0;
+}
+
+/* ---- mappings ---- */
+
+/* The hexadecimal number at *p, moving *p past it. */
+static bool
+hex(const char **p, uint64_t *v)
+{
+	const char *s = *p;
+	uint64_t n = 0;
+	int digits = 0;
+
+	for (;; s++, digits++) {
+		unsigned d;
+		if (*s >= '0' && *s <= '9')
+			d = (unsigned)(*s - '0');
+		else if (*s >= 'a' && *s <= 'f')
+			d = (unsigned)(*s - 'a' + 10);
+		else
+			break;
+		if (digits == 16)
+			return false;
+		n = n << 4 | d;
+	}
+	*p = s;
+	*v = n;
+	return digits > 0;
+}
+
+int
+mstat_proc_map_parse(char *line, struct mstat_proc_map *m)
+{
+	const char *p = line;
+	uint64_t maj, min;
+
+	/* "start-end perms offset major:minor inode   name" */
+	if (!hex(&p, &m->start) || *p++ != '-' || !hex(&p, &m->end) ||
+	    *p++ != ' ' || m->end < m->start)
+		return -EPROTO;
+	for (int i = 0; i < 4; i++) {
+		if (!*p || *p == ' ')
+			return -EPROTO;
+		m->perms[i] = *p++;
+	}
+	m->perms[4] = '\0';
+	if (*p++ != ' ' || !hex(&p, &m->offset) || *p++ != ' ' ||
+	    !hex(&p, &maj) || *p++ != ':' || !hex(&p, &min) || *p++ != ' ' ||
+	    !number(&p, &m->ino) || maj > UINT32_MAX || min > UINT32_MAX)
+		return -EPROTO;
+	m->dev_major = (uint32_t)maj;
+	m->dev_minor = (uint32_t)min;
+	m->name = skip_blanks(p);
+	return 0;
+}
+
+int
+mstat_proc_maps_open(struct mstat_proc_maps *m, pid_t pid)
+{
+	char path[64];
+
+	proc_path(path, pid, "maps");
+	m->len = m->off = 0;
+	m->eof = false;
+	m->fd = open(path, O_RDONLY | O_CLOEXEC);
+	return m->fd < 0 ? -errno : 0;
+}
+
+/* More of the file after what is left in the buffer: false at its end
+ * (or on an error: -errno in *rc). */
+static bool
+maps_fill(struct mstat_proc_maps *m, int *rc)
+{
+	ssize_t n;
+
+	memmove(m->buf, m->buf + m->off, m->len - m->off);
+	m->len -= m->off;
+	m->off = 0;
+	if (m->eof || m->len == sizeof(m->buf) - 1)
+		return false;
+	do
+		n = read(m->fd, m->buf + m->len, sizeof(m->buf) - 1 - m->len);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		*rc = -errno;
+	if (n <= 0) {
+		m->eof = true;
+		return false;
+	}
+	m->len += (size_t)n;
+	return true;
+}
+
+int
+mstat_proc_maps_next(struct mstat_proc_maps *m, struct mstat_proc_map *out)
+{
+	int rc = 0;
+	char *nl;
+
+	/* A line is at most a path (PATH_MAX) and 100 bytes: the buffer
+	 * holds any whole. */
+	while (!(nl = memchr(m->buf + m->off, '\n', m->len - m->off)) &&
+	       maps_fill(m, &rc))
+		;
+	if (rc < 0)
+		return rc;
+	if (m->off == m->len)
+		return 0;
+	char *line = m->buf + m->off;
+	if (!nl && !m->eof)
+		return -EPROTO; /* longer than the buffer: not a maps line */
+	if (!nl)
+		nl = m->buf + m->len; /* the last line, without its line feed */
+	*nl = '\0';
+	m->off = nl == m->buf + m->len ? m->len : (size_t)(nl - m->buf) + 1;
+	return mstat_proc_map_parse(line, out) < 0 ? -EPROTO : 1;
+}
+
+void
+mstat_proc_maps_close(struct mstat_proc_maps *m)
+{
+	if (m->fd >= 0)
+		close(m->fd);
+	m->fd = -1;
+}
+
+/* ---- pages in memory ---- */
+
+int
+mstat_proc_pagemap_open(pid_t pid)
+{
+	char path[64];
+	int fd;
+
+	proc_path(path, pid, "pagemap");
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* PAGEMAP_SCAN (Linux 6.7, linux/fs.h), spelled out for older headers. */
+struct pm_region {
+	uint64_t start, end, categories;
+};
+struct pm_scan {
+	uint64_t size, flags, start, end, walk_end, vec, vec_len, max_pages;
+	uint64_t category_inverted, category_mask, category_anyof_mask;
+	uint64_t return_mask;
+};
+#define PM_SCAN _IOWR('f', 16, struct pm_scan)
+#define PM_PRESENT (UINT64_C(1) << 3)
+#define PM_PFNZERO (UINT64_C(1) << 5)
+#define PAGEMAP_PRESENT (UINT64_C(1) << 63)
+
+/* What the kernel's PAGEMAP_SCAN takes: 0 not tried yet, 1 present pages
+ * but the zero page, 2 present pages, 3 nothing (an older kernel).
+ * Relaxed: every thread finds out the same. */
+static _Atomic int scan_kind;
+
+/* The runs by PAGEMAP_SCAN: their bytes, or -errno (-ENOTTY: the kernel
+ * has none). */
+static int64_t
+resident_scan(int fd, uint64_t start, uint64_t end,
+	      void (*run)(void *, uint64_t, uint64_t), void *arg)
+{
+	struct pm_region r[64];
+	int64_t bytes = 0;
+	int kind = atomic_load_explicit(&scan_kind, memory_order_relaxed);
+
+	while (start < end) {
+		struct pm_scan q = {
+			.size = sizeof(q), .start = start, .end = end,
+			.vec = (uint64_t)(uintptr_t)r, .vec_len = 64,
+			.category_inverted = kind == 2 ? 0 : PM_PFNZERO,
+			.category_mask = PM_PRESENT | (kind == 2 ? 0 : PM_PFNZERO),
+			.return_mask = PM_PRESENT,
+		};
+		/* Written by the kernel, through a pointer in q: zeros first,
+		 * for tools that cannot follow it (valgrind). */
+		memset(r, 0, sizeof(r));
+		int n = ioctl(fd, PM_SCAN, &q);
+		if (n < 0 && errno == EINVAL && kind != 2) {
+			/* A kernel that has no PAGE_IS_PFNZERO. */
+			atomic_store_explicit(&scan_kind, kind = 2, memory_order_relaxed);
+			continue;
+		}
+		if (n < 0)
+			return -errno;
+		for (int i = 0; i < n; i++) {
+			bytes += (int64_t)(r[i].end - r[i].start);
+			if (run)
+				run(arg, r[i].start, r[i].end);
+		}
+		if (q.walk_end <= start)
+			break; /* no progress: cannot be */
+		start = q.walk_end;
+	}
+	if (kind == 0)
+		atomic_store_explicit(&scan_kind, 1, memory_order_relaxed);
+	return bytes;
+}
+
+/* The same from pagemap's entries, a page at a time. */
+static int64_t
+resident_read(int fd, uint64_t start, uint64_t end,
+	      void (*run)(void *, uint64_t, uint64_t), void *arg)
+{
+	uint64_t e[512], from = 0;
+	int64_t bytes = 0;
+	bool in = false;
+
+	for (uint64_t a = start; a < end;) {
+		uint64_t pages = (end - a) / 4096;
+		if (pages > 512)
+			pages = 512;
+		ssize_t n = pread(fd, e, pages * 8, (off_t)(a / 4096 * 8));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0 || n % 8)
+			return n < 0 ? -errno : -EIO;
+		for (ssize_t i = 0; i < n / 8; i++, a += 4096) {
+			bool present = e[i] & PAGEMAP_PRESENT;
+			if (present && !in)
+				from = a;
+			if (!present && in && run)
+				run(arg, from, a);
+			bytes += present ? 4096 : 0;
+			in = present;
+		}
+	}
+	if (in && run)
+		run(arg, from, end);
+	return bytes;
+}
+
+int64_t
+mstat_proc_resident(int fd, uint64_t start, uint64_t end,
+		    void (*run)(void *arg, uint64_t start, uint64_t end), void *arg)
+{
+	if (start >= end || start % 4096 || end % 4096)
+		return start == end ? 0 : -EINVAL;
+	if (atomic_load_explicit(&scan_kind, memory_order_relaxed) != 3) {
+		int64_t b = resident_scan(fd, start, end, run, arg);
+		if (b != -ENOTTY && b != -EINVAL)
+			return b;
+		atomic_store_explicit(&scan_kind, 3, memory_order_relaxed);
+	}
+	return resident_read(fd, start, end, run, arg);
 }

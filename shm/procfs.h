@@ -28,6 +28,11 @@ int mstat_proc_start_time(pid_t pid, uint64_t *start_time);
 /* The same, and its state letter (field 3: R, S, T, Z for a zombie, ...). */
 int mstat_proc_stat(pid_t pid, uint64_t *start_time, char *state);
 
+/* Whether `pid` is exiting (PF_EXITING, in /proc/<pid>/stat field 9):
+ * dying, its descriptors (and so its locks) closed or being closed, not
+ * a zombie yet.  False if it cannot tell. */
+bool mstat_proc_exiting(pid_t pid);
+
 /* Whether `state` (/proc/<pid>/stat field 3) is a stopped process. */
 static inline bool
 mstat_proc_state_stopped(char state)
@@ -146,6 +151,66 @@ ssize_t mstat_read_small(const char *path, char *buf, size_t len);
  * machine, cgroup limits included (/proc/vmstat oom_kill): 0 or
  * -errno. */
 int mstat_proc_vmstat_oom(uint64_t *n);
+
+/* What /proc/<pid>/status says of a process's resident memory, in
+ * bytes: VmRSS and the three counters the kernel adds it up from, so that
+ * rss == anon + file + shmem. */
+struct mstat_proc_rss {
+	uint64_t rss, anon, file, shmem;
+};
+/* 0 or -errno (-EPROTO: a line missing, as for a zombie or a kernel
+ * thread). */
+int mstat_proc_rss(pid_t pid, struct mstat_proc_rss *out);
+/* The same from the text of such a file. */
+int mstat_proc_rss_parse(const char *text, struct mstat_proc_rss *out);
+/* Its resident pages and those of them that are files' or shared memory
+ * (/proc/<pid>/statm: the same counters as the status's, a third of its
+ * cost to read): 0 or -errno. */
+int mstat_proc_statm(pid_t pid, uint64_t *resident, uint64_t *shared);
+
+/*
+ * The mappings of a process, as /proc/<pid>/maps lists them (in address
+ * order), a line at a time through the caller's buffer: no allocation.
+ * Reading them needs ptrace access to the process in read mode (its
+ * user, or CAP_SYS_PTRACE): -EACCES otherwise.
+ */
+struct mstat_proc_map {
+	uint64_t start, end, offset, ino;
+	uint32_t dev_major, dev_minor;
+	char perms[5];      /* "rw-p" */
+	const char *name;   /* "" if anonymous; "[heap]", "[stack]", a path:
+			     * in the iterator's buffer until the next call,
+			     * cut at 4095 bytes */
+};
+struct mstat_proc_maps {
+	int fd;
+	size_t len, off;
+	bool eof;
+	char buf[8192];
+};
+/* 0 or -errno. */
+int mstat_proc_maps_open(struct mstat_proc_maps *m, pid_t pid);
+/* The next mapping into *out: 1, 0 at the end, or -errno (-EPROTO: a
+ * line that is not one). */
+int mstat_proc_maps_next(struct mstat_proc_maps *m, struct mstat_proc_map *out);
+void mstat_proc_maps_close(struct mstat_proc_maps *m);
+/* One line of it, NUL-terminated, into *out: 0 or -EPROTO. */
+int mstat_proc_map_parse(char *line, struct mstat_proc_map *out);
+
+/* /proc/<pid>/pagemap, opened (the same access as its maps): the
+ * descriptor, or -errno. */
+int mstat_proc_pagemap_open(pid_t pid);
+/*
+ * The pages of [start, end) (page-aligned) that are in memory, as the
+ * kernel counts a process's resident pages: present, and not the shared
+ * zero page (told apart where the kernel has PAGEMAP_SCAN, Linux 6.7;
+ * before it, from pagemap's entries, which count that page too).  Their
+ * bytes, or -errno; `run`, if not NULL, is called with each run of them
+ * in address order.
+ */
+int64_t mstat_proc_resident(int pagemap, uint64_t start, uint64_t end,
+			    void (*run)(void *arg, uint64_t start, uint64_t end),
+			    void *arg);
 
 /* CLOCK_REALTIME nanoseconds a process started, from its start time in
  * clock ticks after boot; 0 if unknown. */

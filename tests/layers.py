@@ -1,16 +1,20 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
-"""The layers: a file of shm/, core/ or lib/ includes nothing from a
-folder above it.  The order is include/ < shm/ < lib/, core/ < top/,
-exporter/, launcher/: shm/ may include from include/ only (the public
-header), lib/ and core/ from shm/ and include/.
+"""The layers: a file includes nothing from a folder above it.  The
+order is include/ < shm/ < lib/, core/ < top/, exporter/, launcher/: shm/
+may include from include/ only (the public header), lib/ and core/ from
+shm/ and include/, the programs from core/, shm/ and include/ (never
+lib/: they do not count themselves), and no program includes a header
+private to core/ (core/sampler.h, the core's state: core.h is its
+interface).
 
 Each `#include "..."` is resolved as the compiler does, against the
 file's own folder first and then the folders its layer may use; one
 found only in a folder it may not use, or nowhere, fails the test, with
-the line.  The build sees part of this (core/'s target is given no
-folder of the programs above it); this sees what it cannot: shm/ and
-core/ are given lib/ while the public header lives there."""
+the line.  The build sees most of this (each folder's target is given
+the include folders it may use, and no other); this sees what it cannot:
+a path such as "../top/ui.h", which the compiler finds from the file's
+own folder whatever include folders the target has."""
 import os
 import re
 import sys
@@ -19,10 +23,27 @@ MAY = {
     "shm": ["include"],
     "lib": ["shm", "include"],
     "core": ["shm", "include"],
+    "top": ["core", "shm", "include"],
+    "exporter": ["core", "shm", "include"],
+    "launcher": ["core", "shm", "include"],
 }
 FOLDERS = ["include", "shm", "lib", "core", "top", "exporter", "launcher"]
+# Headers private to their folder: the struct of the core's state
+# (core/core.h is its interface).
+PRIVATE = {"core/sampler.h"}
 
 root = sys.argv[1] if len(sys.argv) > 1 else "."
+
+
+def found_in(folder, inc):
+    """Whether `inc`, looked for in `folder`, is a file of that folder
+    ("../top/ui.h" looked for in core/ is top/'s, not core/'s)."""
+    path = os.path.normpath(os.path.join(root, folder, inc))
+    return (os.path.exists(path) and
+            os.path.dirname(path) == os.path.normpath(os.path.join(root,
+                                                                   folder)))
+
+
 bad = []
 for layer, may in MAY.items():
     folder = os.path.join(root, layer)
@@ -36,11 +57,16 @@ for layer, may in MAY.items():
                 if not m:
                     continue
                 inc = m.group(1)
-                if any(os.path.exists(os.path.join(root, d, inc))
-                       for d in [layer] + may):
+                private = [d for d in may if found_in(d, inc) and
+                           d + "/" + os.path.basename(inc) in PRIVATE]
+                if private:
+                    bad.append("%s/%s:%d: includes %s/%s, private to %s/ "
+                               "(its interface is core.h)" %
+                               (layer, name, no, private[0], inc, private[0]))
                     continue
-                where = [d for d in FOLDERS
-                         if os.path.exists(os.path.join(root, d, inc))]
+                if any(found_in(d, inc) for d in [layer] + may):
+                    continue
+                where = [d for d in FOLDERS if found_in(d, inc)]
                 bad.append("%s/%s:%d: includes %s, from %s: %s/ may include "
                            "from %s only" % (layer, name, no, inc,
                                              ", ".join(d + "/" for d in where)

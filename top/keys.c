@@ -207,8 +207,7 @@ set_interval(struct mstat_ui *ui, unsigned ms)
 	if (ms > 60000)
 		ms = 60000;
 	ui->interval_ms = ms;
-	atomic_store(&ui->core->interval_ms, ms);
-	mstat_core_wake(ui->core);
+	mstat_core_set_interval_ms(ui->core, ms);
 	return MSTAT_KEY_REDRAW;
 }
 

@@ -7,7 +7,6 @@
 #include <ctype.h>
 #include <curses.h>
 #include <errno.h>
-#include <getopt.h>
 #include <langinfo.h>
 #include <locale.h>
 #include <stdio.h>
@@ -17,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "clock.h"
 #include "columns.h"
 #include "killed.h"
@@ -32,282 +32,160 @@
 
 #define MAX_PIDS 256
 #define MAX_SITES 1000
+/* What reading processes' memory may add to a tick, in % of the rest of
+ * it (core.h; docs/performance.md, "Resident memory"). */
+#define MSTAT_TOP_MEMORY_SHARE 10
+#define SAMPLE_UNASKED UINT64_MAX /* --sample-bytes not given */
+
+struct pid_list {
+	pid_t v[MAX_PIDS];
+	size_t n;
+};
 
 struct options {
 	bool batch, gc;
-	long count;                 /* ticks to print; -1: until stopped */
+	uint64_t count;             /* ticks to print; 0: until stopped */
 	double delay_s;
-	int format;
-	enum mstat_model_sort sort;
-	char filter[MSTAT_UI_FILTER_MAX];
-	pid_t pids[MAX_PIDS];
-	size_t npids;
+	int format;                 /* enum mstat_output_format */
+	int sort;                   /* enum mstat_model_sort */
+	const char *filter;         /* "": every process */
+	struct pid_list pids;
 	double linger_s, window_s, baseline_s;
 	const char *record, *replay;
 	struct mstat_namespaces namespaces; /* --namespaces */
 	const char *pprof;          /* --pprof: write the profile and exit */
-	long sites;                 /* --sites: per process in JSON; 0 none */
-	int64_t sample_bytes;       /* --sample-bytes; -1: not asked */
+	uint64_t sites;             /* --sites: per process in JSON; 0 none */
+	uint64_t sample_bytes;      /* --sample-bytes, or SAMPLE_UNASKED */
 	struct mstat_grace grace;   /* the environment's, --killed-grace */
 	const char *postmortem;     /* --postmortem-dir */
 	uint64_t postmortem_bytes;
 };
 
-static void
-usage(FILE *f)
-{
-	fputs("usage: mstat-top [options]\n"
-	      "Live heap statistics of processes running libmstatshm.\n\n"
-	      "  -b, --batch            print instead of drawing (the default when\n"
-	      "                         stdout is not a terminal)\n"
-	      "  -n, --iterations=N     stop after N ticks\n"
-	      "  -d, --delay=SECONDS    interval between ticks (default 1)\n"
-	      "  -o, --format=FORMAT    batch output: table, json, openmetrics,\n"
-	      "                         prometheus (text format 0.0.4)\n"
-	      "  -p, --pid=PID[,PID..]  watch only these processes\n"
-	      "  -F, --filter=TEXT      show only processes whose name, container id,\n"
-	      "                         pod uid or systemd unit contains TEXT (or pid\n"
-	      "                         TEXT)\n"
-	      "  -N, --namespaces=WHICH all: the /dev/shm of every mount namespace this\n"
-	      "                         user may read (the default, or MSTAT_NAMESPACES);\n"
-	      "                         own: its own only; PID[,PID..]: those of these\n"
-	      "                         processes, and its own\n"
-	      "  -s, --sort=COLUMN      pid, name, where, age, threads, live-bytes,\n"
-	      "                         live-objs, alloc/s, free/s, net/s, growth,\n"
-	      "                         growth-objs, growth/s, state\n"
-	      "      --baseline=SECONDS take every baseline again SECONDS after\n"
-	      "                         mstat-top's first tick (a replay: the\n"
-	      "                         recording's); until then, and by default,\n"
-	      "                         a process's baseline is when it is first seen\n"
-	      "      --window=SECONDS   the growth rate's window (default 60)\n"
-	      "      --linger=SECONDS   keep exited and killed processes this long\n"
-	      "                         (default 300)\n"
-	      "      --record=FILE      write every tick to FILE (JSON Lines)\n"
-	      "      --replay=FILE      play a recording back instead of watching\n"
-	      "      --pprof=FILE       write the heap profile of the one process\n"
-	      "                         given with -p to FILE (gzipped pprof), exit\n"
-	      "      --sites=N          batch JSON: the N call sites holding the most\n"
-	      "                         live bytes of each process\n"
-	      "      --sample-bytes=N   ask the processes given with -p to sample every\n"
-	      "                         N bytes allocated on average (0: stop)\n"
-	      "      --gc               remove every segment of a process that is\n"
-	      "                         gone, then exit (each tick removes those it\n"
-	      "                         reads anyway); a killed one's once its\n"
-	      "                         grace is over\n"
-	      "      --killed-grace=SECONDS  keep a killed process's segment this\n"
-	      "                         long for later readers (default: its\n"
-	      "                         MSTAT_KILLED_GRACE, or 300; 0: remove it)\n"
-	      "      --postmortem-dir=DIR  write each killed process's heap profile\n"
-	      "                         to DIR/NAME-PID-TIME.pb.gz\n"
-	      "      --postmortem-bytes=N  keep at most N bytes of them in DIR,\n"
-	      "                         the oldest go first (default 67108864)\n"
-	      "  -h, --help             this text\n"
-	      "  -V, --version          the version\n", f);
-}
-
 #define complain(...) mstat_text_say("mstat-top", __VA_ARGS__)
 
 static int
-parse_pids(struct options *o, const char *s)
+parse_pids(const char *v, void *dst, char *why, size_t len)
 {
-	char *end;
+	struct pid_list *p = dst;
 
-	while (*s) {
-		long v = strtol(s, &end, 10);
-		if (end == s || v <= 0 || v > 0x7fffffff || o->npids == MAX_PIDS)
-			return -1;
-		o->pids[o->npids++] = (pid_t)v;
-		s = *end == ',' ? end + 1 : end;
-		if (*end && *end != ',')
-			return -1;
-	}
-	return 0;
+	(void)why;
+	(void)len;
+	return mstat_pids_parse(v, p->v, MAX_PIDS, &p->n);
 }
 
-/* A number of seconds in [lo, hi]. */
-static bool
-seconds(const char *s, double lo, double hi, double *out)
+/* The names -s takes: the columns', in the table's order. */
+static const char *
+sort_names(void)
 {
-	char *end;
-	double v = strtod(s, &end);
+	static char list[256];
 
-	if (end == s || *end || !(v >= lo && v <= hi))
-		return false;
-	*out = v;
-	return true;
+	if (!list[0])
+		for (int i = 0; i < MSTAT_SORT_COUNT; i++)
+			snprintf(list + strlen(list), sizeof(list) - strlen(list),
+				 "%s%s", i ? ", " : "", mstat_column(i)->name);
+	return list;
 }
 
+#define O struct options
+static const struct mstat_cli_option options[] = {
+	{ .name = "batch", .letter = 'b', MSTAT_CLI_FLAG(O, batch),
+	  .help = "print instead of drawing (the default when stdout is not "
+		  "a terminal)" },
+	{ .name = "iterations", .letter = 'n', .arg = "N",
+	  MSTAT_CLI_NUMBER(O, count, 1, UINT64_MAX), .want = "a number of ticks",
+	  .dflt_text = "until stopped", .help = "stop after N ticks" },
+	{ .name = "delay", .letter = 'd', .arg = "SECONDS",
+	  MSTAT_CLI_REAL(O, delay_s, 0.1, 3600), .want = "seconds", .dflt = "1",
+	  .help = "the interval between ticks" },
+	{ .name = "format", .letter = 'o', .arg = "FORMAT",
+	  MSTAT_CLI_CHOICE(O, format, mstat_output_parse_format),
+	  .want = "a format",
+	  .values = mstat_output_formats, .dflt = "table",
+	  .help = "batch output" },
+	{ .name = "pid", .letter = 'p', .arg = "PID[,PID..]",
+	  MSTAT_CLI_PARSE(O, pids, parse_pids),
+	  .want = "process ids, 1 to 2147483647, separated by commas, at most "
+		  "256",
+	  .help = "watch only these processes" },
+	{ .name = "filter", .letter = 'F', .arg = "TEXT",
+	  MSTAT_CLI_TEXT(O, filter, MSTAT_UI_FILTER_MAX - 1),
+	  .help = "show only processes whose name, comm, executable, "
+		  "container id, pod uid or systemd unit contains TEXT, or "
+		  "whose pid is TEXT" },
+	{ .name = "namespaces", .letter = 'N', .arg = "WHICH",
+	  MSTAT_CLI_PARSE(O, namespaces, mstat_namespaces_option),
+	  .want = MSTAT_NAMESPACES_WANT, .dflt_text = "all, or MSTAT_NAMESPACES",
+	  .help = MSTAT_NAMESPACES_HELP },
+	{ .name = "sort", .letter = 's', .arg = "COLUMN",
+	  MSTAT_CLI_CHOICE(O, sort, mstat_model_parse_sort), .want = "a column",
+	  .values = sort_names, .dflt = "live-bytes", .help = "sort by" },
+	{ .name = "baseline", .arg = "SECONDS",
+	  MSTAT_CLI_REAL(O, baseline_s, 0, 86400 * 365), .want = "seconds",
+	  .help = "take every baseline again SECONDS after mstat-top's first "
+		  "tick (a replay: the recording's); until then, and by "
+		  "default, a process's baseline is when it is first seen" },
+	{ .name = "window", .arg = "SECONDS",
+	  MSTAT_CLI_REAL(O, window_s, 1, 86400), .want = "seconds", .dflt = "60",
+	  .help = "the growth rate's window" },
+	{ .name = "linger", .arg = "SECONDS",
+	  MSTAT_CLI_REAL(O, linger_s, 0, 86400), .want = "seconds", .dflt = "300",
+	  .help = "keep exited and killed processes this long" },
+	{ .name = "record", .arg = "FILE", MSTAT_CLI_TEXT(O, record, 0),
+	  .want = "a file name", .help = "write every tick to FILE (JSON Lines)" },
+	{ .name = "replay", .arg = "FILE", MSTAT_CLI_TEXT(O, replay, 0),
+	  .want = "a file name",
+	  .help = "play a recording back instead of watching" },
+	{ .name = "pprof", .arg = "FILE", MSTAT_CLI_TEXT(O, pprof, 0),
+	  .want = "a file name",
+	  .help = "write the heap profile of the one process given with -p to "
+		  "FILE (gzipped pprof), and exit" },
+	{ .name = "sites", .arg = "N", MSTAT_CLI_NUMBER(O, sites, 1, MAX_SITES),
+	  .want = "a number of call sites",
+	  .help = "batch JSON: the N call sites holding the most live bytes of "
+		  "each process" },
+	{ .name = "sample-bytes", .arg = "N",
+	  MSTAT_CLI_NUMBER(O, sample_bytes, 0, MSTAT_SAMPLE_MAX),
+	  .want = "bytes",
+	  .help = "ask the processes given with -p to sample every N bytes "
+		  "allocated on average; 0 stops sampling" },
+	{ .name = "gc", MSTAT_CLI_FLAG(O, gc),
+	  .help = "remove every segment of a process that is gone, then exit "
+		  "(each tick removes those it reads anyway); a killed one's "
+		  "once its grace is over" },
+	MSTAT_KILLED_OPTIONS(O, grace, postmortem, postmortem_bytes),
+	{ .name = "help", .letter = 'h', .kind = MSTAT_CLI_KIND_HELP,
+	  .help = "this text" },
+	{ .name = "version", .letter = 'V', .kind = MSTAT_CLI_KIND_VERSION,
+	  .help = "the version" },
+};
+#undef O
+
+static const struct mstat_cli cli = {
+	.program = "mstat-top",
+	.version = MSTAT_VERSION,
+	.synopsis = "mstat-top [options]",
+	.about = "Live heap statistics of processes running libmstatshm.",
+	.options = options,
+	.n = sizeof(options) / sizeof(options[0]),
+	.column = 25,
+};
+
+/* What the options ask that cannot be done together, or that the
+ * environment refuses: 0, or -1 having said why. */
 static int
-parse_options(struct options *o, int argc, char **argv)
+check_options(struct options *o)
 {
-	static const struct option longs[] = {
-		{ "batch", no_argument, NULL, 'b' },
-		{ "iterations", required_argument, NULL, 'n' },
-		{ "delay", required_argument, NULL, 'd' },
-		{ "format", required_argument, NULL, 'o' },
-		{ "pid", required_argument, NULL, 'p' },
-		{ "filter", required_argument, NULL, 'F' },
-		{ "namespaces", required_argument, NULL, 'N' },
-		{ "sort", required_argument, NULL, 's' },
-		{ "linger", required_argument, NULL, 'L' },
-		{ "window", required_argument, NULL, 'W' },
-		{ "baseline", required_argument, NULL, 'B' },
-		{ "record", required_argument, NULL, 'R' },
-		{ "replay", required_argument, NULL, 'P' },
-		{ "gc", no_argument, NULL, 'G' },
-		{ "pprof", required_argument, NULL, 'X' },
-		{ "sample-bytes", required_argument, NULL, 'S' },
-		{ "sites", required_argument, NULL, 'T' },
-		{ "killed-grace", required_argument, NULL, 'K' },
-		{ "postmortem-dir", required_argument, NULL, 'M' },
-		{ "postmortem-bytes", required_argument, NULL, 'Y' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *name = NULL, *want = NULL; /* what a value may be */
-	char *end, sorts[256] = "", sample[64], why[160];
-	int c, idx = -1;
-
-	*o = (struct options){ .count = -1, .delay_s = 1.0,
-			       .format = MSTAT_FORMAT_TABLE,
-			       .sort = MSTAT_SORT_LIVE_BYTES, .linger_s = 300.0,
-			       .window_s = 60.0, .sample_bytes = -1,
-			       .postmortem_bytes = MSTAT_POSTMORTEM_BYTES_DEFAULT };
-	if (mstat_killed_env(&o->grace, why, sizeof(why)) < 0) {
-		complain("%s", why);
-		return -1;
-	}
-	const char *ns = getenv("MSTAT_NAMESPACES");
-	if (ns && *ns && mstat_namespaces_parse(ns, &o->namespaces) < 0) {
-		complain("bad value '%s' for MSTAT_NAMESPACES: all, own, or "
-			 "process ids separated by commas", ns);
-		return -1;
-	}
-	while ((c = getopt_long(argc, argv, "bn:d:o:p:F:N:s:hV", longs, &idx)) != -1) {
-		name = c == '?' ? NULL : idx >= 0 && longs[idx].val == c
-						 ? longs[idx].name : NULL;
-		idx = -1;
-		switch (c) {
-		case 'b': o->batch = true; break;
-		case 'n':
-			want = "a number of ticks, 1 or more";
-			errno = 0;
-			o->count = strtol(optarg, &end, 10);
-			if (end == optarg || *end || errno || o->count < 1)
-				goto bad;
-			break;
-		case 'd':
-			want = "seconds, 0.1 to 3600";
-			if (!seconds(optarg, 0.1, 3600, &o->delay_s))
-				goto bad;
-			break;
-		case 'o':
-			want = "table, json, openmetrics or prometheus";
-			if ((o->format = mstat_output_parse_format(optarg)) < 0)
-				goto bad;
-			break;
-		case 'p':
-			want = "process ids, 1 to 2147483647, separated by commas, "
-			       "at most 256";
-			if (parse_pids(o, optarg) < 0)
-				goto bad;
-			break;
-		case 'F':
-			want = "text of at most 63 bytes";
-			if (strlen(optarg) >= sizeof(o->filter))
-				goto bad;
-			snprintf(o->filter, sizeof(o->filter), "%s", optarg);
-			break;
-		case 'N':
-			want = "all, own, or process ids separated by commas, "
-			       "at most 64";
-			if (mstat_namespaces_parse(optarg, &o->namespaces) < 0)
-				goto bad;
-			break;
-		case 's': {
-			int k = mstat_model_parse_sort(optarg);
-			for (int i = 0; i < MSTAT_SORT_COUNT; i++)
-				snprintf(sorts + strlen(sorts),
-					 sizeof(sorts) - strlen(sorts), "%s%s",
-					 i == 0 ? "a column: " : ", ",
-					 mstat_column(i)->name);
-			want = sorts;
-			if (k < 0)
-				goto bad;
-			o->sort = (enum mstat_model_sort)k;
-			break;
-		}
-		case 'L':
-			want = "seconds, 0 to 86400";
-			if (!seconds(optarg, 0, 86400, &o->linger_s))
-				goto bad;
-			break;
-		case 'W':
-			want = "seconds, 1 to 86400";
-			if (!seconds(optarg, 1, 86400, &o->window_s))
-				goto bad;
-			break;
-		case 'B':
-			want = "seconds, 0 to 31536000 (a year)";
-			if (!seconds(optarg, 0, 86400 * 365, &o->baseline_s))
-				goto bad;
-			break;
-		case 'R': o->record = optarg; break;
-		case 'P': o->replay = optarg; break;
-		case 'G': o->gc = true; break;
-		case 'X': o->pprof = optarg; break;
-		case 'T':
-			want = "a number of call sites, 1 to 1000";
-			o->sites = strtol(optarg, &end, 10);
-			if (!isdigit((unsigned char)optarg[0]) || *end ||
-			    o->sites < 1 || o->sites > MAX_SITES)
-				goto bad;
-			break;
-		case 'S': {
-			unsigned long long v;
-			snprintf(sample, sizeof(sample), "bytes, 0 (off) to %llu",
-				 (unsigned long long)MSTAT_SAMPLE_MAX);
-			want = sample;
-			if (!isdigit((unsigned char)optarg[0]) ||
-			    (errno = 0, v = strtoull(optarg, &end, 10), *end || errno) ||
-			    v > MSTAT_SAMPLE_MAX)
-				goto bad;
-			o->sample_bytes = (int64_t)v;
-			break;
-		}
-		case 'K':
-			want = "seconds, 0 to 86400";
-			if (mstat_grace_parse(optarg, MSTAT_KILLED_GRACE_MAX,
-					      &o->grace.seconds) < 0)
-				goto bad;
-			break;
-		case 'M': o->postmortem = optarg; break;
-		case 'Y':
-			want = "a number of bytes";
-			if (mstat_grace_parse(optarg, UINT64_MAX,
-					      &o->postmortem_bytes) < 0)
-				goto bad;
-			break;
-		case 'h': usage(stdout); exit(0);
-		case 'V': printf("mstat-top %s\n", MSTAT_VERSION); exit(0);
-		default: usage(stderr); return -1;
-		}
-	}
-	if (optind < argc) {
-		complain("unexpected argument '%s'", argv[optind]);
-		return -1;
-	}
-	if (o->replay && (o->record || o->npids || o->gc)) {
+	if (o->replay && (o->record || o->pids.n || o->gc)) {
 		complain("--replay plays a recording: not with --record, -p or --gc");
 		return -1;
 	}
-	if ((o->pprof || o->sample_bytes >= 0) && (o->replay || o->gc)) {
+	if ((o->pprof || o->sample_bytes != SAMPLE_UNASKED) &&
+	    (o->replay || o->gc)) {
 		complain("--pprof and --sample-bytes read live processes: not with "
 			 "--replay or --gc");
 		return -1;
 	}
-	if (o->pprof && o->npids != 1) {
+	if (o->pprof && o->pids.n != 1) {
 		complain("--pprof writes the profile of one process: give its pid "
 			 "with -p");
 		return -1;
@@ -317,12 +195,7 @@ parse_options(struct options *o, int argc, char **argv)
 			 "with --replay, --gc or --pprof");
 		return -1;
 	}
-	if (o->postmortem && mstat_killed_dir_check(o->postmortem, why,
-						     sizeof(why)) < 0) {
-		complain("--postmortem-dir: %s", why);
-		return -1;
-	}
-	if (o->sample_bytes >= 0 && o->npids == 0) {
+	if (o->sample_bytes != SAMPLE_UNASKED && o->pids.n == 0) {
 		complain("--sample-bytes changes the processes given with -p");
 		return -1;
 	}
@@ -334,12 +207,24 @@ parse_options(struct options *o, int argc, char **argv)
 		return -1;
 	}
 	return 0;
-bad:
-	if (name)
-		complain("bad value '%s' for --%s: %s", optarg, name, want);
-	else
-		complain("bad value '%s' for -%c: %s", optarg, c, want);
-	return -1;
+}
+
+/* The options: 0 to go on, 1 to exit 0 (--help, --version), -1 to exit
+ * 2 (said why). */
+static int
+parse_options(struct options *o, int argc, char **argv)
+{
+	char why[200];
+	int next;
+
+	*o = (struct options){ .filter = "", .sample_bytes = SAMPLE_UNASKED };
+	if (mstat_killed_env(&o->grace, why, sizeof(why)) < 0 ||
+	    mstat_namespaces_env(&o->namespaces, why, sizeof(why)) < 0) {
+		complain("%s", why);
+		return -1;
+	}
+	enum mstat_cli_result r = mstat_cli_parse(&cli, o, argc, argv, &next);
+	return r == MSTAT_CLI_OK ? check_options(o) : (int)r;
 }
 
 static void
@@ -431,7 +316,7 @@ take_tick(void *arg, const struct mstat_model_input *in, size_t n)
 	if (a->rec && a->rec->f && !a->rec->failed &&
 	    mstat_record_write(a->rec->f, &a->t) < 0) {
 		a->rec->failed = true;
-		if (a->rec->core && !a->rec->core->opt.note)
+		if (a->rec->core) /* interactive: on the status line */
 			mstat_core_note(a->rec->core, "%s: recording stopped: %s",
 				       a->rec->path, strerror(errno));
 		else
@@ -448,7 +333,7 @@ record_after_tick(void *arg, struct mstat_core *core)
 {
 	struct recorder *rec = arg;
 	struct tick_arg a = { rec, NULL, { ++rec->seq, mstat_clock_wall_ns() / 1000000u, mstat_clock_mono_ns(),
-		atomic_load(&core->interval_ms) / 1000.0, NULL, 0 } };
+		mstat_core_interval_ms(core) / 1000.0, NULL, 0 } };
 
 	if (!rec->failed)
 		mstat_core_gather(core, &rec->sc, take_tick, &a);
@@ -463,18 +348,18 @@ record_after_tick(void *arg, struct mstat_core *core)
 static bool
 note_missing(const struct options *o, const struct mstat_model *m)
 {
-	bool any = o->npids == 0;
+	bool any = o->pids.n == 0;
 
-	for (size_t k = 0; k < o->npids; k++) {
+	for (size_t k = 0; k < o->pids.n; k++) {
 		bool found = false;
 		char why[200];
 		for (size_t i = 0; i < m->n && !found; i++)
-			found = m->rows[i]->pid == o->pids[k];
+			found = m->rows[i]->pid == o->pids.v[k];
 		if (found) {
 			any = true;
 			continue;
 		}
-		any |= mstat_discover_why_none(o->pids[k], why, sizeof(why)) !=
+		any |= mstat_discover_why_none(o->pids.v[k], why, sizeof(why)) !=
 		       -ESRCH;
 		complain("%s", why);
 	}
@@ -548,11 +433,11 @@ run_batch(struct mstat_core *core, const struct options *o)
 		return 1;
 	}
 	model_init(&m, o);
-	for (long i = 0; !stop && (o->count < 0 || i < o->count); i++) {
+	for (uint64_t i = 0; !stop && (o->count == 0 || i < o->count); i++) {
 		if (i)
 			sleep_s(o->delay_s);
 		mstat_core_tick(core);
-		struct tick_arg a = { &rec, &m, { (uint64_t)i + 1, mstat_clock_wall_ns() / 1000000u,
+		struct tick_arg a = { &rec, &m, { i + 1, mstat_clock_wall_ns() / 1000000u,
 			mstat_clock_mono_ns(), o->delay_s, NULL, 0 } };
 		if (mstat_core_gather(core, &sc, take_tick, &a) < 0) {
 			fprintf(stderr, "mstat-top: out of memory\n");
@@ -591,7 +476,7 @@ run_batch_replay(const struct options *o)
 		return 1;
 	}
 	model_init(&m, o);
-	for (long i = 0; !stop && (o->count < 0 || i < o->count); i++) {
+	for (uint64_t i = 0; !stop && (o->count == 0 || i < o->count); i++) {
 		if ((got = mstat_replay_next(r, &t, err, sizeof(err))) <= 0) {
 			if (got < 0) {
 				fprintf(stderr, "mstat-top: %s\n", err);
@@ -711,11 +596,9 @@ run_interactive(struct mstat_core *core, const struct options *o,
 				dirty = true;
 			}
 		} else {
-			/* Acquire: pairs with the sampler's release at the
-			 * end of a tick; that tick's published samples are
-			 * then visible. */
-			uint64_t ticks = atomic_load_explicit(&core->ticks,
-							      memory_order_acquire);
+			/* Once it changed, the tick's samples are there to
+			 * collect. */
+			uint64_t ticks = mstat_core_ticks(core);
 			if (!ui.paused && ticks != seen_ticks) {
 				seen_ticks = ticks;
 				ui.tick_wall_ms = mstat_clock_wall_ns() / 1000000u;
@@ -768,9 +651,9 @@ request_sampling(const struct options *o)
 	char why[256];
 	int rc = 0;
 
-	for (size_t i = 0; i < o->npids; i++) {
+	for (size_t i = 0; i < o->pids.n; i++) {
 		struct mstat_reader *r;
-		if (mstat_discover_open_pid(o->pids[i], &o->namespaces, &r,
+		if (mstat_discover_open_pid(o->pids.v[i], &o->namespaces, &r,
 					    why, sizeof(why)) < 0 ||
 		    mstat_reader_request_sampling(r, (uint64_t)o->sample_bytes) < 0) {
 			if (r)
@@ -792,7 +675,7 @@ write_pprof(const struct options *o)
 	char why[256];
 	int rc;
 
-	if (mstat_discover_open_pid(o->pids[0], &o->namespaces, &r, why,
+	if (mstat_discover_open_pid(o->pids.v[0], &o->namespaces, &r, why,
 				    sizeof(why)) < 0) {
 		fprintf(stderr, "mstat-top: %s\n", why);
 		return 1;
@@ -810,7 +693,7 @@ write_pprof(const struct options *o)
 		fprintf(stderr, "mstat-top: %s\n", why);
 	else if (prof.samples == 0)
 		fprintf(stderr, "mstat-top: pid %d has taken no samples yet%s\n",
-			(int)o->pids[0],
+			(int)o->pids.v[0],
 			prof.sample_bytes ? "" : " (sampling is off)");
 	mstat_symbols_free(sym);
 	mstat_profile_release(&prof);
@@ -822,15 +705,15 @@ int
 main(int argc, char **argv)
 {
 	struct options o;
-	struct mstat_core core;
+	struct mstat_core *core;
 	struct recorder rec;
 	char why[200];
 	int rc;
 
 	setlocale(LC_ALL, "");
-	if (parse_options(&o, argc, argv) < 0)
-		return 2;
-	if (o.sample_bytes >= 0 && request_sampling(&o) < 0)
+	if ((rc = parse_options(&o, argc, argv)) != 0)
+		return rc < 0 ? 2 : 0;
+	if (o.sample_bytes != SAMPLE_UNASKED && request_sampling(&o) < 0)
 		return 1;
 	if (o.pprof)
 		return write_pprof(&o);
@@ -851,8 +734,8 @@ main(int argc, char **argv)
 		return rc;
 	}
 	struct mstat_core_options to = {
-		.pids = o.pids,
-		.npids = o.npids,
+		.pids = o.pids.v,
+		.npids = o.pids.n,
 		.namespaces = o.namespaces,
 		.interval_ms = (unsigned)(o.delay_s * 1000),
 		.wait_budget_us = MSTAT_WAIT_BUDGET_DEFAULT_US,
@@ -860,6 +743,7 @@ main(int argc, char **argv)
 		.grace = o.grace,
 		.postmortem_dir = o.postmortem,
 		.postmortem_bytes = o.postmortem_bytes,
+		.memory_share = MSTAT_TOP_MEMORY_SHARE,
 		/* Batch and --gc say why a segment was skipped on stderr; the
 		 * interactive view on its status line. */
 		.note = o.batch || o.gc ? note_stderr : NULL,
@@ -869,7 +753,6 @@ main(int argc, char **argv)
 	if (!o.batch && !o.gc) {
 		if (recorder_open(&rec, o.record) < 0)
 			return 1;
-		rec.core = &core;
 		/* The sites view shows growth since each process's
 		 * baseline. */
 		to.site_baselines = true;
@@ -878,20 +761,22 @@ main(int argc, char **argv)
 			to.after_tick_arg = &rec;
 		}
 	}
-	if ((rc = mstat_core_init(&core, &to)) < 0) {
+	if ((rc = mstat_core_new(&core, &to)) < 0) {
 		fprintf(stderr, "mstat-top: %s\n", strerror(-rc));
 		return 1;
 	}
+	if (!o.batch && !o.gc)
+		rec.core = core;
 	rcu_register_thread();
 	if (o.gc) {
-		mstat_discover_gc(&core.disc);
+		mstat_core_gc(core);
 		rc = 0;
 	} else if (o.batch) {
-		rc = run_batch(&core, &o);
+		rc = run_batch(core, &o);
 	} else {
-		rc = run_interactive(&core, &o, NULL);
+		rc = run_interactive(core, &o, NULL);
 	}
-	mstat_core_fini(&core);
+	mstat_core_free(core);
 	if (!o.batch && !o.gc)
 		recorder_close(&rec);
 	rcu_unregister_thread();

@@ -72,6 +72,7 @@ mstat_ui_move_table(struct mstat_ui *ui, long d)
 	if (s >= (long)ui->nrows)
 		s = (long)ui->nrows - 1;
 	ui->sel = (size_t)s;
+	ui->sel_moved = true;
 	snprintf(ui->sel_key, sizeof(ui->sel_key), "%s", ui->rows[ui->sel]->key);
 	return MSTAT_KEY_REDRAW;
 }
@@ -107,8 +108,14 @@ mstat_ui_select_rows(struct mstat_ui *ui)
 	}
 	ui->nrows = mstat_model_view(&ui->model, ui->filter, ui->sort,
 				     ui->reverse, ui->rows);
-	/* The selection follows its process through re-sorting. */
-	for (size_t i = 0; i < ui->nrows; i++)
+	/* Until the user moves it, the selection is the top row, whatever
+	 * process is there (by growth: the one growing most, which Enter
+	 * then opens); once moved, or while its process is open, it follows
+	 * its process through re-sorting. */
+	bool follow = ui->sel_moved || mstat_ui_process_open(ui);
+	if (!follow)
+		ui->sel = 0;
+	for (size_t i = 0; follow && i < ui->nrows; i++)
 		if (strcmp(ui->rows[i]->key, ui->sel_key) == 0) {
 			ui->sel = i;
 			return;
@@ -231,9 +238,7 @@ mstat_ui_sites_fetch(struct mstat_ui *ui)
 	if (!mstat_ui_shows(ui, MSTAT_SCREEN_SITES))
 		return;
 	rcu_read_lock();
-	/* Pairs with the rcu_assign_pointer() of the sampler's
-	 * sites_publish(). */
-	const struct mstat_core_sites *s = rcu_dereference(ui->core->sites);
+	const struct mstat_core_sites *s = mstat_core_sites_latest(ui->core);
 	if (s && strcmp(s->key, ui->sel_key) == 0) {
 		if (!ui->sites_seen)
 			ui->sites_seen = malloc(sizeof(*ui->sites_seen));

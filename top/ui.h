@@ -33,12 +33,29 @@
 
 #define MSTAT_UI_FILTER_MAX 64
 
-/* The screens. */
+/*
+ * The screens, one list: X(ID, draw, step, key), in which
+ *   draw  draws it under the header (view.c);
+ *   step  moves in it: Up, Down, PgUp, PgDn, Home, End (ui.c);
+ *   key   takes every key while it is on top; NULL: the key table does
+ *         (keys.c).
+ * enum mstat_screen and the table of screens.c are made from it: a
+ * screen cannot be without its row.
+ */
+#define MSTAT_SCREENS(X)                                                      \
+	/* the processes */                                                   \
+	X(TABLE, mstat_view_table, mstat_ui_move_table, NULL)                 \
+	/* one process: its classes, its history */                           \
+	X(DETAIL, mstat_view_detail, mstat_ui_move_detail, NULL)              \
+	/* one process's call sites */                                        \
+	X(SITES, mstat_view_sites, mstat_ui_move_sites, NULL)                 \
+	/* the keys and the columns */                                        \
+	X(HELP, mstat_view_help, mstat_ui_move_help, mstat_keys_help)
+
 enum mstat_screen {
-	MSTAT_SCREEN_TABLE = 0,   /* the processes */
-	MSTAT_SCREEN_DETAIL,      /* one process: its classes, its history */
-	MSTAT_SCREEN_SITES,       /* one process's call sites */
-	MSTAT_SCREEN_HELP,        /* the keys and the columns */
+#define MSTAT_X(id, ...) MSTAT_SCREEN_##id,
+	MSTAT_SCREENS(MSTAT_X)
+#undef MSTAT_X
 	MSTAT_SCREEN_COUNT
 };
 
@@ -80,6 +97,8 @@ struct mstat_ui {
 	size_t nrows, caprows;
 	size_t sel, scroll;                   /* selected row, first shown */
 	char sel_key[MSTAT_KEY_MAX];    /* follows the process on re-sort */
+	bool sel_moved;                 /* by the user: until then the
+					 * selection is the top row */
 	size_t page;                          /* rows on screen, set by the view */
 
 	enum mstat_model_sort sort;

@@ -97,10 +97,7 @@ draw_header(struct mstat_ui *ui)
 	line(0, A_BOLD, "mstat-top  %s  %s%s  sort %s%s%s", when, src, pending,
 	     mstat_model_sort_name(ui->sort), ui->reverse ? " (reversed)" : "",
 	     ui->paused ? "  [paused]" : "");
-	/* Relaxed: a count, shown as it is (core.h). */
-	unsigned hidden = ui->core ? atomic_load_explicit(
-					     &ui->core->namespaces_unreadable,
-					     memory_order_relaxed)
+	unsigned hidden = ui->core ? mstat_core_namespaces_unreadable(ui->core)
 				   : 0;
 	char unread[48] = "";
 	if (hidden)
@@ -248,11 +245,131 @@ cmp_growth(const void *pa, const void *pb)
 	return (a->max_size > b->max_size) - (a->max_size < b->max_size);
 }
 
+/* Process r's live bytes at line y, a history on a fixed scale from 0:
+ * a steady heap is a flat line, wherever it stands. */
+static void
+draw_history(const struct mstat_ui *ui, const struct mstat_model_row *r, int y)
+{
+	char top_s[MSTAT_UNIT_MAX], label[64], spark[1024];
+	uint64_t max = 0;
+
+	for (unsigned i = 0; i < r->history_len; i++)
+		max = r->history[i] > max ? r->history[i] : max;
+	uint64_t top = scale_top(max);
+	int ll = snprintf(label, sizeof(label), "live, 0 to %s: ",
+			  fmt(top_s, BYTES, true, (double)top));
+	int sw = COLS - ll - 1;
+	if (sw < 1)
+		sw = 1;
+	sparkline(spark, sizeof(spark), sw, r->history, r->history_len, top,
+		  ui->utf8);
+	line(y, A_NORMAL, "%s%s", label, spark);
+}
+
+/* Process r's resident memory from line y, its parts filling the
+ * width, on at most `max` lines: the lines used. */
+static int
+draw_memory(const struct mstat_model_row *r, uint64_t now_ns, int y, int max)
+{
+	char text[256], v[MSTAT_UNIT_MAX], age[MSTAT_UNIT_MAX];
+	int n = 0;
+
+	if (!r->have_memory) {
+		line(y, A_NORMAL, "memory: %s",
+		     mstat_model_gone(r->live) ? "gone" : "not read yet");
+		return 1;
+	}
+	/* How the heap was told from the rest (memory.h). */
+	static const char *const how[MSTAT_MEMORY_SOURCE_COUNT] = {
+		[MSTAT_MEMORY_NONE] = "heap not told apart",
+		[MSTAT_MEMORY_GLIBC] = "heap from its maps",
+		[MSTAT_MEMORY_GLIBC_PARTIAL] = "heap from its maps, without "
+					       "its mmapped chunks",
+		[MSTAT_MEMORY_ALLOCATOR] = "heap as its allocator counts it",
+	};
+	const struct mstat_memory *m = &r->memory;
+	const char *a = mstat_memory_allocator_name(m->allocator);
+	double ago = now_ns > m->time_ns ? (double)(now_ns - m->time_ns) / 1e9 : 0;
+	size_t at = (size_t)snprintf(text, sizeof(text), "memory %s (%s, %s), read %s ago:",
+				     fmt(v, BYTES, true, (double)m->rss),
+				     a ? a : "allocator not known",
+				     m->source < MSTAT_MEMORY_SOURCE_COUNT ? how[m->source] : "?",
+				     fmt(age, MSTAT_UNIT_SECONDS, true, ago));
+	/* Each part, then the live bytes no page holds, if any. */
+	for (int p = 0; p <= MSTAT_MEMORY_PART_COUNT && at < sizeof(text); p++) {
+		char part[64];
+		if (p < MSTAT_MEMORY_PART_COUNT)
+			snprintf(part, sizeof(part), " %s %s", mstat_memory_part_name(p),
+				 fmt(v, BYTES, true, (double)m->part[p]));
+		else if (m->live_not_resident)
+			snprintf(part, sizeof(part), " (live not resident %s)",
+				 fmt(v, BYTES, true, (double)m->live_not_resident));
+		else
+			break;
+		if (at + strlen(part) > (size_t)COLS && n + 1 < max) {
+			line(y + n++, A_NORMAL, "%s", text);
+			at = (size_t)snprintf(text, sizeof(text), " ");
+		}
+		at += (size_t)snprintf(text + at, sizeof(text) - at, "%s", part);
+	}
+	line(y + n++, A_NORMAL, "%s", text);
+	return n;
+}
+
+/* The classes of row r that were used, by growth, from line y; a bar
+ * of live bytes against the largest class. */
+static void
+detail_classes(struct mstat_ui *ui, const struct mstat_model_row *r, int y)
+{
+	const struct mstat_model_class *used[MSTAT_MAX_CLASSES];
+	size_t nused = 0;
+	uint64_t max_b = 0;
+	for (uint32_t c = 0; c < r->class_count; c++) {
+		const struct mstat_model_class *k = &r->classes[c];
+		if (k->c.alloc_count == 0)
+			continue;
+		used[nused++] = k;
+		uint64_t b = mstat_live_bytes(&k->c);
+		max_b = b > max_b ? b : max_b;
+	}
+	qsort(used, nused, sizeof(used[0]), cmp_growth);
+	int bw = COLS - 74;
+	if (bw > 40)
+		bw = 40;
+	line(y++, A_REVERSE, "%8s %8s %9s %6s %7s %8s %8s %10s %s", "SIZE<=",
+	     "LIVE", "GROWTH", "OBJS", "+OBJS", "ALLOC/s", "FREE/s", "NET/s",
+	     bw > 0 ? "LIVE" : "");
+	int rows = LINES - y - 1;
+	if (ui->detail_scroll + (size_t)(rows > 0 ? rows : 0) > nused)
+		ui->detail_scroll = nused > (size_t)rows ? nused - (size_t)rows : 0;
+	ui->page = rows > 0 ? (size_t)rows : 0;
+	bool hr = r->have_rates;
+	for (size_t i = ui->detail_scroll; i < nused && y < LINES - 1; i++) {
+		const struct mstat_model_class *k = used[i];
+		char sz[MSTAT_UNIT_MAX], b[64] = "", w[8][MSTAT_UNIT_MAX];
+		if (k->max_size == UINT64_MAX)
+			snprintf(sz, sizeof(sz), "huge");
+		else
+			fmt(sz, BYTES, true, (double)k->max_size);
+		if (bw > 0)
+			bar(b, bw, mstat_live_bytes(&k->c), max_b);
+		line(y++, A_NORMAL, "%8s %8s %9s %6s %7s %8s %8s %10s %s", sz,
+		     fmt(w[0], BYTES, true, (double)mstat_live_bytes(&k->c)),
+		     fmt(w[1], GROWTH, true, (double)k->growth_bytes),
+		     fmt(w[2], COUNT, true, (double)mstat_live_objects(&k->c)),
+		     fmt(w[3], COUNT | MSTAT_UNIT_SIGNED, true,
+			 (double)k->growth_objects),
+		     fmt(w[4], COUNT_RATE, hr, k->alloc_rate),
+		     fmt(w[5], COUNT_RATE, hr, k->free_rate),
+		     fmt(w[6], BYTES_RATE, hr, k->net_bytes_rate), b);
+	}
+}
+
 void
 mstat_view_detail(struct mstat_ui *ui)
 {
 	const struct mstat_model_row *r = mstat_ui_selected(ui);
-	char v[10][MSTAT_UNIT_MAX], name[128], spark[1024];
+	char v[10][MSTAT_UNIT_MAX], name[128];
 
 	if (!r) {
 		line(HEAD, A_NORMAL, "  dismissed: Esc goes back to the table");
@@ -285,79 +402,23 @@ mstat_view_detail(struct mstat_ui *ui)
 	     fmt(v[5], COUNT | MSTAT_UNIT_SIGNED, h, (double)r->growth_objects),
 	     fmt(v[6], BYTES_RATE, r->have_growth_rate, r->growth_bytes_rate),
 	     (double)ui->model.window_ns / 1e9);
-	/* History on a fixed scale from 0: a steady heap is a flat line,
-	 * wherever it stands. */
-	uint64_t max = 0;
-	for (unsigned i = 0; i < r->history_len; i++)
-		max = r->history[i] > max ? r->history[i] : max;
-	uint64_t top = scale_top(max);
-	char label[64];
-	int ll = snprintf(label, sizeof(label), "live, 0 to %s: ",
-			  fmt(v[7], BYTES, true, (double)top));
-	int sw = COLS - ll - 1;
-	if (sw < 1)
-		sw = 1;
-	sparkline(spark, sizeof(spark), sw, r->history, r->history_len, top,
-		  ui->utf8);
-	line(HEAD + 2, A_NORMAL, "%s%s", label, spark);
+	draw_history(ui, r, HEAD + 2);
+	int y = HEAD + 3;
+	y += draw_memory(r, ui->model.wall_ns, y, 3);
 	if (r->end_ns) {
 		/* When it ended: began to exit, or was found killed. */
 		char when[32];
 		time_t t = (time_t)(r->end_ns / 1000000000u);
 		struct tm tm;
 		strftime(when, sizeof(when), "%H:%M:%S", localtime_r(&t, &tm));
-		line(HEAD + 3, A_NORMAL, "%s at %s: final counts; %s in %s objects "
+		line(y, A_NORMAL, "%s at %s: final counts; %s in %s objects "
 		     "never freed (x dismisses)", mstat_model_live_name(r->live),
 		     when, fmt(v[8], BYTES, h, (double)mstat_model_live_bytes(r)),
 		     fmt(v[9], COUNT, h, (double)mstat_model_live_objects(r)));
 	} else if (r->err[0]) {
-		line(HEAD + 3, A_NORMAL, "%s", r->err);
+		line(y, A_NORMAL, "%s", r->err);
 	}
-
-	/* The classes used, by growth; a bar of live bytes against the
-	 * largest class. */
-	const struct mstat_model_class *used[MSTAT_MAX_CLASSES];
-	size_t nused = 0;
-	uint64_t max_b = 0;
-	for (uint32_t c = 0; c < r->class_count; c++) {
-		const struct mstat_model_class *k = &r->classes[c];
-		if (k->c.alloc_count == 0)
-			continue;
-		used[nused++] = k;
-		uint64_t b = mstat_live_bytes(&k->c);
-		max_b = b > max_b ? b : max_b;
-	}
-	qsort(used, nused, sizeof(used[0]), cmp_growth);
-	int bw = COLS - 74;
-	if (bw > 40)
-		bw = 40;
-	line(HEAD + 4, A_REVERSE, "%8s %8s %9s %6s %7s %8s %8s %10s %s", "SIZE<=",
-	     "LIVE", "GROWTH", "OBJS", "+OBJS", "ALLOC/s", "FREE/s", "NET/s",
-	     bw > 0 ? "LIVE" : "");
-	int y = HEAD + 5, rows = LINES - y - 1;
-	if (ui->detail_scroll + (size_t)(rows > 0 ? rows : 0) > nused)
-		ui->detail_scroll = nused > (size_t)rows ? nused - (size_t)rows : 0;
-	ui->page = rows > 0 ? (size_t)rows : 0;
-	bool hr = r->have_rates;
-	for (size_t i = ui->detail_scroll; i < nused && y < LINES - 1; i++) {
-		const struct mstat_model_class *k = used[i];
-		char sz[MSTAT_UNIT_MAX], b[64] = "", w[8][MSTAT_UNIT_MAX];
-		if (k->max_size == UINT64_MAX)
-			snprintf(sz, sizeof(sz), "huge");
-		else
-			fmt(sz, BYTES, true, (double)k->max_size);
-		if (bw > 0)
-			bar(b, bw, mstat_live_bytes(&k->c), max_b);
-		line(y++, A_NORMAL, "%8s %8s %9s %6s %7s %8s %8s %10s %s", sz,
-		     fmt(w[0], BYTES, true, (double)mstat_live_bytes(&k->c)),
-		     fmt(w[1], GROWTH, true, (double)k->growth_bytes),
-		     fmt(w[2], COUNT, true, (double)mstat_live_objects(&k->c)),
-		     fmt(w[3], COUNT | MSTAT_UNIT_SIGNED, true,
-			 (double)k->growth_objects),
-		     fmt(w[4], COUNT_RATE, hr, k->alloc_rate),
-		     fmt(w[5], COUNT_RATE, hr, k->free_rate),
-		     fmt(w[6], BYTES_RATE, hr, k->net_bytes_rate), b);
-	}
+	detail_classes(ui, r, y + 1);
 }
 
 /* A frame as "function file:line" (file and module by their base
@@ -421,7 +482,7 @@ mstat_view_sites(struct mstat_ui *ui)
 	const struct mstat_model_row *r = mstat_ui_selected(ui);
 	const struct mstat_core_sites *s = ui->sites_seen;
 	bool growth = ui->sites_order == MSTAT_CORE_SITES_GROWTH;
-	char v[4][MSTAT_UNIT_MAX], name[128];
+	char v[6][MSTAT_UNIT_MAX], name[128];
 
 	if (!r) {
 		line(HEAD, A_NORMAL, "  dismissed: Esc goes back to the table");
@@ -469,8 +530,10 @@ mstat_view_sites(struct mstat_ui *ui)
 	}
 	size_t n = s->n[ui->sites_order];
 	const struct mstat_site *top = s->top[ui->sites_order];
-	line(HEAD + 2, A_REVERSE, "%9s %8s %9s %9s  %s", "LIVE", "OBJS", "ALLOC",
-	     "GROWTH", "SITE (function file:line)");
+	/* SHORT: the share of its bytes freed within a millisecond;
+	 * LIFETIME: the median lifetime of those freed (lifetime.h). */
+	line(HEAD + 2, A_REVERSE, "%9s %8s %9s %9s %5s %8s  %s", "LIVE", "OBJS",
+	     "ALLOC", "GROWTH", "SHORT", "LIFETIME", "SITE (function file:line)");
 	int y = HEAD + 3, rows = LINES - y - 1;
 	if (ui->sites_scroll + (size_t)(rows > 0 ? rows : 0) > n)
 		ui->sites_scroll = n > (size_t)rows ? n - (size_t)rows : 0;
@@ -478,12 +541,20 @@ mstat_view_sites(struct mstat_ui *ui)
 	for (size_t i = ui->sites_scroll; i < n && y < LINES - 1; i++) {
 		const struct mstat_site *k = &top[i];
 		char where[1024];
-		site_text(where, sizeof(where), COLS - 40, k);
-		line(y++, A_NORMAL, "%9s %8s %9s %9s  %s",
+		site_text(where, sizeof(where), COLS - 55, k);
+		double share = k->lifetimes.short_share;
+		if (isnan(share))
+			snprintf(v[4], sizeof(v[4]), "-");
+		else
+			snprintf(v[4], sizeof(v[4]), "%.0f%%", 100 * share);
+		line(y++, A_NORMAL, "%9s %8s %9s %9s %5s %8s  %s",
 		     fmt(v[0], BYTES, true, k->live_bytes),
 		     fmt(v[1], COUNT, true, k->live_objects),
 		     fmt(v[2], BYTES, true, k->alloc_bytes),
-		     fmt(v[3], GROWTH, s->have_growth, k->growth_bytes), where);
+		     fmt(v[3], GROWTH, s->have_growth, k->growth_bytes), v[4],
+		     fmt(v[5], MSTAT_UNIT_DURATION, true,
+			 k->lifetimes.median_ns / 1e9),
+		     where);
 	}
 }
 

@@ -20,7 +20,9 @@ container's process is killed: its row turns killed and its segment is
 kept in its container's /dev/shm for its grace, removed by a tick with a
 grace of 0; the other container's stays.
 Then the other's ends cleanly: its row turns exited, its segment is
-gone.
+gone.  In the exporter's next scrapes the exited one's series are gone,
+the killed one's stay (mstat_running 0, and mstat_killed_info with how
+it died) for the exporter's grace.
 
 The observers read this test's namespaces only (--namespaces with the
 containers' pids), not every one on the machine: other test runs live
@@ -413,9 +415,21 @@ def test_hosts():
         check(state(s, a.pid) == "killed" and
               state(s, host.pid) == "running", "a killed, the host's runs "
               "on: %s" % s)
-    # Gone from the exporter's next scrapes: the host's series left.
-    wait_for(lambda: len(prom_query(prom, q)) == 1,
-             "the ended processes' series to go")
+    # The exited one gone from the exporter's next scrapes; the killed
+    # one there for the exporter's grace, saying how it died.
+    def ended():
+        res = prom_query(prom, q)
+        return sorted(int(s["metric"]["pid"]) for s in res) == \
+            sorted([host.pid, a.pid]) and res
+    wait_for(ended, "the exited process's series to go")
+    running = {int(s["metric"]["pid"]): s["value"][1] for s in prom_query(
+        prom, 'mstat_running{name=~"%s-.*"}' % TAG)}
+    killed = prom_query(prom, 'mstat_killed_info{name=~"%s-.*"}' % TAG)
+    check(running == {host.pid: "1", a.pid: "0"} and len(killed) == 1 and
+          killed[0]["metric"]["pid"] == str(a.pid) and
+          killed[0]["metric"]["how"] == "killed" and
+          killed[0]["metric"].get("container_id") == a.id,
+          "running %r, killed %r" % (running, killed))
 
 
 def start_exporter(which, prefix=()):

@@ -3,7 +3,7 @@
 """End-to-end tests of mstat-exporter against real instrumented processes.
 
     e2e.py TEST     TEST: flags http formats gone concurrent busy stalled
-                          tls dashboard prometheus health pprof
+                          tls dashboard prometheus health crowd pprof
                           pprof_tls pprof_go pprof_concurrent
                           pprof_prometheus
 
@@ -52,6 +52,7 @@ PROMTOOL = os.environ.get("PROMTOOL", "")
 PROMETHEUS = os.environ.get("PROMETHEUS", "")
 OPENSSL = os.environ.get("OPENSSL", "")
 DASHBOARD = os.environ["DASHBOARD"]
+RULES = os.environ["RULES"]
 GO = os.environ.get("GO", "")
 SAMPLES = os.environ.get("MSTAT_SAMPLES", "1") != "0"
 TAG = "exp%d" % os.getpid()  # unique names for this run
@@ -353,21 +354,34 @@ def test_formats():
     def ours_only(text):
         return {k for k in samples(text) if "mstat_exporter" in k or TAG in k}
     check(ours_only(om) == ours_only(text), "the same series")
-    # Without --collector.classes: no per-class series.
+    # Without --collector.classes: no per-class series; without
+    # --collector.memory, no memory series.
     e.stop()
     e = Exporter()
     s = of(e.metrics(), f)
     expect_fixed(s, "without classes", classes=False)
     check(not [k for k in s if "class" in k], "no class series: %r" % s)
+    check(not [k for k in s if "memory" in k], "no memory series: %r" % s)
+    e.stop()
+    # With it: the parts, which add up to the resident memory.
+    e = Exporter("--collector.memory")
+    s = of(e.metrics(), f)
+    parts = {k: v for k, v in s.items() if k.startswith("mstat_memory_bytes")}
+    check(sorted(parts) == sorted('mstat_memory_bytes,part="%s"' % p for p in (
+        "live", "allocator_free", "allocator_overhead", "not_heap", "file",
+        "shmem", "library")), "the parts: %r" % s)
+    check(sum(parts.values()) == s["mstat_resident_memory_bytes"] > 0,
+          "they add up: %r" % s)
     e.stop()
     f.stop()
     g.stop()
 
 
 def test_gone():
-    """A process that exits, or is killed, is gone from the next scrape;
-    the killed one's segment is kept for the grace (MSTAT_KILLED_GRACE),
-    not read again; with a grace of 0, removed."""
+    """A process that exits is gone from the next scrape; one killed stays
+    while its segment is kept for the grace (MSTAT_KILLED_GRACE), not read
+    again, with its final counts, mstat_running 0 and mstat_killed_info
+    naming its post-mortem profile; with a grace of 0, removed."""
     a = Target("fixed", TAG + "-exit")
     k = Target("fixed", TAG + "-kill")
     pm = os.path.join(tmpdir(), "postmortem")
@@ -381,8 +395,8 @@ def test_gone():
     k.p.wait(timeout=TIMEOUT)
     check(segments_of(k.pid), "a killed process leaves its segment")
     text = e.metrics()
-    check(of(text, a) == {} and of(text, k) == {},
-          "gone from the next scrape: %r %r" % (of(text, a), of(text, k)))
+    check(of(text, a) == {}, "exited: gone from the next scrape: %r"
+          % of(text, a))
     check(segments_of(k.pid), "the killed process's segment kept")
     # (Other tests' processes killed meanwhile are written too.)
     files = [f for f in os.listdir(pm) if f.startswith(TAG)]
@@ -390,8 +404,16 @@ def test_gone():
         r"%s-kill-%d-\d{8}T\d{6}Z\.pb\.gz" % (re.escape(TAG), k.pid), files[0])
         and os.stat(os.path.join(pm, files[0])).st_mode & 0o777 == 0o600,
         "--postmortem-dir: the killed one's profile only: %r" % files)
+    killed = of(text, k)
+    check(killed.get("mstat_running") == 0 and killed.get(
+        'mstat_killed_info,how="killed",postmortem="%s"'
+        % os.path.join(pm, files[0])) == 1,
+        "killed: running 0, how and its post-mortem: %r" % killed)
+    check(7 * B <= killed.get("mstat_live_bytes", -1) < 7 * B + (1 << 36)
+          and killed.get("mstat_threads") == 0,
+          "killed: its final live bytes, no thread: %r" % killed)
     text = e.metrics()
-    check(of(text, k) == {}, "not read again: %r" % of(text, k))
+    check(of(text, k) == killed, "not read again: %r" % of(text, k))
     e.stop()
     e = Exporter("--killed-grace=0")
     e.metrics()
@@ -562,9 +584,13 @@ def grafana_to_promql(expr):
 
 
 def served_names():
-    """Every sample name the exporter serves, classes included."""
+    """Every sample name the exporter serves, classes, memory and a
+    killed process's included."""
     t = Target("fixed", TAG + "-names")
-    e = Exporter("--collector.classes")
+    k = Target("fixed", TAG + "-names-killed")
+    os.kill(k.pid, signal.SIGKILL)
+    k.p.wait(timeout=TIMEOUT)
+    e = Exporter("--collector.classes", "--collector.memory")
     text = e.metrics()
     e.stop()
     t.stop()
@@ -585,7 +611,8 @@ def test_dashboard():
         check(names <= served, "%s: %r names what is not served: %r" %
               (where, expr, names - served))
     titles = [p.get("title", "") for p in board["panels"]]
-    for want in ("Live bytes", "Growth", "Allocation rate", "heat map"):
+    for want in ("Live bytes", "Growth", "Allocation rate", "heat map",
+                 "Resident memory by part"):
         check(any(want.lower() in t.lower() for t in titles),
               "a panel for %s: %r" % (want, titles))
     # The checker itself: a name that is not served is caught.
@@ -626,10 +653,10 @@ def certificates(d):
          "-extfile", "san.ext")
 
 
-def refused_start(args, status, line):
+def refused_start(args, status, line, prefix=False):
     """mstat-exporter with args stops at once, never listening, with the
     status and one line on stderr (`line` whole, or in it if it does not
-    begin "mstat-exporter: ")."""
+    begin "mstat-exporter: "; with `prefix`, at its start)."""
     err = os.path.join(tmpdir(), "stderr")
     with open(err, "w") as f:
         p = subprocess.Popen([EXPORTER] + args, stdout=subprocess.DEVNULL,
@@ -645,9 +672,10 @@ def refused_start(args, status, line):
     got = said()
     check(p.returncode == status, "%r exited %d, not %d: %s" %
           (args, p.returncode, status, got))
-    whole = line.startswith("mstat-exporter: ")
+    whole = line.startswith("mstat-exporter: ") and not prefix
     check((got == line + "\n") if whole else
-          (line in got and got.count("\n") == 1),
+          (got.startswith(line) if prefix else line in got) and
+          got.count("\n") == 1,
           "%r said %r, not %r" % (args, got, line))
 
 
@@ -657,8 +685,11 @@ FORMS = ("; the forms are host:port, [ipv6]:port and :port (every "
 
 def test_flags():
     """What the exporter is given is checked before it starts: every port
-    outside 1-65535, every malformed listen address and a telemetry path
-    without its / stop the start with a line saying what is allowed."""
+    outside 1-65535, every malformed listen address, a telemetry path
+    without its / or one the exporter serves already, and an empty value
+    for any flag stop the start with a line saying what is allowed."""
+    def bad(flag, value, why):
+        return "mstat-exporter: bad value '%s' for %s: %s" % (value, flag, why)
     for addr, why in ((":99999", "the port 99999 is out of range"),
                       ("127.0.0.1:65536", "the port 65536 is out of range"),
                       ("127.0.0.1:0", "the port 0 is out of range"),
@@ -676,44 +707,65 @@ def test_flags():
                       ("local host:10415",
                        "local host is not a host name or IPv4 address")):
         refused_start(["--web.listen-address=" + addr], 2,
-                      'mstat-exporter: --web.listen-address "%s": %s%s' %
-                      (addr, why, FORMS))
+                      bad("--web.listen-address", addr, why + FORMS))
     # A bad address after a good one: nothing is bound.
     refused_start(["--web.listen-address=127.0.0.1:%d" % free_port(),
                    "--web.listen-address=:99999"], 2,
                   "the port 99999 is out of range")
     refused_start(["--web.telemetry-path=nometrics"], 2,
-                  'mstat-exporter: --web.telemetry-path "nometrics": it must '
-                  'start with /, as /metrics does')
-    refused_start(["--web.telemetry-path=/"], 2,
-                  'mstat-exporter: --web.telemetry-path "/": / is the landing '
-                  'page: the metrics need a path of their own, such as '
-                  '/metrics')
-    refused_start(["--web.telemetry-path=/-/healthy"], 2,
-                  'mstat-exporter: --web.telemetry-path "/-/healthy": '
-                  '/-/healthy is the health endpoint: the metrics need a '
-                  'path of their own')
+                  bad("--web.telemetry-path", "nometrics",
+                      "it must start with /, as /metrics does"))
     refused_start(["--web.telemetry-path=/metrics?x"], 2,
                   "a path is / and printable ASCII but for space, ?, # and %")
+    # Every path the exporter serves already is refused, with what
+    # serves it: the metrics would hide it.
+    for path, what in (("/", "the landing page"),
+                       ("/-/healthy", "the health endpoint"),
+                       ("/debug/pprof", "the heap profiles (/debug/pprof/)"),
+                       ("/debug/pprof/", "the heap profiles (/debug/pprof/)"),
+                       ("/debug/pprof/heap",
+                        "the heap profiles (/debug/pprof/)"),
+                       ("/debug/pprof/targets",
+                        "the heap profiles (/debug/pprof/)"),
+                       ("/debug/pprof/other",
+                        "the heap profiles (/debug/pprof/)")):
+        refused_start(["--web.telemetry-path=" + path], 2,
+                      bad("--web.telemetry-path", path, "%s is %s: the "
+                          "metrics need a path of their own, such as "
+                          "/metrics" % (path, what)))
     # The profiles' flags.
     refused_start(["--web.external-address=:10415"], 2,
-                  'mstat-exporter: --web.external-address ":10415": a host is '
-                  'needed: the address scrapers reach this exporter at')
+                  bad("--web.external-address", ":10415", "a host is "
+                      "needed: the address scrapers reach this exporter at"))
     refused_start(["--web.external-address=node7"], 2,
-                  'mstat-exporter: --web.external-address "node7": no :port' +
-                  FORMS)
+                  bad("--web.external-address", "node7", "no :port" + FORMS))
     for n in ("0", "1001", "x", "-1"):
         refused_start(["--web.max-profile-requests=" + n], 2,
-                      "mstat-exporter: --web.max-profile-requests %s: 1 to "
-                      "1000" % n)
+                      bad("--web.max-profile-requests", n,
+                          "a number of profiles, 1 to 1000"))
     # The killed processes' flags.
     refused_start(["--killed-grace=86401"], 2,
-                  "mstat-exporter: --killed-grace 86401: seconds, 0 to 86400")
+                  bad("--killed-grace", "86401", "seconds, 0 to 86400"))
     refused_start(["--postmortem-dir=/nonexistent/x"], 2,
-                  "mstat-exporter: --postmortem-dir: /nonexistent/x: No such "
-                  "file or directory")
+                  bad("--postmortem-dir", "/nonexistent/x",
+                      "No such file or directory: make it first (mkdir -m "
+                      "700 /nonexistent/x)"))
     refused_start(["--postmortem-bytes=1k"], 2,
-                  "mstat-exporter: --postmortem-bytes 1k: a number of bytes")
+                  bad("--postmortem-bytes", "1k", "a number of bytes"))
+    refused_start(["--reader.namespaces=2147483647"], 2,
+                  bad("--reader.namespaces", "2147483647", "no process "
+                      "2147483647: its /dev/shm cannot be read"))
+    # Every flag that takes a value, as --help lists them, refuses an
+    # empty one.
+    r = subprocess.run([EXPORTER, "--help"], stdout=subprocess.PIPE,
+                       timeout=60)
+    valued = re.findall(r"^  (?:-\w, |    )--([\w.-]+)=", r.stdout.decode(),
+                        re.M)
+    check(len(valued) >= 11, "--help lists %d flags with values" %
+          len(valued))
+    for name in valued:
+        refused_start(["--%s=" % name], 2, "mstat-exporter: bad value '' for "
+                      "--%s: " % name, prefix=True)
     # The addresses that are allowed: served, at a path of its own.
     e = Exporter("--web.telemetry-path=/heap")
     check(e.get("/heap")[0] == 200 and e.get("/metrics")[0] == 404,
@@ -844,9 +896,12 @@ def prom_get(port, path, **params):
 
 def test_prometheus():
     """A real Prometheus server scrapes the exporter every second over TLS
-    with basic auth: the target is up, a live process's mstat_live_bytes
-    is queried through /api/v1/query, its series are gone once it exits,
-    and every dashboard expression is one the server accepts."""
+    with basic auth, with the rules of deploy/prometheus: the target is up,
+    a live process's mstat_live_bytes is queried through /api/v1/query,
+    its series are gone once it exits, every dashboard expression is one
+    the server accepts, every rule evaluates without an error, and a
+    process killed fires MstatProcessKilled, naming its post-mortem
+    profile."""
     check(PROMETHEUS, "no prometheus (bash scripts/deps.sh unpacks it)")
     d = tmpdir()
     certificates(d)
@@ -856,8 +911,12 @@ def test_prometheus():
                 "  key_file: server.key\n  min_version: TLS12\n"
                 "basic_auth_users:\n  prometheus: '%s'\n" % bcrypt(password))
     t = Target("fixed", TAG + "-prom")
+    k = Target("fixed", TAG + "-killed")
+    pm = os.path.join(d, "postmortem")
+    os.mkdir(pm)
     e = Exporter("--web.config.file=" + os.path.join(d, "web.yml"),
-                 "--collector.classes",
+                 "--collector.classes", "--collector.memory",
+                 "--postmortem-dir=" + pm,
                  scheme="https", ca=os.path.join(d, "ca.crt"))
     # What Prometheus will meet: TLS, and a user first.
     check(e.get()[0] == 401, "no user: 401")
@@ -871,6 +930,7 @@ def test_prometheus():
   scrape_interval: 1s
   scrape_timeout: 1s
   evaluation_interval: 1s
+rule_files: ['%s']
 scrape_configs:
   - job_name: mstat
     scheme: https
@@ -881,7 +941,7 @@ scrape_configs:
       password: '%s'
     static_configs:
       - targets: ['127.0.0.1:%d']
-""" % (os.path.join(d, "ca.crt"), password, e.port))
+""" % (RULES, os.path.join(d, "ca.crt"), password, e.port))
     log = open(os.path.join(d, "prometheus.log"), "w")
     prom = subprocess.Popen(
         [PROMETHEUS, "--config.file=" + os.path.join(d, "prometheus.yml"),
@@ -921,6 +981,44 @@ scrape_configs:
     meta = prom_get(port, "/api/v1/targets/metadata",
                     metric="mstat_live_bytes")["data"]
     check(meta and meta[0].get("unit") == "bytes", "metadata %r" % meta)
+    # The gap rule's two sides match, series for series: the share of its
+    # RSS the allocator holds free, of the live process.
+    gap = ('sum without (part) (mstat_memory_bytes{part="allocator_free",'
+           'pid="%d"}) / mstat_resident_memory_bytes' % t.pid)
+    r = wait_for(lambda: prom_get(port, "/api/v1/query",
+                                  query=gap)["data"]["result"], gap)
+    check(len(r) == 1 and 0 <= float(r[0]["value"][1]) <= 1,
+          "allocator_free over RSS: %r" % r)
+    # Killed: the alert names it, how and its post-mortem profile.
+    os.kill(k.pid, signal.SIGKILL)
+    k.p.wait(timeout=TIMEOUT)
+
+    def killed():
+        for a in prom_get(port, "/api/v1/alerts")["data"]["alerts"]:
+            if (a["labels"]["alertname"] == "MstatProcessKilled" and
+                    a["labels"]["pid"] == str(k.pid) and a["state"] == "firing"):
+                return a
+    a = wait_for(killed, "MstatProcessKilled to fire")
+    files = [f for f in os.listdir(pm) if f.startswith(TAG + "-killed-")]
+    check(len(files) == 1, "its post-mortem: %r" % os.listdir(pm))
+    path = os.path.join(pm, files[0])
+    check(a["labels"].get("how") == "killed" and
+          a["labels"].get("postmortem") == path and
+          a["labels"].get("severity") == "warning" and
+          path in a["annotations"]["description"] and
+          a["annotations"]["summary"].startswith(
+              "%s (pid %d on 127.0.0.1:%d) was killed by a signal"
+              % (k.name, k.pid, e.port)), "the alert: %r" % a)
+    # Every rule is evaluated without an error.
+
+    def evaluated():
+        rules = [r for g in prom_get(port, "/api/v1/rules")["data"]["groups"]
+                 for r in g["rules"]]
+        bad = [(r["name"], r.get("lastError")) for r in rules
+               if r["health"] != "ok"]
+        check(not [b for b in bad if b[1]], "rules failing: %r" % bad)
+        return len(rules) >= 10 and not bad
+    wait_for(evaluated, "every rule evaluated")
     # Every dashboard expression is PromQL this server accepts, and shows
     # data once there are two scrapes to take a rate from.
     with open(DASHBOARD) as f:
@@ -985,6 +1083,134 @@ def reader_thread(pid):
 
 STUCK = (r"the reader is stuck: scrapes have waited (\d+\.\d) s for it, "
          r"more than 10 s beyond its wait budget of 0\.01 s\n")
+
+
+def http_once(port, path, timeout=TIMEOUT):
+    """(status, {header: value}, body) of one GET on a connection of its
+    own, closed by the server after it."""
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        s.sendall(b"GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                  b"Connection: close\r\n\r\n" % path.encode())
+        data = b""
+        while True:
+            b = s.recv(1 << 16)
+            if not b:
+                break
+            data += b
+    finally:
+        s.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {k.strip().lower(): v.strip() for k, _, v in
+               (ln.partition(":") for ln in lines[1:])}
+    return int(lines[0].split()[1]), headers, body
+
+
+def crowd(port, clients, each, out, path="/metrics"):
+    """`clients` threads, each asking `each` times, one connection a
+    request (as ab does): their answers, or what was raised, into out."""
+    def client():
+        for _ in range(each):
+            try:
+                out.append(http_once(port, path))
+            except OSError as x:
+                out.append(x)
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    for th in threads:
+        th.start()
+    return threads
+
+
+def check_answers(answers, limit, what):
+    """Every answer a 200 with the metrics or promhttp's 503: (200s, 503s)."""
+    n = {200: 0, 503: 0}
+    for a in answers:
+        check(not isinstance(a, Exception), "%s: %r" % (what, a))
+        status, headers, body = a
+        check(status in n, "%s: %d %r" % (what, status, body))
+        n[status] += 1
+        if status == 200:
+            check(b"mstat_exporter_build_info" in body, "%s: 200 %r"
+                  % (what, body[:200]))
+        else:
+            check(body == b"Limit of concurrent requests reached (%d), try "
+                  b"again later.\n" % limit and
+                  headers.get("retry-after") == "1" and
+                  headers.get("content-type") == "text/plain; charset=utf-8",
+                  "%s: 503 %r %r" % (what, headers, body))
+    return n[200], n[503]
+
+
+def test_crowd():
+    """A crowd past --web.max-requests: every answer a 200 or a 503 with
+    Retry-After (promhttp's in-flight limit), no connection refused or
+    reset, /-/healthy answered 200 all along, and served again at once.
+    With the reader stopped, exactly the limit's scrapes wait and every
+    other is answered 503 at once; then 200 clients (five times the
+    default) ask 3000 times while the health endpoint is polled."""
+    if VALGRIND:
+        print("a crowd is not tested under valgrind (one thread at a time)")
+        sys.exit(77)
+    t = Target("fixed", TAG + "-crowd")
+    limit, clients = 10, 100
+    e = Exporter("--web.max-requests=%d" % limit)
+    answers = []
+    with StoppedThread(reader_thread(e.p.pid)):
+        t0 = time.monotonic()
+        threads = crowd(e.port, clients, 1, answers)
+        wait_for(lambda: len(answers) >= clients - limit,
+                 "the answers beyond the limit")
+        health = http_once(e.port, "/-/healthy")
+        # Until scrapes have waited 10 s the reader is not stuck (it will
+        # not have, but on a machine stalled that long).
+        if time.monotonic() - t0 < 10:
+            check(health[:1] == (200,), "health beside %d waiting scrapes: "
+                  "%r" % (limit, health))
+        check(len(answers) == clients - limit and
+              check_answers(answers, limit, "beyond the limit") ==
+              (0, clients - limit),
+              "%d answered while the reader was stopped, %d wait"
+              % (len(answers), limit))
+    for th in threads:
+        th.join(timeout=TIMEOUT)
+        check(not th.is_alive(), "a scrape hung")
+    check(check_answers(answers, limit, "the reader stopped") ==
+          (limit, clients - limit), "the %d waiting scrapes" % limit)
+    e.stop()
+
+    e = Exporter()
+    answers, health, done = [], [], threading.Event()
+
+    def probe():
+        while not done.is_set():
+            t1 = time.monotonic()
+            try:
+                r = http_once(e.port, "/-/healthy", timeout=5)
+                health.append((r[0], time.monotonic() - t1))
+            except OSError as x:
+                health.append((x, time.monotonic() - t1))
+            time.sleep(0.02)
+    prober = threading.Thread(target=probe)
+    prober.start()
+    threads = crowd(e.port, 200, 15, answers)
+    for th in threads:
+        th.join(timeout=TIMEOUT)
+        check(not th.is_alive(), "a client hung")
+    done.set()
+    prober.join(timeout=TIMEOUT)
+    ok, busy = check_answers(answers, 40, "200 clients")
+    check(ok + busy == 3000, "3000 answers, got %d" % (ok + busy))
+    check(health and all(h[0] == 200 for h in health),
+          "health during the crowd: %r" % [h for h in health if h[0] != 200])
+    # At once: no wait, no retry.
+    check(e.get()[0] == 200 and e.get("/-/healthy")[0] == 200,
+          "served again at once")
+    print("200 clients, 3000 requests: %d answered 200, %d 503; %d health "
+          "checks meanwhile, all 200, the slowest in %.0f ms" % (
+              ok, busy, len(health), 1000 * max(h[1] for h in health)))
+    e.stop()
+    t.stop()
 
 
 def test_health():

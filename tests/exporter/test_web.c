@@ -163,6 +163,17 @@ test_paths(void **state)
 	path_refused("/-/healthy", "/-/healthy is the health endpoint: the "
 		     "metrics need a path of their own");
 	assert_int_equal(mstat_web_check_path("/-/healthy2", err, sizeof(err)), 0);
+	/* Every path served already: the metrics would hide it. */
+	path_refused("/debug/pprof", "/debug/pprof is the heap profiles "
+		     "(/debug/pprof/): the metrics need a path of their own");
+	path_refused("/debug/pprof/", "/debug/pprof/ is the heap profiles");
+	path_refused("/debug/pprof/heap", "/debug/pprof/heap is the heap "
+		     "profiles");
+	path_refused("/debug/pprof/allocs", "is the heap profiles");
+	path_refused("/debug/pprof/targets", "is the heap profiles");
+	path_refused("/debug/pprof/x/y", "is the heap profiles");
+	assert_int_equal(mstat_web_check_path("/debug/pprofx", err, sizeof(err)), 0);
+	assert_int_equal(mstat_web_check_path("/debug", err, sizeof(err)), 0);
 	path_refused("/metrics?x=1", "printable ASCII but for space, ?, # and %");
 	path_refused("/a b", "printable ASCII but for space");
 	path_refused("/a#b", "printable ASCII but for space");

@@ -128,6 +128,16 @@ python3 -c 'import json,sys; s=json.load(open(sys.argv[1])); assert s["version"]
 [ "$rc" = 127 ] && grep -q '/nonexistent/cmd' "$tmp/g.err" || fail "missing command: $rc"
 "$run" --summary /nonexistent/dir/x.json -- true 2>/dev/null && rc=0 || rc=$?
 [ "$rc" = 125 ] || fail "unwritable summary: $rc"
+# Values that cannot mean anything: refused before the command runs,
+# with what the option takes.
+for bad in "--summary=|a file name, or - for standard output" \
+	   "--name=|a name, 1 to 63 bytes"; do
+	opt=${bad%%|*}
+	"$run" "$opt" -- touch "$tmp/ran" 2>"$tmp/h.err" && rc=0 || rc=$?
+	want="mstat-run: bad value '' for ${opt%=}: ${bad#*|}"
+	[ "$rc" = 125 ] && [ "$(cat "$tmp/h.err")" = "$want" ] && [ ! -e "$tmp/ran" ] ||
+		fail "$opt: exit $rc, said '$(cat "$tmp/h.err")', not '$want'"
+done
 # Installed: bin/mstat-run finds lib/<multiarch>/libmstatshm.so.0.
 if [ -n "$build" ] && command -v meson >/dev/null; then
 	meson install -C "$build" --destdir "$tmp/inst" --no-rebuild --quiet >/dev/null 2>&1 ||

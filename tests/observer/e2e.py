@@ -5,10 +5,11 @@
     e2e.py TEST     TEST: exact lifecycle exec stopped refusals gc pidns
                           unpublished json openmetrics interactive escape
                           leak replay keys terminal files cut narrow
-                          baseline options
+                          baseline options docs demo
 
 Environment (set by meson): MSTAT_TOP, MSTAT_TARGET (tests/observer/target.c),
-MSTAT_RUN, PROMTOOL and TMUX_BIN (empty when not installed).
+MSTAT_RUN, MSTAT_DEMO (demo/workload.c), PROMTOOL, TMUX_BIN and GO (empty
+when not installed).
 
 Every test watches only processes it started (by -p PID, or by a name
 filter unique to this run), so segments other programs leave in /dev/shm
@@ -18,12 +19,14 @@ of pids that do not exist, so none races with the test for them.
 Nothing here asserts a duration: a hang shows as a subprocess timeout,
 generous enough for a loaded machine.
 """
+import glob
 import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 from jsondoc import documented_fields
@@ -34,8 +37,11 @@ TARGET = os.environ["MSTAT_TARGET"]
 RUN = os.environ["MSTAT_RUN"]
 PROMTOOL = os.environ.get("PROMTOOL", "")
 TMUX = os.environ.get("TMUX_BIN", "")
+DEMO = os.environ.get("MSTAT_DEMO", "")
+GO = os.environ.get("GO", "")
 SRC = os.path.dirname(os.path.abspath(__file__))
-DOCS = os.path.join(SRC, "..", "..", "docs")
+ROOT = os.path.join(SRC, "..", "..")
+DOCS = os.path.join(ROOT, "docs")
 TAG = "e2e%d" % os.getpid()  # unique names for this run
 # Under `meson test --setup valgrind` this script, mstat-top and the
 # targets all run under memcheck, tens of times slower.
@@ -66,11 +72,11 @@ def check(cond, what):
 class Target:
     """An instrumented process; it exits cleanly when stop() closes stdin."""
 
-    def __init__(self, mode, name, env=None):
+    def __init__(self, mode, name, env=None, exe=TARGET):
         e = dict(os.environ, MSTAT_NAME=name)
         e.update(env or {})
         self.name = name
-        self.p = subprocess.Popen([TARGET, mode], stdin=subprocess.PIPE,
+        self.p = subprocess.Popen([exe, mode], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, env=e)
         children.append(self.p)
         line = self.p.stdout.readline()
@@ -187,7 +193,8 @@ def expect_fixed(p, what, n_alloc=10, n_free=3):
 # MSTAT_OUTPUT_NAME_WIDTH wide and may hold spaces; STATE takes the rest.
 TABLE = [("PID", 7), ("NAME", 20), ("WHERE", 12), ("AGE", 6), ("THR", 4), ("LIVE", 8),
          ("OBJS", 6), ("ALLOC/s", 8), ("FREE/s", 8), ("NET/s", 10),
-         ("GROWTH", 9), ("+OBJS", 7), ("GROWTH/s", 10), ("STATE", None)]
+         ("GROWTH", 9), ("+OBJS", 7), ("GROWTH/s", 10), ("RSS", 8), ("FREE%", 5),
+         ("STATE", None)]
 
 
 def table_rows(out):
@@ -492,8 +499,8 @@ def test_refusals():
     names["owner"] = segments_of(good.pid)[0] + ".5"
     plant(names["owner"], head, size, uid=65534)
     plant(name("magic"), b"NOTMSTAT" + head[8:], size)
-    # Major and minor version: 6.0, 3.0.
-    plant(name("version"), head[:8] + b"\x06\x00\x00\x00" + head[12:], size)
+    # Major and minor version: 7.0, 3.0.
+    plant(name("version"), head[:8] + b"\x07\x00\x00\x00" + head[12:], size)
     plant(name("oldversion"), head[:8] + b"\x03\x00\x00\x00" + head[12:], size)
     plant(name("size"), head[:16] + (1 << 40).to_bytes(8, "little") + head[24:],
           size)
@@ -508,8 +515,8 @@ def test_refusals():
         "mode": "has mode 0644, not 0600",
         "owner": "is owned by uid 65534",
         "magic": "bad magic",
-        "version": "format version 6.0; this reader reads 5.x",
-        "oldversion": "format version 3.0; this reader reads 5.x",
+        "version": "format version 7.0; this reader reads 6.x",
+        "oldversion": "format version 3.0; this reader reads 6.x",
         "size": "",
         "identity": "says it belongs to pid %d" % good.pid,
         "symlink": "symbolic link",
@@ -839,6 +846,12 @@ def test_json():
         want = [f for f in doc["process"] if f != "sites"]
         check(list(p) == want, "process fields %r vs %r" % (list(p), want))
         check(list(p["classes"][0]) == doc["class"], "class fields")
+        # Read at the process's first tick, as it is first seen.
+        check(p["memory"] is not None and list(p["memory"]) == doc["memory"],
+              "memory fields %r vs %r" % (p["memory"], doc["memory"]))
+        parts = [k for k in doc["memory"] if k not in ("rss", "live_not_resident")]
+        check(sum(p["memory"][k] for k in parts) == p["memory"]["rss"],
+              "the parts add up to rss: %r" % p["memory"])
     t.stop()
 
 
@@ -1012,6 +1025,17 @@ def test_interactive():
         s = t.wait(lambda s: "SIZE<=" in s, "the class table")
         check("pid %d" % big.pid in s and "live, 0 to 1.00TiB: " in s,
               "detail, its history on a labelled scale")
+        # Its resident memory, every part: the fixed target's 896 GiB
+        # live are chunks never written, not resident (on glibc; a
+        # sanitizer's malloc is another allocator, not told apart).
+        mem = " ".join(l for l in s.splitlines()[5:9])
+        check(re.search(r"memory \S+ \((glibc, heap from its maps|other, "
+                        r"heap not told apart)\)", mem) and
+              all(" %s " % p in mem for p in (
+                  "live", "allocator_free", "allocator_overhead", "not_heap",
+                  "file", "shmem", "library")) and
+              "(live not resident 896GiB)" in mem,
+              "its memory, every part: %r" % mem)
         row = [l for l in s.splitlines() if l.split()[:1] == ["128GiB"]]
         check(row and row[0].split()[1] == "896GiB" and
               row[0].split()[2] == "0B",
@@ -1074,6 +1098,202 @@ def test_interactive():
                 os.unlink(f)
     big.stop()
     small.stop()
+
+
+def doc_commands(path):
+    """The shell commands a document shows: its ```sh blocks (Markdown) or
+    its .nf sections (a manual, roff's escapes undone), a line ending in
+    | or \ joined with the next, comments and blank lines left out."""
+    text = open(path).read()
+    if path.endswith(".md"):
+        blocks = re.findall(r"^```sh\n(.*?)^```", text, re.M | re.S)
+    else:
+        blocks = [b.replace("\\-", "-").replace("\\e", "\\")
+                  for b in re.findall(r"^\.nf\n(.*?)^\.fi", text, re.M | re.S)]
+    out = []
+    for b in blocks:
+        cmd = ""
+        for line in b.splitlines():
+            line = re.sub(r"\s+#.*$", "", line).strip()
+            if not line or line.startswith("#"):
+                continue
+            cmd += (" " if cmd else "") + line.rstrip("\\").strip()
+            if not line.endswith(("|", "\\", "&&")):
+                out.append(cmd)
+                cmd = ""
+    return out
+
+
+def shell(cmd, cwd, bindir, **kw):
+    """`cmd` in bash (pipefail), in `cwd`, with the programs of `bindir`
+    first on PATH."""
+    env = dict(os.environ, PATH=bindir + ":" + os.environ["PATH"],
+               HOME=cwd, PPROF_TMPDIR=cwd)
+    return subprocess.run(["bash", "-o", "pipefail", "-c", cmd], cwd=cwd,
+                          env=env, timeout=TIMEOUT, **kw)
+
+
+def bin_dir(d):
+    """A directory where `mstat-top` and `go` are the ones under test."""
+    b = os.path.join(d, "bin")
+    os.mkdir(b)
+    os.symlink(TOP, os.path.join(b, "mstat-top"))
+    if GO:
+        os.symlink(GO, os.path.join(b, "go"))
+    return b
+
+
+def test_docs():
+    """The docs' example commands work as shown, run in a scratch
+    directory.  The README's post-mortem example makes its directory, and
+    mstat-top then runs on and writes the profile of a process killed;
+    without the directory, the tools say at start how to make it.  Every
+    example that picks processes with pgrep (the README, docs/*.md, the
+    manuals) works when two processes have the name: a program named for
+    this run, run twice."""
+    d = tempfile.mkdtemp(prefix="mstat-docs-%s." % TAG)
+    b = bin_dir(d)
+    readme = os.path.join(ROOT, "README.md")
+    example = [c for c in doc_commands(readme)
+               if "/var/tmp/mstat" in c]
+    run = [c for c in example if not c.startswith("go tool pprof")]
+    pprof = [c for c in example if c.startswith("go tool pprof")]
+    check(run and run[-1].startswith("mstat-top ") and
+          run[-1].endswith("&") and len(pprof) == 1,
+          "the README's post-mortem example: %r" % example)
+    pm = os.path.join(d, "mstat")
+    with open(os.path.join(d, "stderr"), "w") as err:
+        r = shell("\n".join(c.replace("/var/tmp/mstat", pm)
+                            for c in run) + "\necho $!",
+                  d, b, stdout=subprocess.PIPE, stderr=err)
+    top = int(r.stdout.split()[-1])
+    try:
+        t = Target("fixed", TAG + "-api")
+        t.p.kill()
+        t.p.wait()
+        pattern = os.path.join(pm, "%s-api-%d-*.pb.gz" % (TAG, t.pid))
+        wait_for(lambda: glob.glob(pattern) or not os.path.exists(
+            "/proc/%d" % top), "its post-mortem profile")
+        check(os.path.exists("/proc/%d" % top), "mstat-top exited: %s" %
+              open(os.path.join(d, "stderr")).read())
+        files = glob.glob(pattern)
+        if GO:
+            r = shell(re.sub(r"/var/tmp/mstat/\S+", files[0], pprof[0]), d,
+                      b, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            check(r.returncode == 0, "%s: %s" % (pprof[0], r.stderr))
+        print("post-mortem example: %s written, mstat-top running%s" % (
+            os.path.basename(files[0]), "" if GO else "; go not installed"))
+    finally:
+        try:
+            os.kill(top, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+
+
+        def gone():
+            try:
+                return proc_state(top) == "Z"
+            except OSError:
+                return True
+        wait_for(gone, "mstat-top to stop")
+    r = subprocess.run([TOP, "-b", "--postmortem-dir=" + pm + "/no"],
+                       stderr=subprocess.PIPE, timeout=TIMEOUT)
+    check(r.returncode == 2 and r.stderr.decode() ==
+          "mstat-top: bad value '%s/no' for --postmortem-dir: No such file "
+          "or directory: make it first (mkdir -m 700 %s/no)\n" % (pm, pm),
+          "a missing directory: %d %r" % (r.returncode, r.stderr))
+
+    name = "srv%d" % os.getpid()  # 15 bytes at most: a comm
+    exe = os.path.join(d, name)
+    os.symlink(TARGET, exe)
+    two = [Target("steady", name, exe=exe) for _ in range(2)]
+    docs = [readme] + sorted(glob.glob(os.path.join(DOCS, "*.md")) +
+                             glob.glob(os.path.join(DOCS, "*.1")))
+    cmds = [(os.path.basename(f), c) for f in docs for c in doc_commands(f)
+            if "pgrep" in c]
+    check(len(cmds) >= 6, "the examples with pgrep: %r" % cmds)
+    for f, c in cmds:
+        if "go tool" in c and not GO:
+            print("%s: not run (go not installed): %s" % (f, c))
+            continue
+        r = shell(re.sub(r"\bserver\b", name, c), d, b,
+                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        check(r.returncode == 0,
+              "%s: %s, with two processes of the name: exit %d: %s" %
+              (f, c, r.returncode, r.stderr.decode()))
+        print("%s: %s: ok" % (f, c))
+    # The name picks both.
+    r = shell("mstat-top -b -n 1 -o json -p $(pgrep -d, -x %s) | jq -c "
+              "'[.processes[].pid]'" % name, d, b, stdout=subprocess.PIPE)
+    check(sorted(json.loads(r.stdout)) == sorted(t.pid for t in two),
+          "pgrep -d, -x %s: %r" % (name, r.stdout))
+    for t in two:
+        t.stop()
+
+
+def test_demo():
+    """What the demo (scripts/demo.sh) says works as it says.  Its
+    leaking workload exits once it has leaked what it is given, as its
+    row counts bytes; what the demo says of it is the workload's
+    default.  Watched as the demo watches, by growth, the top row is
+    selected until moved: a steady process first alone, then a leaking
+    one that rises above it, which Enter then opens."""
+    if not RUN or not DEMO:
+        print("SKIP: no mstat-run (a sanitizer's malloc stands in)")
+        sys.exit(77)
+    mib = int(re.search(r"^#define LEAK_MIB (\d+)$",
+                        open(os.path.join(ROOT, "demo", "workload.c")).read(),
+                        re.M).group(1))
+    said = re.search(r"exits once it has leaked (\d+) MiB",
+                     open(os.path.join(ROOT, "scripts", "demo.sh")).read())
+    check(said and int(said.group(1)) == mib, "demo.sh says %r, the "
+          "workload leaks %d MiB" % (said and said.group(0), mib))
+    with tempfile.NamedTemporaryFile(prefix="mstat-demo.") as f:
+        r = subprocess.run([RUN, "--summary", f.name, "--", DEMO, "leaking",
+                            "2"], stderr=subprocess.PIPE, timeout=TIMEOUT)
+        summary = json.load(open(f.name))
+    live = summary["process"]["live_bytes"]
+    print("leaking 2: exited %d holding %d bytes" % (r.returncode, live))
+    # What it leaked (2 MiB, and at most a block more for each of its two
+    # threads, 32 KiB each) and the C library's few KiB.
+    check(r.returncode == 0 and 2 << 20 <= live < (2 << 20) + (80 << 10),
+          "leaking 2 MiB: exit %d, %d bytes live: %s" % (
+              r.returncode, live, r.stderr.decode()))
+    if not TMUX:
+        print("tmux not installed: the view is not tested")
+        return
+
+    def start(mode, *args):
+        p = subprocess.Popen([RUN, "--name", "%s-demo-%s" % (TAG, mode), "--",
+                              DEMO, mode] + list(args),
+                             stderr=subprocess.DEVNULL)
+        children.append(p)
+        return p
+    steady = start("steady")
+    t = Tmux("TERM=screen %s%s -d 0.3 -F %s-demo -s growth 2>/dev/null" %
+             (MEMCHECK, TOP, TAG), w=160)
+    leaking = None
+    try:
+        def top_row(s):
+            rows = [line.split() for line in s.splitlines()
+                    if re.match(r"^ *\d+ %s-demo-" % TAG, line)]
+            return rows[0][1] if rows else None
+        t.wait(lambda s: top_row(s) == TAG + "-demo-steady", "demo-steady")
+        leaking = start("leaking", "1000")
+        t.wait(lambda s: top_row(s) == TAG + "-demo-leaking",
+               "demo-leaking on top")
+        t.keys("Enter")
+        s = t.wait(lambda s: "SIZE<=" in s, "the process opened")
+        check(re.search(r"pid \d+ .*%s-demo-leaking" % TAG, s),
+              "Enter opened another process:\n" + s)
+        t.keys("q")
+    finally:
+        t.kill()
+        # mstat-run passes SIGTERM on to its command.
+        for p in (steady, leaking):
+            if p:
+                p.send_signal(signal.SIGTERM)
+                p.wait(timeout=TIMEOUT)
 
 
 def test_narrow():
@@ -1402,14 +1622,15 @@ def files_in(t, d):
 
     def outputs(name):
         """(mstat-top/mstat-run arguments writing `name`, its exit status
-        when refused)"""
+        when refused, and how its refusal names the file)"""
         path = os.path.join(d, name)
-        out = [([TOP, "-p", str(t.pid), "--pprof=" + path], 1),
+        out = [([TOP, "-p", str(t.pid), "--pprof=" + path], 1, path),
                ([TOP, "-b", "-n", "1", "-p", str(t.pid), "--record", path],
-                1)]
-        if RUN:  # not beside a sanitizer's malloc
+                1, path)]
+        if RUN:  # not beside a sanitizer's malloc; refused as an option
             out.append(([RUN, "--summary", path, "--", "sh", "-c",
-                         "echo ran >%s" % os.path.join(d, "ran")], 125))
+                         "echo ran >%s" % os.path.join(d, "ran")], 125,
+                        "'%s' for --summary" % path))
         return path, out
 
     def contents():
@@ -1427,14 +1648,14 @@ def files_in(t, d):
             os.symlink(victim, os.path.join(d, "link"))
         before = contents()
         path, runs = outputs(name)
-        for args, status in runs:
+        for args, status, said in runs:
             r = run(args)
             err = ours(r.stderr.decode())
             check(r.returncode == status and
                   err.endswith("%s: %s (remove it, or name another file)\n"
-                               % (path, why)
+                               % (said, why)
                                if name != "other" else
-                               "%s: %s\n" % (path, why)),
+                               "%s: %s\n" % (said, why)),
                   "%s %s: exit %d, %r" % (os.path.basename(args[0]), name,
                                           r.returncode, err))
             check(open(victim).read() == "untouched\n" and
@@ -1450,7 +1671,7 @@ def files_in(t, d):
     # Written: 0600 with umask 0, also where a file of ours (0644) was.
     for name in ("new", "old"):
         path, runs = outputs(name)
-        for args, status in runs:
+        for args, status, _ in runs:
             if name == "old":
                 with open(path, "w") as f:
                     f.write("old\n")
@@ -1473,46 +1694,76 @@ def files_in(t, d):
 
 def test_options():
     """A bad value for any option is refused with exit status 2 and one
-    line that says what the option takes."""
+    line that says what the option takes; so is an empty value, for every
+    option that takes one (-p "$PID" with PID unset is not "every
+    process"), and a pid of -N that names no process."""
     sorts = ("a column: pid, name, where, age, threads, live-bytes, live-objs, "
-             "alloc/s, free/s, net/s, growth, growth-objs, growth/s, state")
+             "alloc/s, free/s, net/s, growth, growth-objs, growth/s, rss, free%, "
+             "state")
+    pids = "process ids, 1 to 2147483647, separated by commas, at most 256"
     for args, flag, value, want in (
             (["-n", "0"], "-n", "0", "a number of ticks, 1 or more"),
             (["-n", "1x"], "-n", "1x", "a number of ticks, 1 or more"),
             (["-d", "0.05"], "-d", "0.05", "seconds, 0.1 to 3600"),
             (["--delay=3601"], "--delay", "3601", "seconds, 0.1 to 3600"),
             (["-o", "xml"], "-o", "xml",
-             "table, json, openmetrics or prometheus"),
-            (["-p", "1,x"], "-p", "1,x", "process ids, 1 to 2147483647, "
-             "separated by commas, at most 256"),
-            (["-F", "x" * 64], "-F", "x" * 64, "text of at most 63 bytes"),
+             "a format: table, json, openmetrics, prometheus"),
+            (["-p", "1,x"], "-p", "1,x", pids),
+            (["-p", "1,"], "-p", "1,", pids),
+            (["-p", ""], "-p", "", pids),
+            (["--pid="], "--pid", "", pids),
+            (["-F", "x" * 64], "-F", "x" * 64, "text, 1 to 63 bytes"),
+            (["-N", "2147483647"], "-N", "2147483647",
+             "no process 2147483647: its /dev/shm cannot be read"),
+            (["-N", "1,"], "-N", "1,", "all, own, or process ids separated "
+             "by commas, at most 64"),
             (["-s", "size"], "-s", "size", sorts),
             (["--linger=86401"], "--linger", "86401", "seconds, 0 to 86400"),
             (["--window=0.5"], "--window", "0.5", "seconds, 1 to 86400"),
             (["--baseline=-1"], "--baseline", "-1",
-             "seconds, 0 to 31536000 (a year)"),
+             "seconds, 0 to 31536000"),
             (["--sites=1001"], "--sites", "1001",
              "a number of call sites, 1 to 1000"),
             (["--sample-bytes=%d" % ((1 << 40) + 1)], "--sample-bytes",
-             str((1 << 40) + 1), "bytes, 0 (off) to 1099511627776"),
+             str((1 << 40) + 1), "bytes, 0 to 1099511627776"),
             (["--killed-grace=86401"], "--killed-grace", "86401",
              "seconds, 0 to 86400"),
             (["--postmortem-bytes=-1"], "--postmortem-bytes", "-1",
-             "a number of bytes")):
+             "a number of bytes"),
+            (["--postmortem-dir=/nonexistent/x"], "--postmortem-dir",
+             "/nonexistent/x", "No such file or directory: make it first "
+             "(mkdir -m 700 /nonexistent/x)")):
         r = subprocess.run([TOP, "-b"] + args, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, timeout=TIMEOUT)
         line = "mstat-top: bad value '%s' for %s: %s\n" % (value, flag, want)
         check(r.returncode == 2 and ours(r.stderr.decode()) == line,
               "%s: exit %d, %r, not %r" % (args, r.returncode,
                                           r.stderr.decode(), line))
-    # The environment's grace, and a directory that cannot be written.
+    # Every option that takes a value, as --help lists them, refuses an
+    # empty one.
+    r = subprocess.run([TOP, "--help"], stdout=subprocess.PIPE,
+                       timeout=TIMEOUT)
+    valued = re.findall(r"^  (?:-\w, |    )--([\w.-]+)=", r.stdout.decode(),
+                        re.M)
+    check(len(valued) >= 18, "--help lists %d options with values" %
+          len(valued))
+    for name in valued:
+        r = subprocess.run([TOP, "-b", "--%s=" % name], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, timeout=TIMEOUT)
+        err = ours(r.stderr.decode())
+        check(r.returncode == 2 and
+              err.startswith("mstat-top: bad value '' for --%s: " % name) and
+              err.count("\n") == 1,
+              "--%s=: exit %d, %r" % (name, r.returncode, err))
+    # The environment's grace and namespaces.
     for args, env, line in (
             ([], {"MSTAT_KILLED_GRACE": "5m"}, "mstat-top: MSTAT_KILLED_GRACE=5m: "
              "not a number of seconds in 0..86400\n"),
             ([], {"MSTAT_KILLED_BYTES": "x"}, "mstat-top: MSTAT_KILLED_BYTES=x: "
              "not a number of bytes\n"),
-            (["--postmortem-dir=/nonexistent/x"], {}, "mstat-top: "
-             "--postmortem-dir: /nonexistent/x: No such file or directory\n")):
+            ([], {"MSTAT_NAMESPACES": "2147483647"}, "mstat-top: "
+             "MSTAT_NAMESPACES=2147483647: no process 2147483647: its "
+             "/dev/shm cannot be read\n")):
         r = subprocess.run([TOP, "-b"] + args, stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, timeout=TIMEOUT,
                            env=dict(os.environ, **env))

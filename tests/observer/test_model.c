@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,7 @@
 #include "record.h"
 #include "text.h"
 #include "core.h"
+#include "sampler.h" /* a core of its own notes only */
 #include "units.h"
 
 #define SEC UINT64_C(1000000000)
@@ -293,6 +295,18 @@ test_lifecycle(void **state)
 	assert_false(e->have_snap);
 	assert_string_equal(e->err, in[0].err);
 	mstat_model_fini(&m);
+
+	/* Lingering 0 (mstat-exporter's): a gone row stays exactly while
+	 * its input is given (the core keeps a killed target while its
+	 * segment is kept), and goes with it. */
+	mstat_model_init(&m, 0);
+	in[0] = input("kill", 4, "victim", MSTAT_LIVE_KILLED, 1 * SEC, &s1);
+	assert_int_equal(mstat_model_update(&m, in, 1, 1 * SEC), 0);
+	assert_int_equal(mstat_model_update(&m, in, 1, 300 * SEC), 0);
+	assert_non_null(mstat_model_find(&m, "kill"));
+	assert_int_equal(mstat_model_update(&m, in, 0, 301 * SEC), 0);
+	assert_int_equal(m.n, 0);
+	mstat_model_fini(&m);
 }
 
 /*
@@ -406,18 +420,19 @@ keep_note(void *arg, const char *line)
 static void
 test_note_escaped(void **state)
 {
-	struct mstat_core core;
+	struct mstat_core *core = calloc(1, sizeof(*core));
 	char got[256];
 	(void)state;
 
-	memset(&core, 0, sizeof(core));
-	core.opt.note = keep_note;
-	core.opt.note_arg = got;
-	mstat_core_note(&core, "skipped %s: not an mstat segment name", PLANTED);
+	assert_non_null(core);
+	core->opt.note = keep_note;
+	core->opt.note_arg = got;
+	mstat_core_note(core, "skipped %s: not an mstat segment name", PLANTED);
 	assert_string_equal(got, "skipped mstat.?[31m.1: not an mstat segment name");
-	mstat_core_note(&core, "%s\n%s", HOSTILE, "\x1b]0;title\x07");
+	mstat_core_note(core, "%s\n%s", HOSTILE, "\x1b]0;title\x07");
 	assert_string_equal(got, HOSTILE_PLAIN "??]0;title?");
 	assert_true(clean(got));
+	free(core);
 }
 
 /* Renders into a string with open_memstream. */
@@ -437,8 +452,25 @@ render(int fmt, struct mstat_model *m, enum mstat_model_sort k)
 	return buf;
 }
 
-/* Two rows: one with rates and a hostile name, one whose first read
- * stalled, with an error naming a file planted in /dev/shm. */
+/* Resident memory whose parts add up to its rss. */
+static const struct mstat_memory MEMORY = {
+	.rss = 2000000,
+	.part = {
+		[MSTAT_MEMORY_LIVE] = 280,
+		[MSTAT_MEMORY_ALLOCATOR_FREE] = 130000,
+		[MSTAT_MEMORY_ALLOCATOR_OVERHEAD] = 56,
+		[MSTAT_MEMORY_NOT_HEAP] = 119664,
+		[MSTAT_MEMORY_FILE] = 1700000,
+		[MSTAT_MEMORY_SHMEM] = 0,
+		[MSTAT_MEMORY_LIBRARY] = 50000,
+	},
+	.allocator = MSTAT_ALLOCATOR_GLIBC,
+	.source = MSTAT_MEMORY_GLIBC,
+	.time_ns = 1700000001500000000u,
+};
+
+/* Two rows: one with rates, its memory and a hostile name, one whose
+ * first read stalled, with an error naming a file planted in /dev/shm. */
 static void
 two(struct mstat_model *m)
 {
@@ -463,6 +495,7 @@ two(struct mstat_model *m)
 	in[0].qos_class = "Burstable";
 	in[1].nspid = 7;
 	in[1].systemd_unit = "sleepy.service";
+	in[0].memory = &MEMORY;
 	assert_int_equal(mstat_model_update(m, in, 2, 1 * SEC), 0);
 	in[0].t_ns = 3 * SEC;
 	in[0].snap = &s[1];
@@ -491,7 +524,9 @@ test_json(void **state)
 		"\"start_time_s\":null,\"growth_bytes\":null,\"growth_objects\":null,"
 		"\"growth_bytes_per_s\":null,\"nspid\":7,\"container_id\":null,"
 		"\"pod_uid\":null,\"qos_class\":null,"
-		"\"systemd_unit\":\"sleepy.service\"},"
+		"\"systemd_unit\":\"sleepy.service\",\"memory\":null,"
+		"\"allocator\":null,\"memory_source\":null,"
+		"\"memory_time_s\":null,\"allocator_time_s\":null},"
 		"{\"pid\":42,\"name\":\"" HOSTILE_QUOTED "\",\"state\":\"running\","
 		"\"error\":null,\"threads\":2,\"alloc_count\":8,"
 		"\"alloc_bytes\":296,\"free_count\":1,\"free_bytes\":16,"
@@ -509,7 +544,13 @@ test_json(void **state)
 		"\"growth_objects\":4,\"growth_bytes_per_s\":116.000,"
 		"\"nspid\":3,\"container_id\":\"" CONTAINER "\","
 		"\"pod_uid\":\"90d81341-92de-11e7-8cf2-507b9d4141fa\","
-		"\"qos_class\":\"Burstable\",\"systemd_unit\":null}]}\n");
+		"\"qos_class\":\"Burstable\",\"systemd_unit\":null,"
+		"\"memory\":{\"rss\":2000000,\"live\":280,"
+		"\"allocator_free\":130000,\"allocator_overhead\":56,"
+		"\"not_heap\":119664,\"file\":1700000,\"shmem\":0,"
+		"\"library\":50000,\"live_not_resident\":0},"
+		"\"allocator\":\"glibc\",\"memory_source\":\"glibc\","
+		"\"memory_time_s\":1700000001.500,\"allocator_time_s\":null}]}\n");
 	free(out);
 	mstat_model_fini(&m);
 }
@@ -611,7 +652,25 @@ test_where(void **state)
 	decl("mstat_process", info, "_info", NONE,                            \
 	     "the process's writer mode and segment layout version")           \
 	"mstat_process_info" L7 ",mode=\"fenced\",layout=\"1.0\"} 1\n"          \
-	"mstat_process_info" L42 ",mode=\"membarrier\",layout=\"1.0\"} 1\n"
+	"mstat_process_info" L42 ",mode=\"membarrier\",layout=\"1.0\"} 1\n"        \
+	decl("mstat_resident_memory_bytes", gauge, "", bytes,               \
+	     "resident memory (VmRSS)")                                        \
+	"mstat_resident_memory_bytes" L42 "} 2000000\n"                         \
+	decl("mstat_memory_bytes", gauge, "", bytes,                        \
+	     "resident memory by part (live, allocator_free, "                 \
+	     "allocator_overhead, not_heap, file, shmem, library): the parts " \
+	     "add up to mstat_resident_memory_bytes")                          \
+	"mstat_memory_bytes" L42 ",part=\"live\"} 280\n"                       \
+	"mstat_memory_bytes" L42 ",part=\"allocator_free\"} 130000\n"          \
+	"mstat_memory_bytes" L42 ",part=\"allocator_overhead\"} 56\n"          \
+	"mstat_memory_bytes" L42 ",part=\"not_heap\"} 119664\n"                \
+	"mstat_memory_bytes" L42 ",part=\"file\"} 1700000\n"                   \
+	"mstat_memory_bytes" L42 ",part=\"shmem\"} 0\n"                        \
+	"mstat_memory_bytes" L42 ",part=\"library\"} 50000\n"                  \
+	decl("mstat_killed", info, "_info", NONE, KILLED_HELP)
+#define KILLED_HELP                                                            \
+	"the process was killed by a signal: how (killed, or oomkill), and "    \
+	"its post-mortem profile where one was written"
 
 /* OpenMetrics: the family is named without its samples' suffix, and
  * has a unit. */
@@ -659,6 +718,44 @@ test_prometheus_text(void **state)
 	mstat_model_fini(&m);
 }
 
+/* A killed process has an mstat_killed sample saying how it died, and
+ * naming its post-mortem profile where one was written (the path, its
+ * characters escaped as label values are); exited and running ones have
+ * none. */
+static void
+test_killed(void **state)
+{
+	static struct mstat_snapshot s;
+	struct mstat_model m;
+	struct mstat_model_input in[4];
+	(void)state;
+
+	mstat_model_init(&m, 5 * SEC);
+	snap_fill(&s, 4, 1, 0, 0, 1, MSTAT_KILLED);
+	in[0] = input("a", 11, "api", MSTAT_LIVE_OOM, 1 * SEC, &s);
+	in[0].postmortem = "/var/tmp/mstat \"pm\"/api-11-20231114T221320Z.pb.gz";
+	in[1] = input("b", 12, "batch", MSTAT_LIVE_KILLED, 1 * SEC, &s);
+	in[2] = input("c", 13, "cron", MSTAT_LIVE_EXITED, 1 * SEC, &s);
+	in[3] = input("d", 14, "db", MSTAT_LIVE_RUNNING, 1 * SEC, &s);
+	assert_int_equal(mstat_model_update(&m, in, 4, 1 * SEC), 0);
+	static const char want[] =
+		"mstat_killed_info{pid=\"11\",name=\"api\",how=\"oomkill\","
+		"postmortem=\"/var/tmp/mstat \\\"pm\\\"/"
+		"api-11-20231114T221320Z.pb.gz\"} 1\n"
+		"mstat_killed_info{pid=\"12\",name=\"batch\",how=\"killed\"} 1\n";
+	static const int formats[] = { MSTAT_FORMAT_OPENMETRICS,
+				       MSTAT_FORMAT_PROMETHEUS };
+	for (size_t i = 0; i < 2; i++) {
+		char *out = render(formats[i], &m, MSTAT_SORT_PID);
+		const char *k = strstr(out, "# TYPE mstat_killed");
+		assert_non_null(k);
+		k = strchr(k, '\n') + 1;
+		assert_memory_equal(k, want, sizeof(want) - 1);
+		free(out);
+	}
+	mstat_model_fini(&m);
+}
+
 static void
 test_table(void **state)
 {
@@ -673,16 +770,17 @@ test_table(void **state)
 		"allocs 2/s, frees 0/s, net +116B/s, growth +232B, +116B/s\n"
 		"    PID NAME                 WHERE           AGE  THR     LIVE"
 		"   OBJS  ALLOC/s   FREE/s      NET/s    GROWTH   +OBJS   GROWTH/s "
-		"STATE\n"
+		"     RSS FREE% STATE\n"
 		/* The name, cut to 20 characters (not bytes), ends in an
 		 * ellipsis; so does a unit longer than WHERE. */
 		"     42 we?[2J??1???\"\\\xc3\xa9????\xe2\x80\xa6 6f0a3b24e1c5"
 		"     9s    2     280B      7"
-		"      2/s      0/s    +116B/s     +232B      +4    +116B/s running\n"
+		"      2/s      0/s    +116B/s     +232B      +4    +116B/s"
+		"  1.91MiB  6.5% running\n"
 		"      7 sleepy               sleepy.serv\xe2\x80\xa6"
 		"      -    -        -      -"
-		"        -        -          -         -       -          - "
-		"stalled: mstat.?[31m.1: is not initialised yet\n\n");
+		"        -        -          -         -       -          -"
+		"        -     - stalled: mstat.?[31m.1: is not initialised yet\n\n");
 	free(out);
 	mstat_model_fini(&m);
 }
@@ -754,9 +852,19 @@ test_narrow_columns(void **state)
 		{ 120, MSTAT_SORT_LIVE_BYTES, 14,
 		  "PID NAME WHERE AGE THR LIVE OBJS ALLOC/s NET/s GROWTH +OBJS "
 		  "GROWTH/s STATE" },
+		/* RSS and FREE% give way first. */
 		{ 200, MSTAT_SORT_LIVE_BYTES, 24,
 		  "PID NAME WHERE AGE THR LIVE OBJS ALLOC/s FREE/s NET/s GROWTH "
+		  "+OBJS GROWTH/s RSS FREE% STATE" },
+		{ 140, MSTAT_SORT_LIVE_BYTES, 16,
+		  "PID NAME WHERE AGE THR LIVE OBJS ALLOC/s FREE/s NET/s GROWTH "
+		  "+OBJS GROWTH/s RSS STATE" },
+		{ 135, MSTAT_SORT_LIVE_BYTES, 20,
+		  "PID NAME WHERE AGE THR LIVE OBJS ALLOC/s FREE/s NET/s GROWTH "
 		  "+OBJS GROWTH/s STATE" },
+		{ 135, MSTAT_SORT_FREE_SHARE, 14,
+		  "PID NAME WHERE AGE THR LIVE OBJS ALLOC/s FREE/s NET/s GROWTH "
+		  "+OBJS GROWTH/s FREE% STATE" },
 	};
 	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
 		char titles[256] = "";
@@ -808,6 +916,19 @@ test_units(void **state)
 	U(MSTAT_UNIT_SECONDS, true, 725, "12m05s");
 	U(MSTAT_UNIT_SECONDS, true, 3 * 3600 + 7 * 60 + 9, "3h07m");
 	U(MSTAT_UNIT_SECONDS, true, 2 * 86400 + 4 * 3600, "2d04h");
+	U(MSTAT_UNIT_DURATION, true, 287e-9, "287ns");
+	U(MSTAT_UNIT_DURATION, true, 1.234e-6, "1.23us");
+	U(MSTAT_UNIT_DURATION, true, 999.6e-6, "1.00ms"); /* never "1000us" */
+	U(MSTAT_UNIT_DURATION, true, 0.5, "500ms");
+	U(MSTAT_UNIT_DURATION, true, 4.56, "4.56s");
+	U(MSTAT_UNIT_DURATION, true, 725, "12m05s");
+	U(MSTAT_UNIT_DURATION, true, 0, "0ns");
+	U(MSTAT_UNIT_DURATION, true, NAN, "-");
+	U(MSTAT_UNIT_PERCENT, true, 0, "0.0%");
+	U(MSTAT_UNIT_PERCENT, true, 6.5, "6.5%");
+	U(MSTAT_UNIT_PERCENT, true, 42.4, "42%");
+	U(MSTAT_UNIT_PERCENT, true, 100, "100%");
+	U(MSTAT_UNIT_PERCENT, false, 100, "-");
 	U(MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED | MSTAT_UNIT_RATE, true, -1e30,
 	  "->999EiB/s"); /* no counter gets there */
 #undef U
@@ -1115,7 +1236,14 @@ test_record_again(void **state)
 		"\"end_ns\":0,\"start_ns\":1699999990250000000,\"nspid\":3,"
 		"\"container_id\":\"" CONTAINER "\","
 		"\"pod_uid\":\"90d81341-92de-11e7-8cf2-507b9d4141fa\","
-		"\"qos_class\":\"Burstable\",\"systemd_unit\":\"\",\"snap\":{"
+		"\"qos_class\":\"Burstable\",\"systemd_unit\":\"\","
+		"\"memory\":{\"rss\":2000000,\"live\":280,"
+		"\"allocator_free\":130000,\"allocator_overhead\":56,"
+		"\"not_heap\":119664,\"file\":1700000,\"shmem\":0,"
+		"\"library\":50000,\"live_not_resident\":0,"
+		"\"allocator\":\"jemalloc\",\"source\":\"allocator\","
+		"\"time_ns\":1700000001500000000,"
+		"\"allocator_ns\":1700000001000000000},\"snap\":{"
 		"\"epoch\":4,\"state\":1,\"threads\":2,\"slots_used\":3,"
 		"\"overflowed\":0,\"cut\":0,\"class_count\":3,"
 		"\"requested_bytes\":40,\"classes\":[[0,16,2,32,1,16],"
@@ -1124,7 +1252,8 @@ test_record_again(void **state)
 		"\"state\":\"killed\",\"error\":\"gone\",\"t_ns\":0,"
 		"\"end_ns\":1700000003000000000,\"start_ns\":0,\"nspid\":0,"
 		"\"container_id\":\"\",\"pod_uid\":\"\",\"qos_class\":\"\","
-		"\"systemd_unit\":\"sleepy.service\",\"snap\":null}]}\n",
+		"\"systemd_unit\":\"sleepy.service\",\"memory\":null,"
+		"\"snap\":null}]}\n",
 		"{\"tick\":2,\"time_ms\":1700000000500,\"now_ns\":2000000007,"
 		"\"interval_s\":1.250,\"targets\":[]}\n",
 	};
@@ -1217,6 +1346,23 @@ test_replay_refuses(void **state)
 		  "[[1,16,-1,0,0,0]]}}]}\n", ":2: target 0: class entry 0: not a count" },
 		{ "H\n{\"tick\":1,\"time_ms\":1,\"now_ns\":5,\"interval_s\":1,"
 		  "\"targets\":[", ":2: not a JSON object (the recording was cut short?)" },
+		/* Memory whose parts do not add up to its rss. */
+		{ "H\nT[{\"pid\":3,\"key\":\"k\",\"state\":\"running\",\"t_ns\":1,"
+		  "\"end_ns\":0,\"start_ns\":0,\"memory\":{\"rss\":10,\"live\":4,"
+		  "\"allocator_free\":4,\"allocator_overhead\":0,\"not_heap\":0,"
+		  "\"file\":0,\"shmem\":0,\"library\":0,\"live_not_resident\":0,"
+		  "\"allocator\":\"glibc\",\"source\":\"glibc\",\"time_ns\":1,"
+		  "\"allocator_ns\":0},\"snap\":null}]}\n",
+		  ":2: target 0: needs pid, key, name, state, t_ns, end_ns, "
+		  "start_ns and snap, and memory whose parts add up to its rss if "
+		  "any" },
+		{ "H\nT[{\"pid\":3,\"key\":\"k\",\"state\":\"running\",\"t_ns\":1,"
+		  "\"end_ns\":0,\"start_ns\":0,\"memory\":{\"rss\":8,\"live\":4,"
+		  "\"allocator_free\":4,\"allocator_overhead\":0,\"not_heap\":0,"
+		  "\"file\":0,\"shmem\":0,\"library\":0,\"live_not_resident\":0,"
+		  "\"allocator\":\"dlmalloc\",\"source\":\"glibc\",\"time_ns\":1,"
+		  "\"allocator_ns\":0},\"snap\":null}]}\n",
+		  ":2: target 0: needs pid" },
 	};
 	(void)state;
 
@@ -1267,6 +1413,7 @@ main(void)
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_where),
 		cmocka_unit_test(test_openmetrics),
+		cmocka_unit_test(test_killed),
 		cmocka_unit_test(test_prometheus_text),
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_name_cells),

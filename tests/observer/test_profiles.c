@@ -86,7 +86,7 @@ note(void *arg, const char *line)
 static void
 test_handed_out(void **state)
 {
-	struct mstat_core core;
+	struct mstat_core *core;
 	struct mstat_core_profile *h, *none;
 	struct mstat_profile mine, theirs, after;
 	struct mstat_reader *r;
@@ -99,20 +99,20 @@ test_handed_out(void **state)
 		.pids = &pid, .npids = 1, .interval_ms = 1000,
 		.wait_budget_us = 100000, .linger_ns = 0, .note = note,
 	};
-	assert_int_equal(mstat_core_init(&core, &o), 0);
+	assert_int_equal(mstat_core_new(&core, &o), 0);
 	rcu_register_thread();
 	/* Before the core has seen it: nothing held. */
-	assert_int_equal(mstat_core_profile_open(&core, pid, &none, err,
+	assert_int_equal(mstat_core_profile_open(core, pid, &none, err,
 						 sizeof(err)), -ENOENT);
 	assert_null(none);
 	char want[64];
 	snprintf(want, sizeof(want), "no process %d counts", (int)pid);
 	assert_non_null(strstr(err, want));
-	mstat_core_tick(&core);
-	assert_int_equal(mstat_core_profile_open(&core, pid, &h, err,
+	mstat_core_tick(core);
+	assert_int_equal(mstat_core_profile_open(core, pid, &h, err,
 						 sizeof(err)), 0);
 	assert_string_equal(mstat_core_profile_name(h), "profiles-test");
-	assert_int_equal(mstat_core_profile_open(&core, pid + 1000000, &none,
+	assert_int_equal(mstat_core_profile_open(core, pid + 1000000, &none,
 						 err, sizeof(err)), -ENOENT);
 
 	/* What the process's own reader reads. */
@@ -131,11 +131,11 @@ test_handed_out(void **state)
 	waitpid(pid, NULL, 0);
 	close(in);
 	/* Gone, and not read since: the next tick says what it is. */
-	assert_int_equal(mstat_core_profile_open(&core, pid, &none, err,
+	assert_int_equal(mstat_core_profile_open(core, pid, &none, err,
 						 sizeof(err)), -ESTALE);
 	assert_null(none);
-	mstat_core_tick(&core);
-	assert_int_equal(mstat_core_profile_open(&core, pid, &none, err,
+	mstat_core_tick(core);
+	assert_int_equal(mstat_core_profile_open(core, pid, &none, err,
 						 sizeof(err)), -ENOENT);
 	assert_int_equal(mstat_core_profile_read(h, &after, err, sizeof(err)), 0);
 	same_profile(&after, &theirs);
@@ -144,7 +144,7 @@ test_handed_out(void **state)
 	mstat_profile_release(&mine);
 	mstat_profile_release(&theirs);
 	mstat_profile_release(&after);
-	mstat_core_fini(&core);
+	mstat_core_free(core);
 	rcu_unregister_thread();
 }
 

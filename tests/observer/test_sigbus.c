@@ -28,6 +28,7 @@
 
 #include "reader.h"
 #include "core.h"
+#include "sampler.h" /* the core's targets, looked at */
 
 struct target {
 	pid_t pid;
@@ -109,7 +110,7 @@ test_truncated_while_read(void **state)
 {
 	struct target a, b;
 	struct notes notes = { 0 };
-	struct mstat_core core;
+	struct mstat_core *core;
 	(void)state;
 
 	start(&a);
@@ -120,16 +121,16 @@ test_truncated_while_read(void **state)
 		.wait_budget_us = 100000, .linger_ns = 1000000000u,
 		.note = keep_note, .note_arg = &notes,
 	};
-	assert_int_equal(mstat_core_init(&core, &o), 0);
+	assert_int_equal(mstat_core_new(&core, &o), 0);
 	rcu_register_thread();
-	mstat_core_tick(&core); /* attaches both, reads both */
+	mstat_core_tick(core); /* attaches both, reads both */
 	/* The tick reads targets in list order: the first one's base is
 	 * read first, and the hook cuts it then.  Call it "cut". */
 	struct mstat_core_target *t;
 	char name_cut[64] = "", name_kept[64] = "";
 	pid_t kept = 0;
 	int n = 0;
-	cds_list_for_each_entry(t, &core.targets, node) {
+	cds_list_for_each_entry(t, &core->targets, node) {
 		assert_non_null(t->sample);
 		assert_int_equal(t->sample->live, MSTAT_LIVE_RUNNING);
 		snprintf(n ? name_kept : name_cut, sizeof(name_cut), "%s",
@@ -142,26 +143,26 @@ test_truncated_while_read(void **state)
 	/* Cut its segment in the middle of the next read. */
 	struct cut c = { name_cut, 0 };
 	mstat_reader_set_step_hook(truncate_now, &c);
-	mstat_core_tick(&core);
+	mstat_core_tick(core);
 	mstat_reader_set_step_hook(NULL, NULL);
 	assert_int_equal(c.done, 1);
 
 	/* It is dropped, with a reason; the other is still there and read
 	 * again on the next tick. */
 	n = 0;
-	cds_list_for_each_entry(t, &core.targets, node) {
+	cds_list_for_each_entry(t, &core->targets, node) {
 		n++;
 		assert_int_equal(t->pid, kept);
 	}
 	assert_int_equal(n, 1);
 	assert_int_equal(notes.n, 1);
 	assert_non_null(strstr(notes.text[0], "truncated while being read"));
-	mstat_core_tick(&core);
-	t = cds_list_first_entry(&core.targets, struct mstat_core_target, node);
+	mstat_core_tick(core);
+	t = cds_list_first_entry(&core->targets, struct mstat_core_target, node);
 	assert_int_equal(t->sample->live, MSTAT_LIVE_RUNNING);
 	assert_true(t->sample->have_snap);
 
-	mstat_core_fini(&core);
+	mstat_core_free(core);
 	rcu_unregister_thread();
 	stop(&a, a.pid == kept ? name_kept : name_cut);
 	stop(&b, b.pid == kept ? name_kept : name_cut);

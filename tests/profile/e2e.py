@@ -3,7 +3,7 @@
 """The heap profile read from outside, end to end.
 
     e2e.py TEST     TEST: pprof sites view rates http killed killed-view
-                          oom
+                          oom oom-exporter
 
 heapsites (heapsites.c) runs with libmstatshm preloaded: one site leaks
 64 MiB in 1 KiB blocks, another allocates and frees 512 MiB in 8 KiB
@@ -26,7 +26,9 @@ standard deviations (about 1 run in 200 would fail); at R = 256 KiB,
 set here, it is 4 (1 in 15000).  The unbiasing is the same at any R.
 
 view: the sites view of mstat-top in a terminal (tmux): the leaking site
-tops the order by live bytes; by growth, the site that grew since the
+tops the order by live bytes, none of its bytes short-lived and no
+lifetime, where the churning site's are all short-lived, with a median
+lifetime of nanoseconds; by growth, the site that grew since the
 baseline tops it, and after b only what it grew since b counts.  With
 sampling off the view says so and how to turn it on; a process that
 ends leaves its final sites.  At R = 64 KiB, 16 MiB is 256 samples and
@@ -49,6 +51,16 @@ memory controller is there) limited to 256 MiB, watched by mstat-top
 kills it.  Its row says oomkill, and the post-mortem file has late_site
 at the top of inuse_space and says the OOM killer did it, as go tool
 pprof reads it.  Skipped (exit 77) where no memory cgroup can be made.
+
+oom-exporter: mstat-exporter --postmortem-dir, which nobody scrapes,
+writes the post-mortem file of each process the OOM killer kills, and
+says so in it, on its own: heapsites seen alive by the exporter's own
+tick, run as a user that cannot read the kernel's log (the exporter too),
+then driven to its 256 MiB cgroup's limit (its cgroup's count says it);
+and heapsites started in a 64 MiB cgroup, killed as it makes its heap,
+between two scrapes (the kernel's log says it, to the exporter as root).
+Each file has the site that grew first by inuse_space, as go tool pprof
+reads it.  Skipped (exit 77) where no memory cgroup can be made.
 
 rates: the sampling interval of the running process is changed three
 times with mstat-top --sample-bytes (128 KiB at start, then 32 KiB, 0,
@@ -77,7 +89,7 @@ is served still, the same to the byte.
 
 Environment (set by meson): MSTAT_TOP, MSTAT_LIB, HEAPSITES, GO (empty
 when go is not installed), TMUX_BIN (empty when tmux is not); for http,
-CXXSITES and MSTAT_EXPORTER.
+CXXSITES and MSTAT_EXPORTER; for oom-exporter, MSTAT_EXPORTER.
 """
 import json
 import math
@@ -313,15 +325,16 @@ def size(text):
 
 
 def sites_of(screen):
-    """The rows of the sites view: (live, alloc, growth, function)."""
+    """The rows of the sites view: (live, alloc, growth, function, short,
+    lifetime), the last two as shown."""
     rows, on = [], False
     for line in screen.splitlines():
         if "SITE (function" in line:
             on = True
             continue
         w = line.split()
-        if on and len(w) >= 5 and w[0][0].isdigit():
-            rows.append((size(w[0]), size(w[2]), size(w[3]), w[4]))
+        if on and len(w) >= 7 and w[0][0].isdigit():
+            rows.append((size(w[0]), size(w[2]), size(w[3]), w[6], w[4], w[5]))
     return rows
 
 
@@ -353,6 +366,13 @@ def test_view():
             fail("leak_site and its caller, named and placed:\n" + s)
         if site(rows, "churn_site")[0] != 0:
             fail("churn_site holds nothing:\n" + s)
+        # churn_site frees each block at once: all of it short-lived, a
+        # median lifetime of nanoseconds; leak_site frees none.
+        churn, leak = site(rows, "churn_site"), site(rows, "leak_site")
+        if churn[4] != "100%" or not churn[5].endswith("ns") or \
+                leak[4:] != ("0%", "-"):
+            fail("SHORT and LIFETIME of churn_site %r, leak_site %r:\n%s"
+                 % (churn[4:], leak[4:], s))
 
         # Since it was first seen: late_site grew 16 MiB, the rest 0.
         hs.grow()
@@ -551,24 +571,24 @@ def test_killed_view():
     return 0
 
 
-def make_cgroup():
-    """A memory cgroup of this test's, limited to 256 MiB, no swap: its
+def make_cgroup(limit="256M", tag=""):
+    """A memory cgroup of this test's, limited to `limit`, no swap: its
     directory, or None (and why) where none can be made."""
-    name = "mstat-oom-%d" % os.getpid()
+    name = "mstat-oom-%d%s" % (os.getpid(), tag)
     v1 = "/sys/fs/cgroup/memory"
     try:
         if os.path.exists(os.path.join(v1, "memory.oom_control")):
             cg = os.path.join(v1, name)
             os.mkdir(cg)
-            limits = [("memory.limit_in_bytes", "256M"),
-                      ("memory.memsw.limit_in_bytes", "256M")]
+            limits = [("memory.limit_in_bytes", limit),
+                      ("memory.memsw.limit_in_bytes", limit)]
         else:
             with open("/sys/fs/cgroup/cgroup.subtree_control") as f:
                 if "memory" not in f.read().split():
                     return None, "no memory controller in cgroup v1 or v2"
             cg = os.path.join("/sys/fs/cgroup", name)
             os.mkdir(cg)
-            limits = [("memory.max", "256M"), ("memory.swap.max", "0")]
+            limits = [("memory.max", limit), ("memory.swap.max", "0")]
     except OSError as e:
         return None, "cannot make a memory cgroup: %s" % e
     for f, v in limits:
@@ -648,6 +668,167 @@ def test_oom():
     return 0
 
 
+NOBODY = 65534
+
+
+def as_nobody():
+    os.setgroups([])
+    os.setgid(NOBODY)
+    os.setuid(NOBODY)
+
+
+def log_line(e, err, pattern, what):
+    """The first line of the exporter's stderr that matches `pattern`,
+    waited for while it runs."""
+    deadline = time.monotonic() + 120
+    while e.poll() is None and time.monotonic() < deadline:
+        err.seek(0)
+        m = re.search(pattern, err.read().decode(errors="replace"), re.M)
+        if m:
+            return m
+        time.sleep(0.05)
+    err.seek(0)
+    print("/dev/shm: %r" % os.listdir("/dev/shm"))
+    fail("%s: the exporter never said it (%s):\n%s" % (
+        what, "exited %s" % e.returncode if e.poll() is not None
+        else "2 minutes", err.read().decode(errors="replace")))
+
+
+def scrape(port):
+    with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port,
+                                timeout=60) as r:
+        return r.read().decode()
+
+
+def test_oom_exporter():
+    """mstat-exporter --postmortem-dir, nobody scraping: each process
+    OOM-killed gets its post-mortem file, saying the OOM killer did it."""
+    exporter = os.environ.get("MSTAT_EXPORTER")
+    if not exporter:
+        fail("MSTAT_EXPORTER is set by meson")
+    if not GO:
+        print("SKIP: go is not installed (Debian: golang-go); "
+              "go tool pprof is the client this test needs")
+        return 77
+    big, why = make_cgroup("256M", "-seen")
+    if not big:
+        print("SKIP: " + why)
+        return 77
+    small, why = make_cgroup("64M", "-unseen")
+    if not small:
+        os.rmdir(big)
+        print("SKIP: " + why)
+        return 77
+    try:
+        oom_seen(exporter, big)
+        oom_unseen(exporter, small)
+    finally:
+        os.rmdir(big)
+        os.rmdir(small)
+    return 0
+
+
+def in_cgroup(cg, then=None):
+    def enter():
+        with open(os.path.join(cg, "cgroup.procs"), "w") as o:
+            o.write(str(os.getpid()))
+        if then:
+            then()
+    return enter
+
+
+def oom_seen(exporter, cg):
+    """Seen alive: the exporter, as a user that cannot read the kernel's
+    log, runs; heapsites, as that user, in a 256 MiB cgroup, is found by
+    the exporter's own tick, then keeps blocks until the OOM killer kills
+    it.  Its memory cgroup's count of OOM kills, read when found, says
+    so."""
+    with tempfile.TemporaryDirectory(prefix="mstat-oom.") as pm:
+        os.chown(pm, NOBODY, NOBODY)
+        log = []
+        e, _ = serve(exporter, ["--postmortem-dir=" + pm], as_nobody, log)
+        try:
+            hs = Heapsites(64 * 1024, preexec=in_cgroup(cg, as_nobody))
+            with hs as pid:
+                # Found by a tick of its own: the exporter maps it.
+                deadline = time.monotonic() + 120
+                while not any("/dev/shm/mstat.%d." % pid in ln for ln in
+                              open("/proc/%d/maps" % e.pid)):
+                    if e.poll() is not None or time.monotonic() > deadline:
+                        fail("oom, seen: the exporter never read pid %d"
+                             % pid)
+                    time.sleep(0.05)
+                hs.p.stdin.write("o")
+                hs.p.stdin.flush()
+                if hs.p.wait(timeout=120) != -9:
+                    fail("oom, seen: heapsites ended with %d, not SIGKILL"
+                         % hs.p.returncode)
+                died = time.monotonic()
+            m = log_line(e, log[0], r"pid %d .* killed: its profile is in "
+                         r"(\S+)$" % pid, "oom, seen")
+            print("oom, seen: written %.1f s after its death, unscraped"
+                  % (time.monotonic() - died))
+        finally:
+            e.terminate()
+            e.wait(timeout=60)
+        check_postmortem(m.group(1), "late_site",
+                         r"killed by the OOM killer: memory cgroup /\S+ "
+                         r"\(v[12]\) oom_kill 0 -> 1", "oom, seen")
+
+
+def oom_unseen(exporter, cg):
+    """Started and killed between two scrapes, too fast for any tick to
+    see it alive: scraped once, heapsites in a 64 MiB cgroup is killed
+    as it makes its 64 MiB; its post-mortem file comes before the next
+    scrape, and says the OOM killer did it, from the kernel's log, where
+    this test may read it (as the exporter, root, does)."""
+    try:
+        open("/dev/kmsg").close()
+        kmsg = True
+    except OSError as x:
+        kmsg = False
+        print("oom, unseen: /dev/kmsg: %s: its cause is not checked"
+              % x.strerror)
+    with tempfile.TemporaryDirectory(prefix="mstat-oom.") as pm:
+        log = []
+        e, port = serve(exporter, ["--postmortem-dir=" + pm], None, log)
+        try:
+            scrape(port)
+            env = dict(os.environ, LD_PRELOAD=LIB, MSTAT_EAGER="1",
+                       MSTAT_NAME="unseen%d" % os.getpid(),
+                       MSTAT_SAMPLE_BYTES=str(64 * 1024))
+            p = subprocess.Popen([HEAPSITES], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, env=env,
+                                 preexec_fn=in_cgroup(cg))
+            if p.wait(timeout=120) != -9:
+                fail("oom, unseen: heapsites ended with %d, not SIGKILL"
+                     % p.returncode)
+            died = time.monotonic()
+            m = log_line(e, log[0], r"pid %d .* killed: its profile is in "
+                         r"(\S+)$" % p.pid, "oom, unseen")
+            print("oom, unseen: written %.1f s after its death, unscraped"
+                  % (time.monotonic() - died))
+            scrape(port)
+        finally:
+            e.terminate()
+            e.wait(timeout=60)
+        check_postmortem(m.group(1), "leak_site",
+                         r"killed by the OOM killer: " if kmsg else "",
+                         "oom, unseen")
+
+
+def check_postmortem(f, first, comment, what):
+    """Post-mortem file `f`: `first` first by inuse_space, and its comment
+    matches `comment`."""
+    comments = pprof_out(f, "-comments")
+    print("%s: %s" % (what, comments.strip()))
+    if not re.search(comment, comments):
+        fail("%s: the profile's comment is not %r" % (what, comment))
+    top = top_function(f, "inuse_space")
+    if top != first:
+        fail("%s: %s, not %s, is first by inuse_space" % (what, top, first))
+
+
 def live(p, function):
     """The live bytes of `function`'s site in process object `p`."""
     for s in p["sites"] or []:
@@ -724,9 +905,9 @@ def test_rates():
 KEEPS, CHURNS = 65536, 65536
 
 
-def serve(exporter):
+def serve(exporter, args=(), preexec=None, log=None):
     """mstat-exporter on a port of 127.0.0.1 that was free: (process,
-    port)."""
+    port).  `log`: a list that gets its stderr file."""
     for _ in range(20):
         s = socket.socket()
         s.bind(("127.0.0.1", 0))
@@ -734,11 +915,14 @@ def serve(exporter):
         s.close()
         err = tempfile.TemporaryFile()
         p = subprocess.Popen([exporter, "--web.listen-address=127.0.0.1:%d"
-                              % port], stderr=err)
+                              % port] + list(args), stderr=err,
+                             preexec_fn=preexec)
         deadline = time.monotonic() + 60
         while p.poll() is None and time.monotonic() < deadline:
             err.seek(0)
             if b"listening on" in err.read():
+                if log is not None:
+                    log.append(err)
                 return p, port
             time.sleep(0.05)
         if p.poll() is None:
@@ -853,7 +1037,8 @@ def test_http():
 if __name__ == "__main__":
     tests = {"pprof": test_pprof, "sites": test_sites, "view": test_view,
              "rates": test_rates, "http": test_http, "killed": test_killed,
-             "killed-view": test_killed_view, "oom": test_oom}
+             "killed-view": test_killed_view, "oom": test_oom,
+             "oom-exporter": test_oom_exporter}
     if len(sys.argv) != 2 or sys.argv[1] not in tests:
         print("usage: e2e.py " + "|".join(tests))
         sys.exit(2)

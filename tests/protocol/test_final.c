@@ -154,15 +154,12 @@ test_killed_exiting(void **state)
 	expect(&s, MSTAT_KILLED, 1);
 }
 
-/* A writer of 5.0 has no exit_flags (0 there): it exited. */
+/* A cut past the slots is bounded by them. */
 static void
-test_older_writer(void **state)
+test_cut_bounded(void **state)
 {
 	(void)state;
-	struct seg s = seg_new(MSTAT_STATE_EXITING, 0, 0, 0, 1);
-	expect(&s, MSTAT_EXITED, 0);
-	/* A cut past the slots is bounded by them. */
-	s = seg_new(MSTAT_STATE_EXITING, 1000, MSTAT_EXIT_BUSY, 1, 0);
+	struct seg s = seg_new(MSTAT_STATE_EXITING, 1000, MSTAT_EXIT_BUSY, 0, 0);
 	expect(&s, MSTAT_KILLED, SLOTS + 1);
 }
 
@@ -199,7 +196,7 @@ main(void)
 		cmocka_unit_test(test_killed),
 		cmocka_unit_test(test_exited),
 		cmocka_unit_test(test_killed_exiting),
-		cmocka_unit_test(test_older_writer),
+		cmocka_unit_test(test_cut_bounded),
 		cmocka_unit_test(test_execed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
