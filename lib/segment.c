@@ -247,7 +247,7 @@ mstat_segment_exec(struct mstat_segment *seg, bool execing)
 {
 	uint32_t from = execing ? MSTAT_STATE_RUNNING : MSTAT_STATE_EXECED;
 
-	/* (T) relaxed, like every store of the state but EXITING's: a reader
+	/* (X') relaxed, like every store of the state but EXITING's: a reader
 	 * takes EXECED for what it says only once the owner lock is gone,
 	 * and the exec() that drops it is a system call after this store
 	 * (shm/reader.c).  A compare-exchange: an exit begun meanwhile in

@@ -745,7 +745,7 @@ public_state(const struct mstat_reader *r)
 
 	/* EXECED says what its owner lock's going means: an exec(), not a
 	 * death.  The image marks it before its exec() (lib/exec.c): while
-	 * the lock is held, the exec() is under way, or failed.  (T)
+	 * the lock is held, the exec() is under way, or failed.  (X')
 	 * relaxed: pairs with the lock's going (the exec's system call is
 	 * after the image's store), which `dead` was read from. */
 	if (s == MSTAT_STATE_EXECED)
