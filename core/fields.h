@@ -148,29 +148,29 @@
 	REC(SYSTEMD_UNIT, 15, "systemd_unit", systemd_unit, STR)              \
 	F(ATTACHED, "attached_time_s", REAL, r->attached_ns != 0,             \
 	  (double)r->attached_ns / 1e9)                                       \
-	FAM(ATTACHED, 10, "mstat_attached_time_seconds", GAUGE, "seconds",     \
+	FAM(ATTACHED, 11, "mstat_attached_time_seconds", GAUGE, "seconds",     \
 	    "when mstat-attach made the process count, since the Unix "       \
 	    "epoch: its counts are of what it did since")                     \
 	REC(ATTACHED, 17, "attached_ns", attached_ns, OPTU64)                    \
 	F(PRIOR_FREES, "prior_frees", U64, r->have_snap && r->attached_ns,    \
 	  r->prior.prior_frees)                                               \
-	FAM(PRIOR_FREES, 11, "mstat_prior_frees", COUNTER, NULL,               \
+	FAM(PRIOR_FREES, 12, "mstat_prior_frees", COUNTER, NULL,               \
 	    "frees of blocks made before the attach")                         \
 	REC(PRIOR_FREES, 18, "prior_frees", prior.prior_frees, OPTU64)           \
 	F(PRIOR_FREE_BYTES, "prior_free_bytes", U64,                          \
 	  r->have_snap && r->attached_ns, r->prior.prior_free_bytes)          \
-	FAM(PRIOR_FREE_BYTES, 12, "mstat_prior_free_bytes", COUNTER, "bytes", \
+	FAM(PRIOR_FREE_BYTES, 13, "mstat_prior_free_bytes", COUNTER, "bytes", \
 	    "their bytes (usable size)")                                      \
 	REC(PRIOR_FREE_BYTES, 19, "prior_free_bytes", prior.prior_free_bytes, \
 	    OPTU64)                                                              \
 	F(PRIOR_REALLOCS, "prior_reallocs", U64,                              \
 	  r->have_snap && r->attached_ns, r->prior.prior_reallocs)            \
-	FAM(PRIOR_REALLOCS, 13, "mstat_prior_reallocs", COUNTER, NULL,        \
+	FAM(PRIOR_REALLOCS, 14, "mstat_prior_reallocs", COUNTER, NULL,        \
 	    "reallocs of blocks made before the attach")                      \
 	REC(PRIOR_REALLOCS, 20, "prior_reallocs", prior.prior_reallocs, OPTU64)  \
 	F(PRIOR_REALLOC_BYTES, "prior_realloc_bytes", U64,                    \
 	  r->have_snap && r->attached_ns, r->prior.prior_realloc_bytes)       \
-	FAM(PRIOR_REALLOC_BYTES, 14, "mstat_prior_realloc_bytes", COUNTER,    \
+	FAM(PRIOR_REALLOC_BYTES, 15, "mstat_prior_realloc_bytes", COUNTER,    \
 	    "bytes", "the old blocks' bytes (usable size)")                   \
 	REC(PRIOR_REALLOC_BYTES, 21, "prior_realloc_bytes",                   \
 	    prior.prior_realloc_bytes, OPTU64)                                   \
@@ -184,6 +184,11 @@
 	F(PROCESS, NULL, U64, true, 1)                                        \
 	FAM(PROCESS, 7, "mstat_process", INFO, NULL,                          \
 	    "the process's writer mode and segment layout version")           \
+	F(KILLED, NULL, U64,                                                  \
+	  r->live == MSTAT_LIVE_KILLED || r->live == MSTAT_LIVE_OOM, 1)       \
+	FAM(KILLED, 10, "mstat_killed", INFO, NULL,                            \
+	    "the process was killed by a signal: how (killed, or oomkill), "  \
+	    "and its post-mortem profile where one was written")              \
 	F(KEY, NULL, TEXT, true, r->key)                                      \
 	REC(KEY, 1, "key", key, KEY)                                          \
 	F(IMAGE, NULL, TEXT, r->image[0] != '\0', r->image)                   \

@@ -74,11 +74,22 @@
  *      MSTAT_ALLOC_OFFSET of the control page, past the header: zeros in
  *      a segment of 5.2 or before, which read as an allocator not known
  *      that never answered; a reader of 5.2 never looks there.
- * 6: the attach (mstat-attach): the header's `attached_ns`, and the prior
- *    row, a line after each generation's chunk rows; MSTAT_ROWS counts
- *    its row.  6.0 has everything 5.3 had. */
+ * 6: the lifetimes of sampled blocks: the profile's tick counter in its
+ *    head, a lifetime histogram per stack entry (whose sum is what a
+ *    stack's `free_weight` held, now reserved) and a birth word per live
+ *    sample, after the module list; 5.3's allocator words, in every
+ *    segment.
+ * 6.2: the attach (mstat-attach): the header's `attached_ns`, in the
+ *      padding after `name` (0 in a segment of 6.1 or before: not
+ *      attached), and the prior rows, a line per generation after the
+ *      last generation of each slot, in the room its last page leaves
+ *      (the slot's size is what it was), noted by a touched bit no class
+ *      row has.  A reader of 6.1 or before reads neither: it takes an
+ *      attached process for one counted from its start (its counts are
+ *      right, of what it did since the attach) and sees nothing of the
+ *      blocks made before. */
 #define MSTAT_SHM_VERSION_MAJOR 6
-#define MSTAT_SHM_VERSION_MINOR 0 /* readers accept any minor */
+#define MSTAT_SHM_VERSION_MINOR 2 /* readers accept any minor */
 
 #define MSTAT_SHM_DIR "/dev/shm"
 #define MSTAT_SHM_PREFIX "mstat."   /* shm names: mstat.<pid>.<starttime> */
@@ -166,13 +177,16 @@ enum mstat_chunk_counter {
 };
 #define MSTAT_CHUNK_USABLE(k) (16u * (uint64_t)(k) - 8u)
 /*
- * The prior row: after the chunk rows of each generation, one line, the
- * counters of MSTAT_PRIOR_COUNTERS (mstatshm_counters.h), then words left
- * 0.  Written only in a process the library was injected into
+ * (6.2) The prior rows: after a slot's last generation, one line per
+ * generation, the counters of MSTAT_PRIOR_COUNTERS (mstatshm_counters.h),
+ * then words left 0; in the room the slot's last page leaves, so that no
+ * generation moves and the slot's size is what a reader of 6.1 checks.
+ * Written only in a process the library was injected into
  * (mstat-attach): what it counts of the blocks made before the attach,
- * which are in no class row.  A slot that writes it sets the touched
+ * which are in no class row.  A slot that writes one sets the touched
  * bit MSTAT_PRIOR_TOUCHED, a bit no class row has (class rows are below
- * MSTAT_MAX_CLASSES), and readers read it only then.
+ * MSTAT_MAX_CLASSES), and readers read them only then, and only where
+ * they fit the slot (MSTAT_PRIOR_FITS).
  */
 enum mstat_prior_counter {
 #define MSTAT_X(e, f, h) MSTAT_P_##e,
@@ -183,12 +197,14 @@ enum mstat_prior_counter {
 #define MSTAT_PRIOR_WORDS 8u /* a line */
 #define MSTAT_PRIOR_TOUCHED (64u * MSTAT_TOUCHED_WORDS - 1u)
 /* Counters of one generation: a row of MSTAT_ROW_COUNTERS per class, then
- * the chunk rows, then the prior row. */
+ * the chunk rows. */
 #define MSTAT_CHUNK_COUNTERS (MSTAT_CHUNKS * MSTAT_CHUNK_ROW_COUNTERS)
 #define MSTAT_GEN_COUNTERS(classes)                                          \
-	((classes) * MSTAT_ROW_COUNTERS + MSTAT_CHUNK_COUNTERS + MSTAT_PRIOR_WORDS)
-#define MSTAT_PRIOR_OFFSET(classes) /* in a generation's counters */        \
 	((classes) * MSTAT_ROW_COUNTERS + MSTAT_CHUNK_COUNTERS)
+/* Where generation g's prior row is, in a slot's counters (`acc`). */
+#define MSTAT_PRIOR_OFFSET(classes, g)                                       \
+	((size_t)MSTAT_GENS * MSTAT_GEN_COUNTERS(classes) +                  \
+	 (size_t)(g) * MSTAT_PRIOR_WORDS)
 /* Rows of a sum (shm/sum.h), and of counts kept in process memory
  * (lib/rows.h): the classes, then the totals, then the prior row. */
 #define MSTAT_ROWS(classes) ((classes) + 2u)
@@ -221,12 +237,13 @@ struct mstat_shm_header {
 	uint64_t pid_ns;         /* inode of /proc/self/ns/pid, 0 if unknown:
 				  * `pid` means something to a reader whose
 				  * namespace has the same inode */
-	/* (6) CLOCK_REALTIME when the library, injected into the running
-	 * process (mstat-attach), began to count; 0 in a process counted
-	 * from its start.  The counters then hold what was made since, and
-	 * the prior rows what became of the blocks made before. */
-	uint64_t attached_ns;
 	char name[MSTAT_NAME_MAX]; /* NUL-terminated */
+	/* (6.2) CLOCK_REALTIME when the library, injected into the running
+	 * process (mstat-attach), began to count; 0 in a process counted
+	 * from its start, and in a segment of 6.1 or before (padding then).
+	 * The counters then hold what was made since, and the prior rows
+	 * what became of the blocks made before. */
+	uint64_t attached_ns;
 
 	/* Written by the target while it runs; readers only load them. */
 	alignas(MSTAT_CACHELINE) _Atomic uint32_t state; /* mstat_target_state */
@@ -353,6 +370,16 @@ _Static_assert(offsetof(struct mstat_shm_header, killed_s) ==
 #define MSTAT_STACKS_LIMIT (1u << 16)
 #define MSTAT_FRAMES_LIMIT (1u << 20)
 #define MSTAT_MODULES_LIMIT (1u << 12)
+/* Live sampled blocks a target remembers at most, each with a birth word
+ * (struct mstat_shm_profile). */
+#define MSTAT_LIVE_SAMPLES 32768u
+/* Lifetime buckets: bucket b holds samples freed [2^b, 2^(b+1)) ticks
+ * after they were made (bucket 0: under 2 ticks), the last 2^46 ticks and
+ * more: from under a nanosecond to hours at the rates counters run at
+ * (about 25 MHz to 5 GHz). */
+#define MSTAT_LIFETIMES 47u
+#define MSTAT_BIRTH_SHIFT 10u       /* a birth word counts 2^10 ticks */
+#define MSTAT_BIRTH_BITS 48u        /* of time, under the stack's index */
 
 /*
  * The profile region.  Only the target writes it, on its sampling path.
@@ -368,11 +395,22 @@ _Static_assert(offsetof(struct mstat_shm_header, killed_s) ==
  *     merge them.
  *   - a stack's counters are cumulative, updated with atomic adds: an
  *     allocation adds allocs, alloc_bytes and alloc_weight, the free of a
- *     sampled block the same amounts to frees, free_bytes and free_weight,
- *     each with release (K); a reader loads the frees' before the
- *     allocations', with acquire, so each is at most its allocations'.
+ *     sampled block the same amounts to frees, free_bytes and its
+ *     lifetime bucket (struct mstat_shm_lifetimes), each with release
+ *     (K); a reader loads the frees' before the allocations', with
+ *     acquire, so each is at most its allocations'.
  *   - modules [0, modules_used) are complete: each is written, then
  *     `modules_used` stored with release (L).
+ *   - births: word i is the live sampled block of the target's live-table
+ *     entry i (lib/profile.c), 0 if none: its stack entry's index + 1 in
+ *     the top 16 bits, and in the low MSTAT_BIRTH_BITS when it became the
+ *     program's, in units of 2^MSTAT_BIRTH_SHIFT ticks since `tick0`
+ *     (wrapping after years).  Stored relaxed when the block is made and
+ *     cleared when it is freed: a reader sees each word whole, the block
+ *     live or gone, and ages only the blocks of stack entries it read.
+ * `tick0` and `ns0`, the tick counter (shm/clock.h) and CLOCK_MONOTONIC
+ * read together before the first sample, give a reader the counter's
+ * rate: ticks since over nanoseconds since, as it reads both.
  * Counts may exceed the capacities (an entry asked for and refused):
  * readers bound them.
  */
@@ -384,6 +422,8 @@ struct mstat_shm_profile {
 	_Atomic uint64_t samples;      /* samples taken */
 	_Atomic uint64_t dropped;      /* samples not kept: a table was full,
 					* or /dev/shm */
+	uint64_t tick0, ns0;           /* 6: written before any entry is
+					* published (J) */
 };
 
 /*
@@ -405,7 +445,18 @@ struct mstat_shm_stack {
 	_Atomic uint64_t frees;        /* (K) sampled allocations freed */
 	_Atomic uint64_t free_bytes;
 	_Atomic uint64_t alloc_weight; /* 5.1: the sum of their weights */
-	_Atomic uint64_t free_weight;  /* (K) 5.1 */
+	uint64_t reserved1;            /* 5.x: free_weight, the sum of the
+					* freed weights: in 6, of the stack's
+					* lifetime buckets */
+};
+
+/* The lifetimes of a stack entry's freed samples (6): entry i of the
+ * lifetime table is stack entry i's.  Bucket b sums the weights of its
+ * samples freed [2^b, 2^(b+1)) ticks after they were made (bucket 0: 0 or
+ * 1 tick; the last, 2^46 and more), each added with release (K). */
+struct mstat_shm_lifetimes {
+	_Atomic uint64_t freed[MSTAT_LIFETIMES];
+	uint64_t reserved0;
 };
 
 /* A loaded object: the addresses of its loaded segments, its load bias
@@ -423,9 +474,15 @@ struct mstat_shm_module {
 	(MSTAT_PROFILE_STACKS_OFFSET + (uint64_t)(stacks) * sizeof(struct mstat_shm_stack))
 #define MSTAT_PROFILE_MODULES_OFFSET(stacks, frames)                         \
 	(MSTAT_PROFILE_FRAMES_OFFSET(stacks) + (uint64_t)(frames) * sizeof(uint64_t))
+#define MSTAT_PROFILE_LIFETIMES_OFFSET(stacks, frames, modules)              \
+	(MSTAT_PROFILE_MODULES_OFFSET(stacks, frames) +                      \
+	 (uint64_t)(modules) * sizeof(struct mstat_shm_module))
+#define MSTAT_PROFILE_BIRTHS_OFFSET(stacks, frames, modules)                 \
+	(MSTAT_PROFILE_LIFETIMES_OFFSET(stacks, frames, modules) +           \
+	 (uint64_t)(stacks) * sizeof(struct mstat_shm_lifetimes))
 #define MSTAT_PROFILE_SIZE(stacks, frames, modules)                          \
-	MSTAT_ALIGN_UP(MSTAT_PROFILE_MODULES_OFFSET(stacks, frames) +        \
-			       (uint64_t)(modules) * sizeof(struct mstat_shm_module), \
+	MSTAT_ALIGN_UP(MSTAT_PROFILE_BIRTHS_OFFSET(stacks, frames, modules) + \
+			       (uint64_t)MSTAT_LIVE_SAMPLES * sizeof(uint64_t), \
 		       MSTAT_PAGE)
 
 /*
@@ -469,6 +526,12 @@ struct mstat_shm_slot {
 			       MSTAT_GENS * MSTAT_GEN_COUNTERS(classes) *    \
 				       sizeof(uint64_t),                     \
 		       MSTAT_PAGE)
+/* Whether a slot of `size` bytes has room for the prior rows (6.2) after
+ * its generations of `classes` class rows. */
+#define MSTAT_PRIOR_FITS(classes, size)                                      \
+	(offsetof(struct mstat_shm_slot, acc) +                              \
+		 MSTAT_PRIOR_OFFSET(classes, MSTAT_GENS) * sizeof(uint64_t) <= \
+	 (size_t)(size))
 #define MSTAT_CLASSES_OFFSET MSTAT_PAGE
 #define MSTAT_SLOTS_OFFSET(classes)                                          \
 	MSTAT_ALIGN_UP(MSTAT_CLASSES_OFFSET + (classes) * sizeof(uint64_t),  \
@@ -521,8 +584,11 @@ _Static_assert(offsetof(struct mstat_shm_alloc, request) == MSTAT_CACHELINE &&
 	       "a reader's request and the target's answer on lines of their own");
 _Static_assert(offsetof(struct mstat_shm_header, epoch) % MSTAT_CACHELINE == 0,
 	       "epoch starts its own cache line");
-_Static_assert(offsetof(struct mstat_shm_header, name) == 96,
+_Static_assert(offsetof(struct mstat_shm_header, name) == 88,
 	       "identity fields are packed without holes");
+_Static_assert(offsetof(struct mstat_shm_header, attached_ns) == 152 &&
+		       offsetof(struct mstat_shm_header, state) == 192,
+	       "6.2's attach time is in what was padding: nothing moved");
 _Static_assert(offsetof(struct mstat_shm_slot_head, tid) == MSTAT_CACHELINE,
 	       "seq, requested bytes and the touched bitmap share one cache line");
 _Static_assert(offsetof(struct mstat_shm_slot, acc) == 2 * MSTAT_CACHELINE,
@@ -542,6 +608,12 @@ _Static_assert(sizeof(struct mstat_shm_profile) <= MSTAT_PROFILE_STACKS_OFFSET,
 _Static_assert(sizeof(struct mstat_shm_stack) == MSTAT_CACHELINE,
 	       "a stack entry is one line");
 _Static_assert(sizeof(struct mstat_shm_module) == 288, "a module entry is packed");
+_Static_assert(sizeof(struct mstat_shm_lifetimes) == 6 * MSTAT_CACHELINE,
+	       "a lifetime entry is six lines, and the births after them "
+	       "aligned");
+_Static_assert(MSTAT_STACKS < (1u << (64 - MSTAT_BIRTH_BITS)),
+	       "a birth word holds the index + 1 of every stack entry a "
+	       "writer makes");
 _Static_assert((MSTAT_STACKS & (MSTAT_STACKS - 1)) == 0, "stack table: a power of two");
 _Static_assert(MSTAT_SEGMENT_SIZE(MSTAT_CLASS_COUNT, MSTAT_SLOTS_MAX) < (UINT64_C(1) << 32),
 	       "offsets fit 32 bits");
@@ -551,9 +623,11 @@ _Static_assert(MSTAT_CHUNK_LIMIT == MSTAT_TABLE_MAX,
 	       "every chunk row has a class in the size table");
 _Static_assert(MSTAT_GEN_COUNTERS(MSTAT_CLASS_COUNT) * sizeof(uint64_t) % MSTAT_CACHELINE == 0,
 	       "each generation starts a line: its chunk rows are four to a line");
-_Static_assert(MSTAT_PRIOR_OFFSET(MSTAT_CLASS_COUNT) * sizeof(uint64_t) % MSTAT_CACHELINE == 0 &&
+_Static_assert(MSTAT_PRIOR_OFFSET(MSTAT_CLASS_COUNT, 0) * sizeof(uint64_t) % MSTAT_CACHELINE == 0 &&
 		       MSTAT_PRIOR_WORDS * sizeof(uint64_t) == MSTAT_CACHELINE,
-	       "the prior row is a line of its own");
+	       "each prior row is a line of its own");
+_Static_assert(MSTAT_PRIOR_FITS(MSTAT_CLASS_COUNT, MSTAT_SLOT_SIZE(MSTAT_CLASS_COUNT)),
+	       "the prior rows fit the room a slot's last page leaves");
 _Static_assert((int)MSTAT_PRIOR_COUNT <= (int)MSTAT_ROW_COUNTERS && MSTAT_PRIOR_COUNT <= MSTAT_PRIOR_WORDS,
 	       "the prior counters fit a row of a sum, and their line");
 _Static_assert(MSTAT_PRIOR_TOUCHED >= MSTAT_MAX_CLASSES,

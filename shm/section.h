@@ -232,7 +232,7 @@ mstat_wsection_chunk(struct mstat_shm_slot *slot, unsigned g, size_t header,
 }
 
 /*
- * Add `n` to counter `k` of the prior row (layout.h) in generation `g`,
+ * Add `n` to counter `k` of generation `g`'s prior row (layout.h),
  * and note the row: written only in an attached process, by the frees
  * and reallocs of blocks made before its attach.
  */
@@ -240,8 +240,7 @@ static inline void
 mstat_wsection_prior(struct mstat_shm_slot *slot, unsigned g, unsigned k,
 		     uint64_t n)
 {
-	mstat_wsection_bump(mstat_wsection_gen(slot, g) +
-				    MSTAT_PRIOR_OFFSET(MSTAT_CLASS_COUNT) + k, n);
+	mstat_wsection_bump(slot->acc + MSTAT_PRIOR_OFFSET(MSTAT_CLASS_COUNT, g) + k, n);
 	mstat_wsection_touch(slot, MSTAT_PRIOR_TOUCHED);
 }
 

@@ -2,6 +2,8 @@
 /* sum.c - adding up the counters of slots; see sum.h. */
 #include "sum.h"
 
+#include <stdbool.h>
+
 #include "mstatshm.h"
 
 /* The bits of touched-bitmap word `w` that stand for rows below `rows`. */
@@ -53,6 +55,9 @@ sum_generation(const unsigned char *slots, uint32_t slot_size, uint32_t n,
 	       uint64_t (*sum)[MSTAT_ROW_COUNTERS])
 {
 	const unsigned totals = MSTAT_TOTALS_ROW(class_count);
+	/* A slot too small for them has no prior rows (a segment that is
+	 * not one the library made). */
+	const bool prior = MSTAT_PRIOR_FITS(class_count, slot_size);
 
 	for (uint32_t i = 0; i < n; i++) {
 		const struct mstat_shm_slot *s =
@@ -76,10 +81,10 @@ sum_generation(const unsigned char *slots, uint32_t slot_size, uint32_t n,
 			}
 		}
 		fold_chunks(g + (size_t)class_count * MSTAT_ROW_COUNTERS, class_count, sum);
-		if (atomic_load_explicit(&s->head.touched[MSTAT_PRIOR_TOUCHED / 64],
-					 memory_order_relaxed) &
-		    (UINT64_C(1) << (MSTAT_PRIOR_TOUCHED % 64)))
-			add_prior(g + MSTAT_PRIOR_OFFSET(class_count),
+		if (prior && (atomic_load_explicit(&s->head.touched[MSTAT_PRIOR_TOUCHED / 64],
+						   memory_order_relaxed) &
+			      (UINT64_C(1) << (MSTAT_PRIOR_TOUCHED % 64))))
+			add_prior(s->acc + MSTAT_PRIOR_OFFSET(class_count, gen),
 				  sum[MSTAT_PRIOR_ROW(class_count)]);
 	}
 }

@@ -10,7 +10,9 @@
  * if its exiting thread got to the end of its exit (MSTAT_EXIT_DONE), and
  * was killed during it if not, one update more cut if its death found
  * that thread inside one (MSTAT_EXIT_BUSY); a writer before 5.1, which
- * counted nothing once EXITING, exited.
+ * counted nothing once EXITING, exited.  EXECED, marked by an image
+ * before its exec(), says so once the owner lock is gone, and nothing
+ * while it is held: the exec() is under way, or failed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,9 +24,12 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <fcntl.h>
+#include <stdio.h>
 
 #include "layout.h"
 #include "mstatshm.h"
+#include "owner.h"
 #include "reader.h"
 #include "section.h"
 #include "sizeclass.h"
@@ -46,10 +51,11 @@ slot(struct seg *s, unsigned i)
 					 (size_t)i * s->h->slot_size);
 }
 
-/* A segment of a process gone: state, exit_cut and exit_flags as given;
- * slots 1 and 2 odd as asked. */
+/* A segment of a process gone: state, exit_cut, exit_flags and minor as
+ * given; slots 1 and 2 odd as asked. */
 static struct seg
-seg_new(uint32_t state, uint32_t exit_cut, uint32_t flags, unsigned odd)
+seg_new(uint32_t state, uint32_t exit_cut, uint32_t flags, uint16_t minor,
+	unsigned odd)
 {
 	struct seg s;
 	struct mstat_shm_header *h;
@@ -64,6 +70,7 @@ seg_new(uint32_t state, uint32_t exit_cut, uint32_t flags, unsigned odd)
 	s.h = h = (struct mstat_shm_header *)s.map;
 	mstat_header_geometry(h, MSTAT_CLASS_COUNT, SLOTS, MSTAT_STACKS,
 			      MSTAT_FRAMES, MSTAT_MODULES);
+	h->version_minor = minor;
 	h->writer_mode = MSTAT_MODE_FENCED;
 	h->pid = getpid();
 	h->uid = (uint32_t)geteuid();
@@ -112,9 +119,9 @@ static void
 test_killed(void **state)
 {
 	(void)state;
-	struct seg s = seg_new(MSTAT_STATE_RUNNING, 0, 0, 2);
+	struct seg s = seg_new(MSTAT_STATE_RUNNING, 0, 0, 1, 2);
 	expect(&s, MSTAT_KILLED, 2);
-	s = seg_new(MSTAT_STATE_RUNNING, 0, 0, 0);
+	s = seg_new(MSTAT_STATE_RUNNING, 0, 0, 1, 0);
 	expect(&s, MSTAT_KILLED, 0);
 }
 
@@ -124,9 +131,9 @@ static void
 test_exited(void **state)
 {
 	(void)state;
-	struct seg s = seg_new(MSTAT_STATE_EXITING, 0, MSTAT_EXIT_DONE, 2);
+	struct seg s = seg_new(MSTAT_STATE_EXITING, 0, MSTAT_EXIT_DONE, 1, 2);
 	expect(&s, MSTAT_EXITED, 0);
-	s = seg_new(MSTAT_STATE_EXITING, 1, MSTAT_EXIT_DONE, 2);
+	s = seg_new(MSTAT_STATE_EXITING, 1, MSTAT_EXIT_DONE, 1, 2);
 	expect(&s, MSTAT_EXITED, 1);
 }
 
@@ -136,14 +143,14 @@ static void
 test_killed_exiting(void **state)
 {
 	(void)state;
-	struct seg s = seg_new(MSTAT_STATE_EXITING, 0, 0, 2);
+	struct seg s = seg_new(MSTAT_STATE_EXITING, 0, 0, 1, 2);
 	expect(&s, MSTAT_KILLED, 0);
-	s = seg_new(MSTAT_STATE_EXITING, 0, MSTAT_EXIT_BUSY, 0);
+	s = seg_new(MSTAT_STATE_EXITING, 0, MSTAT_EXIT_BUSY, 1, 0);
 	expect(&s, MSTAT_KILLED, 1);
-	s = seg_new(MSTAT_STATE_EXITING, 1, MSTAT_EXIT_BUSY, 0);
+	s = seg_new(MSTAT_STATE_EXITING, 1, MSTAT_EXIT_BUSY, 1, 0);
 	expect(&s, MSTAT_KILLED, 2);
 	/* Done, then killed inside an update of what came after. */
-	s = seg_new(MSTAT_STATE_EXITING, 0, MSTAT_EXIT_DONE | MSTAT_EXIT_BUSY, 0);
+	s = seg_new(MSTAT_STATE_EXITING, 0, MSTAT_EXIT_DONE | MSTAT_EXIT_BUSY, 1, 0);
 	expect(&s, MSTAT_KILLED, 1);
 }
 
@@ -152,10 +159,34 @@ static void
 test_cut_bounded(void **state)
 {
 	(void)state;
-	struct seg s;
-
-	s = seg_new(MSTAT_STATE_EXITING, 1000, MSTAT_EXIT_BUSY, 0);
+	struct seg s = seg_new(MSTAT_STATE_EXITING, 1000, MSTAT_EXIT_BUSY, 0, 0);
 	expect(&s, MSTAT_KILLED, SLOTS + 1);
+}
+
+/* An image that marked itself before its exec(): exec'd once its lock is
+ * gone, running while it is held. */
+static void
+test_execed(void **state)
+{
+	(void)state;
+	struct seg s = seg_new(MSTAT_STATE_EXECED, 0, 0, 1, 0);
+	char path[64];
+	struct mstat_reader *r;
+	struct mstat_snapshot snap;
+	char err[256] = "";
+
+	/* The owner: another open file of the segment, holding the lock. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", s.fd);
+	int owner = open(path, O_RDWR | O_CLOEXEC);
+	assert_true(owner >= 0);
+	assert_int_equal(mstat_owner_lock(owner), 0);
+	assert_int_equal(mstat_reader_open_fd(&r, dup(s.fd), "final", err,
+					      sizeof(err)), 0);
+	assert_int_equal(mstat_reader_snapshot(r, &snap), 0);
+	assert_int_equal(snap.state, MSTAT_RUNNING);
+	mstat_reader_close(r);
+	close(owner);
+	expect(&s, MSTAT_EXECED, 0);
 }
 
 int
@@ -166,6 +197,7 @@ main(void)
 		cmocka_unit_test(test_exited),
 		cmocka_unit_test(test_killed_exiting),
 		cmocka_unit_test(test_cut_bounded),
+		cmocka_unit_test(test_execed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
