@@ -130,7 +130,7 @@ def job_target(mode, n, rng):
     out = communicate(mode, p)
     want = "changed 0" + (" signals %d" % sent[0] if s else "") + "\n"
     if out is not None:
-        ended(mode, p, None if out == want else out)
+        ended(mode, p, None if out == want else "%r, not %r" % (out, want))
 
 
 def job_program(name, cmd, steps, plain, at, rng):
