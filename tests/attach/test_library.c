@@ -275,10 +275,26 @@ test_prior_blocks(void **state)
 /* An object loaded after the attach: its slots patched once its load is
  * over (its constructor's blocks are made before, as far as the counts
  * know), the function pointer in its data too. */
+/* Returns once a rescan is due (lib/patch.c): the coarse clock, by which
+ * a rescan is paced, a millisecond past what it read here, which is past
+ * the end of any rescan this thread's calls made.  Its tick is 1 to 4 ms:
+ * a sleep of a set time may not see it move. */
+static void
+rescan_due(void)
+{
+	struct timespec t0, now, ms = { 0, 1000 * 1000 };
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &t0);
+	do {
+		nanosleep(&ms, NULL);
+		clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+	} while ((now.tv_sec - t0.tv_sec) * 1000000000L + (now.tv_nsec - t0.tv_nsec) <
+		 1000 * 1000);
+}
+
 static void
 test_dlopen_later(void **state)
 {
-	struct timespec ms = { 0, 3 * 1000 * 1000 };
 	void *q[4];
 
 	(void)state;
@@ -295,7 +311,7 @@ test_dlopen_later(void **state)
 	assert_true(pm && pc && pr && pf && fp && ctor_free);
 	/* The next allocation after its load, a millisecond after the last
 	 * rescan, patches it. */
-	nanosleep(&ms, NULL);
+	rescan_due();
 	q[0] = malloc(PLUGIN_CTOR_SIZE);
 	size_t ctor_usable = malloc_usable_size(q[0]);
 	free(q[0]);
@@ -332,7 +348,6 @@ load_slow(void *arg)
 static void
 test_dlopen_under_way(void **state)
 {
-	struct timespec ms = { 0, 3 * 1000 * 1000 };
 	int said[2], go[2];
 	pthread_t th;
 	void *h;
@@ -345,7 +360,7 @@ test_dlopen_under_way(void **state)
 	assert_int_equal(dup2(go[0], SLOW_FD_GO), SLOW_FD_GO);
 	assert_int_equal(pthread_create(&th, NULL, load_slow, NULL), 0);
 	assert_int_equal(read(said[0], &c, 1), 1); /* in its resolver */
-	nanosleep(&ms, NULL);
+	rescan_due();
 	free(malloc(100)); /* a rescan, the object in the list */
 	assert_int_equal(write(go[1], "g", 1), 1);
 	assert_int_equal(pthread_join(th, &h), 0);
@@ -355,7 +370,7 @@ test_dlopen_under_way(void **state)
 	void *(*const *pm)(size_t) = dlsym(h, "slow_malloc_ptr");
 	assert_true(call && pm);
 	assert_int_equal(call(), SLOW_ANSWER);
-	nanosleep(&ms, NULL);
+	rescan_due();
 	free(malloc(100)); /* the rescan that patches it */
 	begin();
 	void *p = (*pm)(7777);
