@@ -3,7 +3,10 @@
  * mstat-attach - make running processes count with libmstatshm, from
  * now on, without restarting them (docs/attach.md, mstat-attach(1)).
  *
- *   mstat-attach [--name NAME] [--timeout SECONDS] PID...
+ *   mstat-attach [-n NAME] [-t SECONDS] PID...
+ *
+ * Its options are the list `options` (core/cli.h), which makes --help
+ * and the refusals; docs/mstat-attach.1 says the same (suite docs).
  *
  * Each process is attached in turn: one line on stdout says what was
  * done, one on stderr why nothing was.  Exit status: 0 if every process
@@ -13,7 +16,6 @@
  * before the next one: a thread cannot be left half-way through a call.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,24 +23,44 @@
 #include <string.h>
 
 #include "attach.h"
+#include "cli.h"
 #include "payload.h"
 #include "text.h"
 #include "tracee.h"
 
-#define TIMEOUT_DEFAULT 5.0
+struct options {
+	const char *name; /* --name */
+	double timeout_s; /* --timeout */
+};
 
-static void
-usage(FILE *f)
-{
-	fputs("usage: mstat-attach [--name NAME] [--timeout SECONDS] PID...\n"
-	      "  Makes each running process count its heap into a segment that\n"
-	      "  mstat-top and mstat-exporter read, from now on; no restart, no\n"
-	      "  debugger, every thread but one left running (docs/attach.md).\n"
-	      "  --name NAME        the name readers show (default: the program's)\n"
-	      "  --timeout SECONDS  how long to look for a thread that may run the\n"
-	      "                     attach before giving up (default 5)\n",
-	      f);
-}
+static const struct mstat_cli_option options[] = {
+	{ .name = "name", .letter = 'n', .arg = "NAME",
+	  MSTAT_CLI_TEXT(struct options, name, 63), .want = "a name",
+	  .dflt_text = "the program's",
+	  .help = "the name readers show for the processes" },
+	{ .name = "timeout", .letter = 't', .arg = "SECONDS",
+	  MSTAT_CLI_REAL(struct options, timeout_s, 0.001, 3600),
+	  .want = "seconds", .dflt = "5",
+	  .help = "how long to look for a thread that may run the attach "
+		  "before giving up" },
+	{ .name = "help", .letter = 'h', .kind = MSTAT_CLI_KIND_HELP,
+	  .help = "this text" },
+	{ .name = "version", .letter = 'V', .kind = MSTAT_CLI_KIND_VERSION,
+	  .help = "the version" },
+};
+
+static const struct mstat_cli cli = {
+	.program = "mstat-attach",
+	.version = MSTAT_VERSION,
+	.synopsis = "mstat-attach [options] PID...",
+	.about = "Makes each running process count its heap from now on, into "
+		 "a segment\nmstat-top and mstat-exporter read: no restart, no "
+		 "debugger, every thread\nbut one left running (docs/attach.md).",
+	.options = options,
+	.n = sizeof(options) / sizeof(options[0]),
+	.column = 25,
+	.operands = true,
+};
 
 #define say(...) mstat_text_say("mstat-attach", __VA_ARGS__)
 
@@ -70,53 +92,26 @@ hold_signals(sigset_t *held)
 int
 main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "name", required_argument, NULL, 'n' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },
-		{ "version", no_argument, NULL, 'V' },
-		{ NULL, 0, NULL, 0 },
-	};
-	struct inject_options o = { NULL, (uint64_t)(TIMEOUT_DEFAULT * 1e9) };
-	int c, status = 0;
-	char *end;
+	struct options opt = { 0 };
+	int status = 0, next;
 
-	while ((c = getopt_long(argc, argv, "n:t:hV", opts, NULL)) != -1) {
-		switch (c) {
-		case 'n':
-			if (!*optarg || strlen(optarg) >= 64) {
-				say("--name: 1 to 63 bytes");
-				return 2;
-			}
-			o.name = optarg;
-			break;
-		case 't': {
-			double t = strtod(optarg, &end);
-			if (end == optarg || *end || !(t > 0 && t <= 3600)) {
-				say("--timeout: seconds, above 0, at most 3600");
-				return 2;
-			}
-			o.timeout_ns = (uint64_t)(t * 1e9);
-			break;
-		}
-		case 'h':
-			usage(stdout);
-			return 0;
-		case 'V':
-			printf("mstat-attach %s\n", MSTAT_VERSION);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
+	switch (mstat_cli_parse(&cli, &opt, argc, argv, &next)) {
+	case MSTAT_CLI_DONE:
+		return 0;
+	case MSTAT_CLI_REFUSED:
+		return 2;
+	case MSTAT_CLI_OK:
+		break;
 	}
-	if (optind >= argc) {
-		usage(stderr);
+	if (next >= argc) {
+		say("no process id given: %s", cli.synopsis);
 		return 2;
 	}
-	pid_t *pids = calloc((size_t)(argc - optind), sizeof(pid_t));
-	for (int i = optind; pids && i < argc; i++)
-		if (parse_pid(argv[i], &pids[i - optind]) < 0) {
+	struct inject_options o = { opt.name, (uint64_t)(opt.timeout_s * 1e9) };
+	const int first = next;
+	pid_t *pids = calloc((size_t)(argc - first), sizeof(pid_t));
+	for (int i = first; pids && i < argc; i++)
+		if (parse_pid(argv[i], &pids[i - first]) < 0) {
 			say("%s: not a process id", argv[i]);
 			return 2;
 		}
@@ -130,7 +125,7 @@ main(int argc, char **argv)
 	sigset_t held, pending;
 	hold_signals(&held);
 	tracee_setup();
-	for (int i = 0; i < argc - optind; i++) {
+	for (int i = 0; i < argc - first; i++) {
 		struct inject_result r;
 		int rc = inject(pids[i], &p, &o, &r);
 		if (rc == 0) {
@@ -144,9 +139,9 @@ main(int argc, char **argv)
 		if (sigpending(&pending) == 0 &&
 		    (sigismember(&pending, SIGINT) || sigismember(&pending, SIGTERM) ||
 		     sigismember(&pending, SIGHUP) || sigismember(&pending, SIGQUIT))) {
-			if (i + 1 < argc - optind)
+			if (i + 1 < argc - first)
 				say("interrupted: %d process(es) not attached",
-				    argc - optind - i - 1);
+				    argc - first - i - 1);
 			status = status ? status : 1;
 			break;
 		}
