@@ -6,11 +6,11 @@
  * The ordered accesses, named as in docs/design.md ("Heap profile"):
  *   (J) a stack entry's `depth`, stored with release once its frames are
  *       written; readers load it with acquire before the frames.
- *   (K) a stack's `frees`/`free_bytes` and its lifetime bucket added with
- *       release after its allocation was added (the block reached the
- *       freeing thread through the program's own synchronisation);
- *       readers load them before the allocations', with acquire: per
- *       stack, frees <= allocs, and so on.
+ *   (K) a stack's `frees`/`free_bytes`/`free_objects` and its lifetime
+ *       bucket added with release after its allocation was added (the
+ *       block reached the freeing thread through the program's own
+ *       synchronisation); readers load them before the allocations',
+ *       with acquire: per stack, frees <= allocs, and so on.
  *   (L) `modules_used` stored with release after the module entry.
  *   (U) the reader's `sample_request`, a plain value: relaxed.
  *   (T) a live sample's birth word, stored and cleared relaxed: a word
@@ -47,7 +47,7 @@
 #include "segment.h"
 #include "status.h"
 
-/* Live sampled blocks remembered; 40 bytes each, pages taken as used.
+/* Live sampled blocks remembered; 48 bytes each, pages taken as used.
  * Entry i's birth is word i of the region's births (layout.h). */
 #define LIVE_MAX MSTAT_LIVE_SAMPLES
 #define LIVE_PROBES 32u
@@ -72,7 +72,7 @@ struct mstat_sample {
 	_Atomic uintptr_t p; /* 0 free, LIVE_GONE forgotten, else the block */
 	uint32_t stack;      /* NO_STACK until one is taken */
 	uint32_t gen;
-	uint64_t weight;     /* the bytes it stands for (countdown.h) */
+	struct mstat_weight weight; /* what it stands for (countdown.h) */
 	uint64_t counted;    /* the size its allocation was counted with */
 	uint64_t born;       /* the tick it became the program's */
 };
@@ -684,7 +684,7 @@ mstat_profile_record(struct mstat_sample *e, const void *caller)
 	if (e) {
 		born(e);
 		mstat_probe_alloc(atomic_load_explicit(&e->p, memory_order_relaxed),
-				  e->counted, e->weight);
+				  e->counted, e->weight.bytes);
 	}
 	mstat_thread.in_sample = false;
 	errno = saved;
@@ -724,7 +724,9 @@ record(struct mstat_sample *e, const void *caller)
 	e->stack = (uint32_t)k;
 	struct mstat_shm_stack *st = &prof.stacks[k];
 	/* Relaxed: the frees that follow are ordered after these by (K). */
-	atomic_fetch_add_explicit(&st->alloc_weight, e->weight, memory_order_relaxed);
+	atomic_fetch_add_explicit(&st->alloc_weight, e->weight.bytes, memory_order_relaxed);
+	atomic_fetch_add_explicit(&st->alloc_objects, e->weight.objects,
+				  memory_order_relaxed);
 	atomic_fetch_add_explicit(&st->alloc_bytes, e->counted, memory_order_relaxed);
 	atomic_fetch_add_explicit(&st->allocs, 1, memory_order_relaxed);
 }
@@ -748,7 +750,8 @@ mstat_profile_freed(void *p, size_t *counted)
 		return false;
 	uint64_t now = mstat_clock_ticks();
 	uint32_t k = e->stack, gen = e->gen;
-	uint64_t weight = e->weight, age = now - e->born;
+	struct mstat_weight weight = e->weight;
+	uint64_t age = now - e->born;
 	*counted = e->counted;
 	mstat_probe_free((uintptr_t)p);
 	bool ours = k < MSTAT_STACKS && gen == prof.gen;
@@ -768,10 +771,12 @@ mstat_profile_freed(void *p, size_t *counted)
 		unsigned b = lifetime_bucket((int64_t)age < 0 ? 0 : age);
 		/* (K) release: after the allocation's adds, which happened
 		 * before this free; pairs with the reader's acquire loads of
-		 * frees, free_bytes and the lifetime buckets, made before it
-		 * loads the allocation's.  The very amounts its allocation
-		 * added: the buckets sum to the weights freed. */
-		atomic_fetch_add_explicit(&prof.lifetimes[k].freed[b], weight,
+		 * frees, free_bytes, free_objects and the lifetime buckets,
+		 * made before it loads the allocation's.  The very amounts its
+		 * allocation added: the buckets sum to the weights freed. */
+		atomic_fetch_add_explicit(&prof.lifetimes[k].freed[b], weight.bytes,
+					  memory_order_release);
+		atomic_fetch_add_explicit(&s->free_objects, weight.objects,
 					  memory_order_release);
 		atomic_fetch_add_explicit(&s->free_bytes, *counted, memory_order_release);
 		atomic_fetch_add_explicit(&s->frees, 1, memory_order_release);
