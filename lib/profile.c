@@ -247,6 +247,7 @@ on_segment(void)
 		 * thread, now rather than inside a sampled malloc. */
 		void *buf[2];
 		(void)prof.backtrace(buf, 2);
+		mstat_thread.unwound = true;
 	}
 	mstat_thread.in_sample = false;
 	errno = saved;
@@ -690,6 +691,23 @@ mstat_profile_record(struct mstat_sample *e, const void *caller)
 	errno = saved;
 }
 
+/* The return addresses of this thread's stack, into buf.  Its first
+ * stack makes libunwind's thread-local block (a library loaded with
+ * dlopen has its TLS on the heap): the library's own work.  Later ones
+ * allocate nothing, and are not, so that a sample makes no system call
+ * for it (own.h). */
+static int
+unwind(void **buf, int n)
+{
+	if (mstat_thread.unwound)
+		return prof.backtrace(buf, n);
+	mstat_own_begin();
+	int got = prof.backtrace(buf, n);
+	mstat_own_end();
+	mstat_thread.unwound = true;
+	return got;
+}
+
 static void
 record(struct mstat_sample *e, const void *caller)
 {
@@ -703,7 +721,7 @@ record(struct mstat_sample *e, const void *caller)
 		dropped();
 		return;
 	}
-	got = prof.backtrace(buf, (int)(sizeof(buf) / sizeof(buf[0])));
+	got = unwind(buf, (int)(sizeof(buf) / sizeof(buf[0])));
 	/* The frames above the caller are the library's. */
 	for (int i = 0; i < got && i < OWN_FRAMES; i++)
 		if (buf[i] == caller) {

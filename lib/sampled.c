@@ -89,11 +89,7 @@ mstat_sampled(void *q, size_t n, size_t align, size_t copy, bool zero,
 			memcpy(p, q, copy < size ? copy : size);
 		mstat_next.free(q);
 	}
-	/* The stack: what libunwind allocates for it (a thread's first one
-	 * makes its thread-local block) is the library's own. */
-	mstat_own_begin();
 	mstat_profile_record(e, caller);
-	mstat_own_end();
 	return p;
 }
 
