@@ -115,6 +115,9 @@ static struct {
 	 * child.  Release store in set_up(); acquire in live_table(). */
 	_Atomic(struct mstat_sample *) live;
 	uint32_t gen;               /* forks in this process's line */
+	/* The dynamic loader's code, [loader_lo, loader_hi): found by
+	 * set_up() (mstat_profile_loader()). */
+	uintptr_t loader_lo, loader_hi;
 	/* libunwind's unw_backtrace(), loaded at the first sample. */
 	int (*backtrace)(void **buf, int size);
 	unsigned nknown;            /* under `scanning` */
@@ -253,9 +256,37 @@ on_segment(void)
 	errno = saved;
 }
 
+/* The dynamic loader's own __tls_get_addr(), whose object is the loader. */
+extern void *__tls_get_addr(void *);
+
+/* dl_iterate_phdr()'s callback: the range of the object holding `arg`,
+ * the loader's, into prof. */
+static int
+find_loader(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	uintptr_t a = (uintptr_t)arg, lo = UINTPTR_MAX, hi = 0;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t s = info->dlpi_addr + ph->p_vaddr;
+		if (s < lo)
+			lo = s;
+		if (s + ph->p_memsz > hi)
+			hi = s + ph->p_memsz;
+	}
+	if (lo >= hi || a - lo >= hi - lo)
+		return 0;
+	prof.loader_lo = lo;
+	prof.loader_hi = hi;
+	return 1;
+}
+
 /* The region's addresses and the live table, once, with the storage of
- * the region's first page (its head); false if there is none (then
- * sampling stays off, said once). */
+ * the region's first page (its head), and where the loader is; false if
+ * there is no storage (then sampling stays off, said once). */
 static bool
 set_up(const struct mstat_segment *seg)
 {
@@ -276,6 +307,8 @@ set_up(const struct mstat_segment *seg)
 	}
 	prof.fd = seg->fd;
 	prof.region_offset = MSTAT_PROFILE_OFFSET(MSTAT_CLASS_COUNT, seg->slot_count);
+	if (!prof.loader_hi)
+		dl_iterate_phdr(find_loader, (void *)(uintptr_t)&__tls_get_addr);
 	/* A fork child has its parent's table. */
 	void *live = atomic_load_explicit(&prof.live, memory_order_relaxed);
 	if (!live)
@@ -359,6 +392,13 @@ begin(size_t n)
 	}
 	t->sample_interval = at;
 	return true;
+}
+
+bool
+mstat_profile_loader(const void *caller)
+{
+	/* Set up: begin() said so, with an acquire of `setup`. */
+	return (uintptr_t)caller - prof.loader_lo < prof.loader_hi - prof.loader_lo;
 }
 
 void

@@ -69,8 +69,10 @@ mstat_sampled(void *q, size_t n, size_t align, size_t copy, bool zero,
 	size_t size;
 	void *p = q;
 
-	/* A pool block here is an own one (own.h): not the program's. */
+	/* A pool block here is an own one (own.h): not the program's.  The
+	 * loader's blocks are not sampled (profile.h). */
 	if (!q || mstat_arena_has(q) || mstat_pool_has(q) ||
+	    mstat_profile_loader(caller) ||
 	    !counted_size(q, &size) ||
 	    (!mstat_sample_place(q) && !(p = sample_block(size, align)))) {
 		mstat_profile_cancel();
