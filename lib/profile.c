@@ -100,9 +100,11 @@ static struct {
 	 * misses a bit set by another gives the page storage again, which
 	 * changes nothing. */
 	_Atomic uint64_t paged[(REGION_PAGES + 63) / 64];
+	bool index_stale;           /* a fork child's, not cleared yet */
 	/* Hash of a stack's frames (high half) | its entry + 1 (low half);
 	 * 0 free.  Stored once the entry is published.  Whole pages of its
-	 * own: a fork child clears it by mapping fresh ones (fresh_index()). */
+	 * own: a fork child clears it by mapping fresh ones (fresh_index()),
+	 * as it sets up. */
 	alignas(4096) _Atomic uint64_t index[INDEX_MAX];
 	struct mstat_shm_profile *prof;
 	struct mstat_shm_stack *stacks;
@@ -284,6 +286,19 @@ find_loader(struct dl_phdr_info *info, size_t size, void *arg)
 	return 1;
 }
 
+/* The stack index emptied in a fork child, once it samples (set_up()).
+ * Written over, its 32 KiB were eight copy-on-write faults in every
+ * child, most of which exec() or exit at once; zero pages mapped over it
+ * fault only where the child samples, and a child that never does makes
+ * not even the system call. */
+static void
+fresh_index(void)
+{
+	if (mmap((void *)prof.index, sizeof(prof.index), PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+		memset((void *)prof.index, 0, sizeof(prof.index));
+}
+
 /* The region's addresses and the live table, once, with the storage of
  * the region's first page (its head), and where the loader is; false if
  * there is no storage (then sampling stays off, said once). */
@@ -309,6 +324,12 @@ set_up(const struct mstat_segment *seg)
 	prof.region_offset = MSTAT_PROFILE_OFFSET(MSTAT_CLASS_COUNT, seg->slot_count);
 	if (!prof.loader_hi)
 		dl_iterate_phdr(find_loader, (void *)(uintptr_t)&__tls_get_addr);
+	/* A fork child's: its parent's entries, whose stacks are not in
+	 * this segment.  No thread reads it until DONE. */
+	if (prof.index_stale) {
+		fresh_index();
+		prof.index_stale = false;
+	}
 	/* A fork child has its parent's table. */
 	void *live = atomic_load_explicit(&prof.live, memory_order_relaxed);
 	if (!live)
@@ -844,18 +865,6 @@ mstat_profile_freed(void *p, size_t *counted)
 
 _Static_assert(sizeof(prof.index) % 4096 == 0, "the stack index is whole pages");
 
-/* The stack index emptied in a fork child.  Written over, its 32 KiB were
- * eight copy-on-write faults in every child, most of which exec() or
- * exit at once; zero pages mapped over it fault only where the child
- * samples. */
-static void
-fresh_index(void)
-{
-	if (mmap((void *)prof.index, sizeof(prof.index), PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
-		memset((void *)prof.index, 0, sizeof(prof.index));
-}
-
 /* A fork child is about to make a segment of its own (the writer's
  * `fork_child` hook): the parent's region is not the child's.  Its live
  * sampled blocks are, with the sizes they were counted with. */
@@ -873,7 +882,7 @@ on_fork_child(void)
 	prof.modules = NULL;
 	prof.nknown = 0;
 	memset((void *)prof.paged, 0, sizeof(prof.paged));
-	fresh_index();
+	prof.index_stale = true;
 	atomic_store_explicit(&prof.scanning, false, memory_order_relaxed);
 	atomic_store_explicit(&prof.setup, SETUP_NONE, memory_order_relaxed);
 }

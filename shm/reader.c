@@ -743,8 +743,13 @@ public_state(const struct mstat_reader *r)
 {
 	uint32_t s = atomic_load_explicit(&r->ctl->state, memory_order_relaxed);
 
+	/* EXECED says what its owner lock's going means: an exec(), not a
+	 * death.  The image marks it before its exec() (lib/exec.c): while
+	 * the lock is held, the exec() is under way, or failed.  (X')
+	 * relaxed: pairs with the lock's going (the exec's system call is
+	 * after the image's store), which `dead` was read from. */
 	if (s == MSTAT_STATE_EXECED)
-		return MSTAT_EXECED;
+		return r->dead ? MSTAT_EXECED : MSTAT_RUNNING;
 	if (!r->dead)
 		return s == MSTAT_STATE_EXITING ? MSTAT_EXITING : MSTAT_RUNNING;
 	return s == MSTAT_STATE_EXITING &&

@@ -7,6 +7,7 @@ objects made with unshare(1) (tests/containers/nsbox.py); each run says
 which.
 
     e2e.py hosts
+    e2e.py runtime   which runtime a run would use, and nothing more
 
 Two containers, each with its own mount, pid and IPC namespaces, its own
 tmpfs /dev/shm and its own cgroup, run the same instrumented process
@@ -29,7 +30,9 @@ in mount namespaces of their own there.  As root (else 77).
 
 Environment (set by meson): MSTAT_TOP, MSTAT_EXPORTER, MSTAT_TARGET,
 PROMETHEUS, TMUX_BIN, PODMAN (empty: use unshare), WORKDIR (a directory
-of the build tree for podman's configuration and storage).
+of the build tree for podman's configuration and storage).  A tool the
+build found and the machine no longer has (removed since) is taken as
+never found.
 """
 import json
 import os
@@ -53,9 +56,22 @@ import tmuxview  # noqa: E402
 TOP = os.environ["MSTAT_TOP"]
 EXPORTER = os.environ["MSTAT_EXPORTER"]
 TARGET = os.environ["MSTAT_TARGET"]
-PROMETHEUS = os.environ.get("PROMETHEUS", "")
-TMUX = os.environ.get("TMUX_BIN", "")
-PODMAN = os.environ.get("PODMAN", "")
+
+
+def tool(var):
+    """The program the build found for `var`, if the machine still has
+    it; else "", as if it had never been found."""
+    path = os.environ.get(var, "")
+    if path and not os.access(path, os.X_OK):
+        print("containers: %s=%s is gone since the build was configured"
+              % (var, path))
+        return ""
+    return path
+
+
+PROMETHEUS = tool("PROMETHEUS")
+TMUX = tool("TMUX_BIN")
+PODMAN = tool("PODMAN")
 WORK = os.environ.get("WORKDIR", "")
 TAG = "ctr%d" % os.getpid()
 TIMEOUT = 60
@@ -463,6 +479,14 @@ def start_prometheus(target):
             return False
     wait_for(ready, "prometheus to be ready")
     return port
+
+
+def test_runtime():
+    """The runtime a run would use, said; with podman gone since the
+    build was configured, unshare, as if it had never been there."""
+    rt = runtime()
+    if os.environ.get("PODMAN") and not PODMAN:
+        check(isinstance(rt, Boxes), "podman gone, yet %r" % rt)
 
 
 def main():
