@@ -1078,6 +1078,7 @@ read_profile(void *arg)
 	out->sample_bytes = atomic_load_explicit(&r->ctl->sample_bytes,
 						 memory_order_relaxed);
 	out->weighted = true; /* every segment of format 6 */
+	out->has_objects = r->version_minor >= 1;
 	/* The counter's rate: from when the target set its profile up to
 	 * now.  Written before any entry is published (J). */
 	out->tick0 = hp->tick0;
@@ -1123,6 +1124,10 @@ read_profile(void *arg)
 		 * free, which follow its allocation's adds. */
 		s->frees = atomic_load_explicit(&e->frees, memory_order_acquire);
 		s->free_bytes = atomic_load_explicit(&e->free_bytes, memory_order_acquire);
+		s->free_objects = out->has_objects
+					  ? atomic_load_explicit(&e->free_objects,
+								 memory_order_acquire)
+					  : 0;
 		s->free_weight = 0;
 		for (uint32_t b = 0; b < MSTAT_LIFETIMES; b++) {
 			s->lifetimes[b] = atomic_load_explicit(&lt[i].freed[b],
@@ -1131,11 +1136,16 @@ read_profile(void *arg)
 		}
 		s->allocs = atomic_load_explicit(&e->allocs, memory_order_relaxed);
 		s->alloc_bytes = atomic_load_explicit(&e->alloc_bytes, memory_order_relaxed);
+		s->alloc_objects = out->has_objects
+					   ? atomic_load_explicit(&e->alloc_objects,
+								  memory_order_relaxed)
+					   : 0;
 		s->alloc_weight = out->weighted ? atomic_load_explicit(&e->alloc_weight,
 									memory_order_relaxed) : 0;
 		/* A writer never shows a free without its allocation (K):
 		 * an entry that does was not written by one. */
 		if (s->frees > s->allocs || s->free_bytes > s->alloc_bytes ||
+		    s->free_objects > s->alloc_objects ||
 		    s->free_weight > s->alloc_weight)
 			continue;
 		s->depth = d;
@@ -1193,6 +1203,8 @@ mstat_reader_profile(struct mstat_reader *r, struct mstat_profile *out)
 			t->alloc_bytes = add_sat(t->alloc_bytes, s->alloc_bytes);
 			t->frees = add_sat(t->frees, s->frees);
 			t->free_bytes = add_sat(t->free_bytes, s->free_bytes);
+			t->alloc_objects = add_sat(t->alloc_objects, s->alloc_objects);
+			t->free_objects = add_sat(t->free_objects, s->free_objects);
 			t->alloc_weight = add_sat(t->alloc_weight, s->alloc_weight);
 			t->free_weight = add_sat(t->free_weight, s->free_weight);
 			for (uint32_t b = 0; b < MSTAT_LIFETIMES; b++)

@@ -121,16 +121,16 @@ void mstat_reader_snapshot_many(struct mstat_reader **rs, size_t n,
  * The sampled heap profile (docs/design.md, "Heap profile").  Read without
  * the flock and without rotating anything: its counters are cumulative
  * and only grow.  What a read guarantees: every stack has all its frames;
- * per stack, frees <= allocs, free_bytes <= alloc_bytes and free_weight
- * <= alloc_weight (a free is never seen without its allocation); every
- * module listed is whole; a stack's lifetime buckets sum to its
- * free_weight.  It is not the cut of a snapshot: a sample taken during
+ * per stack, frees <= allocs, free_bytes <= alloc_bytes, free_objects <=
+ * alloc_objects and free_weight <= alloc_weight (a free is never seen
+ * without its allocation); every module listed is whole; a stack's
+ * lifetime buckets sum to its free_weight.  It is not the cut of a snapshot: a sample taken during
  * the read may be in or out, and a live sample's birth is read apart
  * from its stack's counts.  Stacks the target entered
  * twice (two threads making the same new entry at once) are merged, their
- * sums stopping at UINT64_MAX.  Counts are of samples; the weights are
- * the bytes the samples stand for, which core/pprof.h turns into
- * estimates.  The region is the target's to
+ * sums stopping at UINT64_MAX.  Counts are of samples; the weights and
+ * objects are the bytes and blocks the samples stand for, which
+ * core/pprof.h turns into estimates.  The region is the target's to
  * write: entries no writer makes (a depth or frames out of bounds, more
  * frees than allocations, an empty module) are left out, and counts,
  * lengths and paths bounded (docs/design.md, "Reading it"), so that the
@@ -143,6 +143,9 @@ struct mstat_profile_stack {
 	/* The bytes they stand for (layout.h, struct mstat_shm_stack); 0
 	 * unless the profile is `weighted`. */
 	uint64_t alloc_weight, free_weight;
+	/* The objects they stand for, in MSTAT_OBJECT_UNITS of one; 0 unless
+	 * the profile `has_objects`. */
+	uint64_t alloc_objects, free_objects;
 	/* The weights freed by lifetime: bucket b, [2^b, 2^(b+1)) ticks of
 	 * the profile's counter (layout.h, struct mstat_shm_lifetimes). */
 	uint64_t lifetimes[MSTAT_LIFETIMES];
@@ -167,6 +170,9 @@ struct mstat_profile {
 	/* Its stacks carry weights (format 5.1 on); else their counts are
 	 * unbiased with sample_bytes, as their samples' interval. */
 	bool weighted;
+	/* Its stacks count their objects (format 6.1 on); else a stack's
+	 * objects are estimated from its weight and its bytes. */
+	bool has_objects;
 	uint64_t samples;       /* taken */
 	uint64_t dropped;       /* taken, not kept (a table was full) */
 	/* The tick counter (shm/clock.h) and CLOCK_MONOTONIC when the target
