@@ -10,6 +10,8 @@
 #                                     arguments pass through
 #   MSTAT_BENCH_BEFORE=/path/to/base/libmstatshm.so.0 bash bench/run.sh --suite writer
 #                                     the hot loop beside another build
+#   MSTAT_BENCH_BEFORE=... MSTAT_BENCH_BEFORE_RUN=/path/to/base/mstat-run \
+#     bash bench/run.sh --suite start  forks that exec() beside another build
 #
 # The full output is kept in build-d/meson-logs/benchmarklog.txt; the
 # summary lines (BENCH ...) are printed at the end.

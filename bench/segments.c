@@ -271,6 +271,8 @@ mbench_segment_profiled(unsigned stacks, unsigned depth, unsigned pcs,
 	uint64_t *fr = (void *)(prof + MSTAT_PROFILE_FRAMES_OFFSET(cap));
 	struct mstat_shm_module *mods =
 		(void *)(prof + MSTAT_PROFILE_MODULES_OFFSET(cap, frames));
+	struct mstat_shm_lifetimes *lt = (void *)(prof + MSTAT_PROFILE_LIFETIMES_OFFSET(
+							  cap, frames, MSTAT_MODULES));
 	memcpy(mods, o->mods, o->n * sizeof(*mods));
 	/* The stacks are the paths of a call tree: the outer frames shared
 	 * by all (main, a loop), then each level splitting in two, as many
@@ -299,13 +301,14 @@ mbench_segment_profiled(unsigned stacks, unsigned depth, unsigned pcs,
 		st[i].frames_offset = i * depth;
 		atomic_init(&st[i].depth, depth);
 		/* A sample kept and a sample freed of 1 KiB, each standing
-		 * for 512 KiB: the default interval's weight. */
+		 * for 512 KiB: the default interval's weight; the one freed
+		 * after about a millisecond (2^21 ticks). */
 		atomic_init(&st[i].allocs, 2);
 		atomic_init(&st[i].alloc_bytes, 2048);
 		atomic_init(&st[i].frees, 1);
 		atomic_init(&st[i].free_bytes, 1024);
 		atomic_init(&st[i].alloc_weight, 2 * MSTAT_SAMPLE_DEFAULT);
-		atomic_init(&st[i].free_weight, MSTAT_SAMPLE_DEFAULT);
+		atomic_init(&lt[i].freed[21], MSTAT_SAMPLE_DEFAULT);
 	}
 	atomic_init(&hp->stacks_used, stacks);
 	atomic_init(&hp->frames_used, frames);

@@ -97,7 +97,8 @@ struct mstat_core_options {
 	unsigned wait_budget_us;    /* for stalled targets, per tick */
 	uint64_t linger_ns;         /* how long exited and killed targets stay */
 	/* Killed targets stay at least this long, their rows or not (their
-	 * profiles are served: mstat-exporter, whose rows do not linger). */
+	 * profiles are served, and their rows shown: mstat-exporter, whose
+	 * exited rows do not linger). */
 	uint64_t killed_linger_ns;
 	/* How long the segments of killed processes are kept (owner.h): as
 	 * mstat_killed_env() says, or 0, removed at once. */

@@ -216,10 +216,11 @@ refuse(struct mstat_discover *d, struct mstat_discover_refusal *f,
 	f->rc = rc;
 	f->tries = 1;
 	f->in_scan = true;
-	/* A segment still being made is not worth a line: it is looked at
-	 * again every scan, and removed if its creator dies (below); nor
-	 * one whose process is gone, which is removed (below) or said
-	 * (`why` set). */
+	/* A file empty or without its magic yet (what an older library's
+	 * creator makes before it writes) is not worth a line: it is
+	 * looked at again every scan, never removed (nothing shows the
+	 * library made it: mstat-top --gc says what it is); nor one whose
+	 * process is gone, which is removed (below) or said (`why` set). */
 	if (rc != -EAGAIN && why) {
 		d->refused_count++;
 		note(d, "skipped %s", why);
@@ -635,13 +636,12 @@ scans_index(struct mstat_discover *d, struct cds_list_head *targets,
 	return true;
 }
 
-/* A segment not initialised yet whose creator is gone (it died while
- * making it) is removed; one still being made is left alone.  So is
- * one cut shorter than a header, once its owner is gone: its lock
- * says so whatever its size (docs/design.md, "Removing dead
- * segments"); and one whose process was not found, once its lock
- * says it has none.  Each through the directory it is in, opened as
- * it was found (beneath.h). */
+/* A segment cut shorter than a header is removed once its owner is gone,
+ * if what is left of it shows the library made it (its magic and
+ * format): its lock says so whatever its size (docs/design.md, "Removing
+ * dead segments"); and one whose process was not found, once its lock
+ * says it has none.  Each through the directory it is in, opened as it
+ * was found (beneath.h). */
 static void
 reap_refused(struct mstat_discover *d)
 {
@@ -650,8 +650,7 @@ reap_refused(struct mstat_discover *d)
 		char why[200];
 		int fd;
 
-		if (!f->in_scan || (f->rc != -EAGAIN && f->rc != -ENODATA &&
-				    f->rc != -ESRCH))
+		if (!f->in_scan || (f->rc != -ENODATA && f->rc != -ESRCH))
 			continue;
 		fd = mstat_beneath_open(f->dir->fd, f->dir->dev, f->name, why,
 					sizeof(why));
@@ -659,9 +658,7 @@ reap_refused(struct mstat_discover *d)
 			continue;
 		if (mstat_reap_file(f->dir->fd, f->name, fd, d->procs.euid, NULL,
 				    0, NULL) == MSTAT_REAP_REMOVED) {
-			note(d, f->rc == -EAGAIN
-				? "removed %s%s: its creator died making it"
-				: f->rc == -ENODATA
+			note(d, f->rc == -ENODATA
 				? "removed %s%s: cut shorter than a header, and "
 				  "its owner is gone"
 				: "removed %s%s: its process is gone",
@@ -754,6 +751,7 @@ target_free(struct rcu_head *head)
 	mstat_reader_close(t->reader);
 	/* Its last sample was reachable only through it. */
 	free(t->sample);
+	free(t->postmortem);
 	mstat_sites_base_free(t->sites_base);
 	mstat_sites_base_free(t->sites_last);
 	free(t);
@@ -829,6 +827,46 @@ struct gc_arg {
 	size_t removed;
 };
 
+/* What a file left was found to be (owner.h), as gc says it. */
+static void
+found_text(const struct mstat_reaped *r, char *buf, size_t len)
+{
+	switch (r->found) {
+	case MSTAT_FOUND_NOT_FILE:
+		snprintf(buf, len, "is not a regular file");
+		break;
+	case MSTAT_FOUND_OTHER_USER:
+		snprintf(buf, len, "is owned by uid %u", (unsigned)r->uid);
+		break;
+	case MSTAT_FOUND_MODE:
+		snprintf(buf, len, "has mode %04o, not 0600", (unsigned)r->mode);
+		break;
+	case MSTAT_FOUND_EMPTY:
+		snprintf(buf, len, "is empty");
+		break;
+	case MSTAT_FOUND_NO_MAGIC:
+		snprintf(buf, len, "is %llu bytes without a segment's magic",
+			 (unsigned long long)r->size);
+		break;
+	case MSTAT_FOUND_FORMAT:
+		if (r->version_major)
+			snprintf(buf, len, "has format version %u, whose "
+				 "liveness its owner lock does not tell",
+				 (unsigned)r->version_major);
+		else
+			snprintf(buf, len, "is %llu bytes, cut before its "
+				 "format version", (unsigned long long)r->size);
+		break;
+	case MSTAT_FOUND_MISNAMED:
+		snprintf(buf, len, "its header says pid %d started at %llu",
+			 (int)r->pid, (unsigned long long)r->start_time);
+		break;
+	case MSTAT_FOUND_SEGMENT:
+		snprintf(buf, len, "is a segment");
+		break;
+	}
+}
+
 static void
 gc_name(struct mstat_discover *d, struct mstat_shmdir *dir, void *arg,
 	const char *name, uint64_t ino)
@@ -846,11 +884,17 @@ gc_name(struct mstat_discover *d, struct mstat_shmdir *dir, void *arg,
 	int fd, rc;
 
 	(void)ino;
-	if (mstat_shm_parse_name(name, &pid, &start) < 0)
+	if (mstat_shm_parse_name(name, &pid, &start) < 0) {
+		note(d, "left %s%s: not an mstat segment name", name, dir->where);
 		return;
+	}
 	fd = mstat_beneath_open(dir->fd, dir->dev, name, why, sizeof(why));
-	if (fd < 0)
-		return; /* not a file to remove: not one of ours */
+	if (fd < 0) {
+		/* Not a file to remove: not one the library made. */
+		if (fd != -ENOENT)
+			note(d, "left %s%s: %s", name, dir->where, why);
+		return;
+	}
 	rc = mstat_reap_file(dir->fd, name, fd, d->procs.euid, NULL,
 			     d->grace.seconds, &r);
 	close(fd);
@@ -864,10 +908,16 @@ gc_name(struct mstat_discover *d, struct mstat_shmdir *dir, void *arg,
 	} else if (rc < 0) {
 		note(d, "%s%s: cannot remove: %s", name, dir->where,
 		     strerror(-rc));
+	} else if (rc == MSTAT_REAP_LEFT) {
+		found_text(&r, why, sizeof(why));
+		note(d, "left %s%s: %s", name, dir->where, why);
 	} else if (rc == MSTAT_REAP_REMOVED) {
+		char format[40];
+		snprintf(format, sizeof(format), "of format %u",
+			 (unsigned)r.version_major);
 		note(d, "removed %s%s (pid %d, %s)", name, dir->where, (int)pid,
 		     r.cut ? "cut shorter than a header"
-		     : !r.published ? "not a complete segment"
+		     : !r.published ? format
 		     : r.state < sizeof(how) / sizeof(how[0]) && how[r.state]
 			     ? how[r.state]
 			     : "gone");

@@ -85,6 +85,9 @@ struct mstat_core_target {
 	bool final;                 /* its process is gone and its final
 				     * counts are read: nothing more to read */
 	uint64_t end_ns;            /* CLOCK_MONOTONIC when found gone */
+	char *postmortem;           /* killed: the path of the post-mortem
+				     * profile written of it, or NULL; freed
+				     * with the target, its samples borrow it */
 	uint64_t checked_ns;        /* CLOCK_MONOTONIC /proc was last asked
 				     * whether it is stopped; 0 never */
 	uint64_t first_tick;        /* the sampler's tick that found it */

@@ -155,11 +155,21 @@ class_counter_of(const struct mstat_counts *c, size_t k)
 	return v;
 }
 
-/* The labels of an info family: the segment's writer mode and layout. */
+/* The labels of an info family: of mstat_process, the segment's writer
+ * mode and layout; of mstat_killed, how the process died (its state's
+ * word) and the post-mortem profile written of it, if one was. */
 static void
-info_labels(const struct mstat_expo *e, const struct mstat_model_row *r)
+info_labels(const struct mstat_expo *e, enum mstat_field_id field,
+	    const struct mstat_model_row *r)
 {
 	char layout[24];
+
+	if (field == MSTAT_FIELD_KILLED) {
+		mstat_expo_label(e, false, "how", mstat_model_live_name(r->live));
+		if (r->postmortem)
+			mstat_expo_label(e, false, "postmortem", r->postmortem);
+		return;
+	}
 
 	snprintf(layout, sizeof(layout), "%" PRIu32 ".%" PRIu32,
 		 r->layout_major, r->layout_minor);
@@ -309,7 +319,7 @@ write_family(const struct mstat_expo *e, const struct family *fam, size_t k,
 		mstat_expo_sample(e, fam->name, fam->type);
 		fputs(labels[i], e->f);
 		if (fam->type == MSTAT_EXPO_INFO)
-			info_labels(e, r);
+			info_labels(e, fam->field, r);
 		if (type == MSTAT_TYPE_COUNTERS)
 			fprintf(e->f, "} %" PRIu64 "\n", counter_of(r, k));
 		else if (type == MSTAT_TYPE_REAL)

@@ -156,6 +156,11 @@
 	F(PROCESS, NULL, U64, true, 1)                                        \
 	FAM(PROCESS, 7, "mstat_process", INFO, NULL,                          \
 	    "the process's writer mode and segment layout version")           \
+	F(KILLED, NULL, U64,                                                  \
+	  r->live == MSTAT_LIVE_KILLED || r->live == MSTAT_LIVE_OOM, 1)       \
+	FAM(KILLED, 10, "mstat_killed", INFO, NULL,                            \
+	    "the process was killed by a signal: how (killed, or oomkill), "  \
+	    "and its post-mortem profile where one was written")              \
 	F(KEY, NULL, TEXT, true, r->key)                                      \
 	REC(KEY, 1, "key", key, KEY)                                          \
 	F(IMAGE, NULL, TEXT, r->image[0] != '\0', r->image)                   \

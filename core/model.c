@@ -39,6 +39,13 @@ mstat_model_live_parse(const char *s)
 	return -1;
 }
 
+static void
+row_free(struct mstat_model_row *r)
+{
+	free(r->postmortem);
+	free(r);
+}
+
 void
 mstat_model_init(struct mstat_model *m, uint64_t linger_ns)
 {
@@ -51,7 +58,7 @@ void
 mstat_model_fini(struct mstat_model *m)
 {
 	for (size_t i = 0; i < m->n; i++)
-		free(m->rows[i]);
+		row_free(m->rows[i]);
 	free(m->rows);
 	memset(m, 0, sizeof(*m));
 }
@@ -295,6 +302,8 @@ fold_input(struct mstat_model_row *r, const struct mstat_model_input *in,
 	}
 	r->gone_ns = mstat_model_gone(r->live) ? now_ns : 0;
 	r->end_ns = in->end_ns;
+	if (in->postmortem && !r->postmortem)
+		r->postmortem = strdup(in->postmortem); /* NULL: not named */
 	r->writer_mode = in->writer_mode;
 	r->layout_major = in->layout_major;
 	r->layout_minor = in->layout_minor;
@@ -343,18 +352,20 @@ mstat_model_update(struct mstat_model *m, const struct mstat_model_input *in,
 	}
 	/* Lifecycle: rows not seen go, unless they are gone (exited or
 	 * killed) and still linger; those go once they have lingered long
-	 * enough.  A dismissed row goes once its input stops. */
+	 * enough, unless their input goes on (mstat-exporter lingers 0: its
+	 * killed rows stay while the core serves their profiles).  A
+	 * dismissed row goes once its input stops. */
 	size_t kept = 0;
 	for (size_t i = 0; i < m->n; i++) {
 		struct mstat_model_row *r = m->rows[i];
 		bool keep = r->dismissed ? r->seen
 			  : mstat_model_gone(r->live)
-				    ? now_ns - r->gone_ns < m->linger_ns
+				    ? r->seen || now_ns - r->gone_ns < m->linger_ns
 				    : r->seen;
 		if (keep)
 			m->rows[kept++] = r;
 		else
-			free(r);
+			row_free(r);
 	}
 	m->n = kept;
 	m->now_ns = now_ns;

@@ -7,8 +7,9 @@
  * live bytes and objects gained since the row's baseline (when it was
  * first seen, or reset), per process and per class, and the rate of that
  * growth over a sliding window.  It also keeps the lifecycle of rows: an
- * exited or killed process keeps its row, with its final totals, for
- * `linger_ns` after it was first seen gone, or until dismissed.  It
+ * exited or killed process keeps its row, with its final totals, while
+ * its input is given and for `linger_ns` after it was first seen gone,
+ * or until dismissed.  It
  * filters rows for whoever shows them (columns.h sorts them).
  *
  * A row is a process, not a segment: the image an exec() starts makes a
@@ -75,6 +76,8 @@ struct mstat_model_input {
 	const char *err;     /* why the last read failed, or "" */
 	uint64_t t_ns;       /* CLOCK_MONOTONIC when `snap` was taken */
 	uint64_t end_ns;     /* CLOCK_REALTIME the process ended, 0 if not */
+	const char *postmortem; /* killed: its post-mortem profile's path,
+				 * where one was written; else NULL */
 	const struct mstat_snapshot *snap; /* last good snapshot, or NULL */
 	/* NULL and 0: not known. */
 	const char *image;   /* the image counting (its segment): when it
@@ -120,6 +123,8 @@ struct mstat_model_row {
 	uint64_t epoch;        /* of that snapshot */
 	uint64_t gone_ns;      /* CLOCK_MONOTONIC when first seen gone; else 0 */
 	uint64_t end_ns;       /* CLOCK_REALTIME the process ended; else 0 */
+	char *postmortem;      /* owned: its post-mortem profile's path, or
+				* NULL (mstat_model_input) */
 	uint32_t writer_mode, layout_major, layout_minor;
 	struct mstat_counts total;
 	uint64_t requested_bytes;
@@ -179,8 +184,9 @@ void mstat_model_fini(struct mstat_model *m);
  * Folds in what the sampler saw at `now_ns` (CLOCK_MONOTONIC).  A row whose
  * input has a snapshot newer than the row's gets new counters, rates (from
  * the previous and this snapshot) and a history point.  A row not in
- * `in` is dropped, unless it had exited: then it stays with its final
- * totals until `linger_ns` after it was last seen.  Returns 0 or -ENOMEM
+ * `in` is dropped, unless it had exited or was killed: then it stays with
+ * its final totals until `linger_ns` after it was first seen gone (and as
+ * long as it is in `in`).  Returns 0 or -ENOMEM
  * (the model is then unchanged for the inputs not yet folded in).
  */
 int mstat_model_update(struct mstat_model *m,

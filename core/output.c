@@ -269,6 +269,49 @@ mstat_output_json_process(FILE *f, const struct mstat_model_row *r)
 	fputc('}', f);
 }
 
+/* `,"name":` and a number, or null where it is not known (NAN). */
+static void
+json_number(FILE *f, const char *name, double v, const char *format)
+{
+	fprintf(f, ",\"%s\":", name);
+	if (isnan(v))
+		fputs("null", f);
+	else
+		fprintf(f, format, v);
+}
+
+/* A site's lifetimes (lifetime.h): what they say, and the bytes freed
+ * by lifetime, bucket by bucket, where the counter's rate is known. */
+static void
+json_lifetimes(FILE *f, const struct mstat_site *s)
+{
+	const struct mstat_lifetime_summary *l = &s->lifetimes;
+
+	json_number(f, "lifetime_median_ns", l->median_ns, "%.0f");
+	json_number(f, "short_lived_share", l->short_share, "%.4f");
+	json_number(f, "live_age_ns", l->live_age_ns, "%.0f");
+	json_number(f, "oldest_live_age_ns", l->oldest_ns, "%.0f");
+	if (l->ns_per_tick <= 0) {
+		fputs(",\"lifetimes\":null", f);
+		return;
+	}
+	fputs(",\"lifetimes\":[", f);
+	bool first = true;
+	for (unsigned b = 0; b < MSTAT_LIFETIMES; b++) {
+		if (!s->life.freed[b])
+			continue;
+		fprintf(f, "%s{\"from_ns\":%.0f,\"to_ns\":", first ? "" : ",",
+			mstat_lifetime_bound_ns(b, l->ns_per_tick));
+		if (b + 1 < MSTAT_LIFETIMES)
+			fprintf(f, "%.0f", mstat_lifetime_bound_ns(b + 1, l->ns_per_tick));
+		else
+			fputs("null", f);
+		fprintf(f, ",\"bytes\":%" PRIu64 "}", s->life.freed[b]);
+		first = false;
+	}
+	fputc(']', f);
+}
+
 void
 mstat_output_json_sites(FILE *f, const struct mstat_site *s, size_t n)
 {
@@ -286,9 +329,11 @@ mstat_output_json_sites(FILE *f, const struct mstat_site *s, size_t n)
 		put_quoted(f, s[i].module);
 		fprintf(f, ",\"address\":%" PRIu64 ",\"live_bytes\":%.0f"
 			   ",\"live_objects\":%.0f,\"alloc_bytes\":%.0f"
-			   ",\"alloc_objects\":%.0f}",
+			   ",\"alloc_objects\":%.0f",
 			s[i].pc, s[i].live_bytes, s[i].live_objects,
 			s[i].alloc_bytes, s[i].alloc_objects);
+		json_lifetimes(f, &s[i]);
+		fputc('}', f);
 	}
 	fputc(']', f);
 }

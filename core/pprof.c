@@ -15,6 +15,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "lifetime.h"
 #include "outfile.h"
 
 /* Field numbers of profile.proto. */
@@ -26,7 +27,7 @@ enum {
 	PROFILE_COMMENT = 13, PROFILE_DEFAULT_SAMPLE_TYPE = 14,
 	VALUE_TYPE_TYPE = 1, VALUE_TYPE_UNIT = 2,
 	SAMPLE_LOCATION_ID = 1, SAMPLE_VALUE = 2, SAMPLE_LABEL = 3,
-	LABEL_KEY = 1, LABEL_NUM = 3,
+	LABEL_KEY = 1, LABEL_NUM = 3, LABEL_NUM_UNIT = 4,
 	MAPPING_ID = 1, MAPPING_MEMORY_START = 2, MAPPING_MEMORY_LIMIT = 3,
 	MAPPING_FILE_OFFSET = 4, MAPPING_FILENAME = 5, MAPPING_BUILD_ID = 6,
 	MAPPING_HAS_FUNCTIONS = 7, MAPPING_HAS_FILENAMES = 8,
@@ -389,6 +390,18 @@ stack_cmp(const void *a, const void *b)
 	return memcmp(x->frames, y->frames, x->depth * sizeof(x->frames[0]));
 }
 
+/* A sample's numeric label `key` of `ns` nanoseconds, unless NAN. */
+static void
+duration_label(struct enc *e, uint64_t key, double ns, uint64_t unit)
+{
+	if (isnan(ns))
+		return;
+	field_varint(&e->sub, LABEL_KEY, key);
+	field_varint(&e->sub, LABEL_NUM, (uint64_t)llround(ns));
+	field_varint(&e->sub, LABEL_NUM_UNIT, unit);
+	field_msg(&e->m, SAMPLE_LABEL, &e->sub);
+}
+
 /* The values of stack `s` of `p`, in the order of sample_types. */
 static void
 stack_values(const struct mstat_profile *p, const struct mstat_profile_stack *s,
@@ -425,6 +438,9 @@ encode_samples(struct enc *e, const struct mstat_profile *p,
 	       const struct mstat_profile *base, uint64_t bytes_key)
 {
 	const struct mstat_profile_stack **index = base_index(e, base);
+	uint64_t lifetime_key = string_id(e, "lifetime");
+	uint64_t age_key = string_id(e, "age");
+	uint64_t ns_unit = string_id(e, "nanoseconds");
 
 	if (e->oom)
 		return;
@@ -459,6 +475,14 @@ encode_samples(struct enc *e, const struct mstat_profile *p,
 			field_varint(&e->sub, LABEL_NUM, s->alloc_bytes / s->allocs);
 			field_msg(&e->m, SAMPLE_LABEL, &e->sub);
 		}
+		/* How long its blocks live (lifetime.h): the median lifetime
+		 * of those freed, the mean age of those live. */
+		struct mstat_lifetime life = { 0 };
+		struct mstat_lifetime_summary sum;
+		mstat_lifetime_add(&life, s);
+		mstat_lifetime_summarise(&life, p, v[1], &sum);
+		duration_label(e, lifetime_key, sum.median_ns, ns_unit);
+		duration_label(e, age_key, sum.live_age_ns, ns_unit);
 		field_msg(&e->out, PROFILE_SAMPLE, &e->m);
 	}
 	free(index);

@@ -389,6 +389,7 @@ sample_fill(struct mstat_core_sample *s, const struct mstat_core_sample *old,
 {
 	s->err[0] = '\0';
 	s->end_ns = 0;
+	s->postmortem = NULL;
 	if (rc == 0) {
 		s->have_snap = true;
 		s->t_ns = t_ns;
@@ -455,7 +456,7 @@ oom_cause(const struct mstat_core *core, const struct mstat_core_target *t,
  * log, its cgroup's count) or a note (the machine's count: a hint); with
  * --postmortem-dir, its profile to a file, once. */
 static void
-postmortem(struct mstat_core *core, const struct mstat_core_target *t,
+postmortem(struct mstat_core *core, struct mstat_core_target *t,
 	   struct mstat_core_sample *s)
 {
 	char why[640], path[4096], err[256];
@@ -474,9 +475,13 @@ postmortem(struct mstat_core *core, const struct mstat_core_target *t,
 				   sizeof(err)) < 0)
 		mstat_core_note(core, "pid %d (%s): no post-mortem profile: %s",
 				(int)t->pid, t->name, err);
-	else
+	else {
 		mstat_core_note(core, "pid %d (%s) killed: its profile is in %s",
 				(int)t->pid, t->name, path);
+		/* The sample borrows it: published with it, freed with t. */
+		t->postmortem = strdup(path); /* NULL: not named, no harm */
+		s->postmortem = t->postmortem;
+	}
 }
 
 /* Gone: these counts are final.  Its name goes now, or, killed, once
@@ -995,6 +1000,7 @@ mstat_core_gather(struct mstat_core *core, struct mstat_core_scratch *sc,
 			.err = s->err,
 			.t_ns = s->t_ns,
 			.end_ns = s->end_ns,
+			.postmortem = s->postmortem,
 			.snap = s->have_snap ? &s->snap : NULL,
 			.image = t->image,
 			.comm = t->id.comm,

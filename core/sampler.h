@@ -42,6 +42,9 @@ struct mstat_core_sample {
 	bool have_snap;             /* false until a read succeeded */
 	char err[MSTAT_MODEL_ERR_MAX]; /* why the last read failed, or "" */
 	uint64_t end_ns;            /* CLOCK_REALTIME the process ended, or 0 */
+	const char *postmortem;     /* killed: the post-mortem profile's path
+				     * if one was written (its target's), or
+				     * NULL */
 	bool have_memory;           /* `memory` was read (now or before) */
 	struct mstat_memory memory; /* its resident memory, as last read */
 	struct mstat_snapshot snap; /* the last good snapshot; allocated with

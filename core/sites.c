@@ -82,6 +82,7 @@ mstat_sites_sum(const struct mstat_profile *p, struct mstat_site **out,
 		t->caller_pc = s->depth > 1 ? s->frames[1] : 0;
 		mstat_pprof_unbias(p, s, false, &t->alloc_objects, &t->alloc_bytes);
 		mstat_pprof_unbias(p, s, true, &t->live_objects, &t->live_bytes);
+		mstat_lifetime_add(&t->life, s);
 	}
 	qsort(all, p->nstacks, sizeof(*all), by_pc_heaviest);
 	size_t m = 0;
@@ -91,10 +92,14 @@ mstat_sites_sum(const struct mstat_profile *p, struct mstat_site **out,
 			all[m - 1].live_objects += all[i].live_objects;
 			all[m - 1].alloc_bytes += all[i].alloc_bytes;
 			all[m - 1].alloc_objects += all[i].alloc_objects;
+			mstat_lifetime_merge(&all[m - 1].life, &all[i].life);
 		} else {
 			all[m++] = all[i];
 		}
 	}
+	for (size_t i = 0; i < m; i++)
+		mstat_lifetime_summarise(&all[i].life, p, all[i].alloc_bytes,
+					 &all[i].lifetimes);
 	*out = all;
 	*got = m;
 	return 0;

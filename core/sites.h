@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lifetime.h"
 #include "reader.h"
 
 struct mstat_site {
@@ -35,6 +36,10 @@ struct mstat_site {
 	int caller_line;
 	double live_bytes, live_objects;   /* estimated: allocated, not freed */
 	double alloc_bytes, alloc_objects; /* estimated: allocated, ever */
+	/* How long its blocks live (lifetime.h): summed over its stacks, and
+	 * what that says as the profile was read. */
+	struct mstat_lifetime life;
+	struct mstat_lifetime_summary lifetimes;
 	/* Derived by mstat_sites_growth(): live - baseline. */
 	double growth_bytes, growth_objects;
 };

@@ -43,6 +43,21 @@ age(char *buf, size_t len, double v)
 	return buf;
 }
 
+/* Seconds, three digits in the largest of ns, us, ms and s below a
+ * minute, an age from there. */
+static const char *
+duration(char *buf, size_t len, double v)
+{
+	static const char *const sub[] = { "ns", "us", "ms", "s" };
+	unsigned p;
+
+	if (v >= 59.5)
+		return age(buf, len, v);
+	double a = scale(v > 0 ? v * 1e9 : 0, 1000.0, sizeof(sub) / sizeof(sub[0]), &p);
+	snprintf(buf, len, "%.*f%s", p ? digits(a) : 0, a, sub[p]);
+	return buf;
+}
+
 const char *
 mstat_unit_format(char *buf, size_t len, unsigned u, bool known, double v)
 {
@@ -63,6 +78,8 @@ mstat_unit_format(char *buf, size_t len, unsigned u, bool known, double v)
 		snprintf(buf, len, "%s%.*f%%", sign, fabs(v) < 9.95 ? 1 : 0, fabs(v));
 		return buf;
 	}
+	if ((u & MSTAT_UNIT_KIND) == MSTAT_UNIT_DURATION)
+		return duration(buf, len, v);
 	double a = fabs(v);
 	if ((u & MSTAT_UNIT_KIND) == MSTAT_UNIT_BYTES) {
 		a = scale(a, 1024.0, sizeof(iec) / sizeof(iec[0]), &p);

@@ -6,6 +6,8 @@
  *   bytes      IEC: 999B, 1.23KiB, 12.3MiB      (KiB = 1024)
  *   seconds    an age: 42s, 12m05s, 3h07m, 2d04h
  *   percent    a share: 0.5%, 42%, 100%
+ *   duration   seconds, from nanoseconds: 287ns, 1.23us, 12.3ms, 4.56s,
+ *              then as an age from a minute on (a block's lifetime)
  *
  * Three significant digits and at most three before the point, so a
  * value keeps its width as it grows.  MSTAT_UNIT_SIGNED writes a sign
@@ -23,9 +25,10 @@ enum mstat_unit {
 	MSTAT_UNIT_BYTES = 1,
 	MSTAT_UNIT_SECONDS = 2,
 	MSTAT_UNIT_PERCENT = 3,
-	MSTAT_UNIT_KIND = 3,       /* the bits above */
-	MSTAT_UNIT_SIGNED = 1 << 2,
-	MSTAT_UNIT_RATE = 1 << 3,
+	MSTAT_UNIT_DURATION = 4,
+	MSTAT_UNIT_KIND = 7,       /* the bits above */
+	MSTAT_UNIT_SIGNED = 1 << 3,
+	MSTAT_UNIT_RATE = 1 << 4,
 };
 
 /* The longest text a unit makes, with its NUL: "-1023.9PiB/s". */

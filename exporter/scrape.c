@@ -210,8 +210,9 @@ mstat_scraper_start(struct mstat_scraper **out,
 		/* An exited process is gone from the next scrape: its row
 		 * does not linger. */
 		.linger_ns = 0,
-		/* A killed process's profile is served while its segment is
-		 * kept for its grace. */
+		/* A killed process's profile is served, and its row shown
+		 * (mstat_killed_info), while its segment is kept for its
+		 * grace. */
 		.killed_linger_ns = o->grace.seconds * 1000000000u,
 		.note = o->note,
 		.note_arg = o->note_arg,

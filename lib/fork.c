@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "exec.h"
 #include "reader.h"
 #include "rows.h"
 #include "shared.h"
@@ -68,6 +69,8 @@ sum_slots(mstat_rows out)
 static void
 fork_prepare(void)
 {
+	/* Before the child exists: its exec() needs no loader. */
+	mstat_exec_resolve();
 	mstat_thread.holds_fork_lock = true;
 	pthread_mutex_lock(&mstat_proc.fork_lock);
 	memset(mstat_proc.forking, 0, sizeof(mstat_proc.forking));
@@ -173,6 +176,8 @@ fork_child(void)
 	 * `inherit` (fork_prepare()). */
 	mstat_thread.exiting = false;
 	atomic_store_explicit(&mstat_proc.retired, false, memory_order_relaxed);
+	/* Nor exec()ing, if another thread of the parent was. */
+	atomic_store_explicit(&mstat_proc.execing, false, memory_order_relaxed);
 	if (was_ready) {
 		memset(mstat_proc.early, 0, sizeof(mstat_proc.early));
 		mstat_proc.early_requested = 0;
@@ -223,13 +228,17 @@ fork_child(void)
 				in[MSTAT_C_ALLOC_BYTES] - in[MSTAT_C_FREE_BYTES];
 	}
 	/* What the start's hooks kept of the parent's segment goes first,
-	 * then its descriptor; its owner lock is the parent's and stays held
-	 * by the parent's copy. */
+	 * then its descriptor (its owner lock is the parent's, and stays
+	 * held by the parent's copy); its mapping stays until this child
+	 * makes a segment of its own (start.c), which one that exec()s at
+	 * once never does. */
 	mstat_start_fork_child();
-	mstat_segment_forget(&mstat_proc.seg);
+	mstat_segment_let_go(&mstat_proc.seg, &mstat_proc.inherited);
 	mstat_slots_fork_child();
 	/* A segment of its own when it is worth one, as for any process: a
-	 * shell's child that exec()s at once never makes one. */
+	 * shell's child that exec()s at once never makes one, and costs
+	 * what a plain fork costs.  With MSTAT_EAGER, at once; an exec()
+	 * then marks it EXECED (exec.c), whatever the new image does. */
 	mstat_proc.born_ns = mstat_clock_ns(CLOCK_MONOTONIC_COARSE);
 	mstat_proc.early_counts = mstat_proc.early_bytes = 0;
 	mstat_proc.early_threads = 0;

@@ -6,13 +6,15 @@
  * The ordered accesses, named as in docs/design.md ("Heap profile"):
  *   (J) a stack entry's `depth`, stored with release once its frames are
  *       written; readers load it with acquire before the frames.
- *   (K) a stack's `frees`/`free_bytes`/`free_weight` added with release
- *       after its allocation was added (the block reached the freeing
- *       thread through the program's own synchronisation); readers load
- *       them before the allocations', with acquire: per stack, frees <=
- *       allocs, and so on.
+ *   (K) a stack's `frees`/`free_bytes` and its lifetime bucket added with
+ *       release after its allocation was added (the block reached the
+ *       freeing thread through the program's own synchronisation);
+ *       readers load them before the allocations', with acquire: per
+ *       stack, frees <= allocs, and so on.
  *   (L) `modules_used` stored with release after the module entry.
  *   (U) the reader's `sample_request`, a plain value: relaxed.
+ *   (T) a live sample's birth word, stored and cleared relaxed: a word
+ *       a reader takes whole, publishing nothing.
  * What stays in process memory: which live block belongs to which stack
  * (the live table), the index that finds a stack's entry from its frames,
  * and which pages of the region have storage.
@@ -39,12 +41,15 @@
 #include <unistd.h>
 
 #include "allocstats.h"
+#include "clock.h"
 #include "config.h"
+#include "probes.h"
 #include "segment.h"
 #include "status.h"
 
-/* Live sampled blocks remembered; 32 bytes each, pages taken as used. */
-#define LIVE_MAX (1u << 15)
+/* Live sampled blocks remembered; 40 bytes each, pages taken as used.
+ * Entry i's birth is word i of the region's births (layout.h). */
+#define LIVE_MAX MSTAT_LIVE_SAMPLES
 #define LIVE_PROBES 32u
 #define LIVE_GONE ((uintptr_t)1)
 /* Frames of the library itself above the caller, at most. */
@@ -52,6 +57,10 @@
 /* The stack index: twice the entries, a power of two. */
 #define INDEX_MAX (2u * MSTAT_STACKS)
 #define REGION_SIZE MSTAT_PROFILE_SIZE(MSTAT_STACKS, MSTAT_FRAMES, MSTAT_MODULES)
+#define LIFETIMES_OFFSET \
+	MSTAT_PROFILE_LIFETIMES_OFFSET(MSTAT_STACKS, MSTAT_FRAMES, MSTAT_MODULES)
+#define BIRTHS_OFFSET \
+	MSTAT_PROFILE_BIRTHS_OFFSET(MSTAT_STACKS, MSTAT_FRAMES, MSTAT_MODULES)
 #define REGION_PAGES (REGION_SIZE / MSTAT_PAGE)
 
 enum setup { SETUP_NONE, SETUP_BUSY, SETUP_DONE, SETUP_FAILED };
@@ -65,6 +74,7 @@ struct mstat_sample {
 	uint32_t gen;
 	uint64_t weight;     /* the bytes it stands for (countdown.h) */
 	uint64_t counted;    /* the size its allocation was counted with */
+	uint64_t born;       /* the tick it became the program's */
 };
 #define NO_STACK UINT32_MAX
 
@@ -90,14 +100,19 @@ static struct {
 	 * misses a bit set by another gives the page storage again, which
 	 * changes nothing. */
 	_Atomic uint64_t paged[(REGION_PAGES + 63) / 64];
+	bool index_stale;           /* a fork child's, not cleared yet */
 	/* Hash of a stack's frames (high half) | its entry + 1 (low half);
 	 * 0 free.  Stored once the entry is published.  Whole pages of its
-	 * own: a fork child clears it by mapping fresh ones (fresh_index()). */
+	 * own: a fork child clears it by mapping fresh ones (fresh_index()),
+	 * as it sets up. */
 	alignas(4096) _Atomic uint64_t index[INDEX_MAX];
 	struct mstat_shm_profile *prof;
 	struct mstat_shm_stack *stacks;
 	uint64_t *frames;
 	struct mstat_shm_module *modules;
+	struct mstat_shm_lifetimes *lifetimes;
+	_Atomic uint64_t *births;
+	uint64_t tick0;             /* the head's, kept here */
 	/* LIVE_MAX entries, mmap'd at the first sample, kept by a fork
 	 * child.  Release store in set_up(); acquire in live_table(). */
 	_Atomic(struct mstat_sample *) live;
@@ -239,6 +254,19 @@ on_segment(void)
 	errno = saved;
 }
 
+/* The stack index emptied in a fork child, once it samples (set_up()).
+ * Written over, its 32 KiB were eight copy-on-write faults in every
+ * child, most of which exec() or exit at once; zero pages mapped over it
+ * fault only where the child samples, and a child that never does makes
+ * not even the system call. */
+static void
+fresh_index(void)
+{
+	if (mmap((void *)prof.index, sizeof(prof.index), PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
+		memset((void *)prof.index, 0, sizeof(prof.index));
+}
+
 /* The region's addresses and the live table, once, with the storage of
  * the region's first page (its head); false if there is none (then
  * sampling stays off, said once). */
@@ -262,6 +290,12 @@ set_up(const struct mstat_segment *seg)
 	}
 	prof.fd = seg->fd;
 	prof.region_offset = MSTAT_PROFILE_OFFSET(MSTAT_CLASS_COUNT, seg->slot_count);
+	/* A fork child's: its parent's entries, whose stacks are not in
+	 * this segment.  No thread reads it until DONE. */
+	if (prof.index_stale) {
+		fresh_index();
+		prof.index_stale = false;
+	}
 	/* A fork child has its parent's table. */
 	void *live = atomic_load_explicit(&prof.live, memory_order_relaxed);
 	if (!live)
@@ -279,6 +313,13 @@ set_up(const struct mstat_segment *seg)
 	prof.frames = (uint64_t *)(base + MSTAT_PROFILE_FRAMES_OFFSET(MSTAT_STACKS));
 	prof.modules = (struct mstat_shm_module *)(base + MSTAT_PROFILE_MODULES_OFFSET(
 								 MSTAT_STACKS, MSTAT_FRAMES));
+	prof.lifetimes = (struct mstat_shm_lifetimes *)(base + LIFETIMES_OFFSET);
+	prof.births = (_Atomic uint64_t *)(base + BIRTHS_OFFSET);
+	/* The counter and CLOCK_MONOTONIC at once, for readers to measure
+	 * the counter's rate: published with the first entry (J), as a
+	 * thread that publishes one saw DONE below. */
+	prof.tick0 = prof.prof->tick0 = mstat_clock_ticks();
+	prof.prof->ns0 = mstat_clock_mono_ns();
 	/* Release: the table's pages, to live_table()'s acquire. */
 	atomic_store_explicit(&prof.live, live, memory_order_release);
 	/* Release: the fields above, to the threads that see DONE (acquire
@@ -399,7 +440,9 @@ intern(const uint64_t *f, unsigned n)
 	    !paged(MSTAT_PROFILE_STACKS_OFFSET + (uint64_t)e * sizeof(struct mstat_shm_stack),
 		   sizeof(struct mstat_shm_stack)) ||
 	    !paged(MSTAT_PROFILE_FRAMES_OFFSET(MSTAT_STACKS) + (uint64_t)off * sizeof(*f),
-		   n * sizeof(*f)))
+		   n * sizeof(*f)) ||
+	    !paged(LIFETIMES_OFFSET + (uint64_t)e * sizeof(struct mstat_shm_lifetimes),
+		   sizeof(struct mstat_shm_lifetimes)))
 		return -1; /* the entry stays depth 0: readers skip it */
 	struct mstat_shm_stack *s = &prof.stacks[e];
 	memcpy(prof.frames + off, f, n * sizeof(*f));
@@ -548,6 +591,12 @@ live_hash(uintptr_t p)
 
 _Atomic uint16_t mstat_sample_filter[MSTAT_SAMPLE_FILTER];
 
+#if defined(MSTAT_USDT) && (defined(__x86_64__) || defined(__aarch64__))
+/* The probes' semaphores (probes.h), where tracers look for them. */
+__attribute__((section(".probes"))) unsigned short otel_memory_alloc_semaphore;
+__attribute__((section(".probes"))) unsigned short otel_memory_free_semaphore;
+#endif
+
 static inline struct mstat_sample *
 live_table(void)
 {
@@ -609,12 +658,55 @@ live_find(const void *p)
 
 static void record(struct mstat_sample *e, const void *caller);
 
+/* Whether the region's page holding byte `off` has storage. */
+static bool
+has_storage(uint64_t off)
+{
+	uint64_t pg = off / MSTAT_PAGE;
+
+	return atomic_load_explicit(&prof.paged[pg / 64], memory_order_relaxed) &
+	       (UINT64_C(1) << (pg % 64));
+}
+
+/* Sampled block e is the program's from now: its birth, and, with its
+ * stack, the word readers age it by (layout.h), where it has storage.
+ * (T) relaxed: a word a reader takes whole, ordering nothing. */
+static void
+born(struct mstat_sample *e)
+{
+	e->born = mstat_clock_ticks();
+	if (e->stack >= MSTAT_STACKS)
+		return;
+	uint64_t i = (uint64_t)(e - atomic_load_explicit(&prof.live, memory_order_relaxed));
+	if (!paged(BIRTHS_OFFSET + i * sizeof(uint64_t), sizeof(uint64_t)))
+		return;
+	uint64_t t = (e->born - prof.tick0) >> MSTAT_BIRTH_SHIFT;
+	atomic_store_explicit(&prof.births[i],
+			      (uint64_t)(e->stack + 1) << MSTAT_BIRTH_BITS |
+			      (t & ((UINT64_C(1) << MSTAT_BIRTH_BITS) - 1)),
+			      memory_order_relaxed);
+}
+
+/* The lifetime bucket of `ticks`: floor(log2), the last one open. */
+static inline unsigned
+lifetime_bucket(uint64_t ticks)
+{
+	unsigned b = 63u - (unsigned)__builtin_clzll(ticks | 1);
+
+	return b < MSTAT_LIFETIMES ? b : MSTAT_LIFETIMES - 1;
+}
+
 void
 mstat_profile_record(struct mstat_sample *e, const void *caller)
 {
 	int saved = errno;
 
 	record(e, caller);
+	if (e) {
+		born(e);
+		mstat_probe_alloc(atomic_load_explicit(&e->p, memory_order_relaxed),
+				  e->counted, e->weight);
+	}
 	mstat_thread.in_sample = false;
 	errno = saved;
 }
@@ -675,21 +767,33 @@ mstat_profile_freed(void *p, size_t *counted)
 
 	if (!e)
 		return false;
+	uint64_t now = mstat_clock_ticks();
 	uint32_t k = e->stack, gen = e->gen;
-	uint64_t weight = e->weight;
+	uint64_t weight = e->weight, age = now - e->born;
 	*counted = e->counted;
+	mstat_probe_free((uintptr_t)p);
+	bool ours = k < MSTAT_STACKS && gen == prof.gen;
+	uint64_t i = (uint64_t)(e - atomic_load_explicit(&prof.live, memory_order_relaxed));
+	if (ours && has_storage(BIRTHS_OFFSET + i * sizeof(uint64_t)))
+		/* (T) relaxed, before the entry can be reused (below), whose
+		 * next birth then comes after. */
+		atomic_store_explicit(&prof.births[i], 0, memory_order_relaxed);
 	/* Release: the fields are read before the entry can be reused; pairs
 	 * with the acquire CAS in mstat_profile_note(). */
 	atomic_store_explicit(&e->p, LIVE_GONE, memory_order_release);
 	atomic_fetch_sub_explicit(&mstat_sample_filter[mstat_sample_bucket(p)], 1,
 				  memory_order_relaxed);
-	if (k < MSTAT_STACKS && gen == prof.gen) {
+	if (ours) {
 		struct mstat_shm_stack *s = &prof.stacks[k];
+		/* A counter a CPU read a little behind another's: no age. */
+		unsigned b = lifetime_bucket((int64_t)age < 0 ? 0 : age);
 		/* (K) release: after the allocation's adds, which happened
 		 * before this free; pairs with the reader's acquire loads of
-		 * frees, free_bytes and free_weight, made before it loads
-		 * the allocation's.  The very amounts its allocation added. */
-		atomic_fetch_add_explicit(&s->free_weight, weight, memory_order_release);
+		 * frees, free_bytes and the lifetime buckets, made before it
+		 * loads the allocation's.  The very amounts its allocation
+		 * added: the buckets sum to the weights freed. */
+		atomic_fetch_add_explicit(&prof.lifetimes[k].freed[b], weight,
+					  memory_order_release);
 		atomic_fetch_add_explicit(&s->free_bytes, *counted, memory_order_release);
 		atomic_fetch_add_explicit(&s->frees, 1, memory_order_release);
 	}
@@ -697,18 +801,6 @@ mstat_profile_freed(void *p, size_t *counted)
 }
 
 _Static_assert(sizeof(prof.index) % 4096 == 0, "the stack index is whole pages");
-
-/* The stack index emptied in a fork child.  Written over, its 32 KiB were
- * eight copy-on-write faults in every child, most of which exec() or
- * exit at once; zero pages mapped over it fault only where the child
- * samples. */
-static void
-fresh_index(void)
-{
-	if (mmap((void *)prof.index, sizeof(prof.index), PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) == MAP_FAILED)
-		memset((void *)prof.index, 0, sizeof(prof.index));
-}
 
 /* A fork child is about to make a segment of its own (the writer's
  * `fork_child` hook): the parent's region is not the child's.  Its live
@@ -727,7 +819,7 @@ on_fork_child(void)
 	prof.modules = NULL;
 	prof.nknown = 0;
 	memset((void *)prof.paged, 0, sizeof(prof.paged));
-	fresh_index();
+	prof.index_stale = true;
 	atomic_store_explicit(&prof.scanning, false, memory_order_relaxed);
 	atomic_store_explicit(&prof.setup, SETUP_NONE, memory_order_relaxed);
 }

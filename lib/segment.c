@@ -38,6 +38,89 @@ path_of(char *path, size_t len, const char *name)
 	path[d + 1 + n] = '\0';
 }
 
+/*
+ * The segment's file is made without a name (O_TMPFILE), locked, sized,
+ * given its pages and its header, and named only once published
+ * (mstat_segment_name()): every file the library names holds a whole
+ * segment with its magic, and a creator that dies while making one leaves
+ * nothing behind, for nobody to guess about (docs/design.md, "Removing
+ * dead segments").
+ */
+int
+mstat_segment_create(struct mstat_segment *seg, const char *name,
+		     uint32_t slot_count, uint32_t writer_mode, char *err,
+		     size_t errlen)
+{
+	const uint32_t classes = MSTAT_CLASS_COUNT;
+	const uint64_t size = MSTAT_SEGMENT_SIZE(classes, slot_count);
+	int fd, rc;
+
+	memset(seg, 0, sizeof(*seg));
+	seg->fd = -1;
+	seg->id.published = true;
+	seg->id.pid = getpid();
+	rc = mstat_proc_start_time(0, &seg->id.start_time);
+	if (rc < 0)
+		return fail(err, errlen, rc, "/proc/self/stat");
+	(void)mstat_pid_ns(&seg->id.pid_ns); /* 0 if unknown */
+
+	fd = open(MSTAT_SHM_DIR, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return fail(err, errlen, -errno, MSTAT_SHM_DIR ": O_TMPFILE");
+	/* Nobody can open it yet: the lock is taken before anyone could
+	 * see the file unlocked.  The umask may have narrowed the mode;
+	 * readers demand exactly 0600. */
+	rc = mstat_owner_lock(fd);
+	if (rc == 0 && (fchmod(fd, 0600) < 0 || ftruncate(fd, (off_t)size) < 0))
+		rc = -errno;
+	if (rc < 0)
+		goto fail;
+	seg->fd = fd;
+	seg->slots_offset = MSTAT_SLOTS_OFFSET(classes);
+	seg->slot_size = MSTAT_SLOT_SIZE(classes);
+	seg->slot_count = slot_count;
+	/* Pages for the control page, the class table and slot 0; the rest
+	 * stays a hole until a thread claims its slot. */
+	if (fallocate(fd, 0, 0, (off_t)seg->slots_offset + seg->slot_size) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		rc = -errno;
+		goto fail;
+	}
+
+	/* Fresh pages are zero: slots, counters and epochs start at 0. */
+	struct mstat_shm_header *h = p;
+	mstat_header_geometry(h, classes, slot_count, MSTAT_STACKS, MSTAT_FRAMES,
+			      MSTAT_MODULES);
+	h->writer_mode = writer_mode;
+	h->pid = seg->id.pid;
+	h->uid = geteuid();
+	h->start_time = seg->id.start_time;
+	h->created_ns = mstat_clock_ns(CLOCK_REALTIME);
+	h->pid_ns = seg->id.pid_ns;
+	strncpy(h->name, name, sizeof(h->name) - 1);
+	uint64_t *max_size = (uint64_t *)((char *)p + MSTAT_CLASSES_OFFSET);
+	for (uint32_t c = 0; c < classes; c++)
+		max_size[c] = mstat_class_max_size(c);
+	atomic_store_explicit(&h->state, MSTAT_STATE_RUNNING, memory_order_relaxed);
+	/* Slot 0, the shared slot, is always in use. */
+	atomic_store_explicit(&h->slots_used, 1, memory_order_relaxed);
+
+	seg->hdr = h;
+	seg->size = size;
+	seg->pid = seg->id.pid;
+	return 0;
+
+fail:
+	/* Unnamed: closing it is all it takes. */
+	close(fd);
+	seg->fd = -1;
+	return fail(err, errlen, rc, MSTAT_SHM_DIR);
+}
+
 /* A suffix nobody can have guessed, never 0 (the plain name). */
 static uint64_t
 random_suffix(void)
@@ -52,137 +135,63 @@ random_suffix(void)
 	return v ? v : 1;
 }
 
-/*
- * Makes and locks a new file for the segment in `dirfd`: the first of the
- * names mstat.<pid>.<start>[.<n>] that is free, or held by a process that
- * is gone (then it is removed first).  n runs 1 to 7, then is random: the
- * names are easy to guess, and another user may have made them all first
- * (their files are never used nor removed).  Returns the descriptor, or
- * -errno.
- */
+/* Links the segment's file, open at seg->fd, as `name` in `dirfd`: 0, or
+ * -errno (-EEXIST: the name is taken).  Through /proc: linkat() with
+ * AT_EMPTY_PATH needs CAP_DAC_READ_SEARCH. */
 static int
-open_new(int dirfd, struct mstat_segment *seg, const struct mstat_reaped *self)
+link_as(const struct mstat_segment *seg, int dirfd, const char *name)
+{
+	char path[sizeof("/proc/self/fd/") + 20];
+
+	memcpy(path, "/proc/self/fd/", sizeof("/proc/self/fd/") - 1);
+	mstat_utoa(path + sizeof("/proc/self/fd/") - 1, (uint64_t)seg->fd);
+	return linkat(AT_FDCWD, path, dirfd, name, AT_SYMLINK_FOLLOW) < 0 ? -errno
+									 : 0;
+}
+
+/*
+ * Names the segment: the first of mstat.<pid>.<start>[.<n>] that is free,
+ * or held by a process that is gone (then it is removed first).  n runs 1
+ * to 7, then is random: the names are easy to guess, and another user
+ * may have made them all first (their files are never used nor removed).
+ */
+int
+mstat_segment_name(struct mstat_segment *seg, char *err, size_t errlen)
 {
 	const unsigned max_tries = 4 * MSTAT_SHM_SUFFIXES;
 	unsigned suffix = 0, tries = 0;
+	int dirfd = open(MSTAT_SHM_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int rc = -EEXIST;
 
+	if (dirfd < 0)
+		return fail(err, errlen, -errno, MSTAT_SHM_DIR);
 	while (tries++ < max_tries) {
-		struct stat st;
-		int fd, rc;
-
 		rc = mstat_shm_name(seg->shm_name, sizeof(seg->shm_name),
-				    self->pid, self->start_time,
+				    seg->id.pid, seg->id.start_time,
 				    suffix < MSTAT_SHM_SUFFIXES ? suffix
 								: random_suffix());
 		if (rc < 0)
-			return rc;
-		fd = openat(dirfd, seg->shm_name,
-			    O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		if (fd < 0) {
-			if (errno != EEXIST)
-				return -errno;
-			/* Ours from before an exec, a dead process's, or a
-			 * live one's (another pid namespace, or squatted).  A
-			 * killed one's is left to the removers' grace: there
-			 * are other names. */
-			if (mstat_reap_at(dirfd, seg->shm_name, geteuid(), self,
-					  MSTAT_KILLED_GRACE_MAX, NULL) !=
-			    MSTAT_REAP_REMOVED)
-				suffix++;
-			continue;
-		}
-		/* A remover may have found the file unlocked between its
-		 * creation and this lock: then it holds the byte, or has
-		 * unlinked the file already.  Make another. */
-		rc = mstat_owner_lock(fd);
-		if (rc == 0 && fstat(fd, &st) == 0 && st.st_nlink > 0)
-			return fd;
-		close(fd);
-		if (rc < 0 && rc != -EAGAIN)
-			return rc;
+			break;
+		rc = link_as(seg, dirfd, seg->shm_name);
+		if (rc != -EEXIST)
+			break;
+		/* Ours from before an exec, a dead process's, or a live
+		 * one's (another pid namespace, or squatted), or a file the
+		 * library did not make.  A killed one's is left to the
+		 * removers' grace: there are other names. */
+		if (mstat_reap_at(dirfd, seg->shm_name, geteuid(), &seg->id,
+				  MSTAT_KILLED_GRACE_MAX, NULL) != MSTAT_REAP_REMOVED)
+			suffix++;
 	}
-	return -EEXIST;
-}
-
-int
-mstat_segment_create(struct mstat_segment *seg, const char *name,
-		     uint32_t slot_count, uint32_t writer_mode, char *err,
-		     size_t errlen)
-{
-	const uint32_t classes = MSTAT_CLASS_COUNT;
-	const uint64_t size = MSTAT_SEGMENT_SIZE(classes, slot_count);
-	struct mstat_reaped self = { .published = true, .pid = getpid() };
-	int dirfd, fd, rc;
-
-	memset(seg, 0, sizeof(*seg));
-	seg->fd = -1;
-	rc = mstat_proc_start_time(0, &self.start_time);
-	if (rc < 0)
-		return fail(err, errlen, rc, "/proc/self/stat");
-	(void)mstat_pid_ns(&self.pid_ns); /* 0 if unknown */
-
-	dirfd = open(MSTAT_SHM_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dirfd < 0)
-		return fail(err, errlen, -errno, MSTAT_SHM_DIR);
-	fd = open_new(dirfd, seg, &self);
-	if (fd < 0) {
-		close(dirfd);
-		return fail(err, errlen, fd, fd == -EEXIST
+	close(dirfd);
+	if (rc < 0) {
+		seg->shm_name[0] = '\0';
+		return fail(err, errlen, rc, rc == -EEXIST
 				     ? MSTAT_SHM_DIR ": every name of this process is taken"
 				     : MSTAT_SHM_DIR);
 	}
-	/* The umask may have narrowed the mode; readers demand exactly 0600. */
-	if (fchmod(fd, 0600) < 0 || ftruncate(fd, (off_t)size) < 0) {
-		rc = -errno;
-		goto unlink;
-	}
-	seg->fd = fd;
-	seg->slots_offset = MSTAT_SLOTS_OFFSET(classes);
-	seg->slot_size = MSTAT_SLOT_SIZE(classes);
-	seg->slot_count = slot_count;
-	/* Pages for the control page, the class table and slot 0; the rest
-	 * stays a hole until a thread claims its slot. */
-	if (fallocate(fd, 0, 0, (off_t)seg->slots_offset + seg->slot_size) < 0) {
-		rc = -errno;
-		goto unlink;
-	}
-	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p == MAP_FAILED) {
-		rc = -errno;
-		goto unlink;
-	}
-	close(dirfd);
-
-	/* Fresh pages are zero: slots, counters and epochs start at 0. */
-	struct mstat_shm_header *h = p;
-	mstat_header_geometry(h, classes, slot_count, MSTAT_STACKS, MSTAT_FRAMES,
-			      MSTAT_MODULES);
-	h->writer_mode = writer_mode;
-	h->pid = self.pid;
-	h->uid = geteuid();
-	h->start_time = self.start_time;
-	h->created_ns = mstat_clock_ns(CLOCK_REALTIME);
-	h->pid_ns = self.pid_ns;
-	strncpy(h->name, name, sizeof(h->name) - 1);
-	uint64_t *max_size = (uint64_t *)((char *)p + MSTAT_CLASSES_OFFSET);
-	for (uint32_t c = 0; c < classes; c++)
-		max_size[c] = mstat_class_max_size(c);
-	atomic_store_explicit(&h->state, MSTAT_STATE_RUNNING, memory_order_relaxed);
-	/* Slot 0, the shared slot, is always in use. */
-	atomic_store_explicit(&h->slots_used, 1, memory_order_relaxed);
-
-	seg->hdr = h;
-	seg->size = size;
-	seg->pid = self.pid;
+	seg->named = true;
 	return 0;
-
-unlink:
-	/* Still unpublished and locked by us: no reader uses it. */
-	unlinkat(dirfd, seg->shm_name, 0);
-	close(fd);
-	close(dirfd);
-	seg->fd = -1;
-	return fail(err, errlen, rc, seg->shm_name);
 }
 
 int
@@ -229,7 +238,24 @@ mstat_segment_retire(struct mstat_segment *seg, uint32_t cut)
 	/* We hold the owner lock: no remover can be unlinking it now. */
 	char path[sizeof(MSTAT_SHM_DIR) + MSTAT_SHM_NAME_MAX];
 	path_of(path, sizeof(path), seg->shm_name);
-	unlink(path);
+	if (seg->named)
+		unlink(path);
+}
+
+void
+mstat_segment_exec(struct mstat_segment *seg, bool execing)
+{
+	uint32_t from = execing ? MSTAT_STATE_RUNNING : MSTAT_STATE_EXECED;
+
+	/* (X') relaxed, like every store of the state but EXITING's: a reader
+	 * takes EXECED for what it says only once the owner lock is gone,
+	 * and the exec() that drops it is a system call after this store
+	 * (shm/reader.c).  A compare-exchange: an exit begun meanwhile in
+	 * another thread has set EXITING, which stays. */
+	atomic_compare_exchange_strong_explicit(
+		&seg->hdr->state, &from,
+		execing ? MSTAT_STATE_EXECED : MSTAT_STATE_RUNNING,
+		memory_order_relaxed, memory_order_relaxed);
 }
 
 void
@@ -240,15 +266,25 @@ mstat_segment_ended(struct mstat_segment *seg)
 }
 
 void
-mstat_segment_discard(struct mstat_segment *seg)
+mstat_segment_let_go(struct mstat_segment *seg, struct mstat_mapping *map)
 {
-	char path[sizeof(MSTAT_SHM_DIR) + MSTAT_SHM_NAME_MAX];
-
-	/* Unpublished and locked by us: no reader uses it, no remover
-	 * unlinks it now. */
-	path_of(path, sizeof(path), seg->shm_name);
-	unlink(path);
+	if (seg->hdr) {
+		/* None kept yet: a process that made its segment unmapped the
+		 * one it inherited (start.c). */
+		mstat_segment_unmap(map);
+		map->addr = seg->hdr;
+		map->size = seg->size;
+	}
+	seg->hdr = NULL;
 	mstat_segment_forget(seg);
+}
+
+void
+mstat_segment_unmap(struct mstat_mapping *map)
+{
+	if (map->addr)
+		munmap(map->addr, map->size);
+	map->addr = NULL;
 }
 
 void

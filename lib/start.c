@@ -22,6 +22,7 @@
 #include "allocstats.h"
 #include "clock.h"
 #include "config.h"
+#include "exec.h"
 #include "exit.h"
 #include "fork.h"
 #include "owner.h"
@@ -141,8 +142,65 @@ start_end(void)
 		NULL, NULL, 0);
 }
 
-/* Creates the segment, folds `early` into the shared slot, publishes.  The
- * process has one thread, or the others count into `early` meanwhile. */
+/* No segment, for good: `why`, said in the status and to mstat-run. */
+static void
+not_counting(const char *why)
+{
+	mstat_shared_lock();
+	mstat_proc.disabled = true;
+	mstat_shared_unlock();
+	mstat_status_set((const char *const[]){ "not counting: ", why, NULL });
+	mstat_status_log("not counting", why);
+	report(NULL);
+}
+
+/*
+ * Under the shared lock: folds `early` into the shared slot of `seg`,
+ * publishes it, names it, and makes it the process's.  1 if it did; 0 if
+ * the exit began while the segment was made (it would never be retired);
+ * -errno if it could not be named (why in `err`).  Either way, a segment
+ * not made the process's was never named: no reader has seen it, and
+ * `early` keeps its counts.
+ */
+static int
+adopt(struct mstat_segment *seg, uint32_t mode, char *err, size_t errlen)
+{
+	if (atomic_load_explicit(&mstat_writer_config.stop, memory_order_relaxed) &
+	    MSTAT_STOP_EXIT)
+		return 0;
+	/* A section on a segment no reader can see yet, which nothing can
+	 * stop: epoch 0, generation 0. */
+	(void)mstat_shared_take_early();
+	mstat_proc.early[MSTAT_CLASS_COUNT][MSTAT_T_REQUESTED_BYTES] +=
+		mstat_proc.early_requested;
+	mstat_proc.early_requested = 0;
+	mstat_rows_put(mstat_segment_slot(seg, MSTAT_SHARED_SLOT), 0, mstat_proc.early);
+	mstat_allocstats_made(seg->hdr);
+	mstat_segment_publish(seg);
+	/* Named once whole: a file the library names always holds a
+	 * published segment (segment.h). */
+	int rc = mstat_segment_name(seg, err, errlen);
+	if (rc < 0)
+		return rc;
+	memset(mstat_proc.early, 0, sizeof(mstat_proc.early));
+	mstat_proc.seg = *seg;
+	mstat_slots_made();
+	atomic_store_explicit(&mstat_writer_config.epoch,
+			      mstat_epoch_word(&seg->hdr->epoch), memory_order_relaxed);
+	atomic_store_explicit(&mstat_proc.exit_word, mstat_epoch_word(&seg->hdr->epoch),
+			      memory_order_relaxed);
+	mstat_writer_config.fenced = mode == MSTAT_MODE_FENCED;
+	/* (R) release: pairs with the acquire in mstat_section_open_slow().
+	 * (I) seq_cst: with the load of `execing` after it, pairs with an
+	 * exec()'s store of `execing` and load of `ready` (exec.c). */
+	atomic_store_explicit(&mstat_proc.ready, 1, memory_order_seq_cst);
+	mstat_exec_published();
+	return 1;
+}
+
+/* Creates the segment, folds `early` into the shared slot, publishes,
+ * names it.  The process has one thread, or the others count into
+ * `early` meanwhile. */
 static void
 start(void)
 {
@@ -162,6 +220,8 @@ start(void)
 		.max_bytes = mstat_config_number(MSTAT_CONF_KILLED_BYTES),
 	};
 	mstat_reap_some(geteuid(), REAP_PROBES, &grace);
+	/* A fork child: its parent's segment, still mapped (fork.c). */
+	mstat_segment_unmap(&mstat_proc.inherited);
 	/* What the hooks allocate (loading libunwind) is the library's own. */
 	mstat_own_begin();
 	RUN_HOOKS(segment);
@@ -172,47 +232,22 @@ start(void)
 	int rc = mstat_segment_create(&seg, mstat_proc.name, mstat_proc.slot_count,
 				      mode, err, sizeof(err));
 	if (rc < 0) {
-		mstat_shared_lock();
-		mstat_proc.disabled = true;
-		mstat_shared_unlock();
-		mstat_status_set((const char *const[]){ "not counting: ", err, NULL });
-		mstat_status_log("not counting", err);
-		report(NULL);
+		not_counting(err);
 		start_end();
 		return;
 	}
 
 	mstat_slots_key();
 	mstat_shared_lock();
-	/* The exit began while the segment was made: it would never be
-	 * retired.  Nobody has seen it (magic is not published). */
-	if (atomic_load_explicit(&mstat_writer_config.stop, memory_order_relaxed) &
-	    MSTAT_STOP_EXIT) {
-		mstat_shared_unlock();
-		mstat_segment_discard(&seg);
+	rc = adopt(&seg, mode, err, sizeof(err));
+	mstat_shared_unlock();
+	if (rc <= 0) {
+		mstat_segment_forget(&seg);
+		if (rc < 0)
+			not_counting(err);
 		start_end();
 		return;
 	}
-	mstat_proc.seg = seg;
-	mstat_slots_made();
-	atomic_store_explicit(&mstat_writer_config.epoch,
-			      mstat_epoch_word(&seg.hdr->epoch), memory_order_relaxed);
-	atomic_store_explicit(&mstat_proc.exit_word, mstat_epoch_word(&seg.hdr->epoch),
-			      memory_order_relaxed);
-	mstat_writer_config.fenced = mode == MSTAT_MODE_FENCED;
-	/* A section on a segment no reader can see yet, which nothing can
-	 * stop: epoch 0, generation 0. */
-	(void)mstat_shared_take_early();
-	mstat_proc.early[MSTAT_CLASS_COUNT][MSTAT_T_REQUESTED_BYTES] +=
-		mstat_proc.early_requested;
-	mstat_proc.early_requested = 0;
-	mstat_rows_put(mstat_segment_slot(&seg, MSTAT_SHARED_SLOT), 0, mstat_proc.early);
-	memset(mstat_proc.early, 0, sizeof(mstat_proc.early));
-	mstat_allocstats_made(seg.hdr);
-	mstat_segment_publish(&seg);
-	/* (R) release: pairs with the acquire in mstat_section_open_slow(). */
-	atomic_store_explicit(&mstat_proc.ready, 1, memory_order_release);
-	mstat_shared_unlock();
 	mstat_status_set((const char *const[]){
 		"counting into " MSTAT_SHM_DIR "/", seg.shm_name,
 		mode == MSTAT_MODE_FENCED ? " (fenced)" : " (membarrier)", NULL });
@@ -259,8 +294,12 @@ mstat_writer_start(void)
 		report(NULL);
 		return;
 	}
-	mstat_proc.eager = mstat_config_number(MSTAT_CONF_EAGER) ||
-			   (mstat_proc.report[0] && mstat_proc.report_pid == getpid());
+	/* MSTAT_EAGER holds for every process, fork children included;
+	 * mstat-run's command is eager for itself alone: a child of it
+	 * that exec()s at once must cost what a plain fork costs, and
+	 * leave nothing (fork.c). */
+	mstat_proc.eager = mstat_config_number(MSTAT_CONF_EAGER);
+	bool reported = mstat_proc.report[0] && mstat_proc.report_pid == getpid();
 	RUN_HOOKS(start);
 	mstat_proc.slot_count = (uint32_t)mstat_config_number(MSTAT_CONF_SLOTS);
 	mstat_proc.writer_mode = (uint32_t)mstat_config_number(MSTAT_CONF_MODE);
@@ -275,6 +314,6 @@ mstat_writer_start(void)
 		"counting in process memory; the segment is made once the "
 		"process is worth watching", NULL });
 	mstat_proc.started = true;
-	if (mstat_proc.eager)
+	if (mstat_proc.eager || reported)
 		mstat_publish();
 }

@@ -213,7 +213,8 @@ struct mstat_proc {
 	_Atomic int ready;       /* (R) the segment is published */
 	bool started;            /* the constructor has run */
 	bool disabled;           /* not counting, for good */
-	bool eager;              /* make the segment at start */
+	bool eager;              /* MSTAT_EAGER: make the segment at start,
+				  * in a fork child too */
 	_Atomic bool starting;   /* start() has been called (under shared_lock) */
 	_Atomic uint32_t start_ended; /* start() has returned; a futex word */
 	uint32_t starter;        /* the thread in start() */
@@ -221,6 +222,9 @@ struct mstat_proc {
 	uint32_t slot_count;     /* MSTAT_SLOTS */
 	uint32_t writer_mode;    /* MSTAT_MODE */
 	pid_t report_pid;        /* MSTAT_REPORT_PID: which process reports */
+	struct mstat_mapping inherited; /* a fork child's: its parent's segment,
+				  * mapped until it makes its own (fork.c) */
+	_Atomic bool execing;    /* a thread has begun an exec() (exec.c) */
 	struct mstat_segment seg; /* once `ready` */
 
 	/* The exit (exit.c, and the exiting thread's section: shared.c). */

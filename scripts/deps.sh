@@ -37,6 +37,8 @@ pkgs=(gcc g++ meson ninja-build pkg-config liburcu-dev libcmocka-dev
       libunwind8          # the library: stacks of sampled allocations
                           # (loaded at the first sample)
       libdw-dev zlib1g-dev # mstat-top: naming frames, gzipped pprof
+      systemtap-sdt-dev   # the library's USDT probes: sys/sdt.h
+      bpftrace            # their test: a tracer attached to them
       golang-go)          # the profile's test: go tool pprof reads it
 # Node.js and npm: the deploy suite checks the Kubernetes manifests with
 # the npm package kubernetes-models.  Debian's, where the machine has none

@@ -73,9 +73,14 @@
  * 5.3: the allocator's words (struct mstat_shm_alloc) at
  *      MSTAT_ALLOC_OFFSET of the control page, past the header: zeros in
  *      a segment of 5.2 or before, which read as an allocator not known
- *      that never answered; a reader of 5.2 never looks there. */
-#define MSTAT_SHM_VERSION_MAJOR 5
-#define MSTAT_SHM_VERSION_MINOR 3 /* readers accept any minor */
+ *      that never answered; a reader of 5.2 never looks there.
+ * 6: the lifetimes of sampled blocks: the profile's tick counter in its
+ *    head, a lifetime histogram per stack entry (whose sum is what a
+ *    stack's `free_weight` held, now reserved) and a birth word per live
+ *    sample, after the module list; 5.3's allocator words, in every
+ *    segment. */
+#define MSTAT_SHM_VERSION_MAJOR 6
+#define MSTAT_SHM_VERSION_MINOR 0 /* readers accept any minor */
 
 #define MSTAT_SHM_DIR "/dev/shm"
 #define MSTAT_SHM_PREFIX "mstat."   /* shm names: mstat.<pid>.<starttime> */
@@ -322,6 +327,16 @@ _Static_assert(offsetof(struct mstat_shm_header, killed_s) ==
 #define MSTAT_STACKS_LIMIT (1u << 16)
 #define MSTAT_FRAMES_LIMIT (1u << 20)
 #define MSTAT_MODULES_LIMIT (1u << 12)
+/* Live sampled blocks a target remembers at most, each with a birth word
+ * (struct mstat_shm_profile). */
+#define MSTAT_LIVE_SAMPLES 32768u
+/* Lifetime buckets: bucket b holds samples freed [2^b, 2^(b+1)) ticks
+ * after they were made (bucket 0: under 2 ticks), the last 2^46 ticks and
+ * more: from under a nanosecond to hours at the rates counters run at
+ * (about 25 MHz to 5 GHz). */
+#define MSTAT_LIFETIMES 47u
+#define MSTAT_BIRTH_SHIFT 10u       /* a birth word counts 2^10 ticks */
+#define MSTAT_BIRTH_BITS 48u        /* of time, under the stack's index */
 
 /*
  * The profile region.  Only the target writes it, on its sampling path.
@@ -337,11 +352,22 @@ _Static_assert(offsetof(struct mstat_shm_header, killed_s) ==
  *     merge them.
  *   - a stack's counters are cumulative, updated with atomic adds: an
  *     allocation adds allocs, alloc_bytes and alloc_weight, the free of a
- *     sampled block the same amounts to frees, free_bytes and free_weight,
- *     each with release (K); a reader loads the frees' before the
- *     allocations', with acquire, so each is at most its allocations'.
+ *     sampled block the same amounts to frees, free_bytes and its
+ *     lifetime bucket (struct mstat_shm_lifetimes), each with release
+ *     (K); a reader loads the frees' before the allocations', with
+ *     acquire, so each is at most its allocations'.
  *   - modules [0, modules_used) are complete: each is written, then
  *     `modules_used` stored with release (L).
+ *   - births: word i is the live sampled block of the target's live-table
+ *     entry i (lib/profile.c), 0 if none: its stack entry's index + 1 in
+ *     the top 16 bits, and in the low MSTAT_BIRTH_BITS when it became the
+ *     program's, in units of 2^MSTAT_BIRTH_SHIFT ticks since `tick0`
+ *     (wrapping after years).  Stored relaxed when the block is made and
+ *     cleared when it is freed: a reader sees each word whole, the block
+ *     live or gone, and ages only the blocks of stack entries it read.
+ * `tick0` and `ns0`, the tick counter (shm/clock.h) and CLOCK_MONOTONIC
+ * read together before the first sample, give a reader the counter's
+ * rate: ticks since over nanoseconds since, as it reads both.
  * Counts may exceed the capacities (an entry asked for and refused):
  * readers bound them.
  */
@@ -353,6 +379,8 @@ struct mstat_shm_profile {
 	_Atomic uint64_t samples;      /* samples taken */
 	_Atomic uint64_t dropped;      /* samples not kept: a table was full,
 					* or /dev/shm */
+	uint64_t tick0, ns0;           /* 6: written before any entry is
+					* published (J) */
 };
 
 /*
@@ -374,7 +402,18 @@ struct mstat_shm_stack {
 	_Atomic uint64_t frees;        /* (K) sampled allocations freed */
 	_Atomic uint64_t free_bytes;
 	_Atomic uint64_t alloc_weight; /* 5.1: the sum of their weights */
-	_Atomic uint64_t free_weight;  /* (K) 5.1 */
+	uint64_t reserved1;            /* 5.x: free_weight, the sum of the
+					* freed weights: in 6, of the stack's
+					* lifetime buckets */
+};
+
+/* The lifetimes of a stack entry's freed samples (6): entry i of the
+ * lifetime table is stack entry i's.  Bucket b sums the weights of its
+ * samples freed [2^b, 2^(b+1)) ticks after they were made (bucket 0: 0 or
+ * 1 tick; the last, 2^46 and more), each added with release (K). */
+struct mstat_shm_lifetimes {
+	_Atomic uint64_t freed[MSTAT_LIFETIMES];
+	uint64_t reserved0;
 };
 
 /* A loaded object: the addresses of its loaded segments, its load bias
@@ -392,9 +431,15 @@ struct mstat_shm_module {
 	(MSTAT_PROFILE_STACKS_OFFSET + (uint64_t)(stacks) * sizeof(struct mstat_shm_stack))
 #define MSTAT_PROFILE_MODULES_OFFSET(stacks, frames)                         \
 	(MSTAT_PROFILE_FRAMES_OFFSET(stacks) + (uint64_t)(frames) * sizeof(uint64_t))
+#define MSTAT_PROFILE_LIFETIMES_OFFSET(stacks, frames, modules)              \
+	(MSTAT_PROFILE_MODULES_OFFSET(stacks, frames) +                      \
+	 (uint64_t)(modules) * sizeof(struct mstat_shm_module))
+#define MSTAT_PROFILE_BIRTHS_OFFSET(stacks, frames, modules)                 \
+	(MSTAT_PROFILE_LIFETIMES_OFFSET(stacks, frames, modules) +           \
+	 (uint64_t)(stacks) * sizeof(struct mstat_shm_lifetimes))
 #define MSTAT_PROFILE_SIZE(stacks, frames, modules)                          \
-	MSTAT_ALIGN_UP(MSTAT_PROFILE_MODULES_OFFSET(stacks, frames) +        \
-			       (uint64_t)(modules) * sizeof(struct mstat_shm_module), \
+	MSTAT_ALIGN_UP(MSTAT_PROFILE_BIRTHS_OFFSET(stacks, frames, modules) + \
+			       (uint64_t)MSTAT_LIVE_SAMPLES * sizeof(uint64_t), \
 		       MSTAT_PAGE)
 
 /*
@@ -511,6 +556,12 @@ _Static_assert(sizeof(struct mstat_shm_profile) <= MSTAT_PROFILE_STACKS_OFFSET,
 _Static_assert(sizeof(struct mstat_shm_stack) == MSTAT_CACHELINE,
 	       "a stack entry is one line");
 _Static_assert(sizeof(struct mstat_shm_module) == 288, "a module entry is packed");
+_Static_assert(sizeof(struct mstat_shm_lifetimes) == 6 * MSTAT_CACHELINE,
+	       "a lifetime entry is six lines, and the births after them "
+	       "aligned");
+_Static_assert(MSTAT_STACKS < (1u << (64 - MSTAT_BIRTH_BITS)),
+	       "a birth word holds the index + 1 of every stack entry a "
+	       "writer makes");
 _Static_assert((MSTAT_STACKS & (MSTAT_STACKS - 1)) == 0, "stack table: a power of two");
 _Static_assert(MSTAT_SEGMENT_SIZE(MSTAT_CLASS_COUNT, MSTAT_SLOTS_MAX) < (UINT64_C(1) << 32),
 	       "offsets fit 32 bits");

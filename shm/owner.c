@@ -68,51 +68,85 @@ mstat_owner_alive(int fd)
  * pid. */
 #define OWNER_LOCK_SINCE_MAJOR 2
 
+/* What the file `st` is, before its bytes are read: NOT_FILE,
+ * OTHER_USER or MODE, or SEGMENT if it may be one of user `uid`'s. */
+static enum mstat_found
+judge_stat(const struct stat *st, uid_t uid, struct mstat_reaped *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->size = (uint64_t)st->st_size;
+	out->mode = st->st_mode & 07777;
+	out->uid = st->st_uid;
+	out->cut = st->st_size > 0 && st->st_size < (off_t)MSTAT_PAGE;
+	if (!S_ISREG(st->st_mode))
+		return out->found = MSTAT_FOUND_NOT_FILE;
+	if (st->st_uid != uid)
+		return out->found = MSTAT_FOUND_OTHER_USER;
+	if (out->mode != 0600)
+		return out->found = MSTAT_FOUND_MODE;
+	return MSTAT_FOUND_SEGMENT;
+}
+
 /*
- * Whether the segment at `fd`, `size` bytes, is judged by the owner lock,
- * and what its header says (`out`).  False if it is of a format whose
- * liveness is not ours to judge (format 1, one newer than this code), or
- * is cut too short to say which format it is.  Bytes that are no segment
- * of any format (a header someone wrote over, a file not yet written by
- * its creator) are judged by the lock alone: every creator since format
- * 2 locks its file before it gives it any size (docs/design.md,
- * "Removing dead segments").
+ * What the bytes of the file at `fd` (`st`, named `name`) are, into `out`
+ * (judge_stat() filled it): true if it is a segment the library made,
+ * judged by the owner lock, whatever its size now; and, from a whole
+ * header of this format, who made it.  Made by the library: its magic,
+ * then a format since the lock's.  Every creator since that format locks
+ * its file before it gives it any size, and this one names it only once
+ * published (lib/segment.h), so a file without the magic is no segment
+ * the library made, or an older library's that no lock can be judged by.
+ * False, left (out->found says why): no magic (empty, cut before it, or
+ * anything else), a format whose liveness is not told by the lock (1,
+ * newer than this code, cut before its version), or a whole header that
+ * names another process than `name`.
  */
 static bool
-read_identity(int fd, off_t size, struct mstat_reaped *out)
+read_identity(int fd, const struct stat *st, const char *name,
+	      struct mstat_reaped *out)
 {
 	struct mstat_shm_header h;
 	ssize_t n = pread(fd, &h, offsetof(struct mstat_shm_header, name), 0);
 	uint32_t state = 0;
+	pid_t pid;
+	uint64_t start;
 
-	memset(out, 0, sizeof(*out));
-	out->cut = size > 0 && size < (off_t)MSTAT_PAGE;
-	if (n < (ssize_t)sizeof(h.magic))
-		return true; /* made, not yet sized: its creator died there;
-			      * or cut before its magic */
-	uint64_t magic = atomic_load_explicit(&h.magic, memory_order_relaxed);
-	if (magic != MSTAT_SHM_MAGIC)
-		return true; /* not published yet, and its creator is gone;
-			      * or not a segment, and nobody holds it */
+	if (st->st_size == 0) {
+		out->found = MSTAT_FOUND_EMPTY;
+		return false;
+	}
+	if (n < (ssize_t)sizeof(h.magic) ||
+	    atomic_load_explicit(&h.magic, memory_order_relaxed) != MSTAT_SHM_MAGIC) {
+		out->found = MSTAT_FOUND_NO_MAGIC;
+		return false;
+	}
+	out->found = MSTAT_FOUND_FORMAT;
 	if (n < (ssize_t)(offsetof(struct mstat_shm_header, version_major) +
 			  sizeof(h.version_major)))
 		return false; /* cut inside the magic's header: which format,
 			       * and so whose rules, it no longer says */
+	out->version_major = h.version_major;
 	if (h.version_major < OWNER_LOCK_SINCE_MAJOR ||
 	    h.version_major > MSTAT_SHM_VERSION_MAJOR)
 		return false; /* liveness by another format's rules */
+	out->found = MSTAT_FOUND_SEGMENT;
 	/* An owner of any format since the lock's holds it for life,
 	 * whatever the file's size now: judged by the lock.  Who it was is
 	 * read only from a whole header of this format. */
 	if (h.version_major != MSTAT_SHM_VERSION_MAJOR ||
 	    n < (ssize_t)offsetof(struct mstat_shm_header, name) ||
-	    size < (off_t)MSTAT_PAGE ||
+	    st->st_size < (off_t)MSTAT_PAGE ||
 	    pread(fd, &state, sizeof(state),
 		  offsetof(struct mstat_shm_header, state)) != sizeof(state))
 		return true;
-	out->published = true;
 	out->pid = h.pid;
 	out->start_time = h.start_time;
+	if (mstat_shm_parse_name(name, &pid, &start) == 0 &&
+	    (pid != h.pid || start != h.start_time)) {
+		out->found = MSTAT_FOUND_MISNAMED;
+		return false;
+	}
+	out->published = true;
 	out->pid_ns = h.pid_ns;
 	out->created_ns = h.created_ns;
 	out->state = state;
@@ -236,13 +270,14 @@ mstat_reap_fd(int dirfd, const char *name, int fd, uint64_t grace_s,
 		return rc;
 	if (fstat(fd, &st) < 0) {
 		rc = -errno;
-	} else if (!read_identity(fd, st.st_size, &id)) {
-		rc = MSTAT_REAP_KEPT;
+	} else if (judge_stat(&st, st.st_uid, &id) != MSTAT_FOUND_SEGMENT ||
+		   !read_identity(fd, &st, name, &id)) {
+		rc = MSTAT_REAP_LEFT;
 	} else {
 		rc = reap_locked(dirfd, name, fd, &st, &id, grace_s);
-		if (out)
-			*out = id;
 	}
+	if (rc >= 0 && out)
+		*out = id;
 	unlock(fd);
 	return rc;
 }
@@ -303,14 +338,26 @@ mstat_reap_file(int dirfd, const char *name, int fd, uid_t uid,
 
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (!S_ISREG(st.st_mode) || st.st_uid != uid)
-		return MSTAT_REAP_KEPT;
+	/* What it is, first without the lock: a file the library did not
+	 * make is left without being locked. */
+	if (judge_stat(&st, uid, &id) != MSTAT_FOUND_SEGMENT ||
+	    !read_identity(fd, &st, name, &id)) {
+		if (out)
+			*out = id;
+		return MSTAT_REAP_LEFT;
+	}
 	rc = lock_dead(fd);
 	if (rc <= 0)
 		return rc;
-	if (!read_identity(fd, st.st_size, &id)) {
-		rc = MSTAT_REAP_KEPT;
+	/* Again, holding the lock: its owner cannot change it any more. */
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
 		goto unlock;
+	}
+	if (judge_stat(&st, uid, &id) != MSTAT_FOUND_SEGMENT ||
+	    !read_identity(fd, &st, name, &id)) {
+		rc = MSTAT_REAP_LEFT;
+		goto out;
 	}
 	if (succeeded && id.published && id.pid == succeeded->pid &&
 	    id.start_time == succeeded->start_time &&
@@ -321,6 +368,7 @@ mstat_reap_file(int dirfd, const char *name, int fd, uid_t uid,
 		id.state = execed;
 	}
 	rc = reap_locked(dirfd, name, fd, &st, &id, grace_s);
+out:
 	if (out)
 		*out = id;
 unlock:

@@ -13,9 +13,15 @@
  *
  * Removing a segment: take the write lock (the owner cannot come back, and
  * no second remover can hold it at the same time), check that the name
- * still leads to the file locked, unlink it.  A creator locks its new file
- * right after making it, and checks that it is still linked once it holds
- * the lock; if a remover got there first, it makes another (segment.c).
+ * still leads to the file locked, unlink it.  Only what the library can be
+ * shown to have made is removed: a regular file of the remover's user,
+ * mode 0600, whose bytes begin with the segment's magic and a format
+ * since the owner lock's, and, if its whole header is there, name the
+ * process its name does.  A creator makes its file without a name, locks
+ * it, and names it only once published (lib/segment.h): a file under a
+ * segment's name without the magic (empty, cut before it, anything else)
+ * is no segment the library made, or one an older library left, and is
+ * left where it is, said (`found`).
  *
  * A killed process (gone without exiting: SIGKILL, the OOM killer) leaves
  * its segment, its final counts and profile, for readers that were not
@@ -23,8 +29,8 @@
  * time and in the bytes all such segments hold (struct mstat_grace): the
  * first remover to find it dead writes when into the header (`killed_s`),
  * and every remover counts the grace from there.  A segment of a process
- * that exited is gone already (its owner unlinks it); one that is not a
- * whole published segment goes at once.
+ * that exited is gone already (its owner unlinks it); one that exec()ed,
+ * or that is not a whole segment of this format, goes at once.
  *
  * Nothing here allocates or uses stdio: the library calls it while it
  * starts, possibly from inside malloc.
@@ -68,10 +74,30 @@ int mstat_owner_lock(int fd);
  * -errno. */
 int mstat_owner_alive(int fd);
 
+/* What a remover found under a segment's name. */
+enum mstat_found {
+	MSTAT_FOUND_SEGMENT = 0, /* a segment the library made */
+	MSTAT_FOUND_NOT_FILE,    /* not a regular file */
+	MSTAT_FOUND_OTHER_USER,  /* a file of another user (`uid`) */
+	MSTAT_FOUND_MODE,        /* a file of mode `mode`, not 0600 */
+	MSTAT_FOUND_EMPTY,       /* an empty file */
+	MSTAT_FOUND_NO_MAGIC,    /* `size` bytes without the segment's magic */
+	MSTAT_FOUND_FORMAT,      /* a segment of format `version_major`, whose
+				  * liveness is not told by the lock (1, or
+				  * newer than this code); 0: cut before its
+				  * format */
+	MSTAT_FOUND_MISNAMED,    /* a whole header naming another process
+				  * (`pid`, `start_time`) than its name */
+};
+
 /* Who made a segment, as its header says, and how it ended. */
 struct mstat_reaped {
+	enum mstat_found found;
 	bool published;     /* a whole header of this format: who made it */
 	bool cut;           /* shorter than a header: truncated */
+	uint16_t version_major;
+	uint32_t mode, uid; /* the file's */
+	uint64_t size;      /* the file's, in bytes */
 	pid_t pid;
 	uint64_t start_time;
 	uint64_t pid_ns;
@@ -85,10 +111,14 @@ struct mstat_reaped {
 };
 
 enum mstat_reap {
-	MSTAT_REAP_KEPT = 0,    /* its owner lives, or it is not ours to judge */
+	MSTAT_REAP_KEPT = 0,    /* its owner lives, or the name is gone */
 	MSTAT_REAP_REMOVED = 1, /* its owner was gone; the name is unlinked */
 	MSTAT_REAP_KILLED = 2,  /* its owner was killed within the grace:
 				 * kept (`out` says since when) */
+	MSTAT_REAP_LEFT = 3,    /* nothing shows the library made it, or it
+				 * is of a format whose liveness the lock
+				 * does not tell: left (`out->found` says
+				 * what it is) */
 };
 
 /* A killed process's segment kept, as a remover remembers it. */
@@ -114,15 +144,16 @@ size_t mstat_kept_evict(uid_t uid, struct mstat_kept *k, size_t n,
 			uint64_t max_bytes);
 
 /*
- * If `name` in directory `dirfd` is a segment of user `uid` (a regular
- * file of any size, of a format since the owner lock's or not yet
- * published) whose owner is gone, unlinks it; unless its owner was
- * killed less than `grace_s` seconds ago (MSTAT_REAP_KILLED; the first
- * to find it killed writes when).  If `succeeded` is not NULL and the
+ * If `name` in directory `dirfd` is a segment the library made, of user
+ * `uid`, whose owner is gone, unlinks it (a segment cut short too, if its
+ * magic and format are left); unless its owner was killed less than
+ * `grace_s` seconds ago (MSTAT_REAP_KILLED; the first to find it killed
+ * writes when).  If `succeeded` is not NULL and the
  * segment is that process's own (same pid, start time and pid namespace:
  * the image before an exec), marks it MSTAT_STATE_EXECED first, for
  * readers that still have it, and removes it at once.  Returns enum
- * mstat_reap, or -errno; `out` (if not NULL) says what the header held.
+ * mstat_reap, or -errno; `out` (if not NULL) says what was found and
+ * what the header held.
  */
 int mstat_reap_at(int dirfd, const char *name, uid_t uid,
 		  const struct mstat_reaped *succeeded, uint64_t grace_s,

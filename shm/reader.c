@@ -727,13 +727,11 @@ mstat_reader_abandon(struct mstat_reader *r)
 	return unlock_with(r, -EAGAIN);
 }
 
-/* The exiting thread's exit_flags, of a writer that keeps them (5.1);
- * DONE for an older one, whose exit counted nothing after EXITING. */
+/* The exiting thread's exit_flags (every writer of format 6 keeps
+ * them). */
 static uint32_t
 exit_flags(const struct mstat_reader *r)
 {
-	if (r->info.version_minor < 1)
-		return MSTAT_EXIT_DONE;
 	return atomic_load_explicit(&r->ctl->exit_flags, memory_order_relaxed);
 }
 
@@ -745,8 +743,13 @@ public_state(const struct mstat_reader *r)
 {
 	uint32_t s = atomic_load_explicit(&r->ctl->state, memory_order_relaxed);
 
+	/* EXECED says what its owner lock's going means: an exec(), not a
+	 * death.  The image marks it before its exec() (lib/exec.c): while
+	 * the lock is held, the exec() is under way, or failed.  (X')
+	 * relaxed: pairs with the lock's going (the exec's system call is
+	 * after the image's store), which `dead` was read from. */
 	if (s == MSTAT_STATE_EXECED)
-		return MSTAT_EXECED;
+		return r->dead ? MSTAT_EXECED : MSTAT_RUNNING;
 	if (!r->dead)
 		return s == MSTAT_STATE_EXITING ? MSTAT_EXITING : MSTAT_RUNNING;
 	return s == MSTAT_STATE_EXITING &&
@@ -1016,7 +1019,39 @@ mstat_reader_snapshot_many(struct mstat_reader **rs, size_t n,
 struct read_profile {
 	const struct mstat_reader *r;
 	struct mstat_profile *out;
+	uint32_t *kept; /* per stack entry: its index in out->stacks + 1, or
+			 * 0 if left out */
 };
+
+/* a + b, or UINT64_MAX if that wraps: monotonic, so sums of counts with
+ * frees <= allocs keep it. */
+static uint64_t
+add_sat(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+/* The live samples' births (layout.h) onto the stacks read: entries
+ * `kept` says were. */
+static void
+read_births(const struct read_profile *a, const _Atomic uint64_t *births,
+	    uint32_t entries)
+{
+	const uint64_t time = (UINT64_C(1) << MSTAT_BIRTH_BITS) - 1;
+
+	for (uint32_t i = 0; i < MSTAT_LIVE_SAMPLES; i++) {
+		/* (T) relaxed: a word, whole; its block live or gone. */
+		uint64_t w = atomic_load_explicit(&births[i], memory_order_relaxed);
+		uint64_t e = (w >> MSTAT_BIRTH_BITS) - 1;
+		if (w == 0 || e >= entries || !a->kept[e])
+			continue;
+		struct mstat_profile_stack *s = &a->out->stacks[a->kept[e] - 1];
+		uint64_t t = w & time;
+		s->born_min = s->born_n == 0 || t < s->born_min ? t : s->born_min;
+		s->born_sum += t; /* at most 2^15 words of 2^48 */
+		s->born_n++;
+	}
+}
 
 /* Under a guard: the profile's entries, each loaded in the order its
  * writer published it (lib/profile.c), into private memory, bounded by
@@ -1035,10 +1070,20 @@ read_profile(void *arg)
 		(const void *)(base + MSTAT_PROFILE_FRAMES_OFFSET(r->stack_capacity));
 	const struct mstat_shm_module *mods = (const void *)(
 		base + MSTAT_PROFILE_MODULES_OFFSET(r->stack_capacity, r->frame_capacity));
+	const struct mstat_shm_lifetimes *lt = (const void *)(
+		base + MSTAT_PROFILE_LIFETIMES_OFFSET(r->stack_capacity,
+						      r->frame_capacity,
+						      r->module_capacity));
 
 	out->sample_bytes = atomic_load_explicit(&r->ctl->sample_bytes,
 						 memory_order_relaxed);
-	out->weighted = r->version_minor >= 1;
+	out->weighted = true; /* every segment of format 6 */
+	/* The counter's rate: from when the target set its profile up to
+	 * now.  Written before any entry is published (J). */
+	out->tick0 = hp->tick0;
+	out->ns0 = hp->ns0;
+	out->now_tick = mstat_clock_ticks();
+	out->now_ns = mstat_clock_mono_ns();
 	/* Pages the target never wrote are holes: they read as zeros, an
 	 * empty profile. */
 	out->samples = atomic_load_explicit(&hp->samples, memory_order_relaxed);
@@ -1078,8 +1123,12 @@ read_profile(void *arg)
 		 * free, which follow its allocation's adds. */
 		s->frees = atomic_load_explicit(&e->frees, memory_order_acquire);
 		s->free_bytes = atomic_load_explicit(&e->free_bytes, memory_order_acquire);
-		s->free_weight = out->weighted ? atomic_load_explicit(&e->free_weight,
-								       memory_order_acquire) : 0;
+		s->free_weight = 0;
+		for (uint32_t b = 0; b < MSTAT_LIFETIMES; b++) {
+			s->lifetimes[b] = atomic_load_explicit(&lt[i].freed[b],
+							       memory_order_acquire);
+			s->free_weight = add_sat(s->free_weight, s->lifetimes[b]);
+		}
 		s->allocs = atomic_load_explicit(&e->allocs, memory_order_relaxed);
 		s->alloc_bytes = atomic_load_explicit(&e->alloc_bytes, memory_order_relaxed);
 		s->alloc_weight = out->weighted ? atomic_load_explicit(&e->alloc_weight,
@@ -1093,17 +1142,14 @@ read_profile(void *arg)
 		for (uint32_t k = 0; k < d; k++)
 			s->frames[k] = atomic_load_explicit(&frames[off + k],
 							    memory_order_relaxed);
-		if (s->allocs)
-			out->nstacks++;
+		if (s->allocs) {
+			s->born_n = s->born_sum = s->born_min = 0;
+			a->kept[i] = ++out->nstacks;
+		}
 	}
-}
-
-/* a + b, or UINT64_MAX if that wraps: monotonic, so sums of counts with
- * frees <= allocs keep it. */
-static uint64_t
-add_sat(uint64_t a, uint64_t b)
-{
-	return a + b < a ? UINT64_MAX : a + b;
+	read_births(a, (const void *)(base + MSTAT_PROFILE_BIRTHS_OFFSET(
+					      r->stack_capacity, r->frame_capacity,
+					      r->module_capacity)), ns);
 }
 
 static int
@@ -1122,12 +1168,15 @@ mstat_reader_profile(struct mstat_reader *r, struct mstat_profile *out)
 	memset(out, 0, sizeof(*out));
 	out->stacks = calloc(r->stack_capacity, sizeof(*out->stacks));
 	out->modules = calloc(r->module_capacity, sizeof(*out->modules));
-	if (!out->stacks || !out->modules) {
+	uint32_t *kept = calloc(r->stack_capacity, sizeof(*kept));
+	if (!out->stacks || !out->modules || !kept) {
+		free(kept);
 		mstat_profile_release(out);
 		return fail(r, -ENOMEM, "out of memory");
 	}
-	struct read_profile a = { r, out };
+	struct read_profile a = { r, out, kept };
 	int rc = mstat_guarded(read_profile, &a);
+	free(kept);
 	if (rc < 0) {
 		mstat_profile_release(out);
 		return fail(r, rc, "%s: cut while its profile was read",
@@ -1146,6 +1195,13 @@ mstat_reader_profile(struct mstat_reader *r, struct mstat_profile *out)
 			t->free_bytes = add_sat(t->free_bytes, s->free_bytes);
 			t->alloc_weight = add_sat(t->alloc_weight, s->alloc_weight);
 			t->free_weight = add_sat(t->free_weight, s->free_weight);
+			for (uint32_t b = 0; b < MSTAT_LIFETIMES; b++)
+				t->lifetimes[b] = add_sat(t->lifetimes[b],
+							  s->lifetimes[b]);
+			if (s->born_n && (!t->born_n || s->born_min < t->born_min))
+				t->born_min = s->born_min;
+			t->born_sum += s->born_sum;
+			t->born_n += s->born_n;
 		} else {
 			if (n != i)
 				out->stacks[n] = *s;
@@ -1154,6 +1210,14 @@ mstat_reader_profile(struct mstat_reader *r, struct mstat_profile *out)
 	}
 	out->nstacks = n;
 	return 0;
+}
+
+double
+mstat_profile_ns_per_tick(const struct mstat_profile *p)
+{
+	if (p->now_tick <= p->tick0 || p->now_ns <= p->ns0)
+		return 0;
+	return (double)(p->now_ns - p->ns0) / (double)(p->now_tick - p->tick0);
 }
 
 void
@@ -1238,8 +1302,6 @@ mstat_reader_alloc(struct mstat_reader *r, bool ask, struct mstat_alloc_info *ou
 	};
 
 	memset(out, 0, sizeof(*out));
-	if (r->version_minor < 3)
-		return 0;
 	if (mstat_guarded(load_alloc, &q) < 0) {
 		memset(out, 0, sizeof(*out));
 		return fail(r, -EFAULT, "%s: cut while being read", r->info.shm_name);

@@ -123,8 +123,10 @@ void mstat_reader_snapshot_many(struct mstat_reader **rs, size_t n,
  * and only grow.  What a read guarantees: every stack has all its frames;
  * per stack, frees <= allocs, free_bytes <= alloc_bytes and free_weight
  * <= alloc_weight (a free is never seen without its allocation); every
- * module listed is whole.  It is not the cut of a snapshot: a sample
- * taken during the read may be in or out.  Stacks the target entered
+ * module listed is whole; a stack's lifetime buckets sum to its
+ * free_weight.  It is not the cut of a snapshot: a sample taken during
+ * the read may be in or out, and a live sample's birth is read apart
+ * from its stack's counts.  Stacks the target entered
  * twice (two threads making the same new entry at once) are merged, their
  * sums stopping at UINT64_MAX.  Counts are of samples; the weights are
  * the bytes the samples stand for, which core/pprof.h turns into
@@ -141,6 +143,13 @@ struct mstat_profile_stack {
 	/* The bytes they stand for (layout.h, struct mstat_shm_stack); 0
 	 * unless the profile is `weighted`. */
 	uint64_t alloc_weight, free_weight;
+	/* The weights freed by lifetime: bucket b, [2^b, 2^(b+1)) ticks of
+	 * the profile's counter (layout.h, struct mstat_shm_lifetimes). */
+	uint64_t lifetimes[MSTAT_LIFETIMES];
+	/* Its live samples that have a birth word: how many, the sum and the
+	 * least of their births, in units of 2^MSTAT_BIRTH_SHIFT ticks since
+	 * the profile's tick0. */
+	uint64_t born_n, born_sum, born_min;
 	uint32_t depth;
 	uint64_t frames[MSTAT_STACK_DEPTH]; /* leaf first: return addresses,
 					     * the first the allocation's call */
@@ -160,6 +169,10 @@ struct mstat_profile {
 	bool weighted;
 	uint64_t samples;       /* taken */
 	uint64_t dropped;       /* taken, not kept (a table was full) */
+	/* The tick counter (shm/clock.h) and CLOCK_MONOTONIC when the target
+	 * set its profile up, and as this read took them: its rate is
+	 * mstat_profile_ns_per_tick(). */
+	uint64_t tick0, ns0, now_tick, now_ns;
 	uint32_t nstacks, nmodules;
 	struct mstat_profile_stack *stacks;
 	struct mstat_profile_module *modules;
@@ -175,11 +188,16 @@ void mstat_profile_release(struct mstat_profile *p);
  * 64 MiB of allocation when off.  0, or -EINVAL above MSTAT_SAMPLE_MAX. */
 int mstat_reader_request_sampling(struct mstat_reader *r, uint64_t bytes);
 
+/* Nanoseconds per tick of the profile's counter, measured from its
+ * setup to the read; 0 if it cannot be (no time between them, or a
+ * counter that went back: another machine's). */
+double mstat_profile_ns_per_tick(const struct mstat_profile *p);
+
 /*
  * What the segment says of the allocator behind its process (layout.h,
- * struct mstat_shm_alloc, format 5.3 on; an older segment says nothing:
- * MSTAT_ALLOCATOR_UNKNOWN).  The pool is where the library's sampled
- * blocks and its own blocks are, pool_base 0 while it is not mapped; its
+ * struct mstat_shm_alloc, in every segment of format 6).  The pool is
+ * where the library's sampled blocks and its own blocks are, pool_base 0
+ * while it is not mapped; its
  * geometry is bounded before it is handed out (a pool that could not be
  * the library's is none).  The figures are the allocator's last answer
  * to a request (`ask` below), if it gave one: one answer

@@ -30,10 +30,11 @@ mstat_validate_stat(const struct stat *st, uid_t uid, char *err, size_t errlen)
 	if (uid != MSTAT_UID_CALLER && st->st_uid != uid)
 		return refuse(-EPERM, err, errlen, "is owned by uid %u, not %u",
 			      (unsigned)st->st_uid, (unsigned)uid);
-	/* Empty: its creator has made it and not sized it yet (its mode may
-	 * still be the umask's).  Looked at again later. */
+	/* Empty: what an older library's creator made before it sized it
+	 * (its mode may still be the umask's); this one names its file only
+	 * once whole.  Looked at again later. */
 	if (st->st_size == 0)
-		return refuse(-EAGAIN, err, errlen, "is empty: not initialised yet");
+		return refuse(-EAGAIN, err, errlen, "is empty");
 	if ((st->st_mode & 07777) != 0600)
 		return refuse(-EPERM, err, errlen, "has mode %04o, not 0600",
 			      (unsigned)(st->st_mode & 07777));
@@ -51,7 +52,7 @@ mstat_validate_header(const struct mstat_shm_header *h, uint64_t file_size,
 	uint64_t magic = atomic_load_explicit(&h->magic, memory_order_relaxed);
 
 	if (magic == 0)
-		return refuse(-EAGAIN, err, errlen, "is not initialised yet");
+		return refuse(-EAGAIN, err, errlen, "has no magic yet (0)");
 	if (magic != MSTAT_SHM_MAGIC)
 		return refuse(-EPROTO, err, errlen,
 			      "has bad magic %#llx: not an mstat segment",

@@ -482,7 +482,7 @@ mstat_view_sites(struct mstat_ui *ui)
 	const struct mstat_model_row *r = mstat_ui_selected(ui);
 	const struct mstat_core_sites *s = ui->sites_seen;
 	bool growth = ui->sites_order == MSTAT_CORE_SITES_GROWTH;
-	char v[4][MSTAT_UNIT_MAX], name[128];
+	char v[6][MSTAT_UNIT_MAX], name[128];
 
 	if (!r) {
 		line(HEAD, A_NORMAL, "  dismissed: Esc goes back to the table");
@@ -530,8 +530,10 @@ mstat_view_sites(struct mstat_ui *ui)
 	}
 	size_t n = s->n[ui->sites_order];
 	const struct mstat_site *top = s->top[ui->sites_order];
-	line(HEAD + 2, A_REVERSE, "%9s %8s %9s %9s  %s", "LIVE", "OBJS", "ALLOC",
-	     "GROWTH", "SITE (function file:line)");
+	/* SHORT: the share of its bytes freed within a millisecond;
+	 * LIFETIME: the median lifetime of those freed (lifetime.h). */
+	line(HEAD + 2, A_REVERSE, "%9s %8s %9s %9s %5s %8s  %s", "LIVE", "OBJS",
+	     "ALLOC", "GROWTH", "SHORT", "LIFETIME", "SITE (function file:line)");
 	int y = HEAD + 3, rows = LINES - y - 1;
 	if (ui->sites_scroll + (size_t)(rows > 0 ? rows : 0) > n)
 		ui->sites_scroll = n > (size_t)rows ? n - (size_t)rows : 0;
@@ -539,12 +541,20 @@ mstat_view_sites(struct mstat_ui *ui)
 	for (size_t i = ui->sites_scroll; i < n && y < LINES - 1; i++) {
 		const struct mstat_site *k = &top[i];
 		char where[1024];
-		site_text(where, sizeof(where), COLS - 40, k);
-		line(y++, A_NORMAL, "%9s %8s %9s %9s  %s",
+		site_text(where, sizeof(where), COLS - 55, k);
+		double share = k->lifetimes.short_share;
+		if (isnan(share))
+			snprintf(v[4], sizeof(v[4]), "-");
+		else
+			snprintf(v[4], sizeof(v[4]), "%.0f%%", 100 * share);
+		line(y++, A_NORMAL, "%9s %8s %9s %9s %5s %8s  %s",
 		     fmt(v[0], BYTES, true, k->live_bytes),
 		     fmt(v[1], COUNT, true, k->live_objects),
 		     fmt(v[2], BYTES, true, k->alloc_bytes),
-		     fmt(v[3], GROWTH, s->have_growth, k->growth_bytes), where);
+		     fmt(v[3], GROWTH, s->have_growth, k->growth_bytes), v[4],
+		     fmt(v[5], MSTAT_UNIT_DURATION, true,
+			 k->lifetimes.median_ns / 1e9),
+		     where);
 	}
 }
 

@@ -7,6 +7,7 @@ objects made with unshare(1) (tests/containers/nsbox.py); each run says
 which.
 
     e2e.py hosts
+    e2e.py runtime   which runtime a run would use, and nothing more
 
 Two containers, each with its own mount, pid and IPC namespaces, its own
 tmpfs /dev/shm and its own cgroup, run the same instrumented process
@@ -19,7 +20,9 @@ container's process is killed: its row turns killed and its segment is
 kept in its container's /dev/shm for its grace, removed by a tick with a
 grace of 0; the other container's stays.
 Then the other's ends cleanly: its row turns exited, its segment is
-gone.
+gone.  In the exporter's next scrapes the exited one's series are gone,
+the killed one's stay (mstat_running 0, and mstat_killed_info with how
+it died) for the exporter's grace.
 
 The observers read this test's namespaces only (--namespaces with the
 containers' pids), not every one on the machine: other test runs live
@@ -27,7 +30,9 @@ in mount namespaces of their own there.  As root (else 77).
 
 Environment (set by meson): MSTAT_TOP, MSTAT_EXPORTER, MSTAT_TARGET,
 PROMETHEUS, TMUX_BIN, PODMAN (empty: use unshare), WORKDIR (a directory
-of the build tree for podman's configuration and storage).
+of the build tree for podman's configuration and storage).  A tool the
+build found and the machine no longer has (removed since) is taken as
+never found.
 """
 import json
 import os
@@ -51,9 +56,22 @@ import tmuxview  # noqa: E402
 TOP = os.environ["MSTAT_TOP"]
 EXPORTER = os.environ["MSTAT_EXPORTER"]
 TARGET = os.environ["MSTAT_TARGET"]
-PROMETHEUS = os.environ.get("PROMETHEUS", "")
-TMUX = os.environ.get("TMUX_BIN", "")
-PODMAN = os.environ.get("PODMAN", "")
+
+
+def tool(var):
+    """The program the build found for `var`, if the machine still has
+    it; else "", as if it had never been found."""
+    path = os.environ.get(var, "")
+    if path and not os.access(path, os.X_OK):
+        print("containers: %s=%s is gone since the build was configured"
+              % (var, path))
+        return ""
+    return path
+
+
+PROMETHEUS = tool("PROMETHEUS")
+TMUX = tool("TMUX_BIN")
+PODMAN = tool("PODMAN")
 WORK = os.environ.get("WORKDIR", "")
 TAG = "ctr%d" % os.getpid()
 TIMEOUT = 60
@@ -397,9 +415,21 @@ def test_hosts():
         check(state(s, a.pid) == "killed" and
               state(s, host.pid) == "running", "a killed, the host's runs "
               "on: %s" % s)
-    # Gone from the exporter's next scrapes: the host's series left.
-    wait_for(lambda: len(prom_query(prom, q)) == 1,
-             "the ended processes' series to go")
+    # The exited one gone from the exporter's next scrapes; the killed
+    # one there for the exporter's grace, saying how it died.
+    def ended():
+        res = prom_query(prom, q)
+        return sorted(int(s["metric"]["pid"]) for s in res) == \
+            sorted([host.pid, a.pid]) and res
+    wait_for(ended, "the exited process's series to go")
+    running = {int(s["metric"]["pid"]): s["value"][1] for s in prom_query(
+        prom, 'mstat_running{name=~"%s-.*"}' % TAG)}
+    killed = prom_query(prom, 'mstat_killed_info{name=~"%s-.*"}' % TAG)
+    check(running == {host.pid: "1", a.pid: "0"} and len(killed) == 1 and
+          killed[0]["metric"]["pid"] == str(a.pid) and
+          killed[0]["metric"]["how"] == "killed" and
+          killed[0]["metric"].get("container_id") == a.id,
+          "running %r, killed %r" % (running, killed))
 
 
 def start_exporter(which, prefix=()):
@@ -449,6 +479,14 @@ def start_prometheus(target):
             return False
     wait_for(ready, "prometheus to be ready")
     return port
+
+
+def test_runtime():
+    """The runtime a run would use, said; with podman gone since the
+    build was configured, unshare, as if it had never been there."""
+    rt = runtime()
+    if os.environ.get("PODMAN") and not PODMAN:
+        check(isinstance(rt, Boxes), "podman gone, yet %r" % rt)
 
 
 def main():

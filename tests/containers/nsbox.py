@@ -73,7 +73,9 @@ class Box:
              "bash", "-c", body],
             stdout=subprocess.PIPE, stdin=subprocess.DEVNULL,
             env=dict(os.environ, **(env or {})))
-        deadline = time.monotonic() + 30
+        # A hang, not a slow machine: a busy one takes seconds to start
+        # a shell and mount a tmpfs.
+        deadline = time.monotonic() + 120
         self.init = None
         while not self.init and time.monotonic() < deadline:
             kids = children(self.p.pid)

@@ -18,7 +18,10 @@
  *      whose properties were read by name and whose keys were never
  *      enumerated, a key never read is no field of the API ("hostPid");
  *   3. what docs/deploy.md promises of it (daemonsetPromises,
- *      sharedShmPromises below).
+ *      sharedShmPromises, prometheusRulePromises below).
+ * A PrometheusRule is checked against the Prometheus Operator's schema
+ * for it, as the npm package @kubernetes-models/prometheus-operator
+ * compiles it, the same two ways.
  * Then each case of broken.yaml, one of those manifests with one change,
  * must fail, with the message the case names.
  *
@@ -39,23 +42,31 @@ if (!root) {
 }
 const modules = path.resolve(process.env.MSTAT_NODE_MODULES ||
   path.join(root, ".deps", "node", "node_modules"));
-if (!fs.existsSync(path.join(modules, "kubernetes-models"))) {
-  console.log(`FAIL: no kubernetes-models in ${modules} ` +
-              "(bash scripts/deps.sh installs it)");
-  process.exit(1);
-}
+for (const pkg of ["kubernetes-models", "@kubernetes-models/prometheus-operator"])
+  if (!fs.existsSync(path.join(modules, pkg))) {
+    console.log(`FAIL: no ${pkg} in ${modules} ` +
+                "(bash scripts/deps.sh installs it)");
+    process.exit(1);
+  }
 const requireDep = createRequire(path.join(modules, "..", "package.json"));
 const yaml = requireDep("js-yaml");
 const manifests = path.join(root, "deploy", "kubernetes");
 
-/* The model class of an object's kind: kubernetes-models/<group/version>. */
+/* The packages of the API groups that are not Kubernetes's own. */
+const GROUPS = {
+  "monitoring.coreos.com": "@kubernetes-models/prometheus-operator",
+};
+
+/* The model class of an object's kind: kubernetes-models/<group/version>,
+ * or its group's package of GROUPS. */
 function modelOf(obj) {
   const { apiVersion, kind } = obj;
   if (typeof apiVersion !== "string" || typeof kind !== "string")
     throw new Error("no apiVersion and kind");
+  const pkg = GROUPS[apiVersion.split("/")[0]] || "kubernetes-models";
   let mod;
   try {
-    mod = requireDep(`kubernetes-models/${apiVersion}`);
+    mod = requireDep(`${pkg}/${apiVersion}`);
   } catch (e) {
     throw new Error(`no schema for apiVersion ${apiVersion}`);
   }
@@ -128,8 +139,10 @@ function checkSchema(obj) {
   } catch (e) {
     return [`not valid: ${e.message}`];
   }
+  const schema = obj.apiVersion.split("/")[0] in GROUPS
+    ? GROUPS[obj.apiVersion.split("/")[0]] : "Kubernetes 1.27";
   return unknownFields(Model, obj).map(
-    (p) => `${p.slice(1)}: not a field of ${obj.kind} (Kubernetes 1.27)`);
+    (p) => `${p.slice(1)}: not a field of ${obj.kind} (${schema})`);
 }
 
 /* ---- what docs/deploy.md promises ---- */
@@ -341,9 +354,29 @@ function sharedShmPromises(objs) {
   return p.failed;
 }
 
+/* The PrometheusRule: in the agent's namespace, and its groups exactly
+ * those of deploy/prometheus/mstat.rules.yml, which Prometheus loads
+ * without the Operator (tests/deploy/rules.py tests them). */
+function prometheusRulePromises(objs) {
+  const p = new Promises();
+  const rule = objs.find((o) => o.kind === "PrometheusRule");
+  if (!p.expect(rule, "no PrometheusRule"))
+    return p.failed;
+  const w = `PrometheusRule ${get(rule, "metadata", "name")}`;
+  p.expect(get(rule, "metadata", "namespace") === "mstat",
+           `${w}: not in namespace mstat`);
+  const file = path.join(root, "deploy", "prometheus", "mstat.rules.yml");
+  const groups = yaml.load(fs.readFileSync(file, "utf8")).groups;
+  p.expect(same(get(rule, "spec", "groups"), groups),
+           `${w}: its groups are not those of deploy/prometheus/` +
+           "mstat.rules.yml (docs/hacking.md says how to make it again)");
+  return p.failed;
+}
+
 const PROMISES = {
   "daemonset.yaml": daemonsetPromises,
   "pod-shared-shm.yaml": sharedShmPromises,
+  "prometheusrule.yaml": prometheusRulePromises,
 };
 
 /* Every check of one file's objects: a list of what fails. */

@@ -52,6 +52,7 @@ PROMTOOL = os.environ.get("PROMTOOL", "")
 PROMETHEUS = os.environ.get("PROMETHEUS", "")
 OPENSSL = os.environ.get("OPENSSL", "")
 DASHBOARD = os.environ["DASHBOARD"]
+RULES = os.environ["RULES"]
 GO = os.environ.get("GO", "")
 SAMPLES = os.environ.get("MSTAT_SAMPLES", "1") != "0"
 TAG = "exp%d" % os.getpid()  # unique names for this run
@@ -377,9 +378,10 @@ def test_formats():
 
 
 def test_gone():
-    """A process that exits, or is killed, is gone from the next scrape;
-    the killed one's segment is kept for the grace (MSTAT_KILLED_GRACE),
-    not read again; with a grace of 0, removed."""
+    """A process that exits is gone from the next scrape; one killed stays
+    while its segment is kept for the grace (MSTAT_KILLED_GRACE), not read
+    again, with its final counts, mstat_running 0 and mstat_killed_info
+    naming its post-mortem profile; with a grace of 0, removed."""
     a = Target("fixed", TAG + "-exit")
     k = Target("fixed", TAG + "-kill")
     pm = os.path.join(tmpdir(), "postmortem")
@@ -393,8 +395,8 @@ def test_gone():
     k.p.wait(timeout=TIMEOUT)
     check(segments_of(k.pid), "a killed process leaves its segment")
     text = e.metrics()
-    check(of(text, a) == {} and of(text, k) == {},
-          "gone from the next scrape: %r %r" % (of(text, a), of(text, k)))
+    check(of(text, a) == {}, "exited: gone from the next scrape: %r"
+          % of(text, a))
     check(segments_of(k.pid), "the killed process's segment kept")
     # (Other tests' processes killed meanwhile are written too.)
     files = [f for f in os.listdir(pm) if f.startswith(TAG)]
@@ -402,8 +404,16 @@ def test_gone():
         r"%s-kill-%d-\d{8}T\d{6}Z\.pb\.gz" % (re.escape(TAG), k.pid), files[0])
         and os.stat(os.path.join(pm, files[0])).st_mode & 0o777 == 0o600,
         "--postmortem-dir: the killed one's profile only: %r" % files)
+    killed = of(text, k)
+    check(killed.get("mstat_running") == 0 and killed.get(
+        'mstat_killed_info,how="killed",postmortem="%s"'
+        % os.path.join(pm, files[0])) == 1,
+        "killed: running 0, how and its post-mortem: %r" % killed)
+    check(7 * B <= killed.get("mstat_live_bytes", -1) < 7 * B + (1 << 36)
+          and killed.get("mstat_threads") == 0,
+          "killed: its final live bytes, no thread: %r" % killed)
     text = e.metrics()
-    check(of(text, k) == {}, "not read again: %r" % of(text, k))
+    check(of(text, k) == killed, "not read again: %r" % of(text, k))
     e.stop()
     e = Exporter("--killed-grace=0")
     e.metrics()
@@ -574,9 +584,12 @@ def grafana_to_promql(expr):
 
 
 def served_names():
-    """Every sample name the exporter serves, classes and memory
-    included."""
+    """Every sample name the exporter serves, classes, memory and a
+    killed process's included."""
     t = Target("fixed", TAG + "-names")
+    k = Target("fixed", TAG + "-names-killed")
+    os.kill(k.pid, signal.SIGKILL)
+    k.p.wait(timeout=TIMEOUT)
     e = Exporter("--collector.classes", "--collector.memory")
     text = e.metrics()
     e.stop()
@@ -883,9 +896,12 @@ def prom_get(port, path, **params):
 
 def test_prometheus():
     """A real Prometheus server scrapes the exporter every second over TLS
-    with basic auth: the target is up, a live process's mstat_live_bytes
-    is queried through /api/v1/query, its series are gone once it exits,
-    and every dashboard expression is one the server accepts."""
+    with basic auth, with the rules of deploy/prometheus: the target is up,
+    a live process's mstat_live_bytes is queried through /api/v1/query,
+    its series are gone once it exits, every dashboard expression is one
+    the server accepts, every rule evaluates without an error, and a
+    process killed fires MstatProcessKilled, naming its post-mortem
+    profile."""
     check(PROMETHEUS, "no prometheus (bash scripts/deps.sh unpacks it)")
     d = tmpdir()
     certificates(d)
@@ -895,8 +911,12 @@ def test_prometheus():
                 "  key_file: server.key\n  min_version: TLS12\n"
                 "basic_auth_users:\n  prometheus: '%s'\n" % bcrypt(password))
     t = Target("fixed", TAG + "-prom")
+    k = Target("fixed", TAG + "-killed")
+    pm = os.path.join(d, "postmortem")
+    os.mkdir(pm)
     e = Exporter("--web.config.file=" + os.path.join(d, "web.yml"),
                  "--collector.classes", "--collector.memory",
+                 "--postmortem-dir=" + pm,
                  scheme="https", ca=os.path.join(d, "ca.crt"))
     # What Prometheus will meet: TLS, and a user first.
     check(e.get()[0] == 401, "no user: 401")
@@ -910,6 +930,7 @@ def test_prometheus():
   scrape_interval: 1s
   scrape_timeout: 1s
   evaluation_interval: 1s
+rule_files: ['%s']
 scrape_configs:
   - job_name: mstat
     scheme: https
@@ -920,7 +941,7 @@ scrape_configs:
       password: '%s'
     static_configs:
       - targets: ['127.0.0.1:%d']
-""" % (os.path.join(d, "ca.crt"), password, e.port))
+""" % (RULES, os.path.join(d, "ca.crt"), password, e.port))
     log = open(os.path.join(d, "prometheus.log"), "w")
     prom = subprocess.Popen(
         [PROMETHEUS, "--config.file=" + os.path.join(d, "prometheus.yml"),
@@ -960,6 +981,44 @@ scrape_configs:
     meta = prom_get(port, "/api/v1/targets/metadata",
                     metric="mstat_live_bytes")["data"]
     check(meta and meta[0].get("unit") == "bytes", "metadata %r" % meta)
+    # The gap rule's two sides match, series for series: the share of its
+    # RSS the allocator holds free, of the live process.
+    gap = ('sum without (part) (mstat_memory_bytes{part="allocator_free",'
+           'pid="%d"}) / mstat_resident_memory_bytes' % t.pid)
+    r = wait_for(lambda: prom_get(port, "/api/v1/query",
+                                  query=gap)["data"]["result"], gap)
+    check(len(r) == 1 and 0 <= float(r[0]["value"][1]) <= 1,
+          "allocator_free over RSS: %r" % r)
+    # Killed: the alert names it, how and its post-mortem profile.
+    os.kill(k.pid, signal.SIGKILL)
+    k.p.wait(timeout=TIMEOUT)
+
+    def killed():
+        for a in prom_get(port, "/api/v1/alerts")["data"]["alerts"]:
+            if (a["labels"]["alertname"] == "MstatProcessKilled" and
+                    a["labels"]["pid"] == str(k.pid) and a["state"] == "firing"):
+                return a
+    a = wait_for(killed, "MstatProcessKilled to fire")
+    files = [f for f in os.listdir(pm) if f.startswith(TAG + "-killed-")]
+    check(len(files) == 1, "its post-mortem: %r" % os.listdir(pm))
+    path = os.path.join(pm, files[0])
+    check(a["labels"].get("how") == "killed" and
+          a["labels"].get("postmortem") == path and
+          a["labels"].get("severity") == "warning" and
+          path in a["annotations"]["description"] and
+          a["annotations"]["summary"].startswith(
+              "%s (pid %d on 127.0.0.1:%d) was killed by a signal"
+              % (k.name, k.pid, e.port)), "the alert: %r" % a)
+    # Every rule is evaluated without an error.
+
+    def evaluated():
+        rules = [r for g in prom_get(port, "/api/v1/rules")["data"]["groups"]
+                 for r in g["rules"]]
+        bad = [(r["name"], r.get("lastError")) for r in rules
+               if r["health"] != "ok"]
+        check(not [b for b in bad if b[1]], "rules failing: %r" % bad)
+        return len(rules) >= 10 and not bad
+    wait_for(evaluated, "every rule evaluated")
     # Every dashboard expression is PromQL this server accepts, and shows
     # data once there are two scrapes to take a rate from.
     with open(DASHBOARD) as f:

@@ -8,7 +8,7 @@ format's definition: nothing here is the encoder's code.
     p.default_sample_type "" when unset
     p.period_type, p.period, p.time_nanos, p.duration_nanos
     p.samples             [Sample(locations=[ids], values=[ints],
-                                  labels={key: (str, num)})]
+                                  labels={key: (str, num, num_unit)})]
     p.mappings            {id: Mapping(start, limit, offset, filename,
                                        build_id, has_functions)}
     p.locations           {id: Location(mapping, address, lines=[(fn, line)])}
@@ -118,7 +118,8 @@ class Profile:
                     values += _ints(wire, x, signed=True)
                 elif field == 3:
                     m = _msg(x)
-                    labels[s(_one(m, 1))] = (s(_one(m, 2)), _one(m, 3))
+                    labels[s(_one(m, 1))] = (s(_one(m, 2)), _one(m, 3),
+                                             s(_one(m, 4)))
             samples.append(Sample(locs, values, labels))
         for _, v in top.get(3, []):
             m = _msg(v)

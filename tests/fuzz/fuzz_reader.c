@@ -439,7 +439,10 @@ same_stack(const struct mstat_profile_stack *x, const struct mstat_profile_stack
 	return x->allocs == y->allocs && x->alloc_bytes == y->alloc_bytes &&
 	       x->frees == y->frees && x->free_bytes == y->free_bytes &&
 	       x->alloc_weight == y->alloc_weight &&
-	       x->free_weight == y->free_weight && stack_cmp(x, y) == 0;
+	       x->free_weight == y->free_weight &&
+	       memcmp(x->lifetimes, y->lifetimes, sizeof(x->lifetimes)) == 0 &&
+	       x->born_n == y->born_n && x->born_sum == y->born_sum &&
+	       x->born_min == y->born_min && stack_cmp(x, y) == 0;
 }
 
 static bool
@@ -481,10 +484,11 @@ add_sat(uint64_t a, uint64_t b)
  * longer than its array taken as none and its path cut to its array; a
  * stack, if it has 1..MSTAT_STACK_DEPTH frames inside the pool, an
  * allocation counted, and no more frees, freed bytes or freed weight than
- * allocated; its weights read only from a segment of minor version 1 on
- * (0 before); the stacks with the same frames are one, their counts
- * summed up to 2^64 - 1.  Only entries below the counts used and the
- * capacities.
+ * allocated; its freed weight the sum of its lifetime buckets, up to 2^64
+ * - 1; its live samples the birth words naming it, whose time parts are
+ * summed, counted and the least kept; the stacks with the same frames are
+ * one, their counts summed up to 2^64 - 1.  Only entries below the counts
+ * used and the capacities.
  */
 static void
 model_profile(const struct image *im, const struct mstat_shm_header *h,
@@ -492,12 +496,12 @@ model_profile(const struct image *im, const struct mstat_shm_header *h,
 {
 	uint64_t at = h->profile_offset;
 	struct mstat_shm_profile head;
-	uint32_t nm, ns, n = 0;
+	uint32_t nm, ns, n = 0, *kept;
 
 	image_read(im, at, &head, sizeof(head));
 	memset(x, 0, sizeof(*x));
 	x->sample_bytes = atomic_load_explicit(&h->sample_bytes, memory_order_relaxed);
-	x->weighted = h->version_minor >= 1;
+	x->weighted = true;
 	x->samples = atomic_load_explicit(&head.samples, memory_order_relaxed);
 	x->dropped = atomic_load_explicit(&head.dropped, memory_order_relaxed);
 	nm = atomic_load_explicit(&head.modules_used, memory_order_relaxed);
@@ -506,7 +510,8 @@ model_profile(const struct image *im, const struct mstat_shm_header *h,
 	ns = ns < h->stack_capacity ? ns : h->stack_capacity;
 	x->modules = calloc(nm ? nm : 1, sizeof(*x->modules));
 	x->stacks = calloc(ns ? ns : 1, sizeof(*x->stacks));
-	if (!x->modules || !x->stacks)
+	kept = calloc(ns ? ns : 1, sizeof(*kept));
+	if (!x->modules || !x->stacks || !kept)
 		die("out of memory");
 
 	for (uint32_t i = 0; i < nm; i++) {
@@ -540,10 +545,21 @@ model_profile(const struct image *im, const struct mstat_shm_header *h,
 		o->alloc_bytes = atomic_load_explicit(&e.alloc_bytes, memory_order_relaxed);
 		o->frees = atomic_load_explicit(&e.frees, memory_order_relaxed);
 		o->free_bytes = atomic_load_explicit(&e.free_bytes, memory_order_relaxed);
-		o->alloc_weight = x->weighted ? atomic_load_explicit(&e.alloc_weight,
-								     memory_order_relaxed) : 0;
-		o->free_weight = x->weighted ? atomic_load_explicit(&e.free_weight,
-								    memory_order_relaxed) : 0;
+		o->alloc_weight = atomic_load_explicit(&e.alloc_weight,
+						       memory_order_relaxed);
+		struct mstat_shm_lifetimes lt;
+		image_read(im, at + MSTAT_PROFILE_LIFETIMES_OFFSET(
+					   h->stack_capacity, h->frame_capacity,
+					   h->module_capacity) +
+				       (uint64_t)i * sizeof(lt),
+			   &lt, sizeof(lt));
+		o->free_weight = 0;
+		for (uint32_t b = 0; b < MSTAT_LIFETIMES; b++) {
+			o->lifetimes[b] = atomic_load_explicit(&lt.freed[b],
+							       memory_order_relaxed);
+			o->free_weight = add_sat(o->free_weight, o->lifetimes[b]);
+		}
+		o->born_n = o->born_sum = o->born_min = 0;
 		if (d == 0 || d > MSTAT_STACK_DEPTH || off + d > h->frame_capacity ||
 		    o->allocs == 0 || o->frees > o->allocs ||
 		    o->free_bytes > o->alloc_bytes || o->free_weight > o->alloc_weight)
@@ -552,8 +568,29 @@ model_profile(const struct image *im, const struct mstat_shm_header *h,
 		image_read(im, at + MSTAT_PROFILE_FRAMES_OFFSET(h->stack_capacity) +
 				       off * sizeof(uint64_t),
 			   o->frames, d * sizeof(uint64_t));
-		x->nstacks++;
+		kept[i] = ++x->nstacks;
 	}
+	uint64_t *births = malloc(MSTAT_LIVE_SAMPLES * sizeof(*births));
+	if (!births)
+		die("out of memory");
+	image_read(im, at + MSTAT_PROFILE_BIRTHS_OFFSET(h->stack_capacity,
+							h->frame_capacity,
+							h->module_capacity),
+		   births, MSTAT_LIVE_SAMPLES * sizeof(*births));
+	for (uint32_t i = 0; i < MSTAT_LIVE_SAMPLES; i++) {
+		uint64_t w = births[i];
+		uint64_t e = (w >> MSTAT_BIRTH_BITS) - 1;
+		if (w == 0 || e >= ns || !kept[e])
+			continue;
+		struct mstat_profile_stack *o = &x->stacks[kept[e] - 1];
+		uint64_t t = w & ((UINT64_C(1) << MSTAT_BIRTH_BITS) - 1);
+		if (o->born_n == 0 || t < o->born_min)
+			o->born_min = t;
+		o->born_sum += t;
+		o->born_n++;
+	}
+	free(births);
+	free(kept);
 	qsort(x->stacks, x->nstacks, sizeof(*x->stacks), stack_order);
 	for (uint32_t i = 0; i < x->nstacks; i++) {
 		struct mstat_profile_stack *s = &x->stacks[i];
@@ -566,6 +603,13 @@ model_profile(const struct image *im, const struct mstat_shm_header *h,
 			t->free_bytes = add_sat(t->free_bytes, s->free_bytes);
 			t->alloc_weight = add_sat(t->alloc_weight, s->alloc_weight);
 			t->free_weight = add_sat(t->free_weight, s->free_weight);
+			for (uint32_t b = 0; b < MSTAT_LIFETIMES; b++)
+				t->lifetimes[b] = add_sat(t->lifetimes[b],
+							  s->lifetimes[b]);
+			if (s->born_n && (!t->born_n || s->born_min < t->born_min))
+				t->born_min = s->born_min;
+			t->born_sum += s->born_sum;
+			t->born_n += s->born_n;
 		} else {
 			x->stacks[n++] = *s;
 		}

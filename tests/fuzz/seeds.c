@@ -241,6 +241,24 @@ prof_module(struct seg *s, uint32_t i)
 						   s->h->frame_capacity)) + i;
 }
 
+static struct mstat_shm_lifetimes *
+prof_lifetimes(struct seg *s, uint32_t i)
+{
+	return (struct mstat_shm_lifetimes *)(s->prof + MSTAT_PROFILE_LIFETIMES_OFFSET(
+						      s->h->stack_capacity,
+						      s->h->frame_capacity,
+						      s->h->module_capacity)) + i;
+}
+
+static _Atomic uint64_t *
+prof_births(struct seg *s)
+{
+	return (_Atomic uint64_t *)(s->prof + MSTAT_PROFILE_BIRTHS_OFFSET(
+					    s->h->stack_capacity,
+					    s->h->frame_capacity,
+					    s->h->module_capacity));
+}
+
 #define PROF_SET(s, field, v)                                                \
 	atomic_store_explicit(&prof_head(s)->field, (v), memory_order_relaxed)
 #define PROF_GET(s, field)                                                   \
@@ -265,8 +283,8 @@ add_module(struct seg *s, uint64_t start, uint64_t end, const char *path,
 }
 
 /* A stack entry and its frames, as the writer makes one, with its
- * counters, its samples weighing 8 times their bytes; returns its
- * index. */
+ * counters, its samples weighing 8 times their bytes (the freed ones in
+ * two lifetime buckets); returns its index. */
 static uint32_t
 add_stack(struct seg *s, const uint64_t *f, uint32_t depth, uint64_t allocs,
 	  uint64_t bytes, uint64_t frees, uint64_t freed)
@@ -284,7 +302,10 @@ add_stack(struct seg *s, const uint64_t *f, uint32_t depth, uint64_t allocs,
 	atomic_store_explicit(&st->frees, frees, memory_order_relaxed);
 	atomic_store_explicit(&st->free_bytes, freed, memory_order_relaxed);
 	atomic_store_explicit(&st->alloc_weight, 8 * bytes, memory_order_relaxed);
-	atomic_store_explicit(&st->free_weight, 8 * freed, memory_order_relaxed);
+	atomic_store_explicit(&prof_lifetimes(s, e)->freed[3], 3 * freed,
+			      memory_order_relaxed);
+	atomic_store_explicit(&prof_lifetimes(s, e)->freed[MSTAT_LIFETIMES - 1],
+			      5 * freed, memory_order_relaxed);
 	PROF_SET(s, stacks_used, e + 1);
 	PROF_SET(s, frames_used, off + depth);
 	PROF_SET(s, samples, PROF_GET(s, samples) + allocs);
@@ -319,19 +340,30 @@ profile_fill(struct seg *s)
 	add_stack(s, c, 2, 7, 7 * 64, 1, 64);
 	add_stack(s, deep, MSTAT_STACK_DEPTH, 2, 2 * 1024 * 1024, 1, 1024 * 1024);
 	add_stack(s, b, 1, 0, 0, 0, 0);
+	/* Live samples' births: of entries 0 and 3, of the entry the reader
+	 * skips below (5, no allocation), of one past those taken, and of
+	 * none (entry 0xfffe). */
+	prof_births(s)[0] = (UINT64_C(1) << MSTAT_BIRTH_BITS) | 1000;
+	prof_births(s)[7] = (UINT64_C(1) << MSTAT_BIRTH_BITS) | 12;
+	prof_births(s)[8] = (UINT64_C(4) << MSTAT_BIRTH_BITS) | 5;
+	prof_births(s)[9] = (UINT64_C(6) << MSTAT_BIRTH_BITS) | 5;
+	prof_births(s)[10] = (UINT64_C(9) << MSTAT_BIRTH_BITS) | 5;
+	prof_births(s)[11] = UINT64_MAX;
+	prof_head(s)->tick0 = 1;
 	/* Taken, its frames not yet written nor published. */
 	PROF_SET(s, stacks_used, PROF_GET(s, stacks_used) + 1);
 	PROF_SET(s, frames_used, PROF_GET(s, frames_used) + 2);
 	PROF_SET(s, dropped, 2);
 }
 
-/* Capacities of a small profile: its region fits FUZZ_PROFILE_BYTES. */
+/* Capacities of a small profile: its region fits FUZZ_PROFILE_BYTES, but
+ * for most of its births (a fixed 256 KiB: the rest of them are holes). */
 #define SMALL_STACKS 16u
 #define SMALL_FRAMES 256u
 #define SMALL_MODULES 4u
-_Static_assert(MSTAT_PROFILE_SIZE(SMALL_STACKS, SMALL_FRAMES, SMALL_MODULES) <=
-		       FUZZ_PROFILE_BYTES,
-	       "a small profile is whole in a seed");
+_Static_assert(MSTAT_PROFILE_BIRTHS_OFFSET(SMALL_STACKS, SMALL_FRAMES,
+					   SMALL_MODULES) + 512 <= FUZZ_PROFILE_BYTES,
+	       "a small profile is whole in a seed, and its first births");
 
 static void
 emit(const char *name, struct seg *s, size_t len)
@@ -599,6 +631,7 @@ near_valid(void)
 		done("profile-" name, &s);                                   \
 	} while (0)
 #define STACK(i) prof_stack(&s, (i))
+#define LIFETIMES(i) prof_lifetimes(&s, (i))
 #define MODULE(i) prof_module(&s, (i))
 
 	PVARIANT("depth-beyond", atomic_store(&STACK(0)->depth, MSTAT_STACK_DEPTH + 1));
@@ -612,10 +645,12 @@ near_valid(void)
 	PVARIANT("freed-bytes-beyond",
 		 atomic_store(&STACK(0)->free_bytes, 5 * 4096 + 1));
 	PVARIANT("freed-weight-beyond",
-		 atomic_store(&STACK(0)->free_weight, 8 * 5 * 4096 + 1));
-	/* Format 5.0: the words that are weights in 5.1 are not read. */
-	PVARIANT("minor-0", H(s)->version_minor = 0;
-		 atomic_store(&STACK(0)->free_weight, UINT64_MAX));
+		 atomic_store(&LIFETIMES(0)->freed[0], 1));
+	/* Buckets whose sum wraps. */
+	PVARIANT("lifetimes-wrap",
+		 atomic_store(&LIFETIMES(0)->freed[1], UINT64_MAX));
+	/* The word a 5.x writer kept its freed weight in: not read. */
+	PVARIANT("free-weight-5", STACK(0)->reserved1 = UINT64_MAX);
 	/* A stack entered twice whose counts wrap when merged. */
 	PVARIANT("merge-wraps",
 		 atomic_store(&STACK(0)->allocs, UINT64_MAX);
@@ -623,10 +658,11 @@ near_valid(void)
 		 atomic_store(&STACK(0)->frees, UINT64_MAX);
 		 atomic_store(&STACK(0)->free_bytes, UINT64_MAX);
 		 atomic_store(&STACK(0)->alloc_weight, UINT64_MAX);
-		 atomic_store(&STACK(0)->free_weight, UINT64_MAX);
+		 atomic_store(&LIFETIMES(0)->freed[3], UINT64_MAX - 8 * 5 * 4096);
 		 atomic_store(&STACK(2)->frees, 0);
 		 atomic_store(&STACK(2)->free_bytes, 0);
-		 atomic_store(&STACK(2)->free_weight, 0));
+		 atomic_store(&LIFETIMES(2)->freed[3], 0);
+		 atomic_store(&LIFETIMES(2)->freed[MSTAT_LIFETIMES - 1], 0));
 	PVARIANT("build-id-long", MODULE(0)->build_id_len = MSTAT_BUILD_ID_MAX + 1);
 	PVARIANT("build-id-huge", MODULE(1)->build_id_len = UINT32_MAX);
 	PVARIANT("path-unterminated",

@@ -205,7 +205,8 @@ def run(box, host, hseg, hostdir, before, off):
     dead = {planted["claims"], planted["uid"]}
     check(r.returncode == 0 and
           sorted(l.split()[2] for l in r.stderr.decode().splitlines()
-                 if "in mnt:[" in l) == sorted(dead),
+                 if "in mnt:[" in l and l.startswith("mstat-top: removed "))
+          == sorted(dead),
           "--gc removed the dead copies there: %r" % r.stderr)
     for p, d in before.items():
         check(digest(hostdir + "/" + p) == d, "the host's %s unchanged" % p)

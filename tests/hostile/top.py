@@ -33,7 +33,8 @@ def named(head, name):
 
 def test_transient():
     """A segment seen while its creator has made the file and not sized
-    it yet (empty, unlocked mode) is not refused for good: once it is
+    it yet (empty, unlocked mode: as an older library made it; this one
+    names its file only once whole) is not refused for good: once it is
     complete, the next tick shows it."""
     ref = Target("fixed", TAG + "-ref")
     head, size = segment_head(ref.pid)

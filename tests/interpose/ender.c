@@ -7,6 +7,17 @@
  *   ender exit|_exit|_Exit|return|quick_exit|abort|segv|term|kill
  *                          allocates, then ends that way
  *   ender exec-fail        an exec that fails, then exit()
+ *   ender exec FN PROG [ARG...]
+ *                          makes its segment, then exec()s PROG through
+ *                          FN (execve, execv, execvp, execvpe, execl,
+ *                          execle, execlp, fexecve or execveat) with
+ *                          LD_PRELOAD gone: the new image counts nothing
+ *   ender exec-fail-kill   makes its segment, an exec fails, then SIGKILL
+ *   ender vfork-exec-kill PROG
+ *                          makes its segment; a vfork child exec()s PROG;
+ *                          the parent, still counting into the same
+ *                          segment (exit status 1 if not), then SIGKILLs
+ *                          itself: the child's exec() was not its own
  *   ender fork-_exit       a child allocates and _exit()s; prints its pid
  *   ender vfork-_exit      a vfork child _exit()s; the parent must still be
  *                          counting after it (exit status 1 if not)
@@ -26,6 +37,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
@@ -85,6 +97,68 @@ footprint(void)
 		return -1;
 	snprintf(path, sizeof(path), "%.*s", (int)strcspn(p, " "), p);
 	return stat(path, &sb) == 0 ? (long long)sb.st_blocks * 512 : -1;
+}
+
+/* Execs argv[0] through the function named `fn`, without LD_PRELOAD:
+ * returns only if it failed (127), or 2 for an unknown `fn`. */
+static int
+exec_through(const char *fn, char **argv)
+{
+	extern char **environ;
+	char *const *a = argv;
+
+	unsetenv("LD_PRELOAD");
+	if (strcmp(fn, "execve") == 0)
+		execve(a[0], a, environ);
+	else if (strcmp(fn, "execv") == 0)
+		execv(a[0], a);
+	else if (strcmp(fn, "execvp") == 0)
+		execvp(a[0], a);
+	else if (strcmp(fn, "execvpe") == 0)
+		execvpe(a[0], a, environ);
+	else if (strcmp(fn, "execl") == 0)
+		execl(a[0], a[0], a[1], (char *)NULL);
+	else if (strcmp(fn, "execle") == 0)
+		execle(a[0], a[0], a[1], (char *)NULL, environ);
+	else if (strcmp(fn, "execlp") == 0)
+		execlp(a[0], a[0], a[1], (char *)NULL);
+	else if (strcmp(fn, "fexecve") == 0 || strcmp(fn, "execveat") == 0) {
+		int fd = open(a[0], O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return 127;
+		if (fn[0] == 'f')
+			fexecve(fd, a, environ);
+		else
+			execveat(fd, "", a, environ, AT_EMPTY_PATH);
+	} else
+		return 2;
+	fprintf(stderr, "ender: %s %s: %s\n", fn, a[0], strerror(errno));
+	return 127;
+}
+
+/* Counting into its segment, a vfork child exec()s argv[0], then SIGKILL;
+ * 1 if it counts no more, or elsewhere. */
+static int
+vfork_exec_kill(char **argv)
+{
+	long long before = footprint();
+	const char *st = strstr(self_status(), "/dev/shm/");
+	char seg[128];
+
+	snprintf(seg, sizeof(seg), "%s", st ? st : "");
+	pid_t pid = vfork();
+	if (pid == 0) {
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	waitpid(pid, NULL, 0);
+	kept = malloc(2000);
+	st = strstr(self_status(), "/dev/shm/");
+	if (before <= 0 || !st || strcmp(st, seg) != 0 ||
+	    strncmp(self_status(), "counting", 8) != 0)
+		return 1;
+	raise(SIGKILL);
+	return 1;
 }
 
 static pthread_barrier_t all_counted;
@@ -233,6 +307,20 @@ main(int argc, char **argv)
 		execl("/nonexistent/program", "x", (char *)NULL);
 		exit(0);
 	}
+	if (strcmp(m, "exec") == 0 && argc > 3) {
+		if (footprint() <= 0) /* asking makes the segment */
+			return 3;
+		return exec_through(argv[2], argv + 3);
+	}
+	if (strcmp(m, "exec-fail-kill") == 0) {
+		if (footprint() <= 0)
+			return 3;
+		execlp("/nonexistent/program", "x", (char *)NULL);
+		kept = malloc(3000);
+		raise(SIGKILL);
+	}
+	if (strcmp(m, "vfork-exec-kill") == 0 && argc > 2)
+		return vfork_exec_kill(argv + 2);
 	if (strcmp(m, "fork-_exit") == 0) {
 		pid_t pid = fork();
 		if (pid == 0) {

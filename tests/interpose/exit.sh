@@ -99,30 +99,40 @@ summary kill
 check kill killed 9 50 || fail "kill: $(cat "$tmp/kill.json")"
 
 # mstat-top: a process seen while its destructor runs is `exiting`; once
-# gone, its row is `exited` with the destructor's frees.
-rm -f "$tmp/in"
-mkfifo "$tmp/in"
-MSTAT_EAGER=1 LD_PRELOAD=$lib "$late" wait <"$tmp/in" >"$tmp/wait.out" &
+# gone, its row is `exited` with the destructor's frees.  Each step waits
+# for what the one before must have made: `late` saying where it is, or
+# mstat-top having printed a tick that shows it, however long a busy
+# machine takes.
+rm -f "$tmp/in" "$tmp/out"
+mkfifo "$tmp/in" "$tmp/out"
+MSTAT_EAGER=1 LD_PRELOAD=$lib "$late" wait <"$tmp/in" >"$tmp/out" &
 pid=$!
-exec 3>"$tmp/in"
-until_said() { # WORD: waits until `late` has said it
-	for i in $(seq 200); do
-		grep -q "$1" "$tmp/wait.out" 2>/dev/null && return 0
+exec 3>"$tmp/in" 4<"$tmp/out"
+said() { # WORD: the next line `late` says, which must begin with WORD
+	local line
+	read -r line <&4 || fail "wait: ended before it said $1"
+	[[ $line == "$1"* ]] || fail "wait: said $line, not $1"
+	echo "$line"
+}
+usable=$(said usable)
+usable=${usable#usable }
+"$top" -b -o json -d 0.1 -p "$pid" >"$tmp/top.json" 3>&- 4<&- &
+top_pid=$!
+until_shown() { # STATE: until mstat-top has printed a tick showing it
+	until grep -q "\"state\":\"$1\"" "$tmp/top.json"; do
+		kill -0 "$top_pid" 2>/dev/null || fail "mstat-top ended: $(tail -n 1 "$tmp/top.json")"
 		sleep 0.05
 	done
-	fail "wait: never said $1"
 }
-until_said usable
-usable=$(sed -n 's/^usable //p' "$tmp/wait.out")
-"$top" -b -o json -d 0.1 -n 40 -p "$pid" >"$tmp/top.json" 3>&- &
-top_pid=$!
-sleep 0.5
+until_shown running
 printf x >&3
-until_said exiting
-sleep 0.5
-exec 3>&-
+said exiting >/dev/null
+until_shown exiting
+exec 3>&- 4<&-
 wait "$pid"
-wait "$top_pid"
+until_shown exited
+kill "$top_pid"
+wait "$top_pid" 2>/dev/null || true
 python3 - "$tmp/top.json" "$pid" "$usable" <<'PY' || fail "mstat-top: $(tail -n 1 "$tmp/top.json")"
 import json, sys
 pid, usable = int(sys.argv[2]), int(sys.argv[3])

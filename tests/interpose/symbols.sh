@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # libmstatshm.so exports exactly its API (versioned MSTATSHM_1), the
-# malloc family, the C++ operators and _exit/_Exit (unversioned: a
-# versioned malloc would never bind to a program's malloc@GLIBC_2.2.5),
-# and nothing else.
+# malloc family, the C++ operators, _exit/_Exit and the exec functions
+# (unversioned: a versioned malloc would never bind to a program's
+# malloc@GLIBC_2.2.5), and nothing else.
 # Usage: symbols.sh LIBMSTATSHM
 set -euo pipefail
 # Under valgrind (meson test --setup valgrind) the interposer never runs
@@ -39,6 +39,15 @@ pvalloc
 malloc_usable_size
 _exit
 _Exit
+execve
+execv
+execvp
+execvpe
+execl
+execle
+execlp
+fexecve
+execveat
 _Znwm
 _Znam
 _ZnwmRKSt9nothrow_t

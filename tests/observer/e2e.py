@@ -499,8 +499,8 @@ def test_refusals():
     names["owner"] = segments_of(good.pid)[0] + ".5"
     plant(names["owner"], head, size, uid=65534)
     plant(name("magic"), b"NOTMSTAT" + head[8:], size)
-    # Major and minor version: 6.0, 3.0.
-    plant(name("version"), head[:8] + b"\x06\x00\x00\x00" + head[12:], size)
+    # Major and minor version: 7.0, 3.0.
+    plant(name("version"), head[:8] + b"\x07\x00\x00\x00" + head[12:], size)
     plant(name("oldversion"), head[:8] + b"\x03\x00\x00\x00" + head[12:], size)
     plant(name("size"), head[:16] + (1 << 40).to_bytes(8, "little") + head[24:],
           size)
@@ -515,8 +515,8 @@ def test_refusals():
         "mode": "has mode 0644, not 0600",
         "owner": "is owned by uid 65534",
         "magic": "bad magic",
-        "version": "format version 6.0; this reader reads 5.x",
-        "oldversion": "format version 3.0; this reader reads 5.x",
+        "version": "format version 7.0; this reader reads 6.x",
+        "oldversion": "format version 3.0; this reader reads 6.x",
         "size": "",
         "identity": "says it belongs to pid %d" % good.pid,
         "symlink": "symbolic link",
@@ -585,9 +585,9 @@ def test_gc():
     head, size = segment_head(alive.pid)
     gone = "mstat.%d.%d" % (os.getpid(), 1 << 41)
     plant(gone, with_identity(head, os.getpid(), 1 << 41), size)
-    # Garbage under a segment's name (a header someone wrote over), whose
-    # maker holds no lock on it; and a segment of format 1, whose
-    # liveness is not told by a lock: kept.
+    # Garbage under a segment's name (a header someone wrote over): not
+    # shown to be the library's, left and said; and a segment of format
+    # 1, whose liveness is not told by a lock: kept.
     garbage = "mstat.%d.%d" % (os.getpid(), (1 << 41) + 1)
     plant(garbage, os.urandom(4096), size)
     v1 = "mstat.%d.%d" % (os.getpid(), (1 << 41) + 2)
@@ -610,11 +610,12 @@ def test_gc():
           "--gc says: %r" % err)
     check(not os.path.exists("/dev/shm/" + gone), "--gc removed it")
     check(not segments_of(dead.pid), "--gc removed the killed one")
-    check("removed %s (pid %d, not a complete segment)" %
-          (garbage, os.getpid()) in err and
-          not os.path.exists("/dev/shm/" + garbage),
-          "--gc removed the garbage: %r" % err)
-    check(os.path.exists("/dev/shm/" + v1), "--gc kept format 1")
+    check("left %s: is %d bytes without a segment's magic" % (garbage, size)
+          in err and os.path.exists("/dev/shm/" + garbage),
+          "--gc left the garbage: %r" % err)
+    check("left %s: has format version 1, whose liveness its owner lock "
+          "does not tell" % v1 in err and os.path.exists("/dev/shm/" + v1),
+          "--gc kept format 1: %r" % err)
     check(segments_of(alive.pid), "--gc left the running one")
     check(str(alive.pid) not in err, "nothing said of the running one")
     alive.stop()
@@ -695,9 +696,11 @@ def test_pidns():
 
 
 def test_unpublished():
-    """A segment whose creator died before publishing it (magic still 0)
-    is removed by the next tick; one whose creator still holds it (it is
-    being made) is kept, and so is one of another user."""
+    """A segment's header without its magic (what an older library's
+    creator made before publishing, or anything else: the library names
+    its file only once published) is nothing the library can be shown
+    to have made: the tick leaves it, said nothing of it, whether a lock
+    is held on it or not, and so does --gc, which says what it is."""
     good = Target("fixed", TAG + "-pub")
     head, size = segment_head(good.pid)
     unpublished = b"\0" * 8 + head[8:]
@@ -710,13 +713,19 @@ def test_unpublished():
     try:
         out, err = run_top("-o", "json", "-n", "2", "-d", "0.2",
                            "-F", TAG + "-none")
-        check("removed %s: its creator died making it" % names["dead"] in err,
-              "the tick says: %r" % err)
-        check(not os.path.exists("/dev/shm/" + names["dead"]), "removed")
-        check(os.path.exists("/dev/shm/" + names["making"]),
-              "the one being made is kept")
-        check(os.path.exists("/dev/shm/" + names["other"]),
-              "other user's kept")
+        for k, n in names.items():
+            check(os.path.exists("/dev/shm/" + n) and n not in err,
+                  "%s: left by the tick, unsaid: %r" % (k, err))
+        r = subprocess.run([TOP, "--gc"], stderr=subprocess.PIPE,
+                           stdout=subprocess.PIPE, timeout=TIMEOUT)
+        err = r.stderr.decode()
+        for k in ("dead", "making"):
+            check("left %s: is %d bytes without a segment's magic"
+                  % (names[k], size) in err, "--gc says: %r" % err)
+        check("left %s: is owned by uid 65534" % names["other"] in err,
+              "--gc says: %r" % err)
+        for k, n in names.items():
+            check(os.path.exists("/dev/shm/" + n), "%s: left by --gc" % k)
     finally:
         os.close(lock)
     good.stop()
@@ -725,9 +734,11 @@ def test_unpublished():
 def test_cut():
     """A segment cut shorter than a header is refused, with one line, and
     kept while its owner lives (it holds its lock); once the owner is
-    gone it is removed, by the tick that finds it and by --gc.  Removed
-    too when the reader that watched it dropped it.  One of format 1
-    (liveness by pid), or cut too short to say its format, is kept."""
+    gone it is removed, by the tick that finds it and by --gc: what is
+    left of it, its magic and format, shows the library made it.
+    Removed too when the reader that watched it dropped it.  One of
+    format 1 (liveness by pid), or cut too short to say its format, is
+    kept, and --gc says what it is."""
     good = Target("fixed", TAG + "-cut")
     head, size = segment_head(good.pid)
     names = {k: "mstat.%d.%d" % (os.getpid(), (1 << 43) + i)
@@ -764,9 +775,15 @@ def test_cut():
               (names["gc"], os.getpid()) in err and
               not os.path.exists("/dev/shm/" + names["gc"]),
               "--gc removed it: %r" % err)
+        said = {"held": None,
+                "noversion": "is 9 bytes, cut before its format version",
+                "v1": "has format version 1, whose liveness its owner lock "
+                      "does not tell"}
         for k in kept:
             check(os.path.exists("/dev/shm/" + names[k]) and
-                  names[k] not in err, "%s kept by --gc: %r" % (k, err))
+                  ("left %s: %s" % (names[k], said[k]) in err if said[k]
+                   else names[k] not in err),
+                  "%s kept by --gc: %r" % (k, err))
     finally:
         os.close(lock)
 

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,6 +294,18 @@ test_lifecycle(void **state)
 	e = mstat_model_find(&m, "new");
 	assert_false(e->have_snap);
 	assert_string_equal(e->err, in[0].err);
+	mstat_model_fini(&m);
+
+	/* Lingering 0 (mstat-exporter's): a gone row stays exactly while
+	 * its input is given (the core keeps a killed target while its
+	 * segment is kept), and goes with it. */
+	mstat_model_init(&m, 0);
+	in[0] = input("kill", 4, "victim", MSTAT_LIVE_KILLED, 1 * SEC, &s1);
+	assert_int_equal(mstat_model_update(&m, in, 1, 1 * SEC), 0);
+	assert_int_equal(mstat_model_update(&m, in, 1, 300 * SEC), 0);
+	assert_non_null(mstat_model_find(&m, "kill"));
+	assert_int_equal(mstat_model_update(&m, in, 0, 301 * SEC), 0);
+	assert_int_equal(m.n, 0);
 	mstat_model_fini(&m);
 }
 
@@ -653,7 +666,11 @@ test_where(void **state)
 	"mstat_memory_bytes" L42 ",part=\"not_heap\"} 119664\n"                \
 	"mstat_memory_bytes" L42 ",part=\"file\"} 1700000\n"                   \
 	"mstat_memory_bytes" L42 ",part=\"shmem\"} 0\n"                        \
-	"mstat_memory_bytes" L42 ",part=\"library\"} 50000\n"
+	"mstat_memory_bytes" L42 ",part=\"library\"} 50000\n"                  \
+	decl("mstat_killed", info, "_info", NONE, KILLED_HELP)
+#define KILLED_HELP                                                            \
+	"the process was killed by a signal: how (killed, or oomkill), and "    \
+	"its post-mortem profile where one was written"
 
 /* OpenMetrics: the family is named without its samples' suffix, and
  * has a unit. */
@@ -698,6 +715,44 @@ test_prometheus_text(void **state)
 	assert_true(clean(out));
 	assert_string_equal(out, EXPOSITION(TEXT_DECL));
 	free(out);
+	mstat_model_fini(&m);
+}
+
+/* A killed process has an mstat_killed sample saying how it died, and
+ * naming its post-mortem profile where one was written (the path, its
+ * characters escaped as label values are); exited and running ones have
+ * none. */
+static void
+test_killed(void **state)
+{
+	static struct mstat_snapshot s;
+	struct mstat_model m;
+	struct mstat_model_input in[4];
+	(void)state;
+
+	mstat_model_init(&m, 5 * SEC);
+	snap_fill(&s, 4, 1, 0, 0, 1, MSTAT_KILLED);
+	in[0] = input("a", 11, "api", MSTAT_LIVE_OOM, 1 * SEC, &s);
+	in[0].postmortem = "/var/tmp/mstat \"pm\"/api-11-20231114T221320Z.pb.gz";
+	in[1] = input("b", 12, "batch", MSTAT_LIVE_KILLED, 1 * SEC, &s);
+	in[2] = input("c", 13, "cron", MSTAT_LIVE_EXITED, 1 * SEC, &s);
+	in[3] = input("d", 14, "db", MSTAT_LIVE_RUNNING, 1 * SEC, &s);
+	assert_int_equal(mstat_model_update(&m, in, 4, 1 * SEC), 0);
+	static const char want[] =
+		"mstat_killed_info{pid=\"11\",name=\"api\",how=\"oomkill\","
+		"postmortem=\"/var/tmp/mstat \\\"pm\\\"/"
+		"api-11-20231114T221320Z.pb.gz\"} 1\n"
+		"mstat_killed_info{pid=\"12\",name=\"batch\",how=\"killed\"} 1\n";
+	static const int formats[] = { MSTAT_FORMAT_OPENMETRICS,
+				       MSTAT_FORMAT_PROMETHEUS };
+	for (size_t i = 0; i < 2; i++) {
+		char *out = render(formats[i], &m, MSTAT_SORT_PID);
+		const char *k = strstr(out, "# TYPE mstat_killed");
+		assert_non_null(k);
+		k = strchr(k, '\n') + 1;
+		assert_memory_equal(k, want, sizeof(want) - 1);
+		free(out);
+	}
 	mstat_model_fini(&m);
 }
 
@@ -861,6 +916,14 @@ test_units(void **state)
 	U(MSTAT_UNIT_SECONDS, true, 725, "12m05s");
 	U(MSTAT_UNIT_SECONDS, true, 3 * 3600 + 7 * 60 + 9, "3h07m");
 	U(MSTAT_UNIT_SECONDS, true, 2 * 86400 + 4 * 3600, "2d04h");
+	U(MSTAT_UNIT_DURATION, true, 287e-9, "287ns");
+	U(MSTAT_UNIT_DURATION, true, 1.234e-6, "1.23us");
+	U(MSTAT_UNIT_DURATION, true, 999.6e-6, "1.00ms"); /* never "1000us" */
+	U(MSTAT_UNIT_DURATION, true, 0.5, "500ms");
+	U(MSTAT_UNIT_DURATION, true, 4.56, "4.56s");
+	U(MSTAT_UNIT_DURATION, true, 725, "12m05s");
+	U(MSTAT_UNIT_DURATION, true, 0, "0ns");
+	U(MSTAT_UNIT_DURATION, true, NAN, "-");
 	U(MSTAT_UNIT_PERCENT, true, 0, "0.0%");
 	U(MSTAT_UNIT_PERCENT, true, 6.5, "6.5%");
 	U(MSTAT_UNIT_PERCENT, true, 42.4, "42%");
@@ -1350,6 +1413,7 @@ main(void)
 		cmocka_unit_test(test_json),
 		cmocka_unit_test(test_where),
 		cmocka_unit_test(test_openmetrics),
+		cmocka_unit_test(test_killed),
 		cmocka_unit_test(test_prometheus_text),
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_name_cells),

@@ -26,7 +26,9 @@ standard deviations (about 1 run in 200 would fail); at R = 256 KiB,
 set here, it is 4 (1 in 15000).  The unbiasing is the same at any R.
 
 view: the sites view of mstat-top in a terminal (tmux): the leaking site
-tops the order by live bytes; by growth, the site that grew since the
+tops the order by live bytes, none of its bytes short-lived and no
+lifetime, where the churning site's are all short-lived, with a median
+lifetime of nanoseconds; by growth, the site that grew since the
 baseline tops it, and after b only what it grew since b counts.  With
 sampling off the view says so and how to turn it on; a process that
 ends leaves its final sites.  At R = 64 KiB, 16 MiB is 256 samples and
@@ -323,15 +325,16 @@ def size(text):
 
 
 def sites_of(screen):
-    """The rows of the sites view: (live, alloc, growth, function)."""
+    """The rows of the sites view: (live, alloc, growth, function, short,
+    lifetime), the last two as shown."""
     rows, on = [], False
     for line in screen.splitlines():
         if "SITE (function" in line:
             on = True
             continue
         w = line.split()
-        if on and len(w) >= 5 and w[0][0].isdigit():
-            rows.append((size(w[0]), size(w[2]), size(w[3]), w[4]))
+        if on and len(w) >= 7 and w[0][0].isdigit():
+            rows.append((size(w[0]), size(w[2]), size(w[3]), w[6], w[4], w[5]))
     return rows
 
 
@@ -363,6 +366,13 @@ def test_view():
             fail("leak_site and its caller, named and placed:\n" + s)
         if site(rows, "churn_site")[0] != 0:
             fail("churn_site holds nothing:\n" + s)
+        # churn_site frees each block at once: all of it short-lived, a
+        # median lifetime of nanoseconds; leak_site frees none.
+        churn, leak = site(rows, "churn_site"), site(rows, "leak_site")
+        if churn[4] != "100%" or not churn[5].endswith("ns") or \
+                leak[4:] != ("0%", "-"):
+            fail("SHORT and LIFETIME of churn_site %r, leak_site %r:\n%s"
+                 % (churn[4:], leak[4:], s))
 
         # Since it was first seen: late_site grew 16 MiB, the rest 0.
         hs.grow()

@@ -16,6 +16,9 @@
  *               MiB), and prints "churned"; an "o" makes late_site()
  *               keep blocks until the process is killed (the OOM killer
  *               of a memory-limited cgroup), or malloc fails (exit 1).
+ *   heapsites wait
+ *               the same, once a line is read from stdin after it printed
+ *               "waiting" (a tracer attaches meanwhile).
  */
 #include <malloc.h>
 #include <stdio.h>
@@ -65,8 +68,15 @@ late_site(void *prev)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
+	if (argc > 1) {
+		printf("waiting\n");
+		fflush(stdout);
+		int c;
+		while ((c = getchar()) != '\n' && c != EOF)
+			;
+	}
 	for (int i = 0; i < LEAKS; i++)
 		if (!(kept[i] = leak_site()))
 			return 1;

@@ -10,7 +10,9 @@
  * if its exiting thread got to the end of its exit (MSTAT_EXIT_DONE), and
  * was killed during it if not, one update more cut if its death found
  * that thread inside one (MSTAT_EXIT_BUSY); a writer before 5.1, which
- * counted nothing once EXITING, exited.
+ * counted nothing once EXITING, exited.  EXECED, marked by an image
+ * before its exec(), says so once the owner lock is gone, and nothing
+ * while it is held: the exec() is under way, or failed.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,9 +24,12 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <fcntl.h>
+#include <stdio.h>
 
 #include "layout.h"
 #include "mstatshm.h"
+#include "owner.h"
 #include "reader.h"
 #include "section.h"
 #include "sizeclass.h"
@@ -149,16 +154,39 @@ test_killed_exiting(void **state)
 	expect(&s, MSTAT_KILLED, 1);
 }
 
-/* A writer of 5.0 has no exit_flags (0 there): it exited. */
+/* A cut past the slots is bounded by them. */
 static void
-test_older_writer(void **state)
+test_cut_bounded(void **state)
 {
 	(void)state;
-	struct seg s = seg_new(MSTAT_STATE_EXITING, 0, 0, 0, 1);
-	expect(&s, MSTAT_EXITED, 0);
-	/* A cut past the slots is bounded by them. */
-	s = seg_new(MSTAT_STATE_EXITING, 1000, MSTAT_EXIT_BUSY, 1, 0);
+	struct seg s = seg_new(MSTAT_STATE_EXITING, 1000, MSTAT_EXIT_BUSY, 0, 0);
 	expect(&s, MSTAT_KILLED, SLOTS + 1);
+}
+
+/* An image that marked itself before its exec(): exec'd once its lock is
+ * gone, running while it is held. */
+static void
+test_execed(void **state)
+{
+	(void)state;
+	struct seg s = seg_new(MSTAT_STATE_EXECED, 0, 0, 1, 0);
+	char path[64];
+	struct mstat_reader *r;
+	struct mstat_snapshot snap;
+	char err[256] = "";
+
+	/* The owner: another open file of the segment, holding the lock. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", s.fd);
+	int owner = open(path, O_RDWR | O_CLOEXEC);
+	assert_true(owner >= 0);
+	assert_int_equal(mstat_owner_lock(owner), 0);
+	assert_int_equal(mstat_reader_open_fd(&r, dup(s.fd), "final", err,
+					      sizeof(err)), 0);
+	assert_int_equal(mstat_reader_snapshot(r, &snap), 0);
+	assert_int_equal(snap.state, MSTAT_RUNNING);
+	mstat_reader_close(r);
+	close(owner);
+	expect(&s, MSTAT_EXECED, 0);
 }
 
 int
@@ -168,7 +196,8 @@ main(void)
 		cmocka_unit_test(test_killed),
 		cmocka_unit_test(test_exited),
 		cmocka_unit_test(test_killed_exiting),
-		cmocka_unit_test(test_older_writer),
+		cmocka_unit_test(test_cut_bounded),
+		cmocka_unit_test(test_execed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

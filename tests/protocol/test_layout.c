@@ -290,23 +290,26 @@ headers_are_refused_for_every_reason(void **state)
 	assert_int_equal(mstat_validate_header(&h, size, 1000, err, sizeof(err)), 0);
 
 	h = good_header(); atomic_init(&h.magic, 0);
-	REFUSED(h, size, -EAGAIN, "not initialised");
+	REFUSED(h, size, -EAGAIN, "has no magic yet (0)");
 	h = good_header(); atomic_init(&h.magic, 0x1234);
 	REFUSED(h, size, -EPROTO, "bad magic");
 	/* dense, liveness by pid */
 	h = good_header(); h.version_major = 1; h.version_minor = 0;
-	REFUSED(h, size, -EPROTONOSUPPORT, "version 1.0; this reader reads 5.x");
+	REFUSED(h, size, -EPROTONOSUPPORT, "version 1.0; this reader reads 6.x");
 	/* three generations by % 3 */
 	h = good_header(); h.version_major = 2; h.version_minor = 0;
-	REFUSED(h, size, -EPROTONOSUPPORT, "version 2.0; this reader reads 5.x");
+	REFUSED(h, size, -EPROTONOSUPPORT, "version 2.0; this reader reads 6.x");
 	/* no profile */
 	h = good_header(); h.version_major = 3; h.version_minor = 0;
-	REFUSED(h, size, -EPROTONOSUPPORT, "version 3.0; this reader reads 5.x");
+	REFUSED(h, size, -EPROTONOSUPPORT, "version 3.0; this reader reads 6.x");
 	/* no chunk rows */
 	h = good_header(); h.version_major = 4; h.version_minor = 0;
-	REFUSED(h, size, -EPROTONOSUPPORT, "version 4.0; this reader reads 5.x");
-	h = good_header(); h.version_major = 6; h.version_minor = 0;
-	REFUSED(h, size, -EPROTONOSUPPORT, "version 6.0");
+	REFUSED(h, size, -EPROTONOSUPPORT, "version 4.0; this reader reads 6.x");
+	/* no lifetimes */
+	h = good_header(); h.version_major = 5; h.version_minor = 2;
+	REFUSED(h, size, -EPROTONOSUPPORT, "version 5.2; this reader reads 6.x");
+	h = good_header(); h.version_major = 7; h.version_minor = 0;
+	REFUSED(h, size, -EPROTONOSUPPORT, "version 7.0");
 	h = good_header(); h.version_minor = 7; /* newer minor: accepted */
 	assert_int_equal(mstat_validate_header(&h, size, 1000, err, sizeof(err)), 0);
 	h = good_header(); h.header_size = 16;
@@ -388,12 +391,12 @@ files_are_refused_for_every_reason(void **state)
 	st.st_size = 100;
 	assert_int_equal(mstat_validate_stat(&st, 1000, err, sizeof(err)), -ENODATA);
 	assert_non_null(strstr(err, "smaller than a header"));
-	/* Empty, whatever its mode: a creator between making it and sizing
-	 * it, to be looked at again. */
+	/* Empty, whatever its mode: an older creator between making it and
+	 * sizing it, to be looked at again; said as what it is. */
 	st.st_size = 0;
 	st.st_mode = S_IFREG | 0400;
 	assert_int_equal(mstat_validate_stat(&st, 1000, err, sizeof(err)), -EAGAIN);
-	assert_non_null(strstr(err, "not initialised yet"));
+	assert_string_equal(err, "is empty");
 }
 
 static void

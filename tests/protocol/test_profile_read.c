@@ -41,6 +41,8 @@ struct seg {
 	struct mstat_shm_stack *stacks;
 	_Atomic uint64_t *frames;
 	struct mstat_shm_module *modules;
+	struct mstat_shm_lifetimes *lifetimes;
+	_Atomic uint64_t *births;
 };
 
 /* A segment as a writer makes it, its profile empty. */
@@ -74,6 +76,10 @@ seg_new(void)
 	s.frames = (_Atomic uint64_t *)(p + MSTAT_PROFILE_FRAMES_OFFSET(STACKS));
 	s.modules = (struct mstat_shm_module *)(p + MSTAT_PROFILE_MODULES_OFFSET(
 							 STACKS, FRAMES));
+	s.lifetimes = (struct mstat_shm_lifetimes *)(
+		p + MSTAT_PROFILE_LIFETIMES_OFFSET(STACKS, FRAMES, MODULES));
+	s.births = (_Atomic uint64_t *)(p + MSTAT_PROFILE_BIRTHS_OFFSET(
+						STACKS, FRAMES, MODULES));
 	return s;
 }
 
@@ -106,12 +112,24 @@ add_stack(struct seg *s, const uint64_t *f, uint32_t depth, uint64_t allocs,
 	return st;
 }
 
-/* The weights of entry `st` (format 5.1). */
-static void
-weigh(struct mstat_shm_stack *st, uint64_t alloc_weight, uint64_t free_weight)
+/* The weights of entry `st`: allocated, and freed (in one lifetime
+ * bucket: the writer's free adds its weight to one). */
+static struct mstat_shm_stack *
+weigh(struct seg *s, struct mstat_shm_stack *st, uint64_t alloc_weight,
+      uint64_t free_weight)
 {
 	atomic_store(&st->alloc_weight, alloc_weight);
-	atomic_store(&st->free_weight, free_weight);
+	atomic_store(&s->lifetimes[st - s->stacks].freed[20], free_weight);
+	return st;
+}
+
+/* A live sample of entry `st`, born `t` units after tick0, in live
+ * entry `i`. */
+static void
+birth(struct seg *s, uint32_t i, const struct mstat_shm_stack *st, uint64_t t)
+{
+	atomic_store(&s->births[i],
+		     (uint64_t)(st - s->stacks + 1) << MSTAT_BIRTH_BITS | t);
 }
 
 static struct mstat_shm_module *
@@ -170,10 +188,10 @@ writers_profile_is_read_exactly(void **state)
 	atomic_store(&s.h->sample_bytes, 4096);
 	add_module(&s, EXE, EXE + 0x1000, "/usr/bin/svc", MSTAT_BUILD_ID_MAX);
 	add_module(&s, 0x7f0000000000, 0x7f0000100000, "linux-vdso.so.1", 0);
-	weigh(add_stack(&s, a, 3, 5, 500, 2, 200), 51200, 20480);
-	weigh(add_stack(&s, b, 1, 1, 64, 0, 0), 32768, 0);
+	weigh(&s, add_stack(&s, a, 3, 5, 500, 2, 200), 51200, 20480);
+	weigh(&s, add_stack(&s, b, 1, 1, 64, 0, 0), 32768, 0);
 	/* The same stack, entered twice. */
-	weigh(add_stack(&s, a, 3, 3, 300, 3, 300), 30720, 30720);
+	weigh(&s, add_stack(&s, a, 3, 3, 300, 3, 300), 30720, 30720);
 	add_stack(&s, b, 1, 0, 0, 0, 0);     /* published, not counted yet */
 	atomic_store(&s.prof->samples, 9);
 	atomic_store(&s.prof->dropped, 1);
@@ -228,8 +246,8 @@ stack_freeing_more_than_it_allocated_is_skipped(void **state)
 	(void)state;
 	add_stack(&s, a, 1, 1, 100, 2, 100);   /* more frees */
 	add_stack(&s, b, 1, 2, 100, 1, 101);   /* more bytes freed */
-	weigh(add_stack(&s, c, 1, 2, 100, 2, 100), 7, 7); /* all freed: kept */
-	weigh(add_stack(&s, d, 1, 2, 100, 1, 50), 900, 901); /* more weight */
+	weigh(&s, add_stack(&s, c, 1, 2, 100, 2, 100), 7, 7); /* all freed: kept */
+	weigh(&s, add_stack(&s, d, 1, 2, 100, 1, 50), 900, 901); /* more weight */
 	read_profile(&s, &p);
 	assert_int_equal(p.nstacks, 1);
 	assert_int_equal(p.stacks[0].frames[0], c[0]);
@@ -240,25 +258,58 @@ stack_freeing_more_than_it_allocated_is_skipped(void **state)
 	seg_free(&s);
 }
 
-/* A segment of format 5.0 has no weights: its reserved words are not
- * read, whatever they hold, and its counts are unbiased with the header's
- * interval (core/pprof.h). */
+/* Each stack's freed weights by lifetime, summing to its free_weight,
+ * merged with its duplicate's; its live samples' births (words naming
+ * it), merged too: how many, their sum and the least.  A word naming an
+ * entry that is left out, past those taken, or none, ages nothing; the
+ * counter's rate is measured from the head's tick0 and ns0. */
 static void
-format_5_0_has_no_weights(void **state)
+lifetimes_and_births_are_read(void **state)
 {
 	struct seg s = seg_new();
 	struct mstat_profile p;
-	uint64_t a[] = { EXE + 0x100 };
+	uint64_t a[] = { EXE + 0x100 }, b[] = { EXE + 0x200 }, c[] = { EXE + 0x300 };
 
 	(void)state;
-	s.h->version_minor = 0;
-	weigh(add_stack(&s, a, 1, 2, 200, 1, 100), 5, 1000);
+	s.prof->tick0 = 1000;
+	s.prof->ns0 = 7;
+	struct mstat_shm_stack *x = weigh(&s, add_stack(&s, a, 1, 6, 600, 3, 300),
+					  600, 0);
+	atomic_store(&s.lifetimes[0].freed[0], 100);
+	atomic_store(&s.lifetimes[0].freed[MSTAT_LIFETIMES - 1], 200);
+	struct mstat_shm_stack *y = weigh(&s, add_stack(&s, b, 1, 2, 100, 1, 50),
+					  900, 901); /* more weight: out */
+	struct mstat_shm_stack *z = weigh(&s, add_stack(&s, a, 1, 2, 200, 1, 100),
+					  200, 0);
+	atomic_store(&s.lifetimes[2].freed[5], 100);
+	add_stack(&s, c, 1, 1, 10, 0, 0);
+	birth(&s, 0, x, 40);
+	birth(&s, 9, x, 10);
+	birth(&s, 17, z, 30);
+	birth(&s, 3, y, 1);               /* its stack is left out */
+	birth(&s, 4, &s.stacks[6], 1);    /* past the entries taken */
+	atomic_store(&s.births[5], (uint64_t)0xffff << MSTAT_BIRTH_BITS);
+	atomic_store(&s.births[MSTAT_LIVE_SAMPLES - 1],
+		     (uint64_t)4 << MSTAT_BIRTH_BITS | 5); /* entry 3: c */
 	read_profile(&s, &p);
-	assert_false(p.weighted);
-	assert_int_equal(p.nstacks, 1);
-	assert_int_equal(p.stacks[0].alloc_bytes, 200);
-	assert_int_equal(p.stacks[0].alloc_weight, 0);
-	assert_int_equal(p.stacks[0].free_weight, 0);
+
+	assert_int_equal(p.nstacks, 2);
+	assert_int_equal(p.tick0, 1000);
+	assert_int_equal(p.ns0, 7);
+	assert_true(p.now_tick > 0 && p.now_ns > 0);
+	const struct mstat_profile_stack *m = stack_at(&p, a[0]);
+	assert_int_equal(m->free_weight, 400);
+	assert_int_equal(m->lifetimes[0], 100);
+	assert_int_equal(m->lifetimes[5], 100);
+	assert_int_equal(m->lifetimes[20], 0);
+	assert_int_equal(m->lifetimes[MSTAT_LIFETIMES - 1], 200);
+	assert_int_equal(m->born_n, 3);
+	assert_int_equal(m->born_sum, 80);
+	assert_int_equal(m->born_min, 10);
+	m = stack_at(&p, c[0]);
+	assert_int_equal(m->born_n, 1);
+	assert_int_equal(m->born_sum, 5);
+	assert_int_equal(m->born_min, 5);
 	mstat_profile_release(&p);
 	seg_free(&s);
 }
@@ -273,9 +324,9 @@ merged_counts_saturate(void **state)
 	uint64_t a[] = { EXE + 0x100, EXE + 0x200 };
 
 	(void)state;
-	weigh(add_stack(&s, a, 2, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX),
+	weigh(&s, add_stack(&s, a, 2, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX),
 	      UINT64_MAX, UINT64_MAX);
-	weigh(add_stack(&s, a, 2, 1, 1, 0, 0), 1, 0);
+	weigh(&s, add_stack(&s, a, 2, 1, 1, 0, 0), 1, 0);
 	read_profile(&s, &p);
 	assert_int_equal(p.nstacks, 1);
 	assert_int_equal(p.stacks[0].allocs, UINT64_MAX);
@@ -338,7 +389,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(writers_profile_is_read_exactly),
 		cmocka_unit_test(stack_freeing_more_than_it_allocated_is_skipped),
-		cmocka_unit_test(format_5_0_has_no_weights),
+		cmocka_unit_test(lifetimes_and_births_are_read),
 		cmocka_unit_test(merged_counts_saturate),
 		cmocka_unit_test(entries_out_of_bounds_are_skipped),
 	};
