@@ -1292,16 +1292,11 @@ load_alloc(void *arg)
 	o->pool_size = a->pool_size;
 	/* Relaxed: values, publishing nothing. */
 	o->pool_base = atomic_load_explicit(&a->pool_base, memory_order_relaxed);
-	o->request = atomic_load_explicit(&a->request, memory_order_relaxed);
 	o->answered = mstat_answer_read(a, &f, ALLOC_TRIES);
 	if (o->answered) {
-		o->answered_request = f.answered;
 		o->answer_ns = f.answer_ns;
-		o->cost_ns = f.cost_ns;
 		o->resident = f.resident;
-		o->allocated = f.allocated;
 		o->metadata = f.metadata;
-		o->retained = f.retained;
 	}
 	if (q->ask && (o->allocator == MSTAT_ALLOCATOR_JEMALLOC ||
 		       o->allocator == MSTAT_ALLOCATOR_TCMALLOC))

@@ -208,17 +208,14 @@ double mstat_profile_ns_per_tick(const struct mstat_profile *p);
  * the library's is none).  The figures are the allocator's last answer
  * to a request (`ask` below), if it gave one: one answer
  * whole, or none if it was being written at each of a few tries (not
- * waited for).
+ * waited for); those the parts are made of (core/memory.h).
  */
 struct mstat_alloc_info {
 	uint32_t allocator;          /* enum mstat_allocator */
 	uint64_t pool_base, pool_size, pool_own_offset;
 	bool answered;               /* the figures below are an answer */
-	uint64_t answered_request;   /* the request it answered */
-	uint64_t request;            /* the last request made */
 	uint64_t answer_ns;          /* CLOCK_REALTIME it was made */
-	uint64_t cost_ns;            /* CPU time it took the target's thread */
-	uint64_t resident, allocated, metadata, retained; /* bytes */
+	uint64_t resident, metadata; /* bytes */
 };
 #define MSTAT_POOL_SIZE_LIMIT (UINT64_C(1) << 32)
 /* With `ask`, the target is asked for its allocator's figures again,
