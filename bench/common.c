@@ -232,3 +232,67 @@ mbench_fill_sizes(uint32_t sizes[MBENCH_SIZES])
 		sizes[i] = 16 + x % (1024 - 16 + 1);
 	}
 }
+
+int
+mbench_target_start(struct mbench_target *t, const char *name,
+		    const char *const *env)
+{
+	int to[2], from[2];
+	char line[8];
+
+	t->pid = 0;
+	if (pipe2(to, O_CLOEXEC) < 0)
+		return -1;
+	if (pipe2(from, O_CLOEXEC) < 0) {
+		close(to[0]);
+		close(to[1]);
+		return -1;
+	}
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(to[0], STDIN_FILENO);
+		dup2(from[1], STDOUT_FILENO);
+		for (size_t i = 0; env && env[i]; i++)
+			putenv((char *)env[i]);
+		execl("/proc/self/exe", name, "--target", (char *)NULL);
+		_exit(127);
+	}
+	close(to[0]);
+	close(from[1]);
+	if (pid < 0) {
+		close(to[1]);
+		close(from[0]);
+		return -1;
+	}
+	t->pid = pid;
+	t->in = to[1];
+	t->out = from[0];
+	return read(t->out, line, 6) == 6 && memcmp(line, "ready\n", 6) == 0 ? 0 : -1;
+}
+
+void
+mbench_target_stop(struct mbench_target *t)
+{
+	if (t->pid <= 0)
+		return;
+	close(t->in);
+	close(t->out);
+	while (waitpid(t->pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	t->pid = 0;
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+uint64_t
+mbench_quantile_u64(uint64_t *v, size_t n, double q)
+{
+	qsort(v, n, sizeof(*v), cmp_u64);
+	return v[(size_t)(q * (double)(n - 1))];
+}

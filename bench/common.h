@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define MBENCH_CACHELINE 64
 
@@ -69,6 +70,24 @@ void mbench_env_free(char **env);
  * status as from waitpid, or -1. */
 int mbench_run(char *const argv[], char *const env[], char *buf, size_t len,
 	       int quiet);
+
+/* This program again, as a target: /proc/self/exe `name` --target, its
+ * stdin and stdout piped to `in` and `out`, with `env` ("NAME=value"
+ * strings, NULL-terminated) set.  It says "ready" once it is, and ends
+ * when its stdin closes. */
+struct mbench_target {
+	pid_t pid;  /* 0: not started */
+	int in, out; /* its stdin (written), its stdout (read) */
+};
+/* Starts it and waits for its "ready": 0, or -1. */
+int mbench_target_start(struct mbench_target *t, const char *name,
+			const char *const *env);
+/* Closes its stdin and waits for its end. */
+void mbench_target_stop(struct mbench_target *t);
+
+/* Quantile q in [0,1] of v[0..n), sorted in place: the element at
+ * q * (n - 1), rounded down. */
+uint64_t mbench_quantile_u64(uint64_t *v, size_t n, double q);
 
 /* The value of "key=<number>" in a line of `s` starting with `tag`, or
  * -1 if absent. */

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "clock.h"
+#include "common.h"
 #include "core.h"
 #include "memory.h"
 #include "reader.h"
@@ -67,59 +68,6 @@ target_main(void)
 
 /* ---- the observer ---- */
 
-struct child {
-	pid_t pid;
-	int in, out;
-};
-
-static int
-spawn(struct child *c, const char *lib)
-{
-	int to[2], from[2];
-	char line[8];
-
-	if (pipe2(to, O_CLOEXEC) < 0 || pipe2(from, O_CLOEXEC) < 0)
-		return -1;
-	c->pid = fork();
-	if (c->pid < 0)
-		return -1;
-	if (c->pid == 0) {
-		dup2(to[0], STDIN_FILENO);
-		dup2(from[1], STDOUT_FILENO);
-		setenv("LD_PRELOAD", lib, 1);
-		setenv("MSTAT_NAME", "bench-memory", 1);
-		setenv("MSTAT_EAGER", "1", 1);
-		execl("/proc/self/exe", "mstat-bench-memory-tick", "--target",
-		      (char *)NULL);
-		_exit(127);
-	}
-	close(to[0]);
-	close(from[1]);
-	c->in = to[1];
-	c->out = from[0];
-	return read(c->out, line, 6) == 6 && memcmp(line, "ready\n", 6) == 0 ? 0 : -1;
-}
-
-static uint64_t
-cpu_ns(void)
-{
-	return mstat_clock_ns(CLOCK_THREAD_CPUTIME_ID);
-}
-
-static int
-cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return (x > y) - (x < y);
-}
-
-static double
-pct(uint64_t *v, size_t n, double q)
-{
-	qsort(v, n, sizeof(*v), cmp_u64);
-	return (double)v[(size_t)(q * (double)(n - 1))];
-}
-
 /* Ticks over the n targets, memory read within `share` % (0: not): the
  * median CPU time of a tick, in ms; -1 if they could not be read. */
 static double
@@ -134,8 +82,10 @@ ticks(const pid_t *pids, size_t n, unsigned share, unsigned count)
 	uint64_t *t = calloc(count, sizeof(*t));
 	size_t attached = 0;
 
-	if (!t || mstat_core_new(&core, &o) < 0)
+	if (!t || mstat_core_new(&core, &o) < 0) {
+		free(t);
 		return -1;
+	}
 	/* The first tick attaches them all (and reads every one's memory
 	 * once): not what a tick costs after. */
 	mstat_core_tick(core);
@@ -144,17 +94,20 @@ ticks(const pid_t *pids, size_t n, unsigned share, unsigned count)
 		attached++;
 	if (attached != n) {
 		fprintf(stderr, "attached %zu of %zu targets\n", attached, n);
+		mstat_core_free(core);
+		free(t);
 		return -1;
 	}
 	uint64_t reads = core->memory_reads, looks = core->memory_looks;
 	for (unsigned i = 0; i < count; i++) {
-		uint64_t c = cpu_ns();
+		uint64_t c = mbench_thread_cpu_ns();
 		mstat_core_tick(core);
-		t[i] = cpu_ns() - c;
+		t[i] = mbench_thread_cpu_ns() - c;
 	}
 	reads = core->memory_reads - reads;
 	looks = core->memory_looks - looks;
-	double median = pct(t, count, 0.5) / 1e6, p90 = pct(t, count, 0.9) / 1e6;
+	double median = (double)mbench_quantile_u64(t, count, 0.5) / 1e6;
+	double p90 = (double)mbench_quantile_u64(t, count, 0.9) / 1e6;
 	printf("BENCH memory-tick targets=%zu memory=%s%.0u tick_cpu_ms "
 	       "median=%.2f p90=%.2f read=%.1f looks=%.1f", n,
 	       share ? "share=" : "off", share, median, p90,
@@ -170,31 +123,36 @@ looks(const pid_t *pids, size_t n)
 {
 	uint64_t *t = calloc(n, sizeof(*t)), answered = 0;
 	struct mstat_snapshot *s = calloc(1, sizeof(*s));
+	int rc = 0;
 
-	if (!t || !s)
-		return -1;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; t && s && i < n && rc == 0; i++) {
 		struct mstat_reader *r;
 		struct mstat_memory m;
 		char err[256];
-		if (mstat_reader_open_pid(&r, pids[i], err, sizeof(err)) < 0 ||
-		    mstat_reader_snapshot(r, s) < 0) {
+		if (mstat_reader_open_pid(&r, pids[i], err, sizeof(err)) < 0) {
 			fprintf(stderr, "%d: %s\n", (int)pids[i], err);
-			return -1;
+			rc = -1;
+			break;
 		}
-		uint64_t c = cpu_ns();
-		struct mstat_memory_mark mark = { 0 };
-		int rc = mstat_memory_read(r, pids[i], s, &mark, &m);
-		t[i] = cpu_ns() - c;
-		answered += rc == 1 && m.source == MSTAT_MEMORY_GLIBC;
+		if ((rc = mstat_reader_snapshot(r, s)) < 0) {
+			fprintf(stderr, "%d: %s\n", (int)pids[i], strerror(-rc));
+		} else {
+			uint64_t c = mbench_thread_cpu_ns();
+			struct mstat_memory_mark mark = { 0 };
+			int got = mstat_memory_read(r, pids[i], s, &mark, &m);
+			t[i] = mbench_thread_cpu_ns() - c;
+			answered += got == 1 && m.source == MSTAT_MEMORY_GLIBC;
+		}
 		mstat_reader_close(r);
 	}
-	printf("BENCH memory-look targets=%zu glibc=%llu cpu_us median=%.1f "
-	       "p90=%.1f\n", n, (unsigned long long)answered,
-	       pct(t, n, 0.5) / 1e3, pct(t, n, 0.9) / 1e3);
+	if (t && s && rc == 0)
+		printf("BENCH memory-look targets=%zu glibc=%llu cpu_us median=%.1f "
+		       "p90=%.1f\n", n, (unsigned long long)answered,
+		       (double)mbench_quantile_u64(t, n, 0.5) / 1e3,
+		       (double)mbench_quantile_u64(t, n, 0.9) / 1e3);
 	free(t);
 	free(s);
-	return 0;
+	return t && s && rc == 0 ? 0 : -1;
 }
 
 int
@@ -227,12 +185,16 @@ main(int argc, char **argv)
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	signal(SIGPIPE, SIG_IGN);
-	struct child *c = calloc(n, sizeof(*c));
+	struct mbench_target *c = calloc(n, sizeof(*c));
 	pid_t *pids = calloc(n, sizeof(*pids));
 	if (!c || !pids)
 		return 1;
+	char preload[4096];
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", lib);
+	const char *env[] = { preload, "MSTAT_NAME=bench-memory",
+			      "MSTAT_EAGER=1", NULL };
 	for (size_t i = 0; i < n; i++) {
-		if (spawn(&c[i], lib) < 0) {
+		if (mbench_target_start(&c[i], "mstat-bench-memory-tick", env) < 0) {
 			fprintf(stderr, "target %zu did not start\n", i);
 			rc = 1;
 			goto out;
@@ -251,13 +213,8 @@ main(int argc, char **argv)
 		rc = 1;
 	rcu_unregister_thread();
 out:
-	for (size_t i = 0; i < n; i++) {
-		if (c[i].pid <= 0)
-			continue;
-		close(c[i].in);
-		close(c[i].out);
-		waitpid(c[i].pid, NULL, 0);
-	}
+	for (size_t i = 0; i < n; i++)
+		mbench_target_stop(&c[i]);
 	free(c);
 	free(pids);
 	return rc;

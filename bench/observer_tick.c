@@ -34,6 +34,7 @@
 
 #include "reader.h"
 #include "clock.h"
+#include "common.h"
 #include "core.h"
 #include "sampler.h" /* the core's targets, looked at */
 
@@ -98,64 +99,6 @@ target_main(void)
 
 /* ---- the observer ---- */
 
-struct child {
-	pid_t pid;
-	int in, out; /* its stdin (we write), its stdout (we read) */
-};
-
-static int
-spawn(struct child *c, const char *lib)
-{
-	int to[2], from[2];
-	char line[8];
-
-	if (pipe2(to, O_CLOEXEC) < 0 || pipe2(from, O_CLOEXEC) < 0)
-		return -1;
-	c->pid = fork();
-	if (c->pid < 0)
-		return -1;
-	if (c->pid == 0) {
-		dup2(to[0], STDIN_FILENO);
-		dup2(from[1], STDOUT_FILENO);
-		close(to[1]);
-		close(from[0]);
-		setenv("LD_PRELOAD", lib, 1);
-		setenv("MSTAT_NAME", "bench-tick", 1);
-		setenv("MSTAT_SLOTS", "16", 1);
-		execl("/proc/self/exe", "mstat-bench-observer-tick", "--target",
-		      (char *)NULL);
-		_exit(127);
-	}
-	close(to[0]);
-	close(from[1]);
-	c->in = to[1];
-	c->out = from[0];
-	return read(c->out, line, 6) == 6 && memcmp(line, "ready\n", 6) == 0 ? 0 : -1;
-}
-
-static uint64_t
-cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-static int
-cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return (x > y) - (x < y);
-}
-
-static double
-pct(uint64_t *v, size_t n, double q)
-{
-	qsort(v, n, sizeof(*v), cmp_u64);
-	return (double)v[(size_t)(q * (double)(n - 1))] / 1000.0;
-}
-
 static int
 measure(const pid_t *pids, size_t n, unsigned ticks)
 {
@@ -186,25 +129,26 @@ measure(const pid_t *pids, size_t n, unsigned ticks)
 		return -1;
 	}
 	for (unsigned i = 0; i < ticks; i++) {
-		uint64_t w = mstat_clock_mono_ns(), c = cpu_ns();
+		uint64_t w = mstat_clock_mono_ns(), c = mbench_thread_cpu_ns();
 		mstat_core_tick(core);
-		tick[i] = cpu_ns() - c;
+		tick[i] = mbench_thread_cpu_ns() - c;
 		wall[i] = mstat_clock_mono_ns() - w;
-		c = cpu_ns();
+		c = mbench_thread_cpu_ns();
 		for (size_t k = 0; k < n; k++)
 			outs[k] = &snaps[k];
 		mstat_reader_snapshot_many(rs, n, outs, rcs,
 					   MSTAT_WAIT_BUDGET_DEFAULT_US);
-		read[i] = cpu_ns() - c;
+		read[i] = mbench_thread_cpu_ns() - c;
 		for (size_t k = 0; k < n; k++)
 			failed += rcs[k] != 0;
 	}
+#define US(v, q) ((double)mbench_quantile_u64(v, ticks, q) / 1000.0)
 	printf("BENCH observer-tick targets=%zu threads=%zu tick_cpu_us median=%.1f "
 	       "p90=%.1f read_cpu_us median=%.1f p90=%.1f wall_us median=%.1f "
 	       "failed_reads=%zu\n",
-	       n, n * THREADS, pct(tick, ticks, 0.5), pct(tick, ticks, 0.9),
-	       pct(read, ticks, 0.5), pct(read, ticks, 0.9),
-	       pct(wall, ticks, 0.5), failed);
+	       n, n * THREADS, US(tick, 0.5), US(tick, 0.9), US(read, 0.5),
+	       US(read, 0.9), US(wall, 0.5), failed);
+#undef US
 	fflush(stdout);
 	mstat_core_free(core);
 	free(tick);
@@ -221,7 +165,7 @@ main(int argc, char **argv)
 {
 	const char *lib = NULL;
 	unsigned ticks = 200;
-	static struct child c[TARGETS];
+	static struct mbench_target c[TARGETS];
 	pid_t pids[TARGETS];
 	int rc = 0;
 
@@ -239,8 +183,12 @@ main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
+	char preload[4096];
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", lib);
+	const char *env[] = { preload, "MSTAT_NAME=bench-tick", "MSTAT_SLOTS=16",
+			      NULL };
 	for (int i = 0; i < TARGETS; i++) {
-		if (spawn(&c[i], lib) < 0) {
+		if (mbench_target_start(&c[i], "mstat-bench-observer-tick", env) < 0) {
 			fprintf(stderr, "target %d did not start\n", i);
 			rc = 1;
 			goto out;
@@ -254,12 +202,7 @@ main(int argc, char **argv)
 			rc = 1;
 	rcu_unregister_thread();
 out:
-	for (int i = 0; i < TARGETS; i++) {
-		if (c[i].pid <= 0)
-			continue;
-		close(c[i].in);
-		close(c[i].out);
-		waitpid(c[i].pid, NULL, 0);
-	}
+	for (int i = 0; i < TARGETS; i++)
+		mbench_target_stop(&c[i]);
 	return rc;
 }

@@ -301,12 +301,14 @@ mbench_segment_profiled(unsigned stacks, unsigned depth, unsigned pcs,
 		st[i].frames_offset = i * depth;
 		atomic_init(&st[i].depth, depth);
 		/* A sample kept and a sample freed of 1 KiB, each standing
-		 * for 512 KiB: the default interval's weight; the one freed
-		 * after about a millisecond (2^21 ticks). */
+		 * for 512 KiB, 512 blocks: the default interval's weight; the
+		 * one freed after about a millisecond (2^21 ticks). */
 		atomic_init(&st[i].allocs, 2);
 		atomic_init(&st[i].alloc_bytes, 2048);
+		atomic_init(&st[i].alloc_objects, 2 * 512 * MSTAT_OBJECT_UNITS);
 		atomic_init(&st[i].frees, 1);
 		atomic_init(&st[i].free_bytes, 1024);
+		atomic_init(&st[i].free_objects, 512 * MSTAT_OBJECT_UNITS);
 		atomic_init(&st[i].alloc_weight, 2 * MSTAT_SAMPLE_DEFAULT);
 		atomic_init(&lt[i].freed[21], MSTAT_SAMPLE_DEFAULT);
 	}

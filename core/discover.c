@@ -342,7 +342,7 @@ target_new(struct mstat_discover *d, struct mstat_reader *r,
 			mstat_where_parse(cg, &t->where);
 		/* Its memory cgroup's OOM kills, while it lives. */
 		mstat_oom_watch_start(&t->oom, pid);
-	} else if (d->pid_ns && in->pid_ns == d->pid_ns) {
+	} else if (t->pid_ours) {
 		mstat_proc_identity(t->pid, &t->id);
 		/* The same, while the pid is still this process. */
 		if (mstat_proc_start_time(t->pid, &now) == 0 &&
@@ -771,16 +771,12 @@ mstat_discover_detach(struct mstat_discover *d, struct mstat_core_target *t)
 /* The state /proc gives the target's process, if its pid is ours to ask
  * about and still names that process; 0 if not. */
 static char
-proc_state(const struct mstat_discover *d, const struct mstat_core_target *t)
+proc_state(const struct mstat_core_target *t)
 {
 	uint64_t start;
 	char state;
 
-	/* Its pid is ours to ask about if its process was found here, or
-	 * its header's pid namespace is ours. */
-	if (!t->reader ||
-	    (!t->verified && (!d->pid_ns ||
-			      mstat_reader_info(t->reader)->pid_ns != d->pid_ns)) ||
+	if (!t->reader || !t->pid_ours ||
 	    mstat_proc_stat(t->pid, &start, &state) < 0 || start != t->start_time)
 		return 0;
 	return state;
@@ -790,7 +786,7 @@ bool
 mstat_discover_execed(const struct mstat_discover *d,
 		      const struct mstat_core_target *t)
 {
-	char state = proc_state(d, t);
+	char state = proc_state(t);
 
 	/* A zombie is a process that died, not waited for yet; one exiting
 	 * is dying: its lock went with its descriptors, a moment before it
@@ -803,7 +799,7 @@ bool
 mstat_discover_stopped(const struct mstat_discover *d,
 		       const struct mstat_core_target *t)
 {
-	return mstat_proc_state_stopped(proc_state(d, t));
+	return mstat_proc_state_stopped(proc_state(t));
 }
 
 uint64_t

@@ -85,7 +85,10 @@ find(const char *s, const char *e, const char *needle)
 	return NULL;
 }
 
-/* "oom-kill:constraint=...,task_memcg=/x,task=api,pid=4242,uid=0". */
+/* "oom-kill:constraint=...,task_memcg=/x,task=api,pid=4242,uid=0".  The
+ * comm after task= is its process's to choose, and may hold commas: the
+ * memory cgroup is the first task_memcg= field, before it, and the pid
+ * the last pid= field, after it. */
 static int
 summary(const char *s, const char *e, struct mstat_oom_kill *k)
 {
@@ -98,7 +101,7 @@ summary(const char *s, const char *e, struct mstat_oom_kill *k)
 		const char *f = memchr(s, ',', (size_t)(e - s));
 		if (!f)
 			f = e;
-		if (f - s > 11 && memcmp(s, "task_memcg=", 11) == 0) {
+		if (!memcg && f - s > 11 && memcmp(s, "task_memcg=", 11) == 0) {
 			memcg = s + 11;
 			memcg_end = f;
 		} else if (f - s > 4 && memcmp(s, "pid=", 4) == 0) {
@@ -114,19 +117,31 @@ summary(const char *s, const char *e, struct mstat_oom_kill *k)
 	return 2;
 }
 
+/* What the kernel says before ": Killed process" (mm/oom_kill.c), the
+ * whole of what precedes it: a line that only contains one of them
+ * carries what a user wrote (a file's name in a segfault's line). */
+static const char *const constraints[] = {
+	"Out of memory",
+	"Memory cgroup out of memory",
+	"Out of memory (oom_kill_allocating_task)",
+};
+
 /* "Memory cgroup out of memory: Killed process 4242 (api) total-vm:...",
- * or "Out of memory: Killed process ...", or with a reason in brackets. */
+ * or "Out of memory: Killed process ...", or with a reason in brackets:
+ * the line is [s, e), `colon` where ": Killed process " is in it. */
 static int
-kill_line(const char *s, const char *e, const char *at,
+kill_line(const char *s, const char *e, const char *colon,
 	  struct mstat_oom_kill *k)
 {
-	const char *colon = at - 2;
+	bool known = false;
 	uint64_t pid;
 
-	if (at - s < 15 || memcmp(colon, ": ", 2) != 0 ||
-	    !find(s, colon, "ut of memory"))
+	for (size_t i = 0; i < sizeof(constraints) / sizeof(constraints[0]); i++)
+		known |= (size_t)(colon - s) == strlen(constraints[i]) &&
+			 memcmp(s, constraints[i], strlen(constraints[i])) == 0;
+	if (!known)
 		return 0;
-	const char *p = at + strlen("Killed process ");
+	const char *p = colon + strlen(": Killed process ");
 	if (!number(&p, e, &pid) || pid == 0 || pid > INT32_MAX ||
 	    e - p < 3 || memcmp(p, " (", 2) != 0)
 		return 0;
@@ -165,10 +180,12 @@ mstat_oomlog_parse(const char *rec, size_t len, struct mstat_oom_kill *k)
 	if (!end)
 		end = e;
 	k->ts_us = ts;
-	if (end - text > 9 && memcmp(text, "oom-kill:", 9) == 0)
+	/* Its first field, which no comm of 15 bytes can begin a line
+	 * with (a segfault's line begins with the comm). */
+	if (end - text > 20 && memcmp(text, "oom-kill:constraint=", 20) == 0)
 		return summary(text, end, k);
-	const char *at = find(text, end, "Killed process ");
-	return at ? kill_line(text, end, at, k) : 0;
+	const char *colon = find(text, end, ": Killed process ");
+	return colon ? kill_line(text, end, colon, k) : 0;
 }
 
 void

@@ -17,7 +17,10 @@
  * drains the log at the start of every tick, so the record of a process
  * it then finds killed has been read, and keeps the last
  * MSTAT_OOMLOG_KILLS kills.  Only lines the kernel wrote count: what
- * user space writes to /dev/kmsg bears another facility.
+ * user space writes to /dev/kmsg bears another facility.  And only
+ * those that begin as the OOM killer's do: other lines of the kernel's
+ * carry text any user chooses (a segfault's line names the file its
+ * address is in, and the process's comm).
  *
  * Reading the log takes CAP_SYSLOG where kernel.dmesg_restrict is 1
  * (Debian's default), and its pids are those of the initial pid

@@ -354,14 +354,22 @@ mstat_pprof_unbias(const struct mstat_profile *p, const struct mstat_profile_sta
 	uint64_t n = live ? s->allocs - s->frees : s->allocs;
 	uint64_t b = live ? s->alloc_bytes - s->free_bytes : s->alloc_bytes;
 	uint64_t w = live ? s->alloc_weight - s->free_weight : s->alloc_weight;
+	uint64_t o = live ? s->alloc_objects - s->free_objects : s->alloc_objects;
 
+	if (p->has_objects) {
+		/* Each sample's objects and bytes, summed (6.1). */
+		*objects = (double)o / MSTAT_OBJECT_UNITS;
+		*bytes = (double)w;
+		return;
+	}
 	if (n == 0 || b == 0) {
 		*objects = *bytes = 0;
 		return;
 	}
 	if (p->weighted) {
-		/* Bytes: the sum of the samples' weights.  Objects: as many
-		 * as the average sample's bytes go into it. */
+		/* Format 6.0: bytes, the sum of the samples' weights;
+		 * objects, as many as the average sample's bytes go into
+		 * it, too few for a stack of many sizes. */
 		*bytes = (double)w;
 		*objects = (double)n * ((double)w / (double)b);
 		return;
@@ -469,10 +477,11 @@ encode_samples(struct enc *e, const struct mstat_profile *p,
 		for (size_t k = 0; k < NVALUES; k++)
 			varint(&e->sub, (uint64_t)out[k]);
 		field_msg(&e->m, SAMPLE_VALUE, &e->sub);
-		/* Its samples' average block, as Go labels each sample. */
-		if (s->allocs && s->alloc_bytes / s->allocs) {
+		/* Its average block, its bytes over its objects, as Go
+		 * labels each sample with its blocks' size. */
+		if (v[0] >= 1 && v[1] / v[0] >= 1) {
 			field_varint(&e->sub, LABEL_KEY, bytes_key);
-			field_varint(&e->sub, LABEL_NUM, s->alloc_bytes / s->allocs);
+			field_varint(&e->sub, LABEL_NUM, (uint64_t)llround(v[1] / v[0]));
 			field_msg(&e->m, SAMPLE_LABEL, &e->sub);
 		}
 		/* How long its blocks live (lifetime.h): the median lifetime

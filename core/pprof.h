@@ -30,16 +30,18 @@
 /*
  * The objects and bytes (the sizes the slots count) that the samples of
  * stack `s` of profile `p` stand for: allocated, or allocated and not
- * freed if `live`.  Bytes are the sum of the samples' weights (each
- * sample's bytes over the probability it had of being sampled, at the
- * interval of its countdown: lib/countdown.h), an unbiased estimate
- * whatever the interval did and whatever the sizes; objects are the
- * bytes over the average sample's, unbiased for a stack of one size (a
- * stack of many sizes has more of its large ones sampled: its object
- * count comes out low, as Go's does).  A profile of format 5.0 has no
- * weights: its stacks are unbiased as Go's scaleHeapSample() does, at
- * the interval in effect (samples averaging s bytes were taken with
- * probability 1 - exp(-s / sample_bytes)).
+ * freed if `live`.  Each sample of probability p (from its requested
+ * bytes and the interval of its countdown: lib/countdown.h) stands for
+ * 1/p objects and its counted bytes over p: the sums are unbiased
+ * estimates whatever the interval did and whatever the sizes.  The one
+ * place a profile's objects and bytes are made: pprof's values (--pprof,
+ * the exporter, post-mortems), the sites view and its JSON.  A profile
+ * of format 6.0 has no objects: they are its bytes over its average
+ * sample's, unbiased for a stack of one size only (a stack of many sizes
+ * has more of its large ones sampled: its object count comes out low).
+ * Format 5.0 had no weights either: its stacks are unbiased as Go's
+ * scaleHeapSample() does, at the interval in effect (samples averaging
+ * s bytes were taken with probability 1 - exp(-s / sample_bytes)).
  */
 void mstat_pprof_unbias(const struct mstat_profile *p,
 			const struct mstat_profile_stack *s, bool live,
@@ -68,8 +70,8 @@ struct mstat_pprof_options {
 /* `p` (frames named from `sym`, which may be NULL) as gzipped
  * profile.proto, into *out (malloc'ed, the caller frees it) of *len
  * bytes.  Each sample is one stack, its frames leaf first, with Go's
- * numeric label "bytes": its samples' average block.  0, or -errno with
- * a reason in err. */
+ * numeric label "bytes": its average block, its bytes over its
+ * objects.  0, or -errno with a reason in err. */
 int mstat_pprof_encode(const struct mstat_profile *p, struct mstat_symbols *sym,
 		       const struct mstat_pprof_options *o, unsigned char **out,
 		       size_t *len, char *err, size_t errlen);

@@ -66,7 +66,6 @@ static const struct recorded recorded[NRECORDED] = {
 
 /* ---- writing ---- */
 
-/* A target's field `rec` of `in`, after a comma unless it is the first. */
 /* A target's memory: the parts, and how they were found. */
 static void
 put_memory(FILE *f, const struct mstat_memory *m)
@@ -91,6 +90,7 @@ put_memory(FILE *f, const struct mstat_memory *m)
 		m->allocator_ns);
 }
 
+/* A target's field `rec` of `in`, after a comma unless it is the first. */
 static void
 put_field(FILE *f, const struct recorded *rec,
 	  const struct mstat_model_input *in, bool first)

@@ -48,7 +48,8 @@ struct mstat_web_options {
 int mstat_web_start(struct mstat_web **out, const struct mstat_web_options *o,
 		    char *err, size_t errlen);
 /* Connections each listening socket accepts at once: max_requests, and
- * as many again as answer at once what comes beyond them (web.c). */
+ * SPARE_CONNECTIONS (1024) more, answered at once, for what comes
+ * beyond them (web.c). */
 unsigned mstat_web_connections(const struct mstat_web_options *o);
 
 /* The addresses bound, as "host:port" lines, for the log. */

@@ -7,6 +7,9 @@
  *   (N) the reader's `request`, a value compared with the last one
  *       answered: relaxed.
  *   (O) the answer, a seqlock: shm/answer.h.
+ *   (T) `answering`, process-local: the one thread that answers takes it
+ *       (acquire CAS) and gives it back (release store), the last
+ *       request answered and its time with it.
  */
 #include "allocstats.h"
 
@@ -189,6 +192,8 @@ mstat_allocstats_poll(const struct mstat_segment *seg)
 	uint64_t req = atomic_load_explicit(&a->request, memory_order_relaxed);
 	uint64_t now = mstat_clock_ns(CLOCK_MONOTONIC_COARSE);
 	bool busy = false;
+	/* (T) acquire: pairs with the release below of the thread that
+	 * answered last; what it answered is seen. */
 	if (!due(req, now) ||
 	    !atomic_compare_exchange_strong_explicit(&alloc.answering, &busy, true,
 						     memory_order_acquire,
@@ -201,8 +206,8 @@ mstat_allocstats_poll(const struct mstat_segment *seg)
 		atomic_store_explicit(&alloc.answered, req, memory_order_relaxed);
 		atomic_store_explicit(&alloc.answered_ns, now, memory_order_relaxed);
 	}
-	/* Release: the answer and the fields above, to the next thread that
-	 * answers (the acquire CAS). */
+	/* (T) release: the answer and the fields above, to the next thread
+	 * that answers (the acquire CAS above). */
 	atomic_store_explicit(&alloc.answering, false, memory_order_release);
 }
 

@@ -107,15 +107,26 @@ mstat_countdown_expired(struct mstat_countdown *c, int64_t *left, uint64_t n,
 	return was ? was : mean;
 }
 
-uint64_t
-mstat_sample_weight(uint64_t requested, uint64_t counted, uint64_t interval)
+/* x rounded to a whole number, at most MSTAT_WEIGHT_MAX: x may be +inf,
+ * never NaN. */
+static uint64_t
+bounded(double x)
 {
-	if (interval == 0)
-		return counted; /* nothing is sampled at 0: a bound, not a use */
-	double p = one_minus_exp((double)requested / (double)interval);
-	/* p > 0 unless nothing was asked (never sampled: a countdown runs
-	 * out on a byte); counted / p may be +inf, never NaN. */
-	double w = p > 0 ? (double)counted / p + 0.5 : (double)MSTAT_WEIGHT_MAX;
+	double w = x + 0.5;
 
 	return w >= (double)MSTAT_WEIGHT_MAX ? MSTAT_WEIGHT_MAX : (uint64_t)w;
+}
+
+struct mstat_weight
+mstat_sample_weight(uint64_t requested, uint64_t counted, uint64_t interval)
+{
+	if (interval == 0) /* nothing is sampled at 0: a bound, not a use */
+		return (struct mstat_weight){ counted, MSTAT_OBJECT_UNITS };
+	double p = one_minus_exp((double)requested / (double)interval);
+	/* p > 0 unless nothing was asked (never sampled: a countdown runs
+	 * out on a byte). */
+	if (!(p > 0))
+		return (struct mstat_weight){ MSTAT_WEIGHT_MAX, MSTAT_WEIGHT_MAX };
+	return (struct mstat_weight){ bounded((double)counted / p),
+				      bounded(MSTAT_OBJECT_UNITS / p) };
 }

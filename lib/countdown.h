@@ -30,12 +30,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "layout.h"
+
 /* While sampling is off, a thread looks again at the interval after this
  * many bytes: a countdown that is no draw, and samples nothing. */
 #define MSTAT_RECHECK_BYTES (UINT64_C(64) << 20)
-/* The largest weight of one sample, in bytes (2^56): a bound for the
- * conversion, far above any a block can have (its counted bytes over a
- * probability of at least 1 - exp(-1 / 2^40)). */
+/* The largest weight of one sample, in bytes or in MSTAT_OBJECT_UNITS
+ * (2^56): a bound for the conversion, far above any a block can have
+ * (its counted bytes, or 256, over a probability of at least
+ * 1 - exp(-1 / 2^40)). */
 #define MSTAT_WEIGHT_MAX (UINT64_C(1) << 56)
 
 struct mstat_countdown {
@@ -67,13 +70,22 @@ uint64_t mstat_countdown_expired(struct mstat_countdown *c, int64_t *left,
 				 uint64_t n, uint64_t mean)
 	__attribute__((visibility("hidden")));
 
-/* The bytes a sample stands for: `counted` (the size the counters count
- * the block with) over the probability 1 - exp(-requested / interval) that
- * an allocation of `requested` bytes (what its countdown counted) was
- * sampled at that mean interval; rounded, at most MSTAT_WEIGHT_MAX
- * (`counted` for an interval of 0, at which nothing is sampled). */
-uint64_t mstat_sample_weight(uint64_t requested, uint64_t counted,
-			     uint64_t interval)
+/* What a sample stands for (shm/layout.h, struct mstat_shm_stack). */
+struct mstat_weight {
+	uint64_t bytes;   /* counted / p, rounded */
+	uint64_t objects; /* MSTAT_OBJECT_UNITS / p, rounded */
+};
+
+/* What a sample stands for, p being the probability 1 - exp(-requested /
+ * interval) that an allocation of `requested` bytes (what its countdown
+ * counted) was sampled at that mean interval: `counted` bytes (the size
+ * the counters count the block with) over p, and one block over p, each
+ * at most MSTAT_WEIGHT_MAX (`counted` bytes and one block for an interval
+ * of 0, at which nothing is sampled).  Each from the sample's own size:
+ * the blocks of a call site are sampled with probabilities as different
+ * as their sizes. */
+struct mstat_weight mstat_sample_weight(uint64_t requested, uint64_t counted,
+					uint64_t interval)
 	__attribute__((visibility("hidden")));
 
 #endif /* MSTAT_LIB_COUNTDOWN_H */

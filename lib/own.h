@@ -14,12 +14,15 @@
 
 /*
  * The library's own work: while a thread does it (loads libunwind, takes
- * a stack, gives itself a slot, opens its reader of itself, registers its
- * handlers), what glibc and libunwind allocate for it is the library's,
- * not the program's, and neither that allocation nor its free, whenever
- * and by whomever, is counted (mstat_own_alloc()).  Nests.  The
- * thread's `fast` slot is NULL meanwhile: its allocations leave the
- * inline paths for the ones that look at this.
+ * its first stack, gives itself a slot, opens its reader of itself,
+ * registers its handlers), what glibc and libunwind allocate for it is
+ * the library's, not the program's, and neither that allocation nor its
+ * free, whenever and by whomever, is counted (mstat_own_alloc()).
+ * Nests.  The thread's `fast` slot is NULL meanwhile: its allocations
+ * leave the inline paths for the ones that look at this.  Its signals
+ * wait, but for faults (own.c), and their handlers run once the work is
+ * done, allocating as the program: two system calls, at the outermost
+ * begin and end.
  */
 void mstat_own_begin(void) MSTAT_HIDDEN;
 void mstat_own_end(void) MSTAT_HIDDEN;

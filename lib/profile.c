@@ -6,11 +6,11 @@
  * The ordered accesses, named as in docs/design.md ("Heap profile"):
  *   (J) a stack entry's `depth`, stored with release once its frames are
  *       written; readers load it with acquire before the frames.
- *   (K) a stack's `frees`/`free_bytes` and its lifetime bucket added with
- *       release after its allocation was added (the block reached the
- *       freeing thread through the program's own synchronisation);
- *       readers load them before the allocations', with acquire: per
- *       stack, frees <= allocs, and so on.
+ *   (K) a stack's `frees`/`free_bytes`/`free_objects` and its lifetime
+ *       bucket added with release after its allocation was added (the
+ *       block reached the freeing thread through the program's own
+ *       synchronisation); readers load them before the allocations',
+ *       with acquire: per stack, frees <= allocs, and so on.
  *   (L) `modules_used` stored with release after the module entry.
  *   (U) the reader's `sample_request`, a plain value: relaxed.
  *   (T) a live sample's birth word, stored and cleared relaxed: a word
@@ -47,7 +47,7 @@
 #include "segment.h"
 #include "status.h"
 
-/* Live sampled blocks remembered; 40 bytes each, pages taken as used.
+/* Live sampled blocks remembered; 48 bytes each, pages taken as used.
  * Entry i's birth is word i of the region's births (layout.h). */
 #define LIVE_MAX MSTAT_LIVE_SAMPLES
 #define LIVE_PROBES 32u
@@ -72,7 +72,7 @@ struct mstat_sample {
 	_Atomic uintptr_t p; /* 0 free, LIVE_GONE forgotten, else the block */
 	uint32_t stack;      /* NO_STACK until one is taken */
 	uint32_t gen;
-	uint64_t weight;     /* the bytes it stands for (countdown.h) */
+	struct mstat_weight weight; /* what it stands for (countdown.h) */
 	uint64_t counted;    /* the size its allocation was counted with */
 	uint64_t born;       /* the tick it became the program's */
 };
@@ -117,6 +117,9 @@ static struct {
 	 * child.  Release store in set_up(); acquire in live_table(). */
 	_Atomic(struct mstat_sample *) live;
 	uint32_t gen;               /* forks in this process's line */
+	/* The dynamic loader's code, [loader_lo, loader_hi): found by
+	 * set_up() (mstat_profile_loader()). */
+	uintptr_t loader_lo, loader_hi;
 	/* libunwind's unw_backtrace(), loaded at the first sample. */
 	int (*backtrace)(void **buf, int size);
 	unsigned nknown;            /* under `scanning` */
@@ -249,9 +252,38 @@ on_segment(void)
 		 * thread, now rather than inside a sampled malloc. */
 		void *buf[2];
 		(void)prof.backtrace(buf, 2);
+		mstat_thread.unwound = true;
 	}
 	mstat_thread.in_sample = false;
 	errno = saved;
+}
+
+/* The dynamic loader's own __tls_get_addr(), whose object is the loader. */
+extern void *__tls_get_addr(void *);
+
+/* dl_iterate_phdr()'s callback: the range of the object holding `arg`,
+ * the loader's, into prof. */
+static int
+find_loader(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	uintptr_t a = (uintptr_t)arg, lo = UINTPTR_MAX, hi = 0;
+
+	(void)size;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t s = info->dlpi_addr + ph->p_vaddr;
+		if (s < lo)
+			lo = s;
+		if (s + ph->p_memsz > hi)
+			hi = s + ph->p_memsz;
+	}
+	if (lo >= hi || a - lo >= hi - lo)
+		return 0;
+	prof.loader_lo = lo;
+	prof.loader_hi = hi;
+	return 1;
 }
 
 /* The stack index emptied in a fork child, once it samples (set_up()).
@@ -268,8 +300,8 @@ fresh_index(void)
 }
 
 /* The region's addresses and the live table, once, with the storage of
- * the region's first page (its head); false if there is none (then
- * sampling stays off, said once). */
+ * the region's first page (its head), and where the loader is; false if
+ * there is no storage (then sampling stays off, said once). */
 static bool
 set_up(const struct mstat_segment *seg)
 {
@@ -290,6 +322,8 @@ set_up(const struct mstat_segment *seg)
 	}
 	prof.fd = seg->fd;
 	prof.region_offset = MSTAT_PROFILE_OFFSET(MSTAT_CLASS_COUNT, seg->slot_count);
+	if (!prof.loader_hi)
+		dl_iterate_phdr(find_loader, (void *)(uintptr_t)&__tls_get_addr);
 	/* A fork child's: its parent's entries, whose stacks are not in
 	 * this segment.  No thread reads it until DONE. */
 	if (prof.index_stale) {
@@ -379,6 +413,13 @@ begin(size_t n)
 	}
 	t->sample_interval = at;
 	return true;
+}
+
+bool
+mstat_profile_loader(const void *caller)
+{
+	/* Set up: begin() said so, with an acquire of `setup`. */
+	return (uintptr_t)caller - prof.loader_lo < prof.loader_hi - prof.loader_lo;
 }
 
 void
@@ -705,10 +746,27 @@ mstat_profile_record(struct mstat_sample *e, const void *caller)
 	if (e) {
 		born(e);
 		mstat_probe_alloc(atomic_load_explicit(&e->p, memory_order_relaxed),
-				  e->counted, e->weight);
+				  e->counted, e->weight.bytes);
 	}
 	mstat_thread.in_sample = false;
 	errno = saved;
+}
+
+/* The return addresses of this thread's stack, into buf.  Its first
+ * stack makes libunwind's thread-local block (a library loaded with
+ * dlopen has its TLS on the heap): the library's own work.  Later ones
+ * allocate nothing, and are not, so that a sample makes no system call
+ * for it (own.h). */
+static int
+unwind(void **buf, int n)
+{
+	if (mstat_thread.unwound)
+		return prof.backtrace(buf, n);
+	mstat_own_begin();
+	int got = prof.backtrace(buf, n);
+	mstat_own_end();
+	mstat_thread.unwound = true;
+	return got;
 }
 
 static void
@@ -724,7 +782,7 @@ record(struct mstat_sample *e, const void *caller)
 		dropped();
 		return;
 	}
-	got = prof.backtrace(buf, (int)(sizeof(buf) / sizeof(buf[0])));
+	got = unwind(buf, (int)(sizeof(buf) / sizeof(buf[0])));
 	/* The frames above the caller are the library's. */
 	for (int i = 0; i < got && i < OWN_FRAMES; i++)
 		if (buf[i] == caller) {
@@ -745,7 +803,9 @@ record(struct mstat_sample *e, const void *caller)
 	e->stack = (uint32_t)k;
 	struct mstat_shm_stack *st = &prof.stacks[k];
 	/* Relaxed: the frees that follow are ordered after these by (K). */
-	atomic_fetch_add_explicit(&st->alloc_weight, e->weight, memory_order_relaxed);
+	atomic_fetch_add_explicit(&st->alloc_weight, e->weight.bytes, memory_order_relaxed);
+	atomic_fetch_add_explicit(&st->alloc_objects, e->weight.objects,
+				  memory_order_relaxed);
 	atomic_fetch_add_explicit(&st->alloc_bytes, e->counted, memory_order_relaxed);
 	atomic_fetch_add_explicit(&st->allocs, 1, memory_order_relaxed);
 }
@@ -769,7 +829,8 @@ mstat_profile_freed(void *p, size_t *counted)
 		return false;
 	uint64_t now = mstat_clock_ticks();
 	uint32_t k = e->stack, gen = e->gen;
-	uint64_t weight = e->weight, age = now - e->born;
+	struct mstat_weight weight = e->weight;
+	uint64_t age = now - e->born;
 	*counted = e->counted;
 	mstat_probe_free((uintptr_t)p);
 	bool ours = k < MSTAT_STACKS && gen == prof.gen;
@@ -789,10 +850,12 @@ mstat_profile_freed(void *p, size_t *counted)
 		unsigned b = lifetime_bucket((int64_t)age < 0 ? 0 : age);
 		/* (K) release: after the allocation's adds, which happened
 		 * before this free; pairs with the reader's acquire loads of
-		 * frees, free_bytes and the lifetime buckets, made before it
-		 * loads the allocation's.  The very amounts its allocation
-		 * added: the buckets sum to the weights freed. */
-		atomic_fetch_add_explicit(&prof.lifetimes[k].freed[b], weight,
+		 * frees, free_bytes, free_objects and the lifetime buckets,
+		 * made before it loads the allocation's.  The very amounts its
+		 * allocation added: the buckets sum to the weights freed. */
+		atomic_fetch_add_explicit(&prof.lifetimes[k].freed[b], weight.bytes,
+					  memory_order_release);
+		atomic_fetch_add_explicit(&s->free_objects, weight.objects,
 					  memory_order_release);
 		atomic_fetch_add_explicit(&s->free_bytes, *counted, memory_order_release);
 		atomic_fetch_add_explicit(&s->frees, 1, memory_order_release);

@@ -72,7 +72,15 @@ struct mstat_sample *mstat_profile_note(void *p, size_t requested,
  * and are left out); closes the sampling. */
 void mstat_profile_record(struct mstat_sample *e, const void *caller) MSTAT_HIDDEN;
 
-/* The sampled allocation failed. */
+/* Whether `caller`, the code a sampled allocation returns to, is the
+ * dynamic loader's: its allocations are not sampled (cancel them).  It
+ * allocates as it grows a thread's thread-local storage, from inside
+ * __tls_get_addr(), and until it is done the storage is half made: the
+ * unwinder, whose own thread-local storage it is, would read it, and
+ * glibc abort or the process fault. */
+bool mstat_profile_loader(const void *caller) MSTAT_HIDDEN;
+
+/* The sampled allocation failed, or is not sampled. */
 void mstat_profile_cancel(void) MSTAT_HIDDEN;
 
 /* `p` is being freed (or reallocated), while it is still live: if it

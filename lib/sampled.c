@@ -69,8 +69,10 @@ mstat_sampled(void *q, size_t n, size_t align, size_t copy, bool zero,
 	size_t size;
 	void *p = q;
 
-	/* A pool block here is an own one (own.h): not the program's. */
+	/* A pool block here is an own one (own.h): not the program's.  The
+	 * loader's blocks are not sampled (profile.h). */
 	if (!q || mstat_arena_has(q) || mstat_pool_has(q) ||
+	    mstat_profile_loader(caller) ||
 	    !counted_size(q, &size) ||
 	    (!mstat_sample_place(q) && !(p = sample_block(size, align)))) {
 		mstat_profile_cancel();
@@ -89,11 +91,7 @@ mstat_sampled(void *q, size_t n, size_t align, size_t copy, bool zero,
 			memcpy(p, q, copy < size ? copy : size);
 		mstat_next.free(q);
 	}
-	/* The stack: what libunwind allocates for it (a thread's first one
-	 * makes its thread-local block) is the library's own. */
-	mstat_own_begin();
 	mstat_profile_record(e, caller);
-	mstat_own_end();
 	return p;
 }
 

@@ -9,6 +9,7 @@
 #include "own.h"
 #include "slots.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <string.h>
 #include <unistd.h>
@@ -171,7 +172,11 @@ mstat_section_open_slow(struct mstat_section *sec)
 			    (atomic_load_explicit(&mstat_writer_config.stop,
 						  memory_order_relaxed) & MSTAT_STOP_EXIT))
 				return false;
+			/* Inside malloc: a slot whose pages cannot be had
+			 * (ENOSPC) is not the caller's error. */
+			int saved = errno;
 			claim_slot();
+			errno = saved;
 			if (!mstat_thread.own)
 				return false;
 			continue;

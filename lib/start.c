@@ -89,8 +89,13 @@ mstat_publish(void)
 		mstat_proc.starter = mstat_tid();
 	}
 	mstat_shared_unlock();
-	if (go)
+	if (go) {
+		/* Inside malloc, whose caller reads errno as it left it: a
+		 * segment that cannot be made (ENOSPC) is not its error. */
+		int saved = errno;
 		start();
+		errno = saved;
+	}
 }
 
 void

@@ -12,6 +12,7 @@
 #define MSTAT_LIB_STATE_H
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -170,8 +171,10 @@ struct mstat_thread {
 	int64_t sample_left;
 
 	/* The rest, by the file that writes it.  The library's own work
-	 * (own.c): nests; relaxed, this thread's and its signal handlers'. */
+	 * (own.c): nests; relaxed, this thread's and its signal handlers'.
+	 * The signal mask the outermost found, which its end puts back. */
 	_Atomic unsigned own_depth;
+	sigset_t own_mask;
 	/* Its slot (slots.c). */
 	unsigned char state;  /* enum mstat_thread_state */
 	uint32_t slot_index;  /* of `own` */
@@ -210,6 +213,8 @@ struct mstat_thread {
 	 * more; its countdown (its bytes left are sample_left), and the mean
 	 * interval of the sample it is taking. */
 	bool in_sample;
+	/* It has taken a stack: libunwind's thread-local block exists. */
+	bool unwound;
 	struct mstat_countdown countdown;
 	uint64_t sample_interval;
 	/* Per part of the pool, the word it last took a slot from, plus one;

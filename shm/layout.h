@@ -60,8 +60,8 @@
  *    and the sampling words in the header.
  * 5: chunk rows after the class rows of each generation.
  * A minor version keeps every field where it was, and gives meaning to
- * words an older one left reserved (0): readers accept any minor, and
- * ignore what they do not know.
+ * words an older one left reserved or never wrote (0): readers accept
+ * any minor, and ignore what they do not know.
  * 5.1: a stack entry's weights, and its bytes counted as the slots count
  *      them (requested bytes in 5.0; a 5.0 reader takes them for those,
  *      and unbiases blocks with slack a little low: struct
@@ -79,6 +79,10 @@
  *    stack's `free_weight` held, now reserved) and a birth word per live
  *    sample, after the module list; 5.3's allocator words, in every
  *    segment.
+ * 6.1: a stack entry's objects, the blocks its samples stand for, in
+ *      the two words 6.0 left reserved (struct mstat_shm_stack): a 6.0
+ *      reader takes a stack's objects for its weight over its average
+ *      sample, as before, too few for a stack of many sizes.
  * 6.2: the attach (mstat-attach): the header's `attached_ns`, in the
  *      padding after `name` (0 in a segment of 6.1 or before: not
  *      attached), and the prior rows, a line per generation after the
@@ -394,11 +398,11 @@ _Static_assert(offsetof(struct mstat_shm_header, killed_s) ==
  *     entering the same new stack at once may make two entries: readers
  *     merge them.
  *   - a stack's counters are cumulative, updated with atomic adds: an
- *     allocation adds allocs, alloc_bytes and alloc_weight, the free of a
- *     sampled block the same amounts to frees, free_bytes and its
- *     lifetime bucket (struct mstat_shm_lifetimes), each with release
- *     (K); a reader loads the frees' before the allocations', with
- *     acquire, so each is at most its allocations'.
+ *     allocation adds allocs, alloc_bytes, alloc_objects and alloc_weight,
+ *     the free of a sampled block the same amounts to frees, free_bytes,
+ *     free_objects and its lifetime bucket (struct mstat_shm_lifetimes),
+ *     each with release (K); a reader loads the frees' before the
+ *     allocations', with acquire, so each is at most its allocations'.
  *   - modules [0, modules_used) are complete: each is written, then
  *     `modules_used` stored with release (L).
  *   - births: word i is the live sampled block of the target's live-table
@@ -429,15 +433,18 @@ struct mstat_shm_profile {
 /*
  * A stack entry.  Bytes are the sizes the blocks were counted with (the
  * allocator's usable size, as the slots count them); 5.0 kept requested
- * bytes there.  A sample's weight is the bytes it stands for: its
- * counted bytes over the probability it had of being sampled (computed
- * from its requested bytes, which its countdown counted, and the mean
- * interval of that countdown: lib/countdown.h), rounded to a byte.  Sums
- * of weights are unbiased estimates of the bytes the stack allocated and
- * freed, at whatever interval each sample was taken (5.1; 0 in 5.0).
+ * bytes there.  Each sample stands for 1/p blocks, p being the
+ * probability it had of being sampled (computed from its requested
+ * bytes, which its countdown counted, and the mean interval of that
+ * countdown: lib/countdown.h): its weight is its counted bytes over p,
+ * rounded to a byte (5.1), and its objects 1/p, in MSTAT_OBJECT_UNITS of
+ * one, rounded (6.1).  Their sums are unbiased estimates of the bytes
+ * and the blocks the stack allocated and freed, whatever the interval
+ * did and whatever the sizes; a free adds what its allocation added.
  */
+#define MSTAT_OBJECT_UNITS 256u
 struct mstat_shm_stack {
-	uint64_t reserved0;
+	_Atomic uint64_t alloc_objects; /* 6.1: the objects they stand for */
 	_Atomic uint32_t depth;        /* (J) frames, 1..MSTAT_STACK_DEPTH */
 	uint32_t frames_offset;        /* index of its first frame in the pool */
 	_Atomic uint64_t allocs;       /* (K) sampled allocations */
@@ -445,9 +452,9 @@ struct mstat_shm_stack {
 	_Atomic uint64_t frees;        /* (K) sampled allocations freed */
 	_Atomic uint64_t free_bytes;
 	_Atomic uint64_t alloc_weight; /* 5.1: the sum of their weights */
-	uint64_t reserved1;            /* 5.x: free_weight, the sum of the
-					* freed weights: in 6, of the stack's
-					* lifetime buckets */
+	_Atomic uint64_t free_objects; /* (K) 6.1; 5.x: free_weight, the sum
+					* of the freed weights, which in 6 the
+					* lifetime buckets sum */
 };
 
 /* The lifetimes of a stack entry's freed samples (6): entry i of the

@@ -694,7 +694,7 @@ mstat_proc_maps_open(struct mstat_proc_maps *m, pid_t pid)
 
 	proc_path(path, pid, "maps");
 	m->len = m->off = 0;
-	m->eof = false;
+	m->eof = m->cut = false;
 	m->fd = open(path, O_RDONLY | O_CLOEXEC);
 	return m->fd < 0 ? -errno : 0;
 }
@@ -724,14 +724,33 @@ maps_fill(struct mstat_proc_maps *m, int *rc)
 	return true;
 }
 
+/* Passes over the rest of a line cut at the buffer's end: false at the
+ * file's end (or on an error: -errno in *rc). */
+static bool
+maps_skip_cut(struct mstat_proc_maps *m, int *rc)
+{
+	while (m->cut) {
+		char *nl = memchr(m->buf + m->off, '\n', m->len - m->off);
+		if (nl) {
+			m->off = (size_t)(nl - m->buf) + 1;
+			m->cut = false;
+		} else {
+			m->off = m->len;
+			if (!maps_fill(m, rc))
+				return false;
+		}
+	}
+	return true;
+}
+
 int
 mstat_proc_maps_next(struct mstat_proc_maps *m, struct mstat_proc_map *out)
 {
 	int rc = 0;
 	char *nl;
 
-	/* A line is at most a path (PATH_MAX) and 100 bytes: the buffer
-	 * holds any whole. */
+	if (!maps_skip_cut(m, &rc))
+		return rc;
 	while (!(nl = memchr(m->buf + m->off, '\n', m->len - m->off)) &&
 	       maps_fill(m, &rc))
 		;
@@ -740,10 +759,12 @@ mstat_proc_maps_next(struct mstat_proc_maps *m, struct mstat_proc_map *out)
 	if (m->off == m->len)
 		return 0;
 	char *line = m->buf + m->off;
-	if (!nl && !m->eof)
-		return -EPROTO; /* longer than the buffer: not a maps line */
+	/* A line longer than the buffer (a path deeper than PATH_MAX, a
+	 * name's line feeds written \012) is taken as far as it goes, its
+	 * name cut; its rest is passed over at the next call. */
+	m->cut = !nl && !m->eof;
 	if (!nl)
-		nl = m->buf + m->len; /* the last line, without its line feed */
+		nl = m->buf + m->len; /* the last line, or a cut one */
 	*nl = '\0';
 	m->off = nl == m->buf + m->len ? m->len : (size_t)(nl - m->buf) + 1;
 	return mstat_proc_map_parse(line, out) < 0 ? -EPROTO : 1;

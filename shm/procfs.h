@@ -180,12 +180,13 @@ struct mstat_proc_map {
 	char perms[5];      /* "rw-p" */
 	const char *name;   /* "" if anonymous; "[heap]", "[stack]", a path:
 			     * in the iterator's buffer until the next call,
-			     * cut at 4095 bytes */
+			     * cut where its line is longer than that */
 };
 struct mstat_proc_maps {
 	int fd;
 	size_t len, off;
 	bool eof;
+	bool cut;           /* the last line was cut: its rest is passed over */
 	char buf[8192];
 };
 /* 0 or -errno. */

@@ -66,6 +66,7 @@ struct mstat_reader {
 	struct mstat_target_info info;
 	uint32_t class_count, slot_count, slot_size, slots_offset;
 	uint32_t profile_offset, stack_capacity, frame_capacity, module_capacity;
+	uint16_t version_minor;
 	uint64_t class_max[MSTAT_MAX_CLASSES];
 	unsigned wait_budget_us;
 
@@ -223,6 +224,7 @@ attach_fd(struct mstat_reader *r, const char *label, uid_t uid)
 	r->stack_capacity = h.stack_capacity;
 	r->frame_capacity = h.frame_capacity;
 	r->module_capacity = h.module_capacity;
+	r->version_minor = h.version_minor;
 	struct copy_classes cc = { r, h.classes_offset };
 	if (mstat_guarded(copy_classes, &cc) < 0)
 		return fail(r, -EFAULT, "%s: truncated while being opened", label);
@@ -1088,6 +1090,7 @@ read_profile(void *arg)
 	out->sample_bytes = atomic_load_explicit(&r->ctl->sample_bytes,
 						 memory_order_relaxed);
 	out->weighted = true; /* every segment of format 6 */
+	out->has_objects = r->version_minor >= 1;
 	/* The counter's rate: from when the target set its profile up to
 	 * now.  Written before any entry is published (J). */
 	out->tick0 = hp->tick0;
@@ -1133,6 +1136,10 @@ read_profile(void *arg)
 		 * free, which follow its allocation's adds. */
 		s->frees = atomic_load_explicit(&e->frees, memory_order_acquire);
 		s->free_bytes = atomic_load_explicit(&e->free_bytes, memory_order_acquire);
+		s->free_objects = out->has_objects
+					  ? atomic_load_explicit(&e->free_objects,
+								 memory_order_acquire)
+					  : 0;
 		s->free_weight = 0;
 		for (uint32_t b = 0; b < MSTAT_LIFETIMES; b++) {
 			s->lifetimes[b] = atomic_load_explicit(&lt[i].freed[b],
@@ -1141,11 +1148,16 @@ read_profile(void *arg)
 		}
 		s->allocs = atomic_load_explicit(&e->allocs, memory_order_relaxed);
 		s->alloc_bytes = atomic_load_explicit(&e->alloc_bytes, memory_order_relaxed);
+		s->alloc_objects = out->has_objects
+					   ? atomic_load_explicit(&e->alloc_objects,
+								  memory_order_relaxed)
+					   : 0;
 		s->alloc_weight = out->weighted ? atomic_load_explicit(&e->alloc_weight,
 									memory_order_relaxed) : 0;
 		/* A writer never shows a free without its allocation (K):
 		 * an entry that does was not written by one. */
 		if (s->frees > s->allocs || s->free_bytes > s->alloc_bytes ||
+		    s->free_objects > s->alloc_objects ||
 		    s->free_weight > s->alloc_weight)
 			continue;
 		s->depth = d;
@@ -1203,6 +1215,8 @@ mstat_reader_profile(struct mstat_reader *r, struct mstat_profile *out)
 			t->alloc_bytes = add_sat(t->alloc_bytes, s->alloc_bytes);
 			t->frees = add_sat(t->frees, s->frees);
 			t->free_bytes = add_sat(t->free_bytes, s->free_bytes);
+			t->alloc_objects = add_sat(t->alloc_objects, s->alloc_objects);
+			t->free_objects = add_sat(t->free_objects, s->free_objects);
 			t->alloc_weight = add_sat(t->alloc_weight, s->alloc_weight);
 			t->free_weight = add_sat(t->free_weight, s->free_weight);
 			for (uint32_t b = 0; b < MSTAT_LIFETIMES; b++)
@@ -1290,16 +1304,11 @@ load_alloc(void *arg)
 	o->pool_size = a->pool_size;
 	/* Relaxed: values, publishing nothing. */
 	o->pool_base = atomic_load_explicit(&a->pool_base, memory_order_relaxed);
-	o->request = atomic_load_explicit(&a->request, memory_order_relaxed);
 	o->answered = mstat_answer_read(a, &f, ALLOC_TRIES);
 	if (o->answered) {
-		o->answered_request = f.answered;
 		o->answer_ns = f.answer_ns;
-		o->cost_ns = f.cost_ns;
 		o->resident = f.resident;
-		o->allocated = f.allocated;
 		o->metadata = f.metadata;
-		o->retained = f.retained;
 	}
 	if (q->ask && (o->allocator == MSTAT_ALLOCATOR_JEMALLOC ||
 		       o->allocator == MSTAT_ALLOCATOR_TCMALLOC))

@@ -133,16 +133,16 @@ void mstat_reader_snapshot_many(struct mstat_reader **rs, size_t n,
  * The sampled heap profile (docs/design.md, "Heap profile").  Read without
  * the flock and without rotating anything: its counters are cumulative
  * and only grow.  What a read guarantees: every stack has all its frames;
- * per stack, frees <= allocs, free_bytes <= alloc_bytes and free_weight
- * <= alloc_weight (a free is never seen without its allocation); every
- * module listed is whole; a stack's lifetime buckets sum to its
- * free_weight.  It is not the cut of a snapshot: a sample taken during
+ * per stack, frees <= allocs, free_bytes <= alloc_bytes, free_objects <=
+ * alloc_objects and free_weight <= alloc_weight (a free is never seen
+ * without its allocation); every module listed is whole; a stack's
+ * lifetime buckets sum to its free_weight.  It is not the cut of a snapshot: a sample taken during
  * the read may be in or out, and a live sample's birth is read apart
  * from its stack's counts.  Stacks the target entered
  * twice (two threads making the same new entry at once) are merged, their
- * sums stopping at UINT64_MAX.  Counts are of samples; the weights are
- * the bytes the samples stand for, which core/pprof.h turns into
- * estimates.  The region is the target's to
+ * sums stopping at UINT64_MAX.  Counts are of samples; the weights and
+ * objects are the bytes and blocks the samples stand for, which
+ * core/pprof.h turns into estimates.  The region is the target's to
  * write: entries no writer makes (a depth or frames out of bounds, more
  * frees than allocations, an empty module) are left out, and counts,
  * lengths and paths bounded (docs/design.md, "Reading it"), so that the
@@ -155,6 +155,9 @@ struct mstat_profile_stack {
 	/* The bytes they stand for (layout.h, struct mstat_shm_stack); 0
 	 * unless the profile is `weighted`. */
 	uint64_t alloc_weight, free_weight;
+	/* The objects they stand for, in MSTAT_OBJECT_UNITS of one; 0 unless
+	 * the profile `has_objects`. */
+	uint64_t alloc_objects, free_objects;
 	/* The weights freed by lifetime: bucket b, [2^b, 2^(b+1)) ticks of
 	 * the profile's counter (layout.h, struct mstat_shm_lifetimes). */
 	uint64_t lifetimes[MSTAT_LIFETIMES];
@@ -179,6 +182,9 @@ struct mstat_profile {
 	/* Its stacks carry weights (format 5.1 on); else their counts are
 	 * unbiased with sample_bytes, as their samples' interval. */
 	bool weighted;
+	/* Its stacks count their objects (format 6.1 on); else a stack's
+	 * objects are estimated from its weight and its bytes. */
+	bool has_objects;
 	uint64_t samples;       /* taken */
 	uint64_t dropped;       /* taken, not kept (a table was full) */
 	/* The tick counter (shm/clock.h) and CLOCK_MONOTONIC when the target
@@ -214,17 +220,14 @@ double mstat_profile_ns_per_tick(const struct mstat_profile *p);
  * the library's is none).  The figures are the allocator's last answer
  * to a request (`ask` below), if it gave one: one answer
  * whole, or none if it was being written at each of a few tries (not
- * waited for).
+ * waited for); those the parts are made of (core/memory.h).
  */
 struct mstat_alloc_info {
 	uint32_t allocator;          /* enum mstat_allocator */
 	uint64_t pool_base, pool_size, pool_own_offset;
 	bool answered;               /* the figures below are an answer */
-	uint64_t answered_request;   /* the request it answered */
-	uint64_t request;            /* the last request made */
 	uint64_t answer_ns;          /* CLOCK_REALTIME it was made */
-	uint64_t cost_ns;            /* CPU time it took the target's thread */
-	uint64_t resident, allocated, metadata, retained; /* bytes */
+	uint64_t resident, metadata; /* bytes */
 };
 #define MSTAT_POOL_SIZE_LIMIT (UINT64_C(1) << 32)
 /* With `ask`, the target is asked for its allocator's figures again,

@@ -438,6 +438,8 @@ same_stack(const struct mstat_profile_stack *x, const struct mstat_profile_stack
 {
 	return x->allocs == y->allocs && x->alloc_bytes == y->alloc_bytes &&
 	       x->frees == y->frees && x->free_bytes == y->free_bytes &&
+	       x->alloc_objects == y->alloc_objects &&
+	       x->free_objects == y->free_objects &&
 	       x->alloc_weight == y->alloc_weight &&
 	       x->free_weight == y->free_weight &&
 	       memcmp(x->lifetimes, y->lifetimes, sizeof(x->lifetimes)) == 0 &&
@@ -483,8 +485,10 @@ add_sat(uint64_t a, uint64_t b)
  * difference.  A module is kept if its range is not empty, with a build id
  * longer than its array taken as none and its path cut to its array; a
  * stack, if it has 1..MSTAT_STACK_DEPTH frames inside the pool, an
- * allocation counted, and no more frees, freed bytes or freed weight than
- * allocated; its freed weight the sum of its lifetime buckets, up to 2^64
+ * allocation counted, and no more frees, freed bytes, freed objects or
+ * freed weight than allocated; its objects read only from a segment of
+ * minor version 1 on (0 before); its freed weight the sum of its
+ * lifetime buckets, up to 2^64
  * - 1; its live samples the birth words naming it, whose time parts are
  * summed, counted and the least kept; the stacks with the same frames are
  * one, their counts summed up to 2^64 - 1.  Only entries below the counts
@@ -502,6 +506,7 @@ model_profile(const struct image *im, const struct mstat_shm_header *h,
 	memset(x, 0, sizeof(*x));
 	x->sample_bytes = atomic_load_explicit(&h->sample_bytes, memory_order_relaxed);
 	x->weighted = true;
+	x->has_objects = h->version_minor >= 1;
 	x->samples = atomic_load_explicit(&head.samples, memory_order_relaxed);
 	x->dropped = atomic_load_explicit(&head.dropped, memory_order_relaxed);
 	nm = atomic_load_explicit(&head.modules_used, memory_order_relaxed);
@@ -545,6 +550,14 @@ model_profile(const struct image *im, const struct mstat_shm_header *h,
 		o->alloc_bytes = atomic_load_explicit(&e.alloc_bytes, memory_order_relaxed);
 		o->frees = atomic_load_explicit(&e.frees, memory_order_relaxed);
 		o->free_bytes = atomic_load_explicit(&e.free_bytes, memory_order_relaxed);
+		o->alloc_objects = x->has_objects
+					   ? atomic_load_explicit(&e.alloc_objects,
+								  memory_order_relaxed)
+					   : 0;
+		o->free_objects = x->has_objects
+					  ? atomic_load_explicit(&e.free_objects,
+								 memory_order_relaxed)
+					  : 0;
 		o->alloc_weight = atomic_load_explicit(&e.alloc_weight,
 						       memory_order_relaxed);
 		struct mstat_shm_lifetimes lt;
@@ -562,7 +575,9 @@ model_profile(const struct image *im, const struct mstat_shm_header *h,
 		o->born_n = o->born_sum = o->born_min = 0;
 		if (d == 0 || d > MSTAT_STACK_DEPTH || off + d > h->frame_capacity ||
 		    o->allocs == 0 || o->frees > o->allocs ||
-		    o->free_bytes > o->alloc_bytes || o->free_weight > o->alloc_weight)
+		    o->free_bytes > o->alloc_bytes ||
+		    o->free_objects > o->alloc_objects ||
+		    o->free_weight > o->alloc_weight)
 			continue;
 		o->depth = d;
 		image_read(im, at + MSTAT_PROFILE_FRAMES_OFFSET(h->stack_capacity) +
@@ -601,6 +616,8 @@ model_profile(const struct image *im, const struct mstat_shm_header *h,
 			t->alloc_bytes = add_sat(t->alloc_bytes, s->alloc_bytes);
 			t->frees = add_sat(t->frees, s->frees);
 			t->free_bytes = add_sat(t->free_bytes, s->free_bytes);
+			t->alloc_objects = add_sat(t->alloc_objects, s->alloc_objects);
+			t->free_objects = add_sat(t->free_objects, s->free_objects);
 			t->alloc_weight = add_sat(t->alloc_weight, s->alloc_weight);
 			t->free_weight = add_sat(t->free_weight, s->free_weight);
 			for (uint32_t b = 0; b < MSTAT_LIFETIMES; b++)
@@ -646,17 +663,22 @@ check_profile(const struct mstat_profile *p, const struct mstat_shm_header *h,
 		if (st->depth == 0 || st->depth > MSTAT_STACK_DEPTH)
 			die("profile: stack %u has %u frames", i, st->depth);
 		if (st->frees > st->allocs || st->free_bytes > st->alloc_bytes ||
+		    st->free_objects > st->alloc_objects ||
 		    st->free_weight > st->alloc_weight)
 			die("profile: stack %u has freed %llu of %llu, %llu of "
-			    "%llu bytes, %llu of %llu weight", i,
-			    (unsigned long long)st->frees,
+			    "%llu bytes, %llu of %llu objects, %llu of %llu "
+			    "weight", i, (unsigned long long)st->frees,
 			    (unsigned long long)st->allocs,
 			    (unsigned long long)st->free_bytes,
 			    (unsigned long long)st->alloc_bytes,
+			    (unsigned long long)st->free_objects,
+			    (unsigned long long)st->alloc_objects,
 			    (unsigned long long)st->free_weight,
 			    (unsigned long long)st->alloc_weight);
 		if (!p->weighted && (st->alloc_weight || st->free_weight))
 			die("profile: stack %u weighed in a segment of no weights", i);
+		if (!p->has_objects && (st->alloc_objects || st->free_objects))
+			die("profile: stack %u has objects in a segment of none", i);
 		for (uint32_t k = 0; k < st->depth; k++) {
 			const struct mstat_profile_module *m =
 				mstat_profile_module_of(p, st->frames[k]);
@@ -673,7 +695,8 @@ check_profile(const struct mstat_profile *p, const struct mstat_shm_header *h,
 
 	model_profile(im, h, &x);
 	if (p->sample_bytes != x.sample_bytes || p->samples != x.samples ||
-	    p->dropped != x.dropped || p->weighted != x.weighted)
+	    p->dropped != x.dropped || p->weighted != x.weighted ||
+	    p->has_objects != x.has_objects)
 		die("profile: sample counts other than the segment's");
 	if (p->nmodules != x.nmodules)
 		die("profile: %u modules, the region %u", p->nmodules, x.nmodules);

@@ -302,6 +302,10 @@ add_stack(struct seg *s, const uint64_t *f, uint32_t depth, uint64_t allocs,
 	atomic_store_explicit(&st->frees, frees, memory_order_relaxed);
 	atomic_store_explicit(&st->free_bytes, freed, memory_order_relaxed);
 	atomic_store_explicit(&st->alloc_weight, 8 * bytes, memory_order_relaxed);
+	atomic_store_explicit(&st->alloc_objects, 8 * MSTAT_OBJECT_UNITS * allocs,
+			      memory_order_relaxed);
+	atomic_store_explicit(&st->free_objects, 8 * MSTAT_OBJECT_UNITS * frees,
+			      memory_order_relaxed);
 	atomic_store_explicit(&prof_lifetimes(s, e)->freed[3], 3 * freed,
 			      memory_order_relaxed);
 	atomic_store_explicit(&prof_lifetimes(s, e)->freed[MSTAT_LIFETIMES - 1],
@@ -649,18 +653,26 @@ near_valid(void)
 	/* Buckets whose sum wraps. */
 	PVARIANT("lifetimes-wrap",
 		 atomic_store(&LIFETIMES(0)->freed[1], UINT64_MAX));
-	/* The word a 5.x writer kept its freed weight in: not read. */
-	PVARIANT("free-weight-5", STACK(0)->reserved1 = UINT64_MAX);
+	PVARIANT("freed-objects-beyond",
+		 atomic_store(&STACK(0)->free_objects,
+			      atomic_load(&STACK(0)->alloc_objects) + 1));
+	/* Format 6.0: the words that are objects in 6.1 are not read (a 5.x
+	 * writer kept its freed weight in one). */
+	PVARIANT("minor-0", H(s)->version_minor = 0;
+		 atomic_store(&STACK(0)->free_objects, UINT64_MAX));
 	/* A stack entered twice whose counts wrap when merged. */
 	PVARIANT("merge-wraps",
 		 atomic_store(&STACK(0)->allocs, UINT64_MAX);
 		 atomic_store(&STACK(0)->alloc_bytes, UINT64_MAX);
 		 atomic_store(&STACK(0)->frees, UINT64_MAX);
 		 atomic_store(&STACK(0)->free_bytes, UINT64_MAX);
+		 atomic_store(&STACK(0)->alloc_objects, UINT64_MAX);
+		 atomic_store(&STACK(0)->free_objects, UINT64_MAX);
 		 atomic_store(&STACK(0)->alloc_weight, UINT64_MAX);
 		 atomic_store(&LIFETIMES(0)->freed[3], UINT64_MAX - 8 * 5 * 4096);
 		 atomic_store(&STACK(2)->frees, 0);
 		 atomic_store(&STACK(2)->free_bytes, 0);
+		 atomic_store(&STACK(2)->free_objects, 0);
 		 atomic_store(&LIFETIMES(2)->freed[3], 0);
 		 atomic_store(&LIFETIMES(2)->freed[MSTAT_LIFETIMES - 1], 0));
 	PVARIANT("build-id-long", MODULE(0)->build_id_len = MSTAT_BUILD_ID_MAX + 1);

@@ -30,6 +30,8 @@ in_ns() {
 
 # case NAME SETUP [RUNAS]: the leaker and python3 work and say nothing;
 # asked, they say one line where they were asked to; mstat-run says why.
+# Nor does the segment that could not be made leave its error in errno:
+# a malloc that succeeds leaves it alone.
 case_() {
 	local name=$1 setup=$2 runas=${3:-}
 	for prog in "$leaker status" "/usr/bin/python3 -c print(6*7)"; do
@@ -52,6 +54,9 @@ case_() {
 		[ "$(tr -d 0-9 <"$tmp/log")" = "$said" ] ||
 			fail "$name: $prog: the log holds $(cat "$tmp/log" 2>&1), not $said"
 	done
+	in_ns "$setup" "$runas" "" $leaker errno 100000 1000 ||
+		fail "$name: $(cat "$tmp/out") $(cat "$tmp/err")"
+	[ "$(cat "$tmp/out")" = "errno kept" ] || fail "$name: $(cat "$tmp/out")"
 	# mstat-run is a tool of its own: it says why on its stderr, and in
 	# the summary.  (It is not preloaded; the command is.)
 	unshare -m bash -c "set -e; $setup

@@ -19,6 +19,24 @@
  *     are what the handler and the loop tallied before the fork.  Fork
  *     handlers registered before the library's (so that they run while
  *     it forks) count and raise the signal too.
+ *
+ * And with malloc itself, while the library does work of its own, whose
+ * allocations it never counts (lib/own.h):
+ *
+ *   sampled: the loop does free(malloc(24)) with every allocation
+ *     sampled (MSTAT_SAMPLE_BYTES=1), so that most of its time goes to
+ *     taking stacks, until the handler, which does free(malloc(40)), has
+ *     run 2000 times.  Between two snapshots, each class counts exactly
+ *     the loop's, the handler's;
+ *   own work: the handler's signal is raised inside each piece of the
+ *     library's own work a program can reach: loading libunwind as the
+ *     segment is made (dlopen), opening the process's reader of itself
+ *     (shm_open), giving a thread its slot (pthread_setspecific) and
+ *     taking its first stack (dl_iterate_phdr, which libunwind calls as
+ *     it unwinds), each caught by a wrapper of that call here (SIGUSR2,
+ *     raised once in each; SIGUSR1 is ignored);
+ *     the handler does free(malloc(1500)), and that class counts, from
+ *     the process's start, exactly the handler's 4.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,6 +56,9 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <dlfcn.h>
+#include <link.h>
+#include <stdatomic.h>
 
 #include "mstatshm.h"
 #include "sizeclass.h"
@@ -129,6 +150,225 @@ exact(const char *what, bool live_only)
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	free(s);
 	return ok;
+}
+
+/* ---- malloc in a handler ---- */
+
+#define LOOP_MALLOC 24   /* the loop's size: its own class */
+#define HANDLER_MALLOC 40
+#define OWN_MALLOC 1500  /* a class nothing else in the process uses */
+
+static size_t h_malloc_size = HANDLER_MALLOC;
+
+/* free(malloc(n)), which the compiler may not leave out. */
+static void
+malloc_free(size_t n)
+{
+	void *p = malloc(n);
+
+	__asm__ volatile("" : : "r"(p) : "memory");
+	free(p);
+}
+
+static void
+malloc_handler(int sig)
+{
+	int saved = errno;
+
+	(void)sig;
+	malloc_free(h_malloc_size);
+	h_alloc++;
+	h_free++;
+	errno = saved;
+}
+
+static void
+take_signals(int sig, void (*fn)(int))
+{
+	struct sigaction sa = { .sa_handler = fn, .sa_flags = SA_RESTART };
+
+	sigaction(sig, &sa, NULL);
+}
+
+/* A snapshot of this process, taken with its signals blocked. */
+static bool
+self_snapshot(struct mstat_snapshot *s, const char *what)
+{
+	sigset_t all, old;
+	int rc;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	rc = mstat_self_snapshot(s);
+	for (int i = 0; i < 100 && (rc == -EAGAIN || rc == -EBUSY); i++)
+		rc = mstat_self_snapshot(s);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc != 0)
+		fprintf(stderr, "%s: snapshot: %d (%s)\n", what, rc,
+			mstat_self_status());
+	return rc == 0;
+}
+
+/* Whether class `size` counted `allocs` and `frees` more in `b` than in
+ * `a` (all of it if `a` is NULL); says what differs. */
+static bool
+counted(const char *what, const struct mstat_snapshot *a,
+	const struct mstat_snapshot *b, uint64_t size, uint64_t allocs,
+	uint64_t frees)
+{
+	unsigned c = mstat_size_class(size);
+	uint64_t na = b->classes[c].alloc_count - (a ? a->classes[c].alloc_count : 0);
+	uint64_t nf = b->classes[c].free_count - (a ? a->classes[c].free_count : 0);
+
+	if (na == allocs && nf == frees)
+		return true;
+	fprintf(stderr, "%s: %llu allocations and %llu frees of %llu bytes, "
+		"counted %llu and %llu\n", what, (unsigned long long)allocs,
+		(unsigned long long)frees, (unsigned long long)size,
+		(unsigned long long)na, (unsigned long long)nf);
+	return false;
+}
+
+static int
+run_sampled(void)
+{
+	static struct mstat_snapshot a, b;
+
+	sigset_t usr1;
+	sigemptyset(&usr1);
+	sigaddset(&usr1, SIGUSR1);
+	/* The tallies start with the first snapshot. */
+	pthread_sigmask(SIG_BLOCK, &usr1, NULL);
+	if (!self_snapshot(&a, "before"))
+		return 2;
+	h_alloc = h_free = 0;
+	pthread_sigmask(SIG_UNBLOCK, &usr1, NULL);
+	/* Until the handler has run 2000 times, whatever the machine's
+	 * load does to the signals' pace. */
+	for (unsigned i = 0; i < 100000 || h_alloc < 2000; i++) {
+		malloc_free(LOOP_MALLOC);
+		l_alloc++;
+		l_free++;
+		if (i % 64 == 0)
+			(void)!write(BEAT_FD, "", 1);
+	}
+	/* The handler's count is read with the signal blocked: the snapshot
+	 * is its cut. */
+	pthread_sigmask(SIG_BLOCK, &usr1, NULL);
+	if (!self_snapshot(&b, "after"))
+		return 2;
+	bool ok = counted("the loop", &a, &b, LOOP_MALLOC, l_alloc, l_free) &
+		  counted("the handler", &a, &b, HANDLER_MALLOC, (uint64_t)h_alloc,
+			  (uint64_t)h_free);
+	fprintf(stderr, "sampled: loop %llu, handler %d\n",
+		(unsigned long long)l_alloc, (int)h_alloc);
+	return ok && h_alloc > 0 ? 0 : 1;
+}
+
+/* The calls the library makes in its own work, each raising SIGUSR2 once
+ * while its bit of `armed` is set.  Forwarded to the C library's. */
+enum { IN_DLOPEN = 1, IN_SHM_OPEN = 2, IN_PHDR = 4, IN_SETSPECIFIC = 8 };
+static _Atomic unsigned armed;
+
+static void
+raise_in(unsigned call)
+{
+	if (atomic_fetch_and(&armed, ~call) & call)
+		raise(SIGUSR2);
+}
+
+/* The C library's `name`, looked up once. */
+#define NEXT(name, type)                                                     \
+	static _Atomic(type) next_;                                          \
+	type next = atomic_load_explicit(&next_, memory_order_relaxed);      \
+	if (!next) {                                                         \
+		*(void **)&next = dlsym(RTLD_NEXT, name);                    \
+		if (!next)                                                   \
+			abort();                                             \
+		atomic_store_explicit(&next_, next, memory_order_relaxed);   \
+	}
+
+typedef void *(*dlopen_fn)(const char *, int);
+typedef int (*shm_open_fn)(const char *, int, mode_t);
+typedef int (*phdr_fn)(int (*)(struct dl_phdr_info *, size_t, void *), void *);
+typedef int (*setspecific_fn)(pthread_key_t, const void *);
+
+void *
+dlopen(const char *file, int mode)
+{
+	NEXT("dlopen", dlopen_fn);
+	raise_in(IN_DLOPEN);
+	return next(file, mode);
+}
+
+int shm_open(const char *name, int flags, mode_t mode);
+
+int
+shm_open(const char *name, int flags, mode_t mode)
+{
+	NEXT("shm_open", shm_open_fn);
+	raise_in(IN_SHM_OPEN);
+	return next(name, flags, mode);
+}
+
+int
+dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data)
+{
+	NEXT("dl_iterate_phdr", phdr_fn);
+	raise_in(IN_PHDR);
+	return next(cb, data);
+}
+
+int
+pthread_setspecific(pthread_key_t key, const void *value)
+{
+	NEXT("pthread_setspecific", setspecific_fn);
+	raise_in(IN_SETSPECIFIC);
+	return next(key, value);
+}
+
+static void *
+first_count(void *unused)
+{
+	(void)unused;
+	malloc_free(100); /* takes a slot */
+	return NULL;
+}
+
+static int
+run_own_work(void)
+{
+	static struct mstat_snapshot s;
+	pthread_t t;
+	bool ok = true;
+
+	/* The handler runs at the raises alone: 4 times (SIGUSR1 stays
+	 * ignored, as exec() left it). */
+	h_malloc_size = OWN_MALLOC;
+	take_signals(SIGUSR2, malloc_handler);
+	/* Counts enough to make the segment, which loads libunwind. */
+	atomic_store(&armed, IN_DLOPEN);
+	for (int i = 0; i < 1000000 && (atomic_load(&armed) & IN_DLOPEN); i++)
+		malloc_free(100);
+	/* The process's reader of itself, opened by its first snapshot. */
+	atomic_store(&armed, atomic_load(&armed) | IN_SHM_OPEN);
+	(void)mstat_self_snapshot(&s);
+	/* A thread given its slot, then taking its first stack, which
+	 * libunwind unwinds through the list of loaded objects. */
+	atomic_store(&armed, atomic_load(&armed) | IN_SETSPECIFIC | IN_PHDR);
+	if (pthread_create(&t, NULL, first_count, NULL))
+		return 2;
+	pthread_join(t, NULL);
+	if (atomic_load(&armed)) {
+		fprintf(stderr, "own work: calls never made: %#x\n",
+			atomic_load(&armed));
+		ok = false;
+	}
+	if (!self_snapshot(&s, "own work"))
+		return 2;
+	ok &= counted("own work: the handler", NULL, &s, OWN_MALLOC,
+		      (uint64_t)h_alloc, (uint64_t)h_free);
+	return ok && h_alloc == 4 ? 0 : 1;
 }
 
 /* ---- fork handlers inside the library's ---- */
@@ -235,11 +475,14 @@ static const struct {
 	const char *name;
 	int (*fn)(void);
 	const char *env; /* NAME=VALUE pairs, space separated */
+	void (*usr1)(int); /* its handler of SIGUSR1; NULL: ignored */
 } cases[] = {
-	{ "own", run_own, "MSTAT_EAGER=1" },
-	{ "shared", run_shared, "MSTAT_EAGER=1 MSTAT_SLOTS=2" },
-	{ "early", run_early, "" },
-	{ "fork", run_fork, "MSTAT_EAGER=1" },
+	{ "own", run_own, "MSTAT_EAGER=1", handler },
+	{ "shared", run_shared, "MSTAT_EAGER=1 MSTAT_SLOTS=2", handler },
+	{ "early", run_early, "", handler },
+	{ "fork", run_fork, "MSTAT_EAGER=1", handler },
+	{ "sampled", run_sampled, "MSTAT_EAGER=1 MSTAT_SAMPLE_BYTES=1", malloc_handler },
+	{ "own-work", run_own_work, "MSTAT_SAMPLE_BYTES=1", NULL },
 };
 
 static const char *self;
@@ -364,6 +607,20 @@ during_fork(void **state)
 	expect(3, 1);
 }
 
+static void
+during_samples(void **state)
+{
+	(void)state;
+	expect(4, 3);
+}
+
+static void
+during_own_work(void **state)
+{
+	(void)state;
+	expect(5, 3);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -372,16 +629,17 @@ main(int argc, char **argv)
 		cmocka_unit_test(shared_slot),
 		cmocka_unit_test(before_the_segment),
 		cmocka_unit_test(during_fork),
+		cmocka_unit_test(during_samples),
+		cmocka_unit_test(during_own_work),
 	};
 
 	if (argc == 2) {
-		/* A case: SIGUSR1 runs the handler from its first count on
+		/* A case: SIGUSR1 runs its handler from its first count on
 		 * (signals sent before are ignored). */
-		struct sigaction sa = { .sa_handler = handler,
-					.sa_flags = SA_RESTART };
 		for (unsigned k = 0; k < sizeof(cases) / sizeof(cases[0]); k++)
 			if (strcmp(argv[1], cases[k].name) == 0) {
-				sigaction(SIGUSR1, &sa, NULL);
+				if (cases[k].usr1)
+					take_signals(SIGUSR1, cases[k].usr1);
 				return cases[k].fn();
 			}
 		return 2;

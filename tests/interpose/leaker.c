@@ -11,7 +11,12 @@
  *                              makes its segment), prints what it says of
  *                              itself ("not preloaded" without it) and how
  *                              many segments in /dev/shm carry its pid
+ *   leaker errno N SIZE        N times malloc(SIZE) and free, errno set
+ *                              before each: prints "errno kept" if none
+ *                              changed it (a call that succeeds leaves it
+ *                              alone), else which, and exits 1
  */
+#include <errno.h>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <malloc.h>
@@ -45,13 +50,39 @@ status(void)
 	return 0;
 }
 
+/* Sizes kept from the compiler's sight: each call is made. */
+static int
+errno_kept(long n, size_t size)
+{
+	for (long i = 0; i < n; i++) {
+		errno = EILSEQ;
+		void *volatile p = malloc(size);
+		if (!p)
+			return 3;
+		if (errno != EILSEQ) {
+			printf("errno: malloc %ld of %ld made it %d\n", i, n, errno);
+			return 1;
+		}
+		free(p);
+		if (errno != EILSEQ) {
+			printf("errno: free %ld of %ld made it %d\n", i, n, errno);
+			return 1;
+		}
+	}
+	printf("errno kept\n");
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
 	if (argc == 2 && strcmp(argv[1], "status") == 0)
 		return status();
+	if (argc == 4 && strcmp(argv[1], "errno") == 0)
+		return errno_kept(atol(argv[2]), (size_t)atol(argv[3]));
 	if (argc < 4 || (strcmp(argv[1], "leak") && strcmp(argv[1], "kill"))) {
-		fprintf(stderr, "usage: leaker leak|kill N SIZE [CODE] | status\n");
+		fprintf(stderr, "usage: leaker leak|kill N SIZE [CODE] | status | "
+				"errno N SIZE\n");
 		return 2;
 	}
 	long n = atol(argv[2]);

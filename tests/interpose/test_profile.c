@@ -8,7 +8,7 @@
  * Its bytes are the sizes the counters count the blocks with, what
  * malloc_usable_size() says of them; and each sample, taken with
  * probability 1 - exp(-n) = 1 for the sizes asked here, weighs exactly
- * its bytes.  The program reads its own segment with the reader API, as
+ * its bytes and stands for exactly one object.  The program reads its own segment with the reader API, as
  * an observer would from outside.
  */
 #include <errno.h>
@@ -73,7 +73,7 @@ site_small(size_t n)
 
 struct site_total {
 	uint64_t stacks, allocs, alloc_bytes, frees, free_bytes;
-	uint64_t alloc_weight, free_weight;
+	uint64_t alloc_weight, free_weight, alloc_objects, free_objects;
 };
 
 /* The site whose code holds return address `pc`, or 0. */
@@ -102,6 +102,7 @@ site_at(const struct mstat_profile *p, uintptr_t a)
 		const struct mstat_profile_stack *s = &p->stacks[i];
 		assert_true(s->frees <= s->allocs);
 		assert_true(s->free_bytes <= s->alloc_bytes);
+		assert_true(s->free_objects <= s->alloc_objects);
 		assert_true(s->free_weight <= s->alloc_weight);
 		if (s->depth == 0 || site_of(s->frames[0]) != a)
 			continue;
@@ -110,6 +111,8 @@ site_at(const struct mstat_profile *p, uintptr_t a)
 		t.alloc_bytes += s->alloc_bytes;
 		t.frees += s->frees;
 		t.free_bytes += s->free_bytes;
+		t.alloc_objects += s->alloc_objects;
+		t.free_objects += s->free_objects;
 		t.alloc_weight += s->alloc_weight;
 		t.free_weight += s->free_weight;
 	}
@@ -162,20 +165,23 @@ test_sites_counted_exactly(void **state)
 	}
 	read_profile(&p);
 	assert_int_equal(p.sample_bytes, 1);
-	assert_true(p.weighted);
+	assert_true(p.weighted && p.has_objects);
 	assert_int_equal(p.dropped, 0);
 	assert_true(u >= 100 && cu >= 300);
 	struct site_total m = site(&p, site_malloc);
 	assert_int_equal(m.stacks, 1);
 	assert_int_equal(m.allocs, 1000);
 	assert_int_equal(m.alloc_bytes, 1000 * u);
+	assert_int_equal(m.alloc_objects, 1000 * MSTAT_OBJECT_UNITS);
 	assert_int_equal(m.alloc_weight, 1000 * u);
 	assert_int_equal(m.frees, 400);
 	assert_int_equal(m.free_bytes, 400 * u);
+	assert_int_equal(m.free_objects, 400 * MSTAT_OBJECT_UNITS);
 	assert_int_equal(m.free_weight, 400 * u);
 	struct site_total c = site(&p, site_calloc);
 	assert_int_equal(c.allocs, 50);
 	assert_int_equal(c.alloc_bytes, 50 * cu);
+	assert_int_equal(c.alloc_objects, 50 * MSTAT_OBJECT_UNITS);
 	assert_int_equal(c.alloc_weight, 50 * cu);
 	assert_int_equal(c.frees, 50);
 	assert_int_equal(c.free_weight, 50 * cu);
@@ -192,6 +198,7 @@ test_sites_counted_exactly(void **state)
 	m = site(&p, site_malloc);
 	assert_int_equal(m.frees, 1000);
 	assert_int_equal(m.free_bytes, 1000 * u);
+	assert_int_equal(m.free_objects, 1000 * MSTAT_OBJECT_UNITS);
 	assert_int_equal(m.free_weight, 1000 * u);
 	mstat_profile_release(&p);
 }
@@ -369,10 +376,15 @@ test_weight_is_of_the_interval_drawn(void **state)
 	       (double)s.alloc_weight / (double)s.allocs, w);
 	assert_true(s.allocs > 0);
 	assert_int_equal(s.alloc_bytes, s.allocs * u);
+	/* Objects: one block over the same probability, in 256ths. */
+	double o = MSTAT_OBJECT_UNITS / -expm1(-64.0 / 65536);
+	assert_true(fabs((double)s.alloc_objects - (double)s.allocs * o) <=
+		    (double)s.allocs);
 	assert_true(fabs((double)s.alloc_weight - (double)s.allocs * w) <= (double)s.allocs);
 	/* All freed: exactly what their allocations added. */
 	assert_int_equal(s.frees, s.allocs);
 	assert_int_equal(s.free_bytes, s.alloc_bytes);
+	assert_int_equal(s.free_objects, s.alloc_objects);
 	assert_int_equal(s.free_weight, s.alloc_weight);
 }
 

@@ -198,6 +198,27 @@ oomlog_lines(void **state)
 			 0);
 	assert_int_equal(parse("Out of memory: Killed process 5 (x) t", &k), 0);
 	assert_int_equal(parse("3,9,5,-;oom-kill:constraint=X,pid=5", &k), 0);
+	/* The kernel's lines that carry what any user chooses: a segfault
+	 * names the file its address is in, and the comm of the process
+	 * (show_unhandled_signals, on by default), a file named so by a
+	 * program that jumps into its mapping.  Neither is a kill, nor a
+	 * summary. */
+	assert_int_equal(parse("6,9662,10056528103,-;jump[4096]: segfault at "
+			       "7fd3200d9000 ip 00007fd3200d9000 sp 00007ffd53d0b7c8 "
+			       "error 15 in x: Out of memory: Killed process 4242 "
+			       "(api) y[0,7fd3200d9000+1000] likely on CPU 0", &k), 0);
+	assert_int_equal(parse("6,9,5,-;Out of memory[4096]: segfault at 0 ip 0 "
+			       "sp 0 error 4 in x: Killed process 4242 (api) y"
+			       "[0,5000+1000]", &k), 0);
+	assert_int_equal(parse("6,9,5,-;oom-kill:[4096]: segfault at 0 ip 0 sp "
+			       "0 error 4 in ,task_memcg=/x,task=api,pid=4242,"
+			       "uid=0,[0,5000+1000]", &k), 0);
+	/* A comm with commas in a summary: the kernel's fields stand. */
+	assert_int_equal(parse("6,9,5,-;oom-kill:constraint=CONSTRAINT_MEMCG,"
+			       "task_memcg=/box/app,task=x,task_memcg=/y,pid=4242,"
+			       "uid=0", &k), 2);
+	assert_string_equal(k.memcg, "/box/app");
+	assert_int_equal(k.pid, 4242);
 }
 
 /* Records sent one a read, as /dev/kmsg gives them. */

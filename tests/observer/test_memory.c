@@ -3,9 +3,11 @@
  * test_memory.c - resident memory in parts (core/memory.h): the parts of
  * known findings, to the byte; that they add up whatever was found; the
  * parsers of /proc's status, statm and maps; and a look at a child of
- * this process, without the library, whose heap is known.
+ * this process, without the library, whose heap is known, and at one
+ * that maps a file whose path is longer than a maps line's buffer.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +17,8 @@
 #include <string.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -269,43 +273,81 @@ test_parsers(void **state)
 	assert_int_equal(mstat_proc_statm(2000000001, &res, &shared), -ENOENT);
 }
 
-/*
- * A look at a child of this process, glibc's malloc under it (no
- * library, no segment): 4000 blocks of 1000 bytes and one of 2 MiB,
- * written, and 8 MiB of its own mapping written, made before the block:
- * the brk heap and the chunk are found, the mapping is not the heap's.
- */
+/* Skips the test where malloc is not glibc's. */
 static void
-test_look_at_a_child(void **state)
+needs_glibc_malloc(void)
 {
-	int ready[2];
-	char c;
-	(void)state;
-
 	if (getenv("LD_PRELOAD") && strstr(getenv("LD_PRELOAD"), "vgpreload")) {
 		skip(); /* valgrind's malloc, not glibc's */
 	}
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 	skip(); /* the sanitizer's malloc */
 #endif
+}
+
+/*
+ * A child of this process, glibc's malloc under it (no library, no
+ * segment), that has made its memory with make(arg) and waits to be
+ * killed (and dies with this test, should it fail): its pid.
+ */
+static pid_t
+child(void (*make)(int), int arg)
+{
+	int ready[2];
+	char c;
+
+	needs_glibc_malloc();
 	assert_int_equal(pipe(ready), 0);
 	pid_t pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
-		char *own = mmap(NULL, 8 * MIB, PROT_READ | PROT_WRITE,
-				 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (own == MAP_FAILED)
-			_exit(1);
-		memset(own, 1, 8 * MIB);
-		for (int i = 0; i < 4000; i++)
-			memset(malloc(1000), 2, 1000);
-		memset(malloc(2 * MIB), 3, 2 * MIB);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		make(arg);
 		if (write(ready[1], "r", 1) != 1)
 			_exit(1);
 		pause();
 		_exit(0);
 	}
 	assert_int_equal(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	close(ready[1]);
+	return pid;
+}
+
+static void
+end_child(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+}
+
+/* 8 MiB of its own mapping, written, then 4000 blocks of 1000 bytes and
+ * one of 2 MiB, written. */
+static void
+mapping_and_heap(int unused)
+{
+	char *own = mmap(NULL, 8 * MIB, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	(void)unused;
+	if (own == MAP_FAILED)
+		_exit(1);
+	memset(own, 1, 8 * MIB);
+	for (int i = 0; i < 4000; i++)
+		memset(malloc(1000), 2, 1000);
+	memset(malloc(2 * MIB), 3, 2 * MIB);
+}
+
+/*
+ * A look at a child of this process, glibc's malloc under it:
+ * mapping_and_heap(): the brk heap and the chunk are found, the mapping
+ * is not the heap's.
+ */
+static void
+test_look_at_a_child(void **state)
+{
+	(void)state;
+	pid_t pid = child(mapping_and_heap, 0);
 
 	struct mstat_memory_where w = { .large_objects = 1 };
 	struct mstat_memory_found f;
@@ -327,12 +369,91 @@ test_look_at_a_child(void **state)
 	assert_int_equal(mstat_memory_look(pid, &w, &f), 0);
 	assert_int_equal(f.source, MSTAT_MEMORY_NONE);
 	assert_int_equal(f.heap + f.chunks, 0);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	end_child(pid);
 	/* Gone: nothing to read. */
 	assert_int_equal(mstat_memory_look(pid, &w, &f), -ENOENT);
-	close(ready[0]);
-	close(ready[1]);
+}
+
+/* Makes a file 40 directories of 250 bytes down in `top` (10,000 bytes of
+ * path, more than a maps line's buffer holds), a page long: its fd. */
+static int
+deep_file(const char *top)
+{
+	char name[251];
+	int dir = open(top, O_RDONLY | O_DIRECTORY);
+
+	memset(name, 'd', 250);
+	name[250] = '\0';
+	for (int i = 0; i < 40 && dir >= 0; i++) {
+		int sub;
+		if (mkdirat(dir, name, 0700) < 0 ||
+		    (sub = openat(dir, name, O_RDONLY | O_DIRECTORY)) < 0)
+			sub = -1;
+		close(dir);
+		dir = sub;
+	}
+	assert_true(dir >= 0);
+	int fd = openat(dir, "f", O_RDWR | O_CREAT, 0600);
+	close(dir);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 4096), 0);
+	return fd;
+}
+
+/* The file `fd` mapped, and 4000 blocks of 1000 bytes, written. */
+static void
+file_and_heap(int fd)
+{
+	if (mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0) == MAP_FAILED)
+		_exit(1);
+	for (int i = 0; i < 4000; i++)
+		memset(malloc(1000), 2, 1000);
+}
+
+/*
+ * A process that maps a file whose path is longer than the iterator's
+ * buffer: its line is taken with its name cut, the lines after it as
+ * they are, and its heap still told apart.
+ */
+static void
+test_long_path(void **state)
+{
+	char top[] = "/tmp/mstat-test-memory-XXXXXX";
+	(void)state;
+
+	needs_glibc_malloc();
+	assert_non_null(mkdtemp(top));
+	int fd = deep_file(top);
+	pid_t pid = child(file_and_heap, fd);
+
+	/* Every line read, the long one cut, none refused. */
+	struct mstat_proc_maps maps;
+	struct mstat_proc_map m;
+	int rc, lines = 0, cut = 0;
+	bool stack = false;
+	assert_int_equal(mstat_proc_maps_open(&maps, pid), 0);
+	while ((rc = mstat_proc_maps_next(&maps, &m)) > 0) {
+		lines++;
+		cut += strncmp(m.name, top, strlen(top)) == 0 &&
+		       strlen(m.name) < 10000;
+		stack |= strcmp(m.name, "[stack]") == 0;
+	}
+	mstat_proc_maps_close(&maps);
+	assert_int_equal(rc, 0);
+	assert_int_equal(cut, 1);
+	assert_true(stack && lines > 5);
+
+	struct mstat_memory_where w = { 0 };
+	struct mstat_memory_found f;
+	w.alloc.allocator = MSTAT_ALLOCATOR_GLIBC;
+	assert_int_equal(mstat_memory_look(pid, &w, &f), 0);
+	assert_int_equal(f.source, MSTAT_MEMORY_GLIBC);
+	assert_true(f.heap >= 4000 * 1008);
+	end_child(pid);
+	close(fd);
+	char rm[64];
+	snprintf(rm, sizeof(rm), "rm -rf %s", top);
+	assert_int_equal(system(rm), 0);
 }
 
 int
@@ -346,6 +467,7 @@ main(void)
 		cmocka_unit_test(test_parts_add_up),
 		cmocka_unit_test(test_parsers),
 		cmocka_unit_test(test_look_at_a_child),
+		cmocka_unit_test(test_long_path),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

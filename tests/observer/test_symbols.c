@@ -726,7 +726,8 @@ expect_values(const struct decoded *d, size_t k, int64_t a, int64_t b,
 static void
 test_pprof_encode(void **state)
 {
-	/* Weighted: bytes are the weights, objects n * w / b. */
+	/* Weighted, no objects (format 6.0): bytes are the weights, objects
+	 * n * w / b. */
 	struct mstat_profile_stack now[3] = {
 		{ .allocs = 4, .alloc_bytes = 400, .frees = 1, .free_bytes = 100,
 		  .alloc_weight = 4000, .free_weight = 1000, .depth = 1,
@@ -810,6 +811,45 @@ test_pprof_encode(void **state)
 	decoded_free(&d);
 }
 
+/* A profile whose stacks count their objects (format 6.1): objects are
+ * their sums, in 256ths (20.5 is 21), whatever the bytes and weights say,
+ * and each sample's "bytes" label is its bytes over its objects. */
+static void
+test_pprof_objects(void **state)
+{
+	enum { U = MSTAT_OBJECT_UNITS };
+	/* 396 blocks of 40 bytes and 4 of 65,544, sampled 4 and 4 times:
+	 * the samples average 32,792 bytes, the blocks 695. */
+	struct mstat_profile_stack st[2] = {
+		{ .allocs = 8, .alloc_bytes = 4 * 40 + 4 * 65544,
+		  .alloc_weight = 396 * 40 + 4 * 65544, .alloc_objects = 400 * U,
+		  .frees = 4, .free_bytes = 4 * 40, .free_weight = 396 * 40,
+		  .free_objects = 396 * U, .depth = 1, .frames = { 0x1000 } },
+		{ .allocs = 2, .alloc_bytes = 200, .alloc_weight = 20000,
+		  .alloc_objects = 20 * U + U / 2, .depth = 1, .frames = { 0x2000 } },
+	};
+	struct mstat_profile p = { .sample_bytes = 4096, .weighted = true,
+				   .has_objects = true, .nstacks = 2, .stacks = st };
+	struct mstat_pprof_options o = { .time_ns = 1 };
+	unsigned char *gz;
+	size_t len;
+	char err[256];
+	struct decoded d;
+
+	(void)state;
+	assert_int_equal(mstat_pprof_encode(&p, NULL, &o, &gz, &len, err,
+					    sizeof(err)), 0);
+	decode(gz, len, &d);
+	free(gz);
+	assert_int_equal(d.nsamples, 2);
+	expect_values(&d, 0, 400, 278016, 4, 262176);
+	expect_values(&d, 1, 21, 20000, 21, 20000);
+	assert_string_equal(d.str[d.label_key[0]], "bytes");
+	assert_int_equal(d.label_num[0], 695);
+	assert_int_equal(d.label_num[1], 976);
+	decoded_free(&d);
+}
+
 int
 main(void)
 {
@@ -820,6 +860,7 @@ main(void)
 		cmocka_unit_test(test_frames_named_readably),
 		cmocka_unit_test(test_pprof_keeps_symbols),
 		cmocka_unit_test(test_pprof_encode),
+		cmocka_unit_test(test_pprof_objects),
 		cmocka_unit_test(test_cache_one_file_any_bias),
 		cmocka_unit_test(test_cache_build_id_checked),
 		cmocka_unit_test(test_cache_bounded),

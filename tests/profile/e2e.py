@@ -3,7 +3,7 @@
 """The heap profile read from outside, end to end.
 
     e2e.py TEST     TEST: pprof sites view rates http killed killed-view
-                          oom oom-exporter
+                          oom oom-exporter objects
 
 heapsites (heapsites.c) runs with libmstatshm preloaded: one site leaks
 64 MiB in 1 KiB blocks, another allocates and frees 512 MiB in 8 KiB
@@ -87,9 +87,22 @@ reads them, in their source file; go tool pprof, fetching the same URL,
 reads the same bytes (where go is installed).  Killed, its last profile
 is served still, the same to the byte.
 
+objects: mixed_site, one call site, keeps 396,000 blocks of 32 B and
+4,000 of 64 KiB (400,000 objects, 274.8 MB asked for), sampled at 32
+KiB.  Most of its samples are of 64 KiB blocks, so objects taken as its
+bytes over the average sample read about 4,700; each sample must stand
+for its own objects.  Its live and allocated objects and bytes are
+within 5 standard deviations of the truth (sigma(): a sample of
+probability p stands for 1/p objects, a variance of (1 - p) / p per
+block) in --sites JSON, in mstat-top --pprof's inuse_objects and
+alloc_objects, and over HTTP from mstat-exporter (/debug/pprof/heap);
+killed, in --sites of the killed process, in its post-mortem profile
+(--postmortem-dir) and over HTTP again: every one the same.
+
 Environment (set by meson): MSTAT_TOP, MSTAT_LIB, HEAPSITES, GO (empty
 when go is not installed), TMUX_BIN (empty when tmux is not); for http,
-CXXSITES and MSTAT_EXPORTER; for oom-exporter, MSTAT_EXPORTER.
+CXXSITES and MSTAT_EXPORTER; for oom-exporter and objects,
+MSTAT_EXPORTER.
 """
 import json
 import math
@@ -1033,12 +1046,118 @@ def test_http():
         p.wait(timeout=60)
     return 0
 
+MIXED_SMALL, MIXED_LARGE = 396000, 4000
+MIXED_SMALL_SIZE, MIXED_LARGE_SIZE = 32, 65536
+
+
+def mixed_values(where, v):
+    """Checks mixed_site's values `v` ({"live_objects", "alloc_objects",
+    "live_bytes", "alloc_bytes"}) against the truth (mixed_truth)."""
+    for k, (truth, sd) in mixed_truth.items():
+        within_sigmas("%s: mixed_site %s" % (where, k), v[k], truth, sd)
+
+
+def same_values(where, v, want):
+    """`v` is what --sites said at first, objects to within rounding."""
+    for k in want:
+        if abs(v[k] - want[k]) > (1 if k.endswith("objects") else 0):
+            fail("%s: mixed_site %s %d, --sites said %d"
+                 % (where, k, v[k], want[k]))
+    print("%s: mixed_site %s" % (where, " ".join(
+        "%s %d" % (k, v[k]) for k in sorted(v))))
+
+
+def pprof_values(prof):
+    """mixed_site's values in a pprof heap profile, by their JSON names."""
+    names = {"inuse_objects": "live_objects",
+             "alloc_objects": "alloc_objects",
+             "inuse_space": "live_bytes", "alloc_space": "alloc_bytes"}
+    return {names[t]: prof.by_function(t).get("mixed_site", 0)
+            for t in names}
+
+
+def sites_values(p):
+    for s in p["sites"] or []:
+        if s["function"] == "mixed_site":
+            return {k: s[k] for k in ("live_objects", "alloc_objects",
+                                      "live_bytes", "alloc_bytes")}
+    fail("no mixed_site in %r" % p["sites"])
+
+
+mixed_truth = {}
+
+
+def test_objects():
+    exporter = os.environ.get("MSTAT_EXPORTER")
+    if not exporter:
+        fail("MSTAT_EXPORTER is set by meson")
+    interval = 32 * 1024
+    hs = Heapsites(interval)
+    e = None
+    with hs as pid, tempfile.TemporaryDirectory(prefix="mstat-objs.") as tmp:
+        try:
+            hs.p.stdin.write("m")
+            hs.p.stdin.flush()
+            line = hs.p.stdout.readline().split()
+            if len(line) != 3 or line[0] != "mixed":
+                fail("heapsites said %r" % line)
+            us, ul = int(line[1]), int(line[2])
+            blocks = MIXED_SMALL + MIXED_LARGE
+            sd_o = math.sqrt(
+                sigma(MIXED_SMALL, MIXED_SMALL_SIZE, 1, interval) ** 2 +
+                sigma(MIXED_LARGE, MIXED_LARGE_SIZE, 1, interval) ** 2)
+            sd_b = math.sqrt(
+                sigma(MIXED_SMALL, MIXED_SMALL_SIZE, us, interval) ** 2 +
+                sigma(MIXED_LARGE, MIXED_LARGE_SIZE, ul, interval) ** 2)
+            nbytes = MIXED_SMALL * us + MIXED_LARGE * ul
+            mixed_truth.update({"live_objects": (blocks, sd_o),
+                                "alloc_objects": (blocks, sd_o),
+                                "live_bytes": (nbytes, sd_b),
+                                "alloc_bytes": (nbytes, sd_b)})
+
+            want = sites_values(read_sites(pid))
+            mixed_values("--sites", want)
+            profile = os.path.join(tmp, "heap.pb.gz")
+            write_pprof(pid, profile)
+            with open(profile, "rb") as f:
+                same_values("--pprof", pprof_values(pprofproto.Profile(
+                    f.read())), want)
+            e, port = serve(exporter)
+            url = "http://127.0.0.1:%d/debug/pprof/heap?pid=%d" % (port, pid)
+            same_values("/debug/pprof/heap", pprof_values(fetch(url)), want)
+
+            # Killed: what is kept of it says the same.
+            hs.kill()
+            p = read_sites(pid)
+            if p["state"] != "killed":
+                fail("killed: its row says %r" % p["state"])
+            same_values("killed: --sites", sites_values(p), want)
+            same_values("killed: /debug/pprof/heap",
+                        pprof_values(fetch(url)), want)
+            pm = os.path.join(tmp, "pm")
+            os.mkdir(pm)
+            r = subprocess.run([TOP, "-b", "-n", "1", "-p", str(pid),
+                                "--postmortem-dir=" + pm],
+                               capture_output=True, text=True, timeout=60)
+            files = postmortems(pm, pid)
+            if r.returncode != 0 or len(files) != 1:
+                fail("--postmortem-dir: status %d, %r: %s"
+                     % (r.returncode, os.listdir(pm), r.stderr))
+            with open(os.path.join(pm, files[0]), "rb") as f:
+                same_values("post-mortem", pprof_values(pprofproto.Profile(
+                    f.read())), want)
+        finally:
+            if e:
+                e.terminate()
+                e.wait(timeout=60)
+    return 0
+
 
 if __name__ == "__main__":
     tests = {"pprof": test_pprof, "sites": test_sites, "view": test_view,
              "rates": test_rates, "http": test_http, "killed": test_killed,
              "killed-view": test_killed_view, "oom": test_oom,
-             "oom-exporter": test_oom_exporter}
+             "oom-exporter": test_oom_exporter, "objects": test_objects}
     if len(sys.argv) != 2 or sys.argv[1] not in tests:
         print("usage: e2e.py " + "|".join(tests))
         sys.exit(2)

@@ -13,9 +13,13 @@
  *               stdin before then makes late_site() keep 16384 blocks of
  *               1 KiB more (16 MiB), and prints "grown"; each "c" makes
  *               churn_site() allocate and free 16384 blocks more (128
- *               MiB), and prints "churned"; an "o" makes late_site()
- *               keep blocks until the process is killed (the OOM killer
- *               of a memory-limited cgroup), or malloc fails (exit 1).
+ *               MiB), and prints "churned"; an "m" makes mixed_site()
+ *               keep 396,000 blocks of 32 B and 4,000 of 64 KiB, one of
+ *               64 KiB after every 99 of 32 B (400,000 objects, 274.8 MB
+ *               asked for), and prints "mixed" and the usable sizes of
+ *               the two; an "o" makes late_site() keep blocks until the
+ *               process is killed (the OOM killer of a memory-limited
+ *               cgroup), or malloc fails (exit 1).
  *   heapsites wait
  *               the same, once a line is read from stdin after it printed
  *               "waiting" (a tracer attaches meanwhile).
@@ -32,6 +36,9 @@
 #define LATES 16384
 #define LATE_SIZE 1024
 #define CHURNS_MORE 16384
+#define MIXED 400000
+#define MIXED_SMALL 32
+#define MIXED_LARGE 65536
 
 static void *kept[LEAKS];
 
@@ -67,6 +74,18 @@ late_site(void *prev)
 	return p;
 }
 
+/* A block of `size` that keeps the one kept before it: one call site of
+ * two sizes. */
+__attribute__((noinline)) static void *
+mixed_site(void *prev, size_t size)
+{
+	void **p = malloc(size);
+	if (p)
+		*p = prev;
+	__asm__ volatile("" : : "r"(p) : "memory");
+	return p;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -85,7 +104,7 @@ main(int argc, char **argv)
 		churn_usable = churn_site();
 	printf("ready %zu %zu\n", malloc_usable_size(kept[0]), churn_usable);
 	fflush(stdout);
-	void *late = NULL;
+	void *late = NULL, *mixed = NULL;
 	int c;
 	while ((c = getchar()) != EOF) {
 		if (c == 'l') {
@@ -97,6 +116,16 @@ main(int argc, char **argv)
 			for (;;)
 				if (!(late = late_site(late)))
 					return 1;
+		} else if (c == 'm') {
+			size_t usable[2] = { 0, 0 };
+			for (int i = 0; i < MIXED; i++) {
+				int large = i % 100 == 99;
+				if (!(mixed = mixed_site(mixed, large ? MIXED_LARGE
+								       : MIXED_SMALL)))
+					return 1;
+				usable[large] = malloc_usable_size(mixed);
+			}
+			printf("mixed %zu %zu\n", usable[0], usable[1]);
 		} else if (c == 'c') {
 			for (int i = 0; i < CHURNS_MORE; i++)
 				churn_site();

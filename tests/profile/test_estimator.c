@@ -5,12 +5,12 @@
  * path's step, the draws, the decision when a countdown runs out, a
  * sample's weight) runs over known sequences of allocations, 1000 times
  * each with seeded random numbers, into a stack entry kept as
- * lib/profile.c keeps it (an allocation adds its counted bytes and its
- * weight, its free the very same), which the observer's estimator
+ * lib/profile.c keeps it (an allocation adds the bytes and the objects it
+ * stands for, its free the very same), which the observer's estimator
  * (core/pprof.h, mstat_pprof_unbias(): pprof's values and the sites
- * view's) turns into bytes.  Over the runs, the estimates must average
- * the truth, within 2%, and spread as sampling says they must, within
- * 10% of the standard deviation derived here.
+ * view's) turns into bytes and objects.  Over the runs, the estimates
+ * must average the truth, within 2%, and spread as sampling says they
+ * must, within 10% of the standard deviation derived here.
  *
  * What sampling says.  Block j asks for n_j bytes (what the countdown
  * counts) and is counted with u_j (its usable size, what the profile
@@ -24,7 +24,10 @@
  *
  *	Var(sum X_j) = sum E[u_j^2 (1 - p_j) / p_j],
  *
- * each block's binomial variance, scaled by its weight.  At one interval
+ * each block's binomial variance, scaled by its weight.  Its objects are
+ * the same with u_j = 1: a sample stands for 1 / p_j of them, whatever
+ * the sizes of the stack's other blocks, a variance of (1 - p_j) / p_j
+ * per block.  At one interval
  * the p_j are fixed; when it changes, the m_j depend on where each
  * countdown ran out, so the test takes each run's own sum of
  * u_j^2 (1 - p_j) / p_j, with the m_j it tracks from the semantics
@@ -47,8 +50,18 @@
  * its countdown ran out, not the one it was drawn from ("rates", by far);
  * the probability taken from the usable size ("small", 11% low); the
  * estimate taken from all samples at the interval in effect, as format
- * 5.0's readers do ("rates"); samples averaged per stack and unbiased at
- * their average size, as Go's scaleHeapSample() does ("mixed", 4% low).
+ * 5.0's readers do ("rates"); samples averaged per stack and unbiased
+ * at their average size, as Go's scaleHeapSample() does for a stack of
+ * many sizes ("mixed", 4% low); a stack's objects taken as its bytes
+ * over the average sample's, as format 6.0's readers do ("two sizes",
+ * 98% low, "spread", 42%).
+ *
+ * Objects are held to the same bounds.  Their standard deviation is that
+ * of the small blocks, rarely sampled, that make most of them: the
+ * sequences that check them run at intervals where it is at most 5% of
+ * the truth ("two sizes" at the default interval: 20%), so that 2% is
+ * still 12 standard errors of the mean; check() refuses a sequence where
+ * it is not 5.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -88,6 +101,10 @@ struct run {
 	uint64_t samples;
 	double truth_alloc, truth_live; /* bytes allocated, kept */
 	double var_alloc, var_live;
+	/* The same of objects: each block is one, and its term of the
+	 * estimate 1 / p_j when sampled, a variance of (1 - p_j) / p_j. */
+	double objects_alloc, objects_live;
+	double var_objects_alloc, var_objects_live;
 	/* The last (n, m) and its variance factor (1 - p) / p. */
 	uint64_t last_n, last_m;
 	double last_f;
@@ -137,7 +154,8 @@ allocate(struct run *r, uint64_t n, uint64_t u, uint64_t interval, bool keep)
 	/* The mean this block meets: the running countdown's, or, where
 	 * that was no draw, a fresh one's if the countdown runs out in it. */
 	uint64_t m = r->mean ? r->mean : (r->left < (int64_t)n ? interval : 0);
-	uint64_t at = 0, w = 0;
+	uint64_t at = 0;
+	struct mstat_weight w;
 
 	if (mstat_countdown_due(&r->left, n)) {
 		at = mstat_countdown_expired(&r->c, &r->left, n, interval);
@@ -146,12 +164,17 @@ allocate(struct run *r, uint64_t n, uint64_t u, uint64_t interval, bool keep)
 	if ((m == 0 && keep) || (at != 0 && at != m))
 		fail_msg("a block kept unexposed, or sampled at %llu, not %llu",
 			 (unsigned long long)at, (unsigned long long)m);
-	double v = m ? (double)u * (double)u * var_factor(r, n, m) : 0;
+	double f = m ? var_factor(r, n, m) : 0;
+	double v = (double)u * (double)u * f;
 	r->truth_alloc += (double)u;
 	r->var_alloc += v;
+	r->objects_alloc += 1;
+	r->var_objects_alloc += f;
 	if (keep) {
 		r->truth_live += (double)u;
 		r->var_live += v;
+		r->objects_live += 1;
+		r->var_objects_live += f;
 	}
 	if (!at)
 		return;
@@ -159,20 +182,21 @@ allocate(struct run *r, uint64_t n, uint64_t u, uint64_t interval, bool keep)
 	r->samples++;
 	r->st.allocs++;
 	r->st.alloc_bytes += u;
-	r->st.alloc_weight += w;
+	r->st.alloc_objects += w.objects;
+	r->st.alloc_weight += w.bytes;
 	if (!keep) {
 		r->st.frees++;
 		r->st.free_bytes += u;
-		r->st.free_weight += w;
+		r->st.free_objects += w.objects;
+		r->st.free_weight += w.bytes;
 	}
 }
 
 /* The estimates of one run, as pprof's values and the sites view's. */
 static void
-estimate(const struct run *r, uint64_t interval_now, bool live, double *bytes,
-	 double *objects)
+estimate(const struct run *r, bool live, double *bytes, double *objects)
 {
-	struct mstat_profile p = { .sample_bytes = interval_now, .weighted = true };
+	struct mstat_profile p = { .weighted = true, .has_objects = true };
 
 	mstat_pprof_unbias(&p, &r->st, live, objects, bytes);
 }
@@ -234,11 +258,9 @@ test_leak(void **state)
 		for (int k = 0; k < 16384; k++)
 			allocate(&r, 4096, usable(4096), MSTAT_SAMPLE_DEFAULT, true);
 		double b, o;
-		estimate(&r, MSTAT_SAMPLE_DEFAULT, true, &b, &o);
+		estimate(&r, true, &b, &o);
 		add(&live, r.truth_live, b, r.var_live, r.samples);
-		/* One size: objects are the bytes over it, as unbiased. */
-		add(&objs, 16384, o, r.var_live / ((double)usable(4096) * usable(4096)),
-		    r.samples);
+		add(&objs, r.objects_live, o, r.var_objects_live, r.samples);
 	}
 	check(&live);
 	check(&objs);
@@ -258,7 +280,7 @@ test_small(void **state)
 		for (int k = 0; k < 131072; k++)
 			allocate(&r, 64, usable(64), 32 * KIB, true);
 		double b, o;
-		estimate(&r, 32 * KIB, true, &b, &o);
+		estimate(&r, true, &b, &o);
 		add(&live, r.truth_live, b, r.var_live, r.samples);
 	}
 	check(&live);
@@ -288,13 +310,95 @@ test_mixed(void **state)
 			allocate(&r, size[k], usable(size[k]), MSTAT_SAMPLE_DEFAULT,
 				 k % 3 != 0);
 		double b, o;
-		estimate(&r, MSTAT_SAMPLE_DEFAULT, true, &b, &o);
+		estimate(&r, true, &b, &o);
 		add(&live, r.truth_live, b, r.var_live, r.samples);
-		estimate(&r, MSTAT_SAMPLE_DEFAULT, false, &b, &o);
+		estimate(&r, false, &b, &o);
 		add(&all, r.truth_alloc, b, r.var_alloc, r.samples);
 	}
 	check(&live);
 	check(&all);
+}
+
+/* The objects of one run, allocated and live, into `all` and `live`;
+ * its bytes into `all_b` and `live_b`. */
+static void
+add_objects(const struct run *r, struct stats *all, struct stats *live,
+	    struct stats *all_b, struct stats *live_b)
+{
+	double b, o;
+
+	estimate(r, false, &b, &o);
+	add(all, r->objects_alloc, o, r->var_objects_alloc, r->samples);
+	add(all_b, r->truth_alloc, b, r->var_alloc, r->samples);
+	estimate(r, true, &b, &o);
+	add(live, r->objects_live, o, r->var_objects_live, r->samples);
+	add(live_b, r->truth_live, b, r->var_live, r->samples);
+}
+
+/* One call site keeps 396,000 blocks of 32 B and 4,000 of 64 KiB, one
+ * large block after each 99 small ones (400,000 objects, 274.8 MB asked
+ * for: tests/profile/e2e.py objects runs it in a process).  Nearly every
+ * large block is sampled and nearly every sample is of one, so the
+ * average sample is near 64 KiB: objects taken as the bytes over it read
+ * 1.2% of the truth.  Here a tenth of it, at 4 KiB, where its small
+ * blocks' 310 samples a run measure their number to 5.6% (at the default
+ * interval, the whole site's, to 20%: too loose a test), and where each
+ * of the 1000 runs costs a tenth as much. */
+static void
+test_objects_two_sizes(void **state)
+{
+	struct stats all = { .name = "two sizes: objects" },
+		     live = { .name = "  live objects" },
+		     all_b = { .name = "  bytes" }, live_b = { .name = "  live bytes" };
+	const uint64_t interval = 4 * KIB;
+	struct run r;
+
+	(void)state;
+	for (int i = 0; i < RUNS; i++) {
+		run_start(&r, UINT64_C(5) << 32 | (uint64_t)i);
+		for (int k = 0; k < 40000; k++) {
+			uint64_t n = k % 100 == 99 ? 64 * KIB : 32;
+			allocate(&r, n, usable(n), interval, true);
+		}
+		add_objects(&r, &all, &live, &all_b, &live_b);
+	}
+	check(&all);
+	check(&live);
+	check(&all_b);
+	check(&live_b);
+}
+
+/* A call site of every size, 16 B to 2 MiB (log-uniform, as "mixed"), a
+ * third of its blocks freed: objects allocated and live.  At 4 KiB, where
+ * its small blocks are sampled often enough to measure their number to
+ * 3%. */
+static void
+test_objects_spread(void **state)
+{
+	enum { N = 20000 };
+	static uint64_t size[N];
+	struct stats all = { .name = "spread: objects" },
+		     live = { .name = "  live objects" },
+		     all_b = { .name = "  bytes" }, live_b = { .name = "  live bytes" };
+	const uint64_t interval = 4 * KIB;
+	struct run r;
+
+	(void)state;
+	for (int k = 0; k < N; k++) {
+		double x = (double)(splitmix(UINT64_C(8) << 40 | (uint64_t)k) >> 11) /
+			   9007199254740992.0;
+		size[k] = (uint64_t)exp2(4 + 17 * x);
+	}
+	for (int i = 0; i < RUNS; i++) {
+		run_start(&r, UINT64_C(6) << 32 | (uint64_t)i);
+		for (int k = 0; k < N; k++)
+			allocate(&r, size[k], usable(size[k]), interval, k % 3 != 0);
+		add_objects(&r, &all, &live, &all_b, &live_b);
+	}
+	check(&all);
+	check(&live);
+	check(&all_b);
+	check(&live_b);
 }
 
 /* 1 MiB blocks allocated and freed, `bytes` of them. */
@@ -320,7 +424,8 @@ leak(struct run *r, int blocks, uint64_t interval)
 static void
 test_rates(void **state)
 {
-	struct stats live = { .name = "rates 512K..off..128K" };
+	struct stats live = { .name = "rates 512K..off..128K" },
+		     objs = { .name = "  its objects" };
 	struct run r;
 
 	(void)state;
@@ -334,10 +439,12 @@ test_rates(void **state)
 		churn(&r, 96 * MIB, 128 * KIB);
 		leak(&r, 4096, 128 * KIB);
 		double b, o;
-		estimate(&r, 128 * KIB, true, &b, &o);
+		estimate(&r, true, &b, &o);
 		add(&live, r.truth_live, b, r.var_live, r.samples);
+		add(&objs, r.objects_live, o, r.var_objects_live, r.samples);
 	}
 	check(&live);
+	check(&objs);
 }
 
 /* A countdown that was no draw (a thread's first, the look again while
@@ -372,8 +479,9 @@ test_no_draw_is_no_sample(void **state)
 	assert_true(fabs(after_off - want) <= 5 * sd);
 }
 
-/* The weight, against libm: within a byte, over sizes and intervals
- * from the smallest to the largest. */
+/* The weight, against libm: within a byte, and the objects within one
+ * MSTAT_OBJECT_UNITS, over sizes and intervals from the smallest to the
+ * largest. */
 static void
 test_weight_is_exact(void **state)
 {
@@ -385,25 +493,37 @@ test_weight_is_exact(void **state)
 	for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++)
 		for (size_t k = 0; k < sizeof(means) / sizeof(means[0]); k++) {
 			uint64_t n = sizes[i], u = usable(n), m = means[k];
-			double want = (double)u / -expm1(-(double)n / (double)m);
-			double got = (double)mstat_sample_weight(n, u, m);
-			if (fabs(got - want) > 1 + want * 1e-12)
-				fail_msg("weight of %llu bytes at %llu: %.1f, not %.1f",
+			double inv_p = 1 / -expm1(-(double)n / (double)m);
+			double want = (double)u * inv_p, objs = MSTAT_OBJECT_UNITS * inv_p;
+			struct mstat_weight got = mstat_sample_weight(n, u, m);
+			if (fabs((double)got.bytes - want) > 1 + want * 1e-12 ||
+			    fabs((double)got.objects - objs) > 1 + objs * 1e-12)
+				fail_msg("weight of %llu bytes at %llu: %llu bytes, "
+					 "%llu/%u objects, not %.1f, %.1f",
 					 (unsigned long long)n, (unsigned long long)m,
-					 got, want);
+					 (unsigned long long)got.bytes,
+					 (unsigned long long)got.objects,
+					 MSTAT_OBJECT_UNITS, want, objs);
 		}
 	/* Bounded, and a total function. */
-	assert_int_equal(mstat_sample_weight(0, 24, 4096), MSTAT_WEIGHT_MAX);
-	assert_int_equal(mstat_sample_weight(0, 0, 4096), MSTAT_WEIGHT_MAX);
-	assert_int_equal(mstat_sample_weight(100, 104, 0), 104);
-	assert_int_equal(mstat_sample_weight(1, UINT64_MAX, MSTAT_SAMPLE_MAX),
-			 MSTAT_WEIGHT_MAX);
+	struct mstat_weight w = mstat_sample_weight(0, 24, 4096);
+	assert_true(w.bytes == MSTAT_WEIGHT_MAX && w.objects == MSTAT_WEIGHT_MAX);
+	w = mstat_sample_weight(0, 0, 4096);
+	assert_true(w.bytes == MSTAT_WEIGHT_MAX && w.objects == MSTAT_WEIGHT_MAX);
+	w = mstat_sample_weight(100, 104, 0);
+	assert_true(w.bytes == 104 && w.objects == MSTAT_OBJECT_UNITS);
+	w = mstat_sample_weight(1, UINT64_MAX, MSTAT_SAMPLE_MAX);
+	assert_int_equal(w.bytes, MSTAT_WEIGHT_MAX);
+	assert_true(w.objects < MSTAT_WEIGHT_MAX &&
+		    fabs((double)w.objects - MSTAT_OBJECT_UNITS * (double)MSTAT_SAMPLE_MAX) <
+			    (double)MSTAT_OBJECT_UNITS);
 }
 
 /* The estimator takes what a segment holds, which its writer may not have
- * written: whatever the counts (the reader's rules hold: frees at most
- * allocations, bytes and weights alike), its estimates are finite and
- * not negative, with weights or without (format 5.0, any interval). */
+ * written: whatever the sums (the reader's rules hold: frees at most
+ * allocations, bytes, objects and weights alike), its estimates are
+ * finite and not negative, with objects (6.1), with weights alone (6.0),
+ * or with neither (5.0, any interval). */
 static void
 test_unbias_is_total(void **state)
 {
@@ -417,14 +537,17 @@ test_unbias_is_total(void **state)
 				for (size_t f = 0; f < 3; f++) {
 					struct mstat_profile_stack st = {
 						.allocs = v[a], .alloc_bytes = v[b],
-						.alloc_weight = v[w], .frees = v[a] / (f + 1),
+						.alloc_objects = v[w], .alloc_weight = v[w],
+						.frees = v[a] / (f + 1),
 						.free_bytes = v[b] / (f + 1),
+						.free_objects = v[w] / (f + 1),
 						.free_weight = v[w] / (f + 1), .depth = 1,
 					};
-					for (int k = 0; k < 4; k++) {
+					for (int k = 0; k < 5; k++) {
 						struct mstat_profile p = {
-							.weighted = k == 0,
-							.sample_bytes = v[(size_t)k * 2],
+							.weighted = k <= 1,
+							.has_objects = k == 0,
+							.sample_bytes = v[(size_t)(k % 4) * 2],
 						};
 						double o[2], by[2];
 						mstat_pprof_unbias(&p, &st, false, &o[0], &by[0]);
@@ -446,6 +569,8 @@ main(void)
 		cmocka_unit_test(test_leak),
 		cmocka_unit_test(test_small),
 		cmocka_unit_test(test_mixed),
+		cmocka_unit_test(test_objects_two_sizes),
+		cmocka_unit_test(test_objects_spread),
 		cmocka_unit_test(test_rates),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -3,9 +3,9 @@
  * test_profile_read.c - mstat_reader_profile() on heap profile regions
  * written by hand: what a writer makes is read exactly, and every entry a
  * writer cannot make (a count, an offset, a depth, a length out of bounds,
- * more frees or freed weight than allocations) is skipped or bounded,
- * so that what reader.h promises of a profile holds whatever the region
- * says.
+ * more frees, freed objects or freed weight than allocations) is skipped
+ * or bounded, so that what reader.h promises of a profile holds whatever
+ * the region says.
  *
  * Each segment is a memfd of this user, mode 0600, with a valid header,
  * two slots and a small profile (16 stacks, 256 frames, 4 modules).
@@ -123,6 +123,15 @@ weigh(struct seg *s, struct mstat_shm_stack *st, uint64_t alloc_weight,
 	return st;
 }
 
+/* The objects of entry `st` (6.1), in MSTAT_OBJECT_UNITS. */
+static struct mstat_shm_stack *
+objects(struct mstat_shm_stack *st, uint64_t alloc_objects, uint64_t free_objects)
+{
+	atomic_store(&st->alloc_objects, alloc_objects);
+	atomic_store(&st->free_objects, free_objects);
+	return st;
+}
+
 /* A live sample of entry `st`, born `t` units after tick0, in live
  * entry `i`. */
 static void
@@ -188,10 +197,12 @@ writers_profile_is_read_exactly(void **state)
 	atomic_store(&s.h->sample_bytes, 4096);
 	add_module(&s, EXE, EXE + 0x1000, "/usr/bin/svc", MSTAT_BUILD_ID_MAX);
 	add_module(&s, 0x7f0000000000, 0x7f0000100000, "linux-vdso.so.1", 0);
-	weigh(&s, add_stack(&s, a, 3, 5, 500, 2, 200), 51200, 20480);
-	weigh(&s, add_stack(&s, b, 1, 1, 64, 0, 0), 32768, 0);
+	objects(weigh(&s, add_stack(&s, a, 3, 5, 500, 2, 200), 51200, 20480),
+		13000, 5000);
+	objects(weigh(&s, add_stack(&s, b, 1, 1, 64, 0, 0), 32768, 0), 131072, 0);
 	/* The same stack, entered twice. */
-	weigh(&s, add_stack(&s, a, 3, 3, 300, 3, 300), 30720, 30720);
+	objects(weigh(&s, add_stack(&s, a, 3, 3, 300, 3, 300), 30720, 30720),
+		7800, 7800);
 	add_stack(&s, b, 1, 0, 0, 0, 0);     /* published, not counted yet */
 	atomic_store(&s.prof->samples, 9);
 	atomic_store(&s.prof->dropped, 1);
@@ -199,6 +210,7 @@ writers_profile_is_read_exactly(void **state)
 
 	assert_int_equal(p.sample_bytes, 4096);
 	assert_true(p.weighted);
+	assert_true(p.has_objects);
 	assert_int_equal(p.samples, 9);
 	assert_int_equal(p.dropped, 1);
 	assert_int_equal(p.nstacks, 2);
@@ -211,11 +223,15 @@ writers_profile_is_read_exactly(void **state)
 	assert_int_equal(x->free_bytes, 500);
 	assert_int_equal(x->alloc_weight, 81920);
 	assert_int_equal(x->free_weight, 51200);
+	assert_int_equal(x->alloc_objects, 20800);
+	assert_int_equal(x->free_objects, 12800);
 	x = stack_at(&p, b[0]);
 	assert_int_equal(x->depth, 1);
 	assert_int_equal(x->allocs, 1);
 	assert_int_equal(x->alloc_bytes, 64);
 	assert_int_equal(x->alloc_weight, 32768);
+	assert_int_equal(x->alloc_objects, 131072);
+	assert_int_equal(x->free_objects, 0);
 	assert_int_equal(x->frees, 0);
 	assert_int_equal(x->free_weight, 0);
 	assert_int_equal(p.nmodules, 2);
@@ -241,19 +257,21 @@ stack_freeing_more_than_it_allocated_is_skipped(void **state)
 	struct seg s = seg_new();
 	struct mstat_profile p;
 	uint64_t a[] = { EXE + 0x100 }, b[] = { EXE + 0x200 }, c[] = { EXE + 0x300 };
-	uint64_t d[] = { EXE + 0x400 };
+	uint64_t d[] = { EXE + 0x400 }, e[] = { EXE + 0x500 };
 
 	(void)state;
 	add_stack(&s, a, 1, 1, 100, 2, 100);   /* more frees */
 	add_stack(&s, b, 1, 2, 100, 1, 101);   /* more bytes freed */
-	weigh(&s, add_stack(&s, c, 1, 2, 100, 2, 100), 7, 7); /* all freed: kept */
+	objects(weigh(&s, add_stack(&s, c, 1, 2, 100, 2, 100), 7, 7), 9, 9); /* kept */
 	weigh(&s, add_stack(&s, d, 1, 2, 100, 1, 50), 900, 901); /* more weight */
+	objects(add_stack(&s, e, 1, 2, 100, 1, 50), 9, 10); /* more objects */
 	read_profile(&s, &p);
 	assert_int_equal(p.nstacks, 1);
 	assert_int_equal(p.stacks[0].frames[0], c[0]);
 	assert_int_equal(p.stacks[0].frees, 2);
 	assert_int_equal(p.stacks[0].free_bytes, 100);
 	assert_int_equal(p.stacks[0].free_weight, 7);
+	assert_int_equal(p.stacks[0].free_objects, 9);
 	mstat_profile_release(&p);
 	seg_free(&s);
 }
@@ -324,9 +342,10 @@ merged_counts_saturate(void **state)
 	uint64_t a[] = { EXE + 0x100, EXE + 0x200 };
 
 	(void)state;
-	weigh(&s, add_stack(&s, a, 2, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX),
-	      UINT64_MAX, UINT64_MAX);
-	weigh(&s, add_stack(&s, a, 2, 1, 1, 0, 0), 1, 0);
+	objects(weigh(&s, add_stack(&s, a, 2, UINT64_MAX, UINT64_MAX, UINT64_MAX,
+				    UINT64_MAX), UINT64_MAX, UINT64_MAX),
+		UINT64_MAX, UINT64_MAX);
+	objects(weigh(&s, add_stack(&s, a, 2, 1, 1, 0, 0), 1, 0), 1, 0);
 	read_profile(&s, &p);
 	assert_int_equal(p.nstacks, 1);
 	assert_int_equal(p.stacks[0].allocs, UINT64_MAX);
@@ -335,6 +354,31 @@ merged_counts_saturate(void **state)
 	assert_int_equal(p.stacks[0].free_bytes, UINT64_MAX);
 	assert_int_equal(p.stacks[0].alloc_weight, UINT64_MAX);
 	assert_int_equal(p.stacks[0].free_weight, UINT64_MAX);
+	assert_int_equal(p.stacks[0].alloc_objects, UINT64_MAX);
+	assert_int_equal(p.stacks[0].free_objects, UINT64_MAX);
+	mstat_profile_release(&p);
+	seg_free(&s);
+}
+
+/* A segment of format 6.0 has no objects: the words that are theirs in
+ * 6.1 were reserved, and are not read, whatever they hold. */
+static void
+format_6_0_has_no_objects(void **state)
+{
+	struct seg s = seg_new();
+	struct mstat_profile p;
+	uint64_t a[] = { EXE + 0x100 };
+
+	(void)state;
+	s.h->version_minor = 0;
+	objects(weigh(&s, add_stack(&s, a, 1, 2, 200, 1, 100), 5, 1), 5, 1000);
+	read_profile(&s, &p);
+	assert_true(p.weighted);
+	assert_false(p.has_objects);
+	assert_int_equal(p.nstacks, 1);
+	assert_int_equal(p.stacks[0].alloc_weight, 5);
+	assert_int_equal(p.stacks[0].alloc_objects, 0);
+	assert_int_equal(p.stacks[0].free_objects, 0);
 	mstat_profile_release(&p);
 	seg_free(&s);
 }
@@ -391,6 +435,7 @@ main(void)
 		cmocka_unit_test(stack_freeing_more_than_it_allocated_is_skipped),
 		cmocka_unit_test(lifetimes_and_births_are_read),
 		cmocka_unit_test(merged_counts_saturate),
+		cmocka_unit_test(format_6_0_has_no_objects),
 		cmocka_unit_test(entries_out_of_bounds_are_skipped),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
