@@ -525,6 +525,14 @@ prior_rows_are_summed_apart(void **state)
 	mstat_sum_generations(slots, size, 2, MSTAT_CLASS_COUNT, MSTAT_GEN_BIT(3), sum);
 	assert_int_equal(sum[prior][MSTAT_P_FREES], 1);
 	assert_int_equal(sum[prior][MSTAT_P_FREE_BYTES], 24);
+	/* 6.2: the prior rows are past every generation, in the slot: a
+	 * reader of 6.1 finds each of its counters as it was, 0 here. */
+	for (unsigned g = 0; g < MSTAT_GENS; g++)
+		mstat_wsection_prior(s1, g, MSTAT_P_REALLOC_BYTES, 7);
+	for (size_t w = 0; w < (size_t)MSTAT_GENS * MSTAT_GEN_COUNTERS(MSTAT_CLASS_COUNT); w++)
+		assert_int_equal(atomic_load(&s1->acc[w]), 0);
+	assert_true((size_t)((const unsigned char *)(s1->acc + MSTAT_PRIOR_OFFSET(MSTAT_CLASS_COUNT, MSTAT_GENS)) -
+			     (const unsigned char *)s1) <= size);
 }
 
 int
