@@ -562,16 +562,13 @@ mstat_view_sites(struct mstat_ui *ui)
 		const struct mstat_site *k = &top[i];
 		char where[1024];
 		site_text(where, sizeof(where), COLS - 55, k);
-		double share = k->lifetimes.short_share;
-		if (isnan(share))
-			snprintf(v[4], sizeof(v[4]), "-");
-		else
-			snprintf(v[4], sizeof(v[4]), "%.0f%%", 100 * share);
 		line(y++, A_NORMAL, "%9s %8s %9s %9s %5s %8s  %s",
 		     fmt(v[0], BYTES, true, k->live_bytes),
 		     fmt(v[1], COUNT, true, k->live_objects),
 		     fmt(v[2], BYTES, true, k->alloc_bytes),
-		     fmt(v[3], GROWTH, s->have_growth, k->growth_bytes), v[4],
+		     fmt(v[3], GROWTH, s->have_growth, k->growth_bytes),
+		     fmt(v[4], MSTAT_UNIT_PERCENT, true,
+			 100 * k->lifetimes.short_share),
 		     fmt(v[5], MSTAT_UNIT_DURATION, true,
 			 k->lifetimes.median_ns / 1e9),
 		     where);

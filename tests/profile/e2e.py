@@ -383,7 +383,7 @@ def test_view():
         # median lifetime of nanoseconds; leak_site frees none.
         churn, leak = site(rows, "churn_site"), site(rows, "leak_site")
         if churn[4] != "100%" or not churn[5].endswith("ns") or \
-                leak[4:] != ("0%", "-"):
+                leak[4:] != ("0.0%", "-"):
             fail("SHORT and LIFETIME of churn_site %r, leak_site %r:\n%s"
                  % (churn[4:], leak[4:], s))
 
