@@ -3,6 +3,7 @@
  * pairs.c - the hot loop: malloc+free pairs of mixed small sizes.
  *
  *   mstat-bench-pairs --variant V [--threads N] [--ms D | --iters N]
+ *                     [--attach LIB]
  *
  * Threads wait at a start gate, then each runs malloc(size); free() pairs
  * (sizes 16..1024 from a fixed pseudo-random table: all tcache-hot in
@@ -15,6 +16,12 @@
  * cpu_share the fraction of the run's wall time each thread was on a CPU
  * (near 1.0: the threads really ran side by side), and malloc= names the object that provides malloc (so a driver sees whether
  * a preloaded interposer is in front).
+ *
+ * --attach LIB loads LIB (libmstatshm-attach.so.0) and starts it in this
+ * process before the threads start, as mstat-attach has a target do it
+ * (shm/inject.h), and waits out the second after it in which every
+ * allocation checks whether a rescan is due: the pairs then go through
+ * the slots it patched, and malloc= says "attached".
  *
  * Variants measured in this process (what a counting interposer would add
  * to each allocation and each free, without the interposition):
@@ -43,6 +50,7 @@
 #include <string.h>
 
 #include "common.h"
+#include "inject.h"
 #include "section.h"
 #include "sizeclass.h"
 
@@ -283,6 +291,42 @@ worker_main(void *arg)
 	return NULL;
 }
 
+/* --attach: the library mstat-attach injects, started here. */
+static int
+attach_here(const char *lib)
+{
+	struct mstat_attach_args a = { .version = MSTAT_ATTACH_ARGS_VERSION,
+				       .size = sizeof(a), .memfd = -1 };
+	int (*start)(struct mstat_attach_args *) = NULL;
+	struct mstat_attach_state *st = NULL;
+	void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+
+	if (h) {
+		*(void **)&start = dlsym(h, MSTAT_ATTACH_START);
+		st = dlsym(h, MSTAT_ATTACH_STATE);
+	}
+	if (!start || !st) {
+		fprintf(stderr, "mstat-bench-pairs: --attach %s: %s\n", lib, dlerror());
+		return -1;
+	}
+	strcpy(a.name, "mstat-bench-pairs");
+	if (start(&a) != 0) {
+		fprintf(stderr, "mstat-bench-pairs: --attach: %s\n", a.err);
+		return -1;
+	}
+	/* Published by a thread of the library's: once it says so. */
+	while (!atomic_load_explicit(&st->done, memory_order_acquire))
+		mbench_sleep_ns(1000000);
+	if (st->rc != 0) {
+		fprintf(stderr, "mstat-bench-pairs: --attach: %s\n", st->status);
+		return -1;
+	}
+	/* Past the second after the attach in which allocations look for
+	 * slots to patch again (lib/patch.c): the steady state. */
+	mbench_sleep_ns(1500u * 1000u * 1000u);
+	return 0;
+}
+
 static const char *
 malloc_provider(void)
 {
@@ -299,7 +343,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: mstat-bench-pairs --variant V [--threads N] "
-			"[--ms D | --iters N]\n  V:");
+			"[--ms D | --iters N] [--attach LIB]\n  V:");
 	for (int i = 0; i < V_COUNT; i++)
 		fprintf(stderr, " %s", variant_names[i]);
 	fprintf(stderr, "\n");
@@ -314,6 +358,7 @@ main(int argc, char **argv)
 	uint64_t ms = 200, iters = 0;
 	static uint32_t sizes[SIZES];
 	struct mbench_gate gate;
+	const char *attach = NULL;
 
 	for (int i = 1; i + 1 < argc; i += 2) {
 		if (strcmp(argv[i], "--variant") == 0) {
@@ -326,6 +371,8 @@ main(int argc, char **argv)
 			ms = strtoull(argv[i + 1], NULL, 10);
 		} else if (strcmp(argv[i], "--iters") == 0) {
 			iters = strtoull(argv[i + 1], NULL, 10);
+		} else if (strcmp(argv[i], "--attach") == 0) {
+			attach = argv[i + 1];
 		} else {
 			usage();
 		}
@@ -354,6 +401,8 @@ main(int argc, char **argv)
 	 * sizes in the same order. */
 	mbench_fill_sizes(sizes);
 	atomic_store(&sect_word, mstat_epoch_word(&sect_epoch.epoch));
+	if (attach && attach_here(attach) < 0)
+		return 1;
 
 	struct worker *ws = aligned_alloc(MBENCH_CACHELINE,
 					  threads * sizeof(struct worker));
@@ -393,6 +442,6 @@ main(int argc, char **argv)
 	printf("pairs variant=%s threads=%u ns_pair=%.3f pairs=%llu cpu_share=%.2f "
 	       "malloc=%s\n",
 	       variant_names[v], threads, pairs ? (double)cpu / (double)pairs : 0.0,
-	       (unsigned long long)pairs, share, malloc_provider());
+	       (unsigned long long)pairs, share, attach ? "attached" : malloc_provider());
 	return 0;
 }

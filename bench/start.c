@@ -143,7 +143,7 @@ piece_segment(void)
 	char err[160];
 
 	if (mstat_segment_create(&seg, "bench", MSTAT_SLOTS_DEFAULT,
-				 MSTAT_MODE_MEMBARRIER, err, sizeof(err)) < 0) {
+				 MSTAT_MODE_MEMBARRIER, 0, err, sizeof(err)) < 0) {
 		fprintf(stderr, "mstat-bench-start: %s\n", err);
 		exit(1);
 	}

@@ -3,7 +3,7 @@
  * writer.c - the hot loop: what counting adds to a malloc+free pair.
  *
  *   mstat-bench-writer --pairs PATH --lib PATH --forward PATH
- *                      [--lean PATH] [--heaptrack PATH|none]
+ *                      [--lean PATH] [--attach PATH] [--heaptrack PATH|none]
  *                      [--before PATH]
  *                      [--breakdown yes] [--rounds N] [--ms D]
  *                      [--heaptrack-rounds N]
@@ -25,6 +25,8 @@
  * Environment: MSTAT_BENCH_ROUNDS, MSTAT_BENCH_MS override the defaults;
  * MSTAT_BENCH_BEFORE, a library, is --before where none is given (so
  * that bench/run.sh --suite writer measures a change against its base).
+ * --attach, libmstatshm-attach.so.0, adds the variant "attached": the
+ * loop in a process that started it as mstat-attach has a target do it.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -40,7 +42,7 @@
 #define MAX_ROUNDS 64
 #define THREAD_COUNTS 2
 
-enum preload { P_NONE, P_LIB, P_FORWARD, P_LEAN, P_BEFORE };
+enum preload { P_NONE, P_LIB, P_FORWARD, P_LEAN, P_BEFORE, P_ATTACH };
 
 struct variant {
 	const char *name;
@@ -90,6 +92,8 @@ static struct variant variants[] = {
 	  .what = "RTLD_NEXT forwarder only" },
 	{ .name = "lib-before", .loop = "plain", .preload = P_BEFORE,
 	  .mode = "membarrier", .what = "another build of libmstatshm (--before)" },
+	{ .name = "attached", .loop = "plain", .preload = P_ATTACH,
+	  .what = "libmstatshm-attach, started in the process (mstat-attach)" },
 	{ .name = "lean-preload", .loop = "plain", .preload = P_LEAN,
 	  .what = "proposal: lean counting interposer (bench/lean.c)" },
 	{ .name = "heaptrack", .loop = "plain", .heaptrack = true,
@@ -98,7 +102,7 @@ static struct variant variants[] = {
 #define NVARIANTS (sizeof(variants) / sizeof(variants[0]))
 
 static struct {
-	const char *pairs, *lib, *forward, *lean, *heaptrack, *before;
+	const char *pairs, *lib, *forward, *lean, *heaptrack, *before, *attach;
 	unsigned rounds, ms, ht_rounds;
 	bool breakdown;
 	char tmpdir[64];
@@ -125,7 +129,7 @@ run_once(const struct variant *v, unsigned threads, unsigned ms, char *out,
 
 	snprintf(tstr, sizeof(tstr), "%u", threads);
 	snprintf(msstr, sizeof(msstr), "%u", ms);
-	if (v->preload != P_NONE) {
+	if (v->preload != P_NONE && v->preload != P_ATTACH) {
 		snprintf(preload, sizeof(preload), "LD_PRELOAD=%s",
 			 v->preload == P_LIB ? opt.lib :
 			 v->preload == P_LEAN ? opt.lean :
@@ -151,6 +155,10 @@ run_once(const struct variant *v, unsigned threads, unsigned ms, char *out,
 	argv[a++] = tstr;
 	argv[a++] = "--ms";
 	argv[a++] = msstr;
+	if (v->preload == P_ATTACH) {
+		argv[a++] = "--attach";
+		argv[a++] = (char *)opt.attach;
+	}
 	argv[a] = NULL;
 
 	char **env = mbench_env(extra);
@@ -285,6 +293,8 @@ main(int argc, char **argv)
 			opt.lean = val;
 		else if (strcmp(k, "--before") == 0)
 			opt.before = val;
+		else if (strcmp(k, "--attach") == 0)
+			opt.attach = val;
 		else if (strcmp(k, "--heaptrack") == 0)
 			opt.heaptrack = strcmp(val, "none") ? val : NULL;
 		else if (strcmp(k, "--rounds") == 0)
@@ -333,6 +343,7 @@ main(int argc, char **argv)
 	}
 	find("lean-preload")->on = opt.lean != NULL;
 	find("lib-before")->on = opt.before != NULL;
+	find("attached")->on = opt.attach != NULL;
 	/* --breakdown yes: the in-process variants that size each piece of
 	 * the section, nothing else. */
 	for (size_t i = 0; i < NVARIANTS; i++) {

@@ -323,6 +323,7 @@ target_new(struct mstat_discover *d, struct mstat_reader *r,
 	t->writer_mode = in->writer_mode;
 	t->layout_major = in->version_major;
 	t->layout_minor = in->version_minor;
+	t->attached_ns = in->attached_ns;
 	memcpy(t->shm_name, name, strlen(name) + 1); /* shorter: scan */
 	snprintf(t->name, sizeof(t->name), "%s", in->name);
 	snprintf(t->key, sizeof(t->key), "%d.%llu@%llu", (int)in->pid,

@@ -73,6 +73,9 @@ struct mstat_core_target {
 				     * program's name) */
 	uint32_t writer_mode;       /* of its segment, from the header */
 	uint32_t layout_major, layout_minor;
+	uint64_t attached_ns;       /* when mstat-attach made it count, from
+				     * the header; 0 if it counts from its
+				     * start */
 	struct mstat_proc_identity id; /* what /proc says, if it can */
 	struct mstat_oom_watch oom;    /* its OOM kills, read while it lives */
 	/* Published by the sampler (rcu_assign_pointer); freed with the

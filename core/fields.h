@@ -146,6 +146,34 @@
 	F(SYSTEMD_UNIT, "systemd_unit", TEXT, r->where.systemd_unit[0] != 0,  \
 	  r->where.systemd_unit)                                              \
 	REC(SYSTEMD_UNIT, 15, "systemd_unit", systemd_unit, STR)              \
+	F(ATTACHED, "attached_time_s", REAL, r->attached_ns != 0,             \
+	  (double)r->attached_ns / 1e9)                                       \
+	FAM(ATTACHED, 11, "mstat_attached_time_seconds", GAUGE, "seconds",    \
+	    "when mstat-attach made the process count, since the Unix "       \
+	    "epoch: its counts are of what it did since")                     \
+	REC(ATTACHED, 17, "attached_ns", attached_ns, OPTU64)                 \
+	F(PRIOR_FREES, "prior_frees", U64, r->have_snap && r->attached_ns,    \
+	  r->prior.prior_frees)                                               \
+	FAM(PRIOR_FREES, 12, "mstat_prior_frees", COUNTER, NULL,              \
+	    "frees of blocks made before the attach")                         \
+	REC(PRIOR_FREES, 18, "prior_frees", prior.prior_frees, OPTU64)        \
+	F(PRIOR_FREE_BYTES, "prior_free_bytes", U64,                          \
+	  r->have_snap && r->attached_ns, r->prior.prior_free_bytes)          \
+	FAM(PRIOR_FREE_BYTES, 13, "mstat_prior_free_bytes", COUNTER, "bytes", \
+	    "their bytes (usable size)")                                      \
+	REC(PRIOR_FREE_BYTES, 19, "prior_free_bytes", prior.prior_free_bytes, \
+	    OPTU64)                                                           \
+	F(PRIOR_REALLOCS, "prior_reallocs", U64,                              \
+	  r->have_snap && r->attached_ns, r->prior.prior_reallocs)            \
+	FAM(PRIOR_REALLOCS, 14, "mstat_prior_reallocs", COUNTER, NULL,        \
+	    "reallocs of blocks made before the attach")                      \
+	REC(PRIOR_REALLOCS, 20, "prior_reallocs", prior.prior_reallocs, OPTU64)  \
+	F(PRIOR_REALLOC_BYTES, "prior_realloc_bytes", U64,                    \
+	  r->have_snap && r->attached_ns, r->prior.prior_realloc_bytes)       \
+	FAM(PRIOR_REALLOC_BYTES, 15, "mstat_prior_realloc_bytes", COUNTER,    \
+	    "bytes", "the old blocks' bytes (usable size)")                   \
+	REC(PRIOR_REALLOC_BYTES, 21, "prior_realloc_bytes",                   \
+	    prior.prior_realloc_bytes, OPTU64)                                \
 	F(AGE, NULL, REAL, mstat_field_age_known(r, now),                     \
 	  mstat_field_age(r, now))                                            \
 	COL(AGE, 3, "age", "AGE", 6, MSTAT_COLUMN_AGE, 3,                     \

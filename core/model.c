@@ -288,8 +288,10 @@ fold_input(struct mstat_model_row *r, const struct mstat_model_input *in,
 	r->have_memory = in->memory != NULL;
 	if (in->memory)
 		r->memory = *in->memory;
-	if (in->snap && (!r->have_snap || in->t_ns > r->t_ns))
+	if (in->snap && (!r->have_snap || in->t_ns > r->t_ns)) {
 		fold_snapshot(r, in->snap, in->t_ns, window_ns);
+		r->prior = in->prior;
+	}
 	if (mstat_model_gone(r->live)) {
 		/* Gone: nothing moves any more. */
 		r->threads = 0;
@@ -307,6 +309,7 @@ fold_input(struct mstat_model_row *r, const struct mstat_model_input *in,
 	r->writer_mode = in->writer_mode;
 	r->layout_major = in->layout_major;
 	r->layout_minor = in->layout_minor;
+	r->attached_ns = in->attached_ns;
 }
 
 static const char *

@@ -30,6 +30,7 @@
 
 #include "memory.h"
 #include "mstatshm.h"
+#include "reader.h"
 #include "where.h"
 
 #define MSTAT_MODEL_HISTORY 120  /* live-bytes points kept per row */
@@ -87,6 +88,10 @@ struct mstat_model_input {
 	uint64_t start_ns;   /* CLOCK_REALTIME the process started */
 	uint32_t writer_mode; /* of its segment: 1 fenced, 2 membarrier */
 	uint32_t layout_major, layout_minor; /* its segment's format version */
+	uint64_t attached_ns; /* CLOCK_REALTIME mstat-attach made it count, 0
+			       * if it counts from its start */
+	struct mstat_prior prior; /* of `snap`: the frees and reallocs of
+				   * blocks made before the attach */
 	/* Where it runs (where.h): NULL and "" not known. */
 	const char *container_id, *pod_uid, *qos_class, *systemd_unit;
 	/* Its resident memory in parts, as last read (memory.h); NULL not
@@ -126,6 +131,8 @@ struct mstat_model_row {
 	char *postmortem;      /* owned: its post-mortem profile's path, or
 				* NULL (mstat_model_input) */
 	uint32_t writer_mode, layout_major, layout_minor;
+	uint64_t attached_ns;  /* as its input says */
+	struct mstat_prior prior; /* of the snapshot the counters come from */
 	struct mstat_counts total;
 	uint64_t requested_bytes;
 	bool have_memory;      /* `memory` is known: it lives, and was read */

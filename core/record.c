@@ -28,6 +28,8 @@ enum rec_type {
 	REC_STR,    /* a string; "" if absent or null */
 	REC_STATE,  /* a state's word (enum mstat_model_live) */
 	REC_U64,
+	REC_OPTU64, /* the same, or 0: recorded by an mstat-top that did not
+		     * know it (absent, or null) */
 	REC_MEMORY, /* resident memory in parts (memory.h), or null */
 };
 
@@ -119,6 +121,7 @@ put_field(FILE *f, const struct recorded *rec,
 		fprintf(f, "\"%s\"", mstat_model_live_name(live));
 		break;
 	case REC_U64:
+	case REC_OPTU64:
 		memcpy(&u, at, sizeof(u));
 		fprintf(f, "%" PRIu64, u);
 		break;
@@ -382,6 +385,15 @@ get_field(json_object *x, const struct recorded *rec,
 			return false;
 		memcpy(at, &u, sizeof(u));
 		return true;
+	case REC_OPTU64: {
+		json_object *v;
+		u = 0;
+		if (json_object_object_get_ex(x, rec->name, &v) && v &&
+		    !get_u64(x, rec->name, &u))
+			return false;
+		memcpy(at, &u, sizeof(u));
+		return true;
+	}
 	case REC_MEMORY: {
 		json_object *v = NULL;
 		const struct mstat_memory *m;

@@ -393,11 +393,14 @@ sample_fill(struct mstat_core_sample *s, const struct mstat_core_sample *old,
 	if (rc == 0) {
 		s->have_snap = true;
 		s->t_ns = t_ns;
+		mstat_reader_prior(t->reader, &s->prior);
 		return;
 	}
 	s->have_snap = old && old->have_snap;
-	if (s->have_snap)
+	if (s->have_snap) {
 		memcpy(&s->snap, &old->snap, snap_size(old->snap.class_count));
+		s->prior = old->prior;
+	}
 	s->t_ns = old ? old->t_ns : 0;
 	snprintf(s->err, sizeof(s->err), "%s", mstat_reader_error(t->reader));
 }
@@ -1009,6 +1012,8 @@ mstat_core_gather(struct mstat_core *core, struct mstat_core_scratch *sc,
 			.writer_mode = t->writer_mode,
 			.layout_major = t->layout_major,
 			.layout_minor = t->layout_minor,
+			.attached_ns = t->attached_ns,
+			.prior = s->prior,
 			.memory = s->have_memory ? &s->memory : NULL,
 		};
 	}

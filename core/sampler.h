@@ -47,6 +47,8 @@ struct mstat_core_sample {
 				     * NULL */
 	bool have_memory;           /* `memory` was read (now or before) */
 	struct mstat_memory memory; /* its resident memory, as last read */
+	struct mstat_prior prior;   /* of `snap` (reader.h): what became of
+				     * the blocks made before an attach */
 	struct mstat_snapshot snap; /* the last good snapshot; allocated with
 				     * room for its class_count classes only */
 };

@@ -96,6 +96,10 @@ struct mstat_target_info {
 			       * that namespace's (0: not known) */
 	char name[64];
 	char shm_name[64];    /* the segment's name in /dev/shm */
+	uint64_t attached_ns; /* when mstat-attach made the running process
+			       * count, CLOCK_REALTIME; 0: counted from its
+			       * start.  Its counts are then of what it did
+			       * since. */
 };
 
 /* ---- recording ---- */

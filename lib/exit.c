@@ -122,8 +122,8 @@ finish(void)
  * Async-signal-safe, as _exit must be: nothing here allocates, the next
  * _exit was looked up at start, and no lock is waited for that this
  * thread holds. */
-static MSTAT_START_TEXT __attribute__((noreturn)) void
-exit_now(int status)
+MSTAT_START_TEXT void
+mstat_exit_now(int status)
 {
 	retire();
 	finish();
@@ -136,13 +136,13 @@ exit_now(int status)
 MSTAT_START_TEXT MSTAT_EXPORT void
 _exit(int status)
 {
-	exit_now(status);
+	mstat_exit_now(status);
 }
 
 MSTAT_START_TEXT MSTAT_EXPORT void
 _Exit(int status)
 {
-	exit_now(status);
+	mstat_exit_now(status);
 }
 
 /*
@@ -172,6 +172,7 @@ finish_at(void *unused)
 	finish();
 }
 
+#if !MSTAT_ATTACH
 /*
  * retire() runs with this library's destructor (its handler is this
  * object's: __cxa_finalize() runs it there, in _dl_fini()), after the
@@ -190,6 +191,40 @@ mstat_exit_handlers(void)
 	__cxa_atexit(retire_at, NULL, __dso_handle);
 	__cxa_at_quick_exit(finish_at, __dso_handle);
 }
+#else
+/*
+ * Injected into a running process, the library is loaded after every
+ * handler the program registered: its own run first.  retire() runs
+ * with its atexit handler, the first at exit, and finish() with its
+ * destructor, which _dl_fini() runs first of all (the object loaded
+ * last), after every atexit handler: the program's handlers and the
+ * other objects' destructors before it are counted, those after it not
+ * (docs/attach.md).  Both belong to this object, which an attach that
+ * gives up unloads: __cxa_finalize() then runs the first, which finds
+ * nothing started, and the second does the same.  quick_exit()'s list is
+ * not taken back at an unloading: its handler comes once the attach is
+ * done.  The next _exit is the process's, by name.
+ */
+void
+mstat_exit_handlers(void)
+{
+	*(void **)&next_exit = dlsym(RTLD_DEFAULT, "_exit");
+	__cxa_atexit(retire_at, NULL, __dso_handle);
+}
+
+void
+mstat_exit_handlers_attached(void)
+{
+	__cxa_at_quick_exit(finish_at, __dso_handle);
+}
+
+__attribute__((destructor)) static void
+finish_last(void)
+{
+	retire();
+	finish();
+}
+#endif
 #else
 static void
 finish_now(void)

@@ -16,7 +16,15 @@
 #include "state.h"
 
 /* Registers the exit handlers and finds the next _exit (the library's
- * start, once). */
+ * start, once).  In the library mstat-attach injects, only those that
+ * its unloading takes back (an attach that gives up unloads it). */
 void mstat_exit_handlers(void) MSTAT_HIDDEN;
+
+/* In the library mstat-attach injects, once the attach is done: the
+ * handlers its unloading would leave behind (quick_exit's). */
+void mstat_exit_handlers_attached(void) MSTAT_HIDDEN;
+
+/* _exit() and _Exit(): the library's exit path, then the next _exit. */
+void mstat_exit_now(int status) __attribute__((noreturn)) MSTAT_HIDDEN;
 
 #endif /* MSTAT_LIB_EXIT_H */

@@ -70,8 +70,16 @@ glibc_layout_holds(void)
 	return ok;
 }
 
+/* The next definition: after this library in the loader's order; in the
+ * library mstat-attach injects, which is in no order of the process's
+ * (loaded RTLD_LOCAL, last), the process's own, by name. */
+#if MSTAT_ATTACH
+#define NEXT_HANDLE RTLD_DEFAULT
+#else
+#define NEXT_HANDLE RTLD_NEXT
+#endif
 #define NEXT(name)                                                           \
-	(*(void **)&mstat_next.name = dlsym(RTLD_NEXT, #name)) != NULL
+	(*(void **)&mstat_next.name = dlsym(NEXT_HANDLE, #name)) != NULL
 
 /* True once the next allocator is known.  False while this thread is in
  * dlsym, while another thread resolves (it is never waited for: it may hold
@@ -94,7 +102,7 @@ mstat_next_resolve(void)
 	mstat_thread.resolving = true;
 	bool ok = NEXT(malloc) && NEXT(free) && NEXT(calloc) && NEXT(realloc) &&
 		  NEXT(posix_memalign) && NEXT(aligned_alloc) && NEXT(memalign);
-	*(void **)&mstat_next.usable = dlsym(RTLD_NEXT, "malloc_usable_size");
+	*(void **)&mstat_next.usable = dlsym(NEXT_HANDLE, "malloc_usable_size");
 	ok = ok && mstat_next.usable;
 	mstat_thread.resolving = false;
 	if (!ok) {

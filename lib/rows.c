@@ -16,9 +16,14 @@ mstat_rows_put_one(struct mstat_shm_slot *slot, unsigned g, unsigned row,
 {
 	if (!v)
 		return;
-	if (row == MSTAT_CLASS_COUNT) {
+	if (row == MSTAT_TOTALS_ROW(MSTAT_CLASS_COUNT)) {
 		if (k == MSTAT_T_REQUESTED_BYTES)
 			mstat_wsection_requested(slot, g, v);
+		return;
+	}
+	if (row == MSTAT_PRIOR_ROW(MSTAT_CLASS_COUNT)) {
+		if (k < MSTAT_PRIOR_COUNT)
+			mstat_wsection_prior(slot, g, k, v);
 		return;
 	}
 	mstat_wsection_touch(slot, row);

@@ -27,21 +27,28 @@ mstat_adds_of(struct mstat_adds *x, enum mstat_op op, uint64_t freed,
 	      uint64_t size, uint64_t requested)
 {
 	x->n = 0;
-	if (op != MSTAT_OP_ALLOC) {
+	if (mstat_op_frees(op)) {
 		unsigned c = mstat_size_class(freed);
 		x->a[x->n++] = (__typeof__(x->a[0])){ c, MSTAT_C_FREE_COUNT, 1 };
 		x->a[x->n++] = (__typeof__(x->a[0])){ c, MSTAT_C_FREE_BYTES, freed };
+	} else if (op != MSTAT_OP_ALLOC) { /* a block made before the attach */
+		unsigned k = op == MSTAT_OP_PRIOR_FREE ? MSTAT_P_FREES : MSTAT_P_REALLOCS;
+		x->a[x->n++] = (__typeof__(x->a[0])){
+			MSTAT_PRIOR_ROW(MSTAT_CLASS_COUNT), k, 1 };
+		x->a[x->n++] = (__typeof__(x->a[0])){
+			MSTAT_PRIOR_ROW(MSTAT_CLASS_COUNT), k + 1, freed };
 	}
-	if (op != MSTAT_OP_FREE) {
+	if (mstat_op_allocs(op)) {
 		unsigned c = mstat_size_class(size);
 		x->a[x->n++] = (__typeof__(x->a[0])){ c, MSTAT_C_ALLOC_COUNT, 1 };
 		x->a[x->n++] = (__typeof__(x->a[0])){ c, MSTAT_C_ALLOC_BYTES, size };
 		x->a[x->n++] = (__typeof__(x->a[0])){
-			MSTAT_CLASS_COUNT, MSTAT_T_REQUESTED_BYTES, requested };
+			MSTAT_TOTALS_ROW(MSTAT_CLASS_COUNT), MSTAT_T_REQUESTED_BYTES,
+			requested };
 	}
 }
 
-/* One count into the class rows of `acc`, its requested bytes into *req. */
+/* One count into the rows of `acc`, its requested bytes into *req. */
 static inline void
 mstat_rows_count(mstat_rows acc, uint64_t *req, enum mstat_op op,
 		 uint64_t freed, uint64_t size, uint64_t requested)
@@ -50,7 +57,7 @@ mstat_rows_count(mstat_rows acc, uint64_t *req, enum mstat_op op,
 
 	mstat_adds_of(&x, op, freed, size, requested);
 	for (unsigned i = 0; i < x.n; i++) {
-		if (x.a[i].row == MSTAT_CLASS_COUNT)
+		if (x.a[i].row == MSTAT_TOTALS_ROW(MSTAT_CLASS_COUNT))
 			*req += x.a[i].v;
 		else
 			acc[x.a[i].row][x.a[i].k] += x.a[i].v;
@@ -61,7 +68,8 @@ mstat_rows_count(mstat_rows acc, uint64_t *req, enum mstat_op op,
 void mstat_rows_add(mstat_rows to, mstat_rows from) MSTAT_HIDDEN;
 
 /* `v` added to counter `k` of row `row` (the totals row: requested
- * bytes) in the section open on `slot`, generation `g`. */
+ * bytes; the prior row: its counters) in the section open on `slot`,
+ * generation `g`. */
 void mstat_rows_put_one(struct mstat_shm_slot *slot, unsigned g, unsigned row,
 			unsigned k, uint64_t v) MSTAT_HIDDEN;
 

@@ -48,8 +48,8 @@ path_of(char *path, size_t len, const char *name)
  */
 int
 mstat_segment_create(struct mstat_segment *seg, const char *name,
-		     uint32_t slot_count, uint32_t writer_mode, char *err,
-		     size_t errlen)
+		     uint32_t slot_count, uint32_t writer_mode,
+		     uint64_t attached_ns, char *err, size_t errlen)
 {
 	const uint32_t classes = MSTAT_CLASS_COUNT;
 	const uint64_t size = MSTAT_SEGMENT_SIZE(classes, slot_count);
@@ -101,6 +101,7 @@ mstat_segment_create(struct mstat_segment *seg, const char *name,
 	h->start_time = seg->id.start_time;
 	h->created_ns = mstat_clock_ns(CLOCK_REALTIME);
 	h->pid_ns = seg->id.pid_ns;
+	h->attached_ns = attached_ns;
 	strncpy(h->name, name, sizeof(h->name) - 1);
 	uint64_t *max_size = (uint64_t *)((char *)p + MSTAT_CLASSES_OFFSET);
 	for (uint32_t c = 0; c < classes; c++)

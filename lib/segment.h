@@ -42,11 +42,12 @@ struct mstat_segment {
  * (sparse; the control page, the class table and slot 0 get their pages
  * now, so a full /dev/shm fails here, never later as SIGBUS), takes its
  * owner lock, maps it and fills in its identity, everything but `magic`.
- * 0, or -errno with a reason in `err`.
+ * `attached_ns`: when the library was injected into the process, 0 if it
+ * was not.  0, or -errno with a reason in `err`.
  */
 int mstat_segment_create(struct mstat_segment *seg, const char *name,
-			 uint32_t slot_count, uint32_t writer_mode, char *err,
-			 size_t errlen);
+			 uint32_t slot_count, uint32_t writer_mode,
+			 uint64_t attached_ns, char *err, size_t errlen);
 
 /*
  * Names the published segment in /dev/shm, where readers find it.  A name

@@ -167,7 +167,7 @@ mstat_shared_take_early(void)
 
 	while (take_deferred_held(&d)) {
 		count_early(d.op, d.freed, d.size, d.requested);
-		due |= publish_due(d.op == MSTAT_OP_FREE ? 0 : d.size);
+		due |= publish_due(mstat_op_allocs(d.op) ? d.size : 0);
 	}
 	take_spill(NULL, 0, mstat_proc.early);
 	return due;
@@ -425,7 +425,7 @@ mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
 		mstat_section_count(&sec, op, freed, size, requested);
 	} else if (s == MSTAT_INTO_EARLY) {
 		count_early(op, freed, size, requested);
-		due = publish_due(op == MSTAT_OP_FREE ? 0 : size);
+		due = publish_due(mstat_op_allocs(op) ? size : 0);
 	} else if (s == MSTAT_INTO_LATE) {
 		count_early(op, freed, size, requested);
 	}

@@ -15,11 +15,13 @@
 #include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "allocstats.h"
+#include "attach.h"
 #include "clock.h"
 #include "config.h"
 #include "exec.h"
@@ -94,6 +96,20 @@ mstat_publish(void)
 		start();
 		errno = saved;
 	}
+}
+
+void
+mstat_publish_claim(void)
+{
+	atomic_store_explicit(&mstat_proc.starting, true, memory_order_relaxed);
+	mstat_proc.starter = mstat_tid();
+}
+
+void
+mstat_publish_claimed(void)
+{
+	mstat_proc.starter = mstat_tid();
+	start();
 }
 
 void
@@ -235,7 +251,7 @@ start(void)
 	 * but a count from in here must not deadlock), counted as early. */
 	struct mstat_segment seg;
 	int rc = mstat_segment_create(&seg, mstat_proc.name, mstat_proc.slot_count,
-				      mode, err, sizeof(err));
+				      mode, mstat_proc.attached_ns, err, sizeof(err));
 	if (rc < 0) {
 		not_counting(err);
 		start_end();
@@ -281,6 +297,11 @@ mstat_writer_start(void)
 	e = mstat_config_text(MSTAT_CONF_NAME);
 	mstat_join(mstat_proc.name, sizeof(mstat_proc.name), (const char *const[]){
 		e ? e : program_invocation_short_name, NULL });
+	/* Injected into a running process, which may have written over its
+	 * arguments since it started (a process title, as nginx's "nginx:
+	 * worker process"): its comm. */
+	if (MSTAT_ATTACH && !e)
+		(void)prctl(PR_GET_NAME, mstat_proc.name);
 	if ((e = mstat_config_text(MSTAT_CONF_LOG)))
 		mstat_join(mstat_proc.log, sizeof(mstat_proc.log),
 			   (const char *const[]){ e, NULL });
@@ -304,21 +325,28 @@ mstat_writer_start(void)
 	 * that exec()s at once must cost what a plain fork costs, and
 	 * leave nothing (fork.c). */
 	mstat_proc.eager = mstat_config_number(MSTAT_CONF_EAGER);
+#if !MSTAT_ATTACH
 	bool reported = mstat_proc.report[0] && mstat_proc.report_pid == getpid();
+#endif
 	RUN_HOOKS(start);
 	mstat_proc.slot_count = (uint32_t)mstat_config_number(MSTAT_CONF_SLOTS);
 	mstat_proc.writer_mode = (uint32_t)mstat_config_number(MSTAT_CONF_MODE);
-	if (mstat_proc.writer_mode == MSTAT_MODE_MEMBARRIER)
+	if (mstat_proc.writer_mode == MSTAT_MODE_MEMBARRIER && !MSTAT_ATTACH)
 		mstat_stop_start();
 	/* Handlers may take glibc a block to keep: the library's own. */
 	mstat_own_begin();
 	mstat_fork_handlers();
 	mstat_exit_handlers();
 	mstat_own_end();
+#if MSTAT_ATTACH
+	/* Nothing is counted before the attach, which starts it. */
+	mstat_attach_prepare();
+#else
 	mstat_status_set((const char *const[]){
 		"counting in process memory; the segment is made once the "
 		"process is worth watching", NULL });
 	mstat_proc.started = true;
 	if (mstat_proc.eager || reported)
 		mstat_publish();
+#endif
 }

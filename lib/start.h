@@ -23,6 +23,13 @@ void mstat_publish(void) MSTAT_HIDDEN;
  * START_WAIT_NS). */
 void mstat_publish_wait(void) MSTAT_HIDDEN;
 
+/* In the library mstat-attach injects (attach.c): the start claimed by
+ * the thread that runs the attach, before anything is counted, so that
+ * no count makes the segment before it does; then made, by that thread,
+ * the other threads running. */
+void mstat_publish_claim(void) MSTAT_HIDDEN;
+void mstat_publish_claimed(void) MSTAT_HIDDEN;
+
 /* In a fork child whose parent had a segment, before it forgets it: the
  * hooks' fork_child (writer.h), and a start of the child's own to come. */
 void mstat_start_fork_child(void) MSTAT_HIDDEN;

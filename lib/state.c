@@ -7,7 +7,7 @@
 
 struct mstat_writer_config mstat_writer_config MSTAT_STARTUP;
 struct mstat_next mstat_next MSTAT_STARTUP;
-_Thread_local struct mstat_thread mstat_thread __attribute__((tls_model("initial-exec")));
+_Thread_local struct mstat_thread mstat_thread MSTAT_TLS_MODEL;
 alignas(4096) struct mstat_proc mstat_proc = {
 	.fork_lock = PTHREAD_MUTEX_INITIALIZER,
 	.self_lock = PTHREAD_MUTEX_INITIALIZER,

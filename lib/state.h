@@ -25,6 +25,27 @@
 #include "report.h"
 #include "segment.h"
 
+/* 1 in the library mstat-attach injects into a running process
+ * (libmstatshm-attach.so, lib/attach.h); 0 in libmstatshm. */
+#ifndef MSTAT_ATTACH
+#define MSTAT_ATTACH 0
+#endif
+
+/*
+ * Each thread's block is initial-exec TLS: one load of the thread
+ * pointer's offset.  A library loaded into a running process takes such
+ * TLS from what glibc keeps free for all of them (512 bytes, shared), so
+ * the injected one has the general-dynamic model instead: a call of
+ * __tls_get_addr(), which gives each thread its block on its first call.
+ * Not TLS descriptors: glibc before 2.40 clobbers vector registers in
+ * their slow path, which code built for them keeps live (docs/attach.md).
+ */
+#if MSTAT_ATTACH
+#define MSTAT_TLS_MODEL
+#else
+#define MSTAT_TLS_MODEL __attribute__((tls_model("initial-exec")))
+#endif
+
 #define MSTAT_HIDDEN __attribute__((visibility("hidden")))
 /* What the library exports besides its API (libmstatshm.map): the malloc
  * family, the C++ operators, _exit and _Exit, unversioned. */
@@ -200,8 +221,7 @@ struct mstat_thread {
 	 * 0 before its first (pool.c). */
 	unsigned pool_hint[MSTAT_POOL_PARTS];
 };
-extern _Thread_local struct mstat_thread mstat_thread
-	__attribute__((tls_model("initial-exec"))) MSTAT_HIDDEN;
+extern _Thread_local struct mstat_thread mstat_thread MSTAT_TLS_MODEL MSTAT_HIDDEN;
 
 /* ---- the process ---- */
 
@@ -227,6 +247,11 @@ struct mstat_proc {
 	uint32_t slot_count;     /* MSTAT_SLOTS */
 	uint32_t writer_mode;    /* MSTAT_MODE */
 	pid_t report_pid;        /* MSTAT_REPORT_PID: which process reports */
+	/* CLOCK_REALTIME when the library began to count in the running
+	 * process it was injected into, 0 in any other (attach.c, before
+	 * counting begins; kept by a fork child, whose heap is its
+	 * parent's): the segment's header says it. */
+	uint64_t attached_ns;
 	struct mstat_mapping inherited; /* a fork child's: its parent's segment,
 				  * mapped until it makes its own (fork.c) */
 	_Atomic bool execing;    /* a thread has begun an exec() (exec.c) */

@@ -19,7 +19,9 @@
 #include "state.h"
 
 /* At start, while the process most likely has one thread: registers it
- * for the membarrier commands it uses. */
+ * for the membarrier commands it uses.  (In an attached process, with
+ * its threads running, each registration waits for an RCU grace period,
+ * 4 to 24 ms here: attach.c makes them in a thread of its own.) */
 void mstat_stop_start(void) MSTAT_HIDDEN;
 
 /*

@@ -63,7 +63,26 @@ enum mstat_op {
 	MSTAT_OP_ALLOC,
 	MSTAT_OP_FREE,
 	MSTAT_OP_REALLOC, /* a free and an alloc in one section */
+	/* In an attached process only (attach.h): the free of a block made
+	 * before the attach, counted in the prior row; its realloc, the old
+	 * block there and the new one as an allocation, in one section. */
+	MSTAT_OP_PRIOR_FREE,
+	MSTAT_OP_PRIOR_REALLOC,
 };
+
+/* Whether `op` counts a free in a class row; an allocation. */
+MSTAT_INLINE bool
+mstat_op_frees(enum mstat_op op)
+{
+	return op == MSTAT_OP_FREE || op == MSTAT_OP_REALLOC;
+}
+
+MSTAT_INLINE bool
+mstat_op_allocs(enum mstat_op op)
+{
+	return op == MSTAT_OP_ALLOC || op == MSTAT_OP_REALLOC ||
+	       op == MSTAT_OP_PRIOR_REALLOC;
+}
 
 /* An open update section. */
 struct mstat_segment;
@@ -113,17 +132,23 @@ mstat_section_open(struct mstat_section *sec)
 }
 
 /* The free of a block of `freed` usable bytes in class `freed_class`
- * and/or the allocation of one of `size` usable bytes in class
- * `size_class` (`requested` asked), into an open section. */
+ * (of one made before the attach: in the prior row) and/or the
+ * allocation of one of `size` usable bytes in class `size_class`
+ * (`requested` asked), into an open section. */
 MSTAT_INLINE void
 mstat_section_count_classes(const struct mstat_section *sec, enum mstat_op op,
 			    unsigned freed_class, uint64_t freed,
 			    unsigned size_class, uint64_t size, uint64_t requested)
 {
-	if (op != MSTAT_OP_ALLOC)
+	if (mstat_op_frees(op))
 		mstat_wsection_count(sec->slot, sec->g, freed_class,
 				     MSTAT_C_FREE_COUNT, freed);
-	if (op != MSTAT_OP_FREE) {
+	if (op == MSTAT_OP_PRIOR_FREE || op == MSTAT_OP_PRIOR_REALLOC) {
+		unsigned k = op == MSTAT_OP_PRIOR_FREE ? MSTAT_P_FREES : MSTAT_P_REALLOCS;
+		mstat_wsection_prior(sec->slot, sec->g, k, 1);
+		mstat_wsection_prior(sec->slot, sec->g, k + 1, freed);
+	}
+	if (mstat_op_allocs(op)) {
 		mstat_wsection_count(sec->slot, sec->g, size_class,
 				     MSTAT_C_ALLOC_COUNT, size);
 		mstat_wsection_requested(sec->slot, sec->g, requested);
@@ -136,9 +161,9 @@ mstat_section_count(const struct mstat_section *sec, enum mstat_op op,
 		    uint64_t freed, uint64_t size, uint64_t requested)
 {
 	mstat_section_count_classes(sec, op,
-				    op != MSTAT_OP_ALLOC ? mstat_size_class(freed) : 0,
+				    mstat_op_frees(op) ? mstat_size_class(freed) : 0,
 				    freed,
-				    op != MSTAT_OP_FREE ? mstat_size_class(size) : 0,
+				    mstat_op_allocs(op) ? mstat_size_class(size) : 0,
 				    size, requested);
 }
 

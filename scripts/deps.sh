@@ -12,7 +12,8 @@
 # while it installs all the same (policy-rc.d).  The Prometheus server
 # and promtool the tests run come from Debian's `prometheus` package,
 # which would enable and start a server on port 9090: it is unpacked
-# into .deps/prometheus in this tree instead, never installed.
+# into .deps/prometheus in this tree instead, never installed; so is
+# nginx, which mstat-attach's tests attach while it serves.
 #
 # The npm packages the deploy suite loads go into .deps/node, as
 # tests/deploy/package-lock.json pins them (npm ci, no install scripts).
@@ -47,9 +48,11 @@ command -v node >/dev/null || pkgs+=(nodejs)
 command -v npm >/dev/null || pkgs+=(npm)
 # Unpacked into .deps/NAME, never installed: what the tests run of them
 # needs nothing beyond the C library.
-unpacked=(prometheus)     # prometheus and promtool: the exporter's tests
+unpacked=(prometheus      # prometheus and promtool: the exporter's tests
                           # (a real server scraping it; promtool checks
                           # the text format), mstat-top's (promtool)
+          nginx)          # a real server mstat-attach's tests attach,
+                          # under load (its unit would start it)
 
 # A path a package ships that is a service, as dpkg -L and dpkg-deb -c
 # (with a leading .) show it.

@@ -12,8 +12,15 @@
 
 /* A signal handler has no argument through which to find its thread's
  * jump buffer: set only around fn() in mstat_guarded(), in the thread
- * that runs it.  initial-exec: reading it in a handler must not allocate. */
-static _Thread_local sigjmp_buf *bus_jump __attribute__((tls_model("initial-exec")));
+ * that runs it.  initial-exec: reading it in a handler must not allocate.
+ * (Not in the library mstat-attach injects, whose TLS cannot be
+ * initial-exec, lib/state.h: it never reads a segment.) */
+#if defined(MSTAT_ATTACH) && MSTAT_ATTACH
+#define GUARD_TLS_MODEL
+#else
+#define GUARD_TLS_MODEL __attribute__((tls_model("initial-exec")))
+#endif
+static _Thread_local sigjmp_buf *bus_jump GUARD_TLS_MODEL;
 
 /* The handler that was there before ours; under install_lock. */
 static struct sigaction previous;

@@ -60,8 +60,8 @@
  *    and the sampling words in the header.
  * 5: chunk rows after the class rows of each generation.
  * A minor version keeps every field where it was, and gives meaning to
- * words an older one left reserved (0): readers accept any minor, and
- * ignore what they do not know.
+ * words an older one left reserved or never wrote (0): readers accept
+ * any minor, and ignore what they do not know.
  * 5.1: a stack entry's weights, and its bytes counted as the slots count
  *      them (requested bytes in 5.0; a 5.0 reader takes them for those,
  *      and unbiases blocks with slack a little low: struct
@@ -82,9 +82,18 @@
  * 6.1: a stack entry's objects, the blocks its samples stand for, in
  *      the two words 6.0 left reserved (struct mstat_shm_stack): a 6.0
  *      reader takes a stack's objects for its weight over its average
- *      sample, as before, too few for a stack of many sizes. */
+ *      sample, as before, too few for a stack of many sizes.
+ * 6.2: the attach (mstat-attach): the header's `attached_ns`, in the
+ *      padding after `name` (0 in a segment of 6.1 or before: not
+ *      attached), and the prior rows, a line per generation after the
+ *      last generation of each slot, in the room its last page leaves
+ *      (the slot's size is what it was), noted by a touched bit no class
+ *      row has.  A reader of 6.1 or before reads neither: it takes an
+ *      attached process for one counted from its start (its counts are
+ *      right, of what it did since the attach) and sees nothing of the
+ *      blocks made before. */
 #define MSTAT_SHM_VERSION_MAJOR 6
-#define MSTAT_SHM_VERSION_MINOR 1 /* readers accept any minor */
+#define MSTAT_SHM_VERSION_MINOR 2 /* readers accept any minor */
 
 #define MSTAT_SHM_DIR "/dev/shm"
 #define MSTAT_SHM_PREFIX "mstat."   /* shm names: mstat.<pid>.<starttime> */
@@ -129,8 +138,8 @@ enum mstat_target_state {
  * Counters: the lists MSTAT_CLASS_COUNTERS and MSTAT_TOTAL_COUNTERS of
  * mstatshm_counters.h.  Every size class has one row of counters in each
  * generation; the per-process totals (requested bytes) are kept in the
- * slot's head, one per generation.  A sum (shm/sum.h) has one more row,
- * after the last class, for the totals.
+ * slot's head, one per generation.  A sum (shm/sum.h) has two more rows,
+ * after the last class: the totals, and the prior row (below).
  */
 enum mstat_class_counter {
 #define MSTAT_X(e, f, h) MSTAT_C_##e,
@@ -171,12 +180,40 @@ enum mstat_chunk_counter {
 	MSTAT_CHUNK_ROW_COUNTERS
 };
 #define MSTAT_CHUNK_USABLE(k) (16u * (uint64_t)(k) - 8u)
+/*
+ * (6.2) The prior rows: after a slot's last generation, one line per
+ * generation, the counters of MSTAT_PRIOR_COUNTERS (mstatshm_counters.h),
+ * then words left 0; in the room the slot's last page leaves, so that no
+ * generation moves and the slot's size is what a reader of 6.1 checks.
+ * Written only in a process the library was injected into
+ * (mstat-attach): what it counts of the blocks made before the attach,
+ * which are in no class row.  A slot that writes one sets the touched
+ * bit MSTAT_PRIOR_TOUCHED, a bit no class row has (class rows are below
+ * MSTAT_MAX_CLASSES), and readers read them only then, and only where
+ * they fit the slot (MSTAT_PRIOR_FITS).
+ */
+enum mstat_prior_counter {
+#define MSTAT_X(e, f, h) MSTAT_P_##e,
+	MSTAT_PRIOR_COUNTERS(MSTAT_X)
+#undef MSTAT_X
+	MSTAT_PRIOR_COUNT
+};
+#define MSTAT_PRIOR_WORDS 8u /* a line */
+#define MSTAT_PRIOR_TOUCHED (64u * MSTAT_TOUCHED_WORDS - 1u)
 /* Counters of one generation: a row of MSTAT_ROW_COUNTERS per class, then
  * the chunk rows. */
 #define MSTAT_CHUNK_COUNTERS (MSTAT_CHUNKS * MSTAT_CHUNK_ROW_COUNTERS)
 #define MSTAT_GEN_COUNTERS(classes)                                          \
 	((classes) * MSTAT_ROW_COUNTERS + MSTAT_CHUNK_COUNTERS)
-#define MSTAT_ROWS(classes) ((classes) + 1u) /* of a sum: classes + totals */
+/* Where generation g's prior row is, in a slot's counters (`acc`). */
+#define MSTAT_PRIOR_OFFSET(classes, g)                                       \
+	((size_t)MSTAT_GENS * MSTAT_GEN_COUNTERS(classes) +                  \
+	 (size_t)(g) * MSTAT_PRIOR_WORDS)
+/* Rows of a sum (shm/sum.h), and of counts kept in process memory
+ * (lib/rows.h): the classes, then the totals, then the prior row. */
+#define MSTAT_ROWS(classes) ((classes) + 2u)
+#define MSTAT_TOTALS_ROW(classes) (classes)
+#define MSTAT_PRIOR_ROW(classes) ((classes) + 1u)
 #define MSTAT_TOUCHED_WORDS 3u /* bitmap of rows a slot ever wrote */
 
 /*
@@ -205,6 +242,12 @@ struct mstat_shm_header {
 				  * `pid` means something to a reader whose
 				  * namespace has the same inode */
 	char name[MSTAT_NAME_MAX]; /* NUL-terminated */
+	/* (6.2) CLOCK_REALTIME when the library, injected into the running
+	 * process (mstat-attach), began to count; 0 in a process counted
+	 * from its start, and in a segment of 6.1 or before (padding then).
+	 * The counters then hold what was made since, and the prior rows
+	 * what became of the blocks made before. */
+	uint64_t attached_ns;
 
 	/* Written by the target while it runs; readers only load them. */
 	alignas(MSTAT_CACHELINE) _Atomic uint32_t state; /* mstat_target_state */
@@ -490,6 +533,12 @@ struct mstat_shm_slot {
 			       MSTAT_GENS * MSTAT_GEN_COUNTERS(classes) *    \
 				       sizeof(uint64_t),                     \
 		       MSTAT_PAGE)
+/* Whether a slot of `size` bytes has room for the prior rows (6.2) after
+ * its generations of `classes` class rows. */
+#define MSTAT_PRIOR_FITS(classes, size)                                      \
+	(offsetof(struct mstat_shm_slot, acc) +                              \
+		 MSTAT_PRIOR_OFFSET(classes, MSTAT_GENS) * sizeof(uint64_t) <= \
+	 (size_t)(size))
 #define MSTAT_CLASSES_OFFSET MSTAT_PAGE
 #define MSTAT_SLOTS_OFFSET(classes)                                          \
 	MSTAT_ALIGN_UP(MSTAT_CLASSES_OFFSET + (classes) * sizeof(uint64_t),  \
@@ -544,6 +593,9 @@ _Static_assert(offsetof(struct mstat_shm_header, epoch) % MSTAT_CACHELINE == 0,
 	       "epoch starts its own cache line");
 _Static_assert(offsetof(struct mstat_shm_header, name) == 88,
 	       "identity fields are packed without holes");
+_Static_assert(offsetof(struct mstat_shm_header, attached_ns) == 152 &&
+		       offsetof(struct mstat_shm_header, state) == 192,
+	       "6.2's attach time is in what was padding: nothing moved");
 _Static_assert(offsetof(struct mstat_shm_slot_head, tid) == MSTAT_CACHELINE,
 	       "seq, requested bytes and the touched bitmap share one cache line");
 _Static_assert(offsetof(struct mstat_shm_slot, acc) == 2 * MSTAT_CACHELINE,
@@ -578,5 +630,14 @@ _Static_assert(MSTAT_CHUNK_LIMIT == MSTAT_TABLE_MAX,
 	       "every chunk row has a class in the size table");
 _Static_assert(MSTAT_GEN_COUNTERS(MSTAT_CLASS_COUNT) * sizeof(uint64_t) % MSTAT_CACHELINE == 0,
 	       "each generation starts a line: its chunk rows are four to a line");
+_Static_assert(MSTAT_PRIOR_OFFSET(MSTAT_CLASS_COUNT, 0) * sizeof(uint64_t) % MSTAT_CACHELINE == 0 &&
+		       MSTAT_PRIOR_WORDS * sizeof(uint64_t) == MSTAT_CACHELINE,
+	       "each prior row is a line of its own");
+_Static_assert(MSTAT_PRIOR_FITS(MSTAT_CLASS_COUNT, MSTAT_SLOT_SIZE(MSTAT_CLASS_COUNT)),
+	       "the prior rows fit the room a slot's last page leaves");
+_Static_assert((int)MSTAT_PRIOR_COUNT <= (int)MSTAT_ROW_COUNTERS && MSTAT_PRIOR_COUNT <= MSTAT_PRIOR_WORDS,
+	       "the prior counters fit a row of a sum, and their line");
+_Static_assert(MSTAT_PRIOR_TOUCHED >= MSTAT_MAX_CLASSES,
+	       "the prior row's touched bit is no class row's");
 
 #endif /* MSTAT_SHM_LAYOUT_H */

@@ -77,7 +77,9 @@ struct mstat_reader {
 	uint64_t epoch;      /* the epoch this read rotated to */
 	uint32_t used;       /* slots to handshake and sum */
 	struct mstat_handshake hs;
-	uint64_t base[MSTAT_MAX_CLASSES + 1][MSTAT_ROW_COUNTERS];
+	uint64_t base[MSTAT_ROWS(MSTAT_MAX_CLASSES)][MSTAT_ROW_COUNTERS];
+	/* The prior row of the last read that got to its end. */
+	uint64_t prior[MSTAT_PRIOR_COUNT];
 
 	char err[256];
 };
@@ -240,6 +242,7 @@ attach_fd(struct mstat_reader *r, const char *label, uid_t uid)
 	in->version_major = h.version_major;
 	in->version_minor = h.version_minor;
 	in->pid_ns = h.pid_ns;
+	in->attached_ns = h.attached_ns;
 	memcpy(in->name, h.name, sizeof(in->name)); /* NUL checked above */
 	snprintf(in->shm_name, sizeof(in->shm_name), "%s", label);
 	return 0;
@@ -578,6 +581,14 @@ mstat_reader_class_count(const struct mstat_reader *r)
 	return r->class_count;
 }
 
+void
+mstat_reader_prior(const struct mstat_reader *r, struct mstat_prior *out)
+{
+#define MSTAT_X(e, f, h) out->f = r->prior[MSTAT_P_##e];
+	MSTAT_PRIOR_COUNTERS(MSTAT_X)
+#undef MSTAT_X
+}
+
 uint64_t
 mstat_reader_exit_ns(const struct mstat_reader *r)
 {
@@ -842,6 +853,7 @@ mstat_reader_finish(struct mstat_reader *r, struct mstat_snapshot *out)
 	out->class_count = cc;
 	memcpy(out->class_max_size, r->class_max, cc * sizeof(r->class_max[0]));
 	mstat_sum_counts(out, (const uint64_t (*)[MSTAT_ROW_COUNTERS])acc, cc);
+	memcpy(r->prior, acc[MSTAT_PRIOR_ROW(cc)], sizeof(r->prior));
 	step(MSTAT_STEP_SUMMED);
 	if (!r->dead) {
 		/* (G) release: the next reader's acquire finds this epoch

@@ -99,6 +99,18 @@ int mstat_reader_fd(const struct mstat_reader *r);
  * in its arrays (mstatshm.h). */
 uint32_t mstat_reader_class_count(const struct mstat_reader *r);
 
+/* What became of the blocks made before the attach, in a process the
+ * library was injected into (mstat-attach): its prior counters
+ * (MSTAT_PRIOR_COUNTERS) as of the last snapshot taken, all 0 in any
+ * other process and before a snapshot.  mstat_reader_info()'s
+ * attached_ns says when the attach was. */
+struct mstat_prior {
+#define MSTAT_X(e, f, h) uint64_t f;
+	MSTAT_PRIOR_COUNTERS(MSTAT_X)
+#undef MSTAT_X
+};
+void mstat_reader_prior(const struct mstat_reader *r, struct mstat_prior *out);
+
 /* When the target began to exit (CLOCK_REALTIME ns), 0 if it has not. */
 uint64_t mstat_reader_exit_ns(const struct mstat_reader *r);
 

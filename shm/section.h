@@ -11,6 +11,7 @@
  *		mstat_wsection_count(slot, g, row, counter, bytes);  (any number)
  *		mstat_wsection_add(slot, g, row, counter, n);        (any number)
  *		mstat_wsection_requested(slot, g, n);                (any number)
+ *		mstat_wsection_prior(slot, g, counter, n);           (any number)
  *		mstat_wsection_end(slot);
  *	}
  *
@@ -228,6 +229,19 @@ mstat_wsection_chunk(struct mstat_shm_slot *slot, unsigned g, size_t header,
 			      MSTAT_CLASS_COUNT * MSTAT_ROW_COUNTERS);
 
 	mstat_wsection_bump((_Atomic uint64_t *)(rows + (header & ~(size_t)15)) + which, 1);
+}
+
+/*
+ * Add `n` to counter `k` of generation `g`'s prior row (layout.h),
+ * and note the row: written only in an attached process, by the frees
+ * and reallocs of blocks made before its attach.
+ */
+static inline void
+mstat_wsection_prior(struct mstat_shm_slot *slot, unsigned g, unsigned k,
+		     uint64_t n)
+{
+	mstat_wsection_bump(slot->acc + MSTAT_PRIOR_OFFSET(MSTAT_CLASS_COUNT, g) + k, n);
+	mstat_wsection_touch(slot, MSTAT_PRIOR_TOUCHED);
 }
 
 _Static_assert(MSTAT_C_ALLOC_BYTES == MSTAT_C_ALLOC_COUNT + 1 &&

@@ -2,6 +2,8 @@
 /* sum.c - adding up the counters of slots; see sum.h. */
 #include "sum.h"
 
+#include <stdbool.h>
+
 #include "mstatshm.h"
 
 /* The bits of touched-bitmap word `w` that stand for rows below `rows`. */
@@ -39,12 +41,23 @@ fold_chunks(const _Atomic uint64_t *c, uint32_t class_count,
 	}
 }
 
+/* The prior row `p` of a slot that noted it (layout.h) into the sum's. */
+static void
+add_prior(const _Atomic uint64_t *p, uint64_t *prior)
+{
+	for (unsigned k = 0; k < MSTAT_PRIOR_COUNT; k++)
+		prior[k] += atomic_load_explicit(&p[k], memory_order_relaxed);
+}
+
 static void
 sum_generation(const unsigned char *slots, uint32_t slot_size, uint32_t n,
 	       uint32_t class_count, unsigned gen,
 	       uint64_t (*sum)[MSTAT_ROW_COUNTERS])
 {
-	const unsigned totals = class_count; /* the sum's last row */
+	const unsigned totals = MSTAT_TOTALS_ROW(class_count);
+	/* A slot too small for them has no prior rows (a segment that is
+	 * not one the library made). */
+	const bool prior = MSTAT_PRIOR_FITS(class_count, slot_size);
 
 	for (uint32_t i = 0; i < n; i++) {
 		const struct mstat_shm_slot *s =
@@ -68,6 +81,11 @@ sum_generation(const unsigned char *slots, uint32_t slot_size, uint32_t n,
 			}
 		}
 		fold_chunks(g + (size_t)class_count * MSTAT_ROW_COUNTERS, class_count, sum);
+		if (prior && (atomic_load_explicit(&s->head.touched[MSTAT_PRIOR_TOUCHED / 64],
+						   memory_order_relaxed) &
+			      (UINT64_C(1) << (MSTAT_PRIOR_TOUCHED % 64))))
+			add_prior(s->acc + MSTAT_PRIOR_OFFSET(class_count, gen),
+				  sum[MSTAT_PRIOR_ROW(class_count)]);
 	}
 }
 
@@ -92,7 +110,7 @@ mstat_sum_counts(struct mstat_snapshot *out,
 		MSTAT_CLASS_COUNTERS(MSTAT_X)
 #undef MSTAT_X
 	}
-#define MSTAT_X(e, f, h) out->f = sum[class_count][MSTAT_T_##e];
+#define MSTAT_X(e, f, h) out->f = sum[MSTAT_TOTALS_ROW(class_count)][MSTAT_T_##e];
 	MSTAT_TOTAL_COUNTERS(MSTAT_X)
 #undef MSTAT_X
 }

@@ -19,8 +19,9 @@
 
 /* Adds the generations of the set `gens` of `n` slots starting at
  * `slots`, each `slot_size` bytes, into sum[row][counter] (rows =
- * class_count + 1: the classes, then the totals, whose requested bytes
- * come from the slots' heads; the chunk rows folded into their classes).
+ * MSTAT_ROWS(class_count): the classes, then the totals, whose requested
+ * bytes come from the slots' heads, then the prior row, of the slots that
+ * noted theirs; the chunk rows folded into their classes).
  * Class rows a slot never wrote are zero in every generation and are
  * skipped.  Loads are relaxed: the caller orders them (the handshake, or
  * a fork). */
@@ -32,7 +33,8 @@ struct mstat_snapshot;
 
 /* The counts of a sum (rows as above) into `out`: each class's counters,
  * their totals over the classes and the per-process totals, as a
- * snapshot holds them; nothing else of `out` is written. */
+ * snapshot holds them; nothing else of `out` is written (the prior row
+ * is the caller's: reader.h keeps it beside the snapshot). */
 void mstat_sum_counts(struct mstat_snapshot *out,
 		      const uint64_t (*sum)[MSTAT_ROW_COUNTERS],
 		      uint32_t class_count);

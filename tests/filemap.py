@@ -8,7 +8,7 @@ import os
 import re
 import sys
 
-FOLDERS = ["include", "shm", "lib", "core", "top", "exporter", "launcher",
+FOLDERS = ["include", "shm", "lib", "core", "top", "exporter", "launcher", "attach",
            "deploy"]
 
 root = sys.argv[1] if len(sys.argv) > 1 else "."

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """The layers: a file includes nothing from a folder above it.  The
-order is include/ < shm/ < lib/, core/ < top/, exporter/, launcher/: shm/
-may include from include/ only (the public header), lib/ and core/ from
-shm/ and include/, the programs from core/, shm/ and include/ (never
-lib/: they do not count themselves), and no program includes a header
-private to core/ (core/sampler.h, the core's state: core.h is its
+order is include/ < shm/ < lib/, core/ < top/, exporter/, launcher/,
+attach/: shm/ may include from include/ only (the public header), lib/
+and core/ from shm/ and include/, the programs from core/, shm/ and
+include/ (never lib/: they do not count themselves; mstat-attach loads
+lib/'s library into another process, never links it), and no program
+includes a header private to core/ (core/sampler.h, the core's state: core.h is its
 interface).
 
 Each `#include "..."` is resolved as the compiler does, against the
@@ -26,8 +27,10 @@ MAY = {
     "top": ["core", "shm", "include"],
     "exporter": ["core", "shm", "include"],
     "launcher": ["core", "shm", "include"],
+    "attach": ["core", "shm", "include"],
 }
-FOLDERS = ["include", "shm", "lib", "core", "top", "exporter", "launcher"]
+FOLDERS = ["include", "shm", "lib", "core", "top", "exporter", "launcher",
+           "attach"]
 # Headers private to their folder: the struct of the core's state
 # (core/core.h is its interface).
 PRIVATE = {"core/sampler.h"}

@@ -316,6 +316,24 @@ draw_memory(const struct mstat_model_row *r, uint64_t now_ns, int y, int max)
 	return n;
 }
 
+/* Counting since mstat-attach: when, and what became of the blocks made
+ * before, which no count above holds. */
+static void
+draw_attached(const struct mstat_model_row *r, int y)
+{
+	char when[32], v[4][MSTAT_UNIT_MAX];
+	time_t t = (time_t)(r->attached_ns / 1000000000u);
+	struct tm tm;
+
+	strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S", localtime_r(&t, &tm));
+	line(y, A_NORMAL, "attached at %s: counts since; made before, freed %s "
+	     "objects (%s), reallocated %s (%s)", when,
+	     fmt(v[0], COUNT, r->have_snap, (double)r->prior.prior_frees),
+	     fmt(v[1], BYTES, r->have_snap, (double)r->prior.prior_free_bytes),
+	     fmt(v[2], COUNT, r->have_snap, (double)r->prior.prior_reallocs),
+	     fmt(v[3], BYTES, r->have_snap, (double)r->prior.prior_realloc_bytes));
+}
+
 /* The classes of row r that were used, by growth, from line y; a bar
  * of live bytes against the largest class. */
 static void
@@ -417,6 +435,8 @@ mstat_view_detail(struct mstat_ui *ui)
 		     fmt(v[9], COUNT, h, (double)mstat_model_live_objects(r)));
 	} else if (r->err[0]) {
 		line(y, A_NORMAL, "%s", r->err);
+	} else if (r->attached_ns) {
+		draw_attached(r, y);
 	}
 	detail_classes(ui, r, y + 1);
 }

@@ -26,9 +26,9 @@ from e2e import (TAG, TIMEOUT, TOP, VALGRIND, Target, check, expect_fixed,  # no
 
 
 def named(head, name):
-    """A header with its name field (offset 88, 64 bytes) set."""
+    """A header with its name field (offset 96, 64 bytes) set."""
     raw = name.encode()[:63]
-    return head[:88] + raw + b"\0" * (64 - len(raw)) + head[152:]
+    return head[:96] + raw + b"\0" * (64 - len(raw)) + head[160:]
 
 
 def test_transient():

@@ -5,8 +5,9 @@
 # `man` renders every installed page; a program built with `pkg-config
 # --cflags --libs mstatshm` counts exactly; the installed mstat-run
 # preloads the installed library; the installed mstat-top and
-# mstat-exporter see the program; `ninja -C build uninstall` leaves no
-# file behind.
+# mstat-exporter see the program; the installed mstat-attach attaches a
+# program started without the library (as root); `ninja -C build
+# uninstall` leaves no file behind.
 #
 # Environment (set by meson): MESON, NINJA, BUILD_ROOT, README, PREFIX,
 # BINDIR, LIBDIR, INCLUDEDIR, MANDIR (meson's options), CC, SHELL_SH
@@ -50,6 +51,8 @@ DESTDIR=$dest "$MESON" install -C "$BUILD_ROOT" --no-rebuild --quiet ||
 	fail "meson install with DESTDIR failed"
 
 for f in "$bindir"/mstat-run "$bindir"/mstat-top "$bindir"/mstat-exporter \
+	 "$bindir"/mstat-attach "$libdir"/libmstatshm-attach.so.0 \
+	 "$mandir"/man1/mstat-attach.1 \
 	 "$libdir"/libmstatshm.so.0 "$libdir"/libmstatshm.so \
 	 "$libdir"/pkgconfig/mstatshm.pc "$includedir"/mstatshm.h \
 	 "$includedir"/mstatshm_counters.h "$mandir"/man1/mstat-top.1 \
@@ -66,7 +69,7 @@ else
 	render=(nroff -man -ww -Tutf8) # what man runs, where man-db is not
 fi
 for page in man1/mstat-top.1 man1/mstat-run.1 man1/mstat-exporter.1 \
-	    man3/libmstatshm.3; do
+	    man1/mstat-attach.1 man3/libmstatshm.3; do
 	name=$(basename "$page" | sed 's/\.[0-9]$//')
 	out=$(MANWIDTH=80 "${render[@]}" "$mandir/$page" 2>"$tmp/man.err") ||
 		fail "${render[*]} $page failed: $(cat "$tmp/man.err")"
@@ -189,6 +192,26 @@ grep -q "^mstat_live_objects{pid=\"$target\",name=\"installed-$$\"} " <<<"$scrap
 echo "mstat-exporter: serves $target"
 exec {TARGET[1]}>&-
 wait "$target"
+
+# The installed mstat-attach, as root: a program started without the
+# library counts once attached (the library it injects found next to
+# it), and ends as it would.
+if [[ $(id -u) == 0 ]]; then
+	coproc PLAIN { exec python3 -c 'import sys; print("ready", flush=True); sys.stdin.read(); print("done")'; }
+	plain=$PLAIN_PID
+	started+=("$plain")
+	read -r line <&"${PLAIN[0]}"
+	mstat-attach --name attached-$$ "$plain" >"$tmp/attach.out" 2>&1 ||
+		fail "the installed mstat-attach: $(cat "$tmp/attach.out")"
+	top=$(mstat-top -b -n 1 -o json -p "$plain") || fail "mstat-top -b failed"
+	grep -q "\"name\": *\"attached-$$\"" <<<"$top" &&
+		grep -q '"attached_time_s": *[0-9]' <<<"$top" ||
+		fail "mstat-top -b does not show $plain attached: $top"
+	exec {PLAIN[1]}>&-
+	read -r line <&"${PLAIN[0]}"
+	wait "$plain" && [[ $line == done ]] || fail "the attached program ended badly: $line"
+	echo "mstat-attach: attached $plain"
+fi
 
 # Uninstalled as the README says: what meson made is gone, the
 # directories it made with it (DESTDIR itself among them).

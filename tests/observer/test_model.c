@@ -495,6 +495,9 @@ two(struct mstat_model *m)
 	in[0].qos_class = "Burstable";
 	in[1].nspid = 7;
 	in[1].systemd_unit = "sleepy.service";
+	/* One attached by mstat-attach, its blocks made before going. */
+	in[0].attached_ns = 1699999995500000000u;
+	in[0].prior = (struct mstat_prior){ 3, 120, 1, 40 };
 	in[0].memory = &MEMORY;
 	assert_int_equal(mstat_model_update(m, in, 2, 1 * SEC), 0);
 	in[0].t_ns = 3 * SEC;
@@ -524,7 +527,9 @@ test_json(void **state)
 		"\"start_time_s\":null,\"growth_bytes\":null,\"growth_objects\":null,"
 		"\"growth_bytes_per_s\":null,\"nspid\":7,\"container_id\":null,"
 		"\"pod_uid\":null,\"qos_class\":null,"
-		"\"systemd_unit\":\"sleepy.service\",\"memory\":null,"
+		"\"systemd_unit\":\"sleepy.service\",\"attached_time_s\":null,"
+		"\"prior_frees\":null,\"prior_free_bytes\":null,"
+		"\"prior_reallocs\":null,\"prior_realloc_bytes\":null,\"memory\":null,"
 		"\"allocator\":null,\"memory_source\":null,"
 		"\"memory_time_s\":null,\"allocator_time_s\":null},"
 		"{\"pid\":42,\"name\":\"" HOSTILE_QUOTED "\",\"state\":\"running\","
@@ -545,6 +550,9 @@ test_json(void **state)
 		"\"nspid\":3,\"container_id\":\"" CONTAINER "\","
 		"\"pod_uid\":\"90d81341-92de-11e7-8cf2-507b9d4141fa\","
 		"\"qos_class\":\"Burstable\",\"systemd_unit\":null,"
+		"\"attached_time_s\":1699999995.500,\"prior_frees\":3,"
+		"\"prior_free_bytes\":120,\"prior_reallocs\":1,"
+		"\"prior_realloc_bytes\":40,"
 		"\"memory\":{\"rss\":2000000,\"live\":280,"
 		"\"allocator_free\":130000,\"allocator_overhead\":56,"
 		"\"not_heap\":119664,\"file\":1700000,\"shmem\":0,"
@@ -666,8 +674,24 @@ test_where(void **state)
 	"mstat_memory_bytes" L42 ",part=\"not_heap\"} 119664\n"                \
 	"mstat_memory_bytes" L42 ",part=\"file\"} 1700000\n"                   \
 	"mstat_memory_bytes" L42 ",part=\"shmem\"} 0\n"                        \
-	"mstat_memory_bytes" L42 ",part=\"library\"} 50000\n"                  \
-	decl("mstat_killed", info, "_info", NONE, KILLED_HELP)
+	"mstat_memory_bytes" L42 ",part=\"library\"} 50000\n"                 \
+	decl("mstat_killed", info, "_info", NONE, KILLED_HELP)               \
+	decl("mstat_attached_time_seconds", gauge, "", seconds,             \
+	     "when mstat-attach made the process count, since the Unix "       \
+	     "epoch: its counts are of what it did since")                     \
+	"mstat_attached_time_seconds" L42 "} 1699999995.50\n"                  \
+	decl("mstat_prior_frees", counter, "_total", NONE,                    \
+	     "frees of blocks made before the attach")                         \
+	"mstat_prior_frees_total" L42 "} 3\n"                                  \
+	decl("mstat_prior_free_bytes", counter, "_total", bytes,            \
+	     "their bytes (usable size)")                                      \
+	"mstat_prior_free_bytes_total" L42 "} 120\n"                           \
+	decl("mstat_prior_reallocs", counter, "_total", NONE,                 \
+	     "reallocs of blocks made before the attach")                      \
+	"mstat_prior_reallocs_total" L42 "} 1\n"                               \
+	decl("mstat_prior_realloc_bytes", counter, "_total", bytes,         \
+	     "the old blocks' bytes (usable size)")                            \
+	"mstat_prior_realloc_bytes_total" L42 "} 40\n"
 #define KILLED_HELP                                                            \
 	"the process was killed by a signal: how (killed, or oomkill), and "    \
 	"its post-mortem profile where one was written"
@@ -1243,7 +1267,10 @@ test_record_again(void **state)
 		"\"library\":50000,\"live_not_resident\":0,"
 		"\"allocator\":\"jemalloc\",\"source\":\"allocator\","
 		"\"time_ns\":1700000001500000000,"
-		"\"allocator_ns\":1700000001000000000},\"snap\":{"
+		"\"allocator_ns\":1700000001000000000},"
+		"\"attached_ns\":1699999995500000000,\"prior_frees\":3,"
+		"\"prior_free_bytes\":120,\"prior_reallocs\":1,"
+		"\"prior_realloc_bytes\":40,\"snap\":{"
 		"\"epoch\":4,\"state\":1,\"threads\":2,\"slots_used\":3,"
 		"\"overflowed\":0,\"cut\":0,\"class_count\":3,"
 		"\"requested_bytes\":40,\"classes\":[[0,16,2,32,1,16],"
@@ -1253,7 +1280,9 @@ test_record_again(void **state)
 		"\"end_ns\":1700000003000000000,\"start_ns\":0,\"nspid\":0,"
 		"\"container_id\":\"\",\"pod_uid\":\"\",\"qos_class\":\"\","
 		"\"systemd_unit\":\"sleepy.service\",\"memory\":null,"
-		"\"snap\":null}]}\n",
+		"\"attached_ns\":0,"
+		"\"prior_frees\":0,\"prior_free_bytes\":0,\"prior_reallocs\":0,"
+		"\"prior_realloc_bytes\":0,\"snap\":null}]}\n",
 		"{\"tick\":2,\"time_ms\":1700000000500,\"now_ns\":2000000007,"
 		"\"interval_s\":1.250,\"targets\":[]}\n",
 	};

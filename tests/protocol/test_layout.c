@@ -489,12 +489,59 @@ chunk_rows_fold_into_their_classes(void **state)
 			assert_int_equal(sum[r][k], 0);
 }
 
+/* The prior row: counted by a section, summed into the sum's last row
+ * only for a slot that noted it, and never into a class. */
+static void
+prior_rows_are_summed_apart(void **state)
+{
+	static _Alignas(MSTAT_PAGE) unsigned char slots[2 * MSTAT_SLOT_SIZE(MSTAT_CLASS_COUNT)];
+	static uint64_t sum[MSTAT_ROWS(MSTAT_CLASS_COUNT)][MSTAT_ROW_COUNTERS];
+	const uint32_t size = MSTAT_SLOT_SIZE(MSTAT_CLASS_COUNT);
+	const unsigned prior = MSTAT_PRIOR_ROW(MSTAT_CLASS_COUNT);
+	struct mstat_shm_slot *s0 = (struct mstat_shm_slot *)slots,
+			      *s1 = (struct mstat_shm_slot *)(slots + size);
+
+	(void)state;
+	/* Slot 1: two frees of 40 and 24 bytes, a realloc of a 1000-byte
+	 * block, in generations 0 and 3.  Slot 0: words written in its prior
+	 * line without the note, which no writer makes: not read. */
+	mstat_wsection_prior(s1, 0, MSTAT_P_FREES, 1);
+	mstat_wsection_prior(s1, 0, MSTAT_P_FREE_BYTES, 40);
+	mstat_wsection_prior(s1, 3, MSTAT_P_FREES, 1);
+	mstat_wsection_prior(s1, 3, MSTAT_P_FREE_BYTES, 24);
+	mstat_wsection_prior(s1, 3, MSTAT_P_REALLOCS, 1);
+	mstat_wsection_prior(s1, 3, MSTAT_P_REALLOC_BYTES, 1000);
+	atomic_store(s0->acc + MSTAT_PRIOR_OFFSET(MSTAT_CLASS_COUNT, 0), 5);
+	mstat_sum_generations(slots, size, 2, MSTAT_CLASS_COUNT, MSTAT_GENS_ALL, sum);
+	assert_int_equal(sum[prior][MSTAT_P_FREES], 2);
+	assert_int_equal(sum[prior][MSTAT_P_FREE_BYTES], 64);
+	assert_int_equal(sum[prior][MSTAT_P_REALLOCS], 1);
+	assert_int_equal(sum[prior][MSTAT_P_REALLOC_BYTES], 1000);
+	for (unsigned r = 0; r < prior; r++)
+		for (unsigned k = 0; k < MSTAT_ROW_COUNTERS; k++)
+			assert_int_equal(sum[r][k], 0);
+	/* Generation 3 alone. */
+	memset(sum, 0, sizeof(sum));
+	mstat_sum_generations(slots, size, 2, MSTAT_CLASS_COUNT, MSTAT_GEN_BIT(3), sum);
+	assert_int_equal(sum[prior][MSTAT_P_FREES], 1);
+	assert_int_equal(sum[prior][MSTAT_P_FREE_BYTES], 24);
+	/* 6.2: the prior rows are past every generation, in the slot: a
+	 * reader of 6.1 finds each of its counters as it was, 0 here. */
+	for (unsigned g = 0; g < MSTAT_GENS; g++)
+		mstat_wsection_prior(s1, g, MSTAT_P_REALLOC_BYTES, 7);
+	for (size_t w = 0; w < (size_t)MSTAT_GENS * MSTAT_GEN_COUNTERS(MSTAT_CLASS_COUNT); w++)
+		assert_int_equal(atomic_load(&s1->acc[w]), 0);
+	assert_true((size_t)((const unsigned char *)(s1->acc + MSTAT_PRIOR_OFFSET(MSTAT_CLASS_COUNT, MSTAT_GENS)) -
+			     (const unsigned char *)s1) <= size);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(size_classes_cover_every_size),
 		cmocka_unit_test(chunk_rows_fold_into_their_classes),
+		cmocka_unit_test(prior_rows_are_summed_apart),
 		cmocka_unit_test(names_round_trip_and_reject_garbage),
 		cmocka_unit_test(boot_time_is_the_btime_line),
 		cmocka_unit_test(processes_are_listed_once_in_batches_of_any_size),

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * image.h - a running process's loaded objects, read from its memory
+ * (image.c), without stopping it: the loader's list of the base
+ * namespace (r_debug), each object's dynamic section, its dynamic
+ * symbols and versions, found as the loader finds them (GNU hash).
+ *
+ * What the process says of itself is read, never trusted: every read
+ * is bounded, a string is cut, a list is walked a bounded number of
+ * steps, and a read that fails is a reason to refuse, not a fault.
+ */
+#ifndef MSTAT_ATTACH_IMAGE_H
+#define MSTAT_ATTACH_IMAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define IMAGE_OBJECTS_MAX 4096u /* objects walked at most */
+#define IMAGE_NAME_MAX 512u
+
+struct image_object {
+	uint64_t map;          /* its link map, in the target */
+	uint64_t addr;         /* l_addr: what its addresses are offset by */
+	char name[IMAGE_NAME_MAX]; /* l_name; "" for the program */
+	char soname[128];      /* DT_SONAME, "" if none */
+	uint64_t symtab, strtab, gnu_hash, versym, verdef;
+	uint64_t verdefnum;
+};
+
+struct image {
+	pid_t pid;
+	uint64_t interp;       /* the loader's base (AT_BASE), 0: none */
+	uint64_t random;       /* AT_RANDOM: where the kernel put 16 random
+				* bytes, new at every exec(): the image's
+				* identity (image_same()) */
+	uint64_t r_debug;      /* the loader's r_debug */
+	struct image_object *objects;
+	size_t n;
+};
+
+/* Whether process `pid` still runs the image `im` was read from (it has
+ * not exec()ed, nor ended). */
+bool image_same(const struct image *im, pid_t pid);
+
+/* Reads `len` bytes at `addr` of process `pid`: 0 or -errno. */
+int image_peek(pid_t pid, uint64_t addr, void *buf, size_t len);
+
+/* Reads the loaded objects of `pid`: 0, or -errno with a reason in err.
+ * -ENOEXEC: it has no loader (a static binary). */
+int image_read(struct image *im, pid_t pid, char *err, size_t len);
+void image_free(struct image *im);
+
+/* The address of `name`, defined by object `o` with a default version
+ * (or none), 0 if it defines none. */
+uint64_t image_symbol(const struct image *im, const struct image_object *o,
+		      const char *name);
+
+/* Whether object `o` defines version `ver` (a GLIBC_x.y name). */
+bool image_has_version(const struct image *im, const struct image_object *o,
+		       const char *ver);
+
+/* The object whose soname is `soname`, or NULL. */
+const struct image_object *image_by_soname(const struct image *im,
+					   const char *soname);
+
+/* The first object, in the loader's order, that defines `name`: the
+ * definition a call by name binds to (dlsym(RTLD_DEFAULT)); NULL if
+ * none. */
+const struct image_object *image_defining(const struct image *im,
+					  const char *name);
+
+#endif /* MSTAT_ATTACH_IMAGE_H */
