@@ -15,7 +15,7 @@
  *      thread runs on meanwhile.
  *   4. The thread gets its state back, errno included, and is let go.
  */
-#include "attach.h"
+#include "attach/attach.h"
 
 #include <dirent.h>
 #include <dlfcn.h>
@@ -32,11 +32,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "image.h"
-#include "inject.h"
-#include "safe.h"
-#include "seccomp.h"
-#include "tracee.h"
+#include "attach/image.h"
+#include "shm/inject.h"
+#include "attach/safe.h"
+#include "attach/seccomp.h"
+#include "attach/tracee.h"
 
 #define TIDS_MAX 4096u
 #define STOP_BUDGET_NS (100u * 1000u * 1000u) /* for one thread to stop */
@@ -182,7 +182,7 @@ check(struct job *j)
 
 	if (rc < 0 && ended(j->pid))
 		return say(j, "it ended while being attached");
-	if (rc < 0 && j->im.random && !image_same(&j->im, j->pid))
+	if (rc < 0 && j->im.random && !mstat_image_same(&j->im, j->pid))
 		return say(j, "it exec()ed while being attached");
 	return rc;
 }
@@ -191,31 +191,31 @@ static int
 check_image(struct job *j)
 {
 	char err[256], v[128];
-	int rc = image_read(&j->im, j->pid, err, sizeof(err));
+	int rc = mstat_image_read(&j->im, j->pid, err, sizeof(err));
 
 	if (rc == -EPERM || rc == -EACCES)
 		return not_allowed(j);
 	if (rc < 0)
 		return say(j, "%s", err);
-	j->libc = image_by_soname(&j->im, "libc.so.6");
-	if (!j->libc || !image_symbol(&j->im, j->libc, "gnu_get_libc_version"))
+	j->libc = mstat_image_by_soname(&j->im, "libc.so.6");
+	if (!j->libc || !mstat_image_symbol(&j->im, j->libc, "gnu_get_libc_version"))
 		return say(j, "its C library is not glibc: the attach runs glibc's "
 			   "loader and follows glibc's allocator only");
 	for (unsigned i = 0; i < j->p->nversions; i++)
-		if (!image_has_version(&j->im, j->libc, j->p->versions[i]) &&
-		    !image_has_version(&j->im, image_by_soname(&j->im, "ld-linux-x86-64.so.2")
-							   ? image_by_soname(&j->im, "ld-linux-x86-64.so.2")
+		if (!mstat_image_has_version(&j->im, j->libc, j->p->versions[i]) &&
+		    !mstat_image_has_version(&j->im, mstat_image_by_soname(&j->im, "ld-linux-x86-64.so.2")
+							   ? mstat_image_by_soname(&j->im, "ld-linux-x86-64.so.2")
 							   : j->libc,
 				       j->p->versions[i]))
 			return say(j, "its glibc is older than the library needs "
 				   "(no %s)", j->p->versions[i]);
 	const struct image_object *m;
-	if ((m = image_defining(&j->im, "mstat_attach_start")))
+	if ((m = mstat_image_defining(&j->im, "mstat_attach_start")))
 		return say(j, "it counts already: mstat-attach attached it before");
-	if ((m = image_defining(&j->im, "mstat_self_status")))
+	if ((m = mstat_image_defining(&j->im, "mstat_self_status")))
 		return say(j, "it counts already: libmstatshm is loaded (%s)",
 			   m->name[0] ? m->name : "linked into the program");
-	m = image_defining(&j->im, "malloc");
+	m = mstat_image_defining(&j->im, "malloc");
 	if (m != j->libc)
 		return say(j, "its malloc is not glibc's but %s's: the attach follows "
 			   "glibc's allocator only", m ? (m->name[0] ? m->name : "the program")
@@ -297,7 +297,7 @@ judge(struct job *j, pid_t tid, int rc, char *why, size_t len)
 		snprintf(why, len, "it is gone");
 	} else if (ptrace(PTRACE_GETREGS, tid, NULL, &regs) < 0) {
 		snprintf(why, len, "its registers cannot be read: %s", strerror(errno));
-	} else if (safe_thread(j->safe, tid, regs.rsp, &floor, why, len)) {
+	} else if (mstat_safe_thread(j->safe, tid, regs.rsp, &floor, why, len)) {
 		j->t.stack_floor = floor;
 		why[0] = '\0';
 	}
@@ -310,7 +310,7 @@ try_thread(struct job *j, pid_t tid, bool *filtered, char *why, size_t len)
 {
 	char err[256];
 
-	if (tracee_seize(&j->t, j->pid, tid, err, sizeof(err)) < 0) {
+	if (mstat_tracee_seize(&j->t, j->pid, tid, err, sizeof(err)) < 0) {
 		char path[64], tracer[32] = "";
 		snprintf(path, sizeof(path), "/proc/%d/task/%d/status", (int)j->pid,
 			 (int)tid);
@@ -320,37 +320,37 @@ try_thread(struct job *j, pid_t tid, bool *filtered, char *why, size_t len)
 				 "another mstat-attach)", atoi(tracer));
 		else
 			snprintf(why, len, "%s", err);
-		tracee_release(&j->t);
+		mstat_tracee_release(&j->t);
 		return false;
 	}
 	j->r->tries++;
-	int rc = tracee_stop(&j->t, tracee_now() + STOP_BUDGET_NS);
-	if (rc == 0 && !image_same(&j->im, j->pid)) {
+	int rc = mstat_tracee_stop(&j->t, mstat_tracee_now() + STOP_BUDGET_NS);
+	if (rc == 0 && !mstat_image_same(&j->im, j->pid)) {
 		/* It exec()ed between step 1 and the seize: the image read is
 		 * not its own.  From the seize on an exec is reported. */
 		j->t.execed = true;
 		snprintf(why, len, "it exec()ed while being attached");
-		tracee_release(&j->t);
+		mstat_tracee_release(&j->t);
 		return false;
 	}
 	if (rc == 0 && !*filtered) {
 		/* Its seccomp filters, which every thread shares (a thread's
 		 * own added later too: this one is checked). */
 		*filtered = true;
-		if (seccomp_check(j->pid, tid, err, sizeof(err)) < 0) {
+		if (mstat_seccomp_check(j->pid, tid, err, sizeof(err)) < 0) {
 			snprintf(why, len, "%s", err);
-			tracee_release(&j->t);
+			mstat_tracee_release(&j->t);
 			return false;
 		}
 	}
 	judge(j, tid, rc, why, len);
-	if (!why[0] && tracee_save(&j->t) == 0) {
+	if (!why[0] && mstat_tracee_save(&j->t) == 0) {
 		j->r->tid = tid;
 		return true;
 	}
 	if (!why[0])
 		snprintf(why, len, "its state cannot be saved");
-	tracee_release(&j->t);
+	mstat_tracee_release(&j->t);
 	return false;
 }
 
@@ -360,7 +360,7 @@ try_thread(struct job *j, pid_t tid, bool *filtered, char *why, size_t len)
 static int
 take_thread(struct job *j)
 {
-	uint64_t deadline = tracee_now() + j->o->timeout_ns;
+	uint64_t deadline = mstat_tracee_now() + j->o->timeout_ns;
 	static pid_t tids[TIDS_MAX];
 	char why[256] = "it has no thread";
 	pid_t last = 0;
@@ -371,11 +371,11 @@ take_thread(struct job *j)
 		if (n == 0 && kill(j->pid, 0) < 0)
 			return say(j, "it exited");
 		for (size_t i = 0; i < n; i++) {
-			uint64_t t0 = tracee_now();
+			uint64_t t0 = mstat_tracee_now();
 			if (try_thread(j, tids[i], &filtered, why, sizeof(why)))
 				return 0;
-			if (tracee_now() - t0 > j->r->let_go_ns)
-				j->r->let_go_ns = tracee_now() - t0;
+			if (mstat_tracee_now() - t0 > j->r->let_go_ns)
+				j->r->let_go_ns = mstat_tracee_now() - t0;
 			last = tids[i];
 			traced += strncmp(why, "it is traced", 12) == 0;
 			if (strncmp(why, "its seccomp", 11) == 0 ||
@@ -384,10 +384,10 @@ take_thread(struct job *j)
 			    strncmp(why, "ptrace:", 7) == 0 ||
 			    j->t.execed || (traced == n && i + 1 == n))
 				return say(j, "%s", why);
-			if (tracee_now() >= deadline)
+			if (mstat_tracee_now() >= deadline)
 				break;
 		}
-		if (tracee_now() >= deadline)
+		if (mstat_tracee_now() >= deadline)
 			return say(j, "no thread could run the attach within %.1f s "
 				   "(thread %d: %s)", (double)j->o->timeout_ns / 1e9,
 				   (int)last, why);
@@ -402,7 +402,7 @@ take_thread(struct job *j)
 static uint64_t
 libc_fn(struct job *j, const char *name)
 {
-	return image_symbol(&j->im, j->libc, name);
+	return mstat_image_symbol(&j->im, j->libc, name);
 }
 
 /* Calls `fn` in the thread; -1 if it cannot be called (said). */
@@ -413,7 +413,7 @@ call(struct job *j, uint64_t fn, const uint64_t *args, unsigned n, uint64_t *ret
 
 	if (!fn)
 		return say(j, "a function of its glibc is missing");
-	int rc = tracee_call(&j->t, fn, args, n, ret, err, sizeof(err));
+	int rc = mstat_tracee_call(&j->t, fn, args, n, ret, err, sizeof(err));
 	if (rc == -ESRCH)
 		return say(j, j->t.execed ? "it exec()ed while being attached"
 					  : "it ended while being attached");
@@ -426,7 +426,7 @@ call(struct job *j, uint64_t fn, const uint64_t *args, unsigned n, uint64_t *ret
 static uint64_t
 push_string(struct job *j, const char *s)
 {
-	return tracee_push(&j->t, s, strlen(s) + 1);
+	return mstat_tracee_push(&j->t, s, strlen(s) + 1);
 }
 
 /* Step 3, the library loaded: written into a memfd of the process (a
@@ -471,7 +471,7 @@ load(struct job *j)
 		char msg[256] = "";
 		uint64_t e;
 		if (call(j, libc_fn(j, "dlerror"), NULL, 0, &e) == 0 && e)
-			(void)tracee_read(&j->t, e, msg, sizeof(msg) - 1);
+			(void)mstat_tracee_read(&j->t, e, msg, sizeof(msg) - 1);
 		msg[sizeof(msg) - 1] = '\0';
 		return say(j, "its loader did not load the library: %s", msg);
 	}
@@ -484,14 +484,14 @@ load(struct job *j)
 static int
 entry(struct job *j, uint64_t off, struct mstat_attach_args *a, uint64_t *ret)
 {
-	if (!j->base && tracee_read(&j->t, j->handle, &j->base, sizeof(j->base)) < 0)
+	if (!j->base && mstat_tracee_read(&j->t, j->handle, &j->base, sizeof(j->base)) < 0)
 		return say(j, "cannot read the library's link map");
-	uint64_t at = tracee_push(&j->t, a, sizeof(*a));
+	uint64_t at = mstat_tracee_push(&j->t, a, sizeof(*a));
 	if (!at)
 		return say(j, "no room on its stack");
 	if (call(j, j->base + off, &at, 1, ret) < 0)
 		return -1;
-	if (tracee_read(&j->t, at, a, sizeof(*a)) < 0)
+	if (mstat_tracee_read(&j->t, at, a, sizeof(*a)) < 0)
 		return say(j, "cannot read the library's answer");
 	a->err[sizeof(a->err) - 1] = '\0';
 	return 0;
@@ -512,12 +512,12 @@ give_back(struct job *j, bool unload)
 			(void)call(j, libc_fn(j, "close"), &fd, 1, &ret);
 		}
 		if (j->errno_at)
-			(void)tracee_write(&j->t, j->errno_at, &j->errno_was,
-					   sizeof(j->errno_was));
+			(void)mstat_tracee_write(&j->t, j->errno_at, &j->errno_was,
+						 sizeof(j->errno_was));
 	}
 	if (j->r->tid)
-		j->r->held_ns = tracee_now() - j->t.stopped_at;
-	tracee_release(&j->t);
+		j->r->held_ns = mstat_tracee_now() - j->t.stopped_at;
+	mstat_tracee_release(&j->t);
 }
 
 static int published(struct job *j);
@@ -534,7 +534,7 @@ run(struct job *j)
 
 	if (call(j, libc_fn(j, "__errno_location"), NULL, 0, &j->errno_at) < 0)
 		return -1;
-	(void)tracee_read(&j->t, j->errno_at, &j->errno_was, sizeof(j->errno_was));
+	(void)mstat_tracee_read(&j->t, j->errno_at, &j->errno_was, sizeof(j->errno_was));
 	if (load(j) < 0) {
 		give_back(j, true);
 		return -1;
@@ -559,16 +559,16 @@ static int
 published(struct job *j)
 {
 	struct mstat_attach_state st;
-	uint64_t deadline = tracee_now() + PUBLISH_BUDGET_NS;
+	uint64_t deadline = mstat_tracee_now() + PUBLISH_BUDGET_NS;
 
 	for (;;) {
-		if (image_peek(j->pid, j->base + j->p->state, &st, sizeof(st)) < 0)
+		if (mstat_image_peek(j->pid, j->base + j->p->state, &st, sizeof(st)) < 0)
 			return say(j, kill(j->pid, 0) < 0 ? "attached; it ended since"
 							   : "attached; its state cannot be read"),
 			       -2;
 		if (atomic_load_explicit(&st.done, memory_order_acquire))
 			break;
-		if (tracee_now() >= deadline)
+		if (mstat_tracee_now() >= deadline)
 			return say(j, "attached; its segment is not made yet after %u s",
 				   PUBLISH_BUDGET_NS / 1000000000u), -2;
 		struct timespec ts = { 0, 500000 };
@@ -585,7 +585,7 @@ inject(pid_t pid, const struct payload *p, const struct inject_options *o,
        struct inject_result *r)
 {
 	struct job j = { .pid = pid, .p = p, .o = o, .r = r, .memfd = -1 };
-	uint64_t began = tracee_now();
+	uint64_t began = mstat_tracee_now();
 	char err[256];
 	int rc;
 
@@ -594,15 +594,15 @@ inject(pid_t pid, const struct payload *p, const struct inject_options *o,
 	bool existed = !(kill(pid, 0) < 0 && errno == ESRCH);
 	if (!existed)
 		rc = say(&j, "no such process");
-	else if ((rc = check(&j)) == 0 && safe_open(&j.safe, pid, &j.im, err, sizeof(err)) < 0)
+	else if ((rc = check(&j)) == 0 && mstat_safe_open(&j.safe, pid, &j.im, err, sizeof(err)) < 0)
 		rc = say(&j, "%s", err);
 	else if (rc == 0 && (rc = take_thread(&j)) == 0)
 		rc = run(&j);
 	/* Whatever stopped it, a process that ended meanwhile ended. */
 	if (rc == -1 && existed && ended(pid))
 		say(&j, "it ended while being attached");
-	safe_close(j.safe);
-	image_free(&j.im);
-	r->took_ns = tracee_now() - began;
+	mstat_safe_close(j.safe);
+	mstat_image_free(&j.im);
+	r->took_ns = mstat_tracee_now() - began;
 	return rc;
 }

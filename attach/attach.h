@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "payload.h"
+#include "attach/payload.h"
 
 struct inject_options {
 	const char *name;       /* the name readers show, or NULL */

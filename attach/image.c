@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* image.c - a running process's loaded objects; see image.h. */
-#include "image.h"
+#include "attach/image.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -16,7 +16,7 @@
 #define CHAIN_MAX 65536u /* steps along a hash chain at most */
 
 int
-image_peek(pid_t pid, uint64_t addr, void *buf, size_t len)
+mstat_image_peek(pid_t pid, uint64_t addr, void *buf, size_t len)
 {
 	struct iovec local = { buf, len }, remote = { (void *)(uintptr_t)addr, len };
 	ssize_t n = process_vm_readv(pid, &local, 1, &remote, 1, 0);
@@ -52,7 +52,7 @@ peek_string(pid_t pid, uint64_t addr, char *buf, size_t len)
 		size_t want = 4096 - ((addr + got) & 4095);
 		if (want > len - 1 - got)
 			want = len - 1 - got;
-		int rc = image_peek(pid, addr + got, buf + got, want);
+		int rc = mstat_image_peek(pid, addr + got, buf + got, want);
 		if (rc < 0)
 			return rc;
 		buf[got + want] = '\0';
@@ -105,7 +105,7 @@ find_r_debug(pid_t pid, uint64_t phdr, uint64_t phnum, uint64_t *r_debug)
 	uint64_t bias = 0, dyn = 0;
 	ElfW(Dyn) d[DYN_MAX];
 
-	if (phnum == 0 || phnum > 64 || image_peek(pid, phdr, ph, phnum * sizeof(ph[0])) < 0)
+	if (phnum == 0 || phnum > 64 || mstat_image_peek(pid, phdr, ph, phnum * sizeof(ph[0])) < 0)
 		return -EPROTO;
 	for (uint64_t i = 0; i < phnum; i++)
 		if (ph[i].p_type == PT_PHDR)
@@ -115,8 +115,8 @@ find_r_debug(pid_t pid, uint64_t phdr, uint64_t phnum, uint64_t *r_debug)
 			dyn = bias + ph[i].p_vaddr;
 	if (!dyn)
 		return -ENOEXEC;
-	if (image_peek(pid, dyn, d, sizeof(d)) < 0 &&
-	    image_peek(pid, dyn, d, 64 * sizeof(d[0])) < 0)
+	if (mstat_image_peek(pid, dyn, d, sizeof(d)) < 0 &&
+	    mstat_image_peek(pid, dyn, d, 64 * sizeof(d[0])) < 0)
 		return -EPROTO;
 	for (unsigned i = 0; i < DYN_MAX && d[i].d_tag != DT_NULL; i++)
 		if (d[i].d_tag == DT_DEBUG) {
@@ -134,7 +134,7 @@ read_dynamic(pid_t pid, uint64_t ld, struct image_object *o)
 	uint64_t soname = UINT64_MAX;
 
 	for (unsigned at = 0; at < DYN_MAX; at += 64) {
-		if (image_peek(pid, ld + at * sizeof(d[0]), d, sizeof(d)) < 0)
+		if (mstat_image_peek(pid, ld + at * sizeof(d[0]), d, sizeof(d)) < 0)
 			break;
 		for (unsigned i = 0; i < 64; i++) {
 			uint64_t v = d[i].d_un.d_val;
@@ -157,7 +157,7 @@ done:
 }
 
 int
-image_read(struct image *im, pid_t pid, char *err, size_t len)
+mstat_image_read(struct image *im, pid_t pid, char *err, size_t len)
 {
 	uint64_t phdr = 0, phnum = 0, map;
 	struct r_debug rd;
@@ -175,12 +175,12 @@ image_read(struct image *im, pid_t pid, char *err, size_t len)
 		return -ENOEXEC;
 	}
 	if (rc == -EAGAIN ||
-	    (rc == 0 && image_peek(pid, im->r_debug, &rd, sizeof(rd)) == 0 && !rd.r_map)) {
+	    (rc == 0 && mstat_image_peek(pid, im->r_debug, &rd, sizeof(rd)) == 0 && !rd.r_map)) {
 		snprintf(err, len, "it is starting: its dynamic loader has not "
 			 "loaded its objects yet");
 		return -EAGAIN;
 	}
-	if (rc < 0 || image_peek(pid, im->r_debug, &rd, sizeof(rd)) < 0) {
+	if (rc < 0 || mstat_image_peek(pid, im->r_debug, &rd, sizeof(rd)) < 0) {
 		snprintf(err, len, "cannot find its dynamic loader's list of objects");
 		return -EPROTO;
 	}
@@ -190,7 +190,7 @@ image_read(struct image *im, pid_t pid, char *err, size_t len)
 	for (map = (uint64_t)(uintptr_t)rd.r_map; map && im->n < IMAGE_OBJECTS_MAX;) {
 		struct link_map l;
 		struct image_object *o = &im->objects[im->n];
-		if (image_peek(pid, map, &l, sizeof(l)) < 0) {
+		if (mstat_image_peek(pid, map, &l, sizeof(l)) < 0) {
 			snprintf(err, len, "cannot read its dynamic loader's list of objects");
 			return -EPROTO;
 		}
@@ -208,7 +208,7 @@ image_read(struct image *im, pid_t pid, char *err, size_t len)
 }
 
 bool
-image_same(const struct image *im, pid_t pid)
+mstat_image_same(const struct image *im, pid_t pid)
 {
 	uint64_t phdr, phnum, base, random;
 
@@ -216,7 +216,7 @@ image_same(const struct image *im, pid_t pid)
 }
 
 void
-image_free(struct image *im)
+mstat_image_free(struct image *im)
 {
 	free(im->objects);
 	im->objects = NULL;
@@ -243,12 +243,12 @@ defines(const struct image *im, const struct image_object *o, uint32_t idx,
 	char got[256];
 	uint16_t ver = 0;
 
-	if (image_peek(im->pid, o->symtab + (uint64_t)idx * sizeof(s), &s, sizeof(s)) < 0 ||
+	if (mstat_image_peek(im->pid, o->symtab + (uint64_t)idx * sizeof(s), &s, sizeof(s)) < 0 ||
 	    s.st_shndx == SHN_UNDEF || s.st_value == 0 ||
 	    peek_string(im->pid, o->strtab + s.st_name, got, sizeof(got)) < 0 ||
 	    strcmp(got, name) != 0)
 		return false;
-	if (o->versym && image_peek(im->pid, o->versym + (uint64_t)idx * 2, &ver, 2) == 0 &&
+	if (o->versym && mstat_image_peek(im->pid, o->versym + (uint64_t)idx * 2, &ver, 2) == 0 &&
 	    (ver & 0x8000)) /* hidden: not the default version */
 		return false;
 	*at = o->addr + s.st_value;
@@ -256,22 +256,22 @@ defines(const struct image *im, const struct image_object *o, uint32_t idx,
 }
 
 uint64_t
-image_symbol(const struct image *im, const struct image_object *o, const char *name)
+mstat_image_symbol(const struct image *im, const struct image_object *o, const char *name)
 {
 	uint32_t head[4], idx, c, h = gnu_hash(name);
 	uint64_t at;
 
 	if (!o->gnu_hash || !o->symtab || !o->strtab ||
-	    image_peek(im->pid, o->gnu_hash, head, sizeof(head)) < 0 ||
+	    mstat_image_peek(im->pid, o->gnu_hash, head, sizeof(head)) < 0 ||
 	    head[0] == 0 || head[0] > (1u << 24) || head[2] > (1u << 24))
 		return 0;
 	uint64_t buckets = o->gnu_hash + 16 + (uint64_t)head[2] * 8;
 	uint64_t chains = buckets + (uint64_t)head[0] * 4;
-	if (image_peek(im->pid, buckets + (uint64_t)(h % head[0]) * 4, &idx, 4) < 0 ||
+	if (mstat_image_peek(im->pid, buckets + (uint64_t)(h % head[0]) * 4, &idx, 4) < 0 ||
 	    idx < head[1])
 		return 0;
 	for (unsigned steps = 0; steps < CHAIN_MAX; steps++, idx++) {
-		if (image_peek(im->pid, chains + (uint64_t)(idx - head[1]) * 4, &c, 4) < 0)
+		if (mstat_image_peek(im->pid, chains + (uint64_t)(idx - head[1]) * 4, &c, 4) < 0)
 			return 0;
 		if ((c | 1) == (h | 1) && defines(im, o, idx, name, &at))
 			return at;
@@ -282,8 +282,8 @@ image_symbol(const struct image *im, const struct image_object *o, const char *n
 }
 
 bool
-image_has_version(const struct image *im, const struct image_object *o,
-		  const char *ver)
+mstat_image_has_version(const struct image *im, const struct image_object *o,
+			const char *ver)
 {
 	uint64_t at = o->verdef;
 
@@ -291,8 +291,8 @@ image_has_version(const struct image *im, const struct image_object *o,
 		ElfW(Verdef) vd;
 		ElfW(Verdaux) va;
 		char name[64];
-		if (image_peek(im->pid, at, &vd, sizeof(vd)) < 0 ||
-		    image_peek(im->pid, at + vd.vd_aux, &va, sizeof(va)) < 0 ||
+		if (mstat_image_peek(im->pid, at, &vd, sizeof(vd)) < 0 ||
+		    mstat_image_peek(im->pid, at + vd.vd_aux, &va, sizeof(va)) < 0 ||
 		    peek_string(im->pid, o->strtab + va.vda_name, name, sizeof(name)) < 0)
 			return false;
 		if (strcmp(name, ver) == 0)
@@ -305,7 +305,7 @@ image_has_version(const struct image *im, const struct image_object *o,
 }
 
 const struct image_object *
-image_by_soname(const struct image *im, const char *soname)
+mstat_image_by_soname(const struct image *im, const char *soname)
 {
 	for (size_t i = 0; i < im->n; i++) {
 		const struct image_object *o = &im->objects[i];
@@ -318,10 +318,10 @@ image_by_soname(const struct image *im, const char *soname)
 }
 
 const struct image_object *
-image_defining(const struct image *im, const char *name)
+mstat_image_defining(const struct image *im, const char *name)
 {
 	for (size_t i = 0; i < im->n; i++)
-		if (image_symbol(im, &im->objects[i], name))
+		if (mstat_image_symbol(im, &im->objects[i], name))
 			return &im->objects[i];
 	return NULL;
 }

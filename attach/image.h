@@ -34,7 +34,7 @@ struct image {
 	uint64_t interp;       /* the loader's base (AT_BASE), 0: none */
 	uint64_t random;       /* AT_RANDOM: where the kernel put 16 random
 				* bytes, new at every exec(): the image's
-				* identity (image_same()) */
+				* identity (mstat_image_same()) */
 	uint64_t r_debug;      /* the loader's r_debug */
 	struct image_object *objects;
 	size_t n;
@@ -42,33 +42,33 @@ struct image {
 
 /* Whether process `pid` still runs the image `im` was read from (it has
  * not exec()ed, nor ended). */
-bool image_same(const struct image *im, pid_t pid);
+bool mstat_image_same(const struct image *im, pid_t pid);
 
 /* Reads `len` bytes at `addr` of process `pid`: 0 or -errno. */
-int image_peek(pid_t pid, uint64_t addr, void *buf, size_t len);
+int mstat_image_peek(pid_t pid, uint64_t addr, void *buf, size_t len);
 
 /* Reads the loaded objects of `pid`: 0, or -errno with a reason in err.
  * -ENOEXEC: it has no loader (a static binary). */
-int image_read(struct image *im, pid_t pid, char *err, size_t len);
-void image_free(struct image *im);
+int mstat_image_read(struct image *im, pid_t pid, char *err, size_t len);
+void mstat_image_free(struct image *im);
 
 /* The address of `name`, defined by object `o` with a default version
  * (or none), 0 if it defines none. */
-uint64_t image_symbol(const struct image *im, const struct image_object *o,
-		      const char *name);
+uint64_t mstat_image_symbol(const struct image *im, const struct image_object *o,
+			    const char *name);
 
 /* Whether object `o` defines version `ver` (a GLIBC_x.y name). */
-bool image_has_version(const struct image *im, const struct image_object *o,
-		       const char *ver);
+bool mstat_image_has_version(const struct image *im, const struct image_object *o,
+			     const char *ver);
 
 /* The object whose soname is `soname`, or NULL. */
-const struct image_object *image_by_soname(const struct image *im,
-					   const char *soname);
+const struct image_object *mstat_image_by_soname(const struct image *im,
+						 const char *soname);
 
 /* The first object, in the loader's order, that defines `name`: the
  * definition a call by name binds to (dlsym(RTLD_DEFAULT)); NULL if
  * none. */
-const struct image_object *image_defining(const struct image *im,
-					  const char *name);
+const struct image_object *mstat_image_defining(const struct image *im,
+						const char *name);
 
 #endif /* MSTAT_ATTACH_IMAGE_H */

@@ -22,11 +22,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "attach.h"
-#include "cli.h"
-#include "payload.h"
-#include "text.h"
-#include "tracee.h"
+#include "attach/attach.h"
+#include "core/cli.h"
+#include "attach/payload.h"
+#include "core/text.h"
+#include "attach/tracee.h"
 
 struct options {
 	const char *name; /* --name */
@@ -118,13 +118,13 @@ main(int argc, char **argv)
 
 	struct payload p;
 	char err[4200];
-	if (!pids || payload_load(&p, err, sizeof(err)) < 0) {
+	if (!pids || mstat_payload_load(&p, err, sizeof(err)) < 0) {
 		say("%s", pids ? err : "out of memory");
 		return 1;
 	}
 	sigset_t held, pending;
 	hold_signals(&held);
-	tracee_setup();
+	mstat_tracee_setup();
 	for (int i = 0; i < argc - first; i++) {
 		struct inject_result r;
 		int rc = inject(pids[i], &p, &o, &r);
@@ -146,7 +146,7 @@ main(int argc, char **argv)
 			break;
 		}
 	}
-	payload_free(&p);
+	mstat_payload_free(&p);
 	free(pids);
 	return status;
 }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* payload.c - the library mstat-attach injects; see payload.h. */
-#include "payload.h"
+#include "attach/payload.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "inject.h"
+#include "shm/inject.h"
 
 /* Where the library is, relative to this executable's directory: the
  * build tree first, then the installed layout (set by meson). */
@@ -137,7 +137,7 @@ trim(struct payload *p)
 }
 
 int
-payload_load(struct payload *p, char *err, size_t len)
+mstat_payload_load(struct payload *p, char *err, size_t len)
 {
 	struct stat st;
 	int fd, rc;
@@ -181,7 +181,7 @@ payload_load(struct payload *p, char *err, size_t len)
 }
 
 void
-payload_free(struct payload *p)
+mstat_payload_free(struct payload *p)
 {
 	free(p->bytes);
 	p->bytes = NULL;

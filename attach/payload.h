@@ -27,7 +27,7 @@ struct payload {
 };
 
 /* Finds and reads the library: 0, or -errno with a reason in err. */
-int payload_load(struct payload *p, char *err, size_t len);
-void payload_free(struct payload *p);
+int mstat_payload_load(struct payload *p, char *err, size_t len);
+void mstat_payload_free(struct payload *p);
 
 #endif /* MSTAT_ATTACH_PAYLOAD_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* safe.c - whether a stopped thread may run the attach; see safe.h. */
-#include "safe.h"
+#include "attach/safe.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -164,7 +164,7 @@ deny_ranges(struct safe *s, const struct image *im, const struct image_object *l
 	Dwfl_Module *m = dwfl_addrmodule(s->dwfl, libc->addr);
 
 	for (unsigned i = 0; m && i < DENIED; i++) {
-		uint64_t at = image_symbol(im, libc, denied[i]);
+		uint64_t at = mstat_image_symbol(im, libc, denied[i]);
 		GElf_Sym sym;
 		GElf_Off off;
 		if (!at || !dwfl_module_addrinfo(m, at, &off, &sym, NULL, NULL, NULL) ||
@@ -186,9 +186,9 @@ warm(Dwfl_Module *m, void **userdata, const char *name, Dwarf_Addr start, void *
 }
 
 int
-safe_open(struct safe **out, pid_t pid, const struct image *im, char *err, size_t len)
+mstat_safe_open(struct safe **out, pid_t pid, const struct image *im, char *err, size_t len)
 {
-	const struct image_object *libc = image_by_soname(im, "libc.so.6");
+	const struct image_object *libc = mstat_image_by_soname(im, "libc.so.6");
 	struct safe *s = calloc(1, sizeof(*s));
 	int rc;
 
@@ -209,7 +209,7 @@ safe_open(struct safe **out, pid_t pid, const struct image *im, char *err, size_
 	    dwfl_linux_proc_attach(s->dwfl, pid, true) != 0) {
 		snprintf(err, len, "cannot read its objects to unwind its stacks: %s",
 			 dwfl_errmsg(-1));
-		safe_close(s);
+		mstat_safe_close(s);
 		return -EPROTO;
 	}
 	if (libc) {
@@ -225,7 +225,7 @@ safe_open(struct safe **out, pid_t pid, const struct image *im, char *err, size_
 }
 
 void
-safe_close(struct safe *s)
+mstat_safe_close(struct safe *s)
 {
 	if (!s)
 		return;
@@ -321,8 +321,8 @@ frames_allowed(const struct safe *s, const struct frames *f, char *why, size_t l
 }
 
 bool
-safe_thread(struct safe *s, pid_t tid, uint64_t sp, uint64_t *floor, char *why,
-	    size_t len)
+mstat_safe_thread(struct safe *s, pid_t tid, uint64_t sp, uint64_t *floor, char *why,
+		  size_t len)
 {
 	struct frames f = { .n = 0 };
 

@@ -30,7 +30,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "image.h"
+#include "attach/image.h"
 
 /* Bytes of stack the attach needs below the thread's stack pointer. */
 #define SAFE_STACK_ROOM (256u * 1024u)
@@ -40,14 +40,14 @@ struct safe;
 /* Reports the process's objects to libdw and reads their frame
  * information, before any thread is stopped: 0, or -errno with a reason
  * in err. */
-int safe_open(struct safe **out, pid_t pid, const struct image *im, char *err,
-	      size_t len);
-void safe_close(struct safe *s);
+int mstat_safe_open(struct safe **out, pid_t pid, const struct image *im, char *err,
+		    size_t len);
+void mstat_safe_close(struct safe *s);
 
 /* Thread `tid`, stopped by this program, with stack pointer `sp`: true
  * if it may run the attach; else false and why in `why`.  *floor: the
  * lowest address its stack may be used down to. */
-bool safe_thread(struct safe *s, pid_t tid, uint64_t sp, uint64_t *floor,
-		 char *why, size_t len);
+bool mstat_safe_thread(struct safe *s, pid_t tid, uint64_t sp, uint64_t *floor,
+		       char *why, size_t len);
 
 #endif /* MSTAT_ATTACH_SAFE_H */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* seccomp.c - a process's seccomp filters, run on the calls the attach
  * makes; see seccomp.h. */
-#include "seccomp.h"
+#include "attach/seccomp.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -215,7 +215,7 @@ read_filters(pid_t tid, struct filters *fs)
 }
 
 int
-seccomp_check(pid_t pid, pid_t tid, char *err, size_t len)
+mstat_seccomp_check(pid_t pid, pid_t tid, char *err, size_t len)
 {
 	struct filters fs = { .n = 0 };
 	int mode = mode_of(pid), rc = 0;

@@ -21,6 +21,6 @@
 /* Thread `tid` of `pid`, stopped by this program: 0 if every call is
  * allowed (or there is no filter); -EPERM with the call refused and the
  * filter's verdict in err; -EACCES if the filters cannot be read. */
-int seccomp_check(pid_t pid, pid_t tid, char *err, size_t len);
+int mstat_seccomp_check(pid_t pid, pid_t tid, char *err, size_t len);
 
 #endif /* MSTAT_ATTACH_SECCOMP_H */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* tracee.c - one thread of a running process, taken with ptrace; see
  * tracee.h. */
-#include "tracee.h"
+#include "attach/tracee.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -22,7 +22,7 @@
 #define EFLAGS_DF 0x400u
 
 uint64_t
-tracee_now(void)
+mstat_tracee_now(void)
 {
 	struct timespec ts;
 
@@ -31,7 +31,7 @@ tracee_now(void)
 }
 
 void
-tracee_setup(void)
+mstat_tracee_setup(void)
 {
 	sigset_t s;
 
@@ -41,7 +41,7 @@ tracee_setup(void)
 }
 
 int
-tracee_seize(struct tracee *t, pid_t pid, pid_t tid, char *err, size_t len)
+mstat_tracee_seize(struct tracee *t, pid_t pid, pid_t tid, char *err, size_t len)
 {
 	char path[64];
 
@@ -80,7 +80,7 @@ next_event(struct tracee *t, uint64_t deadline, int *status)
 			return 1;
 		if (r < 0 && errno != EINTR)
 			return -ESRCH;
-		uint64_t now = tracee_now();
+		uint64_t now = mstat_tracee_now();
 		if (deadline && now >= deadline)
 			return 0;
 		uint64_t wait = deadline ? deadline - now : 1000000000u;
@@ -114,7 +114,7 @@ pass(struct tracee *t, int st)
 }
 
 int
-tracee_stop(struct tracee *t, uint64_t deadline)
+mstat_tracee_stop(struct tracee *t, uint64_t deadline)
 {
 	int st;
 
@@ -126,7 +126,7 @@ tracee_stop(struct tracee *t, uint64_t deadline)
 			return rc == 0 ? -ETIMEDOUT : rc;
 		if (WIFSTOPPED(st) && ((unsigned)st >> 16) == PTRACE_EVENT_STOP) {
 			t->stopped = true;
-			t->stopped_at = tracee_now();
+			t->stopped_at = mstat_tracee_now();
 			/* A group-stop (SIGSTOP, SIGTSTP...): the process is
 			 * stopped, not by us. */
 			return WSTOPSIG(st) == SIGTRAP ? 0 : -EAGAIN;
@@ -137,7 +137,7 @@ tracee_stop(struct tracee *t, uint64_t deadline)
 }
 
 int
-tracee_read(struct tracee *t, uint64_t addr, void *buf, size_t len)
+mstat_tracee_read(struct tracee *t, uint64_t addr, void *buf, size_t len)
 {
 	ssize_t n = pread(t->mem, buf, len, (off_t)addr);
 
@@ -145,7 +145,7 @@ tracee_read(struct tracee *t, uint64_t addr, void *buf, size_t len)
 }
 
 int
-tracee_write(struct tracee *t, uint64_t addr, const void *buf, size_t len)
+mstat_tracee_write(struct tracee *t, uint64_t addr, const void *buf, size_t len)
 {
 	ssize_t n = pwrite(t->mem, buf, len, (off_t)addr);
 
@@ -153,7 +153,7 @@ tracee_write(struct tracee *t, uint64_t addr, const void *buf, size_t len)
 }
 
 int
-tracee_save(struct tracee *t)
+mstat_tracee_save(struct tracee *t)
 {
 	struct tracee_state *s = &t->saved;
 	struct iovec iov;
@@ -185,19 +185,19 @@ tracee_save(struct tracee *t)
 }
 
 uint64_t
-tracee_push(struct tracee *t, const void *data, size_t len)
+mstat_tracee_push(struct tracee *t, const void *data, size_t len)
 {
 	uint64_t at = (t->sp - len) & ~(uint64_t)15;
 
-	if (at < t->stack_floor || at > t->sp || tracee_write(t, at, data, len) < 0)
+	if (at < t->stack_floor || at > t->sp || mstat_tracee_write(t, at, data, len) < 0)
 		return 0;
 	t->sp = at;
 	return at;
 }
 
 int
-tracee_call(struct tracee *t, uint64_t fn, const uint64_t *args, unsigned n,
-	    uint64_t *ret, char *err, size_t len)
+mstat_tracee_call(struct tracee *t, uint64_t fn, const uint64_t *args, unsigned n,
+		  uint64_t *ret, char *err, size_t len)
 {
 	struct user_regs_struct r = t->saved.regs;
 	uint64_t zero = 0;
@@ -206,7 +206,7 @@ tracee_call(struct tracee *t, uint64_t fn, const uint64_t *args, unsigned n,
 	/* A call's frame: the return address 0 at a 16-byte boundary less 8,
 	 * as a call instruction leaves it. */
 	uint64_t sp = (t->sp - 64) & ~(uint64_t)15;
-	if (sp - 8 < t->stack_floor || tracee_write(t, sp - 8, &zero, 8) < 0) {
+	if (sp - 8 < t->stack_floor || mstat_tracee_write(t, sp - 8, &zero, 8) < 0) {
 		snprintf(err, len, "no room on its stack");
 		return -EFAULT;
 	}
@@ -285,7 +285,7 @@ restart_eintr(struct tracee *t, struct user_regs_struct *r)
 	unsigned char insn[2];
 
 	if ((long long)r->orig_rax < 0 || (long long)r->rax != -EINTR ||
-	    tracee_read(t, r->rip - 2, insn, 2) < 0 || insn[0] != 0x0f ||
+	    mstat_tracee_read(t, r->rip - 2, insn, 2) < 0 || insn[0] != 0x0f ||
 	    insn[1] != 0x05 || signal_pending(t))
 		return;
 	r->rax = r->orig_rax;
@@ -293,7 +293,7 @@ restart_eintr(struct tracee *t, struct user_regs_struct *r)
 }
 
 void
-tracee_release(struct tracee *t)
+mstat_tracee_release(struct tracee *t)
 {
 	if (t->seized && t->stopped && !t->gone) {
 		if (t->have_saved) {
@@ -326,7 +326,7 @@ tracee_release(struct tracee *t)
 	 * stop pending. */
 	if (t->seized && !t->stopped && !t->gone) {
 		int st;
-		while (next_event(t, tracee_now() + 1000000000u, &st) > 0)
+		while (next_event(t, mstat_tracee_now() + 1000000000u, &st) > 0)
 			if (!WIFSTOPPED(st) || ((unsigned)st >> 16) == PTRACE_EVENT_STOP ||
 			    !pass(t, st)) {
 				if (WIFSTOPPED(st))

@@ -51,41 +51,41 @@ struct tracee {
 
 /* Blocks SIGCHLD in this program, whose arrival the waits wait for.
  * Once, before anything else. */
-void tracee_setup(void);
+void mstat_tracee_setup(void);
 
 /* Seizes thread `tid` of process `pid` (not stopping it): 0, or -errno
  * (-EPERM: not allowed, said in err). */
-int tracee_seize(struct tracee *t, pid_t pid, pid_t tid, char *err, size_t len);
+int mstat_tracee_seize(struct tracee *t, pid_t pid, pid_t tid, char *err, size_t len);
 
 /* Stops it (PTRACE_INTERRUPT), by `deadline` (CLOCK_MONOTONIC ns): 0;
  * -ETIMEDOUT, still running (its stop comes later, and is let go);
  * -EAGAIN, stopped, but by a stop of the process's (SIGSTOP); -ESRCH,
  * gone; -ENOEXEC, the process exec()ed. */
-int tracee_stop(struct tracee *t, uint64_t deadline);
+int mstat_tracee_stop(struct tracee *t, uint64_t deadline);
 
 /* Saves its state (once stopped), and sets the signal mask the calls
  * run with. */
-int tracee_save(struct tracee *t);
+int mstat_tracee_save(struct tracee *t);
 
 /* Copies `len` bytes below the saved stack pointer (and its red zone),
  * 16-aligned: their address, or 0 if the stack has no room left. */
-uint64_t tracee_push(struct tracee *t, const void *data, size_t len);
+uint64_t mstat_tracee_push(struct tracee *t, const void *data, size_t len);
 
-int tracee_read(struct tracee *t, uint64_t addr, void *buf, size_t len);
-int tracee_write(struct tracee *t, uint64_t addr, const void *buf, size_t len);
+int mstat_tracee_read(struct tracee *t, uint64_t addr, void *buf, size_t len);
+int mstat_tracee_write(struct tracee *t, uint64_t addr, const void *buf, size_t len);
 
 /* Calls `fn` with up to six integer arguments in the thread; its
  * return value in *ret.  0; -ESRCH, the thread is gone; -EFAULT, the
  * call faulted (said in err). */
-int tracee_call(struct tracee *t, uint64_t fn, const uint64_t *args, unsigned n,
-		uint64_t *ret, char *err, size_t len);
+int mstat_tracee_call(struct tracee *t, uint64_t fn, const uint64_t *args, unsigned n,
+		      uint64_t *ret, char *err, size_t len);
 
 /* Puts the saved state back (a system call that our stop cut short with
  * EINTR made to restart, as if the stop had come before it, unless a
  * signal of its own is pending) and lets the thread go. */
-void tracee_release(struct tracee *t);
+void mstat_tracee_release(struct tracee *t);
 
 /* The current CLOCK_MONOTONIC time, in ns. */
-uint64_t tracee_now(void);
+uint64_t mstat_tracee_now(void);
 
 #endif /* MSTAT_ATTACH_TRACEE_H */

@@ -33,10 +33,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "attach.h"
-#include "common.h"
-#include "payload.h"
-#include "tracee.h"
+#include "attach/attach.h"
+#include "bench/common.h"
+#include "attach/payload.h"
+#include "attach/tracee.h"
 
 #define ATTACHES_MAX 10000
 
@@ -191,7 +191,7 @@ main(int argc, char **argv)
 				"[--attaches 1..10000] [--threads 1..256] [--objects 1..500]\n");
 		return 2;
 	}
-	if (payload_load(&p, err, sizeof(err)) < 0) {
+	if (mstat_payload_load(&p, err, sizeof(err)) < 0) {
 		fprintf(stderr, "mstat-bench-attach: %s\n", err);
 		return 1;
 	}
@@ -201,7 +201,7 @@ main(int argc, char **argv)
 		remove_objects();
 		return 1;
 	}
-	tracee_setup();
+	mstat_tracee_setup();
 	signal(SIGPIPE, SIG_IGN);
 	for (unsigned i = 0; i < opt.attaches; i++) {
 		struct inject_options o = { NULL, 5000000000u };
@@ -222,7 +222,7 @@ main(int argc, char **argv)
 		bad += finish(&t) < 0;
 	}
 	remove_objects();
-	payload_free(&p);
+	mstat_payload_free(&p);
 	printf("BENCH attach threads=%u objects=%u attaches=%u attached=%u ended_badly=%u\n",
 	       opt.threads, opt.objects, opt.attaches, attached, bad);
 	summary("attach-time", took, attached, "");

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-#include "common.h"
+#include "bench/common.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -32,14 +32,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "segments.h"
-#include "layout.h"
-#include "name.h"
-#include "owner.h"
-#include "reader.h"
-#include "core.h"
-#include "sampler.h" /* the core's targets, looked at */
+#include "bench/common.h"
+#include "bench/segments.h"
+#include "shm/layout.h"
+#include "shm/name.h"
+#include "shm/owner.h"
+#include "shm/reader.h"
+#include "core/core.h"
+#include "core/sampler.h" /* the core's targets, looked at */
 
 int
 main(int argc, char **argv)

@@ -70,12 +70,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "pprof.h"
-#include "reader.h"
-#include "scrape.h"
-#include "segments.h"
-#include "symbols.h"
+#include "bench/common.h"
+#include "core/pprof.h"
+#include "shm/reader.h"
+#include "exporter/scrape.h"
+#include "bench/segments.h"
+#include "core/symbols.h"
 
 /* S scrapes of the in-process path. */
 static int
@@ -92,7 +92,7 @@ in_process(unsigned n, unsigned scrapes, enum mstat_expo_format fmt,
 	double *wall = calloc(scrapes, sizeof(*wall));
 	size_t bytes = 0;
 
-	if (!cpu || !wall || mstat_scraper_start(&s, &o) < 0)
+	if (!cpu || !wall || mstat_scrape_start(&s, &o) < 0)
 		return -1;
 	/* The first scrape attaches every segment: not what a scrape costs
 	 * afterwards, when Prometheus scrapes every 15 s. */
@@ -101,7 +101,7 @@ in_process(unsigned n, unsigned scrapes, enum mstat_expo_format fmt,
 		size_t len = 0;
 		FILE *f = open_memstream(&buf, &len);
 		uint64_t c0 = mbench_process_cpu_ns(), w0 = mbench_now_ns();
-		int rc = mstat_scraper_scrape(s, f, fmt);
+		int rc = mstat_scrape_write(s, f, fmt);
 		fclose(f);
 		if (i) {
 			cpu[i - 1] = (double)(mbench_process_cpu_ns() - c0) / 1e6;
@@ -112,7 +112,7 @@ in_process(unsigned n, unsigned scrapes, enum mstat_expo_format fmt,
 		if (rc < 0)
 			return -1;
 	}
-	mstat_scraper_stop(s);
+	mstat_scrape_stop(s);
 	mbench_sort(cpu, scrapes);
 	printf("BENCH exporter-scrape segments=%u format=%s classes=%s cpu_ms "
 	       "median=%.2f p90=%.2f wall_ms median=%.2f bytes=%zu (goal 50 CPU)\n",
@@ -298,7 +298,7 @@ over_http(const char *exporter, unsigned n, unsigned scrapes, bool classes)
 static int
 profile_in_process(int seg, unsigned stacks, unsigned requests)
 {
-	struct mstat_symcache *cache = mstat_symcache_new(256);
+	struct mstat_symcache *cache = mstat_symbols_cache_new(256);
 	double *cpu = calloc(requests, sizeof(*cpu));
 	double *read = calloc(requests, sizeof(*read));
 	double first = 0;
@@ -325,7 +325,7 @@ profile_in_process(int seg, unsigned stacks, unsigned requests)
 		int rc = mstat_pprof_encode(&p, sym, &o, &gz, &len, err, sizeof(err));
 		mstat_symbols_free(sym);
 		uint64_t n = p.nstacks;
-		mstat_profile_release(&p);
+		mstat_reader_profile_release(&p);
 		mstat_reader_close(r);
 		free(gz);
 		double ms = (double)(mbench_thread_cpu_ns() - c0) / 1e6;
@@ -348,7 +348,7 @@ profile_in_process(int seg, unsigned stacks, unsigned requests)
 	       stacks, first, mbench_quantile(cpu, requests, 0.5),
 	       mbench_quantile(cpu, requests, 0.9), mbench_median(read, requests),
 	       bytes);
-	mstat_symcache_free(cache);
+	mstat_symbols_cache_free(cache);
 	free(cpu);
 	free(read);
 	return 0;

@@ -36,7 +36,7 @@
 #if MBENCH_FLOOR == 2
 #include <sys/mman.h>
 
-#include "section.h"
+#include "shm/section.h"
 #endif
 
 #define EXPORT __attribute__((visibility("default")))

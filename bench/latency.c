@@ -35,8 +35,8 @@
 #include <x86intrin.h>
 #endif
 
-#include "common.h"
-#include "mstatshm.h"
+#include "bench/common.h"
+#include <mstatshm.h>
 
 #define SIZES MBENCH_SIZES
 #define BATCH 256u

@@ -23,8 +23,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "section.h"
-#include "sizeclass.h"
+#include "shm/section.h"
+#include "shm/sizeclass.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

@@ -37,12 +37,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "common.h"
-#include "core.h"
-#include "memory.h"
-#include "reader.h"
-#include "sampler.h" /* the core's targets and its count of reads */
+#include "shm/clock.h"
+#include "bench/common.h"
+#include "core/core.h"
+#include "core/memory.h"
+#include "shm/reader.h"
+#include "core/sampler.h" /* the core's targets and its count of reads */
 
 /* ---- the target ---- */
 

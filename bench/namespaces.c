@@ -40,10 +40,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "segments.h"
-#include "core.h"
-#include "sampler.h" /* the core's targets, looked at */
+#include "bench/common.h"
+#include "bench/segments.h"
+#include "core/core.h"
+#include "core/sampler.h" /* the core's targets, looked at */
 
 /* In a child: a segment of its own, "ready" on `ready`, then wait to be
  * killed. */

@@ -32,11 +32,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "reader.h"
-#include "clock.h"
-#include "common.h"
-#include "core.h"
-#include "sampler.h" /* the core's targets, looked at */
+#include "shm/reader.h"
+#include "shm/clock.h"
+#include "bench/common.h"
+#include "core/core.h"
+#include "core/sampler.h" /* the core's targets, looked at */
 
 #define TARGETS 100
 #define THREADS 8

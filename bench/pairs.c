@@ -49,10 +49,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "inject.h"
-#include "section.h"
-#include "sizeclass.h"
+#include "bench/common.h"
+#include "shm/inject.h"
+#include "shm/section.h"
+#include "shm/sizeclass.h"
 
 #define SIZES MBENCH_SIZES /* entries in the size table, a power of two */
 #define BATCH 256u  /* pairs between two looks at the stop flag */

@@ -36,9 +36,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "section.h"
-#include "sizeclass.h"
+#include "bench/common.h"
+#include "shm/section.h"
+#include "shm/sizeclass.h"
 
 #define SIZES MBENCH_SIZES
 #define BATCH 256u

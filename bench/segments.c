@@ -2,7 +2,7 @@
 /*
  * segments.c - thousands of live segments, cheaply; see segments.h.
  */
-#include "segments.h"
+#include "bench/segments.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -16,10 +16,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "layout.h"
-#include "name.h"
-#include "owner.h"
-#include "procfs.h"
+#include "shm/layout.h"
+#include "shm/name.h"
+#include "shm/owner.h"
+#include "shm/procfs.h"
 
 #define SLOTS 4u
 
@@ -40,7 +40,7 @@ image(unsigned char *buf, size_t len, uint64_t start, const char *name,
 	h->pid = getpid();
 	h->uid = geteuid();
 	h->start_time = start;
-	(void)mstat_pid_ns(&h->pid_ns);
+	(void)mstat_procfs_pid_ns(&h->pid_ns);
 	snprintf(h->name, sizeof(h->name), "%s", name);
 	atomic_init(&h->state, MSTAT_STATE_RUNNING);
 	atomic_init(&h->slots_used, 1);
@@ -97,7 +97,7 @@ mbench_segment_self(const char *name)
 	uint64_t start;
 	int fd = -1;
 
-	if (!buf || mstat_proc_start_time(0, &start) < 0) {
+	if (!buf || mstat_procfs_start_time(0, &start) < 0) {
 		free(buf);
 		return -1;
 	}

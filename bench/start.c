@@ -40,11 +40,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "name.h"
-#include "owner.h"
-#include "procfs.h"
-#include "segment.h"
+#include "bench/common.h"
+#include "shm/name.h"
+#include "shm/owner.h"
+#include "shm/procfs.h"
+#include "lib/segment.h"
 
 #define MAX_ROUNDS 64
 
@@ -106,7 +106,7 @@ static void
 piece_start_time(void)
 {
 	uint64_t t;
-	if (mstat_proc_start_time(0, &t) == 0)
+	if (mstat_procfs_start_time(0, &t) == 0)
 		sink += t;
 }
 
@@ -114,7 +114,7 @@ static void
 piece_pid_ns(void)
 {
 	uint64_t ino;
-	if (mstat_pid_ns(&ino) == 0)
+	if (mstat_procfs_pid_ns(&ino) == 0)
 		sink += ino;
 }
 
@@ -123,7 +123,7 @@ piece_reap(void)
 {
 	const struct mstat_grace g = { MSTAT_KILLED_GRACE_DEFAULT,
 				       MSTAT_KILLED_BYTES_DEFAULT };
-	sink += mstat_reap_some(geteuid(), 8, &g);
+	sink += mstat_owner_reap_some(geteuid(), 8, &g);
 }
 
 static void

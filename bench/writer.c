@@ -37,7 +37,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "bench/common.h"
 
 #define MAX_ROUNDS 64
 #define THREAD_COUNTS 2

@@ -2,7 +2,7 @@
 /*
  * cli.c - a program's options read by its list; see cli.h.
  */
-#include "cli.h"
+#include "core/cli.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "text.h"
+#include "core/text.h"
 
 /* getopt_long's values: a long option is VAL_LONG + its index, its
  * negation VAL_NO + its index; a letter is itself. */

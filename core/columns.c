@@ -3,14 +3,14 @@
  * columns.c - the process table's columns: the values, the table, and
  * sorting by a column.  See columns.h.
  */
-#include "columns.h"
+#include "core/columns.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "text.h"
+#include "core/text.h"
 
 /* ---- the value of each column ---- */
 
@@ -41,10 +41,10 @@ static void
 cell_of(const struct mstat_column *col, const struct mstat_model_row *r,
 	uint64_t now_ns, struct mstat_cell *c)
 {
-	enum mstat_field_type type = mstat_field(col->field)->type;
+	enum mstat_field_type type = mstat_fields_at(col->field)->type;
 	struct mstat_field_value v;
 
-	mstat_field_get(col->field, r, now_ns, &v);
+	mstat_fields_get(col->field, r, now_ns, &v);
 	c->known = v.known;
 	switch (type) {
 	case MSTAT_TYPE_NAME:
@@ -63,28 +63,28 @@ cell_of(const struct mstat_column *col, const struct mstat_model_row *r,
 		c->text = v.s;
 		break;
 	default:
-		c->v = v.known ? mstat_field_number(type, &v) : 0;
+		c->v = v.known ? mstat_fields_number(type, &v) : 0;
 		break;
 	}
 }
 
 const struct mstat_column *
-mstat_column(enum mstat_model_sort k)
+mstat_columns_at(enum mstat_model_sort k)
 {
 	return (unsigned)k < MSTAT_SORT_COUNT ? &columns[k] : NULL;
 }
 
 const char *
-mstat_model_sort_name(enum mstat_model_sort k)
+mstat_columns_sort_name(enum mstat_model_sort k)
 {
 	return (unsigned)k < MSTAT_SORT_COUNT ? columns[k].title : "?";
 }
 
 const char *
-mstat_column_text(enum mstat_model_sort k, const struct mstat_model_row *r,
-		  uint64_t now_ns, char *buf, size_t len)
+mstat_columns_text(enum mstat_model_sort k, const struct mstat_model_row *r,
+		   uint64_t now_ns, char *buf, size_t len)
 {
-	const struct mstat_column *col = mstat_column(k);
+	const struct mstat_column *col = mstat_columns_at(k);
 	struct mstat_cell c = { 0 };
 
 	if (!col) {
@@ -97,9 +97,9 @@ mstat_column_text(enum mstat_model_sort k, const struct mstat_model_row *r,
 	else if (col->unit & MSTAT_COLUMN_ID)
 		snprintf(buf, len, c.known ? "%.0f" : "-", c.v);
 	else if (col->unit & MSTAT_COLUMN_AGE)
-		mstat_unit_format(buf, len, MSTAT_UNIT_SECONDS, c.known, c.v);
+		mstat_units_format(buf, len, MSTAT_UNIT_SECONDS, c.known, c.v);
 	else
-		mstat_unit_format(buf, len, col->unit, c.known, c.v);
+		mstat_units_format(buf, len, col->unit, c.known, c.v);
 	return buf;
 }
 
@@ -181,10 +181,10 @@ pad(const struct mstat_column *c, const char *text, int w, char *buf,
 }
 
 const char *
-mstat_column_pad(enum mstat_model_sort k, const char *text, int width,
-		 const char *ellipsis, char *buf, size_t len)
+mstat_columns_pad(enum mstat_model_sort k, const char *text, int width,
+		  const char *ellipsis, char *buf, size_t len)
 {
-	const struct mstat_column *col = mstat_column(k);
+	const struct mstat_column *col = mstat_columns_at(k);
 	char esc[256], shown[256];
 
 	mstat_text_escape(esc, sizeof(esc), text, MSTAT_TEXT_PLAIN);
@@ -200,15 +200,15 @@ mstat_column_pad(enum mstat_model_sort k, const char *text, int width,
 }
 
 const char *
-mstat_column_cell(enum mstat_model_sort k, const struct mstat_model_row *r,
-		  uint64_t now_ns, int width, const char *ellipsis, char *buf,
-		  size_t len)
+mstat_columns_cell(enum mstat_model_sort k, const struct mstat_model_row *r,
+		   uint64_t now_ns, int width, const char *ellipsis, char *buf,
+		   size_t len)
 {
 	char text[256];
 
 	if (k != MSTAT_SORT_NAME) {
-		mstat_column_text(k, r, now_ns, text, sizeof(text));
-		return mstat_column_pad(k, text, width, ellipsis, buf, len);
+		mstat_columns_text(k, r, now_ns, text, sizeof(text));
+		return mstat_columns_pad(k, text, width, ellipsis, buf, len);
 	}
 	name_cell(text, sizeof(text), r, width, ellipsis);
 	return pad(&columns[k], text, width, buf, len);
@@ -228,7 +228,7 @@ names(const char *s, const char *n)
 }
 
 int
-mstat_model_parse_sort(const char *s)
+mstat_columns_parse_sort(const char *s)
 {
 	for (int k = 0; k < MSTAT_SORT_COUNT; k++)
 		if (names(s, columns[k].name) || names(s, columns[k].title))
@@ -265,7 +265,7 @@ cmp_rows(const void *pa, const void *pb, void *arg)
 	if (x.known != y.known) {
 		c = x.known ? -1 : 1; /* what is not known yet goes last */
 	} else if (col->unit & MSTAT_COLUMN_TEXT &&
-		   mstat_field(col->field)->type != MSTAT_TYPE_STATE) {
+		   mstat_fields_at(col->field)->type != MSTAT_TYPE_STATE) {
 		c = x.known ? strcmp(x.text, y.text) : 0;
 	} else if (col->unit & (MSTAT_COLUMN_ID | MSTAT_COLUMN_TEXT)) {
 		c = cmp_double(x.v, y.v);
@@ -281,9 +281,9 @@ cmp_rows(const void *pa, const void *pb, void *arg)
 }
 
 size_t
-mstat_model_view(const struct mstat_model *m, const char *filter,
-		 enum mstat_model_sort key, bool reverse,
-		 const struct mstat_model_row **out)
+mstat_columns_view(const struct mstat_model *m, const char *filter,
+		   enum mstat_model_sort key, bool reverse,
+		   const struct mstat_model_row **out)
 {
 	struct sort_ctx ctx = { (unsigned)key < MSTAT_SORT_COUNT ? key
 								 : MSTAT_SORT_PID,

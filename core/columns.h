@@ -27,9 +27,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fields.h"
-#include "model.h"
-#include "units.h"
+#include "core/fields.h"
+#include "core/model.h"
+#include "core/units.h"
 
 #define MSTAT_COLUMN_ID 0x100
 #define MSTAT_COLUMN_TEXT 0x200
@@ -66,13 +66,13 @@ struct mstat_column {
 };
 
 /* The column `k`, or NULL. */
-const struct mstat_column *mstat_column(enum mstat_model_sort k);
+const struct mstat_column *mstat_columns_at(enum mstat_model_sort k);
 
 /* Writes the cell of row `r` in column `k` (unpadded, not cut): the
  * value in its unit, or "-".  Returns buf. */
-const char *mstat_column_text(enum mstat_model_sort k,
-			      const struct mstat_model_row *r, uint64_t now_ns,
-			      char *buf, size_t len);
+const char *mstat_columns_text(enum mstat_model_sort k,
+			       const struct mstat_model_row *r, uint64_t now_ns,
+			       char *buf, size_t len);
 
 /*
  * Row r's cell in column k as a table shows it, `width` characters
@@ -82,21 +82,21 @@ const char *mstat_column_text(enum mstat_model_sort k,
  * its name: "demo-churning [mst…]", "demo-churning", "demo-chu…".
  * Numbers are never cut.  Returns buf, which holds any cell (256 bytes).
  */
-const char *mstat_column_cell(enum mstat_model_sort k,
-			      const struct mstat_model_row *r, uint64_t now_ns,
+const char *mstat_columns_cell(enum mstat_model_sort k,
+			       const struct mstat_model_row *r, uint64_t now_ns,
+			       int width, const char *ellipsis, char *buf,
+			       size_t len);
+
+/* The same for text of column `k` given as it is (a title). */
+const char *mstat_columns_pad(enum mstat_model_sort k, const char *text,
 			      int width, const char *ellipsis, char *buf,
 			      size_t len);
 
-/* The same for text of column `k` given as it is (a title). */
-const char *mstat_column_pad(enum mstat_model_sort k, const char *text,
-			     int width, const char *ellipsis, char *buf,
-			     size_t len);
-
 /* The title of column `k` ("LIVE"), or "?". */
-const char *mstat_model_sort_name(enum mstat_model_sort k);
+const char *mstat_columns_sort_name(enum mstat_model_sort k);
 /* A column's name or title, any case, '_' for '-' allowed: the key, or
  * -1. */
-int mstat_model_parse_sort(const char *s);
+int mstat_columns_parse_sort(const char *s);
 
 /*
  * Fills `out` (room for m->n) with the rows that match `filter`, sorted
@@ -104,9 +104,9 @@ int mstat_model_parse_sort(const char *s);
  * m->wall_ns.  The pointers stay valid until the next
  * mstat_model_update().
  */
-size_t mstat_model_view(const struct mstat_model *m, const char *filter,
-			enum mstat_model_sort key, bool reverse,
-			const struct mstat_model_row **out);
+size_t mstat_columns_view(const struct mstat_model *m, const char *filter,
+			  enum mstat_model_sort key, bool reverse,
+			  const struct mstat_model_row **out);
 
 /*
  * Which columns fit `width` characters (separated by one space): fills

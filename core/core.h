@@ -29,10 +29,10 @@
 #include <urcu.h>
 #include <urcu/rculist.h>
 
-#include "discover.h"
-#include "model.h"
-#include "sites.h"
-#include "mstatshm.h"
+#include "core/discover.h"
+#include "core/model.h"
+#include "core/sites.h"
+#include <mstatshm.h>
 
 struct mstat_core;
 

@@ -15,17 +15,17 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "beneath.h"
-#include "clock.h"
-#include "index.h"
-#include "layout.h"
-#include "name.h"
-#include "owner.h"
-#include "procfs.h"
-#include "reader.h"
-#include "sites.h"
-#include "discover.h"
-#include "tsan.h"
+#include "shm/beneath.h"
+#include "shm/clock.h"
+#include "core/index.h"
+#include "shm/layout.h"
+#include "shm/name.h"
+#include "shm/owner.h"
+#include "shm/procfs.h"
+#include "shm/reader.h"
+#include "core/sites.h"
+#include "core/discover.h"
+#include "core/tsan.h"
 
 /* A refusal reported once, so that it is said once per segment. */
 struct mstat_discover_refusal {
@@ -97,15 +97,15 @@ mstat_discover_init(struct mstat_discover *d, const pid_t *pids, size_t npids,
 		qsort(d->pids, npids, sizeof(pid_t), cmp_pid);
 		d->npids = npids;
 	}
-	(void)mstat_pid_ns(&d->pid_ns); /* 0 if unknown: pids mean nothing */
-	d->boot_ns = mstat_proc_boot_ns();
+	(void)mstat_procfs_pid_ns(&d->pid_ns); /* 0 if unknown: pids mean nothing */
+	d->boot_ns = mstat_procfs_boot_ns();
 	return mstat_procs_init(&d->procs, which);
 }
 
 static void
 refusal_free(struct mstat_discover *d, struct mstat_discover_refusal *f)
 {
-	mstat_shmdir_unref(&d->procs, f->dir);
+	mstat_procs_shmdir_unref(&d->procs, f->dir);
 	free(f);
 }
 
@@ -211,7 +211,7 @@ refuse(struct mstat_discover *d, struct mstat_discover_refusal *f,
 		memcpy(f->name, name, strlen(name) + 1); /* shorter: scan */
 		f->ino = ino;
 		f->dir = dir;
-		mstat_shmdir_ref(dir);
+		mstat_procs_shmdir_ref(dir);
 	}
 	f->rc = rc;
 	f->tries = 1;
@@ -262,9 +262,9 @@ check_claim(struct mstat_discover *d, const struct mstat_shmdir *dir,
 		   : d->pid_ns && in->pid_ns == d->pid_ns ? in->pid : 0;
 	/* Asked again now, not as the sweep found it: that process, still
 	 * there, not a zombie. */
-	if (!c->pid || mstat_proc_stat(c->pid, &start, &state) < 0 ||
+	if (!c->pid || mstat_procfs_stat(c->pid, &start, &state) < 0 ||
 	    start != in->start_time || state == 'Z' || state == 'X' ||
-	    mstat_proc_status(c->pid, &ps) < 0) {
+	    mstat_procfs_status(c->pid, &ps) < 0) {
 		c->pid = 0;
 		return -ESRCH;
 	}
@@ -285,7 +285,7 @@ check_claim(struct mstat_discover *d, const struct mstat_shmdir *dir,
 		return -EPERM;
 	}
 	/* The header's uid is the process's own, in its user namespace. */
-	if (mstat_proc_uid_inside(c->pid, ps.euid, &inside) < 0)
+	if (mstat_procfs_uid_inside(c->pid, ps.euid, &inside) < 0)
 		inside = ps.euid;
 	if (in->uid != inside) {
 		snprintf(c->why, sizeof(c->why), "says uid %u, but pid %d runs "
@@ -312,10 +312,10 @@ target_new(struct mstat_discover *d, struct mstat_reader *r,
 	}
 	t->reader = r;
 	t->dir = dir;
-	mstat_shmdir_ref(dir);
+	mstat_procs_shmdir_ref(dir);
 	t->ino = ino;
 	t->start_time = in->start_time;
-	t->start_ns = mstat_proc_start_ns(d->boot_ns, in->start_time);
+	t->start_ns = mstat_procfs_start_ns(d->boot_ns, in->start_time);
 	t->nspid = in->pid;
 	t->verified = pid != 0;
 	t->pid = pid ? pid : in->pid;
@@ -337,17 +337,17 @@ target_new(struct mstat_discover *d, struct mstat_reader *r,
 	uint64_t now;
 	if (pid) {
 		char cg[4096];
-		mstat_proc_identity(pid, &t->id);
-		if (mstat_proc_cgroup(pid, cg, sizeof(cg)) >= 0)
+		mstat_procfs_identity(pid, &t->id);
+		if (mstat_procfs_cgroup(pid, cg, sizeof(cg)) >= 0)
 			mstat_where_parse(cg, &t->where);
 		/* Its memory cgroup's OOM kills, while it lives. */
-		mstat_oom_watch_start(&t->oom, pid);
+		mstat_killed_oom_watch_start(&t->oom, pid);
 	} else if (t->pid_ours) {
-		mstat_proc_identity(t->pid, &t->id);
+		mstat_procfs_identity(t->pid, &t->id);
 		/* The same, while the pid is still this process. */
-		if (mstat_proc_start_time(t->pid, &now) == 0 &&
+		if (mstat_procfs_start_time(t->pid, &now) == 0 &&
 		    now == t->start_time)
-			mstat_oom_watch_start(&t->oom, t->pid);
+			mstat_killed_oom_watch_start(&t->oom, t->pid);
 	}
 	t->in_scan = true;
 	mstat_reader_set_wait_budget(r, d->wait_budget_us);
@@ -415,8 +415,8 @@ attach(struct mstat_discover *d, struct cds_list_head *targets,
 		 * says it is nobody's: removed if it is ours to remove, at
 		 * once, killed or not: no reader would show it (owner.h's
 		 * grace is for segments a reader can still tell). */
-		rc = mstat_reap_file(dir->fd, name, mstat_reader_fd(r),
-				     d->procs.euid, NULL, 0, NULL);
+		rc = mstat_owner_reap_file(dir->fd, name, mstat_reader_fd(r),
+					   d->procs.euid, NULL, 0, NULL);
 		snprintf(err, sizeof(err), "%s: its process (pid %d of pid "
 			 "namespace %llu) is gone", label, (int)in->pid,
 			 (unsigned long long)in->pid_ns);
@@ -657,8 +657,8 @@ reap_refused(struct mstat_discover *d)
 					sizeof(why));
 		if (fd < 0)
 			continue;
-		if (mstat_reap_file(f->dir->fd, f->name, fd, d->procs.euid, NULL,
-				    0, NULL) == MSTAT_REAP_REMOVED) {
+		if (mstat_owner_reap_file(f->dir->fd, f->name, fd, d->procs.euid, NULL,
+					  0, NULL) == MSTAT_REAP_REMOVED) {
 			note(d, f->rc == -ENODATA
 				? "removed %s%s: cut shorter than a header, and "
 				  "its owner is gone"
@@ -729,8 +729,8 @@ mstat_discover_scan(struct mstat_discover *d, struct cds_list_head *targets)
 				note(d, "%s%s: %s", MSTAT_SHM_DIR,
 				     ps->listed[i]->where, strerror(errno));
 		reap_refused(d);
-		mstat_kept_tick(&d->kept, listed_dirfd, d, &d->grace, d->note,
-				d->note_arg);
+		mstat_killed_kept_tick(&d->kept, listed_dirfd, d, &d->grace, d->note,
+				       d->note_arg);
 		say_no_fd(d, a.no_fd);
 		refusals_forget_gone(d);
 	}
@@ -763,7 +763,7 @@ mstat_discover_detach(struct mstat_discover *d, struct mstat_core_target *t)
 {
 	cds_list_del_rcu(&t->node);
 	/* Here, in the sampler's thread: the directories are its own. */
-	mstat_shmdir_unref(&d->procs, t->dir);
+	mstat_procs_shmdir_unref(&d->procs, t->dir);
 	t->dir = NULL;
 	call_rcu(&t->rcu, target_free);
 }
@@ -777,7 +777,7 @@ proc_state(const struct mstat_core_target *t)
 	char state;
 
 	if (!t->reader || !t->pid_ours ||
-	    mstat_proc_stat(t->pid, &start, &state) < 0 || start != t->start_time)
+	    mstat_procfs_stat(t->pid, &start, &state) < 0 || start != t->start_time)
 		return 0;
 	return state;
 }
@@ -792,7 +792,7 @@ mstat_discover_execed(const struct mstat_discover *d,
 	 * is dying: its lock went with its descriptors, a moment before it
 	 * becomes a zombie (an OOM kill found in that moment). */
 	return state && state != 'Z' && state != 'X' &&
-	       !mstat_proc_exiting(t->pid);
+	       !mstat_procfs_exiting(t->pid);
 }
 
 bool
@@ -814,13 +814,13 @@ mstat_discover_reap(struct mstat_discover *d, struct mstat_core_target *t,
 	/* Through the directory it was found in, by its name there (one
 	 * component): nothing a container planted meanwhile leads
 	 * elsewhere. */
-	rc = mstat_reap_fd(t->dir->fd, t->shm_name, mstat_reader_fd(t->reader),
-			   grace ? d->grace.seconds : 0, &r);
+	rc = mstat_owner_reap_fd(t->dir->fd, t->shm_name, mstat_reader_fd(t->reader),
+				 grace ? d->grace.seconds : 0, &r);
 	if (rc < 0)
 		note(d, "%s%s: cannot remove: %s", t->shm_name, t->dir->where,
 		     strerror(-rc));
 	if (rc == MSTAT_REAP_KILLED)
-		mstat_kept_add(&d->kept, t->dir->fd, t->shm_name, &r);
+		mstat_killed_kept_add(&d->kept, t->dir->fd, t->shm_name, &r);
 	return rc >= 0 ? r.killed_ns : 0;
 }
 
@@ -896,8 +896,8 @@ gc_name(struct mstat_discover *d, struct mstat_shmdir *dir, void *arg,
 			note(d, "left %s%s: %s", name, dir->where, why);
 		return;
 	}
-	rc = mstat_reap_file(dir->fd, name, fd, d->procs.euid, NULL,
-			     d->grace.seconds, &r);
+	rc = mstat_owner_reap_file(dir->fd, name, fd, d->procs.euid, NULL,
+				   d->grace.seconds, &r);
 	close(fd);
 	if (rc == MSTAT_REAP_KILLED) {
 		note(d, "kept %s%s (pid %d, killed %llu s ago; "
@@ -905,7 +905,7 @@ gc_name(struct mstat_discover *d, struct mstat_shmdir *dir, void *arg,
 		     (int)pid, (unsigned long long)
 		     ((mstat_clock_wall_ns() - r.killed_ns) / 1000000000u),
 		     (unsigned long long)d->grace.seconds);
-		mstat_kept_add(&d->kept, dir->fd, name, &r);
+		mstat_killed_kept_add(&d->kept, dir->fd, name, &r);
 	} else if (rc < 0) {
 		note(d, "%s%s: cannot remove: %s", name, dir->where,
 		     strerror(-rc));
@@ -939,8 +939,8 @@ mstat_discover_gc(struct mstat_discover *d)
 		if (!list_dir(d, d->procs.listed[i], gc_name, &a))
 			note(d, "%s%s: %s", MSTAT_SHM_DIR,
 			     d->procs.listed[i]->where, strerror(errno));
-	return a.removed + mstat_kept_bound(&d->kept, &d->grace, d->note,
-					    d->note_arg);
+	return a.removed + mstat_killed_kept_bound(&d->kept, &d->grace, d->note,
+						   d->note_arg);
 }
 
 int
@@ -969,7 +969,7 @@ mstat_discover_open_pid(pid_t pid, const struct mstat_namespaces *which,
 	/* Never published: freed at once. */
 	cds_list_for_each_entry_safe(t, tmp, &list, node) {
 		cds_list_del(&t->node);
-		mstat_shmdir_unref(&d.procs, t->dir);
+		mstat_procs_shmdir_unref(&d.procs, t->dir);
 		target_free(&t->rcu);
 	}
 	mstat_discover_fini(&d);

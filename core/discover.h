@@ -35,14 +35,14 @@
 #include <urcu.h>
 #include <urcu/rculist.h>
 
-#include "killed.h"
-#include "memory.h"
-#include "model.h"
-#include "mstatshm.h"
-#include "owner.h"
-#include "procfs.h"
-#include "procs.h"
-#include "where.h"
+#include "core/killed.h"
+#include "core/memory.h"
+#include "core/model.h"
+#include <mstatshm.h>
+#include "shm/owner.h"
+#include "shm/procfs.h"
+#include "core/procs.h"
+#include "core/where.h"
 
 struct mstat_sites_base;
 

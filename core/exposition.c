@@ -10,18 +10,18 @@
  * counter added to those lists is exported without an edit here but its
  * name below.
  */
-#include "exposition.h"
+#include "core/exposition.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "fields.h"
-#include "text.h"
+#include "core/fields.h"
+#include "core/text.h"
 
 const char *
-mstat_expo_content_type(enum mstat_expo_format fmt)
+mstat_exposition_content_type(enum mstat_expo_format fmt)
 {
 	return fmt == MSTAT_EXPO_OPENMETRICS
 		       ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
@@ -51,8 +51,8 @@ suffix(enum mstat_expo_type type)
 }
 
 void
-mstat_expo_family(const struct mstat_expo *e, const char *name,
-		  enum mstat_expo_type type, const char *unit, const char *help)
+mstat_exposition_family(const struct mstat_expo *e, const char *name,
+			enum mstat_expo_type type, const char *unit, const char *help)
 {
 	/* OpenMetrics names the family, text 0.0.4 its samples. */
 	const char *sfx = e->format == MSTAT_EXPO_OPENMETRICS ? "" : suffix(type);
@@ -64,16 +64,16 @@ mstat_expo_family(const struct mstat_expo *e, const char *name,
 }
 
 void
-mstat_expo_sample(const struct mstat_expo *e, const char *name,
-		  enum mstat_expo_type type)
+mstat_exposition_sample(const struct mstat_expo *e, const char *name,
+			enum mstat_expo_type type)
 {
 	fputs(name, e->f);
 	fputs(suffix(type), e->f);
 }
 
 void
-mstat_expo_label(const struct mstat_expo *e, bool first, const char *key,
-		 const char *value)
+mstat_exposition_label(const struct mstat_expo *e, bool first, const char *key,
+		       const char *value)
 {
 	fprintf(e->f, "%s%s=\"", first ? "" : ",", key);
 	mstat_text_put(e->f, value, MSTAT_TEXT_QUOTED);
@@ -165,19 +165,19 @@ info_labels(const struct mstat_expo *e, enum mstat_field_id field,
 	char layout[24];
 
 	if (field == MSTAT_FIELD_KILLED) {
-		mstat_expo_label(e, false, "how", mstat_model_live_name(r->live));
+		mstat_exposition_label(e, false, "how", mstat_model_live_name(r->live));
 		if (r->postmortem)
-			mstat_expo_label(e, false, "postmortem", r->postmortem);
+			mstat_exposition_label(e, false, "postmortem", r->postmortem);
 		return;
 	}
 
 	snprintf(layout, sizeof(layout), "%" PRIu32 ".%" PRIu32,
 		 r->layout_major, r->layout_minor);
-	mstat_expo_label(e, false, "mode",
-			 r->writer_mode == 1   ? "fenced"
-			 : r->writer_mode == 2 ? "membarrier"
+	mstat_exposition_label(e, false, "mode",
+			       r->writer_mode == 1   ? "fenced"
+			       : r->writer_mode == 2 ? "membarrier"
 					       : "unknown");
-	mstat_expo_label(e, false, "layout", layout);
+	mstat_exposition_label(e, false, "layout", layout);
 }
 
 /* The families of the list of fields (fields.h), in the exposition's
@@ -194,9 +194,9 @@ static const struct family families[NFAMILIES] = {
 };
 
 void
-mstat_expo_process_labels(const struct mstat_model_row *r,
-			  void (*fn)(void *arg, const char *key, const char *value),
-			  void *arg)
+mstat_exposition_process_labels(const struct mstat_model_row *r,
+				void (*fn)(void *arg, const char *key, const char *value),
+				void *arg)
 {
 	static const struct {
 		const char *name;
@@ -211,10 +211,10 @@ mstat_expo_process_labels(const struct mstat_model_row *r,
 		struct mstat_field_value v;
 		char num[24];
 
-		mstat_field_get(labels[i].field, r, 0, &v);
+		mstat_fields_get(labels[i].field, r, 0, &v);
 		if (!v.known)
 			continue; /* Prometheus reads it as "" */
-		switch (mstat_field(labels[i].field)->type) {
+		switch (mstat_fields_at(labels[i].field)->type) {
 		case MSTAT_TYPE_TEXT:
 		case MSTAT_TYPE_NAME:
 			fn(arg, labels[i].name, v.s);
@@ -247,7 +247,7 @@ label_text(void *arg, const char *key, const char *value)
 	t->first = false;
 }
 
-/* `{pid="..",name=".."` of a row (mstat_expo_process_labels()), escaped
+/* `{pid="..",name=".."` of a row (mstat_exposition_process_labels()), escaped
  * once per exposition rather than once per sample; NULL if out of
  * memory. */
 static char *
@@ -259,7 +259,7 @@ process_labels(const struct mstat_model_row *r)
 
 	if (!t.f)
 		return NULL;
-	mstat_expo_process_labels(r, label_text, &t);
+	mstat_exposition_process_labels(r, label_text, &t);
 	if (fclose(t.f) != 0) {
 		free(buf);
 		return NULL;
@@ -274,7 +274,7 @@ write_class_family(const struct mstat_expo *e, const struct family *fam,
 		   size_t k, const struct mstat_model_row *const *rows, size_t n,
 		   char *const *labels)
 {
-	mstat_expo_family(e, fam->name, fam->type, fam->unit, fam->help);
+	mstat_exposition_family(e, fam->name, fam->type, fam->unit, fam->help);
 	for (size_t i = 0; i < n; i++) {
 		const struct mstat_model_row *r = rows[i];
 
@@ -289,9 +289,9 @@ write_class_family(const struct mstat_expo *e, const struct family *fam,
 			else
 				snprintf(size, sizeof(size), "%" PRIu64,
 					 cl->max_size);
-			mstat_expo_sample(e, fam->name, fam->type);
+			mstat_exposition_sample(e, fam->name, fam->type);
 			fputs(labels[i], e->f);
-			mstat_expo_label(e, false, "size", size);
+			mstat_exposition_label(e, false, "size", size);
 			fprintf(e->f, "} %" PRIu64 "\n",
 				class_counter_of(&cl->c, k));
 		}
@@ -306,17 +306,17 @@ write_family(const struct mstat_expo *e, const struct family *fam, size_t k,
 	     const struct mstat_model_row *const *rows, size_t n,
 	     char *const *labels)
 {
-	enum mstat_field_type type = mstat_field(fam->field)->type;
+	enum mstat_field_type type = mstat_fields_at(fam->field)->type;
 
-	mstat_expo_family(e, fam->name, fam->type, fam->unit, fam->help);
+	mstat_exposition_family(e, fam->name, fam->type, fam->unit, fam->help);
 	for (size_t i = 0; i < n; i++) {
 		const struct mstat_model_row *r = rows[i];
 		struct mstat_field_value v;
 
-		mstat_field_get(fam->field, r, 0, &v);
+		mstat_fields_get(fam->field, r, 0, &v);
 		if (!v.known)
 			continue;
-		mstat_expo_sample(e, fam->name, fam->type);
+		mstat_exposition_sample(e, fam->name, fam->type);
 		fputs(labels[i], e->f);
 		if (fam->type == MSTAT_EXPO_INFO)
 			info_labels(e, fam->field, r);
@@ -336,14 +336,14 @@ write_memory_family(const struct mstat_expo *e, const struct family *fam,
 		    const struct mstat_model_row *const *rows, size_t n,
 		    char *const *labels)
 {
-	mstat_expo_family(e, fam->name, fam->type, fam->unit, fam->help);
+	mstat_exposition_family(e, fam->name, fam->type, fam->unit, fam->help);
 	for (size_t i = 0; i < n; i++) {
 		if (!rows[i]->have_memory)
 			continue;
 		for (int p = 0; p < MSTAT_MEMORY_PART_COUNT; p++) {
-			mstat_expo_sample(e, fam->name, fam->type);
+			mstat_exposition_sample(e, fam->name, fam->type);
 			fputs(labels[i], e->f);
-			mstat_expo_label(e, false, "part", mstat_memory_part_name(p));
+			mstat_exposition_label(e, false, "part", mstat_memory_part_name(p));
 			fprintf(e->f, "} %" PRIu64 "\n", rows[i]->memory.part[p]);
 		}
 	}
@@ -352,8 +352,8 @@ write_memory_family(const struct mstat_expo *e, const struct family *fam,
 #define LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 int
-mstat_expo_processes(const struct mstat_expo *e,
-		     const struct mstat_model_row *const *rows, size_t n)
+mstat_exposition_processes(const struct mstat_expo *e,
+			   const struct mstat_model_row *const *rows, size_t n)
 {
 	char **labels = calloc(n ? n : 1, sizeof(*labels));
 	int rc = labels ? 0 : -ENOMEM;
@@ -366,7 +366,7 @@ mstat_expo_processes(const struct mstat_expo *e,
 	/* One family at a time, every sample of it together: both formats
 	 * want that. */
 	for (size_t f = 0; f < NFAMILIES; f++) {
-		switch (mstat_field(families[f].field)->type) {
+		switch (mstat_fields_at(families[f].field)->type) {
 		case MSTAT_TYPE_COUNTERS:
 			for (size_t k = 0; k < LEN(counters); k++)
 				write_family(e, &counters[k], k, rows, n, labels);
@@ -397,7 +397,7 @@ out:
 }
 
 int
-mstat_expo_end(const struct mstat_expo *e)
+mstat_exposition_end(const struct mstat_expo *e)
 {
 	if (e->format == MSTAT_EXPO_OPENMETRICS)
 		fputs("# EOF\n", e->f);

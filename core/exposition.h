@@ -32,7 +32,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "model.h"
+#include "core/model.h"
 
 enum mstat_expo_format {
 	MSTAT_EXPO_OPENMETRICS, /* application/openmetrics-text; version=1.0.0 */
@@ -40,7 +40,7 @@ enum mstat_expo_format {
 };
 
 /* The Content-Type of a format, for HTTP. */
-const char *mstat_expo_content_type(enum mstat_expo_format fmt);
+const char *mstat_exposition_content_type(enum mstat_expo_format fmt);
 
 enum mstat_expo_type {
 	MSTAT_EXPO_COUNTER,
@@ -61,19 +61,19 @@ struct mstat_expo {
  * counter, no "_info" on an info), `unit` ("bytes", "seconds") or NULL
  * (the name must then end in "_<unit>"), `help` a constant text without
  * '\\', '"' or a line feed.  Then its samples, each:
- *	mstat_expo_sample(e, name, type);   the sample's name
+ *	mstat_exposition_sample(e, name, type);   the sample's name
  *	... "{label=\"value\",...}" written by the caller ...
  *	fprintf(e->f, " %value\n");
  */
-void mstat_expo_family(const struct mstat_expo *e, const char *name,
-		       enum mstat_expo_type type, const char *unit,
-		       const char *help);
-void mstat_expo_sample(const struct mstat_expo *e, const char *name,
-		       enum mstat_expo_type type);
+void mstat_exposition_family(const struct mstat_expo *e, const char *name,
+			     enum mstat_expo_type type, const char *unit,
+			     const char *help);
+void mstat_exposition_sample(const struct mstat_expo *e, const char *name,
+			     enum mstat_expo_type type);
 /* `,key="value"` (or without the comma if `first`), the value escaped by
  * text.c's quoted rule. */
-void mstat_expo_label(const struct mstat_expo *e, bool first, const char *key,
-		      const char *value);
+void mstat_exposition_label(const struct mstat_expo *e, bool first, const char *key,
+			    const char *value);
 
 /*
  * The labels that name a process's series, in order: fn(arg, key, value)
@@ -82,18 +82,18 @@ void mstat_expo_label(const struct mstat_expo *e, bool first, const char *key,
  * mstat-exporter's list of profile targets; a label added here appears
  * in both.
  */
-void mstat_expo_process_labels(const struct mstat_model_row *r,
-			       void (*fn)(void *arg, const char *key,
+void mstat_exposition_process_labels(const struct mstat_model_row *r,
+				     void (*fn)(void *arg, const char *key,
 					  const char *value),
 			       void *arg);
 
 /* Every per-process family, over `rows`.  0, or -ENOMEM (nothing
  * written). */
-int mstat_expo_processes(const struct mstat_expo *e,
+int mstat_exposition_processes(const struct mstat_expo *e,
 			  const struct mstat_model_row *const *rows, size_t n);
 
 /* Ends the exposition ("# EOF" in OpenMetrics).  0, or -EIO if the stream
  * failed anywhere. */
-int mstat_expo_end(const struct mstat_expo *e);
+int mstat_exposition_end(const struct mstat_expo *e);
 
 #endif /* MSTAT_CORE_EXPOSITION_H */

@@ -3,7 +3,7 @@
  * fields.c - the fields of a process row: their values, from the list
  * of fields.h.
  */
-#include "fields.h"
+#include "core/fields.h"
 
 #include <stddef.h>
 
@@ -37,21 +37,21 @@ static const struct mstat_field fields[MSTAT_FIELD_COUNT] = {
 };
 
 const struct mstat_field *
-mstat_field(enum mstat_field_id id)
+mstat_fields_at(enum mstat_field_id id)
 {
 	return (unsigned)id < MSTAT_FIELD_COUNT ? &fields[id] : NULL;
 }
 
 void
-mstat_field_get(enum mstat_field_id id, const struct mstat_model_row *r,
-		uint64_t now, struct mstat_field_value *v)
+mstat_fields_get(enum mstat_field_id id, const struct mstat_model_row *r,
+		 uint64_t now, struct mstat_field_value *v)
 {
 	*v = (struct mstat_field_value){ 0 };
 	fields[id].get(r, now, v);
 }
 
 double
-mstat_field_number(enum mstat_field_type type, const struct mstat_field_value *v)
+mstat_fields_number(enum mstat_field_type type, const struct mstat_field_value *v)
 {
 	switch (type) {
 	case MSTAT_TYPE_INT:

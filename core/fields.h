@@ -51,8 +51,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "model.h"
-#include "where.h"
+#include "core/model.h"
+#include "core/where.h"
 
 #define MSTAT_FIELDS(F, COL, FAM, REC)                                        \
 	F(PID, "pid", INT, true, r->pid)                                      \
@@ -237,7 +237,7 @@
  * container_id is the 64 hex digits of kube_pod_container_info's
  * container_id after its "<runtime>://", pod_uid the pod's uid (kube-
  * state-metrics' `uid`), qos_class as kube_pod_status_qos_class has it.
- * mstat_expo_process_labels() (exposition.h) hands them out.
+ * mstat_exposition_process_labels() (exposition.h) hands them out.
  */
 #define MSTAT_LABELS(L)                                                       \
 	L("pid", PID)                                                         \
@@ -287,15 +287,15 @@ struct mstat_field {
 };
 
 /* The field `id`, or NULL. */
-const struct mstat_field *mstat_field(enum mstat_field_id id);
+const struct mstat_field *mstat_fields_at(enum mstat_field_id id);
 
 /* Row r's value of field `id` at `now` (CLOCK_REALTIME, for ages). */
-void mstat_field_get(enum mstat_field_id id, const struct mstat_model_row *r,
-		     uint64_t now, struct mstat_field_value *v);
+void mstat_fields_get(enum mstat_field_id id, const struct mstat_model_row *r,
+		      uint64_t now, struct mstat_field_value *v);
 
 /* A value as a number: what columns show and sort by. */
-double mstat_field_number(enum mstat_field_type type,
-			  const struct mstat_field_value *v);
+double mstat_fields_number(enum mstat_field_type type,
+			   const struct mstat_field_value *v);
 
 /* The age of the process at `now`, in seconds: until it ended, once
  * gone; known if its start is. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* index.c - finding things by name within one pass; see index.h. */
-#include "index.h"
+#include "core/index.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* killed.c - what the tools keep of a killed process; see killed.h. */
-#include "killed.h"
+#include "core/killed.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,10 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "pprof.h"
-#include "procfs.h"
-#include "symbols.h"
+#include "shm/clock.h"
+#include "core/pprof.h"
+#include "shm/procfs.h"
+#include "core/symbols.h"
 
 int
 mstat_killed_env(struct mstat_grace *g, char *err, size_t errlen)
@@ -36,7 +36,7 @@ mstat_killed_env(struct mstat_grace *g, char *err, size_t errlen)
 	for (size_t i = 0; i < 2; i++) {
 		const char *e = getenv(vars[i].var);
 		*out[i] = vars[i].dflt;
-		if (e && *e && mstat_grace_parse(e, vars[i].max, out[i]) < 0) {
+		if (e && *e && mstat_owner_grace_parse(e, vars[i].max, out[i]) < 0) {
 			snprintf(err, errlen, "%s=%.32s: not %s", vars[i].var, e,
 				 vars[i].what);
 			return -EINVAL;
@@ -46,8 +46,8 @@ mstat_killed_env(struct mstat_grace *g, char *err, size_t errlen)
 }
 
 void
-mstat_kept_add(struct mstat_kept_list *l, int dirfd, const char *name,
-	       const struct mstat_reaped *r)
+mstat_killed_kept_add(struct mstat_kept_list *l, int dirfd, const char *name,
+		      const struct mstat_reaped *r)
 {
 	for (size_t i = 0; i < l->n; i++)
 		if (l->v[i].ino == r->ino && l->v[i].dev == r->dev &&
@@ -61,7 +61,7 @@ mstat_kept_add(struct mstat_kept_list *l, int dirfd, const char *name,
 		l->v = p;
 		l->cap = cap;
 	}
-	mstat_kept_set(&l->v[l->n++], dirfd, name, r);
+	mstat_owner_kept_set(&l->v[l->n++], dirfd, name, r);
 }
 
 static void
@@ -83,10 +83,10 @@ say(void (*note)(void *, const char *), void *arg, const char *fmt, ...)
 }
 
 size_t
-mstat_kept_bound(struct mstat_kept_list *l, const struct mstat_grace *g,
-		 void (*note)(void *arg, const char *line), void *arg)
+mstat_killed_kept_bound(struct mstat_kept_list *l, const struct mstat_grace *g,
+			void (*note)(void *arg, const char *line), void *arg)
 {
-	size_t out = mstat_kept_evict(geteuid(), l->v, l->n, g->max_bytes);
+	size_t out = mstat_owner_kept_evict(geteuid(), l->v, l->n, g->max_bytes);
 
 	for (size_t i = l->n - out; i < l->n; i++)
 		say(note, arg, "removed %s: the kept segments of killed "
@@ -97,10 +97,10 @@ mstat_kept_bound(struct mstat_kept_list *l, const struct mstat_grace *g,
 }
 
 void
-mstat_kept_tick(struct mstat_kept_list *l,
-		int (*dirfd_of)(void *darg, uint64_t dev), void *darg,
-		const struct mstat_grace *g,
-		void (*note)(void *arg, const char *line), void *arg)
+mstat_killed_kept_tick(struct mstat_kept_list *l,
+		       int (*dirfd_of)(void *darg, uint64_t dev), void *darg,
+		       const struct mstat_grace *g,
+		       void (*note)(void *arg, const char *line), void *arg)
 {
 	size_t n = 0;
 
@@ -110,8 +110,8 @@ mstat_kept_tick(struct mstat_kept_list *l,
 		/* Not seen: removed by another, or its /dev/shm not listed. */
 		if (!k->seen || (k->dirfd = dirfd_of(darg, k->dev)) < 0)
 			continue;
-		int rc = mstat_reap_at(k->dirfd, k->name, geteuid(), NULL,
-				       g->seconds, &r);
+		int rc = mstat_owner_reap_at(k->dirfd, k->name, geteuid(), NULL,
+					     g->seconds, &r);
 		if (rc == MSTAT_REAP_REMOVED)
 			say(note, arg, "removed %s: killed %llu s ago, its grace "
 			    "is over", k->name, (unsigned long long)
@@ -120,7 +120,7 @@ mstat_kept_tick(struct mstat_kept_list *l,
 			l->v[n++] = *k;
 	}
 	l->n = n;
-	(void)mstat_kept_bound(l, g, note, arg);
+	(void)mstat_killed_kept_bound(l, g, note, arg);
 	for (size_t i = 0; i < l->n; i++)
 		l->v[i].seen = false;
 }
@@ -144,25 +144,25 @@ cg_kills(const struct mstat_oom_watch *w, unsigned up, uint64_t *n)
 	snprintf(path, sizeof(path), "%s%s%s/%s", mstat_cgroup_root,
 		 w->v2 ? "" : "/memory", strcmp(cg, "/") == 0 ? "" : cg,
 		 w->v2 ? "memory.events" : "memory.oom_control");
-	ssize_t len = mstat_read_small(path, buf, sizeof(buf));
+	ssize_t len = mstat_procfs_read_small(path, buf, sizeof(buf));
 	if (len < 0)
 		return (int)len;
-	return mstat_keyed_count(buf, "oom_kill", n);
+	return mstat_procfs_keyed_count(buf, "oom_kill", n);
 }
 
 void
-mstat_oom_watch_start(struct mstat_oom_watch *w, pid_t pid)
+mstat_killed_oom_watch_start(struct mstat_oom_watch *w, pid_t pid)
 {
 	memset(w, 0, sizeof(*w));
-	w->have_cg = mstat_proc_memcg(pid, w->cg, sizeof(w->cg), &w->v2) == 0 &&
+	w->have_cg = mstat_procfs_memcg(pid, w->cg, sizeof(w->cg), &w->v2) == 0 &&
 		     cg_kills(w, 0, &w->cg_kills) == 0;
 	w->have_parent = w->have_cg && w->v2 &&
 			 cg_kills(w, 1, &w->parent_kills) == 0;
-	w->have_vm = mstat_proc_vmstat_oom(&w->vm_kills) == 0;
+	w->have_vm = mstat_procfs_vmstat_oom(&w->vm_kills) == 0;
 }
 
 enum mstat_oom
-mstat_oom_watch_end(const struct mstat_oom_watch *w, char *why, size_t len)
+mstat_killed_oom_watch_end(const struct mstat_oom_watch *w, char *why, size_t len)
 {
 	uint64_t n;
 
@@ -185,7 +185,7 @@ mstat_oom_watch_end(const struct mstat_oom_watch *w, char *why, size_t len)
 			 (unsigned long long)n);
 		return MSTAT_OOM_CGROUP;
 	}
-	if (w->have_vm && mstat_proc_vmstat_oom(&n) == 0 && n > w->vm_kills) {
+	if (w->have_vm && mstat_procfs_vmstat_oom(&n) == 0 && n > w->vm_kills) {
 		snprintf(why, len, "perhaps killed by the OOM killer: "
 			 "/proc/vmstat oom_kill %llu -> %llu while it lived "
 			 "(a hint: any process of the machine)",
@@ -200,7 +200,7 @@ mstat_oom_watch_end(const struct mstat_oom_watch *w, char *why, size_t len)
 #define SUFFIX ".pb.gz"
 
 bool
-mstat_postmortem_name(const char *file)
+mstat_killed_postmortem_name(const char *file)
 {
 	size_t n = strlen(file), sl = sizeof(SUFFIX) - 1;
 
@@ -258,7 +258,7 @@ trim(int dirfd, const char *keep, uint64_t max_bytes)
 	}
 	while ((de = readdir(d))) {
 		struct stat st;
-		if (!mstat_postmortem_name(de->d_name) ||
+		if (!mstat_killed_postmortem_name(de->d_name) ||
 		    strlen(de->d_name) >= sizeof(f->name) ||
 		    fstatat(dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISREG(st.st_mode) || st.st_uid != geteuid())
@@ -287,10 +287,10 @@ trim(int dirfd, const char *keep, uint64_t max_bytes)
 }
 
 int
-mstat_postmortem_write(const char *dir, uint64_t max_bytes,
-		       struct mstat_reader *r, const char *name, pid_t pid,
-		       uint64_t end_ns, const char *comment, char *path,
-		       size_t pathlen, char *err, size_t errlen)
+mstat_killed_postmortem_write(const char *dir, uint64_t max_bytes,
+			      struct mstat_reader *r, const char *name, pid_t pid,
+			      uint64_t end_ns, const char *comment, char *path,
+			      size_t pathlen, char *err, size_t errlen)
 {
 	char safe[41], stamp[20], file[128];
 	struct mstat_profile p;
@@ -325,7 +325,7 @@ mstat_postmortem_write(const char *dir, uint64_t max_bytes,
 	const struct mstat_pprof_options o = { .time_ns = end_ns, .comment = comment };
 	rc = mstat_pprof_write_with(&p, sym, &o, path, err, errlen);
 	mstat_symbols_free(sym);
-	mstat_profile_release(&p);
+	mstat_reader_profile_release(&p);
 	if (rc < 0)
 		return rc;
 	int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

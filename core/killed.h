@@ -32,9 +32,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "cli.h"
-#include "owner.h"
-#include "reader.h"
+#include "core/cli.h"
+#include "shm/owner.h"
+#include "shm/reader.h"
 
 /* The grace the environment asks for (MSTAT_KILLED_GRACE,
  * MSTAT_KILLED_BYTES), the defaults where unset: 0, or -EINVAL with a
@@ -51,8 +51,8 @@ struct mstat_kept_list {
 
 /* Remembers a segment kept in directory `dirfd` (`r`, as mstat_reap_*()
  * said), once. */
-void mstat_kept_add(struct mstat_kept_list *l, int dirfd, const char *name,
-		    const struct mstat_reaped *r);
+void mstat_killed_kept_add(struct mstat_kept_list *l, int dirfd, const char *name,
+			   const struct mstat_reaped *r);
 
 /* After a scan that marked the ones it saw (`seen`; the others were
  * removed by someone else, and are forgotten): removes those whose grace
@@ -60,14 +60,14 @@ void mstat_kept_add(struct mstat_kept_list *l, int dirfd, const char *name,
  * note each (`note(arg, line)`, if not NULL).  dirfd_of(darg, dev) is the
  * directory of the /dev/shm whose device is `dev`, as the scan has it
  * open, or -1.  Clears the marks. */
-void mstat_kept_tick(struct mstat_kept_list *l,
-		     int (*dirfd_of)(void *darg, uint64_t dev), void *darg,
-		     const struct mstat_grace *g,
-		     void (*note)(void *arg, const char *line), void *arg);
+void mstat_killed_kept_tick(struct mstat_kept_list *l,
+			    int (*dirfd_of)(void *darg, uint64_t dev), void *darg,
+			    const struct mstat_grace *g,
+			    void (*note)(void *arg, const char *line), void *arg);
 
 /* Only the byte bound, over every one remembered (mstat-top --gc). */
-size_t mstat_kept_bound(struct mstat_kept_list *l, const struct mstat_grace *g,
-			void (*note)(void *arg, const char *line), void *arg);
+size_t mstat_killed_kept_bound(struct mstat_kept_list *l, const struct mstat_grace *g,
+			       void (*note)(void *arg, const char *line), void *arg);
 
 /* A process's memory cgroup and its OOM kills, as read while it lived. */
 struct mstat_oom_watch {
@@ -96,12 +96,12 @@ enum mstat_oom {
 extern const char *mstat_cgroup_root;
 
 /* While `pid` (of this pid namespace) lives: what to compare with. */
-void mstat_oom_watch_start(struct mstat_oom_watch *w, pid_t pid);
+void mstat_killed_oom_watch_start(struct mstat_oom_watch *w, pid_t pid);
 
 /* Once it is found killed: whether the OOM killer did it; `why` gets a
  * line saying what rose ("memory cgroup /x: oom_kill 0 -> 1"). */
-enum mstat_oom mstat_oom_watch_end(const struct mstat_oom_watch *w, char *why,
-				   size_t len);
+enum mstat_oom mstat_killed_oom_watch_end(const struct mstat_oom_watch *w, char *why,
+					  size_t len);
 
 /*
  * The options of what is kept of killed processes, the same in
@@ -134,10 +134,10 @@ enum mstat_oom mstat_oom_watch_end(const struct mstat_oom_watch *w, char *why,
  * files to `max_bytes`, oldest first, never the one just written.  0, or
  * -errno with a one-line reason in `err`.  `path` gets the file's path.
  */
-int mstat_postmortem_write(const char *dir, uint64_t max_bytes,
-			   struct mstat_reader *r, const char *name, pid_t pid,
-			   uint64_t end_ns, const char *comment, char *path,
-			   size_t pathlen, char *err, size_t errlen);
+int mstat_killed_postmortem_write(const char *dir, uint64_t max_bytes,
+				  struct mstat_reader *r, const char *name, pid_t pid,
+				  uint64_t end_ns, const char *comment, char *path,
+				  size_t pathlen, char *err, size_t errlen);
 
 /* --postmortem-dir, as core/cli.h parses an option: `v` a directory
  * this process can write into, into `dst` (a const char *); 0, or -1
@@ -145,6 +145,6 @@ int mstat_postmortem_write(const char *dir, uint64_t max_bytes,
 int mstat_killed_dir_option(const char *v, void *dst, char *why, size_t len);
 
 /* Whether `file` is the name of a post-mortem profile (NAME-PID-TIME.pb.gz). */
-bool mstat_postmortem_name(const char *file);
+bool mstat_killed_postmortem_name(const char *file);
 
 #endif /* MSTAT_CORE_KILLED_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* lifetime.c - how long sampled blocks live; see lifetime.h. */
-#include "lifetime.h"
+#include "core/lifetime.h"
 
 #include <math.h>
 
@@ -80,7 +80,7 @@ mstat_lifetime_summarise(const struct mstat_lifetime *t,
 			 const struct mstat_profile *p, double alloc_bytes,
 			 struct mstat_lifetime_summary *out)
 {
-	double rate = mstat_profile_ns_per_tick(p), freed = 0;
+	double rate = mstat_reader_profile_ns_per_tick(p), freed = 0;
 
 	out->median_ns = out->short_share = out->live_age_ns = out->oldest_ns = NAN;
 	out->ns_per_tick = rate;

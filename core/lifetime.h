@@ -6,7 +6,7 @@
  * A freed sample's lifetime is in bucket b when it lived [2^b, 2^(b+1))
  * ticks of the profile's counter, weighed as the sample is (the bytes it
  * stands for).  In nanoseconds a bucket is those ticks at the counter's
- * rate, which the reader measured (mstat_profile_ns_per_tick()); within
+ * rate, which the reader measured (mstat_reader_profile_ns_per_tick()); within
  * a bucket, lifetimes are taken as spread evenly on a log scale, which
  * places a median or a threshold inside one.  A live sample's age is
  * from its birth word to the read.
@@ -16,7 +16,7 @@
 
 #include <stdint.h>
 
-#include "reader.h"
+#include "shm/reader.h"
 
 /* A short-lived block is freed within a millisecond: what a pool, an
  * arena or a buffer on the stack could have held instead. */

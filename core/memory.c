@@ -19,7 +19,7 @@
  * guard page) and a library's .bss (read-write after its file's data) are
  * not looked at.
  */
-#include "memory.h"
+#include "core/memory.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -29,7 +29,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "shm/clock.h"
 
 #define PAGE UINT64_C(4096)
 #define HEAP_MAX (UINT64_C(64) << 20) /* glibc's HEAP_MAX_SIZE, 64-bit */
@@ -162,7 +162,7 @@ kind_of(const struct mstat_proc_map *m)
 static uint64_t
 resident(struct look *l, uint64_t start, uint64_t end)
 {
-	int64_t b = start < end ? mstat_proc_resident(l->pagemap, start, end, NULL, NULL)
+	int64_t b = start < end ? mstat_procfs_resident(l->pagemap, start, end, NULL, NULL)
 				: 0;
 
 	return b > 0 ? (uint64_t)b : 0;
@@ -282,7 +282,7 @@ next_present(struct look *l, struct runs *runs, uint64_t a, uint64_t end)
 {
 	if (runs->n == ~0u) {
 		runs->n = 0;
-		(void)mstat_proc_resident(l->pagemap, a, end, add_run, runs);
+		(void)mstat_procfs_resident(l->pagemap, a, end, add_run, runs);
 	}
 	for (unsigned i = 0; i < runs->n; i++)
 		if (runs->e[i] > a)
@@ -450,9 +450,9 @@ sweep(struct look *l)
 	bool have = false;
 	int rc;
 
-	if ((rc = mstat_proc_maps_open(&maps, l->pid)) < 0)
+	if ((rc = mstat_procfs_maps_open(&maps, l->pid)) < 0)
 		return rc;
-	while ((rc = mstat_proc_maps_next(&maps, &m)) > 0) {
+	while ((rc = mstat_procfs_maps_next(&maps, &m)) > 0) {
 		next = (struct vma){
 			m.start, m.end, kind_of(&m),
 			m.ino == l->w->seg_ino && m.dev_major == l->w->seg_major &&
@@ -467,7 +467,7 @@ sweep(struct look *l)
 	}
 	if (rc == 0 && have)
 		rc = classify(l, &cur, NULL);
-	mstat_proc_maps_close(&maps);
+	mstat_procfs_maps_close(&maps);
 	return rc;
 }
 
@@ -483,10 +483,10 @@ mstat_memory_look(pid_t pid, const struct mstat_memory_where *w,
 
 	memset(f, 0, sizeof(*f));
 	f->alloc = w->alloc;
-	if ((rc = mstat_proc_rss(pid, &f->status)) < 0)
+	if ((rc = mstat_procfs_rss(pid, &f->status)) < 0)
 		return rc;
 	f->source = MSTAT_MEMORY_NONE;
-	if ((l.pagemap = mstat_proc_pagemap_open(pid)) < 0)
+	if ((l.pagemap = mstat_procfs_pagemap_open(pid)) < 0)
 		return 0; /* not ours to read: the status alone */
 	if (sweep(&l) == 0) {
 		read_firsts(&l, 0, l.nregions);
@@ -607,7 +607,7 @@ mstat_memory_read(struct mstat_reader *r, pid_t pid,
 	/* The allocator asked again: its answer comes at its next sample,
 	 * for a later read. */
 	if ((rc = mstat_reader_alloc(r, true, &w.alloc)) < 0 ||
-	    (rc = mstat_proc_statm(pid, &now.resident, &now.shared)) < 0)
+	    (rc = mstat_procfs_statm(pid, &now.resident, &now.shared)) < 0)
 		return rc;
 	now.answer_ns = w.alloc.answer_ns;
 	if (mark->resident && mark->same < MSTAT_MEMORY_SAME_MAX &&

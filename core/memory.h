@@ -22,8 +22,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "procfs.h"
-#include "reader.h"
+#include "shm/procfs.h"
+#include "shm/reader.h"
 
 /* The parts, in their order everywhere: X(ENUM, name, help). */
 #define MSTAT_MEMORY_PARTS(X)                                                 \

@@ -3,7 +3,7 @@
  * model.c - rates, history, growth, per-class tables, filtering and the
  * lifecycle of rows.  See model.h.
  */
-#include "model.h"
+#include "core/model.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "index.h"
+#include "core/index.h"
 
 static const char *const live_names[MSTAT_LIVE_COUNT] = {
 	[MSTAT_LIVE_RUNNING] = "running",

@@ -28,10 +28,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "memory.h"
-#include "mstatshm.h"
-#include "reader.h"
-#include "where.h"
+#include "core/memory.h"
+#include <mstatshm.h>
+#include "shm/reader.h"
+#include "core/where.h"
 
 #define MSTAT_MODEL_HISTORY 120  /* live-bytes points kept per row */
 #define MSTAT_MODEL_WINDOW 64    /* points kept for the growth rate */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* oomlog.c - the kernel's record of its OOM kills; see oomlog.h. */
-#include "oomlog.h"
+#include "core/oomlog.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,8 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "procfs.h"
+#include "shm/clock.h"
+#include "shm/procfs.h"
 
 /* The initial pid namespace's inode number, fixed by the kernel
  * (PROC_PID_INIT_INO). */
@@ -32,7 +32,7 @@ mstat_oomlog_open(struct mstat_oomlog *l)
 
 	/* Its pids are the initial namespace's: elsewhere they would name
 	 * other processes. */
-	if (mstat_pid_ns(&ns) == 0 && ns == INIT_PID_NS)
+	if (mstat_procfs_pid_ns(&ns) == 0 && ns == INIT_PID_NS)
 		fd = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	mstat_oomlog_open_fd(l, fd);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* outfile.c - private output files, never written through what is planted
  * under their name; see outfile.h. */
-#include "outfile.h"
+#include "core/outfile.h"
 
 #include <errno.h>
 #include <fcntl.h>

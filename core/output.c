@@ -11,8 +11,8 @@
  * formats are documented in docs/mstat-top-json.md and
  * docs/mstat-top-openmetrics.md: change them together.
  */
-#include "output.h"
-#include "sites.h"
+#include "core/output.h"
+#include "core/sites.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -20,10 +20,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "exposition.h"
-#include "fields.h"
-#include "text.h"
-#include "units.h"
+#include "core/exposition.h"
+#include "core/fields.h"
+#include "core/text.h"
+#include "core/units.h"
 
 /* The formats' names, as -o takes them. */
 static const char *const format_names[MSTAT_FORMAT_COUNT] = {
@@ -92,26 +92,26 @@ mstat_output_table(FILE *f, const struct mstat_output_tick *t,
 	fprintf(f, "tick %" PRIu64 " at %s, %zu processes, live %s, "
 		   "allocs %s, frees %s, net %s, growth %s, %s\n",
 		t->seq, when, tot.processes,
-		mstat_unit_format(v[0], sizeof(v[0]), MSTAT_UNIT_BYTES, true,
-				  (double)tot.live_bytes),
-		mstat_unit_format(v[1], sizeof(v[1]),
-				  MSTAT_UNIT_COUNT | MSTAT_UNIT_RATE,
-				  tot.have_rates, tot.alloc_rate),
-		mstat_unit_format(v[2], sizeof(v[2]),
-				  MSTAT_UNIT_COUNT | MSTAT_UNIT_RATE,
-				  tot.have_rates, tot.free_rate),
-		mstat_unit_format(v[3], sizeof(v[3]), MSTAT_UNIT_BYTES |
-				  MSTAT_UNIT_SIGNED | MSTAT_UNIT_RATE,
-				  tot.have_rates, tot.net_bytes_rate),
-		mstat_unit_format(v[4], sizeof(v[4]),
-				  MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED,
-				  tot.have_growth, (double)tot.growth_bytes),
-		mstat_unit_format(v[5], sizeof(v[5]), MSTAT_UNIT_BYTES |
-				  MSTAT_UNIT_SIGNED | MSTAT_UNIT_RATE,
-				  tot.have_growth_rate, tot.growth_bytes_rate));
+		mstat_units_format(v[0], sizeof(v[0]), MSTAT_UNIT_BYTES, true,
+				   (double)tot.live_bytes),
+		mstat_units_format(v[1], sizeof(v[1]),
+				   MSTAT_UNIT_COUNT | MSTAT_UNIT_RATE,
+				   tot.have_rates, tot.alloc_rate),
+		mstat_units_format(v[2], sizeof(v[2]),
+				   MSTAT_UNIT_COUNT | MSTAT_UNIT_RATE,
+				   tot.have_rates, tot.free_rate),
+		mstat_units_format(v[3], sizeof(v[3]), MSTAT_UNIT_BYTES |
+				   MSTAT_UNIT_SIGNED | MSTAT_UNIT_RATE,
+				   tot.have_rates, tot.net_bytes_rate),
+		mstat_units_format(v[4], sizeof(v[4]),
+				   MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED,
+				   tot.have_growth, (double)tot.growth_bytes),
+		mstat_units_format(v[5], sizeof(v[5]), MSTAT_UNIT_BYTES |
+				   MSTAT_UNIT_SIGNED | MSTAT_UNIT_RATE,
+				   tot.have_growth_rate, tot.growth_bytes_rate));
 	/* Every column of columns.h, the same as the terminal's. */
 	for (int k = 0; k < MSTAT_SORT_COUNT; k++) {
-		const struct mstat_column *c = mstat_column(k);
+		const struct mstat_column *c = mstat_columns_at(k);
 		int w = k == MSTAT_SORT_NAME ? MSTAT_OUTPUT_NAME_WIDTH : c->width;
 		if (k == MSTAT_SORT_COUNT - 1)
 			fprintf(f, "%s\n", c->title);
@@ -123,16 +123,16 @@ mstat_output_table(FILE *f, const struct mstat_output_tick *t,
 	for (size_t i = 0; i < n; i++) {
 		const struct mstat_model_row *r = rows[i];
 		for (int k = 0; k < MSTAT_SORT_COUNT; k++) {
-			const struct mstat_column *c = mstat_column(k);
+			const struct mstat_column *c = mstat_columns_at(k);
 			int w = k == MSTAT_SORT_NAME ? MSTAT_OUTPUT_NAME_WIDTH
 						     : c->width;
 			char cell[256];
 			/* What a process wrote, made safe; cut and padded
 			 * to the column by characters, as on the screen;
 			 * the last column as it is. */
-			mstat_column_cell(k, r, now_ns,
-					  k == MSTAT_SORT_COUNT - 1 ? 0 : w,
-					  "\u2026", cell, sizeof(cell));
+			mstat_columns_cell(k, r, now_ns,
+					   k == MSTAT_SORT_COUNT - 1 ? 0 : w,
+					   "\u2026", cell, sizeof(cell));
 			fputs(cell, f);
 			if (k != MSTAT_SORT_COUNT - 1)
 				fputc(' ', f);
@@ -251,12 +251,12 @@ json_process_fields(FILE *f, const struct mstat_model_row *r)
 
 	fputc('{', f);
 	for (int id = 0; id < MSTAT_FIELD_COUNT; id++) {
-		const struct mstat_field *fd = mstat_field(id);
+		const struct mstat_field *fd = mstat_fields_at(id);
 		struct mstat_field_value v;
 
 		if (!fd->json && fd->type != MSTAT_TYPE_COUNTERS)
 			continue;
-		mstat_field_get(id, r, 0, &v);
+		mstat_fields_get(id, r, 0, &v);
 		json_field(f, fd, r, &v, first);
 		first = false;
 	}
@@ -366,9 +366,9 @@ exposition(FILE *f, enum mstat_expo_format fmt,
 	struct mstat_expo e = { .f = f, .format = fmt, .classes = true,
 				.memory = true };
 
-	int rc = mstat_expo_processes(&e, rows, n);
+	int rc = mstat_exposition_processes(&e, rows, n);
 
-	return rc < 0 ? rc : mstat_expo_end(&e);
+	return rc < 0 ? rc : mstat_exposition_end(&e);
 }
 
 int

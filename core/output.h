@@ -15,8 +15,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "columns.h"
-#include "model.h"
+#include "core/columns.h"
+#include "core/model.h"
 
 enum mstat_output_format {
 	MSTAT_FORMAT_TABLE = 0,

@@ -4,7 +4,7 @@
  * needs (varints and length-delimited fields), and gzip through zlib; see
  * pprof.h.
  */
-#include "pprof.h"
+#include "core/pprof.h"
 
 #include <errno.h>
 #include <math.h>
@@ -15,8 +15,8 @@
 #include <string.h>
 #include <zlib.h>
 
-#include "lifetime.h"
-#include "outfile.h"
+#include "core/lifetime.h"
+#include "core/outfile.h"
 
 /* Field numbers of profile.proto. */
 enum {
@@ -509,7 +509,7 @@ encode_locations(struct enc *e, const struct mstat_profile *p,
 		if (sym)
 			mstat_symbols_lookup(sym, pc, &f);
 		else
-			f.module = mstat_profile_module_of(p, pc);
+			f.module = mstat_reader_profile_module_of(p, pc);
 		field_varint(&e->m, LOCATION_ID, i + 1);
 		if (f.module) {
 			uint32_t mi = (uint32_t)(f.module - p->modules);

@@ -24,8 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "reader.h"
-#include "symbols.h"
+#include "shm/reader.h"
+#include "core/symbols.h"
 
 /*
  * The objects and bytes (the sizes the slots count) that the samples of

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* procs.c - the machine's processes and their /dev/shm; see procs.h. */
-#include "procs.h"
+#include "core/procs.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -12,9 +12,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "beneath.h"
-#include "layout.h"
-#include "name.h"
+#include "shm/beneath.h"
+#include "shm/layout.h"
+#include "shm/name.h"
 
 /* Processes whose mount namespace and root are looked at again each
  * sweep: a sixteenth of them, and at least this many. */
@@ -33,13 +33,13 @@ mix(uint64_t x)
 /* ---- the directories ---- */
 
 void
-mstat_shmdir_ref(struct mstat_shmdir *d)
+mstat_procs_shmdir_ref(struct mstat_shmdir *d)
 {
 	d->refs++;
 }
 
 void
-mstat_shmdir_unref(struct mstat_procs *ps, struct mstat_shmdir *d)
+mstat_procs_shmdir_unref(struct mstat_procs *ps, struct mstat_shmdir *d)
 {
 	if (!d || --d->refs)
 		return;
@@ -138,7 +138,7 @@ cmp_pid(const void *a, const void *b)
 }
 
 int
-mstat_pids_parse(const char *s, pid_t *pids, size_t max, size_t *n)
+mstat_procs_pids_parse(const char *s, pid_t *pids, size_t max, size_t *n)
 {
 	*n = 0;
 	for (;;) {
@@ -158,7 +158,7 @@ mstat_pids_parse(const char *s, pid_t *pids, size_t max, size_t *n)
 }
 
 int
-mstat_namespaces_parse(const char *s, struct mstat_namespaces *ns)
+mstat_procs_namespaces_parse(const char *s, struct mstat_namespaces *ns)
 {
 	memset(ns, 0, sizeof(*ns));
 	if (strcmp(s, "all") == 0)
@@ -167,8 +167,8 @@ mstat_namespaces_parse(const char *s, struct mstat_namespaces *ns)
 		ns->own = true;
 		return 0;
 	}
-	if (mstat_pids_parse(s, ns->pids, MSTAT_NAMESPACES_PIDS_MAX,
-			     &ns->npids) < 0)
+	if (mstat_procs_pids_parse(s, ns->pids, MSTAT_NAMESPACES_PIDS_MAX,
+				   &ns->npids) < 0)
 		return -1;
 	qsort(ns->pids, ns->npids, sizeof(pid_t), cmp_pid);
 	return 0;
@@ -188,7 +188,7 @@ namespaces_exist(const struct mstat_namespaces *ns, char *why, size_t len)
 }
 
 int
-mstat_namespaces_env(struct mstat_namespaces *ns, char *why, size_t len)
+mstat_procs_namespaces_env(struct mstat_namespaces *ns, char *why, size_t len)
 {
 	const char *e = getenv("MSTAT_NAMESPACES");
 	char r[200];
@@ -196,10 +196,10 @@ mstat_namespaces_env(struct mstat_namespaces *ns, char *why, size_t len)
 	memset(ns, 0, sizeof(*ns));
 	if (!e || !*e)
 		return 0;
-	if (mstat_namespaces_parse(e, ns) < 0 ||
+	if (mstat_procs_namespaces_parse(e, ns) < 0 ||
 	    namespaces_exist(ns, r, sizeof(r)) < 0) {
 		snprintf(why, len, "MSTAT_NAMESPACES=%.64s: %s", e,
-			 mstat_namespaces_parse(e, ns) < 0
+			 mstat_procs_namespaces_parse(e, ns) < 0
 				 ? MSTAT_NAMESPACES_WANT : r);
 		return -1;
 	}
@@ -207,11 +207,11 @@ mstat_namespaces_env(struct mstat_namespaces *ns, char *why, size_t len)
 }
 
 int
-mstat_namespaces_option(const char *v, void *dst, char *why, size_t len)
+mstat_procs_namespaces_option(const char *v, void *dst, char *why, size_t len)
 {
 	struct mstat_namespaces ns;
 
-	if (mstat_namespaces_parse(v, &ns) < 0)
+	if (mstat_procs_namespaces_parse(v, &ns) < 0)
 		return -1; /* what the option wants */
 	if (namespaces_exist(&ns, why, len) < 0)
 		return -1;
@@ -227,14 +227,14 @@ mstat_procs_init(struct mstat_procs *ps, const struct mstat_namespaces *which)
 		ps->which = *which;
 	ps->euid = geteuid();
 	ps->iter.fd = -1;
-	(void)mstat_proc_place(0, &ps->place);
+	(void)mstat_procfs_place(0, &ps->place);
 	return 0;
 }
 
 static void
 group_free(struct mstat_procs *ps, struct mstat_nsgroup *g)
 {
-	mstat_shmdir_unref(ps, g->dir);
+	mstat_procs_shmdir_unref(ps, g->dir);
 	free(g);
 }
 
@@ -243,10 +243,10 @@ mstat_procs_fini(struct mstat_procs *ps)
 {
 	for (size_t i = 0; i < ps->ngroups; i++)
 		group_free(ps, ps->groups[i]);
-	mstat_shmdir_unref(ps, ps->own);
+	mstat_procs_shmdir_unref(ps, ps->own);
 	/* Held by nobody else by now: the targets are gone. */
 	while (ps->ndirs)
-		mstat_shmdir_unref(ps, ps->dirs[0]);
+		mstat_procs_shmdir_unref(ps, ps->dirs[0]);
 	free(ps->groups);
 	free(ps->dirs);
 	free(ps->listed);
@@ -275,13 +275,13 @@ read_new(struct mstat_proc *p, pid_t pid, uint64_t ino, uint64_t start)
 	p->pid = pid;
 	p->d_ino = ino;
 	p->start = start;
-	if (mstat_proc_status(pid, &st) == 0) {
+	if (mstat_procfs_status(pid, &st) == 0) {
 		p->euid = st.euid;
 		p->nspid = st.nspid;
 	} else {
 		p->euid = (uid_t)-1;
 	}
-	p->inspectable = mstat_proc_place(pid, &p->place) == 0;
+	p->inspectable = mstat_procfs_place(pid, &p->place) == 0;
 }
 
 static size_t
@@ -394,7 +394,7 @@ see(struct mstat_procs *ps, const struct mstat_proc_entry *e, size_t known)
 	}
 	/* New, or its /proc entry was made again: the same process if it
 	 * started at the same time. */
-	if (mstat_proc_start_time(e->pid, &start) < 0)
+	if (mstat_procfs_start_time(e->pid, &start) < 0)
 		return; /* gone already */
 	if (p && p->start == start) {
 		p->d_ino = e->ino;
@@ -418,13 +418,13 @@ walk(struct mstat_procs *ps)
 	size_t known = ps->n;
 	long got;
 
-	if (mstat_proc_iter_open(&ps->iter) < 0)
+	if (mstat_procfs_iter_open(&ps->iter) < 0)
 		return;
-	while ((got = mstat_proc_iter_next(&ps->iter, batch,
-					   sizeof(batch) / sizeof(batch[0]))) > 0)
+	while ((got = mstat_procfs_iter_next(&ps->iter, batch,
+					     sizeof(batch) / sizeof(batch[0]))) > 0)
 		for (long i = 0; i < got; i++)
 			see(ps, &batch[i], known);
-	mstat_proc_iter_close(&ps->iter);
+	mstat_procfs_iter_close(&ps->iter);
 	size_t kept = 0;
 	for (size_t k = 0; k < ps->n; k++)
 		if (ps->procs[k].seen == ps->sweep)
@@ -442,7 +442,7 @@ recheck(struct mstat_procs *ps)
 	for (size_t k = 0; k < m && k < ps->n; k++) {
 		struct mstat_proc *p = &ps->procs[(ps->recheck + k) % ps->n];
 		if (p->inspectable)
-			p->inspectable = mstat_proc_place(p->pid, &p->place) == 0;
+			p->inspectable = mstat_procfs_place(p->pid, &p->place) == 0;
 	}
 	if (ps->n)
 		ps->recheck = (ps->recheck + m) % ps->n;
@@ -530,7 +530,7 @@ static void
 open_group(struct mstat_procs *ps, struct mstat_nsgroup *g)
 {
 	struct mstat_shmdir *d = NULL;
-	int root = mstat_proc_root_open(g->via);
+	int root = mstat_procfs_root_open(g->via);
 	int fd = root < 0 ? root : mstat_beneath_shm_dir(root);
 
 	if (root >= 0)
@@ -545,7 +545,7 @@ open_group(struct mstat_procs *ps, struct mstat_nsgroup *g)
 	if (fd >= 0)
 		d = dir_get(ps, fd, false, g->mnt_ns);
 	/* After the new one is held: the same directory stays open. */
-	mstat_shmdir_unref(ps, g->dir);
+	mstat_procs_shmdir_unref(ps, g->dir);
 	g->dir = d;
 	if (d)
 		list(ps, d);
@@ -560,7 +560,7 @@ open_own(struct mstat_procs *ps)
 
 	if (fd >= 0)
 		d = dir_get(ps, fd, true, ps->place.mnt_ns);
-	mstat_shmdir_unref(ps, ps->own);
+	mstat_procs_shmdir_unref(ps, ps->own);
 	ps->own = d;
 	if (d)
 		list(ps, d);
@@ -627,12 +627,12 @@ count_unreadable(struct mstat_procs *ps)
 		    asked(ps, &ps->procs[k]))
 			ids[m++] = ps->procs[k].place.mount_id;
 	uint64_t *known = ids + m;
-	if (mstat_proc_mount_id(0, &known[n]) == 0)
+	if (mstat_procfs_mount_id(0, &known[n]) == 0)
 		n++;
 	for (size_t i = 0; i < ps->ngroups; i++) {
 		struct mstat_nsgroup *g = ps->groups[i];
 		if (!g->mount_id)
-			(void)mstat_proc_mount_id(g->via, &g->mount_id);
+			(void)mstat_procfs_mount_id(g->via, &g->mount_id);
 		if (g->mount_id)
 			known[n++] = g->mount_id;
 	}
@@ -665,7 +665,7 @@ mstat_procs_sweep(struct mstat_procs *ps)
 			open_group(ps, ps->groups[i]);
 		else if (!ps->groups[i]->own && ps->groups[i]->dir) {
 			/* No longer asked for (or never). */
-			mstat_shmdir_unref(ps, ps->groups[i]->dir);
+			mstat_procs_shmdir_unref(ps, ps->groups[i]->dir);
 			ps->groups[i]->dir = NULL;
 			ps->groups[i]->err = 0;
 		}
@@ -688,13 +688,13 @@ mstat_procs_dir_is(const struct mstat_procs *ps, pid_t pid,
 	struct stat st;
 	int rc, fd, root;
 
-	if ((rc = mstat_proc_place(pid, &pl)) < 0)
+	if ((rc = mstat_procfs_place(pid, &pl)) < 0)
 		return rc;
 	if (same_view(&pl, &ps->place)) {
 		if (stat(MSTAT_SHM_DIR, &st) < 0)
 			return -errno;
 	} else {
-		if ((root = mstat_proc_root_open(pid)) < 0)
+		if ((root = mstat_procfs_root_open(pid)) < 0)
 			return root;
 		fd = mstat_beneath_shm_dir(root);
 		close(root);

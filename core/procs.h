@@ -34,7 +34,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "procfs.h"
+#include "shm/procfs.h"
 
 /* A directory of segments: this process's /dev/shm, or that of another
  * mount namespace, opened safely (beneath.h).  Held by the sweep while
@@ -91,20 +91,20 @@ struct mstat_namespaces {
 /* A list of process ids, "PID[,PID...]", each 1 to 2147483647, at most
  * `max` of them, into pids[] in the order given; *n is how many.  0, or
  * -1 if `s` is not such a list (an empty one is not). */
-int mstat_pids_parse(const char *s, pid_t *pids, size_t max, size_t *n);
+int mstat_procs_pids_parse(const char *s, pid_t *pids, size_t max, size_t *n);
 
 /* Parses "all", "own" or "PID[,PID...]": 0, or -1 if it is none. */
-int mstat_namespaces_parse(const char *s, struct mstat_namespaces *ns);
+int mstat_procs_namespaces_parse(const char *s, struct mstat_namespaces *ns);
 
 /* MSTAT_NAMESPACES, the default of the options below, into `ns`
  * (unset or empty: all zero): 0, or -1 with a line saying why. */
-int mstat_namespaces_env(struct mstat_namespaces *ns, char *why, size_t len);
+int mstat_procs_namespaces_env(struct mstat_namespaces *ns, char *why, size_t len);
 
 /* The option that says whose /dev/shm to read (mstat-top's -N,
  * mstat-exporter's --reader.namespaces), as core/cli.h parses one:
- * what mstat_namespaces_parse() takes, each pid a process that exists
+ * what mstat_procs_namespaces_parse() takes, each pid a process that exists
  * now.  `dst` is a struct mstat_namespaces. */
-int mstat_namespaces_option(const char *v, void *dst, char *why, size_t len);
+int mstat_procs_namespaces_option(const char *v, void *dst, char *why, size_t len);
 #define MSTAT_NAMESPACES_STR_(x) #x
 #define MSTAT_NAMESPACES_STR(x) MSTAT_NAMESPACES_STR_(x)
 #define MSTAT_NAMESPACES_WANT                                                 \
@@ -167,9 +167,9 @@ struct mstat_shmdir *mstat_procs_dir_of(const struct mstat_procs *ps,
 int mstat_procs_dir_is(const struct mstat_procs *ps, pid_t pid,
 		       const struct mstat_shmdir *dir);
 
-void mstat_shmdir_ref(struct mstat_shmdir *d);
+void mstat_procs_shmdir_ref(struct mstat_shmdir *d);
 /* Drops a reference; the last closes it.  `ps` forgets it. */
-void mstat_shmdir_unref(struct mstat_procs *ps, struct mstat_shmdir *d);
+void mstat_procs_shmdir_unref(struct mstat_procs *ps, struct mstat_shmdir *d);
 
 /* Why namespaces were not read (ps->unreadable_err), in words, for the
  * header and notes: "" if they all were. */

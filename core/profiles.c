@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* profiles.c - a process's heap profile, handed out; see profiles.h. */
-#include "profiles.h"
+#include "core/profiles.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sampler.h"
+#include "core/sampler.h"
 
 struct mstat_core_profile {
 	struct mstat_reader *reader; /* its own, on the target's segment */

@@ -21,8 +21,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "core.h"
-#include "reader.h"
+#include "core/core.h"
+#include "shm/reader.h"
 
 struct mstat_core_profile;
 
@@ -38,7 +38,7 @@ int mstat_core_profile_open(struct mstat_core *core, pid_t pid,
 			    struct mstat_core_profile **out, char *err,
 			    size_t errlen);
 
-/* Reads it into *p (mstat_profile_release() frees it).  From any thread,
+/* Reads it into *p (mstat_reader_profile_release() frees it).  From any thread,
  * one at a time per handle.  0, or -errno with why in `err`. */
 int mstat_core_profile_read(struct mstat_core_profile *h,
 			    struct mstat_profile *p, char *err, size_t errlen);

@@ -4,7 +4,7 @@
  * record.h; the format is docs/mstat-top-record.md.  Reading uses json-c:
  * it parses integers up to 2^64 - 1 exactly, which counters need.
  */
-#include "record.h"
+#include "core/record.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -17,8 +17,8 @@
 
 #include <json-c/json.h>
 
-#include "fields.h"
-#include "text.h"
+#include "core/fields.h"
+#include "core/text.h"
 
 /* How a recorded field is written and read (the REC lines of fields.h). */
 enum rec_type {
@@ -498,8 +498,8 @@ grow(struct mstat_replay *r, size_t n)
 }
 
 int
-mstat_replay_open(struct mstat_replay **out, const char *path, char *err,
-		  size_t errlen)
+mstat_record_replay_open(struct mstat_replay **out, const char *path, char *err,
+			 size_t errlen)
 {
 	struct mstat_replay *r = calloc(1, sizeof(*r));
 	uint64_t version;
@@ -525,7 +525,7 @@ mstat_replay_open(struct mstat_replay **out, const char *path, char *err,
 	    !get_u64(h, "version", &version)) {
 		bad(r, err, errlen, "not a recording of mstat-top (--record)");
 		json_object_put(h);
-		mstat_replay_close(r);
+		mstat_record_replay_close(r);
 		return -EINVAL;
 	}
 	json_object_put(h);
@@ -533,7 +533,7 @@ mstat_replay_open(struct mstat_replay **out, const char *path, char *err,
 		bad(r, err, errlen, "recording format version %" PRIu64
 		    "; this mstat-top reads version %d", version,
 		    MSTAT_RECORD_VERSION);
-		mstat_replay_close(r);
+		mstat_record_replay_close(r);
 		return -EINVAL;
 	}
 	*out = r;
@@ -593,8 +593,8 @@ read_target(struct mstat_replay *r, json_object *x, size_t i, char *err,
 }
 
 int
-mstat_replay_next(struct mstat_replay *r, struct mstat_record_tick *t,
-		  char *err, size_t errlen)
+mstat_record_replay_next(struct mstat_replay *r, struct mstat_record_tick *t,
+			 char *err, size_t errlen)
 {
 	json_object *o, *targets;
 
@@ -632,7 +632,7 @@ mstat_replay_next(struct mstat_replay *r, struct mstat_record_tick *t,
 }
 
 void
-mstat_replay_close(struct mstat_replay *r)
+mstat_record_replay_close(struct mstat_replay *r)
 {
 	if (!r)
 		return;

@@ -19,7 +19,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "model.h"
+#include "core/model.h"
 
 #define MSTAT_RECORD_FORMAT "mstat-top-record"
 #define MSTAT_RECORD_VERSION 1
@@ -44,12 +44,12 @@ struct mstat_replay;
 
 /* Opens a recording and checks its header.  0, or -errno with the reason
  * in err. */
-int mstat_replay_open(struct mstat_replay **out, const char *path, char *err,
-		      size_t errlen);
+int mstat_record_replay_open(struct mstat_replay **out, const char *path, char *err,
+			     size_t errlen);
 /* The next tick into *t (valid until the next call): 1, 0 at the end, or
  * -1 with the reason in err. */
-int mstat_replay_next(struct mstat_replay *r, struct mstat_record_tick *t,
-		      char *err, size_t errlen);
-void mstat_replay_close(struct mstat_replay *r);
+int mstat_record_replay_next(struct mstat_replay *r, struct mstat_record_tick *t,
+			     char *err, size_t errlen);
+void mstat_record_replay_close(struct mstat_replay *r);
 
 #endif /* MSTAT_CORE_RECORD_H */

@@ -16,13 +16,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "reader.h"
-#include "text.h"
-#include "core.h"
-#include "sampler.h"
-#include "sites.h"
-#include "tsan.h"
+#include "shm/clock.h"
+#include "shm/reader.h"
+#include "core/text.h"
+#include "core/core.h"
+#include "core/sampler.h"
+#include "core/sites.h"
+#include "core/tsan.h"
 
 /* Looks at /proc for stopped processes: at most this many a tick, each
  * at most this often. */
@@ -312,7 +312,7 @@ sites_read(struct mstat_core *core, struct mstat_core_target *t, bool want,
 	size_t m = 0;
 	int rc = mstat_reader_profile(t->reader, &p);
 	if (rc == 0 && (rc = mstat_sites_sum(&p, &all, &m)) < 0)
-		mstat_profile_release(&p);
+		mstat_reader_profile_release(&p);
 	if (rebase) {
 		struct mstat_sites_base *b =
 			rc == 0 ? mstat_sites_base_new(all, m) : NULL;
@@ -357,7 +357,7 @@ sites_read(struct mstat_core *core, struct mstat_core_target *t, bool want,
 		sites_publish(core, s);
 	free(all);
 	if (rc == 0)
-		mstat_profile_release(&p);
+		mstat_reader_profile_release(&p);
 }
 
 /* Whether the consumer asks for the sites of t. */
@@ -445,7 +445,7 @@ oom_cause(const struct mstat_core *core, const struct mstat_core_target *t,
 			    : NULL;
 
 	if (!k)
-		return mstat_oom_watch_end(&t->oom, why, len);
+		return mstat_killed_oom_watch_end(&t->oom, why, len);
 	snprintf(why, len, "killed by the OOM killer: the kernel's log at "
 		 "%llu.%06llu s says \"%s: Killed process %d (%s)\"%s%s",
 		 (unsigned long long)(k->ts_us / 1000000u),
@@ -471,11 +471,11 @@ postmortem(struct mstat_core *core, struct mstat_core_target *t,
 		mstat_core_note(core, "pid %d (%s) %s", (int)t->pid, t->name, why);
 	if (!core->opt.postmortem_dir)
 		return;
-	if (mstat_postmortem_write(core->opt.postmortem_dir,
-				   core->opt.postmortem_bytes, t->reader, t->name,
-				   t->pid, s->end_ns, oom != MSTAT_OOM_NO ? why
-				   : "killed", path, sizeof(path), err,
-				   sizeof(err)) < 0)
+	if (mstat_killed_postmortem_write(core->opt.postmortem_dir,
+					  core->opt.postmortem_bytes, t->reader, t->name,
+					  t->pid, s->end_ns, oom != MSTAT_OOM_NO ? why
+					  : "killed", path, sizeof(path), err,
+					  sizeof(err)) < 0)
 		mstat_core_note(core, "pid %d (%s): no post-mortem profile: %s",
 				(int)t->pid, t->name, err);
 	else {

@@ -29,9 +29,9 @@
 #include <urcu.h>
 #include <urcu/rculist.h>
 
-#include "core.h"
-#include "discover.h"
-#include "oomlog.h"
+#include "core/core.h"
+#include "core/discover.h"
+#include "core/oomlog.h"
 
 /* What a consumer may read of one target's latest read. Immutable once
  * published. */

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: MIT */
 /* sites.c - the top call sites of a profile, and their growth; see
  * sites.h. */
-#include "sites.h"
+#include "core/sites.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pprof.h"
-#include "symbols.h"
+#include "core/pprof.h"
+#include "core/symbols.h"
 
 /* A site's live values at the baseline. */
 struct base_site {
@@ -151,7 +151,7 @@ mstat_sites_read(struct mstat_reader *r, size_t n, struct mstat_site *out,
 	if ((rc = mstat_reader_profile(r, &p)) < 0)
 		return rc;
 	if ((rc = mstat_sites_sum(&p, &all, &m)) < 0) {
-		mstat_profile_release(&p);
+		mstat_reader_profile_release(&p);
 		return rc;
 	}
 	mstat_sites_sort(all, m, MSTAT_SITES_BY_LIVE);
@@ -162,7 +162,7 @@ mstat_sites_read(struct mstat_reader *r, size_t n, struct mstat_site *out,
 	mstat_sites_name(&p, out, n);
 	*got = n;
 	free(all);
-	mstat_profile_release(&p);
+	mstat_reader_profile_release(&p);
 	return 0;
 }
 

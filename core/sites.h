@@ -19,8 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "lifetime.h"
-#include "reader.h"
+#include "core/lifetime.h"
+#include "shm/reader.h"
 
 struct mstat_site {
 	uint64_t pc;           /* the return address of the allocating call */

@@ -3,7 +3,7 @@
  * symbols.c - frames to function, file and line with libdw, and those
  * names as a user reads them; see symbols.h.
  */
-#include "symbols.h"
+#include "core/symbols.h"
 
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
@@ -77,7 +77,7 @@ strip_clones(char *s)
 }
 
 char *
-mstat_symbol_readable(const char *symbol)
+mstat_symbols_readable(const char *symbol)
 {
 	char *s = strdup(symbol), *d;
 	int status = -1;
@@ -154,7 +154,7 @@ normalise(char *out, size_t len, const char *path)
 }
 
 char *
-mstat_source_path(char *out, size_t len, const char *comp_dir, const char *file)
+mstat_symbols_source_path(char *out, size_t len, const char *comp_dir, const char *file)
 {
 	char joined[2 * PATH_MAX];
 
@@ -173,8 +173,8 @@ mstat_source_path(char *out, size_t len, const char *comp_dir, const char *file)
 }
 
 char *
-mstat_source_shown(char *out, size_t len, const char *comp_dir,
-		   const char *file)
+mstat_symbols_source_shown(char *out, size_t len, const char *comp_dir,
+			   const char *file)
 {
 	size_t up = 0;
 
@@ -202,7 +202,7 @@ mstat_source_shown(char *out, size_t len, const char *comp_dir,
 			for (const char *c = dir; *c; c++)
 				depth += *c == '/' && c[1];
 		if (up >= depth)
-			return mstat_source_path(out, len, comp_dir, file);
+			return mstat_symbols_source_path(out, len, comp_dir, file);
 	}
 	memmove(out, rest, strlen(rest) + 1);
 	return out;
@@ -280,7 +280,7 @@ struct mstat_symcache {
 };
 
 struct mstat_symcache *
-mstat_symcache_new(size_t max_files)
+mstat_symbols_cache_new(size_t max_files)
 {
 	struct mstat_symcache *c = calloc(1, sizeof(*c));
 
@@ -307,7 +307,7 @@ symfile_free(struct symfile *f)
 }
 
 void
-mstat_symcache_free(struct mstat_symcache *c)
+mstat_symbols_cache_free(struct mstat_symcache *c)
 {
 	if (!c)
 		return;
@@ -320,7 +320,7 @@ mstat_symcache_free(struct mstat_symcache *c)
 }
 
 size_t
-mstat_symcache_files(struct mstat_symcache *c)
+mstat_symbols_cache_files(struct mstat_symcache *c)
 {
 	pthread_mutex_lock(&c->lock);
 	size_t n = c->n;
@@ -719,7 +719,7 @@ mstat_symbols_new_cached(const struct mstat_profile *p, struct mstat_symcache *c
 	s->got = calloc(n, sizeof(*s->got));
 	s->cache = c;
 	if (!c) {
-		s->cache = mstat_symcache_new(n);
+		s->cache = mstat_symbols_cache_new(n);
 		s->own_cache = true;
 	}
 	if (!s->files || !s->got || !s->cache) {
@@ -744,7 +744,7 @@ mstat_symbols_free(struct mstat_symbols *s)
 		if (s->files[i])
 			symfile_put(s->cache, s->files[i]);
 	if (s->own_cache)
-		mstat_symcache_free(s->cache);
+		mstat_symbols_cache_free(s->cache);
 	free(s->files);
 	free(s->got);
 	free(s->function);
@@ -759,7 +759,7 @@ name_address(struct mstat_symbols *s, struct symfile *f, uint64_t a,
 	     struct named *n, bool keep)
 {
 	const char *symbol = symbol_at(f, a);
-	char *readable = symbol ? mstat_symbol_readable(symbol) : NULL;
+	char *readable = symbol ? mstat_symbols_readable(symbol) : NULL;
 	char file[PATH_MAX], path[PATH_MAX];
 	const char *shown = NULL, *full = NULL;
 	int line = 0;
@@ -769,8 +769,8 @@ name_address(struct mstat_symbols *s, struct symfile *f, uint64_t a,
 		const char *src = dwfl_lineinfo(l, NULL, &line, NULL, NULL, NULL);
 		if (src) {
 			const char *dir = dwfl_line_comp_dir(l);
-			shown = mstat_source_shown(file, sizeof(file), dir, src);
-			full = mstat_source_path(path, sizeof(path), dir, src);
+			shown = mstat_symbols_source_shown(file, sizeof(file), dir, src);
+			full = mstat_symbols_source_path(path, sizeof(path), dir, src);
 		} else {
 			line = 0;
 		}
@@ -799,7 +799,7 @@ void
 mstat_symbols_lookup(struct mstat_symbols *s, uint64_t pc, struct mstat_frame *out)
 {
 	memset(out, 0, sizeof(*out));
-	out->module = mstat_profile_module_of(s->p, pc);
+	out->module = mstat_reader_profile_module_of(s->p, pc);
 	if (!out->module || pc == 0)
 		return;
 	uint32_t i = (uint32_t)(out->module - s->p->modules);

@@ -13,7 +13,7 @@
 
 #include <stdint.h>
 
-#include "reader.h"
+#include "shm/reader.h"
 
 struct mstat_symbols;
 
@@ -21,17 +21,17 @@ struct mstat_symbols;
  * lookup. */
 struct mstat_frame {
 	const struct mstat_profile_module *module; /* NULL: in none known */
-	/* The function as a user reads it (mstat_symbol_readable()): every
+	/* The function as a user reads it (mstat_symbols_readable()): every
 	 * view and output shows this; NULL if unknown. */
 	const char *function;
 	/* The symbol as the ELF file has it (C++ mangled, with the
 	 * compiler's clone suffixes): pprof's system_name. */
 	const char *symbol;
-	/* The source file as views show it (mstat_source_shown()); NULL if
+	/* The source file as views show it (mstat_symbols_source_shown()); NULL if
 	 * unknown. */
 	const char *file;
 	/* The source file as a path from / where the compilation directory
-	 * says (mstat_source_path()): what pprof looks source up by. */
+	 * says (mstat_symbols_source_path()): what pprof looks source up by. */
 	const char *path;
 	int line;             /* 0 if unknown */
 };
@@ -50,11 +50,11 @@ struct mstat_frame {
  * different files run at once.  NULL if out of memory.
  */
 struct mstat_symcache;
-struct mstat_symcache *mstat_symcache_new(size_t max_files);
+struct mstat_symcache *mstat_symbols_cache_new(size_t max_files);
 /* Every mstat_symbols made with it must have been freed. */
-void mstat_symcache_free(struct mstat_symcache *c);
+void mstat_symbols_cache_free(struct mstat_symcache *c);
 /* The files it holds now (a test's view). */
-size_t mstat_symcache_files(struct mstat_symcache *c);
+size_t mstat_symbols_cache_files(struct mstat_symcache *c);
 
 /* Symbols for the modules of `p` (which must outlive them), their files
  * from `c`, or, if NULL, from a cache of their own; NULL only if out of
@@ -72,33 +72,33 @@ void mstat_symbols_lookup(struct mstat_symbols *s, uint64_t pc,
 /*
  * Names as a user reads them; pure functions, for every view and output.
  *
- * mstat_symbol_readable(): `symbol` without the suffixes compilers give
+ * mstat_symbols_readable(): `symbol` without the suffixes compilers give
  * the clones of a function (.constprop.N, .isra.N, .part.N, .cold,
  * .lto_priv.N, ... : the same source function), and demangled if it is a
  * C++ name (_Z...; __cxa_demangle).  A new string (free() it), or NULL if
  * out of memory.
  */
-char *mstat_symbol_readable(const char *symbol);
+char *mstat_symbols_readable(const char *symbol);
 
 /*
  * Source files, named by the compiler relative to `comp_dir`, the
  * compilation directory (DW_AT_comp_dir; NULL if unknown):
  *
- * mstat_source_shown(): as views show it.  "." and ".." resolved where
+ * mstat_symbols_source_shown(): as views show it.  "." and ".." resolved where
  * they can be, and a name relative to a build directory
  * ("../demo/workload.c", as meson and CMake build in one) made relative
  * to the directory its leading ".." reach, the source tree
  * ("demo/workload.c"); if they reach / instead, the path from /.  A name
  * that is not relative to a build directory stays as recorded.
  *
- * mstat_source_path(): the file from /, `file` in `comp_dir`, "." and
+ * mstat_symbols_source_path(): the file from /, `file` in `comp_dir`, "." and
  * ".." resolved (as recorded, resolved, if neither is absolute).
  *
  * Both write at most `len` bytes with the NUL into `out` and return it.
  */
-char *mstat_source_shown(char *out, size_t len, const char *comp_dir,
-			 const char *file);
-char *mstat_source_path(char *out, size_t len, const char *comp_dir,
-			const char *file);
+char *mstat_symbols_source_shown(char *out, size_t len, const char *comp_dir,
+				 const char *file);
+char *mstat_symbols_source_path(char *out, size_t len, const char *comp_dir,
+				const char *file);
 
 #endif /* MSTAT_CORE_SYMBOLS_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* text.c - text that others supplied, made safe to print; see text.h. */
-#include "text.h"
+#include "core/text.h"
 
 #include <stdarg.h>
 #include <stdint.h>

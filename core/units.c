@@ -2,7 +2,7 @@
 /*
  * units.c - numbers as people read them.  See units.h.
  */
-#include "units.h"
+#include "core/units.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -59,7 +59,7 @@ duration(char *buf, size_t len, double v)
 }
 
 const char *
-mstat_unit_format(char *buf, size_t len, unsigned u, bool known, double v)
+mstat_units_format(char *buf, size_t len, unsigned u, bool known, double v)
 {
 	static const char *const si[] = { "", "k", "M", "G", "T", "P", "E" };
 	static const char *const iec[] = { "B", "KiB", "MiB", "GiB", "TiB",

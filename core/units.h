@@ -36,7 +36,7 @@ enum mstat_unit {
 
 /* Writes v in unit `u` (enum mstat_unit bits) into buf, or "-" if not
  * `known`; returns buf. */
-const char *mstat_unit_format(char *buf, size_t len, unsigned u, bool known,
-			      double v);
+const char *mstat_units_format(char *buf, size_t len, unsigned u, bool known,
+			       double v);
 
 #endif /* MSTAT_CORE_UNITS_H */

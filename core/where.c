@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* where.c - where a process runs, from its cgroups; see where.h. */
-#include "where.h"
+#include "core/where.h"
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -10,15 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
-#include "killed.h"
-#include "pprof_http.h"
-#include "procs.h"
-#include "reader.h"
-#include "scrape.h"
-#include "text.h"
-#include "web.h"
-#include "webconfig.h"
+#include "core/cli.h"
+#include "core/killed.h"
+#include "exporter/pprof_http.h"
+#include "core/procs.h"
+#include "shm/reader.h"
+#include "exporter/scrape.h"
+#include "core/text.h"
+#include "exporter/web.h"
+#include "exporter/webconfig.h"
 
 /* Not on the Prometheus project's list of exporter ports (the range
  * 9100-9999 is full; docs/mstat-exporter.1, PORT, says why this one). */
@@ -167,7 +167,7 @@ static const struct mstat_cli_option options[] = {
 	  .help = "resident memory by part, read from /proc and the "
 		  "allocators at each scrape" },
 	{ .name = "reader.namespaces", .arg = "WHICH",
-	  MSTAT_CLI_PARSE(O, namespaces, mstat_namespaces_option),
+	  MSTAT_CLI_PARSE(O, namespaces, mstat_procs_namespaces_option),
 	  .want = MSTAT_NAMESPACES_WANT, .dflt_text = "all, or MSTAT_NAMESPACES",
 	  .help = MSTAT_NAMESPACES_HELP },
 	{ .name = "reader.wait-budget", .arg = "TIME",
@@ -210,7 +210,7 @@ parse_options(struct options *o, int argc, char **argv)
 
 	*o = (struct options){ 0 };
 	if (mstat_killed_env(&o->grace, why, sizeof(why)) < 0 ||
-	    mstat_namespaces_env(&o->namespaces, why, sizeof(why)) < 0) {
+	    mstat_procs_namespaces_env(&o->namespaces, why, sizeof(why)) < 0) {
 		say("%s", why);
 		return -1;
 	}
@@ -261,7 +261,7 @@ main(int argc, char **argv)
 		.postmortem_dir = o.postmortem_dir,
 		.postmortem_bytes = o.postmortem_bytes,
 	};
-	if ((rc = mstat_scraper_start(&scraper, &so)) < 0) {
+	if ((rc = mstat_scrape_start(&scraper, &so)) < 0) {
 		say("cannot start: %s", strerror(-rc));
 		mstat_webconfig_free(&config);
 		return 1;
@@ -274,7 +274,7 @@ main(int argc, char **argv)
 	};
 	if ((rc = mstat_pprof_http_new(&pprof, &po)) < 0) {
 		say("cannot start: %s", strerror(-rc));
-		mstat_scraper_stop(scraper);
+		mstat_scrape_stop(scraper);
 		mstat_webconfig_free(&config);
 		return 1;
 	}
@@ -290,7 +290,7 @@ main(int argc, char **argv)
 	if (mstat_web_start(&web, &wo, err, sizeof(err)) < 0) {
 		say("%s", err);
 		mstat_pprof_http_free(pprof);
-		mstat_scraper_stop(scraper);
+		mstat_scrape_stop(scraper);
 		mstat_webconfig_free(&config);
 		return 1;
 	}
@@ -311,7 +311,7 @@ main(int argc, char **argv)
 	mstat_pprof_http_stop(pprof);
 	mstat_web_stop(web);
 	mstat_pprof_http_free(pprof);
-	mstat_scraper_stop(scraper);
+	mstat_scrape_stop(scraper);
 	mstat_webconfig_free(&config);
 	return 0;
 }

@@ -2,7 +2,7 @@
 /*
  * pprof_http.c - heap profiles over HTTP; see pprof_http.h.
  */
-#include "pprof_http.h"
+#include "exporter/pprof_http.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -16,14 +16,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "clock.h"
-#include "exposition.h"
-#include "pprof.h"
-#include "profiles.h"
-#include "reader.h"
-#include "symbols.h"
-#include "text.h"
-#include "web.h"
+#include "shm/clock.h"
+#include "core/exposition.h"
+#include "core/pprof.h"
+#include "core/profiles.h"
+#include "shm/reader.h"
+#include "core/symbols.h"
+#include "core/text.h"
+#include "exporter/web.h"
 
 #define PREFIX MSTAT_PPROF_PREFIX
 
@@ -48,7 +48,7 @@ mstat_pprof_http_new(struct mstat_pprof_http **out,
 	if (!p)
 		return -ENOMEM;
 	p->opt = *o;
-	if (!(p->symbols = mstat_symcache_new(o->symbol_files))) {
+	if (!(p->symbols = mstat_symbols_cache_new(o->symbol_files))) {
 		free(p);
 		return -ENOMEM;
 	}
@@ -76,7 +76,7 @@ mstat_pprof_http_free(struct mstat_pprof_http *p)
 {
 	if (!p)
 		return;
-	mstat_symcache_free(p->symbols);
+	mstat_symbols_cache_free(p->symbols);
 	pthread_cond_destroy(&p->stopped);
 	pthread_mutex_destroy(&p->lock);
 	free(p);
@@ -116,7 +116,7 @@ decimal(const char *s, unsigned long max, unsigned long *v)
 #define PID_LIMIT 4194304ul
 
 int
-mstat_pprof_parse_pid(const char *s, pid_t *pid, char *err, size_t errlen)
+mstat_pprof_http_parse_pid(const char *s, pid_t *pid, char *err, size_t errlen)
 {
 	unsigned long v;
 
@@ -128,8 +128,8 @@ mstat_pprof_parse_pid(const char *s, pid_t *pid, char *err, size_t errlen)
 }
 
 int
-mstat_pprof_parse_seconds(const char *s, unsigned *seconds, char *err,
-			  size_t errlen)
+mstat_pprof_http_parse_seconds(const char *s, unsigned *seconds, char *err,
+			       size_t errlen)
 {
 	unsigned long v;
 
@@ -173,9 +173,9 @@ valid_host(const char *s)
 }
 
 int
-mstat_pprof_target_address(const char *external, const char *host,
-			   const struct sockaddr *local, char *out, size_t len,
-			   char *err, size_t errlen)
+mstat_pprof_http_target_address(const char *external, const char *host,
+				const struct sockaddr *local, char *out, size_t len,
+				char *err, size_t errlen)
 {
 	char ip[INET6_ADDRSTRLEN];
 
@@ -364,7 +364,7 @@ build(struct mstat_pprof_http *p, struct mstat_web *w, struct MHD_Connection *c,
 	struct mstat_core_profile *h;
 	struct mstat_profile now, then;
 	char why[512];
-	int rc = mstat_scraper_profile(p->opt.scraper, pid, &h, why, sizeof(why));
+	int rc = mstat_scrape_profile(p->opt.scraper, pid, &h, why, sizeof(why));
 
 	if (rc == -ENOENT || rc == -ESTALE) {
 		/* Not one the core holds, or one that ended since the tick
@@ -381,13 +381,13 @@ build(struct mstat_pprof_http *p, struct mstat_web *w, struct MHD_Connection *c,
 	rc = mstat_core_profile_read(h, seconds ? &then : &now, why, sizeof(why));
 	if (rc == 0 && seconds) {
 		if (!wait_for_delta(p, seconds)) {
-			mstat_profile_release(&then);
+			mstat_reader_profile_release(&then);
 			mstat_core_profile_close(h);
 			return REFUSE(MHD_HTTP_SERVICE_UNAVAILABLE, "shutting down");
 		}
 		t1 = mstat_clock_wall_ns();
 		if ((rc = mstat_core_profile_read(h, &now, why, sizeof(why))) < 0)
-			mstat_profile_release(&then);
+			mstat_reader_profile_release(&then);
 	}
 	mstat_core_profile_close(h);
 	if (rc < 0)
@@ -409,9 +409,9 @@ build(struct mstat_pprof_http *p, struct mstat_web *w, struct MHD_Connection *c,
 	rc = sym ? mstat_pprof_encode(&now, sym, &o, &gz, &len, why, sizeof(why))
 		 : -ENOMEM;
 	mstat_symbols_free(sym);
-	mstat_profile_release(&now);
+	mstat_reader_profile_release(&now);
 	if (seconds)
-		mstat_profile_release(&then);
+		mstat_reader_profile_release(&then);
 	if (rc < 0)
 		return REFUSE(MHD_HTTP_INTERNAL_SERVER_ERROR, "pid %d: %s",
 			      (int)pid, sym ? why : "out of memory");
@@ -436,7 +436,7 @@ profile(struct mstat_pprof_http *p, struct mstat_web *w,
 		return REFUSE(MHD_HTTP_BAD_REQUEST, "which process: "
 			      PREFIX "/%s?pid=N (" PREFIX "/ lists them, and "
 			      PREFIX "/targets)", name);
-	if (mstat_pprof_parse_pid(v, &pid, why, sizeof(why)) < 0)
+	if (mstat_pprof_http_parse_pid(v, &pid, why, sizeof(why)) < 0)
 		return REFUSE(MHD_HTTP_BAD_REQUEST, "pid=%s: %s",
 			      quoted(v, q, sizeof(q)), why);
 	if ((v = arg(c, "debug")) && strcmp(v, "0") != 0)
@@ -445,7 +445,7 @@ profile(struct mstat_pprof_http *p, struct mstat_web *w,
 			      "or -traces shows it as text",
 			      quoted(v, q, sizeof(q)));
 	if ((v = arg(c, "seconds")) &&
-	    mstat_pprof_parse_seconds(v, &seconds, why, sizeof(why)) < 0)
+	    mstat_pprof_http_parse_seconds(v, &seconds, why, sizeof(why)) < 0)
 		return REFUSE(MHD_HTTP_BAD_REQUEST, "seconds=%s: %s",
 			      quoted(v, q, sizeof(q)), why);
 	/* gc: ignored, as documented (nothing to collect). */
@@ -538,7 +538,7 @@ index_rows(void *arg, const struct mstat_model_row *const *rows, size_t n)
 		int pid = (int)rows[i]->pid;
 		struct label_cell l = { f };
 		fprintf(f, "<tr><td>%d</td><td>", pid);
-		mstat_expo_process_labels(rows[i], label_cell, &l);
+		mstat_exposition_process_labels(rows[i], label_cell, &l);
 		fputs("</td><td>", f);
 		process_links(f, pid);
 		fputs("</td></tr>\n", f);
@@ -583,7 +583,7 @@ index_page(struct mstat_pprof_http *p, struct mstat_web *w,
 		fprintf(f, "<td>%s</td></tr>\n", r->what);
 	}
 	fputs("</table>\n", f);
-	int rc = mstat_scraper_rows(p->opt.scraper, index_rows, f);
+	int rc = mstat_scrape_rows(p->opt.scraper, index_rows, f);
 	fputs("<p>See mstat-exporter(1).</p>\n</body>\n</html>\n", f);
 	if (fclose(f) != 0 && rc == 0)
 		rc = -ENOMEM;
@@ -630,7 +630,7 @@ target_rows(void *arg, const struct mstat_model_row *const *rows, size_t n)
 		 * of the service. */
 		fprintf(t->f, "\"],\"labels\":{\"__param_pid\":\"%d\"",
 			(int)rows[i]->pid);
-		mstat_expo_process_labels(rows[i], target_label, t->f);
+		mstat_exposition_process_labels(rows[i], target_label, t->f);
 		json_label(t->f, "service_name", rows[i]->name);
 		fputs("}}", t->f);
 	}
@@ -652,8 +652,8 @@ targets(struct mstat_pprof_http *p, struct mstat_web *w,
 	(void)route;
 	if (ci && getsockname(ci->connect_fd, (struct sockaddr *)&ss, &sl) == 0)
 		local = (const struct sockaddr *)&ss;
-	if (mstat_pprof_target_address(p->opt.external_address,
-				       MHD_lookup_connection_value(
+	if (mstat_pprof_http_target_address(p->opt.external_address,
+					    MHD_lookup_connection_value(
 					       c, MHD_HEADER_KIND,
 					       MHD_HTTP_HEADER_HOST),
 				       local, address, sizeof(address), why,
@@ -664,7 +664,7 @@ targets(struct mstat_pprof_http *p, struct mstat_web *w,
 	struct targets t = { open_memstream(&body, &len), address };
 	if (!t.f)
 		return REFUSE(MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory");
-	int rc = mstat_scraper_rows(p->opt.scraper, target_rows, &t);
+	int rc = mstat_scrape_rows(p->opt.scraper, target_rows, &t);
 	if (fclose(t.f) != 0 && rc == 0)
 		rc = -ENOMEM;
 	if (rc < 0) {

@@ -38,7 +38,7 @@
 
 #include <microhttpd.h>
 
-#include "scrape.h"
+#include "exporter/scrape.h"
 
 struct mstat_web;
 struct mstat_pprof_http;
@@ -76,11 +76,11 @@ enum MHD_Result mstat_pprof_http_serve(struct mstat_pprof_http *p,
 
 /* A pid as a query gives it: decimal digits, 1 to 4194304 (the kernel's
  * largest).  0, or -1 with why in err. */
-int mstat_pprof_parse_pid(const char *s, pid_t *pid, char *err, size_t errlen);
+int mstat_pprof_http_parse_pid(const char *s, pid_t *pid, char *err, size_t errlen);
 
 /* seconds=N: decimal, 1 to MSTAT_PPROF_MAX_SECONDS.  0, or -1 with why. */
-int mstat_pprof_parse_seconds(const char *s, unsigned *seconds, char *err,
-			      size_t errlen);
+int mstat_pprof_http_parse_seconds(const char *s, unsigned *seconds, char *err,
+				   size_t errlen);
 
 /*
  * The address the targets name, into out: `external` if given; else the
@@ -90,8 +90,8 @@ int mstat_pprof_parse_seconds(const char *s, unsigned *seconds, char *err,
  * getsockname(); NULL: unknown).  0, or -1 with why in err (a Host
  * header that is not a host, or nothing to go by).
  */
-int mstat_pprof_target_address(const char *external, const char *host,
-			       const struct sockaddr *local, char *out,
-			       size_t len, char *err, size_t errlen);
+int mstat_pprof_http_target_address(const char *external, const char *host,
+				    const struct sockaddr *local, char *out,
+				    size_t len, char *err, size_t errlen);
 
 #endif /* MSTAT_EXPORTER_PPROF_HTTP_H */

@@ -10,7 +10,7 @@
  * which begins after it arrived) and waits until finished reaches it;
  * every scrape arriving before that tick begins wants the same one.
  *
- * Profile requests (mstat_scraper_profile()) queue under `lock` too, and
+ * Profile requests (mstat_scrape_profile()) queue under `lock` too, and
  * the reader serves them between ticks: a handle of the process's
  * profile (profiles.h) is all it does for one, and the request reads it
  * in its own thread.  A request for a pid the core does not hold, or
@@ -23,9 +23,9 @@
  * first to wait sets it; a finished tick restarts it if scrapes still
  * wait, for the next; requests answered between ticks clear it if none
  * waits for a tick.
- * Written under `lock`, read without it by mstat_scraper_health().
+ * Written under `lock`, read without it by mstat_scrape_health().
  */
-#include "scrape.h"
+#include "exporter/scrape.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -36,12 +36,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "clock.h"
-#include "columns.h"
-#include "model.h"
-#include "reader.h"
-#include "core.h"
-#include "profiles.h"
+#include "shm/clock.h"
+#include "core/columns.h"
+#include "core/model.h"
+#include "shm/reader.h"
+#include "core/core.h"
+#include "core/profiles.h"
 
 /* A profile request, on the stack of the thread that waits for it. */
 struct profile_request {
@@ -130,7 +130,7 @@ wait_wake(struct mstat_scraper *s, uint64_t last_ns)
 		return true;
 	struct timespec ts = { .tv_sec = (time_t)(due / 1000000000u),
 			       .tv_nsec = (long)(due % 1000000000u) };
-	/* s->wake runs on CLOCK_MONOTONIC (mstat_scraper_start()). */
+	/* s->wake runs on CLOCK_MONOTONIC (mstat_scrape_start()). */
 	return pthread_cond_timedwait(&s->wake, &s->lock, &ts) == ETIMEDOUT;
 }
 
@@ -182,7 +182,7 @@ reader_main(void *arg)
 		/* Those waiting for this tick: the core holds what it found. */
 		s->untried = s->requests != NULL;
 		/* Relaxed: a lone timestamp, which orders nothing;
-		 * mstat_scraper_health() reads it alone. */
+		 * mstat_scrape_health() reads it alone. */
 		atomic_store_explicit(&s->waiting_since, s->wanted > tick ?
 				      mstat_clock_mono_ns() : 0,
 				      memory_order_relaxed);
@@ -194,8 +194,8 @@ reader_main(void *arg)
 }
 
 int
-mstat_scraper_start(struct mstat_scraper **out,
-		    const struct mstat_scrape_options *o)
+mstat_scrape_start(struct mstat_scraper **out,
+		   const struct mstat_scrape_options *o)
 {
 	struct mstat_scraper *s = calloc(1, sizeof(*s));
 	int rc;
@@ -250,7 +250,7 @@ mstat_scraper_start(struct mstat_scraper **out,
 }
 
 void
-mstat_scraper_stop(struct mstat_scraper *s)
+mstat_scrape_stop(struct mstat_scraper *s)
 {
 	pthread_mutex_lock(&s->lock);
 	s->stop = true;
@@ -274,53 +274,53 @@ mstat_scraper_stop(struct mstat_scraper *s)
 static void
 self_metrics(struct mstat_scraper *s, const struct mstat_expo *e, size_t n)
 {
-	mstat_expo_family(e, "mstat_exporter_build", MSTAT_EXPO_INFO, NULL,
-			  "mstat-exporter's version");
-	mstat_expo_sample(e, "mstat_exporter_build", MSTAT_EXPO_INFO);
+	mstat_exposition_family(e, "mstat_exporter_build", MSTAT_EXPO_INFO, NULL,
+				"mstat-exporter's version");
+	mstat_exposition_sample(e, "mstat_exporter_build", MSTAT_EXPO_INFO);
 	fputc('{', e->f);
-	mstat_expo_label(e, true, "version", MSTAT_VERSION);
+	mstat_exposition_label(e, true, "version", MSTAT_VERSION);
 	fputs("} 1\n", e->f);
 
-	mstat_expo_family(e, "mstat_exporter_scrapes", MSTAT_EXPO_COUNTER,
-			  NULL, "scrapes served");
-	mstat_expo_sample(e, "mstat_exporter_scrapes", MSTAT_EXPO_COUNTER);
+	mstat_exposition_family(e, "mstat_exporter_scrapes", MSTAT_EXPO_COUNTER,
+				NULL, "scrapes served");
+	mstat_exposition_sample(e, "mstat_exporter_scrapes", MSTAT_EXPO_COUNTER);
 	fprintf(e->f, " %" PRIu64 "\n", s->scrapes);
 
-	mstat_expo_family(e, "mstat_exporter_scrape_duration_seconds",
-			  MSTAT_EXPO_GAUGE, "seconds",
-			  "how long reading every segment took for this scrape");
-	mstat_expo_sample(e, "mstat_exporter_scrape_duration_seconds",
-			  MSTAT_EXPO_GAUGE);
+	mstat_exposition_family(e, "mstat_exporter_scrape_duration_seconds",
+				MSTAT_EXPO_GAUGE, "seconds",
+				"how long reading every segment took for this scrape");
+	mstat_exposition_sample(e, "mstat_exporter_scrape_duration_seconds",
+				MSTAT_EXPO_GAUGE);
 	fprintf(e->f, " %.6f\n", s->tick_s);
 
-	mstat_expo_family(e, "mstat_exporter_scrape_errors", MSTAT_EXPO_COUNTER,
-			  NULL, "segments not read, by reason, since the "
+	mstat_exposition_family(e, "mstat_exporter_scrape_errors", MSTAT_EXPO_COUNTER,
+				NULL, "segments not read, by reason, since the "
 				"exporter started");
 	for (int r = 0; r < MSTAT_CORE_ERR_COUNT; r++) {
-		mstat_expo_sample(e, "mstat_exporter_scrape_errors",
-				  MSTAT_EXPO_COUNTER);
+		mstat_exposition_sample(e, "mstat_exporter_scrape_errors",
+					MSTAT_EXPO_COUNTER);
 		fputc('{', e->f);
-		mstat_expo_label(e, true, "reason",
-				 mstat_core_error_name((enum mstat_core_error)r));
+		mstat_exposition_label(e, true, "reason",
+				       mstat_core_error_name((enum mstat_core_error)r));
 		fprintf(e->f, "} %" PRIu64 "\n", s->errors[r]);
 	}
 
-	mstat_expo_family(e, "mstat_exporter_processes", MSTAT_EXPO_GAUGE, NULL,
-			  "processes in this scrape");
-	mstat_expo_sample(e, "mstat_exporter_processes", MSTAT_EXPO_GAUGE);
+	mstat_exposition_family(e, "mstat_exporter_processes", MSTAT_EXPO_GAUGE, NULL,
+				"processes in this scrape");
+	mstat_exposition_sample(e, "mstat_exporter_processes", MSTAT_EXPO_GAUGE);
 	fprintf(e->f, " %zu\n", n);
 
-	mstat_expo_family(e, "mstat_exporter_namespaces_unreadable",
-			  MSTAT_EXPO_GAUGE, NULL,
-			  "mount namespaces whose /dev/shm this scrape could "
-			  "not read (permissions: mstat-exporter(1))");
-	mstat_expo_sample(e, "mstat_exporter_namespaces_unreadable",
-			  MSTAT_EXPO_GAUGE);
+	mstat_exposition_family(e, "mstat_exporter_namespaces_unreadable",
+				MSTAT_EXPO_GAUGE, NULL,
+				"mount namespaces whose /dev/shm this scrape could "
+				"not read (permissions: mstat-exporter(1))");
+	mstat_exposition_sample(e, "mstat_exporter_namespaces_unreadable",
+				MSTAT_EXPO_GAUGE);
 	fprintf(e->f, " %u\n", s->unreadable);
 }
 
 /* With the lock held: a request begins to wait for the reader, which
- * mstat_scraper_health() counts from, if none waits yet. */
+ * mstat_scrape_health() counts from, if none waits yet. */
 static void
 began_waiting(struct mstat_scraper *s)
 {
@@ -349,8 +349,8 @@ fresh_tick(struct mstat_scraper *s)
 }
 
 int
-mstat_scraper_scrape(struct mstat_scraper *s, FILE *f,
-		     enum mstat_expo_format fmt)
+mstat_scrape_write(struct mstat_scraper *s, FILE *f,
+		   enum mstat_expo_format fmt)
 {
 	struct mstat_expo e = { .f = f, .format = fmt, .classes = s->opt.classes,
 				.memory = s->opt.memory };
@@ -359,12 +359,12 @@ mstat_scraper_scrape(struct mstat_scraper *s, FILE *f,
 	pthread_mutex_lock(&s->lock);
 	if ((rc = fresh_tick(s)) == 0) {
 		s->scrapes++;
-		size_t n = mstat_model_view(&s->model, "", MSTAT_SORT_PID, false,
-					    s->rows);
-		rc = mstat_expo_processes(&e, s->rows, n);
+		size_t n = mstat_columns_view(&s->model, "", MSTAT_SORT_PID, false,
+					      s->rows);
+		rc = mstat_exposition_processes(&e, s->rows, n);
 		if (rc == 0) {
 			self_metrics(s, &e, n);
-			rc = mstat_expo_end(&e);
+			rc = mstat_exposition_end(&e);
 		}
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -372,8 +372,8 @@ mstat_scraper_scrape(struct mstat_scraper *s, FILE *f,
 }
 
 int
-mstat_scraper_rows(struct mstat_scraper *s,
-		   int (*fn)(void *arg, const struct mstat_model_row *const *rows,
+mstat_scrape_rows(struct mstat_scraper *s,
+		  int (*fn)(void *arg, const struct mstat_model_row *const *rows,
 			     size_t n),
 		   void *arg)
 {
@@ -381,8 +381,8 @@ mstat_scraper_rows(struct mstat_scraper *s,
 
 	pthread_mutex_lock(&s->lock);
 	if ((rc = fresh_tick(s)) == 0) {
-		size_t n = mstat_model_view(&s->model, "", MSTAT_SORT_PID, false,
-					    s->rows);
+		size_t n = mstat_columns_view(&s->model, "", MSTAT_SORT_PID, false,
+					      s->rows);
 		rc = fn(arg, s->rows, n);
 	}
 	pthread_mutex_unlock(&s->lock);
@@ -390,8 +390,8 @@ mstat_scraper_rows(struct mstat_scraper *s,
 }
 
 int
-mstat_scraper_profile(struct mstat_scraper *s, pid_t pid,
-		      struct mstat_core_profile **out, char *err, size_t errlen)
+mstat_scrape_profile(struct mstat_scraper *s, pid_t pid,
+		     struct mstat_core_profile **out, char *err, size_t errlen)
 {
 	struct profile_request r = { .pid = pid };
 
@@ -422,8 +422,8 @@ mstat_scraper_profile(struct mstat_scraper *s, pid_t pid,
 }
 
 int
-mstat_scraper_health_rule(uint64_t waiting_since_ns, uint64_t now_ns,
-			  unsigned wait_budget_us, char *why, size_t len)
+mstat_scrape_health_rule(uint64_t waiting_since_ns, uint64_t now_ns,
+			 unsigned wait_budget_us, char *why, size_t len)
 {
 	uint64_t limit = (uint64_t)wait_budget_us * 1000u +
 			 (uint64_t)MSTAT_SCRAPER_STUCK_S * 1000000000u;
@@ -439,11 +439,11 @@ mstat_scraper_health_rule(uint64_t waiting_since_ns, uint64_t now_ns,
 }
 
 int
-mstat_scraper_health(struct mstat_scraper *s, char *why, size_t len)
+mstat_scrape_health(struct mstat_scraper *s, char *why, size_t len)
 {
 	/* Relaxed: as where it is written; a value a moment old is as
 	 * good. */
-	return mstat_scraper_health_rule(
+	return mstat_scrape_health_rule(
 		atomic_load_explicit(&s->waiting_since, memory_order_relaxed),
 		mstat_clock_mono_ns(), s->opt.wait_budget_us, why, len);
 }

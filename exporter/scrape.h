@@ -21,7 +21,7 @@
  * thread only hands it, between ticks, a handle of the process's
  * profile (core/profiles.h), which the asking thread reads, names and
  * encodes without the core; ticks never wait for that.
- * Whether the reader keeps up is known without it (mstat_scraper_health):
+ * Whether the reader keeps up is known without it (mstat_scrape_health):
  * a health check reads one timestamp, and starts no tick.
  */
 #ifndef MSTAT_EXPORTER_SCRAPE_H
@@ -34,10 +34,10 @@
 
 #include <sys/types.h>
 
-#include "exposition.h"
-#include "model.h"
-#include "owner.h"
-#include "procs.h"
+#include "core/exposition.h"
+#include "core/model.h"
+#include "shm/owner.h"
+#include "core/procs.h"
 
 struct mstat_scraper;
 struct mstat_core_profile;
@@ -60,24 +60,24 @@ struct mstat_scrape_options {
 };
 
 /* Starts the reader thread.  0 or -errno. */
-int mstat_scraper_start(struct mstat_scraper **out,
-			const struct mstat_scrape_options *o);
+int mstat_scrape_start(struct mstat_scraper **out,
+		       const struct mstat_scrape_options *o);
 /* Stops it and frees everything; scrapes must have ended.  From a thread
  * not registered with RCU (it registers itself for the while). */
-void mstat_scraper_stop(struct mstat_scraper *s);
+void mstat_scrape_stop(struct mstat_scraper *s);
 
 /* Reads every segment (a tick that begins after this call) and writes the
  * exposition to `f`: the processes, then the exporter's own metrics.
  * 0, -ENOMEM, -EIO (the stream), -ESHUTDOWN (stopping). */
-int mstat_scraper_scrape(struct mstat_scraper *s, FILE *f,
-			 enum mstat_expo_format fmt);
+int mstat_scrape_write(struct mstat_scraper *s, FILE *f,
+		       enum mstat_expo_format fmt);
 
 /* Reads every segment (a tick that begins after this call), then calls
  * fn(arg, rows, n) with the processes, by pid, under the scraper's lock:
  * fn must be quick, and keep nothing of them.  fn's result, or -ENOMEM,
  * -ESHUTDOWN. */
-int mstat_scraper_rows(struct mstat_scraper *s,
-		       int (*fn)(void *arg,
+int mstat_scrape_rows(struct mstat_scraper *s,
+		      int (*fn)(void *arg,
 				 const struct mstat_model_row *const *rows,
 				 size_t n),
 		       void *arg);
@@ -88,9 +88,9 @@ int mstat_scraper_rows(struct mstat_scraper *s,
  * The caller reads and closes it (core/profiles.h).  0; -ENOENT with
  * why in `err`; -ESTALE if the process ended between that tick and the
  * handing out; -ESHUTDOWN; another -errno with why. */
-int mstat_scraper_profile(struct mstat_scraper *s, pid_t pid,
-			  struct mstat_core_profile **out, char *err,
-			  size_t errlen);
+int mstat_scrape_profile(struct mstat_scraper *s, pid_t pid,
+			 struct mstat_core_profile **out, char *err,
+			 size_t errlen);
 
 /* With a post-mortem directory: how long the reader goes without a
  * tick.  A tick of 1000 processes costs about 11 ms of CPU
@@ -108,12 +108,12 @@ int mstat_scraper_profile(struct mstat_scraper *s, pid_t pid,
  * MSTAT_SCRAPER_STUCK_S, with no tick finishing meanwhile (a reader
  * stuck in a tick, or never starting one).  Takes no lock and starts
  * no tick: it answers while the reader is busy, or stuck.  Any thread. */
-int mstat_scraper_health(struct mstat_scraper *s, char *why, size_t len);
+int mstat_scrape_health(struct mstat_scraper *s, char *why, size_t len);
 
 /* The rule: `waiting_since_ns` is when scrapes began to wait for the
  * reader's next tick (0: none waits), `now_ns` the time, both
  * CLOCK_MONOTONIC. */
-int mstat_scraper_health_rule(uint64_t waiting_since_ns, uint64_t now_ns,
-			      unsigned wait_budget_us, char *why, size_t len);
+int mstat_scrape_health_rule(uint64_t waiting_since_ns, uint64_t now_ns,
+			     unsigned wait_budget_us, char *why, size_t len);
 
 #endif /* MSTAT_EXPORTER_SCRAPE_H */

@@ -8,7 +8,7 @@
  * record: those begin with a content type, 20 to 25, or a byte with the
  * high bit set, SSL 2's); any other first byte hands it on unread.
  */
-#include "tlsgate.h"
+#include "exporter/tlsgate.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +26,7 @@
 
 #include <microhttpd.h>
 
-#include "clock.h"
+#include "shm/clock.h"
 
 /* What Go's net/http takes for plain HTTP at a TLS port
  * (tlsRecordHeaderLooksLikeHTTP), and its answer. */

@@ -19,7 +19,7 @@
  * later; either would leave /-/healthy unanswered during a scrape storm,
  * and a liveness probe would restart the exporter.
  */
-#include "web.h"
+#include "exporter/web.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -37,8 +37,8 @@
 
 #include <microhttpd.h>
 
-#include "pprof_http.h"
-#include "tlsgate.h"
+#include "exporter/pprof_http.h"
+#include "exporter/tlsgate.h"
 
 #define MAX_SOCKETS 32
 
@@ -500,7 +500,7 @@ metrics(struct mstat_web *w, struct MHD_Connection *c)
 		return too_many(w, c);
 	}
 	f = open_memstream(&buf, &len);
-	rc = f ? mstat_scraper_scrape(w->opt.scraper, f, fmt) : -ENOMEM;
+	rc = f ? mstat_scrape_write(w->opt.scraper, f, fmt) : -ENOMEM;
 	atomic_fetch_sub_explicit(&w->scraping, 1, memory_order_relaxed);
 	if (!f)
 		return send_text(w, c, MHD_HTTP_INTERNAL_SERVER_ERROR,
@@ -514,7 +514,7 @@ metrics(struct mstat_web *w, struct MHD_Connection *c)
 				 rc == -ESHUTDOWN ? "shutting down\n"
 						  : "the scrape failed: out of memory\n");
 	}
-	return send_page(w, c, MHD_HTTP_OK, mstat_expo_content_type(fmt), buf,
+	return send_page(w, c, MHD_HTTP_OK, mstat_exposition_content_type(fmt), buf,
 			 len, MHD_RESPMEM_MUST_FREE);
 }
 
@@ -526,7 +526,7 @@ healthy(struct mstat_web *w, struct MHD_Connection *c, const char *url)
 	char why[240];
 
 	(void)url;
-	if (mstat_scraper_health(w->opt.scraper, why, sizeof(why) - 1) == 0)
+	if (mstat_scrape_health(w->opt.scraper, why, sizeof(why) - 1) == 0)
 		return send_text(w, c, MHD_HTTP_OK, "OK\n");
 	strcat(why, "\n");
 	return send_page(w, c, MHD_HTTP_SERVICE_UNAVAILABLE,

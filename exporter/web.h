@@ -10,7 +10,7 @@
  * max_requests scrapes are under way); every other path served is one
  * table, `routes` in web.c: the landing page (/), the health endpoint
  * (/-/healthy: 200 "OK", or 503 and why when the reader is stuck,
- * mstat_scraper_health(); it reads nothing) and the heap profiles
+ * mstat_scrape_health(); it reads nothing) and the heap profiles
  * (/debug/pprof and under it, pprof_http.h).  A telemetry path that one
  * of them serves is refused.  Other paths get 404, other methods 405.
  * With basic_auth_users, every route asks for a user first (401).
@@ -22,9 +22,9 @@
 
 #include <microhttpd.h>
 
-#include "exposition.h"
-#include "scrape.h"
-#include "webconfig.h"
+#include "core/exposition.h"
+#include "exporter/scrape.h"
+#include "exporter/webconfig.h"
 
 struct mstat_web;
 struct mstat_pprof_http;

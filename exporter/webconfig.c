@@ -8,7 +8,7 @@
  * memory and checked with GnuTLS now, so that a bad file stops the start
  * with its reason instead of failing every handshake later.
  */
-#include "webconfig.h"
+#include "exporter/webconfig.h"
 
 #include <crypt.h>
 #include <errno.h>

@@ -42,20 +42,20 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "clock.h"
-#include "killed.h"
-#include "layout.h"
-#include "model.h"
-#include "mstatshm.h"
-#include "name.h"
-#include "outfile.h"
-#include "output.h"
-#include "owner.h"
-#include "procfs.h"
-#include "reader.h"
-#include "report.h"
-#include "text.h"
+#include "core/cli.h"
+#include "shm/clock.h"
+#include "core/killed.h"
+#include "shm/layout.h"
+#include "core/model.h"
+#include <mstatshm.h>
+#include "shm/name.h"
+#include "core/outfile.h"
+#include "core/output.h"
+#include "shm/owner.h"
+#include "shm/procfs.h"
+#include "shm/reader.h"
+#include "shm/report.h"
+#include "core/text.h"
 
 #define LIB_NAME "libmstatshm.so.0"
 #define EXIT_OWN 125
@@ -285,12 +285,12 @@ remove_left(const struct mstat_target_info *in)
 
 	if (dirfd < 0)
 		return;
-	(void)mstat_reap_at(dirfd, in->shm_name, geteuid(), NULL,
-			    grace.seconds, NULL);
+	(void)mstat_owner_reap_at(dirfd, in->shm_name, geteuid(), NULL,
+				  grace.seconds, NULL);
 	for (unsigned i = 0; i < MSTAT_SHM_SUFFIXES; i++)
 		if (mstat_shm_name(name, sizeof(name), in->pid, in->start_time, i) > 0)
-			(void)mstat_reap_at(dirfd, name, geteuid(), NULL,
-					    grace.seconds, NULL);
+			(void)mstat_owner_reap_at(dirfd, name, geteuid(), NULL,
+						  grace.seconds, NULL);
 	close(dirfd);
 }
 
@@ -324,8 +324,8 @@ collect(const struct mstat_report *rep, pid_t pid, struct mstat_snapshot *s,
 	/* Its owner is gone: a final read, no waiting. */
 	rc = mstat_reader_snapshot(r, s);
 	snprintf(name, namelen, "%s", mstat_reader_info(r)->name);
-	e->start_ns = mstat_proc_start_ns(mstat_proc_boot_ns(),
-					  mstat_reader_info(r)->start_time);
+	e->start_ns = mstat_procfs_start_ns(mstat_procfs_boot_ns(),
+					    mstat_reader_info(r)->start_time);
 	if (rc == 0 && s->state == MSTAT_EXITED && mstat_reader_exit_ns(r))
 		e->end_ns = mstat_reader_exit_ns(r);
 	if (rc < 0)

@@ -11,19 +11,19 @@
  *       (acquire CAS) and gives it back (release store), the last
  *       request answered and its time with it.
  */
-#include "allocstats.h"
+#include "lib/allocstats.h"
 
 #include <dlfcn.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <time.h>
 
-#include "answer.h"
-#include "clock.h"
-#include "next.h"
-#include "own.h"
-#include "pool.h"
-#include "writer.h"
+#include "shm/answer.h"
+#include "shm/clock.h"
+#include "lib/next.h"
+#include "lib/own.h"
+#include "lib/pool.h"
+#include "lib/writer.h"
 
 typedef int (*mallctl_fn)(const char *name, void *old, size_t *oldlen,
 			  void *new, size_t newlen);
@@ -59,19 +59,19 @@ find_allocator(void)
 
 	if (!next)
 		return; /* none: nothing to ask */
-	const void *m = mstat_object_of(next);
-	if (m && m == mstat_object_of(*(void **)&libc_getenv)) {
+	const void *m = mstat_next_object_of(next);
+	if (m && m == mstat_next_object_of(*(void **)&libc_getenv)) {
 		alloc.kind = MSTAT_ALLOCATOR_GLIBC;
 		return;
 	}
 	void *je = dlsym(RTLD_DEFAULT, "mallctl");
-	void *tc = je && m == mstat_object_of(je)
+	void *tc = je && m == mstat_next_object_of(je)
 			   ? NULL
 			   : dlsym(RTLD_DEFAULT, "MallocExtension_GetNumericProperty");
-	if (je && m == mstat_object_of(je)) {
+	if (je && m == mstat_next_object_of(je)) {
 		alloc.kind = MSTAT_ALLOCATOR_JEMALLOC;
 		*(void **)&alloc.mallctl = je;
-	} else if (tc && m == mstat_object_of(tc)) {
+	} else if (tc && m == mstat_next_object_of(tc)) {
 		alloc.kind = MSTAT_ALLOCATOR_TCMALLOC;
 		*(void **)&alloc.property = tc;
 	} else {
@@ -229,5 +229,5 @@ register_hooks(void)
 		.fork_child = on_fork_child,
 	};
 
-	mstat_writer_hooks(&hooks);
+	mstat_start_hooks(&hooks);
 }

@@ -28,9 +28,9 @@
 #ifndef MSTAT_LIB_ALLOCSTATS_H
 #define MSTAT_LIB_ALLOCSTATS_H
 
-#include "layout.h"
-#include "segment.h"
-#include "state.h"
+#include "shm/layout.h"
+#include "lib/segment.h"
+#include "lib/state.h"
 
 /* Answers closer together than this wait for a later sampling decision. */
 #define MSTAT_ALLOCSTATS_GAP_NS UINT64_C(100000000)

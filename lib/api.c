@@ -10,15 +10,15 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "mstatshm.h"
-#include "name.h"
-#include "own.h"
-#include "reader.h"
-#include "shared.h"
-#include "start.h"
-#include "state.h"
-#include "sum.h"
-#include "writer.h"
+#include <mstatshm.h>
+#include "shm/name.h"
+#include "lib/own.h"
+#include "shm/reader.h"
+#include "lib/shared.h"
+#include "lib/start.h"
+#include "lib/state.h"
+#include "shm/sum.h"
+#include "lib/writer.h"
 
 void
 mstat_record_alloc(size_t size, size_t requested)
@@ -42,7 +42,7 @@ mstat_record_realloc(size_t old_size, size_t new_size, size_t requested)
 int
 mstat_self_enabled(void)
 {
-	mstat_publish_wait();
+	mstat_start_publish_wait();
 	return atomic_load_explicit(&mstat_proc.ready, memory_order_acquire) &&
 	       !mstat_proc.disabled;
 }
@@ -90,7 +90,7 @@ mstat_self_snapshot(struct mstat_snapshot *out)
 {
 	int rc = 0;
 
-	mstat_publish_wait(); /* asking is a reason to be seen */
+	mstat_start_publish_wait(); /* asking is a reason to be seen */
 	if (mstat_proc.disabled)
 		return -ENODEV;
 	if ((rc = snapshot_early(out)) <= 0)

@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* arena.c - the bootstrap arena; see arena.h. */
-#include "arena.h"
+#include "lib/arena.h"
 
 #include <errno.h>
 #include <stdatomic.h>
 #include <string.h>
 
-#include "unsized.h"
-#include "writer.h"
+#include "lib/unsized.h"
+#include "lib/writer.h"
 
 alignas(4096) unsigned char mstat_arena[MSTAT_ARENA_SIZE];
 /* Bytes handed out from the start: a bump pointer. */

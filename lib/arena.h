@@ -14,9 +14,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "next.h"
-#include "pool.h"
-#include "state.h"
+#include "lib/next.h"
+#include "lib/pool.h"
+#include "lib/state.h"
 
 #define MSTAT_ARENA_SIZE (64u * 1024u)
 #define MSTAT_ARENA_ALIGN 16u

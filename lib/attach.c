@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* attach.c - the entry points of the library mstat-attach injects; see
  * attach.h and shm/inject.h. */
-#include "attach.h"
+#include "lib/attach.h"
 
 #include <link.h>
 #include <pthread.h>
@@ -9,17 +9,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "exit.h"
-#include "inject.h"
-#include "next.h"
-#include "own.h"
-#include "patch.h"
-#include "shadow.h"
-#include "start.h"
-#include "status.h"
-#include "stop.h"
-#include "writer.h"
+#include "shm/clock.h"
+#include "lib/exit.h"
+#include "shm/inject.h"
+#include "lib/next.h"
+#include "lib/own.h"
+#include "lib/patch.h"
+#include "lib/shadow.h"
+#include "lib/start.h"
+#include "lib/status.h"
+#include "lib/stop.h"
+#include "lib/writer.h"
 
 /* The stack of the thread that makes the segment: start(), and the
  * loading of libunwind. */
@@ -34,7 +34,7 @@ static struct {
 static void
 refuse(const char *const *parts)
 {
-	mstat_join(att.why, sizeof(att.why), parts);
+	mstat_status_join(att.why, sizeof(att.why), parts);
 }
 
 /* Whether another copy of this library is loaded: a second mstat-attach
@@ -44,7 +44,7 @@ refuse(const char *const *parts)
 static bool
 another_copy(void)
 {
-	const void *self = mstat_object_of((const void *)(uintptr_t)mstat_attach_prepare);
+	const void *self = mstat_next_object_of((const void *)(uintptr_t)mstat_attach_prepare);
 
 	for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next) {
 		if (l == self)
@@ -106,7 +106,7 @@ args_ok(struct mstat_attach_args *a)
 static void
 answer(struct mstat_attach_args *a, const char *why)
 {
-	mstat_join(a->err, sizeof(a->err), (const char *const[]){ why, NULL });
+	mstat_status_join(a->err, sizeof(a->err), (const char *const[]){ why, NULL });
 }
 
 /*
@@ -126,10 +126,10 @@ publish_now(void)
 {
 	if (mstat_proc.writer_mode == MSTAT_MODE_MEMBARRIER)
 		mstat_stop_start();
-	mstat_publish_claimed();
-	mstat_attach_state.rc = mstat_writer_segment() ? 0 : -1;
-	mstat_join(mstat_attach_state.status, sizeof(mstat_attach_state.status),
-		   (const char *const[]){ mstat_proc.status, NULL });
+	mstat_start_publish_claimed();
+	mstat_attach_state.rc = mstat_start_segment() ? 0 : -1;
+	mstat_status_join(mstat_attach_state.status, sizeof(mstat_attach_state.status),
+			  (const char *const[]){ mstat_proc.status, NULL });
 	/* Release: pairs with mstat-attach's read of `done` before the
 	 * rest (on x86-64 every store is one). */
 	atomic_store_explicit(&mstat_attach_state.done, 1, memory_order_release);
@@ -197,10 +197,10 @@ mstat_attach_start(struct mstat_attach_args *a)
 	}
 	a->name[sizeof(a->name) - 1] = '\0';
 	if (a->name[0])
-		mstat_join(mstat_proc.name, sizeof(mstat_proc.name),
-			   (const char *const[]){ a->name, NULL });
+		mstat_status_join(mstat_proc.name, sizeof(mstat_proc.name),
+				  (const char *const[]){ a->name, NULL });
 	mstat_proc.attached_ns = mstat_clock_ns(CLOCK_REALTIME);
-	mstat_publish_claim();
+	mstat_start_publish_claim();
 	mstat_proc.started = true;
 	if (mstat_patch_apply(a->err, sizeof(a->err)) < 0) {
 		mstat_proc.started = false;

@@ -14,7 +14,7 @@
 #ifndef MSTAT_LIB_ATTACH_H
 #define MSTAT_LIB_ATTACH_H
 
-#include "state.h"
+#include "lib/state.h"
 
 /* The constructor's part (start.c): everything the attach needs that
  * may take a lock or allocate, while the process's other threads run.

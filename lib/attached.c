@@ -1,19 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /* attached.c - malloc and its family in an attached process; see
  * attached.h. */
-#include "attached.h"
+#include "lib/attached.h"
 
 #include <errno.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <unistd.h>
 
-#include "next.h"
-#include "own.h"
-#include "patch.h"
-#include "profile.h"
-#include "shadow.h"
-#include "writer.h"
+#include "lib/next.h"
+#include "lib/own.h"
+#include "lib/patch.h"
+#include "lib/profile.h"
+#include "lib/shadow.h"
+#include "lib/writer.h"
 
 /* The count of `op`, into the section if it is open, else the way of
  * counts without one (writer.h). */
@@ -26,7 +26,7 @@ count(const struct mstat_section *sec, bool open, enum mstat_op op,
 		mstat_section_count_classes(sec, op, freed_class, freed, size_class,
 					    size, requested);
 	else
-		mstat_count_unslotted(op, freed, size, requested);
+		mstat_shared_count_unslotted(op, freed, size, requested);
 }
 
 /* ---- allocations ---- */
@@ -109,13 +109,13 @@ att_malloc(size_t n, const void *caller)
 }
 
 void *
-mstat_att_malloc(size_t n)
+mstat_attached_malloc(size_t n)
 {
 	return att_malloc(n, __builtin_return_address(0));
 }
 
 void *
-mstat_att_calloc(size_t n, size_t size)
+mstat_attached_calloc(size_t n, size_t size)
 {
 	struct alloc a;
 	size_t total;
@@ -130,7 +130,7 @@ mstat_att_calloc(size_t n, size_t size)
 }
 
 int
-mstat_att_posix_memalign(void **out, size_t align, size_t n)
+mstat_attached_posix_memalign(void **out, size_t align, size_t n)
 {
 	struct alloc a;
 	void *p = NULL;
@@ -144,7 +144,7 @@ mstat_att_posix_memalign(void **out, size_t align, size_t n)
 }
 
 void *
-mstat_att_aligned_alloc(size_t align, size_t n)
+mstat_attached_aligned_alloc(size_t align, size_t n)
 {
 	struct alloc a;
 
@@ -154,7 +154,7 @@ mstat_att_aligned_alloc(size_t align, size_t n)
 }
 
 void *
-mstat_att_memalign(size_t align, size_t n)
+mstat_attached_memalign(size_t align, size_t n)
 {
 	struct alloc a;
 
@@ -166,7 +166,7 @@ mstat_att_memalign(size_t align, size_t n)
 /* As glibc's: memalign(page, n).  valloc() and pvalloc() are counted,
  * but take no step of the sampling countdown, as in libmstatshm. */
 void *
-mstat_att_valloc(size_t n)
+mstat_attached_valloc(size_t n)
 {
 	struct alloc a;
 
@@ -176,7 +176,7 @@ mstat_att_valloc(size_t n)
 
 /* As glibc's: memalign(page, n rounded up to a page). */
 void *
-mstat_att_pvalloc(size_t n)
+mstat_attached_pvalloc(size_t n)
 {
 	size_t page = (size_t)getpagesize(), rounded;
 	struct alloc a;
@@ -237,7 +237,7 @@ count_free(const struct mstat_section *sec, bool open, const struct leaving *l)
 }
 
 void
-mstat_att_free(void *p)
+mstat_attached_free(void *p)
 {
 	struct mstat_section sec;
 	struct leaving l;
@@ -313,14 +313,14 @@ att_realloc(void *old, size_t n, const void *caller)
 }
 
 void *
-mstat_att_realloc(void *old, size_t n)
+mstat_attached_realloc(void *old, size_t n)
 {
 	return att_realloc(old, n, __builtin_return_address(0));
 }
 
 /* As glibc's: realloc(old, n * size) unless the product overflows. */
 void *
-mstat_att_reallocarray(void *old, size_t n, size_t size)
+mstat_attached_reallocarray(void *old, size_t n, size_t size)
 {
 	size_t total;
 

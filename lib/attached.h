@@ -27,17 +27,17 @@
 
 #include <stddef.h>
 
-#include "state.h"
+#include "lib/state.h"
 
-void *mstat_att_malloc(size_t n) MSTAT_HIDDEN;
-void mstat_att_free(void *p) MSTAT_HIDDEN;
-void *mstat_att_calloc(size_t n, size_t size) MSTAT_HIDDEN;
-void *mstat_att_realloc(void *old, size_t n) MSTAT_HIDDEN;
-void *mstat_att_reallocarray(void *old, size_t n, size_t size) MSTAT_HIDDEN;
-int mstat_att_posix_memalign(void **out, size_t align, size_t n) MSTAT_HIDDEN;
-void *mstat_att_aligned_alloc(size_t align, size_t n) MSTAT_HIDDEN;
-void *mstat_att_memalign(size_t align, size_t n) MSTAT_HIDDEN;
-void *mstat_att_valloc(size_t n) MSTAT_HIDDEN;
-void *mstat_att_pvalloc(size_t n) MSTAT_HIDDEN;
+void *mstat_attached_malloc(size_t n) MSTAT_HIDDEN;
+void mstat_attached_free(void *p) MSTAT_HIDDEN;
+void *mstat_attached_calloc(size_t n, size_t size) MSTAT_HIDDEN;
+void *mstat_attached_realloc(void *old, size_t n) MSTAT_HIDDEN;
+void *mstat_attached_reallocarray(void *old, size_t n, size_t size) MSTAT_HIDDEN;
+int mstat_attached_posix_memalign(void **out, size_t align, size_t n) MSTAT_HIDDEN;
+void *mstat_attached_aligned_alloc(size_t align, size_t n) MSTAT_HIDDEN;
+void *mstat_attached_memalign(size_t align, size_t n) MSTAT_HIDDEN;
+void *mstat_attached_valloc(size_t n) MSTAT_HIDDEN;
+void *mstat_attached_pvalloc(size_t n) MSTAT_HIDDEN;
 
 #endif /* MSTAT_LIB_ATTACHED_H */

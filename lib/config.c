@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /* config.c - the MSTAT_* variables, read by the list in config.h. */
-#include "config.h"
+#include "lib/config.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "name.h"
-#include "status.h"
+#include "shm/name.h"
+#include "lib/status.h"
 
 enum kind { KIND_FLAG, KIND_NUMBER, KIND_BYTES, KIND_MODE, KIND_TEXT };
 
@@ -41,9 +41,9 @@ ignored(const struct var *v, const char *const *why)
 {
 	char what[sizeof(v->name) + 8], text[80];
 
-	mstat_join(what, sizeof(what),
-		   (const char *const[]){ v->name, " ignored", NULL });
-	mstat_join(text, sizeof(text), why);
+	mstat_status_join(what, sizeof(what),
+			  (const char *const[]){ v->name, " ignored", NULL });
+	mstat_status_join(text, sizeof(text), why);
 	mstat_status_warn(what, text);
 }
 

@@ -24,10 +24,10 @@
 
 #include <stdint.h>
 
-#include "layout.h"
-#include "owner.h"
-#include "report.h"
-#include "state.h"
+#include "shm/layout.h"
+#include "shm/owner.h"
+#include "shm/report.h"
+#include "lib/state.h"
 
 #ifndef MSTAT_DEFAULT_MODE /* meson_options.txt: default_mode */
 #define MSTAT_DEFAULT_MODE MSTAT_MODE_MEMBARRIER

@@ -4,9 +4,9 @@
  * out, and a sample's weight; see countdown.h.  Its own logarithm and
  * exponential: a process that never samples does not load libm for them.
  */
-#include "countdown.h"
+#include "lib/countdown.h"
 
-#include "writer.h"
+#include "lib/writer.h"
 
 static uint64_t
 next_random(struct mstat_countdown *c)
@@ -118,7 +118,7 @@ bounded(double x)
 }
 
 struct mstat_weight
-mstat_sample_weight(uint64_t requested, uint64_t counted, uint64_t interval)
+mstat_countdown_weight(uint64_t requested, uint64_t counted, uint64_t interval)
 {
 	if (interval == 0) /* nothing is sampled at 0: a bound, not a use */
 		return (struct mstat_weight){ counted, MSTAT_OBJECT_UNITS };

@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "layout.h"
+#include "shm/layout.h"
 
 /* While sampling is off, a thread looks again at the interval after this
  * many bytes: a countdown that is no draw, and samples nothing. */
@@ -84,8 +84,8 @@ struct mstat_weight {
  * of 0, at which nothing is sampled).  Each from the sample's own size:
  * the blocks of a call site are sampled with probabilities as different
  * as their sizes. */
-struct mstat_weight mstat_sample_weight(uint64_t requested, uint64_t counted,
-					uint64_t interval)
+struct mstat_weight mstat_countdown_weight(uint64_t requested, uint64_t counted,
+					   uint64_t interval)
 	__attribute__((visibility("hidden")));
 
 #endif /* MSTAT_LIB_COUNTDOWN_H */

@@ -34,14 +34,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
-#include "malloc_inline.h"
-#include "next.h"
-#include "pool.h"
-#include "profile.h"
-#include "sampled.h"
-#include "unsized.h"
-#include "writer.h"
+#include "lib/arena.h"
+#include "lib/malloc_inline.h"
+#include "lib/next.h"
+#include "lib/pool.h"
+#include "lib/profile.h"
+#include "lib/sampled.h"
+#include "lib/unsized.h"
+#include "lib/writer.h"
 
 enum cxx_how {
 	CXX_FORWARD,   /* call the next operator; malloc and free count */
@@ -107,8 +107,8 @@ cxx_resolve(struct cxx_next *n, const char *sym)
 
 	if (!mstat_next_ready() || !(fn = dlsym(RTLD_NEXT, sym)))
 		return NULL;
-	const struct link_map *obj = mstat_object_of(fn);
-	int how = obj && obj == mstat_object_of(*(void **)&mstat_next.malloc) ? CXX_COUNT
+	const struct link_map *obj = mstat_next_object_of(fn);
+	int how = obj && obj == mstat_next_object_of(*(void **)&mstat_next.malloc) ? CXX_COUNT
 		  : is_libstdcxx(obj)				 ? CXX_MALLOC
 								 : CXX_FORWARD;
 	atomic_store_explicit(&n->how, how, memory_order_relaxed);

@@ -10,7 +10,7 @@
  * (core/sampler.c), and the new image, if it counts, marks the old
  * segment as it makes its own (shm/owner.h).
  */
-#include "exec.h"
+#include "lib/exec.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -18,7 +18,7 @@
 #include <stdarg.h>
 #include <unistd.h>
 
-#include "segment.h"
+#include "lib/segment.h"
 
 /* Whether the calling process is the one `mstat_proc` describes, the
  * segment's owner: a vfork child shares its parent's memory, `mstat_proc`

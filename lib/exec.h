@@ -14,7 +14,7 @@
 #ifndef MSTAT_LIB_EXEC_H
 #define MSTAT_LIB_EXEC_H
 
-#include "state.h"
+#include "lib/state.h"
 
 /* start() has published the segment: if a thread has begun an exec()
  * meanwhile, the segment is marked as that exec() would have marked it. */

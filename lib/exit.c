@@ -3,7 +3,7 @@
  * exit.c - the exit, counted to its end: every way out that runs code of
  * the library's, and the exiting thread's last count.  See exit.h.
  */
-#include "exit.h"
+#include "lib/exit.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -11,8 +11,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "shared.h"
-#include "stop.h"
+#include "lib/shared.h"
+#include "lib/stop.h"
 
 /* The next _exit in the chain (glibc's, or a tool's), looked up at
  * start: every process writes it. */
@@ -67,11 +67,11 @@ retire(void)
 		pthread_mutex_lock(&mstat_proc.fork_lock);
 	/* Under shared_lock: a thread that begins a section of the shared
 	 * slot after this sees the exit first (mstat_shared_open()), and so does
-	 * a start (mstat_publish(), start()).  Not if this is a signal handler of
+	 * a start (mstat_start_publish(), start()).  Not if this is a signal handler of
 	 * the holder: it never gets back there either. */
-	mine = mstat_ownlock_mine(&mstat_proc.shared_lock, mstat_tid());
+	mine = mstat_ownlock_mine(&mstat_proc.shared_lock, mstat_shared_tid());
 	if (!mine)
-		mstat_ownlock_lock(&mstat_proc.shared_lock, mstat_tid());
+		mstat_ownlock_lock(&mstat_proc.shared_lock, mstat_shared_tid());
 	if (!atomic_exchange_explicit(&mstat_proc.retired, true, memory_order_relaxed)) {
 		first = true;
 		atomic_fetch_or_explicit(&mstat_writer_config.stop, MSTAT_STOP_EXIT,
@@ -104,7 +104,7 @@ finish(void)
 	    !atomic_load_explicit(&mstat_proc.retired, memory_order_relaxed) ||
 	    !atomic_load_explicit(&mstat_proc.ready, memory_order_acquire) ||
 	    /* A signal handler of the holder: the update it cut stays BUSY. */
-	    mstat_ownlock_mine(&mstat_proc.shared_lock, mstat_tid()))
+	    mstat_ownlock_mine(&mstat_proc.shared_lock, mstat_shared_tid()))
 		return;
 	bool last = !mstat_thread.exiting;
 	mstat_thread.exiting = true;

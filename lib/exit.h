@@ -13,7 +13,7 @@
 #ifndef MSTAT_LIB_EXIT_H
 #define MSTAT_LIB_EXIT_H
 
-#include "state.h"
+#include "lib/state.h"
 
 /* Registers the exit handlers and finds the next _exit (the library's
  * start, once).  In the library mstat-attach injects, only those that

@@ -4,7 +4,7 @@
  * the heap it inherits: per class, the parent's live objects and bytes,
  * as allocations.  See fork.h.
  */
-#include "fork.h"
+#include "lib/fork.h"
 
 #include <linux/futex.h>
 #include <pthread.h>
@@ -13,15 +13,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "exec.h"
-#include "reader.h"
-#include "rows.h"
-#include "shared.h"
-#include "slots.h"
-#include "start.h"
-#include "stop.h"
-#include "sum.h"
+#include "shm/clock.h"
+#include "lib/exec.h"
+#include "shm/reader.h"
+#include "lib/rows.h"
+#include "lib/shared.h"
+#include "lib/slots.h"
+#include "lib/start.h"
+#include "lib/stop.h"
+#include "shm/sum.h"
 
 /* A fork before the segment existed holds the shared lock across it
  * (fork_prepare() to fork_parent() or fork_child()). */
@@ -84,7 +84,7 @@ fork_prepare(void)
 	 * locks, the child gets a copy no thread was half-way through.  (The
 	 * segment cannot be published meanwhile: that takes the lock too.) */
 	mstat_shared_lock();
-	/* Another thread is making the segment (mstat_publish() set `starting`
+	/* Another thread is making the segment (mstat_start_publish() set `starting`
 	 * under this lock): fork once it is made.  A child of a fork in the
 	 * middle would hold the parent's new segment open, its owner lock
 	 * with it, and never make one of its own.  For START_WAIT_NS at
@@ -97,7 +97,7 @@ fork_prepare(void)
 	       /* (W) relaxed: under shared_lock, which start() holds as it
 		* publishes or gives up; the acquire of `ready` below. */
 	       !atomic_load_explicit(&mstat_proc.start_ended, memory_order_relaxed) &&
-	       mstat_proc.starter != mstat_tid() &&
+	       mstat_proc.starter != mstat_shared_tid() &&
 	       mstat_clock_ns(CLOCK_MONOTONIC_COARSE) - waited_since < START_WAIT_NS) {
 		struct timespec ts = { 0, 10 * 1000 * 1000 };
 		mstat_shared_unlock();
@@ -140,8 +140,8 @@ fork_parent(void)
 	memcpy(copy, *mine, sizeof(copy));
 	pthread_mutex_unlock(&mstat_proc.fork_lock);
 	mstat_thread.holds_fork_lock = false;
-	mstat_count_rows(copy);
-	mstat_count_deferred(); /* a spill while it forked */
+	mstat_shared_count_rows(copy);
+	mstat_shared_count_deferred(); /* a spill while it forked */
 }
 
 /* The child must not write into its parent's segment (its slots belong to
@@ -246,7 +246,7 @@ fork_child(void)
 	(void)mstat_shared_take_early();
 	mstat_shared_unlock();
 	if (mstat_proc.eager)
-		mstat_publish();
+		mstat_start_publish();
 }
 
 #ifdef __GLIBC__

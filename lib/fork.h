@@ -12,7 +12,7 @@
 #ifndef MSTAT_LIB_FORK_H
 #define MSTAT_LIB_FORK_H
 
-#include "state.h"
+#include "lib/state.h"
 
 /* Registers the fork handlers (the library's start, once). */
 void mstat_fork_handlers(void) MSTAT_HIDDEN;

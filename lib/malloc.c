@@ -42,15 +42,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "arena.h"
-#include "malloc_inline.h"
-#include "next.h"
-#include "own.h"
-#include "pool.h"
-#include "profile.h"
-#include "sampled.h"
-#include "unsized.h"
-#include "writer.h"
+#include "lib/arena.h"
+#include "lib/malloc_inline.h"
+#include "lib/next.h"
+#include "lib/own.h"
+#include "lib/pool.h"
+#include "lib/profile.h"
+#include "lib/sampled.h"
+#include "lib/unsized.h"
+#include "lib/writer.h"
 
 /* malloc, free, calloc and realloc each start a cache line: their fast
  * paths (two or three lines) then do not move with whatever code comes
@@ -94,9 +94,9 @@ counted(void *p, size_t requested)
 				count_header_alloc(&sec_, (result),          \
 						   (requested));             \
 			else if ((result) != NULL)                           \
-				mstat_count_unslotted(MSTAT_OP_ALLOC, 0,     \
-						      mstat_glibc_usable(result),  \
-						      (requested));          \
+				mstat_shared_count_unslotted(MSTAT_OP_ALLOC, 0,     \
+							     mstat_glibc_usable(result),  \
+							     (requested));          \
 			if (open_)                                           \
 				mstat_section_close(&sec_);                  \
 		} else {                                                     \
@@ -132,11 +132,11 @@ mstat_malloc_slow(size_t n)
 		return p;
 	if (UNLIKELY(mstat_next_state() != MSTAT_NEXT_HEADER))
 		return malloc_other(n);
-	if (!mstat_section_open_slow(&sec)) {
+	if (!mstat_slots_open_slow(&sec)) {
 		p = mstat_next.malloc(n);
 		if (LIKELY(p != NULL))
-			mstat_count_unslotted(MSTAT_OP_ALLOC, 0,
-					      mstat_glibc_usable(p), n);
+			mstat_shared_count_unslotted(MSTAT_OP_ALLOC, 0,
+						     mstat_glibc_usable(p), n);
 		return p;
 	}
 	p = mstat_next.malloc(n);
@@ -193,7 +193,7 @@ free_other(void *p)
 /* Out of line: its call is the fast path's last, and needs no register
  * of the fast path. */
 __attribute__((noinline)) void
-mstat_free_header_large(struct mstat_shm_slot *slot, unsigned g, void *p)
+mstat_malloc_free_header_large(struct mstat_shm_slot *slot, unsigned g, void *p)
 {
 	struct mstat_section sec = { slot, g };
 	size_t u;
@@ -231,7 +231,7 @@ mstat_free_header_large(struct mstat_shm_slot *slot, unsigned g, void *p)
 }
 
 MSTAT_START_TEXT __attribute__((noinline)) void
-mstat_free_slow(void *p)
+mstat_malloc_free_slow(void *p)
 {
 	struct mstat_section sec;
 	size_t size;
@@ -242,7 +242,7 @@ mstat_free_slow(void *p)
 	}
 	if (p != NULL && !mstat_arena_has(p) && mstat_may_be_sampled(p) &&
 	    mstat_profile_freed(p, &size)) {
-		mstat_free_sampled(p, size);
+		mstat_sampled_free(p, size);
 		return;
 	}
 	if (UNLIKELY(mstat_pool_has(p)))
@@ -252,9 +252,9 @@ mstat_free_slow(void *p)
 		free_other(p);
 		return;
 	}
-	if (!mstat_section_open_slow(&sec)) {
+	if (!mstat_slots_open_slow(&sec)) {
 		size = mstat_glibc_usable(p); /* not a sampled block: see above */
-		mstat_count_unslotted(MSTAT_OP_FREE, size, 0, 0);
+		mstat_shared_count_unslotted(MSTAT_OP_FREE, size, 0, 0);
 		mstat_next.free(p);
 		return;
 	}
@@ -330,7 +330,7 @@ count_realloc(const struct mstat_section *sec, bool open, unsigned old_class,
 			mstat_section_count_classes(sec, op, old_class, old_size, c,
 						    size, n);
 		else
-			mstat_count_unslotted(op, old_size, size, n);
+			mstat_shared_count_unslotted(op, old_size, size, n);
 	}
 	if (LIKELY(open))
 		mstat_section_close(sec);
@@ -346,7 +346,7 @@ realloc_header(const struct mstat_section *sec, bool open, void *old, size_t n)
 	/* A sample left in place leaves the live table before glibc can
 	 * free old; should the realloc fail, the block stays live,
 	 * unsampled, and its site shows it freed.  It was counted with its
-	 * own size: a moved one never comes here (mstat_realloc_sampled()). */
+	 * own size: a moved one never comes here (mstat_sampled_realloc()). */
 	unsigned old_class = mstat_glibc_class(old, &old_size);
 
 	(void)mstat_sample_leaving(old, old_size);
@@ -409,7 +409,7 @@ realloc_header_other(struct mstat_shm_slot *slot, unsigned g, void *old, size_t 
 	if (UNLIKELY(mstat_may_be_sampled(old))) {
 		mstat_section_close(&sec); /* it counted nothing */
 		return mstat_own_block(old) ? mstat_own_realloc(old, n)
-				      : mstat_realloc_sampled(old, n, false, NULL);
+				      : mstat_sampled_realloc(old, n, false, NULL);
 	}
 	return realloc_header(&sec, true, old, n);
 }
@@ -422,7 +422,7 @@ realloc(void *old, size_t n)
 	if (UNLIKELY(mstat_arena_has(old)))
 		return mstat_arena_realloc(old, n);
 	if (UNLIKELY(mstat_sample_due(n)) && n != 0)
-		return mstat_realloc_sampled(old, n, mstat_profile_begin(n),
+		return mstat_sampled_realloc(old, n, mstat_profile_begin(n),
 				       __builtin_return_address(0));
 	/* As free's fast path (mstat_do_free()); the rest out of line. */
 	struct mstat_shm_slot *slot = mstat_thread.fast;
@@ -431,8 +431,8 @@ realloc(void *old, size_t n)
 	    UNLIKELY(mstat_wsection_begin(slot, &mstat_writer_config.epoch, false,
 					  &sec.g) != MSTAT_WS_OPEN))
 		return UNLIKELY(mstat_may_be_sampled(old))
-			       ? mstat_realloc_sampled(old, n, false, NULL)
-			       : mstat_realloc_plain(old, n);
+			       ? mstat_sampled_realloc(old, n, false, NULL)
+			       : mstat_malloc_realloc_plain(old, n);
 	sec.slot = slot;
 	size_t h;
 	if (LIKELY(mstat_glibc_chunk(old, &h)))
@@ -444,13 +444,13 @@ realloc(void *old, size_t n)
  * for realloc()'s fast path; every realloc of a process that has no
  * segment yet among them. */
 MSTAT_START_TEXT __attribute__((noinline)) void *
-mstat_realloc_plain(void *old, size_t n)
+mstat_malloc_realloc_plain(void *old, size_t n)
 {
 	struct mstat_section sec;
 	size_t old_size;
 	void *p;
 
-	if (UNLIKELY(mstat_own_work()) && (p = mstat_realloc_to_own(old, n)))
+	if (UNLIKELY(mstat_own_work()) && (p = mstat_own_realloc_into(old, n)))
 		return p;
 	/* The old block is live and this thread's until mstat_next.realloc(). */
 	if (LIKELY(mstat_next_header())) {
@@ -511,8 +511,8 @@ posix_memalign(void **out, size_t align, size_t n)
 		if (rc == 0 && open)
 			count_header_alloc(&sec, p, n);
 		else if (rc == 0)
-			mstat_count_unslotted(MSTAT_OP_ALLOC, 0,
-					      mstat_glibc_usable(p), n);
+			mstat_shared_count_unslotted(MSTAT_OP_ALLOC, 0,
+						     mstat_glibc_usable(p), n);
 		if (open)
 			mstat_section_close(&sec);
 	} else {

@@ -15,9 +15,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "next.h"
-#include "state.h"
-#include "writer.h"
+#include "lib/next.h"
+#include "lib/state.h"
+#include "lib/writer.h"
 
 /* malloc but for its inline path: another allocator, before resolution,
  * a thread without a `fast` slot, a section refused. */
@@ -30,15 +30,15 @@ void *mstat_malloc_sampled(size_t n, const void *caller) MSTAT_HIDDEN;
 void *mstat_malloc_header_large(struct mstat_shm_slot *slot, unsigned g,
 				void *p, size_t n) MSTAT_HIDDEN;
 /* free but for its inline path. */
-void mstat_free_slow(void *p) MSTAT_HIDDEN;
+void mstat_malloc_free_slow(void *p) MSTAT_HIDDEN;
 /* The end of mstat_free_header() for a block past the size table, or of
  * the arena, the pool: counted and freed in the section open on `slot`,
  * generation `g`, which it closes. */
-void mstat_free_header_large(struct mstat_shm_slot *slot, unsigned g, void *p)
+void mstat_malloc_free_header_large(struct mstat_shm_slot *slot, unsigned g, void *p)
 	MSTAT_HIDDEN;
 /* realloc of a block of the next allocator's that was not sampled, but
  * for realloc()'s inline path. */
-void *mstat_realloc_plain(void *old, size_t n) MSTAT_HIDDEN;
+void *mstat_malloc_realloc_plain(void *old, size_t n) MSTAT_HIDDEN;
 
 /* Into an open section, with glibc's header: the allocation of `p`, if
  * it is a small chunk (mstat_glibc_chunk()); false if not. */
@@ -88,7 +88,7 @@ mstat_free_header(const struct mstat_section *sec, void *p)
 	size_t h;
 
 	if (UNLIKELY(!mstat_glibc_chunk(p, &h))) {
-		mstat_free_header_large(sec->slot, sec->g, p);
+		mstat_malloc_free_header_large(sec->slot, sec->g, p);
 		return;
 	}
 	mstat_wsection_chunk(sec->slot, sec->g, h, MSTAT_CHUNK_FREES);
@@ -103,11 +103,11 @@ mstat_do_free(void *p)
 	struct mstat_section sec;
 
 	/* A sampled block is larger than a page (the fast path is glibc's,
-	 * see MSTAT_SAMPLE_IN_PLACE): mstat_free_header_large() finds it. */
+	 * see MSTAT_SAMPLE_IN_PLACE): mstat_malloc_free_header_large() finds it. */
 	if (UNLIKELY(slot == NULL) || UNLIKELY(p == NULL) ||
 	    UNLIKELY(mstat_wsection_begin(slot, &mstat_writer_config.epoch, false,
 					  &sec.g) != MSTAT_WS_OPEN)) {
-		mstat_free_slow(p);
+		mstat_malloc_free_slow(p);
 		return;
 	}
 	sec.slot = slot;

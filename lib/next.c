@@ -1,20 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /* next.c - finding the next allocator, and glibc's self-test; see next.h. */
-#include "next.h"
+#include "lib/next.h"
 
 #include <dlfcn.h>
 #include <link.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "status.h"
-#include "writer.h"
+#include "lib/status.h"
+#include "lib/writer.h"
 
 /* The loaded object (its link map) that holds code address `fn`, or NULL.
  * _dl_find_object() answers without the symbol search dladdr() makes
  * (5 us against 6 ns here), and without a lock. */
 MSTAT_START_TEXT const void *
-mstat_object_of(const void *fn)
+mstat_next_object_of(const void *fn)
 {
 	struct dl_find_object o;
 
@@ -33,7 +33,7 @@ static MSTAT_START_TEXT bool
 glibc_layout_holds(void)
 {
 	static const size_t sizes[] = { 0, 24, 25, 1000 };
-	const struct link_map *m = mstat_object_of(*(void **)&mstat_next.malloc);
+	const struct link_map *m = mstat_next_object_of(*(void **)&mstat_next.malloc);
 	bool ok = true;
 
 	/* Under a valgrind tool that replaces malloc (memcheck, massif,
@@ -50,8 +50,8 @@ glibc_layout_holds(void)
 	 * below decide; this only spares another allocator the trial.) */
 	char *(*libc_getenv)(const char *) = getenv;
 	if (sizeof(size_t) != 8 || !m ||
-	    m != mstat_object_of(*(void **)&libc_getenv) ||
-	    mstat_object_of(*(void **)&mstat_next.usable) != m)
+	    m != mstat_next_object_of(*(void **)&libc_getenv) ||
+	    mstat_next_object_of(*(void **)&mstat_next.usable) != m)
 		return false;
 	for (size_t i = 0; ok && i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 		void *p[3] = { mstat_next.malloc(sizes[i]),
@@ -117,7 +117,7 @@ mstat_next_resolve(void)
 	/* Before the state: a thread that sees MSTAT_NEXT_HEADER may be handed a
 	 * `fast` slot, whose callers read sizes from the header. */
 	if (header)
-		mstat_writer_header_sizes(true);
+		mstat_slots_header_sizes(true);
 	/* Release: publishes every field above; pairs with the acquire in
 	 * mstat_next_state() and at the top of this function. */
 	atomic_store_explicit(&mstat_next.state,

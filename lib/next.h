@@ -26,9 +26,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "layout.h"
-#include "sizeclass.h"
-#include "state.h"
+#include "shm/layout.h"
+#include "shm/sizeclass.h"
+#include "lib/state.h"
 
 /* The word before block `p`: the allocator's header, outside the object
  * the compiler thinks malloc returned.  The address is made from an
@@ -90,7 +90,7 @@ mstat_glibc_class(const void *p, size_t *usable)
 bool mstat_next_resolve(void) MSTAT_HIDDEN;
 
 /* The loaded object (its link map) that holds code address `fn`, or NULL. */
-const void *mstat_object_of(const void *fn) MSTAT_HIDDEN;
+const void *mstat_next_object_of(const void *fn) MSTAT_HIDDEN;
 
 static inline int
 mstat_next_state(void)

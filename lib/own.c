@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* own.c - the library's own work, and its own blocks; see own.h. */
-#include "own.h"
+#include "lib/own.h"
 
 #include <malloc.h>
 #include <pthread.h>
@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "slots.h"
+#include "lib/slots.h"
 
 /*
  * Signals wait while the thread does the library's own work: a handler
@@ -89,7 +89,7 @@ mstat_own_realloc(void *old, size_t n)
 }
 
 void *
-mstat_realloc_to_own(void *old, size_t n)
+mstat_own_realloc_into(void *old, size_t n)
 {
 	void *p = n ? mstat_pool_own_alloc(n) : NULL;
 

@@ -9,8 +9,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "pool.h"
-#include "state.h"
+#include "lib/pool.h"
+#include "lib/state.h"
 
 /*
  * The library's own work: while a thread does it (loads libunwind, takes
@@ -60,6 +60,6 @@ void *mstat_own_realloc(void *old, size_t n) MSTAT_HIDDEN;
 /* realloc of `old`, a block of the program's, in the library's own
  * work: its free counted, and an own block in its place; NULL if none
  * can be had (the caller reallocates as for any block). */
-void *mstat_realloc_to_own(void *old, size_t n) MSTAT_HIDDEN;
+void *mstat_own_realloc_into(void *old, size_t n) MSTAT_HIDDEN;
 
 #endif /* MSTAT_LIB_OWN_H */

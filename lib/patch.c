@@ -13,7 +13,7 @@
  * Nothing here allocates: the plan (objects, slots) is in memory of its
  * own.
  */
-#include "patch.h"
+#include "lib/patch.h"
 
 #include <elf.h>
 #include <sched.h>
@@ -25,11 +25,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "attached.h"
-#include "clock.h"
-#include "exit.h"
-#include "next.h"
-#include "status.h"
+#include "lib/attached.h"
+#include "shm/clock.h"
+#include "lib/exit.h"
+#include "lib/next.h"
+#include "lib/status.h"
 
 _Atomic bool mstat_patch_pending;
 
@@ -73,18 +73,18 @@ static struct fn {
 	 * the frees, then the reallocs, then the allocations. */
 	unsigned char group;
 } fns[] = {
-	{ "free", (fn_ptr)mstat_att_free, 0, 0 },
+	{ "free", (fn_ptr)mstat_attached_free, 0, 0 },
 	{ "_exit", (fn_ptr)mstat_exit_now, 0, 0 },
 	{ "_Exit", (fn_ptr)mstat_exit_now, 0, 0 },
-	{ "realloc", (fn_ptr)mstat_att_realloc, 0, 1 },
-	{ "reallocarray", (fn_ptr)mstat_att_reallocarray, 0, 1 },
-	{ "malloc", (fn_ptr)mstat_att_malloc, 0, 2 },
-	{ "calloc", (fn_ptr)mstat_att_calloc, 0, 2 },
-	{ "posix_memalign", (fn_ptr)mstat_att_posix_memalign, 0, 2 },
-	{ "aligned_alloc", (fn_ptr)mstat_att_aligned_alloc, 0, 2 },
-	{ "memalign", (fn_ptr)mstat_att_memalign, 0, 2 },
-	{ "valloc", (fn_ptr)mstat_att_valloc, 0, 2 },
-	{ "pvalloc", (fn_ptr)mstat_att_pvalloc, 0, 2 },
+	{ "realloc", (fn_ptr)mstat_attached_realloc, 0, 1 },
+	{ "reallocarray", (fn_ptr)mstat_attached_reallocarray, 0, 1 },
+	{ "malloc", (fn_ptr)mstat_attached_malloc, 0, 2 },
+	{ "calloc", (fn_ptr)mstat_attached_calloc, 0, 2 },
+	{ "posix_memalign", (fn_ptr)mstat_attached_posix_memalign, 0, 2 },
+	{ "aligned_alloc", (fn_ptr)mstat_attached_aligned_alloc, 0, 2 },
+	{ "memalign", (fn_ptr)mstat_attached_memalign, 0, 2 },
+	{ "valloc", (fn_ptr)mstat_attached_valloc, 0, 2 },
+	{ "pvalloc", (fn_ptr)mstat_attached_pvalloc, 0, 2 },
 	/* Last: mstat_patch_prepare() takes glibc's from here. */
 	{ "dlopen", (fn_ptr)mstat_att_dlopen, 0, 0 },
 	{ "dlmopen", (fn_ptr)mstat_att_dlmopen, 0, 0 },
@@ -470,20 +470,20 @@ int
 mstat_patch_prepare(char *err, size_t len)
 {
 	plan.page = (size_t)getpagesize();
-	plan.self = mstat_object_of((const void *)(uintptr_t)mstat_patch_prepare);
+	plan.self = mstat_next_object_of((const void *)(uintptr_t)mstat_patch_prepare);
 	plan.interp = getauxval(AT_BASE);
 	for (unsigned i = 0; i < FNS; i++)
 		fns[i].real = (uintptr_t)dlsym(RTLD_DEFAULT, fns[i].name);
 	mstat_patch_next_dlopen = (void *)fns[FNS - 2].real;
 	mstat_patch_next_dlmopen = (void *)fns[FNS - 1].real;
 	if (!mstat_patch_next_dlopen || !mstat_patch_next_dlmopen) {
-		mstat_join(err, len, (const char *const[]){
+		mstat_status_join(err, len, (const char *const[]){
 			"the process's libc has no dlopen or dlmopen", NULL });
 		return -1;
 	}
 	for (const struct link_map *l = _r_debug.r_map; l; l = l->l_next)
 		if (!skipped(l) && loaded(l) && !add_object(l)) {
-			mstat_join(err, len, (const char *const[]){
+			mstat_status_join(err, len, (const char *const[]){
 				"no memory for the list of slots to patch", NULL });
 			return -1;
 		}
@@ -681,7 +681,7 @@ mstat_patch_apply(char *err, size_t len)
 		nanosleep(&ts, NULL);
 	}
 	if (w.busy || w.rc < 0) {
-		mstat_join(err, len, (const char *const[]){
+		mstat_status_join(err, len, (const char *const[]){
 			w.busy ? "the loader stayed busy" :
 			w.rc == -ENOMEM ? "no memory for the list of slots to patch"
 					: "cannot make the read-only slots of ",

@@ -37,7 +37,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "state.h"
+#include "lib/state.h"
 
 /* Lists the slots of every loaded object (in the constructor, inside
  * dlopen: the list of objects cannot change).  0, or -1 with a reason in

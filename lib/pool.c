@@ -26,7 +26,7 @@
  * the hot loop to that line's moves (docs/performance.md, "The heap
  * profile").
  */
-#include "pool.h"
+#include "lib/pool.h"
 
 #include <stdatomic.h>
 #include <sys/mman.h>

@@ -24,7 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "writer.h"
+#include "lib/writer.h"
 
 /*
  * The word before a block of the library's own (the pool's, the

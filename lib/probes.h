@@ -31,7 +31,7 @@
 
 #include <stdint.h>
 
-#include "writer.h"
+#include "lib/writer.h"
 
 #if defined(MSTAT_USDT) && (defined(__x86_64__) || defined(__aarch64__))
 #define _SDT_HAS_SEMAPHORES 1

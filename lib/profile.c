@@ -24,8 +24,8 @@
  * instead of raising SIGBUS in malloc.  A process that samples a few
  * stacks holds a few pages of it.
  */
-#include "own.h"
-#include "profile.h"
+#include "lib/own.h"
+#include "lib/profile.h"
 
 #include <dlfcn.h>
 #include <elf.h>
@@ -40,12 +40,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "allocstats.h"
-#include "clock.h"
-#include "config.h"
-#include "probes.h"
-#include "segment.h"
-#include "status.h"
+#include "lib/allocstats.h"
+#include "shm/clock.h"
+#include "lib/config.h"
+#include "lib/probes.h"
+#include "lib/segment.h"
+#include "lib/status.h"
 
 /* Live sampled blocks remembered; 48 bytes each, pages taken as used.
  * Entry i's birth is word i of the region's births (layout.h). */
@@ -380,7 +380,7 @@ static bool
 begin(size_t n)
 {
 	struct mstat_thread *t = &mstat_thread;
-	const struct mstat_segment *seg = t->in_sample ? NULL : mstat_writer_segment();
+	const struct mstat_segment *seg = t->in_sample ? NULL : mstat_start_segment();
 
 	if (t->countdown.rng == 0)
 		seed();
@@ -664,8 +664,8 @@ mstat_profile_note(void *p, size_t requested, size_t counted)
 							    memory_order_relaxed)) {
 			e->stack = NO_STACK;
 			e->gen = prof.gen;
-			e->weight = mstat_sample_weight(requested, counted,
-							mstat_thread.sample_interval);
+			e->weight = mstat_countdown_weight(requested, counted,
+							   mstat_thread.sample_interval);
 			e->counted = counted;
 			/* Before the block is the program's: see profile.h. */
 			atomic_fetch_add_explicit(&mstat_sample_filter[mstat_sample_bucket(p)],
@@ -898,5 +898,5 @@ register_hooks(void)
 		.fork_child = on_fork_child,
 	};
 
-	mstat_writer_hooks(&hooks);
+	mstat_start_hooks(&hooks);
 }

@@ -50,7 +50,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "writer.h"
+#include "lib/writer.h"
 
 /* The thread's countdown went below zero on an allocation of `n` bytes:
  * draws the next one, and says whether this allocation is sampled.  True

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* rows.c - counts kept in process memory; see rows.h. */
-#include "rows.h"
+#include "lib/rows.h"
 
 void
 mstat_rows_add(mstat_rows to, mstat_rows from)

@@ -10,8 +10,8 @@
 
 #include <stdint.h>
 
-#include "state.h"
-#include "writer.h"
+#include "lib/state.h"
+#include "lib/writer.h"
 
 /* The counters one count adds to, and how much. */
 struct mstat_adds {

@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* sampled.c - the interposer's sampled blocks; see sampled.h. */
-#include "sampled.h"
+#include "lib/sampled.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
-#include "malloc_inline.h"
-#include "own.h"
-#include "unsized.h"
-#include "writer.h"
+#include "lib/arena.h"
+#include "lib/malloc_inline.h"
+#include "lib/own.h"
+#include "lib/unsized.h"
+#include "lib/writer.h"
 
 /*
  * Where mstat_sampled() moves a block of `size` bytes, asked with
@@ -96,7 +96,7 @@ mstat_sampled(void *q, size_t n, size_t align, size_t copy, bool zero,
 }
 
 void
-mstat_free_sampled(void *p, size_t size)
+mstat_sampled_free(void *p, size_t size)
 {
 	struct mstat_section sec;
 
@@ -105,7 +105,7 @@ mstat_free_sampled(void *p, size_t size)
 		if (open)
 			mstat_section_count(&sec, MSTAT_OP_FREE, size, 0, 0);
 		else
-			mstat_count_unslotted(MSTAT_OP_FREE, size, 0, 0);
+			mstat_shared_count_unslotted(MSTAT_OP_FREE, size, 0, 0);
 		release_block(p);
 		if (open)
 			mstat_section_close(&sec);
@@ -116,7 +116,7 @@ mstat_free_sampled(void *p, size_t size)
 }
 
 void *
-mstat_realloc_sampled(void *old, size_t n, bool sample, const void *caller)
+mstat_sampled_realloc(void *old, size_t n, bool sample, const void *caller)
 {
 	size_t old_size, size, copy;
 	void *p;
@@ -126,7 +126,7 @@ mstat_realloc_sampled(void *old, size_t n, bool sample, const void *caller)
 			mstat_profile_cancel();
 		return mstat_own_realloc(old, n);
 	}
-	if (UNLIKELY(mstat_own_work()) && (p = mstat_realloc_to_own(old, n)) != NULL) {
+	if (UNLIKELY(mstat_own_work()) && (p = mstat_own_realloc_into(old, n)) != NULL) {
 		if (sample)
 			mstat_profile_cancel();
 		return p;
@@ -141,7 +141,7 @@ mstat_realloc_sampled(void *old, size_t n, bool sample, const void *caller)
 		return NULL;
 	}
 	if (!owned || (mstat_next_header() && old_size == mstat_glibc_usable(old))) {
-		p = mstat_realloc_plain(old, n);
+		p = mstat_malloc_realloc_plain(old, n);
 		return sample ? mstat_sampled(p, n, 0, n, false, caller) : p;
 	}
 	if (n == 0) { /* as glibc's: realloc(p, 0) frees p, gives NULL */
@@ -163,8 +163,8 @@ mstat_realloc_sampled(void *old, size_t n, bool sample, const void *caller)
 							    mstat_size_class(old_size),
 							    old_size, c, size, n);
 			else
-				mstat_count_unslotted(MSTAT_OP_REALLOC, old_size,
-						      size, n);
+				mstat_shared_count_unslotted(MSTAT_OP_REALLOC, old_size,
+							     size, n);
 		}
 		if (LIKELY(open))
 			mstat_section_close(&sec);

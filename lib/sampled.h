@@ -11,10 +11,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "next.h"
-#include "pool.h"
-#include "profile.h"
-#include "state.h"
+#include "lib/next.h"
+#include "lib/pool.h"
+#include "lib/profile.h"
+#include "lib/state.h"
 
 /*
  * With glibc's header, every sampled block is larger than a page, or the
@@ -86,7 +86,7 @@ void *mstat_sampled(void *q, size_t n, size_t align, size_t copy, bool zero,
 
 /* The free of sampled block `p`, whose allocation was counted with `size`
  * bytes: as any free does, with that size. */
-void mstat_free_sampled(void *p, size_t size) MSTAT_HIDDEN;
+void mstat_sampled_free(void *p, size_t size) MSTAT_HIDDEN;
 
 /*
  * realloc whose new block is to be sampled (`sample`: mstat_profile_begin()
@@ -94,13 +94,13 @@ void mstat_free_sampled(void *p, size_t size) MSTAT_HIDDEN;
  * moved is never handed to the next realloc, which could keep it in
  * place, no longer sampled, and counted with a size its allocation was
  * not: it is freed after a plain allocation and a copy, counted as one
- * realloc, in one section with glibc's header, as mstat_realloc_plain()
+ * realloc, in one section with glibc's header, as mstat_malloc_realloc_plain()
  * counts.  Old is live and this thread's; if no new block can be had, it
  * stays so.  One left in place (glibc's large blocks) goes to
- * mstat_realloc_plain(), as any block, which takes it out of the live
+ * mstat_malloc_realloc_plain(), as any block, which takes it out of the live
  * table.
  */
-void *mstat_realloc_sampled(void *old, size_t n, bool sample,
+void *mstat_sampled_realloc(void *old, size_t n, bool sample,
 			    const void *caller) MSTAT_HIDDEN;
 
 #endif /* MSTAT_LIB_SAMPLED_H */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* segment.c - the target's side of a segment; see segment.h. */
-#include "segment.h"
+#include "lib/segment.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,10 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "owner.h"
-#include "procfs.h"
-#include "status.h"
+#include "shm/clock.h"
+#include "shm/owner.h"
+#include "shm/procfs.h"
+#include "lib/status.h"
 
 static int
 fail(char *err, size_t errlen, int rc, const char *what)
@@ -59,10 +59,10 @@ mstat_segment_create(struct mstat_segment *seg, const char *name,
 	seg->fd = -1;
 	seg->id.published = true;
 	seg->id.pid = getpid();
-	rc = mstat_proc_start_time(0, &seg->id.start_time);
+	rc = mstat_procfs_start_time(0, &seg->id.start_time);
 	if (rc < 0)
 		return fail(err, errlen, rc, "/proc/self/stat");
-	(void)mstat_pid_ns(&seg->id.pid_ns); /* 0 if unknown */
+	(void)mstat_procfs_pid_ns(&seg->id.pid_ns); /* 0 if unknown */
 
 	fd = open(MSTAT_SHM_DIR, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (fd < 0)
@@ -180,8 +180,8 @@ mstat_segment_name(struct mstat_segment *seg, char *err, size_t errlen)
 		 * one's (another pid namespace, or squatted), or a file the
 		 * library did not make.  A killed one's is left to the
 		 * removers' grace: there are other names. */
-		if (mstat_reap_at(dirfd, seg->shm_name, geteuid(), &seg->id,
-				  MSTAT_KILLED_GRACE_MAX, NULL) != MSTAT_REAP_REMOVED)
+		if (mstat_owner_reap_at(dirfd, seg->shm_name, geteuid(), &seg->id,
+					MSTAT_KILLED_GRACE_MAX, NULL) != MSTAT_REAP_REMOVED)
 			suffix++;
 	}
 	close(dirfd);

@@ -20,9 +20,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "layout.h"
-#include "name.h"
-#include "owner.h"
+#include "shm/layout.h"
+#include "shm/name.h"
+#include "shm/owner.h"
 
 struct mstat_segment {
 	struct mstat_shm_header *hdr; /* the whole segment, mapped read-write */

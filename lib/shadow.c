@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* shadow.c - the map of blocks made since the attach; see shadow.h. */
-#include "shadow.h"
+#include "lib/shadow.h"
 
 #include <sys/mman.h>
 

@@ -30,7 +30,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "state.h"
+#include "lib/state.h"
 
 /* Tags: 0, none; 1 + the class of a block counted there; and these. */
 #define MSTAT_TAG_NONE 0u

@@ -6,15 +6,15 @@
  * take; and the counts of signal handlers that cannot wait for their own
  * thread, deferred.  See shared.h.
  */
-#include "shared.h"
+#include "lib/shared.h"
 
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "rows.h"
-#include "start.h"
-#include "stop.h"
+#include "shm/clock.h"
+#include "lib/rows.h"
+#include "lib/start.h"
+#include "lib/stop.h"
 
 /* When the segment is made, unless MSTAT_EAGER=1: at the first count after
  * this much of the process's life, or once it has counted this much, or
@@ -44,7 +44,7 @@ count_early(enum mstat_op op, uint64_t freed, uint64_t size, uint64_t requested)
 }
 
 MSTAT_START_TEXT uint32_t
-mstat_tid(void)
+mstat_shared_tid(void)
 {
 	if (!mstat_thread.tid)
 		mstat_thread.tid = (uint32_t)gettid();
@@ -72,7 +72,7 @@ MSTAT_START_TEXT bool
 mstat_shared_must_defer(void)
 {
 	return mstat_thread.in_forking ||
-	       mstat_ownlock_mine(&mstat_proc.shared_lock, mstat_tid());
+	       mstat_ownlock_mine(&mstat_proc.shared_lock, mstat_shared_tid());
 }
 
 static void
@@ -144,11 +144,11 @@ take_spill(struct mstat_shm_slot *slot, unsigned g, mstat_rows acc)
 }
 
 /*
- * The same, for a holder of shared_lock.  Not while mstat_count_deferred() is
+ * The same, for a holder of shared_lock.  Not while mstat_shared_count_deferred() is
  * taking on this thread: a signal handler that interrupts it half-way
  * through a take (the entry read, `out` not yet moved on), and counts
  * with the lock free, would take that entry too and count it twice.
- * mstat_count_deferred() takes what is left, including what handlers deferred
+ * mstat_shared_count_deferred() takes what is left, including what handlers deferred
  * meanwhile.
  */
 static bool
@@ -176,7 +176,7 @@ mstat_shared_take_early(void)
 MSTAT_START_TEXT void
 mstat_shared_lock(void)
 {
-	mstat_ownlock_lock(&mstat_proc.shared_lock, mstat_tid());
+	mstat_ownlock_lock(&mstat_proc.shared_lock, mstat_shared_tid());
 }
 
 /* Lets go of shared_lock; counts deferred after the holder took them out
@@ -185,7 +185,7 @@ MSTAT_START_TEXT void
 mstat_shared_unlock(void)
 {
 	mstat_ownlock_unlock(&mstat_proc.shared_lock);
-	mstat_count_deferred();
+	mstat_shared_count_deferred();
 }
 
 /* Stores the exiting thread's flags in the header (under shared_lock). */
@@ -362,12 +362,12 @@ forking_end(void)
 {
 	atomic_signal_fence(memory_order_seq_cst);
 	mstat_thread.in_forking = false;
-	mstat_count_deferred();
+	mstat_shared_count_deferred();
 }
 
 /* Adds rows kept in process memory where this thread counts. */
 void
-mstat_count_rows(mstat_rows acc)
+mstat_shared_count_rows(mstat_rows acc)
 {
 	struct mstat_section sec;
 	unsigned g = 0;
@@ -390,12 +390,12 @@ mstat_count_rows(mstat_rows acc)
 	else if (s == MSTAT_INTO_EARLY || s == MSTAT_INTO_LATE)
 		mstat_rows_add(mstat_proc.early, acc);
 	if (mstat_shared_close(s, g))
-		mstat_publish();
+		mstat_start_publish();
 }
 
 MSTAT_START_TEXT void
-mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
-		      uint64_t requested)
+mstat_shared_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
+			     uint64_t requested)
 {
 	unsigned g = 0;
 	enum mstat_shared s;
@@ -430,7 +430,7 @@ mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
 		count_early(op, freed, size, requested);
 	}
 	if (mstat_shared_close(s, g) || due)
-		mstat_publish();
+		mstat_start_publish();
 }
 
 /* Counts what this thread's handlers deferred while it held what it has
@@ -438,7 +438,7 @@ mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
  * shared slot (not while forking: the shared slot is stopped, by this
  * very thread, and the spill waits for a later holder). */
 MSTAT_START_TEXT void
-mstat_count_deferred(void)
+mstat_shared_count_deferred(void)
 {
 	struct mstat_deferred d;
 
@@ -453,7 +453,7 @@ mstat_count_deferred(void)
 			unsigned g = 0;
 			enum mstat_shared s = mstat_shared_open(&g);
 			if (mstat_shared_close(s, g))
-				mstat_publish();
+				mstat_start_publish();
 		}
 		/* Deferred while the lock was held above: the holder left them
 		 * (take_deferred_held()).  No handler defers once it is free.

@@ -23,11 +23,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "state.h"
-#include "writer.h"
+#include "lib/state.h"
+#include "lib/writer.h"
 
 /* This thread's id, as the shared lock knows its holder. */
-uint32_t mstat_tid(void) MSTAT_HIDDEN;
+uint32_t mstat_shared_tid(void) MSTAT_HIDDEN;
 
 /* This thread is inside one of the writer's critical sections (holds the
  * shared lock, adds to `forking`): a signal handler of it must not wait
@@ -55,7 +55,7 @@ enum mstat_shared mstat_shared_open(unsigned *g) MSTAT_HIDDEN;
 
 /* Ends what mstat_shared_open() began, with the counts this thread's
  * handlers deferred meanwhile.  Whether the segment is due now (start.h,
- * mstat_publish()). */
+ * mstat_start_publish()). */
 bool mstat_shared_close(enum mstat_shared s, unsigned g) MSTAT_HIDDEN;
 
 /* Ends the exiting thread's section (MSTAT_INTO_EXIT) without
@@ -68,10 +68,10 @@ void mstat_shared_exit_end(bool done) MSTAT_HIDDEN;
 bool mstat_shared_take_early(void) MSTAT_HIDDEN;
 
 /* Adds rows kept in process memory where this thread counts. */
-void mstat_count_rows(mstat_rows acc) MSTAT_HIDDEN;
+void mstat_shared_count_rows(mstat_rows acc) MSTAT_HIDDEN;
 
 /* Counts what this thread's handlers deferred while it held what it has
  * just let go of, wherever it counts now; and any spill. */
-void mstat_count_deferred(void) MSTAT_HIDDEN;
+void mstat_shared_count_deferred(void) MSTAT_HIDDEN;
 
 #endif /* MSTAT_LIB_SHARED_H */

@@ -6,17 +6,17 @@
  * `fast`, `slot`, `own`; `fast` cleared while it does the library's own
  * work).  See slots.h.
  */
-#include "own.h"
-#include "slots.h"
+#include "lib/own.h"
+#include "lib/slots.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "stop.h"
+#include "lib/stop.h"
 
-/* Set by the interposer (mstat_writer_header_sizes()): `fast` may be
+/* Set by the interposer (mstat_slots_header_sizes()): `fast` may be
  * handed out.  Relaxed: a thread that misses it takes the slow path,
  * which looks again. */
 static _Atomic bool header_sizes MSTAT_STARTUP;
@@ -48,7 +48,7 @@ mstat_slots_set(struct mstat_shm_slot *s)
 }
 
 MSTAT_START_TEXT void
-mstat_writer_header_sizes(bool yes)
+mstat_slots_header_sizes(bool yes)
 {
 	atomic_store_explicit(&header_sizes, yes, memory_order_relaxed);
 }
@@ -157,7 +157,7 @@ give_back_slot(void *unused)
 }
 
 MSTAT_START_TEXT bool
-mstat_section_open_slow(struct mstat_section *sec)
+mstat_slots_open_slow(struct mstat_section *sec)
 {
 	for (;;) {
 		struct mstat_shm_slot *slot = mstat_thread.own;

@@ -14,8 +14,8 @@
 
 #include <stdint.h>
 
-#include "state.h"
-#include "writer.h"
+#include "lib/state.h"
+#include "lib/writer.h"
 
 /* This thread writes `s` (or nothing of its own, NULL) from now on; the
  * inline paths take it as far as the mode and the interposer allow. */

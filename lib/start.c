@@ -7,8 +7,8 @@
  * hooks other parts of the library act at (writer.h); the report to
  * mstat-run (shm/report.h).  See start.h.
  */
-#include "own.h"
-#include "start.h"
+#include "lib/own.h"
+#include "lib/start.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -20,35 +20,35 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "allocstats.h"
-#include "attach.h"
-#include "clock.h"
-#include "config.h"
-#include "exec.h"
-#include "exit.h"
-#include "fork.h"
-#include "owner.h"
-#include "report.h"
-#include "rows.h"
-#include "segment.h"
-#include "shared.h"
-#include "slots.h"
-#include "status.h"
-#include "stop.h"
-#include "writer.h"
+#include "lib/allocstats.h"
+#include "lib/attach.h"
+#include "shm/clock.h"
+#include "lib/config.h"
+#include "lib/exec.h"
+#include "lib/exit.h"
+#include "lib/fork.h"
+#include "shm/owner.h"
+#include "shm/report.h"
+#include "lib/rows.h"
+#include "lib/segment.h"
+#include "lib/shared.h"
+#include "lib/slots.h"
+#include "lib/status.h"
+#include "lib/stop.h"
+#include "lib/writer.h"
 
 /* Dead segments a process may look at when it makes its segment
- * (mstat_reap_some()). */
+ * (mstat_owner_reap_some()). */
 #define REAP_PROBES 8u
 
-/* The hooks registered (mstat_writer_hooks()), by constructors: every
+/* The hooks registered (mstat_start_hooks()), by constructors: every
  * process writes them as it starts. */
 #define HOOKS_MAX 4u
 static const struct mstat_writer_hooks *hooks[HOOKS_MAX] MSTAT_STARTUP;
 static unsigned hooks_n MSTAT_STARTUP;
 
 MSTAT_START_TEXT void
-mstat_writer_hooks(const struct mstat_writer_hooks *h)
+mstat_start_hooks(const struct mstat_writer_hooks *h)
 {
 	if (hooks_n < HOOKS_MAX)
 		hooks[hooks_n++] = h;
@@ -69,7 +69,7 @@ static void start(void);
  * inherits half a segment (its descriptor, its `starting`).
  */
 void
-mstat_publish(void)
+mstat_start_publish(void)
 {
 	bool go;
 
@@ -86,7 +86,7 @@ mstat_publish(void)
 	       MSTAT_STOP_EXIT);
 	if (go) {
 		atomic_store_explicit(&mstat_proc.starting, true, memory_order_relaxed);
-		mstat_proc.starter = mstat_tid();
+		mstat_proc.starter = mstat_shared_tid();
 	}
 	mstat_shared_unlock();
 	if (go) {
@@ -99,29 +99,29 @@ mstat_publish(void)
 }
 
 void
-mstat_publish_claim(void)
+mstat_start_publish_claim(void)
 {
 	atomic_store_explicit(&mstat_proc.starting, true, memory_order_relaxed);
-	mstat_proc.starter = mstat_tid();
+	mstat_proc.starter = mstat_shared_tid();
 }
 
 void
-mstat_publish_claimed(void)
+mstat_start_publish_claimed(void)
 {
-	mstat_proc.starter = mstat_tid();
+	mstat_proc.starter = mstat_shared_tid();
 	start();
 }
 
 void
-mstat_publish_wait(void)
+mstat_start_publish_wait(void)
 {
-	mstat_publish();
+	mstat_start_publish();
 	uint64_t since = mstat_clock_ns(CLOCK_MONOTONIC_COARSE);
 	/* (W) acquire: pairs with the release in start_end(); what start()
 	 * did (the segment, `ready`, `disabled`) is seen. */
 	while (atomic_load_explicit(&mstat_proc.starting, memory_order_relaxed) &&
 	       !atomic_load_explicit(&mstat_proc.start_ended, memory_order_acquire) &&
-	       mstat_proc.starter != mstat_tid() &&
+	       mstat_proc.starter != mstat_shared_tid() &&
 	       mstat_clock_ns(CLOCK_MONOTONIC_COARSE) - since < START_WAIT_NS) {
 		struct timespec ts = { 0, 10 * 1000 * 1000 };
 		syscall(SYS_futex, &mstat_proc.start_ended, FUTEX_WAIT_PRIVATE, 0, &ts,
@@ -153,7 +153,7 @@ mstat_start_fork_child(void)
 }
 
 /* start() has returned, made the segment or not: threads that wait for
- * it go on (mstat_publish_wait(), fork_prepare()). */
+ * it go on (mstat_start_publish_wait(), fork_prepare()). */
 static void
 start_end(void)
 {
@@ -211,7 +211,7 @@ adopt(struct mstat_segment *seg, uint32_t mode, char *err, size_t errlen)
 	atomic_store_explicit(&mstat_proc.exit_word, mstat_epoch_word(&seg->hdr->epoch),
 			      memory_order_relaxed);
 	mstat_writer_config.fenced = mode == MSTAT_MODE_FENCED;
-	/* (R) release: pairs with the acquire in mstat_section_open_slow().
+	/* (R) release: pairs with the acquire in mstat_slots_open_slow().
 	 * (I) seq_cst: with the load of `execing` after it, pairs with an
 	 * exec()'s store of `execing` and load of `ready` (exec.c). */
 	atomic_store_explicit(&mstat_proc.ready, 1, memory_order_seq_cst);
@@ -240,7 +240,7 @@ start(void)
 		.seconds = mstat_config_number(MSTAT_CONF_KILLED_GRACE),
 		.max_bytes = mstat_config_number(MSTAT_CONF_KILLED_BYTES),
 	};
-	mstat_reap_some(geteuid(), REAP_PROBES, &grace);
+	mstat_owner_reap_some(geteuid(), REAP_PROBES, &grace);
 	/* A fork child: its parent's segment, still mapped (fork.c). */
 	mstat_segment_unmap(&mstat_proc.inherited);
 	/* What the hooks allocate (loading libunwind) is the library's own. */
@@ -277,7 +277,7 @@ start(void)
 }
 
 MSTAT_START_TEXT const struct mstat_segment *
-mstat_writer_segment(void)
+mstat_start_segment(void)
 {
 	/* (R) acquire: pairs with the release in start(); the segment's
 	 * fields are then set. */
@@ -295,7 +295,7 @@ mstat_writer_start(void)
 	mstat_proc.pid = getpid();
 	mstat_proc.born_ns = mstat_clock_ns(CLOCK_MONOTONIC_COARSE);
 	e = mstat_config_text(MSTAT_CONF_NAME);
-	mstat_join(mstat_proc.name, sizeof(mstat_proc.name), (const char *const[]){
+	mstat_status_join(mstat_proc.name, sizeof(mstat_proc.name), (const char *const[]){
 		e ? e : program_invocation_short_name, NULL });
 	/* Injected into a running process, which may have written over its
 	 * arguments since it started (a process title, as nginx's "nginx:
@@ -303,14 +303,14 @@ mstat_writer_start(void)
 	if (MSTAT_ATTACH && !e)
 		(void)prctl(PR_GET_NAME, mstat_proc.name);
 	if ((e = mstat_config_text(MSTAT_CONF_LOG)))
-		mstat_join(mstat_proc.log, sizeof(mstat_proc.log),
-			   (const char *const[]){ e, NULL });
+		mstat_status_join(mstat_proc.log, sizeof(mstat_proc.log),
+				  (const char *const[]){ e, NULL });
 	/* Set by mstat-run for the command it runs (shm/report.h): that
 	 * process sends its segment as it makes it, at once, or says why
 	 * there is none. */
 	if ((e = mstat_config_text(MSTAT_CONF_REPORT))) {
-		mstat_join(mstat_proc.report, sizeof(mstat_proc.report),
-			   (const char *const[]){ e, NULL });
+		mstat_status_join(mstat_proc.report, sizeof(mstat_proc.report),
+				  (const char *const[]){ e, NULL });
 		mstat_proc.report_pid = (pid_t)mstat_config_number(MSTAT_CONF_REPORT_PID);
 	}
 	if (mstat_config_number(MSTAT_CONF_DISABLE)) {
@@ -347,6 +347,6 @@ mstat_writer_start(void)
 		"process is worth watching", NULL });
 	mstat_proc.started = true;
 	if (mstat_proc.eager || reported)
-		mstat_publish();
+		mstat_start_publish();
 #endif
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* state.c - the library's shared state, defined, and its layout checked;
  * see state.h. */
-#include "state.h"
+#include "lib/state.h"
 
 #include <stddef.h>
 

@@ -19,11 +19,11 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "countdown.h"
-#include "layout.h"
-#include "ownlock.h"
-#include "report.h"
-#include "segment.h"
+#include "lib/countdown.h"
+#include "shm/layout.h"
+#include "lib/ownlock.h"
+#include "shm/report.h"
+#include "lib/segment.h"
 
 /* 1 in the library mstat-attach injects into a running process
  * (libmstatshm-attach.so, lib/attach.h); 0 in libmstatshm. */
@@ -159,7 +159,7 @@ struct mstat_thread {
 	 *     mstat_section_open(); NULL in fenced mode, so that the inline
 	 *     path tests no mode: fenced sections open out of line;
 	 *   - `fast`: `slot`, once the interposer has said its blocks carry
-	 *     glibc's header (mstat_writer_header_sizes()): the interposer's
+	 *     glibc's header (mstat_slots_header_sizes()): the interposer's
 	 *     inline path then tests nothing else of the process.
 	 */
 	alignas(MSTAT_CACHELINE) struct mstat_shm_slot *fast;

@@ -2,14 +2,14 @@
 /* status.c - what the library says of itself; see status.h.  Its texts
  * are mstat_proc's (status, state, warnings, log), on the page a process
  * writes as it starts. */
-#include "status.h"
+#include "lib/status.h"
 
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "name.h"
+#include "shm/name.h"
 
 /* Appends NULL-terminated `parts` to the string in dst (len bytes,
  * truncated). */
@@ -25,7 +25,7 @@ append(char *dst, size_t len, const char *const *parts)
 }
 
 MSTAT_START_TEXT void
-mstat_join(char *dst, size_t len, const char *const *parts)
+mstat_status_join(char *dst, size_t len, const char *const *parts)
 {
 	dst[0] = '\0';
 	append(dst, len, parts);
@@ -61,7 +61,7 @@ mstat_status_log(const char *what, const char *why)
 	if (strcmp(mstat_proc.log, "stderr") != 0 && (fd = open_log()) < 0)
 		return;
 	mstat_utoa(pid, (uint64_t)getpid());
-	mstat_join(line, sizeof(line), (const char *const[]){
+	mstat_status_join(line, sizeof(line), (const char *const[]){
 		"mstatshm: ", mstat_proc.name, "[", pid, "]: ", what, ": ", why, "\n",
 		NULL });
 	(void)!write(fd, line, strlen(line));
@@ -73,7 +73,7 @@ mstat_status_log(const char *what, const char *why)
 static void
 compose(void)
 {
-	mstat_join(mstat_proc.status, sizeof(mstat_proc.status), (const char *const[]){
+	mstat_status_join(mstat_proc.status, sizeof(mstat_proc.status), (const char *const[]){
 		mstat_proc.state, mstat_proc.warnings[0] ? "; " : "",
 		mstat_proc.warnings, NULL });
 }
@@ -90,6 +90,6 @@ mstat_status_warn(const char *what, const char *why)
 MSTAT_START_TEXT void
 mstat_status_set(const char *const *parts)
 {
-	mstat_join(mstat_proc.state, sizeof(mstat_proc.state), parts);
+	mstat_status_join(mstat_proc.state, sizeof(mstat_proc.state), parts);
 	compose();
 }

@@ -15,10 +15,10 @@
 #include <stddef.h>
 #include <string.h>
 
-#include "state.h"
+#include "lib/state.h"
 
 /* The NULL-terminated `parts` into dst (len bytes, truncated). */
-void mstat_join(char *dst, size_t len, const char *const *parts) MSTAT_HIDDEN;
+void mstat_status_join(char *dst, size_t len, const char *const *parts) MSTAT_HIDDEN;
 
 /* What the library does now (the NULL-terminated `parts`): the status's
  * first part, the warnings after it. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* stop.c - stopping and draining every section; see stop.h. */
-#include "stop.h"
+#include "lib/stop.h"
 
 #include <limits.h>
 #include <linux/futex.h>
@@ -10,9 +10,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "handshake.h"
-#include "section.h"
-#include "slots.h"
+#include "shm/handshake.h"
+#include "shm/section.h"
+#include "lib/slots.h"
 
 /* How long a fork or the exit waits for a thread to leave its section
  * (it is inside malloc or free: microseconds, unless it is stopped). */

@@ -16,7 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "state.h"
+#include "lib/state.h"
 
 /* At start, while the process most likely has one thread: registers it
  * for the membarrier commands it uses.  (In an attached process, with

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* unsized.c - blocks the next allocator cannot size yet; see unsized.h. */
-#include "unsized.h"
+#include "lib/unsized.h"
 
 #define UNSIZED_MAX 1024u           /* a power of two */
 #define UNSIZED_GONE ((void *)1)    /* a forgotten entry */

@@ -20,8 +20,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "next.h"
-#include "state.h"
+#include "lib/next.h"
+#include "lib/state.h"
 
 /* Remembers live block `p`, counted with its `requested` size: that size,
  * or 0 if the table is full. */

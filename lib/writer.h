@@ -12,7 +12,7 @@
  * Every other case goes out of line: a thread's first count (it claims a
  * slot: slots.c), a fork in progress (it waits: stop.c), a section inside
  * a section of the same thread (a signal handler), and the counts that
- * cannot go to a slot of their own (mstat_count_unslotted(): shared.c).
+ * cannot go to a slot of their own (mstat_shared_count_unslotted(): shared.c).
  *
  * Who writes where:
  *   - a thread with a slot of its own writes it lock-free (here);
@@ -50,11 +50,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "countdown.h"
-#include "layout.h"
-#include "section.h"
-#include "sizeclass.h"
-#include "state.h"
+#include "lib/countdown.h"
+#include "shm/layout.h"
+#include "shm/section.h"
+#include "shm/sizeclass.h"
+#include "lib/state.h"
 
 /* The fast path must inline into each caller, so `op` is a constant. */
 #define MSTAT_INLINE static inline __attribute__((always_inline))
@@ -93,19 +93,19 @@ struct mstat_section {
 };
 
 /* The cases the inline open does not handle; see the top of this file. */
-bool mstat_section_open_slow(struct mstat_section *sec) MSTAT_HIDDEN;
+bool mstat_slots_open_slow(struct mstat_section *sec) MSTAT_HIDDEN;
 
 /* Counts without a section of the thread's own: the shared slot, the
  * counts before the segment exists, a forking thread's; once the process
  * exits, the exiting thread's (through the shared slot) and the other
  * threads' (into process memory, until it adds them in). */
-void mstat_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
-			   uint64_t requested) MSTAT_HIDDEN;
+void mstat_shared_count_unslotted(enum mstat_op op, uint64_t freed, uint64_t size,
+				  uint64_t requested) MSTAT_HIDDEN;
 
 /* The interposer's word, once, before any block it sizes from glibc's
  * header is counted: threads may take the inline path of `fast`.  (Tests
  * that reopen the interposer's resolution window take it back.) */
-void mstat_writer_header_sizes(bool yes) MSTAT_HIDDEN;
+void mstat_slots_header_sizes(bool yes) MSTAT_HIDDEN;
 
 /* Opens a section on `slot`, the thread's own, in membarrier mode. */
 MSTAT_INLINE bool
@@ -116,11 +116,11 @@ mstat_section_open_on(struct mstat_section *sec, struct mstat_shm_slot *slot)
 		sec->slot = slot;
 		return true;
 	}
-	return mstat_section_open_slow(sec);
+	return mstat_slots_open_slow(sec);
 }
 
 /* Opens a section on the thread's own slot: true, or false when the count
- * must go to mstat_count_unslotted(). */
+ * must go to mstat_shared_count_unslotted(). */
 MSTAT_INLINE bool
 mstat_section_open(struct mstat_section *sec)
 {
@@ -128,7 +128,7 @@ mstat_section_open(struct mstat_section *sec)
 
 	if (__builtin_expect(slot != NULL, 1))
 		return mstat_section_open_on(sec, slot);
-	return mstat_section_open_slow(sec);
+	return mstat_slots_open_slow(sec);
 }
 
 /* The free of a block of `freed` usable bytes in class `freed_class`
@@ -183,7 +183,7 @@ mstat_count(enum mstat_op op, uint64_t freed, uint64_t size, uint64_t requested)
 		mstat_section_count(&sec, op, freed, size, requested);
 		mstat_section_close(&sec);
 	} else {
-		mstat_count_unslotted(op, freed, size, requested);
+		mstat_shared_count_unslotted(op, freed, size, requested);
 	}
 }
 
@@ -198,7 +198,7 @@ mstat_sample_due(size_t n)
 
 /* The segment, once published, while counting goes on; NULL before and
  * after (for the profile, which lives in it). */
-const struct mstat_segment *mstat_writer_segment(void) MSTAT_HIDDEN;
+const struct mstat_segment *mstat_start_segment(void) MSTAT_HIDDEN;
 
 /*
  * Points of the writer's life where another part of the library acts
@@ -219,6 +219,6 @@ struct mstat_writer_hooks {
 	void (*fork_child)(void);
 };
 #define MSTAT_HOOKS_PRIORITY 101 /* a constructor priority: before the writer's */
-void mstat_writer_hooks(const struct mstat_writer_hooks *hooks) MSTAT_HIDDEN;
+void mstat_start_hooks(const struct mstat_writer_hooks *hooks) MSTAT_HIDDEN;
 
 #endif /* MSTAT_LIB_WRITER_H */

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The unit, protocol, interpose, observer, exporter and hostile suites under
+# The unit, protocol, interpose, top, exporter and hostile suites under
 # AddressSanitizer and UndefinedBehaviorSanitizer, in build-sanitize/.
 # Any finding fails its test.  (Beside ASan's own malloc the interposer
 # cannot run: of the interpose suite only 'race' applies, and the tests
@@ -17,7 +17,7 @@ meson compile -C build-sanitize
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 meson test -C build-sanitize --print-errorlogs --suite unit --suite protocol \
-	--suite interpose --suite observer --suite exporter --suite hostile "$@"
+	--suite interpose --suite top --suite exporter --suite hostile "$@"
 
 [ -d build-ubsan ] ||
 	meson setup build-ubsan -Db_sanitize=undefined -Db_lundef=false

@@ -24,7 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "layout.h"
+#include "shm/layout.h"
 
 struct mstat_alloc_figures {
 	uint64_t answered;  /* the request it answers */

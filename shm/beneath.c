@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* beneath.c - opening inside another mount namespace; see beneath.h. */
-#include "beneath.h"
+#include "shm/beneath.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,7 +10,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "procfs.h"
+#include "shm/procfs.h"
 
 #ifndef SYS_openat2
 #define SYS_openat2 437
@@ -93,7 +93,7 @@ mstat_beneath_open(int dirfd, uint64_t dir_dev, const char *name, char *why,
 	else
 		/* The file just checked, not whatever the name leads to
 		 * by now. */
-		rc = mstat_proc_reopen(fd, O_RDWR | O_NOCTTY);
+		rc = mstat_procfs_reopen(fd, O_RDWR | O_NOCTTY);
 	if (rc < 0 && rc != -ELOOP && rc != -EINVAL && rc != -EXDEV)
 		say(rc, why, whylen, strerror(-rc));
 	close(fd);

@@ -34,7 +34,7 @@
 #include <stdint.h>
 
 /* The directory /dev/shm of the root open at `rootfd`
- * (mstat_proc_root_open()), O_RDONLY | O_DIRECTORY: its descriptor, or
+ * (mstat_procfs_root_open()), O_RDONLY | O_DIRECTORY: its descriptor, or
  * -errno: -ELOOP a symbolic link on the way, -ENOENT none, -ENOSYS no
  * openat2 in this kernel. */
 int mstat_beneath_shm_dir(int rootfd);

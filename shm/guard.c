@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* guard.c - SIGBUS from a truncated segment, as an error; see guard.h. */
-#include "guard.h"
+#include "shm/guard.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -11,7 +11,7 @@
 #include <string.h>
 
 /* A signal handler has no argument through which to find its thread's
- * jump buffer: set only around fn() in mstat_guarded(), in the thread
+ * jump buffer: set only around fn() in mstat_guard_run(), in the thread
  * that runs it.  initial-exec: reading it in a handler must not allocate.
  * (Not in the library mstat-attach injects, whose TLS cannot be
  * initial-exec, lib/state.h: it never reads a segment.) */
@@ -69,7 +69,7 @@ install(void)
 }
 
 int
-mstat_guarded(void (*fn)(void *), void *arg)
+mstat_guard_run(void (*fn)(void *), void *arg)
 {
 	sigjmp_buf env, *outer = bus_jump;
 	int rc;

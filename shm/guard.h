@@ -6,7 +6,7 @@
  * A reader validates a segment's size, but anyone of the same user can
  * shrink the file afterwards, and the next load from a page past the new
  * end raises SIGBUS.  Every access a reader makes to segment memory runs
- * inside mstat_guarded(), which turns that SIGBUS into -EFAULT.
+ * inside mstat_guard_run(), which turns that SIGBUS into -EFAULT.
  *
  * The handler is process-wide, so it chains: a SIGBUS raised where no
  * guard is active in the faulting thread goes to the handler that was
@@ -25,6 +25,6 @@
  * cut short where it stood: fn must hold no lock and own no memory it
  * has not recorded somewhere the caller can release), or -errno if the
  * handler could not be installed (fn did not run). */
-int mstat_guarded(void (*fn)(void *), void *arg);
+int mstat_guard_run(void (*fn)(void *), void *arg);
 
 #endif /* MSTAT_SHM_GUARD_H */

@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /* handshake.c - waiting for sections to end; see handshake.h. */
-#include "handshake.h"
+#include "shm/handshake.h"
 
 #include <sched.h>
 #include <stdatomic.h>
 #include <time.h>
 
-#include "clock.h"
-#include "layout.h"
+#include "shm/clock.h"
+#include "shm/layout.h"
 
 void
-mstat_cpu_relax(void)
+mstat_handshake_relax(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
 	__builtin_ia32_pause();
@@ -86,7 +86,7 @@ mstat_handshake_wait(struct mstat_handshake *h, unsigned budget_us,
 	deadline = mstat_clock_us(clock) + budget_us;
 	while (mstat_handshake_poll(h)) {
 		if (++spins < 128) {
-			mstat_cpu_relax();
+			mstat_handshake_relax();
 			continue;
 		}
 		if (mstat_clock_us(clock) >= deadline)

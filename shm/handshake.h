@@ -50,6 +50,6 @@ bool mstat_handshake_wait(struct mstat_handshake *h, unsigned budget_us,
 uint32_t mstat_handshake_pending(const struct mstat_handshake *h);
 
 /* A pause in a spin loop. */
-void mstat_cpu_relax(void);
+void mstat_handshake_relax(void);
 
 #endif /* MSTAT_SHM_HANDSHAKE_H */

@@ -35,7 +35,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
-#include "layout.h"
+#include "shm/layout.h"
 
 #define MSTAT_ATTACH_START "mstat_attach_start"
 #define MSTAT_ATTACH_STATE "mstat_attach_state"

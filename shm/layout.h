@@ -46,8 +46,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "mstatshm_counters.h"
-#include "sizeclass.h"
+#include <mstatshm_counters.h>
+#include "shm/sizeclass.h"
 
 /* "MSTATSHM" in memory order on a little-endian machine. */
 #define MSTAT_SHM_MAGIC UINT64_C(0x4d48535441545348)

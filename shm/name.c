@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /* name.c - segment names; see name.h. */
-#include "name.h"
+#include "shm/name.h"
 
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "layout.h"
+#include "shm/layout.h"
 
 int
 mstat_shm_name(char *buf, size_t len, pid_t pid, uint64_t start_time,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* owner.c - the owner lock and removing dead segments; see owner.h. */
-#include "owner.h"
+#include "shm/owner.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -10,12 +10,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "layout.h"
-#include "name.h"
+#include "shm/clock.h"
+#include "shm/layout.h"
+#include "shm/name.h"
 
 int
-mstat_grace_parse(const char *s, uint64_t max, uint64_t *out)
+mstat_owner_grace_parse(const char *s, uint64_t max, uint64_t *out)
 {
 	uint64_t v = 0;
 
@@ -259,8 +259,8 @@ reap_locked(int dirfd, const char *name, int fd, const struct stat *st,
 }
 
 int
-mstat_reap_fd(int dirfd, const char *name, int fd, uint64_t grace_s,
-	      struct mstat_reaped *out)
+mstat_owner_reap_fd(int dirfd, const char *name, int fd, uint64_t grace_s,
+		    struct mstat_reaped *out)
 {
 	struct mstat_reaped id;
 	struct stat st;
@@ -283,8 +283,8 @@ mstat_reap_fd(int dirfd, const char *name, int fd, uint64_t grace_s,
 }
 
 void
-mstat_kept_set(struct mstat_kept *k, int dirfd, const char *name,
-	       const struct mstat_reaped *r)
+mstat_owner_kept_set(struct mstat_kept *k, int dirfd, const char *name,
+		     const struct mstat_reaped *r)
 {
 	size_t n = strlen(name);
 
@@ -301,7 +301,7 @@ mstat_kept_set(struct mstat_kept *k, int dirfd, const char *name,
 }
 
 size_t
-mstat_kept_evict(uid_t uid, struct mstat_kept *k, size_t n, uint64_t max_bytes)
+mstat_owner_kept_evict(uid_t uid, struct mstat_kept *k, size_t n, uint64_t max_bytes)
 {
 	uint64_t sum = 0;
 	size_t removed = 0;
@@ -322,15 +322,15 @@ mstat_kept_evict(uid_t uid, struct mstat_kept *k, size_t n, uint64_t max_bytes)
 		sum -= t.bytes;
 		/* Grace 0: removed if its owner is still gone, whatever the
 		 * time; a live segment under the name is left alone. */
-		(void)mstat_reap_at(t.dirfd, t.name, uid, NULL, 0, NULL);
+		(void)mstat_owner_reap_at(t.dirfd, t.name, uid, NULL, 0, NULL);
 	}
 	return removed;
 }
 
 int
-mstat_reap_file(int dirfd, const char *name, int fd, uid_t uid,
-		const struct mstat_reaped *succeeded, uint64_t grace_s,
-		struct mstat_reaped *out)
+mstat_owner_reap_file(int dirfd, const char *name, int fd, uid_t uid,
+		      const struct mstat_reaped *succeeded, uint64_t grace_s,
+		      struct mstat_reaped *out)
 {
 	struct mstat_reaped id;
 	struct stat st;
@@ -377,9 +377,9 @@ unlock:
 }
 
 int
-mstat_reap_at(int dirfd, const char *name, uid_t uid,
-	      const struct mstat_reaped *succeeded, uint64_t grace_s,
-	      struct mstat_reaped *out)
+mstat_owner_reap_at(int dirfd, const char *name, uid_t uid,
+		    const struct mstat_reaped *succeeded, uint64_t grace_s,
+		    struct mstat_reaped *out)
 {
 	int fd, rc;
 
@@ -387,17 +387,17 @@ mstat_reap_at(int dirfd, const char *name, uid_t uid,
 	if (fd < 0)
 		return errno == ENOENT || errno == EACCES || errno == ELOOP
 			       ? MSTAT_REAP_KEPT : -errno;
-	rc = mstat_reap_file(dirfd, name, fd, uid, succeeded, grace_s, out);
+	rc = mstat_owner_reap_file(dirfd, name, fd, uid, succeeded, grace_s, out);
 	close(fd);
 	return rc;
 }
 
-/* Killed segments mstat_reap_some() keeps track of: as many as it
+/* Killed segments mstat_owner_reap_some() keeps track of: as many as it
  * probes. */
 #define SOME_KEPT 16u
 
 unsigned
-mstat_reap_some(uid_t uid, unsigned probes, const struct mstat_grace *g)
+mstat_owner_reap_some(uid_t uid, unsigned probes, const struct mstat_grace *g)
 {
 	/* On the stack: this runs in a starting process, maybe inside malloc.
 	 * About a hundred names fit. */
@@ -426,13 +426,13 @@ mstat_reap_some(uid_t uid, unsigned probes, const struct mstat_grace *g)
 			continue;
 		probes--;
 		struct mstat_reaped r;
-		int rc = mstat_reap_at(dirfd, de->d_name, uid, NULL, g->seconds, &r);
+		int rc = mstat_owner_reap_at(dirfd, de->d_name, uid, NULL, g->seconds, &r);
 		if (rc == MSTAT_REAP_REMOVED)
 			removed++;
 		else if (rc == MSTAT_REAP_KILLED && nkept < SOME_KEPT)
-			mstat_kept_set(&kept[nkept++], dirfd, de->d_name, &r);
+			mstat_owner_kept_set(&kept[nkept++], dirfd, de->d_name, &r);
 	}
-	removed += (unsigned)mstat_kept_evict(uid, kept, nkept, g->max_bytes);
+	removed += (unsigned)mstat_owner_kept_evict(uid, kept, nkept, g->max_bytes);
 	close(dirfd);
 	return removed;
 }

@@ -42,7 +42,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "name.h"
+#include "shm/name.h"
 
 /* How long the segment of a killed process is kept, and how many bytes of
  * /dev/shm all such segments may hold (docs/design.md, "Killed
@@ -64,7 +64,7 @@ struct mstat_grace {
 
 /* Parses a decimal number in 0..max (a variable's or an option's value):
  * 0 or -EINVAL. */
-int mstat_grace_parse(const char *s, uint64_t max, uint64_t *out);
+int mstat_owner_grace_parse(const char *s, uint64_t max, uint64_t *out);
 
 /* The target takes its owner lock on `fd`: 0, or -errno (-EAGAIN: a
  * remover holds the byte; the file is being removed). */
@@ -131,8 +131,8 @@ struct mstat_kept {
 
 /* Remembers what mstat_reap_*() said of `name` in `dirfd`
  * (MSTAT_REAP_KILLED). */
-void mstat_kept_set(struct mstat_kept *k, int dirfd, const char *name,
-		    const struct mstat_reaped *r);
+void mstat_owner_kept_set(struct mstat_kept *k, int dirfd, const char *name,
+			  const struct mstat_reaped *r);
 
 /*
  * The byte bound: while the segments `k[0..n)` (kept, each in its
@@ -140,8 +140,8 @@ void mstat_kept_set(struct mstat_kept *k, int dirfd, const char *name,
  * ago, if its owner is still gone.  Reorders `k`: the ones removed are
  * moved to its end.  Returns how many it removed.
  */
-size_t mstat_kept_evict(uid_t uid, struct mstat_kept *k, size_t n,
-			uint64_t max_bytes);
+size_t mstat_owner_kept_evict(uid_t uid, struct mstat_kept *k, size_t n,
+			      uint64_t max_bytes);
 
 /*
  * If `name` in directory `dirfd` is a segment the library made, of user
@@ -155,23 +155,23 @@ size_t mstat_kept_evict(uid_t uid, struct mstat_kept *k, size_t n,
  * mstat_reap, or -errno; `out` (if not NULL) says what was found and
  * what the header held.
  */
-int mstat_reap_at(int dirfd, const char *name, uid_t uid,
-		  const struct mstat_reaped *succeeded, uint64_t grace_s,
-		  struct mstat_reaped *out);
+int mstat_owner_reap_at(int dirfd, const char *name, uid_t uid,
+			const struct mstat_reaped *succeeded, uint64_t grace_s,
+			struct mstat_reaped *out);
 
 /* The same for the file open (for reading and writing) at `fd`, which
  * the caller opened as `name` in `dirfd` (beneath.h, in a directory of
  * another mount namespace); `fd` stays open. */
-int mstat_reap_file(int dirfd, const char *name, int fd, uid_t uid,
-		    const struct mstat_reaped *succeeded, uint64_t grace_s,
-		    struct mstat_reaped *out);
+int mstat_owner_reap_file(int dirfd, const char *name, int fd, uid_t uid,
+			  const struct mstat_reaped *succeeded, uint64_t grace_s,
+			  struct mstat_reaped *out);
 
 /* The same for a segment a reader has open at `fd` under `name` in
  * `dirfd`: unlinks the name if the owner is gone (and, killed, the grace
  * is over) and the name still leads to this file.  The descriptor stays
  * open, its mapping readable. */
-int mstat_reap_fd(int dirfd, const char *name, int fd, uint64_t grace_s,
-		  struct mstat_reaped *out);
+int mstat_owner_reap_fd(int dirfd, const char *name, int fd, uint64_t grace_s,
+			struct mstat_reaped *out);
 
 /*
  * Bounded cleanup, for a process that starts: reads one batch of names
@@ -180,6 +180,6 @@ int mstat_reap_fd(int dirfd, const char *name, int fd, uint64_t grace_s,
  * those whose owner is gone, by the rules of `g` (the byte bound among
  * the segments it looked at).  Returns how many it removed.
  */
-unsigned mstat_reap_some(uid_t uid, unsigned probes, const struct mstat_grace *g);
+unsigned mstat_owner_reap_some(uid_t uid, unsigned probes, const struct mstat_grace *g);
 
 #endif /* MSTAT_SHM_OWNER_H */

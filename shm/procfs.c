@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* procfs.c - what /proc says of a process; see procfs.h. */
-#include "procfs.h"
+#include "shm/procfs.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "name.h"
+#include "shm/name.h"
 
 /* "/proc/<pid>/<file>", or "/proc/self/<file>" for pid 0, into `path`
  * (room for 64 bytes; `file` is one of ours, short). */
@@ -53,7 +53,7 @@ slurp(const char *path, char *buf, size_t len)
 }
 
 ssize_t
-mstat_read_small(const char *path, char *buf, size_t len)
+mstat_procfs_read_small(const char *path, char *buf, size_t len)
 {
 	size_t have = 0;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -80,7 +80,7 @@ mstat_read_small(const char *path, char *buf, size_t len)
 }
 
 int
-mstat_keyed_count(const char *text, const char *key, uint64_t *out)
+mstat_procfs_keyed_count(const char *text, const char *key, uint64_t *out)
 {
 	size_t kl = strlen(key);
 
@@ -115,7 +115,7 @@ names_memory(const char *list, size_t n)
 }
 
 int
-mstat_memcg_parse(const char *text, char *path, size_t len, bool *v2)
+mstat_procfs_memcg_parse(const char *text, char *path, size_t len, bool *v2)
 {
 	int rc = -ENOENT;
 
@@ -145,30 +145,30 @@ mstat_memcg_parse(const char *text, char *path, size_t len, bool *v2)
 }
 
 int
-mstat_proc_memcg(pid_t pid, char *path, size_t len, bool *v2)
+mstat_procfs_memcg(pid_t pid, char *path, size_t len, bool *v2)
 {
 	char file[64], buf[4096];
 	ssize_t n;
 
 	proc_path(file, pid, "cgroup");
-	if ((n = mstat_read_small(file, buf, sizeof(buf))) < 0)
+	if ((n = mstat_procfs_read_small(file, buf, sizeof(buf))) < 0)
 		return (int)n;
-	return mstat_memcg_parse(buf, path, len, v2);
+	return mstat_procfs_memcg_parse(buf, path, len, v2);
 }
 
 int
-mstat_proc_vmstat_oom(uint64_t *n)
+mstat_procfs_vmstat_oom(uint64_t *n)
 {
 	char buf[16384];
-	ssize_t len = mstat_read_small("/proc/vmstat", buf, sizeof(buf));
+	ssize_t len = mstat_procfs_read_small("/proc/vmstat", buf, sizeof(buf));
 
 	if (len < 0)
 		return (int)len;
-	return mstat_keyed_count(buf, "oom_kill", n);
+	return mstat_procfs_keyed_count(buf, "oom_kill", n);
 }
 
 int
-mstat_proc_stat(pid_t pid, uint64_t *start_time, char *state)
+mstat_procfs_stat(pid_t pid, uint64_t *start_time, char *state)
 {
 	char path[64], buf[1024];
 	ssize_t len;
@@ -200,13 +200,13 @@ mstat_proc_stat(pid_t pid, uint64_t *start_time, char *state)
 }
 
 int
-mstat_proc_start_time(pid_t pid, uint64_t *start_time)
+mstat_procfs_start_time(pid_t pid, uint64_t *start_time)
 {
-	return mstat_proc_stat(pid, start_time, NULL);
+	return mstat_procfs_stat(pid, start_time, NULL);
 }
 
 int
-mstat_pid_ns(uint64_t *ino)
+mstat_procfs_pid_ns(uint64_t *ino)
 {
 	struct stat st;
 
@@ -233,7 +233,7 @@ number(const char **p, uint64_t *v)
 }
 
 bool
-mstat_proc_exiting(pid_t pid)
+mstat_procfs_exiting(pid_t pid)
 {
 	char path[64], buf[1024];
 
@@ -260,7 +260,7 @@ skip_blanks(const char *p)
 }
 
 int
-mstat_proc_status(pid_t pid, struct mstat_proc_status *st)
+mstat_procfs_status(pid_t pid, struct mstat_proc_status *st)
 {
 	/* Large: a Groups line can be long, and NSpid comes after it. */
 	char path[64], buf[16384];
@@ -304,7 +304,7 @@ mstat_proc_status(pid_t pid, struct mstat_proc_status *st)
 }
 
 int
-mstat_proc_root_open(pid_t pid)
+mstat_procfs_root_open(pid_t pid)
 {
 	char path[64];
 	int fd;
@@ -315,7 +315,7 @@ mstat_proc_root_open(pid_t pid)
 }
 
 ssize_t
-mstat_proc_cgroup(pid_t pid, char *buf, size_t len)
+mstat_procfs_cgroup(pid_t pid, char *buf, size_t len)
 {
 	char path[64];
 
@@ -324,7 +324,7 @@ mstat_proc_cgroup(pid_t pid, char *buf, size_t len)
 }
 
 int
-mstat_proc_uid_inside(pid_t pid, uid_t outside, uid_t *inside)
+mstat_procfs_uid_inside(pid_t pid, uid_t outside, uid_t *inside)
 {
 	char path[64], buf[4096];
 	ssize_t len;
@@ -353,7 +353,7 @@ mstat_proc_uid_inside(pid_t pid, uid_t outside, uid_t *inside)
 }
 
 int
-mstat_proc_mount_id(pid_t pid, uint64_t *id)
+mstat_procfs_mount_id(pid_t pid, uint64_t *id)
 {
 	char path[64], buf[64];
 	const char *p = buf;
@@ -366,7 +366,7 @@ mstat_proc_mount_id(pid_t pid, uint64_t *id)
 }
 
 int
-mstat_proc_place(pid_t pid, struct mstat_proc_place *pl)
+mstat_procfs_place(pid_t pid, struct mstat_proc_place *pl)
 {
 	char path[64];
 	struct stat mnt, pidns, root;
@@ -384,7 +384,7 @@ mstat_proc_place(pid_t pid, struct mstat_proc_place *pl)
 		rc = -errno;
 	close(dir);
 	if (rc == -EACCES || rc == -EPERM)
-		(void)mstat_proc_mount_id(pid, &pl->mount_id);
+		(void)mstat_procfs_mount_id(pid, &pl->mount_id);
 	if (rc == 0) {
 		pl->mnt_ns = (uint64_t)mnt.st_ino;
 		pl->pid_ns = (uint64_t)pidns.st_ino;
@@ -395,7 +395,7 @@ mstat_proc_place(pid_t pid, struct mstat_proc_place *pl)
 }
 
 int
-mstat_proc_reopen(int fd, int flags)
+mstat_procfs_reopen(int fd, int flags)
 {
 	char path[64] = "/proc/self/fd/";
 	int nfd;
@@ -406,7 +406,7 @@ mstat_proc_reopen(int fd, int flags)
 }
 
 int
-mstat_proc_iter_open(struct mstat_proc_iter *it)
+mstat_procfs_iter_open(struct mstat_proc_iter *it)
 {
 	it->fd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	it->len = it->off = 0;
@@ -414,8 +414,8 @@ mstat_proc_iter_open(struct mstat_proc_iter *it)
 }
 
 long
-mstat_proc_iter_next(struct mstat_proc_iter *it, struct mstat_proc_entry *e,
-		     size_t max)
+mstat_procfs_iter_next(struct mstat_proc_iter *it, struct mstat_proc_entry *e,
+		       size_t max)
 {
 	size_t n = 0;
 
@@ -445,7 +445,7 @@ mstat_proc_iter_next(struct mstat_proc_iter *it, struct mstat_proc_entry *e,
 }
 
 void
-mstat_proc_iter_close(struct mstat_proc_iter *it)
+mstat_procfs_iter_close(struct mstat_proc_iter *it)
 {
 	if (it->fd >= 0)
 		close(it->fd);
@@ -463,7 +463,7 @@ copy(char *dst, size_t len, const char *src)
 }
 
 void
-mstat_proc_identity(pid_t pid, struct mstat_proc_identity *id)
+mstat_procfs_identity(pid_t pid, struct mstat_proc_identity *id)
 {
 	char path[64], buf[4096];
 	ssize_t n;
@@ -517,20 +517,20 @@ btime_in(const char *s, size_t len, bool end, uint64_t *btime, size_t *at)
 }
 
 uint64_t
-mstat_proc_boot_ns(void)
+mstat_procfs_boot_ns(void)
 {
 	int fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
 	uint64_t ns;
 
 	if (fd < 0)
 		return 0;
-	ns = mstat_proc_boot_ns_fd(fd);
+	ns = mstat_procfs_boot_ns_fd(fd);
 	close(fd);
 	return ns;
 }
 
 uint64_t
-mstat_proc_boot_ns_fd(int fd)
+mstat_procfs_boot_ns_fd(int fd)
 {
 	char buf[4096];
 	size_t have = 1, at;
@@ -562,7 +562,7 @@ mstat_proc_boot_ns_fd(int fd)
 }
 
 uint64_t
-mstat_proc_start_ns(uint64_t boot_ns, uint64_t start_ticks)
+mstat_procfs_start_ns(uint64_t boot_ns, uint64_t start_ticks)
 {
 	long hz = sysconf(_SC_CLK_TCK);
 
@@ -594,7 +594,7 @@ status_kb(const char *text, const char *key, uint64_t *bytes)
 }
 
 int
-mstat_proc_rss_parse(const char *text, struct mstat_proc_rss *out)
+mstat_procfs_rss_parse(const char *text, struct mstat_proc_rss *out)
 {
 	if (!status_kb(text, "VmRSS", &out->rss) ||
 	    !status_kb(text, "RssAnon", &out->anon) ||
@@ -605,7 +605,7 @@ mstat_proc_rss_parse(const char *text, struct mstat_proc_rss *out)
 }
 
 int
-mstat_proc_rss(pid_t pid, struct mstat_proc_rss *out)
+mstat_procfs_rss(pid_t pid, struct mstat_proc_rss *out)
 {
 	char path[64], buf[16384];
 	ssize_t len;
@@ -613,11 +613,11 @@ mstat_proc_rss(pid_t pid, struct mstat_proc_rss *out)
 	proc_path(path, pid, "status");
 	if ((len = slurp(path, buf, sizeof(buf))) < 0)
 		return (int)len;
-	return mstat_proc_rss_parse(buf, out);
+	return mstat_procfs_rss_parse(buf, out);
 }
 
 int
-mstat_proc_statm(pid_t pid, uint64_t *resident, uint64_t *shared)
+mstat_procfs_statm(pid_t pid, uint64_t *resident, uint64_t *shared)
 {
 	char path[64], buf[256];
 	const char *p = buf;
@@ -662,7 +662,7 @@ hex(const char **p, uint64_t *v)
 }
 
 int
-mstat_proc_map_parse(char *line, struct mstat_proc_map *m)
+mstat_procfs_map_parse(char *line, struct mstat_proc_map *m)
 {
 	const char *p = line;
 	uint64_t maj, min;
@@ -688,7 +688,7 @@ mstat_proc_map_parse(char *line, struct mstat_proc_map *m)
 }
 
 int
-mstat_proc_maps_open(struct mstat_proc_maps *m, pid_t pid)
+mstat_procfs_maps_open(struct mstat_proc_maps *m, pid_t pid)
 {
 	char path[64];
 
@@ -744,7 +744,7 @@ maps_skip_cut(struct mstat_proc_maps *m, int *rc)
 }
 
 int
-mstat_proc_maps_next(struct mstat_proc_maps *m, struct mstat_proc_map *out)
+mstat_procfs_maps_next(struct mstat_proc_maps *m, struct mstat_proc_map *out)
 {
 	int rc = 0;
 	char *nl;
@@ -767,11 +767,11 @@ mstat_proc_maps_next(struct mstat_proc_maps *m, struct mstat_proc_map *out)
 		nl = m->buf + m->len; /* the last line, or a cut one */
 	*nl = '\0';
 	m->off = nl == m->buf + m->len ? m->len : (size_t)(nl - m->buf) + 1;
-	return mstat_proc_map_parse(line, out) < 0 ? -EPROTO : 1;
+	return mstat_procfs_map_parse(line, out) < 0 ? -EPROTO : 1;
 }
 
 void
-mstat_proc_maps_close(struct mstat_proc_maps *m)
+mstat_procfs_maps_close(struct mstat_proc_maps *m)
 {
 	if (m->fd >= 0)
 		close(m->fd);
@@ -781,7 +781,7 @@ mstat_proc_maps_close(struct mstat_proc_maps *m)
 /* ---- pages in memory ---- */
 
 int
-mstat_proc_pagemap_open(pid_t pid)
+mstat_procfs_pagemap_open(pid_t pid)
 {
 	char path[64];
 	int fd;
@@ -887,8 +887,8 @@ resident_read(int fd, uint64_t start, uint64_t end,
 }
 
 int64_t
-mstat_proc_resident(int fd, uint64_t start, uint64_t end,
-		    void (*run)(void *arg, uint64_t start, uint64_t end), void *arg)
+mstat_procfs_resident(int fd, uint64_t start, uint64_t end,
+		      void (*run)(void *arg, uint64_t start, uint64_t end), void *arg)
 {
 	if (start >= end || start % 4096 || end % 4096)
 		return start == end ? 0 : -EINVAL;

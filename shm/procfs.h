@@ -23,15 +23,15 @@
 
 /* The start time of `pid` (0: this process), in clock ticks after boot
  * (/proc/<pid>/stat field 22): 0 or -errno. */
-int mstat_proc_start_time(pid_t pid, uint64_t *start_time);
+int mstat_procfs_start_time(pid_t pid, uint64_t *start_time);
 
 /* The same, and its state letter (field 3: R, S, T, Z for a zombie, ...). */
-int mstat_proc_stat(pid_t pid, uint64_t *start_time, char *state);
+int mstat_procfs_stat(pid_t pid, uint64_t *start_time, char *state);
 
 /* Whether `pid` is exiting (PF_EXITING, in /proc/<pid>/stat field 9):
  * dying, its descriptors (and so its locks) closed or being closed, not
  * a zombie yet.  False if it cannot tell. */
-bool mstat_proc_exiting(pid_t pid);
+bool mstat_procfs_exiting(pid_t pid);
 
 /* Whether `state` (/proc/<pid>/stat field 3) is a stopped process. */
 static inline bool
@@ -43,7 +43,7 @@ mstat_proc_state_stopped(char state)
 /* The inode of this process's pid namespace (/proc/self/ns/pid): 0 or
  * -errno.  Two processes whose namespaces have the same inode see the
  * same pids. */
-int mstat_pid_ns(uint64_t *ino);
+int mstat_procfs_pid_ns(uint64_t *ino);
 
 /* What /proc/<pid>/status says of a process's identity. */
 struct mstat_proc_status {
@@ -54,31 +54,31 @@ struct mstat_proc_status {
 	unsigned depth; /* pid namespaces it is nested in below ours */
 };
 /* 0 or -errno (-EPROTO: a line missing). */
-int mstat_proc_status(pid_t pid, struct mstat_proc_status *st);
+int mstat_procfs_status(pid_t pid, struct mstat_proc_status *st);
 
 /* Opens the root directory of `pid` (O_PATH | O_DIRECTORY), the view of
  * the file system it has, mounts of its mount namespace included: the
- * descriptor, or -errno (as mstat_proc_place()). */
-int mstat_proc_root_open(pid_t pid);
+ * descriptor, or -errno (as mstat_procfs_place()). */
+int mstat_procfs_root_open(pid_t pid);
 
 /* /proc/<pid>/cgroup into buf (NUL-terminated, cut to `len` - 1 bytes):
  * its length, or -errno. */
-ssize_t mstat_proc_cgroup(pid_t pid, char *buf, size_t len);
+ssize_t mstat_procfs_cgroup(pid_t pid, char *buf, size_t len);
 
 /* The uid that `outside`, a uid as this process sees it, is inside the
  * user namespace of `pid` (/proc/<pid>/uid_map): 0 or -errno (-ERANGE:
  * not mapped there). */
-int mstat_proc_uid_inside(pid_t pid, uid_t outside, uid_t *inside);
+int mstat_procfs_uid_inside(pid_t pid, uid_t outside, uid_t *inside);
 
 /* The id of the first mount /proc/<pid>/mountinfo lists, which anyone
  * may read: two processes with different ids live in different mount
  * namespaces (or roots), when their namespaces cannot be inspected.
  * 0 or -errno. */
-int mstat_proc_mount_id(pid_t pid, uint64_t *id);
+int mstat_procfs_mount_id(pid_t pid, uint64_t *id);
 
 /* Where a process lives: its namespaces and root, which tell the
  * /dev/shm it sees.  When those are not ours to read (-EACCES, -EPERM),
- * only `mount_id` (mstat_proc_mount_id()) is known, which tells its
+ * only `mount_id` (mstat_procfs_mount_id()) is known, which tells its
  * mount namespace apart all the same; otherwise `mount_id` is 0. */
 struct mstat_proc_place {
 	uint64_t mnt_ns, pid_ns, root_dev, root_ino;
@@ -88,12 +88,12 @@ struct mstat_proc_place {
  * ns/pid and root: 0 or -errno.  Those links are another process's to
  * show: -EACCES or -EPERM without ptrace access to it (another user's
  * process, without CAP_SYS_PTRACE), -ENOENT once it is a zombie. */
-int mstat_proc_place(pid_t pid, struct mstat_proc_place *pl);
+int mstat_procfs_place(pid_t pid, struct mstat_proc_place *pl);
 
 /* Opens again, with `flags`, the file open at `fd` (an O_PATH
  * descriptor), through /proc/self/fd: the same file, whatever its name
  * leads to by now.  The descriptor, or -errno. */
-int mstat_proc_reopen(int fd, int flags);
+int mstat_procfs_reopen(int fd, int flags);
 
 /* The processes of /proc, a getdents64 at a time, into the caller's
  * buffer: no allocation. */
@@ -109,13 +109,13 @@ struct mstat_proc_entry {
 	uint64_t ino;
 };
 /* 0 or -errno. */
-int mstat_proc_iter_open(struct mstat_proc_iter *it);
+int mstat_procfs_iter_open(struct mstat_proc_iter *it);
 /* The next processes, up to `max` of them, into `e`: how many (0 at the
  * end), or -errno.  A batch at a time, so that the caller's loop over
  * the machine's processes stays in its own code. */
-long mstat_proc_iter_next(struct mstat_proc_iter *it,
-			  struct mstat_proc_entry *e, size_t max);
-void mstat_proc_iter_close(struct mstat_proc_iter *it);
+long mstat_procfs_iter_next(struct mstat_proc_iter *it,
+			    struct mstat_proc_entry *e, size_t max);
+void mstat_procfs_iter_close(struct mstat_proc_iter *it);
 
 struct mstat_proc_identity {
 	char comm[16];  /* /proc/<pid>/comm, "" if unknown */
@@ -123,34 +123,34 @@ struct mstat_proc_identity {
 };
 
 /* Fills `id` for `pid` (what cannot be read stays ""). */
-void mstat_proc_identity(pid_t pid, struct mstat_proc_identity *id);
+void mstat_procfs_identity(pid_t pid, struct mstat_proc_identity *id);
 
 /* CLOCK_REALTIME nanoseconds of boot (from /proc/stat), or 0. */
-uint64_t mstat_proc_boot_ns(void);
+uint64_t mstat_procfs_boot_ns(void);
 /* The same from a file like /proc/stat open at `fd`, read to its
  * "btime" line. */
-uint64_t mstat_proc_boot_ns_fd(int fd);
+uint64_t mstat_procfs_boot_ns_fd(int fd);
 
 /* The memory cgroup of a process, as /proc/<pid>/cgroup names it: the
  * path in the v1 memory hierarchy if the memory controller is bound to
  * one (`*v2` false), else its path in the unified (v2) hierarchy.  0 or
  * -errno (-ENOENT: none named). */
-int mstat_proc_memcg(pid_t pid, char *path, size_t len, bool *v2);
+int mstat_procfs_memcg(pid_t pid, char *path, size_t len, bool *v2);
 /* The same from the text of such a file. */
-int mstat_memcg_parse(const char *text, char *path, size_t len, bool *v2);
+int mstat_procfs_memcg_parse(const char *text, char *path, size_t len, bool *v2);
 
 /* The number on the line "<key> <number>" of `text` (memory.events,
  * memory.oom_control, /proc/vmstat): 0 or -ENOENT. */
-int mstat_keyed_count(const char *text, const char *key, uint64_t *out);
+int mstat_procfs_keyed_count(const char *text, const char *key, uint64_t *out);
 
 /* The file at `path` (of /sys or /proc), up to len - 1 bytes, with a NUL:
  * its length, or -errno. */
-ssize_t mstat_read_small(const char *path, char *buf, size_t len);
+ssize_t mstat_procfs_read_small(const char *path, char *buf, size_t len);
 
 /* How many processes the OOM killer has killed since boot, on the whole
  * machine, cgroup limits included (/proc/vmstat oom_kill): 0 or
  * -errno. */
-int mstat_proc_vmstat_oom(uint64_t *n);
+int mstat_procfs_vmstat_oom(uint64_t *n);
 
 /* What /proc/<pid>/status says of a process's resident memory, in
  * bytes: VmRSS and the three counters the kernel adds it up from, so that
@@ -160,13 +160,13 @@ struct mstat_proc_rss {
 };
 /* 0 or -errno (-EPROTO: a line missing, as for a zombie or a kernel
  * thread). */
-int mstat_proc_rss(pid_t pid, struct mstat_proc_rss *out);
+int mstat_procfs_rss(pid_t pid, struct mstat_proc_rss *out);
 /* The same from the text of such a file. */
-int mstat_proc_rss_parse(const char *text, struct mstat_proc_rss *out);
+int mstat_procfs_rss_parse(const char *text, struct mstat_proc_rss *out);
 /* Its resident pages and those of them that are files' or shared memory
  * (/proc/<pid>/statm: the same counters as the status's, a third of its
  * cost to read): 0 or -errno. */
-int mstat_proc_statm(pid_t pid, uint64_t *resident, uint64_t *shared);
+int mstat_procfs_statm(pid_t pid, uint64_t *resident, uint64_t *shared);
 
 /*
  * The mappings of a process, as /proc/<pid>/maps lists them (in address
@@ -190,17 +190,17 @@ struct mstat_proc_maps {
 	char buf[8192];
 };
 /* 0 or -errno. */
-int mstat_proc_maps_open(struct mstat_proc_maps *m, pid_t pid);
+int mstat_procfs_maps_open(struct mstat_proc_maps *m, pid_t pid);
 /* The next mapping into *out: 1, 0 at the end, or -errno (-EPROTO: a
  * line that is not one). */
-int mstat_proc_maps_next(struct mstat_proc_maps *m, struct mstat_proc_map *out);
-void mstat_proc_maps_close(struct mstat_proc_maps *m);
+int mstat_procfs_maps_next(struct mstat_proc_maps *m, struct mstat_proc_map *out);
+void mstat_procfs_maps_close(struct mstat_proc_maps *m);
 /* One line of it, NUL-terminated, into *out: 0 or -EPROTO. */
-int mstat_proc_map_parse(char *line, struct mstat_proc_map *out);
+int mstat_procfs_map_parse(char *line, struct mstat_proc_map *out);
 
 /* /proc/<pid>/pagemap, opened (the same access as its maps): the
  * descriptor, or -errno. */
-int mstat_proc_pagemap_open(pid_t pid);
+int mstat_procfs_pagemap_open(pid_t pid);
 /*
  * The pages of [start, end) (page-aligned) that are in memory, as the
  * kernel counts a process's resident pages: present, and not the shared
@@ -209,12 +209,12 @@ int mstat_proc_pagemap_open(pid_t pid);
  * bytes, or -errno; `run`, if not NULL, is called with each run of them
  * in address order.
  */
-int64_t mstat_proc_resident(int pagemap, uint64_t start, uint64_t end,
-			    void (*run)(void *arg, uint64_t start, uint64_t end),
-			    void *arg);
+int64_t mstat_procfs_resident(int pagemap, uint64_t start, uint64_t end,
+			      void (*run)(void *arg, uint64_t start, uint64_t end),
+			      void *arg);
 
 /* CLOCK_REALTIME nanoseconds a process started, from its start time in
  * clock ticks after boot; 0 if unknown. */
-uint64_t mstat_proc_start_ns(uint64_t boot_ns, uint64_t start_ticks);
+uint64_t mstat_procfs_start_ns(uint64_t boot_ns, uint64_t start_ticks);
 
 #endif /* MSTAT_SHM_PROCFS_H */

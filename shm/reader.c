@@ -27,7 +27,7 @@
  * are.  A slot still odd then was cut by the process's death inside an
  * update, and is counted in `cut`.
  */
-#include "reader.h"
+#include "shm/reader.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -46,15 +46,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "answer.h"
-#include "clock.h"
-#include "guard.h"
-#include "handshake.h"
-#include "name.h"
-#include "procfs.h"
-#include "owner.h"
-#include "sum.h"
-#include "validate.h"
+#include "shm/answer.h"
+#include "shm/clock.h"
+#include "shm/guard.h"
+#include "shm/handshake.h"
+#include "shm/name.h"
+#include "shm/procfs.h"
+#include "shm/owner.h"
+#include "shm/sum.h"
+#include "shm/validate.h"
 
 /* Private: others hold a pointer and call the functions of reader.h. */
 struct mstat_reader {
@@ -202,7 +202,7 @@ attach_fd(struct mstat_reader *r, const char *label, uid_t uid)
 		return fail(r, -errno, "%s: mmap: %s", label, strerror(errno));
 	}
 	struct copy_identity ci = { r->ctl, &h };
-	if (mstat_guarded(copy_identity, &ci) < 0)
+	if (mstat_guard_run(copy_identity, &ci) < 0)
 		return fail(r, -EFAULT, "%s: truncated while being opened", label);
 	rc = mstat_validate_header(&h, (uint64_t)st.st_size, uid, why,
 				   sizeof(why));
@@ -226,7 +226,7 @@ attach_fd(struct mstat_reader *r, const char *label, uid_t uid)
 	r->module_capacity = h.module_capacity;
 	r->version_minor = h.version_minor;
 	struct copy_classes cc = { r, h.classes_offset };
-	if (mstat_guarded(copy_classes, &cc) < 0)
+	if (mstat_guard_run(copy_classes, &cc) < 0)
 		return fail(r, -EFAULT, "%s: truncated while being opened", label);
 	rc = mstat_validate_classes(r->class_max, h.class_count, why, sizeof(why));
 	if (rc < 0)
@@ -402,7 +402,7 @@ mstat_reader_open_pid(struct mstat_reader **out, pid_t pid, char *err,
 	}
 	/* A live process is matched by start time: a segment left by an
 	 * earlier process with the same pid is not it. */
-	have_start = mstat_proc_start_time(pid, &start) == 0;
+	have_start = mstat_procfs_start_time(pid, &start) == 0;
 	d = opendir(MSTAT_SHM_DIR);
 	if (!d) {
 		rc = -errno;
@@ -594,7 +594,7 @@ mstat_reader_exit_ns(const struct mstat_reader *r)
 {
 	struct load_exit l = { r, 0 };
 
-	return mstat_guarded(load_exit, &l) == 0 ? l.ns : 0;
+	return mstat_guard_run(load_exit, &l) == 0 ? l.ns : 0;
 }
 
 int
@@ -919,7 +919,7 @@ mstat_reader_snapshot(struct mstat_reader *r, struct mstat_snapshot *out)
 
 	if (!r || r->magic != MSTAT_READER_MAGIC)
 		return -EINVAL;
-	if ((rc = mstat_guarded(snapshot_one, &a)) == -EFAULT)
+	if ((rc = mstat_guard_run(snapshot_one, &a)) == -EFAULT)
 		return truncated(r);
 	if (rc < 0)
 		return fail(r, rc, "SIGBUS guard: %s", strerror(-rc));
@@ -975,7 +975,7 @@ snapshot_many(void *arg)
 		if (!pending)
 			break;
 		if (++spins < 128) {
-			mstat_cpu_relax();
+			mstat_handshake_relax();
 			continue;
 		}
 		if (mstat_clock_us(CLOCK_MONOTONIC) >= deadline)
@@ -1002,7 +1002,7 @@ mstat_reader_snapshot_many(struct mstat_reader **rs, size_t n,
 
 	for (size_t i = 0; i < n; i++)
 		rcs[i] = -EINTR; /* not reached, if a SIGBUS cuts the pass */
-	if ((rc = mstat_guarded(snapshot_many, &a)) == 0)
+	if ((rc = mstat_guard_run(snapshot_many, &a)) == 0)
 		return;
 	/* A SIGBUS cut the pass short: the segment that shrank under its
 	 * mapping is dropped; the others catch up on the next pass. */
@@ -1193,14 +1193,14 @@ mstat_reader_profile(struct mstat_reader *r, struct mstat_profile *out)
 	uint32_t *kept = calloc(r->stack_capacity, sizeof(*kept));
 	if (!out->stacks || !out->modules || !kept) {
 		free(kept);
-		mstat_profile_release(out);
+		mstat_reader_profile_release(out);
 		return fail(r, -ENOMEM, "out of memory");
 	}
 	struct read_profile a = { r, out, kept };
-	int rc = mstat_guarded(read_profile, &a);
+	int rc = mstat_guard_run(read_profile, &a);
 	free(kept);
 	if (rc < 0) {
-		mstat_profile_release(out);
+		mstat_reader_profile_release(out);
 		return fail(r, rc, "%s: cut while its profile was read",
 			    r->info.shm_name);
 	}
@@ -1237,7 +1237,7 @@ mstat_reader_profile(struct mstat_reader *r, struct mstat_profile *out)
 }
 
 double
-mstat_profile_ns_per_tick(const struct mstat_profile *p)
+mstat_reader_profile_ns_per_tick(const struct mstat_profile *p)
 {
 	if (p->now_tick <= p->tick0 || p->now_ns <= p->ns0)
 		return 0;
@@ -1245,7 +1245,7 @@ mstat_profile_ns_per_tick(const struct mstat_profile *p)
 }
 
 void
-mstat_profile_release(struct mstat_profile *p)
+mstat_reader_profile_release(struct mstat_profile *p)
 {
 	free(p->stacks);
 	free(p->modules);
@@ -1274,7 +1274,7 @@ mstat_reader_request_sampling(struct mstat_reader *r, uint64_t bytes)
 		return fail(r, -EINVAL, "a sampling interval of at most %llu bytes",
 			    (unsigned long long)MSTAT_SAMPLE_MAX);
 	struct request q = { r->ctl, MSTAT_SAMPLE_REQUEST | bytes };
-	if (mstat_guarded(store_request, &q) < 0)
+	if (mstat_guard_run(store_request, &q) < 0)
 		return fail(r, -EFAULT, "%s: cut while being written",
 			    r->info.shm_name);
 	return 0;
@@ -1326,7 +1326,7 @@ mstat_reader_alloc(struct mstat_reader *r, bool ask, struct mstat_alloc_info *ou
 	};
 
 	memset(out, 0, sizeof(*out));
-	if (mstat_guarded(load_alloc, &q) < 0) {
+	if (mstat_guard_run(load_alloc, &q) < 0) {
 		memset(out, 0, sizeof(*out));
 		return fail(r, -EFAULT, "%s: cut while being read", r->info.shm_name);
 	}
@@ -1339,7 +1339,7 @@ mstat_reader_alloc(struct mstat_reader *r, bool ask, struct mstat_alloc_info *ou
 }
 
 const struct mstat_profile_module *
-mstat_profile_module_of(const struct mstat_profile *p, uint64_t pc)
+mstat_reader_profile_module_of(const struct mstat_profile *p, uint64_t pc)
 {
 	for (uint32_t i = 0; i < p->nmodules; i++)
 		if (pc - p->modules[i].start < p->modules[i].end - p->modules[i].start)

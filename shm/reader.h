@@ -24,8 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "layout.h"
-#include "mstatshm.h"
+#include "shm/layout.h"
+#include <mstatshm.h>
 
 /* Why process `pid` has no segment to read, in one line into `err`:
  * -ESRCH there is no such process (here), -EPERM it is another user's,
@@ -189,17 +189,17 @@ struct mstat_profile {
 	uint64_t dropped;       /* taken, not kept (a table was full) */
 	/* The tick counter (shm/clock.h) and CLOCK_MONOTONIC when the target
 	 * set its profile up, and as this read took them: its rate is
-	 * mstat_profile_ns_per_tick(). */
+	 * mstat_reader_profile_ns_per_tick(). */
 	uint64_t tick0, ns0, now_tick, now_ns;
 	uint32_t nstacks, nmodules;
 	struct mstat_profile_stack *stacks;
 	struct mstat_profile_module *modules;
 };
 
-/* Reads the profile into *out (which mstat_profile_release() frees): 0,
+/* Reads the profile into *out (which mstat_reader_profile_release() frees): 0,
  * -ENOMEM, or -EFAULT if the segment was cut while being read. */
 int mstat_reader_profile(struct mstat_reader *r, struct mstat_profile *out);
-void mstat_profile_release(struct mstat_profile *p);
+void mstat_reader_profile_release(struct mstat_profile *p);
 
 /* Asks the target to sample every `bytes` on average from now on (0:
  * stop sampling); its threads apply it at their next sample, or within
@@ -209,7 +209,7 @@ int mstat_reader_request_sampling(struct mstat_reader *r, uint64_t bytes);
 /* Nanoseconds per tick of the profile's counter, measured from its
  * setup to the read; 0 if it cannot be (no time between them, or a
  * counter that went back: another machine's). */
-double mstat_profile_ns_per_tick(const struct mstat_profile *p);
+double mstat_reader_profile_ns_per_tick(const struct mstat_profile *p);
 
 /*
  * What the segment says of the allocator behind its process (layout.h,
@@ -239,6 +239,6 @@ int mstat_reader_alloc(struct mstat_reader *r, bool ask,
 
 /* The module holding `pc`, or NULL. */
 const struct mstat_profile_module *
-mstat_profile_module_of(const struct mstat_profile *p, uint64_t pc);
+mstat_reader_profile_module_of(const struct mstat_profile *p, uint64_t pc);
 
 #endif /* MSTAT_SHM_READER_H */

@@ -4,7 +4,7 @@
  * both ends; see report.h.  The sending end runs inside the library's
  * host process, during its start: it allocates nothing and uses no stdio.
  */
-#include "report.h"
+#include "shm/report.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -13,7 +13,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "shm/clock.h"
 
 /* The abstract address of `name` into *sa: its length, or 0 if the name
  * is empty or too long for the format. */

@@ -44,8 +44,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "layout.h"
-#include "sizeclass.h"
+#include "shm/layout.h"
+#include "shm/sizeclass.h"
 
 /*
  * A single writer's add to a word of its own slot is one `add` to memory

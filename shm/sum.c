@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /* sum.c - adding up the counters of slots; see sum.h. */
-#include "sum.h"
+#include "shm/sum.h"
 
 #include <stdbool.h>
 
-#include "mstatshm.h"
+#include <mstatshm.h>
 
 /* The bits of touched-bitmap word `w` that stand for rows below `rows`. */
 static uint64_t

@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#include "layout.h"
+#include "shm/layout.h"
 
 /* A set of generations: bit g for generation g; all of them. */
 #define MSTAT_GEN_BIT(g) (1u << (g))

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* validate.c - checks a reader makes before trusting a segment. */
-#include "validate.h"
+#include "shm/validate.h"
 
 #include <errno.h>
 #include <stdarg.h>

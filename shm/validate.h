@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 
-#include "layout.h"
+#include "shm/layout.h"
 
 /* The bytes of the header that never change once `magic` is published. */
 #define MSTAT_HEADER_IDENTITY_SIZE offsetof(struct mstat_shm_header, state)

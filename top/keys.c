@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "ui.h"
+#include "top/ui.h"
 
 #define KEY_ESC 27
 #define KEY_CTRL_U 21
@@ -18,7 +18,7 @@
 static int
 move_by(struct mstat_ui *ui, long d)
 {
-	return mstat_screen_ops(mstat_ui_screen(ui))->step(ui, d);
+	return mstat_screens_ops(mstat_ui_screen(ui))->step(ui, d);
 }
 
 static long
@@ -328,7 +328,7 @@ mstat_keys_help(struct mstat_ui *ui, int ch)
 int
 mstat_keys_dispatch(struct mstat_ui *ui, int ch)
 {
-	const struct mstat_screen_ops *s = mstat_screen_ops(mstat_ui_screen(ui));
+	const struct mstat_screen_ops *s = mstat_screens_ops(mstat_ui_screen(ui));
 
 	if (ui->editing)
 		return edit_key(ui, ch);

@@ -16,19 +16,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "clock.h"
-#include "columns.h"
-#include "killed.h"
-#include "outfile.h"
-#include "output.h"
-#include "pprof.h"
-#include "sites.h"
-#include "reader.h"
-#include "record.h"
-#include "text.h"
-#include "core.h"
-#include "ui.h"
+#include "core/cli.h"
+#include "shm/clock.h"
+#include "core/columns.h"
+#include "core/killed.h"
+#include "core/outfile.h"
+#include "core/output.h"
+#include "core/pprof.h"
+#include "core/sites.h"
+#include "shm/reader.h"
+#include "core/record.h"
+#include "core/text.h"
+#include "core/core.h"
+#include "top/ui.h"
 
 #define MAX_PIDS 256
 #define MAX_SITES 1000
@@ -70,7 +70,7 @@ parse_pids(const char *v, void *dst, char *why, size_t len)
 
 	(void)why;
 	(void)len;
-	return mstat_pids_parse(v, p->v, MAX_PIDS, &p->n);
+	return mstat_procs_pids_parse(v, p->v, MAX_PIDS, &p->n);
 }
 
 /* The names -s takes: the columns', in the table's order. */
@@ -82,7 +82,7 @@ sort_names(void)
 	if (!list[0])
 		for (int i = 0; i < MSTAT_SORT_COUNT; i++)
 			snprintf(list + strlen(list), sizeof(list) - strlen(list),
-				 "%s%s", i ? ", " : "", mstat_column(i)->name);
+				 "%s%s", i ? ", " : "", mstat_columns_at(i)->name);
 	return list;
 }
 
@@ -113,11 +113,11 @@ static const struct mstat_cli_option options[] = {
 		  "container id, pod uid or systemd unit contains TEXT, or "
 		  "whose pid is TEXT" },
 	{ .name = "namespaces", .letter = 'N', .arg = "WHICH",
-	  MSTAT_CLI_PARSE(O, namespaces, mstat_namespaces_option),
+	  MSTAT_CLI_PARSE(O, namespaces, mstat_procs_namespaces_option),
 	  .want = MSTAT_NAMESPACES_WANT, .dflt_text = "all, or MSTAT_NAMESPACES",
 	  .help = MSTAT_NAMESPACES_HELP },
 	{ .name = "sort", .letter = 's', .arg = "COLUMN",
-	  MSTAT_CLI_CHOICE(O, sort, mstat_model_parse_sort), .want = "a column",
+	  MSTAT_CLI_CHOICE(O, sort, mstat_columns_parse_sort), .want = "a column",
 	  .values = sort_names, .dflt = "live-bytes", .help = "sort by" },
 	{ .name = "baseline", .arg = "SECONDS",
 	  MSTAT_CLI_REAL(O, baseline_s, 0, 86400 * 365), .want = "seconds",
@@ -219,7 +219,7 @@ parse_options(struct options *o, int argc, char **argv)
 
 	*o = (struct options){ .filter = "", .sample_bytes = SAMPLE_UNASKED };
 	if (mstat_killed_env(&o->grace, why, sizeof(why)) < 0 ||
-	    mstat_namespaces_env(&o->namespaces, why, sizeof(why)) < 0) {
+	    mstat_procs_namespaces_env(&o->namespaces, why, sizeof(why)) < 0) {
 		complain("%s", why);
 		return -1;
 	}
@@ -401,7 +401,7 @@ print_tick(const struct options *o, struct mstat_model *m,
 	}
 	*rows = p;
 	m->wall_ns = t->time_ms * 1000000u;
-	size_t n = mstat_model_view(m, o->filter, o->sort, false, p);
+	size_t n = mstat_columns_view(m, o->filter, o->sort, false, p);
 	struct mstat_output_tick ot = { t->seq, t->time_ms, t->interval_s,
 					sites ? print_sites : NULL, sites };
 	if (mstat_output_write(stdout, o->format, &ot, p, n) < 0 ||
@@ -471,13 +471,13 @@ run_batch_replay(const struct options *o)
 	bool stop = false;
 	int rc = 0, got;
 
-	if (mstat_replay_open(&r, o->replay, err, sizeof(err)) < 0) {
+	if (mstat_record_replay_open(&r, o->replay, err, sizeof(err)) < 0) {
 		fprintf(stderr, "mstat-top: %s\n", err);
 		return 1;
 	}
 	model_init(&m, o);
 	for (uint64_t i = 0; !stop && (o->count == 0 || i < o->count); i++) {
-		if ((got = mstat_replay_next(r, &t, err, sizeof(err))) <= 0) {
+		if ((got = mstat_record_replay_next(r, &t, err, sizeof(err))) <= 0) {
 			if (got < 0) {
 				fprintf(stderr, "mstat-top: %s\n", err);
 				rc = 1;
@@ -493,7 +493,7 @@ run_batch_replay(const struct options *o)
 	}
 	free(rows);
 	mstat_model_fini(&m);
-	mstat_replay_close(r);
+	mstat_record_replay_close(r);
 	return rc;
 }
 
@@ -530,7 +530,7 @@ replay_step(struct mstat_ui *ui, struct mstat_replay *r, double *interval_s)
 {
 	struct mstat_record_tick t;
 	char err[sizeof(ui->status)];
-	int got = mstat_replay_next(r, &t, err, sizeof(err));
+	int got = mstat_record_replay_next(r, &t, err, sizeof(err));
 
 	if (got <= 0) {
 		ui->replay->ended = true;
@@ -696,7 +696,7 @@ write_pprof(const struct options *o)
 			(int)o->pids.v[0],
 			prof.sample_bytes ? "" : " (sampling is off)");
 	mstat_symbols_free(sym);
-	mstat_profile_release(&prof);
+	mstat_reader_profile_release(&prof);
 	mstat_reader_close(r);
 	return rc < 0 ? 1 : 0;
 }
@@ -725,12 +725,12 @@ main(int argc, char **argv)
 		struct mstat_replay *r;
 		if (o.batch)
 			return run_batch_replay(&o);
-		if (mstat_replay_open(&r, o.replay, why, sizeof(why)) < 0) {
+		if (mstat_record_replay_open(&r, o.replay, why, sizeof(why)) < 0) {
 			fprintf(stderr, "mstat-top: %s\n", why);
 			return 1;
 		}
 		rc = run_interactive(NULL, &o, r);
-		mstat_replay_close(r);
+		mstat_record_replay_close(r);
 		return rc;
 	}
 	struct mstat_core_options to = {

@@ -4,7 +4,7 @@
  * it moves, and whether it takes the keys itself, made from the list
  * MSTAT_SCREENS of ui.h.
  */
-#include "ui.h"
+#include "top/ui.h"
 
 static const struct mstat_screen_ops screens[MSTAT_SCREEN_COUNT] = {
 #define MSTAT_X(id, draw, step, key) [MSTAT_SCREEN_##id] = { draw, step, key },
@@ -13,7 +13,7 @@ static const struct mstat_screen_ops screens[MSTAT_SCREEN_COUNT] = {
 };
 
 const struct mstat_screen_ops *
-mstat_screen_ops(enum mstat_screen s)
+mstat_screens_ops(enum mstat_screen s)
 {
 	return &screens[(unsigned)s < MSTAT_SCREEN_COUNT ? s : MSTAT_SCREEN_TABLE];
 }

@@ -3,7 +3,7 @@
  * ui.c - the interactive state: which rows are shown, which is selected,
  * and what keys ask of the model.  See ui.h.
  */
-#include "ui.h"
+#include "top/ui.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -106,8 +106,8 @@ mstat_ui_select_rows(struct mstat_ui *ui)
 		ui->rows = p;
 		ui->caprows = cap;
 	}
-	ui->nrows = mstat_model_view(&ui->model, ui->filter, ui->sort,
-				     ui->reverse, ui->rows);
+	ui->nrows = mstat_columns_view(&ui->model, ui->filter, ui->sort,
+				       ui->reverse, ui->rows);
 	/* Until the user moves it, the selection is the top row, whatever
 	 * process is there (by growth: the one growing most, which Enter
 	 * then opens); once moved, or while its process is open, it follows

@@ -27,9 +27,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "columns.h"
-#include "model.h"
-#include "core.h"
+#include "core/columns.h"
+#include "core/model.h"
+#include "core/core.h"
 
 #define MSTAT_UI_FILTER_MAX 64
 
@@ -138,7 +138,7 @@ struct mstat_screen_ops {
 };
 
 /* The screen `s`'s operations (screens.c). */
-const struct mstat_screen_ops *mstat_screen_ops(enum mstat_screen s);
+const struct mstat_screen_ops *mstat_screens_ops(enum mstat_screen s);
 
 /* The screen on top: the one drawn, which takes the keys. */
 enum mstat_screen mstat_ui_screen(const struct mstat_ui *ui);

@@ -16,10 +16,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "columns.h"
-#include "text.h"
-#include "ui.h"
-#include "units.h"
+#include "core/columns.h"
+#include "core/text.h"
+#include "top/ui.h"
+#include "core/units.h"
 
 #define HEAD 3 /* lines above the tables: time and totals */
 
@@ -61,7 +61,7 @@ line(int y, int attr, const char *fmt, ...)
 static const char *
 fmt(char *buf, unsigned unit, bool known, double v)
 {
-	return mstat_unit_format(buf, MSTAT_UNIT_MAX, unit, known, v);
+	return mstat_units_format(buf, MSTAT_UNIT_MAX, unit, known, v);
 }
 
 #define BYTES MSTAT_UNIT_BYTES
@@ -95,7 +95,7 @@ draw_header(struct mstat_ui *ui)
 		snprintf(pending, sizeof(pending), "  baseline in %.0fs",
 			 ceil((double)in_ns / 1e9));
 	line(0, A_BOLD, "mstat-top  %s  %s%s  sort %s%s%s", when, src, pending,
-	     mstat_model_sort_name(ui->sort), ui->reverse ? " (reversed)" : "",
+	     mstat_columns_sort_name(ui->sort), ui->reverse ? " (reversed)" : "",
 	     ui->paused ? "  [paused]" : "");
 	unsigned hidden = ui->core ? mstat_core_namespaces_unreadable(ui->core)
 				   : 0;
@@ -130,12 +130,12 @@ mstat_view_table(struct mstat_ui *ui)
 	/* The header: the sorted column underlined and bold. */
 	line(HEAD, A_REVERSE, "%s", "");
 	for (int k = 0, x = 0; k < MSTAT_SORT_COUNT && x < COLS; k++) {
-		const struct mstat_column *c = mstat_column(k);
+		const struct mstat_column *c = mstat_columns_at(k);
 		char buf[256];
 		if (!shown[k])
 			continue;
 		int w = k == MSTAT_SORT_NAME ? nw : c->width;
-		mstat_column_pad(k, c->title, w, ellipsis, buf, sizeof(buf));
+		mstat_columns_pad(k, c->title, w, ellipsis, buf, sizeof(buf));
 		attrset(A_REVERSE | (k == (int)ui->sort ? A_BOLD | A_UNDERLINE : 0));
 		mvaddnstr(HEAD, x, buf, COLS - x);
 		x += w + 1;
@@ -156,13 +156,13 @@ mstat_view_table(struct mstat_ui *ui)
 		char text[1024] = "";
 		size_t at = 0;
 		for (int k = 0; k < MSTAT_SORT_COUNT; k++) {
-			const struct mstat_column *c = mstat_column(k);
+			const struct mstat_column *c = mstat_columns_at(k);
 			char buf[256];
 			if (!shown[k])
 				continue;
-			mstat_column_cell(k, ui->rows[r], now_ns,
-					  k == MSTAT_SORT_NAME ? nw : c->width,
-					  ellipsis, buf, sizeof(buf));
+			mstat_columns_cell(k, ui->rows[r], now_ns,
+					   k == MSTAT_SORT_NAME ? nw : c->width,
+					   ellipsis, buf, sizeof(buf));
 			at += (size_t)snprintf(text + at, sizeof(text) - at, "%s%s",
 					       at ? " " : "", buf);
 			if (at >= sizeof(text))
@@ -394,7 +394,7 @@ mstat_view_detail(struct mstat_ui *ui)
 		return;
 	}
 	bool h = r->have_snap;
-	mstat_column_text(MSTAT_SORT_NAME, r, ui->model.wall_ns, name, sizeof(name));
+	mstat_columns_text(MSTAT_SORT_NAME, r, ui->model.wall_ns, name, sizeof(name));
 	/* Where it runs: its pid there, its container and pod, or its
 	 * unit. */
 	char where[160] = "", inner[32] = "";
@@ -411,8 +411,8 @@ mstat_view_detail(struct mstat_ui *ui)
 	line(HEAD, A_BOLD, "pid %d%s %s%s%s%s: %s, threads %s, age %s",
 	     (int)r->pid, inner, name, r->exe[0] ? " exe " : "", r->exe, where,
 	     mstat_model_live_name(r->live), fmt(v[0], COUNT, h, r->threads),
-	     mstat_column_text(MSTAT_SORT_AGE, r, ui->model.wall_ns, v[1],
-			       sizeof(v[1])));
+	     mstat_columns_text(MSTAT_SORT_AGE, r, ui->model.wall_ns, v[1],
+				sizeof(v[1])));
 	line(HEAD + 1, A_NORMAL, "live %s, %s objs  growth %s, %s objs, %s (%.0fs)",
 	     fmt(v[2], BYTES, h, (double)mstat_model_live_bytes(r)),
 	     fmt(v[3], COUNT, h, (double)mstat_model_live_objects(r)),
@@ -508,7 +508,7 @@ mstat_view_sites(struct mstat_ui *ui)
 		line(HEAD, A_NORMAL, "  dismissed: Esc goes back to the table");
 		return;
 	}
-	mstat_column_text(MSTAT_SORT_NAME, r, ui->model.wall_ns, name, sizeof(name));
+	mstat_columns_text(MSTAT_SORT_NAME, r, ui->model.wall_ns, name, sizeof(name));
 	line(HEAD, A_BOLD, "pid %d %s: call sites by %s (s: by %s)", (int)r->pid,
 	     name, growth ? "growth since the baseline" : "live bytes",
 	     growth ? "live bytes" : "growth");
@@ -602,8 +602,8 @@ mstat_view_help(struct mstat_ui *ui)
 		else if (i == (int)ui->nkeys + 1)
 			line(y++, A_BOLD, "Columns (F6, < and > sort by them)");
 		else
-			line(y++, A_NORMAL, "  %-10s %s", mstat_column(k)->title,
-			     mstat_column(k)->help);
+			line(y++, A_NORMAL, "  %-10s %s", mstat_columns_at(k)->title,
+			     mstat_columns_at(k)->help);
 	}
 }
 
@@ -628,7 +628,7 @@ mstat_view_draw(struct mstat_ui *ui)
 {
 	erase();
 	draw_header(ui);
-	mstat_screen_ops(mstat_ui_screen(ui))->draw(ui);
+	mstat_screens_ops(mstat_ui_screen(ui))->draw(ui);
 	draw_status(ui);
 	refresh();
 }

@@ -286,7 +286,7 @@ def view(pid, text):
         print("tmux not installed: the view is not looked at")
         return
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                    "..", "observer"))
+                                    "..", "top"))
     import tmuxview
     with tmuxview.Tmux(TMUX, "attach%d" % os.getpid(),
                        "%s -p %d -d 0.2" % (TOP, pid), 160, 30, TIMEOUT) as tm:

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugin.h"
+#include "tests/attach/plugin.h"
 
 static void *ctor_blocks[PLUGIN_CTOR_BLOCKS];
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <sys/syscall.h>
 
-#include "plugin.h"
+#include "tests/attach/plugin.h"
 
 void *(*const slow_malloc_ptr)(size_t) = malloc;
 

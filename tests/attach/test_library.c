@@ -37,10 +37,10 @@
 
 #include <cmocka.h>
 
-#include "inject.h"
-#include "plugin.h"
-#include "reader.h"
-#include "truth.h"
+#include "shm/inject.h"
+#include "tests/attach/plugin.h"
+#include "shm/reader.h"
+#include "tests/interpose/truth.h"
 
 #define PRIOR_N 64
 #define PRIOR_SIZE 40

@@ -49,7 +49,7 @@ import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(HERE, "..", "observer"))
+sys.path.insert(0, os.path.join(HERE, "..", "top"))
 import nsbox  # noqa: E402
 import tmuxview  # noqa: E402
 
@@ -84,7 +84,7 @@ NOBODY = 65534
 # once it is gone.
 SCRIPT = ('while :; do true & p=$!; wait $p; [ $p -lt 19 ] || break; done; '
           'sleep 600 | %s fixed & wait; exec sleep 600' % TARGET)
-# Its counts ("fixed" mode, tests/observer/target.c).
+# Its counts ("fixed" mode, tests/top/target.c).
 FIXED = {"alloc_count": 10, "free_count": 3, "live_objects": 7}
 
 cleanup = []

@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "where.h"
+#include "core/where.h"
 
 struct fixture {
 	const char *cgroup;

@@ -316,7 +316,7 @@ def check_sort():
         m = re.search(r":\s*(.*?)\s*\(default", s)
         if not m or words_list(m.group(1)) != names:
             problem("mstat-top --help: -s lists %r; the columns are %s: "
-                    "its list comes from mstat_column() (top/main.c, "
+                    "its list comes from mstat_columns_at() (top/main.c, "
                     "sort_names())" % (m.group(1) if m else s,
                                        ", ".join(names)))
     entries = man_entries(man_sections("docs/mstat-top.1")["OPTIONS"])

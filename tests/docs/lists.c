@@ -14,11 +14,11 @@
 
 #include <json-c/json.h>
 
-#include "columns.h"
-#include "config.h"
-#include "layout.h"
-#include "model.h"
-#include "output.h"
+#include "core/columns.h"
+#include "lib/config.h"
+#include "shm/layout.h"
+#include "core/model.h"
+#include "core/output.h"
 
 static const char *const variables[] = {
 #define MSTAT_X(id, name, ...) name,
@@ -32,7 +32,7 @@ columns(void)
 	json_object *a = json_object_new_array();
 
 	for (int k = 0; k < MSTAT_SORT_COUNT; k++) {
-		const struct mstat_column *c = mstat_column(k);
+		const struct mstat_column *c = mstat_columns_at(k);
 		json_object *o = json_object_new_object();
 		json_object_object_add(o, "name", json_object_new_string(c->name));
 		json_object_object_add(o, "title", json_object_new_string(c->title));
@@ -70,7 +70,7 @@ exposition(void)
 	mstat_model_init(&m, 0);
 	FILE *f = open_memstream(&buf, &len);
 	if (!f || mstat_model_update(&m, &in, 1, 1) < 0 ||
-	    mstat_model_view(&m, "", MSTAT_SORT_PID, false, rows) != 1 ||
+	    mstat_columns_view(&m, "", MSTAT_SORT_PID, false, rows) != 1 ||
 	    mstat_output_write(f, MSTAT_FORMAT_OPENMETRICS, &t, rows, 1) < 0 ||
 	    fclose(f) != 0) {
 		fprintf(stderr, "lists: the exposition could not be written\n");

@@ -8,7 +8,7 @@
                           pprof_prometheus
 
 Environment (set by meson): MSTAT_EXPORTER, MSTAT_TOP, MSTAT_TARGET
-(tests/observer/target.c), PROMTOOL, PROMETHEUS (as scripts/deps.sh
+(tests/top/target.c), PROMTOOL, PROMETHEUS (as scripts/deps.sh
 unpacks them), OPENSSL (empty when not found), DASHBOARD
 (docs/mstat-grafana.json), GO (empty when go is not installed),
 MSTAT_SAMPLES (0 where a sanitizer's malloc stands in for the
@@ -1374,7 +1374,7 @@ def expect_kept(p, what):
           maps[0].has_functions, "%s: the program's mapping %r" % (what, maps))
     lines = [(p.functions[fn], line) for loc in p.locations.values()
              for fn, line in loc.lines if p.functions[fn].name == "main"]
-    check(lines and all(f.filename.endswith("/tests/observer/target.c") and
+    check(lines and all(f.filename.endswith("/tests/top/target.c") and
                         f.filename.startswith("/") and line > 0
                         for f, line in lines), "%s: main placed %r" %
           (what, lines))

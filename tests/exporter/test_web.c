@@ -22,10 +22,10 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
-#include "pprof_http.h"
-#include "tlsgate.h"
-#include "web.h"
-#include "webconfig.h"
+#include "exporter/pprof_http.h"
+#include "exporter/tlsgate.h"
+#include "exporter/web.h"
+#include "exporter/webconfig.h"
 
 static void
 test_negotiate(void **state)
@@ -199,26 +199,26 @@ test_health_rule(void **state)
 	(void)state;
 
 	assert_int_equal(MSTAT_SCRAPER_STUCK_S, 10);
-	assert_int_equal(mstat_scraper_health_rule(0, 1, 10000, why, sizeof(why)), 0);
-	assert_int_equal(mstat_scraper_health_rule(0, 99999 * s, 10000, why,
-						   sizeof(why)), 0);
-	assert_int_equal(mstat_scraper_health_rule(since, since, 10000, why,
-						   sizeof(why)), 0);
+	assert_int_equal(mstat_scrape_health_rule(0, 1, 10000, why, sizeof(why)), 0);
+	assert_int_equal(mstat_scrape_health_rule(0, 99999 * s, 10000, why,
+						  sizeof(why)), 0);
+	assert_int_equal(mstat_scrape_health_rule(since, since, 10000, why,
+						  sizeof(why)), 0);
 	/* A clock read before the wait began, in another thread. */
-	assert_int_equal(mstat_scraper_health_rule(since, since - 1, 10000, why,
-						   sizeof(why)), 0);
-	assert_int_equal(mstat_scraper_health_rule(since, since + 10 * s + 10000000u,
-						   10000, why, sizeof(why)), 0);
+	assert_int_equal(mstat_scrape_health_rule(since, since - 1, 10000, why,
+						  sizeof(why)), 0);
+	assert_int_equal(mstat_scrape_health_rule(since, since + 10 * s + 10000000u,
+						  10000, why, sizeof(why)), 0);
 	assert_string_equal(why, "");
-	assert_int_equal(mstat_scraper_health_rule(since, since + 10 * s + 10000001u,
-						   10000, why, sizeof(why)), -1);
+	assert_int_equal(mstat_scrape_health_rule(since, since + 10 * s + 10000001u,
+						  10000, why, sizeof(why)), -1);
 	assert_string_equal(why, "the reader is stuck: scrapes have waited 10.0 s "
 			    "for it, more than 10 s beyond its wait budget of 0.01 s");
 	/* The budget counts: 5 s of it, and 12.5 s are not too long. */
-	assert_int_equal(mstat_scraper_health_rule(since, since + 12 * s + s / 2,
-						   5000000, why, sizeof(why)), 0);
-	assert_int_equal(mstat_scraper_health_rule(since, since + 3600 * s,
-						   5000000, why, sizeof(why)), -1);
+	assert_int_equal(mstat_scrape_health_rule(since, since + 12 * s + s / 2,
+						  5000000, why, sizeof(why)), 0);
+	assert_int_equal(mstat_scrape_health_rule(since, since + 3600 * s,
+						  5000000, why, sizeof(why)), -1);
 	assert_string_equal(why, "the reader is stuck: scrapes have waited 3600.0 s "
 			    "for it, more than 10 s beyond its wait budget of 5 s");
 }
@@ -431,25 +431,25 @@ test_pprof_query(void **state)
 						   "x", "99999999999" };
 
 	(void)state;
-	assert_int_equal(mstat_pprof_parse_pid("1", &pid, why, sizeof(why)), 0);
+	assert_int_equal(mstat_pprof_http_parse_pid("1", &pid, why, sizeof(why)), 0);
 	assert_int_equal(pid, 1);
-	assert_int_equal(mstat_pprof_parse_pid("4194304", &pid, why, sizeof(why)), 0);
+	assert_int_equal(mstat_pprof_http_parse_pid("4194304", &pid, why, sizeof(why)), 0);
 	assert_int_equal(pid, 4194304);
-	assert_int_equal(mstat_pprof_parse_pid("007", &pid, why, sizeof(why)), 0);
+	assert_int_equal(mstat_pprof_http_parse_pid("007", &pid, why, sizeof(why)), 0);
 	assert_int_equal(pid, 7);
 	for (size_t i = 0; i < sizeof(bad_pids) / sizeof(bad_pids[0]); i++) {
-		if (mstat_pprof_parse_pid(bad_pids[i], &pid, why, sizeof(why)) != -1)
+		if (mstat_pprof_http_parse_pid(bad_pids[i], &pid, why, sizeof(why)) != -1)
 			fail_msg("pid \"%s\" taken", bad_pids[i]);
 		assert_string_equal(why, "a process id is a decimal number from 1 "
 				    "to 4194304");
 	}
-	assert_int_equal(mstat_pprof_parse_seconds("1", &sec, why, sizeof(why)), 0);
+	assert_int_equal(mstat_pprof_http_parse_seconds("1", &sec, why, sizeof(why)), 0);
 	assert_int_equal(sec, 1);
-	assert_int_equal(mstat_pprof_parse_seconds("300", &sec, why, sizeof(why)), 0);
+	assert_int_equal(mstat_pprof_http_parse_seconds("300", &sec, why, sizeof(why)), 0);
 	assert_int_equal(sec, 300);
 	for (size_t i = 0; i < sizeof(bad_seconds) / sizeof(bad_seconds[0]); i++)
-		if (mstat_pprof_parse_seconds(bad_seconds[i], &sec, why,
-					      sizeof(why)) != -1)
+		if (mstat_pprof_http_parse_seconds(bad_seconds[i], &sec, why,
+						   sizeof(why)) != -1)
 			fail_msg("seconds \"%s\" taken", bad_seconds[i]);
 }
 
@@ -458,8 +458,8 @@ address(const char *external, const char *host, const struct sockaddr *local,
 	const char *want)
 {
 	char out[300], why[200] = "";
-	int rc = mstat_pprof_target_address(external, host, local, out,
-					    sizeof(out), why, sizeof(why));
+	int rc = mstat_pprof_http_target_address(external, host, local, out,
+						 sizeof(out), why, sizeof(why));
 
 	if (want && (rc != 0 || strcmp(out, want) != 0))
 		fail_msg("%s, %s: %d %s %s, not %s", external ? external : "-",

@@ -27,7 +27,7 @@
  *     by mstat_reader_snapshot() and mstat_reader_snapshot_many().  The
  *     wait budget is 0, so an odd seq makes a read give up, not wait.
  * Then mstat_reader_profile(), twice (before and after the live reads),
- * on whatever the profile region holds, and mstat_profile_module_of() on
+ * on whatever the profile region holds, and mstat_reader_profile_module_of() on
  * every frame it returns.
  * And mstat_validate_header() and mstat_validate_classes() directly on a
  * copy of the input's header and class table, in buffers of exactly their
@@ -69,11 +69,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "layout.h"
-#include "mstatshm.h"
-#include "owner.h"
-#include "reader.h"
-#include "validate.h"
+#include "shm/layout.h"
+#include <mstatshm.h>
+#include "shm/owner.h"
+#include "shm/reader.h"
+#include "shm/validate.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -681,7 +681,7 @@ check_profile(const struct mstat_profile *p, const struct mstat_shm_header *h,
 			die("profile: stack %u has objects in a segment of none", i);
 		for (uint32_t k = 0; k < st->depth; k++) {
 			const struct mstat_profile_module *m =
-				mstat_profile_module_of(p, st->frames[k]);
+				mstat_reader_profile_module_of(p, st->frames[k]);
 
 			if (m && (m < p->modules || m >= p->modules + p->nmodules ||
 				  st->frames[k] < m->start || st->frames[k] >= m->end))
@@ -711,7 +711,7 @@ check_profile(const struct mstat_profile *p, const struct mstat_shm_header *h,
 			die("profile: a stack that is not the region's");
 	free(want);
 	free(got);
-	mstat_profile_release(&x);
+	mstat_reader_profile_release(&x);
 }
 
 /* mstat_reader_profile(): 0 and a profile the checks above pass, or a
@@ -815,8 +815,8 @@ read_segment(struct mstat_reader *r, int lockfd, const struct mstat_shm_header *
 	}
 	/* Nothing wrote the profile region since: the same profile again. */
 	read_profile(r, h, im, &prof_b);
-	mstat_profile_release(&prof_a);
-	mstat_profile_release(&prof_b);
+	mstat_reader_profile_release(&prof_a);
+	mstat_reader_profile_release(&prof_b);
 }
 
 int

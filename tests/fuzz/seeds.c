@@ -27,8 +27,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "layout.h"
-#include "sizeclass.h"
+#include "shm/layout.h"
+#include "shm/sizeclass.h"
 
 #if !defined(FUZZ_PROFILE_AT) || !defined(FUZZ_PROFILE_BYTES)
 #error "FUZZ_PROFILE_AT, FUZZ_PROFILE_BYTES: the input's layout (run.sh)"

@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "layout.h"
+#include "shm/layout.h"
 
 int
 main(void)

@@ -35,7 +35,7 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "observer"))
+sys.path.insert(0, os.path.join(HERE, "..", "top"))
 sys.path.append(os.path.join(HERE, "..", "containers"))
 import e2e  # noqa: E402
 import nsbox  # noqa: E402

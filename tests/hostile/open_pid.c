@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "mstatshm.h"
+#include <mstatshm.h>
 
 int
 main(int argc, char **argv)

@@ -17,7 +17,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "observer"))
+                                "..", "top"))
 import e2e  # noqa: E402
 from e2e import (TAG, TARGET, TIMEOUT, TOP, check, expect_fixed,  # noqa: E402
                  find, planted, segments_of, ticks)

@@ -27,8 +27,8 @@
 
 #include <cmocka.h>
 
-#include "harness.h"
-#include "reader.h"
+#include "tests/protocol/harness.h"
+#include "shm/reader.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15u;
 

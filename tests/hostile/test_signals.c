@@ -60,8 +60,8 @@
 #include <link.h>
 #include <stdatomic.h>
 
-#include "mstatshm.h"
-#include "sizeclass.h"
+#include <mstatshm.h>
+#include "shm/sizeclass.h"
 
 #define LOOP_SIZE (UINT64_C(1) << 37)    /* the loop's class */
 #define HANDLER_SIZE (UINT64_C(1) << 39) /* the handler's */

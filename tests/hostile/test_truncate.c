@@ -27,9 +27,9 @@
 
 #include <cmocka.h>
 
-#include "guard.h"
-#include "harness.h"
-#include "reader.h"
+#include "shm/guard.h"
+#include "tests/protocol/harness.h"
+#include "shm/reader.h"
 
 /* ---- the guard, and a host's own handler ---- */
 
@@ -95,19 +95,19 @@ guard_turns_sigbus_into_efault_and_chains(void **state)
 
 	install_host_handler(); /* before the first guarded read */
 	struct touch t = { m + pg, 0 };
-	assert_int_equal(mstat_guarded(touch_page, &t), 0);
+	assert_int_equal(mstat_guard_run(touch_page, &t), 0);
 	/* Someone shrinks the file under the mapping. */
 	assert_int_equal(ftruncate(fd, pg), 0);
-	assert_int_equal(mstat_guarded(touch_page, &t), -EFAULT);
-	assert_int_equal(mstat_guarded(touch_page, &t), -EFAULT); /* again */
+	assert_int_equal(mstat_guard_run(touch_page, &t), -EFAULT);
+	assert_int_equal(mstat_guard_run(touch_page, &t), -EFAULT); /* again */
 	host_fault(m + pg);
 
 	install_host_handler(); /* over ours, after it was installed */
 	host_fault(m + pg);
-	assert_int_equal(mstat_guarded(touch_page, &t), -EFAULT); /* ours back */
+	assert_int_equal(mstat_guard_run(touch_page, &t), -EFAULT); /* ours back */
 	host_fault(m + pg);                                   /* and chained */
 	t.p = m;
-	assert_int_equal(mstat_guarded(touch_page, &t), 0);
+	assert_int_equal(mstat_guard_run(touch_page, &t), 0);
 	signal(SIGBUS, SIG_DFL);
 	munmap(m, 2 * (size_t)pg);
 	close(fd);

@@ -6,7 +6,7 @@ refuses membarrier.
 
     top.py TEST     TEST: transient fdlimit nomembarrier
 
-The helpers (targets, planting, the owner lock) are tests/observer/e2e.py's;
+The helpers (targets, planting, the owner lock) are tests/top/e2e.py's;
 the environment is the same (MSTAT_TOP, MSTAT_TARGET), and NO_MEMBARRIER
 runs a command where membarrier(2) fails with EPERM.
 """
@@ -18,7 +18,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "observer"))
+                                "..", "top"))
 import e2e  # noqa: E402
 from e2e import (TAG, TIMEOUT, TOP, VALGRIND, Target, check, expect_fixed,  # noqa: E402
                  find, hold_owner_lock, plant, segment_head, ticks,

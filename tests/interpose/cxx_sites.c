@@ -7,7 +7,7 @@
 #include <stdint.h>
 #include <unistd.h>
 
-#include "reader.h"
+#include "shm/reader.h"
 
 long long cxx_sampled_in(uintptr_t lo, uintptr_t hi);
 
@@ -31,6 +31,6 @@ cxx_sampled_in(uintptr_t lo, uintptr_t hi)
 		if (p.stacks[i].depth > 0 && p.stacks[i].frames[0] >= lo &&
 		    p.stacks[i].frames[0] < hi)
 			n += (long long)p.stacks[i].allocs;
-	mstat_profile_release(&p);
+	mstat_reader_profile_release(&p);
 	return n;
 }

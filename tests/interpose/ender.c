@@ -51,8 +51,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mstatshm.h"
-#include "sizeclass.h"
+#include <mstatshm.h>
+#include "shm/sizeclass.h"
 
 static void *volatile kept;
 

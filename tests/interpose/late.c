@@ -36,7 +36,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "late.h"
+#include "tests/interpose/late.h"
 
 static void
 free_all(void)

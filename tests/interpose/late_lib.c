@@ -19,10 +19,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "late.h"
-#include "layout.h"
-#include "mstatshm.h"
-#include "sizeclass.h"
+#include "tests/interpose/late.h"
+#include "shm/layout.h"
+#include <mstatshm.h>
+#include "shm/sizeclass.h"
 
 #define LATE_BLOCKS 100
 #define LATE_SIZE 1000

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "truth.h"
+#include "tests/interpose/truth.h"
 
 /* Away from glibc's mmap threshold (128 KiB, raised by each free of a
  * mapped block), where the page-aligned block and the plain one of the

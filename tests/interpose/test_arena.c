@@ -23,10 +23,10 @@
 
 #include <cmocka.h>
 
-#include "arena.h"
-#include "truth.h"
-#include "window.h"
-#include "writer.h"
+#include "lib/arena.h"
+#include "tests/interpose/truth.h"
+#include "tests/interpose/window.h"
+#include "lib/writer.h"
 
 static struct truth t;
 static struct mstat_snapshot s0, s1;

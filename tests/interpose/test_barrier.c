@@ -27,8 +27,8 @@
 
 #include <cmocka.h>
 
-#include "layout.h"
-#include "mstatshm.h"
+#include "shm/layout.h"
+#include <mstatshm.h>
 
 #define GET_REGISTRATIONS (1 << 9) /* MEMBARRIER_CMD_GET_REGISTRATIONS */
 

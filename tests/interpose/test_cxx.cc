@@ -20,8 +20,8 @@
 #include <cstring>
 #include <new>
 
-#include "mstatshm.h"
-#include "sizeclass.h"
+#include <mstatshm.h>
+#include "shm/sizeclass.h"
 
 namespace {
 

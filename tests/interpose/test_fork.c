@@ -48,8 +48,8 @@
 
 #include <cmocka.h>
 
-#include "name.h"
-#include "truth.h"
+#include "shm/name.h"
+#include "tests/interpose/truth.h"
 
 #define CHILD_SIZE (5u << 20)   /* what the fork child allocates */
 #define EXEC_SIZE (9u << 20)    /* what the parent holds across exec */

@@ -35,8 +35,8 @@
 
 #include <cmocka.h>
 
-#include "pool.h"
-#include "truth.h"
+#include "lib/pool.h"
+#include "tests/interpose/truth.h"
 
 static struct truth t;
 /* Sizes no allocator can give, hidden from the compiler's size checks. */

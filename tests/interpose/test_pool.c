@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "pool.h"
+#include "lib/pool.h"
 
 static size_t
 header(const void *p)

@@ -26,8 +26,8 @@
 
 #include <cmocka.h>
 
-#include "reader.h"
-#include "truth.h"
+#include "shm/reader.h"
+#include "tests/interpose/truth.h"
 
 /* The sites are alone in a section of their own, whose bounds the linker
  * gives, so that the site holding a return address is the one that
@@ -187,11 +187,11 @@ test_sites_counted_exactly(void **state)
 	assert_int_equal(c.free_weight, 50 * cu);
 	/* The module list holds this program, with its build id. */
 	const struct mstat_profile_module *mod =
-		mstat_profile_module_of(&p, (uint64_t)(uintptr_t)site_malloc);
+		mstat_reader_profile_module_of(&p, (uint64_t)(uintptr_t)site_malloc);
 	assert_non_null(mod);
 	assert_non_null(strstr(mod->path, "test-interpose-profile"));
 	assert_int_equal(mod->build_id_len, 20);
-	mstat_profile_release(&p);
+	mstat_reader_profile_release(&p);
 	for (int i = 400; i < 1000; i++)
 		free(keep[i]);
 	read_profile(&p);
@@ -200,7 +200,7 @@ test_sites_counted_exactly(void **state)
 	assert_int_equal(m.free_bytes, 1000 * u);
 	assert_int_equal(m.free_objects, 1000 * MSTAT_OBJECT_UNITS);
 	assert_int_equal(m.free_weight, 1000 * u);
-	mstat_profile_release(&p);
+	mstat_reader_profile_release(&p);
 }
 
 /* With glibc, a sampled block of more than a page stays where glibc made
@@ -232,7 +232,7 @@ test_large_blocks_stay_in_place(void **state)
 	assert_int_equal(r.allocs - r.frees, 1);
 	assert_int_equal(r.alloc_bytes - r.free_bytes, malloc_usable_size(b));
 	assert_int_equal(r.alloc_weight - r.free_weight, malloc_usable_size(b));
-	mstat_profile_release(&p);
+	mstat_reader_profile_release(&p);
 	free(b);
 	/* Below the threshold: blocks of glibc's heap. */
 	assert_int_equal(mallopt(M_MMAP_THRESHOLD, 4 * mib), 1);
@@ -248,7 +248,7 @@ test_large_blocks_stay_in_place(void **state)
 	assert_int_equal(m.frees, m.allocs);
 	assert_int_equal(r.allocs - r.frees, 1);
 	assert_int_equal(site(&p, site_calloc).allocs - site(&p, site_calloc).frees, 1);
-	mstat_profile_release(&p);
+	mstat_reader_profile_release(&p);
 	free(d);
 	free(e);
 	read_profile(&p);
@@ -260,7 +260,7 @@ test_large_blocks_stay_in_place(void **state)
 	assert_int_equal(c2.frees, c2.allocs);
 	assert_int_equal(c2.free_bytes, c2.alloc_bytes);
 	assert_int_equal(c2.free_weight, c2.alloc_weight);
-	mstat_profile_release(&p);
+	mstat_reader_profile_release(&p);
 }
 
 /* A realloc moves its block to a sample of its own call site; the old
@@ -281,12 +281,12 @@ test_realloc_moves_the_sample(void **state)
 	assert_int_equal(r.alloc_bytes, malloc_usable_size(b));
 	assert_int_equal(r.alloc_weight, malloc_usable_size(b));
 	assert_int_equal(r.frees, 0);
-	mstat_profile_release(&p);
+	mstat_reader_profile_release(&p);
 	free(b);
 	read_profile(&p);
 	r = site(&p, site_realloc);
 	assert_int_equal(r.frees, 1);
-	mstat_profile_release(&p);
+	mstat_reader_profile_release(&p);
 }
 
 /* A reader turns sampling off, then back on, through the request word;
@@ -306,12 +306,12 @@ test_reader_sets_the_interval(void **state)
 	assert_int_equal(mstat_reader_profile(r, &p), 0);
 	assert_int_equal(p.sample_bytes, 0);
 	uint64_t before = site(&p, site_malloc).allocs;
-	mstat_profile_release(&p);
+	mstat_reader_profile_release(&p);
 	for (int i = 0; i < 100; i++)
 		free(site_malloc(100));
 	assert_int_equal(mstat_reader_profile(r, &p), 0);
 	assert_int_equal(site(&p, site_malloc).allocs, before);
-	mstat_profile_release(&p);
+	mstat_reader_profile_release(&p);
 
 	assert_int_equal(mstat_reader_request_sampling(r, 1), 0);
 	for (int i = 0; i < 65; i++) /* past the 64 MiB of a look while off */
@@ -321,7 +321,7 @@ test_reader_sets_the_interval(void **state)
 	assert_int_equal(mstat_reader_profile(r, &p), 0);
 	assert_int_equal(p.sample_bytes, 1);
 	assert_int_equal(site(&p, site_malloc).allocs, before + 100);
-	mstat_profile_release(&p);
+	mstat_reader_profile_release(&p);
 	mstat_reader_close(r);
 }
 
@@ -361,7 +361,7 @@ test_weight_is_of_the_interval_drawn(void **state)
 	assert_int_equal(pthread_join(t, NULL), 0);
 	assert_int_equal(mstat_reader_profile(r, &p), 0);
 	struct site_total s = site(&p, site_small);
-	mstat_profile_release(&p);
+	mstat_reader_profile_release(&p);
 	assert_int_equal(mstat_reader_request_sampling(r, 1), 0);
 	mstat_reader_close(r);
 	/* This thread's countdown may have been drawn at 64 KiB meanwhile:

@@ -26,11 +26,11 @@
 
 #include <cmocka.h>
 
-#include "arena.h"
-#include "truth.h"
-#include "unsized.h"
-#include "window.h"
-#include "writer.h"
+#include "lib/arena.h"
+#include "tests/interpose/truth.h"
+#include "lib/unsized.h"
+#include "tests/interpose/window.h"
+#include "lib/writer.h"
 
 #define THREADS 4
 #define BLOCKS 60 /* all of them fit the arena twice */

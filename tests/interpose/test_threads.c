@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "truth.h"
+#include "tests/interpose/truth.h"
 
 #define THREADS 10000
 #define BATCH 40

@@ -34,8 +34,8 @@
 
 #include <cmocka.h>
 
-#include "mstatshm.h"
-#include "truth.h"
+#include <mstatshm.h>
+#include "tests/interpose/truth.h"
 
 #define COPIES 40
 #define THREADS 8

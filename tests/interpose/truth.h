@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mstatshm.h"
-#include "sizeclass.h"
+#include <mstatshm.h>
+#include "shm/sizeclass.h"
 
 /*
  * Valgrind's memcheck replaces malloc in every object, this library's

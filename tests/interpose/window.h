@@ -13,7 +13,7 @@ static struct mstat_shm_slot *saved_fast;
 static void
 window_open(int s)
 {
-	mstat_writer_header_sizes(false);
+	mstat_slots_header_sizes(false);
 	saved_fast = mstat_thread.fast;
 	mstat_thread.fast = NULL;
 	atomic_store(&mstat_next.state, s);
@@ -23,7 +23,7 @@ static void
 window_close(int ready)
 {
 	atomic_store(&mstat_next.state, ready);
-	mstat_writer_header_sizes(ready == MSTAT_NEXT_HEADER);
+	mstat_slots_header_sizes(ready == MSTAT_NEXT_HEADER);
 	mstat_thread.fast = saved_fast;
 }
 

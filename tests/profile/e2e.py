@@ -116,7 +116,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "observer"))
+                                "..", "top"))
 from jsondoc import documented_fields  # noqa: E402
 import tmuxview  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),

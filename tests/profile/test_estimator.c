@@ -74,8 +74,8 @@
 
 #include <cmocka.h>
 
-#include "countdown.h"
-#include "pprof.h"
+#include "lib/countdown.h"
+#include "core/pprof.h"
 
 #define RUNS 1000
 #define KIB 1024u
@@ -178,7 +178,7 @@ allocate(struct run *r, uint64_t n, uint64_t u, uint64_t interval, bool keep)
 	}
 	if (!at)
 		return;
-	w = mstat_sample_weight(weigh_by_usable ? u : n, u, at);
+	w = mstat_countdown_weight(weigh_by_usable ? u : n, u, at);
 	r->samples++;
 	r->st.allocs++;
 	r->st.alloc_bytes += u;
@@ -495,7 +495,7 @@ test_weight_is_exact(void **state)
 			uint64_t n = sizes[i], u = usable(n), m = means[k];
 			double inv_p = 1 / -expm1(-(double)n / (double)m);
 			double want = (double)u * inv_p, objs = MSTAT_OBJECT_UNITS * inv_p;
-			struct mstat_weight got = mstat_sample_weight(n, u, m);
+			struct mstat_weight got = mstat_countdown_weight(n, u, m);
 			if (fabs((double)got.bytes - want) > 1 + want * 1e-12 ||
 			    fabs((double)got.objects - objs) > 1 + objs * 1e-12)
 				fail_msg("weight of %llu bytes at %llu: %llu bytes, "
@@ -506,13 +506,13 @@ test_weight_is_exact(void **state)
 					 MSTAT_OBJECT_UNITS, want, objs);
 		}
 	/* Bounded, and a total function. */
-	struct mstat_weight w = mstat_sample_weight(0, 24, 4096);
+	struct mstat_weight w = mstat_countdown_weight(0, 24, 4096);
 	assert_true(w.bytes == MSTAT_WEIGHT_MAX && w.objects == MSTAT_WEIGHT_MAX);
-	w = mstat_sample_weight(0, 0, 4096);
+	w = mstat_countdown_weight(0, 0, 4096);
 	assert_true(w.bytes == MSTAT_WEIGHT_MAX && w.objects == MSTAT_WEIGHT_MAX);
-	w = mstat_sample_weight(100, 104, 0);
+	w = mstat_countdown_weight(100, 104, 0);
 	assert_true(w.bytes == 104 && w.objects == MSTAT_OBJECT_UNITS);
-	w = mstat_sample_weight(1, UINT64_MAX, MSTAT_SAMPLE_MAX);
+	w = mstat_countdown_weight(1, UINT64_MAX, MSTAT_SAMPLE_MAX);
 	assert_int_equal(w.bytes, MSTAT_WEIGHT_MAX);
 	assert_true(w.objects < MSTAT_WEIGHT_MAX &&
 		    fabs((double)w.objects - MSTAT_OBJECT_UNITS * (double)MSTAT_SAMPLE_MAX) <

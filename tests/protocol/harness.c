@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /* harness.c - drive mstat-test-writer processes; see harness.h. */
-#include "harness.h"
+#include "tests/protocol/harness.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -17,7 +17,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "sizeclass.h"
+#include "shm/sizeclass.h"
 
 const char *const harness_modes[2] = { "fenced", "membarrier" };
 

@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "layout.h"
-#include "mstatshm.h"
+#include "shm/layout.h"
+#include <mstatshm.h>
 
 struct writer {
 	pid_t pid;

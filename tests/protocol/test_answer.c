@@ -19,7 +19,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "answer.h"
+#include "shm/answer.h"
 
 #define READS 2000000
 

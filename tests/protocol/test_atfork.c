@@ -26,8 +26,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "mstatshm.h"
-#include "sizeclass.h"
+#include <mstatshm.h>
+#include "shm/sizeclass.h"
 
 #define SIZE_PREPARE ((UINT64_C(1) << 37) + 1)
 #define SIZE_PARENT ((UINT64_C(1) << 38) + 1)

@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "config.h"
+#include "lib/config.h"
 
 static const char *const names[] = {
 #define MSTAT_X(id, name, ...) [MSTAT_CONF_##id] = name,

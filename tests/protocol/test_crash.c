@@ -24,9 +24,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "harness.h"
-#include "reader.h"
-#include "sizeclass.h"
+#include "tests/protocol/harness.h"
+#include "shm/reader.h"
+#include "shm/sizeclass.h"
 
 struct kill_point {
 	enum mstat_read_step step;

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "harness.h"
+#include "tests/protocol/harness.h"
 
 static void
 exact_with(const char *mode, unsigned slots, const char *waves,

@@ -27,12 +27,12 @@
 #include <fcntl.h>
 #include <stdio.h>
 
-#include "layout.h"
-#include "mstatshm.h"
-#include "owner.h"
-#include "reader.h"
-#include "section.h"
-#include "sizeclass.h"
+#include "shm/layout.h"
+#include <mstatshm.h>
+#include "shm/owner.h"
+#include "shm/reader.h"
+#include "shm/section.h"
+#include "shm/sizeclass.h"
 
 #define SLOTS 3u
 #define CLASS 40u

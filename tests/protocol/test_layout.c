@@ -17,13 +17,13 @@
 #include <string.h>
 #include <cmocka.h>
 
-#include "layout.h"
-#include "name.h"
-#include "procfs.h"
-#include "section.h"
-#include "sizeclass.h"
-#include "sum.h"
-#include "validate.h"
+#include "shm/layout.h"
+#include "shm/name.h"
+#include "shm/procfs.h"
+#include "shm/section.h"
+#include "shm/sizeclass.h"
+#include "shm/sum.h"
+#include "shm/validate.h"
 
 static void
 size_classes_cover_every_size(void **state)
@@ -109,10 +109,10 @@ names_round_trip_and_reject_garbage(void **state)
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_int_equal(mstat_shm_parse_name(bad[i], &pid, &st), -EINVAL);
 
-	assert_int_equal(mstat_proc_start_time(0, &st), 0);
+	assert_int_equal(mstat_procfs_start_time(0, &st), 0);
 	assert_true(st > 0);
 	uint64_t st2;
-	assert_int_equal(mstat_proc_start_time(getpid(), &st2), 0);
+	assert_int_equal(mstat_procfs_start_time(getpid(), &st2), 0);
 	assert_int_equal(st, st2);
 }
 
@@ -126,8 +126,8 @@ list_procs(size_t max, pid_t *pids, size_t cap)
 	size_t n = 0;
 	long got;
 
-	assert_int_equal(mstat_proc_iter_open(&it), 0);
-	while ((got = mstat_proc_iter_next(&it, e, max)) > 0) {
+	assert_int_equal(mstat_procfs_iter_open(&it), 0);
+	while ((got = mstat_procfs_iter_next(&it, e, max)) > 0) {
 		assert_true((size_t)got <= max);
 		for (long i = 0; i < got; i++) {
 			assert_true(n < cap);
@@ -136,7 +136,7 @@ list_procs(size_t max, pid_t *pids, size_t cap)
 		}
 	}
 	assert_int_equal(got, 0);
-	mstat_proc_iter_close(&it);
+	mstat_procfs_iter_close(&it);
 	return n;
 }
 
@@ -193,13 +193,13 @@ a_process_place_is_its_namespaces_and_root(void **state)
 	assert_int_equal(stat("/proc/self/ns/mnt", &mnt), 0);
 	assert_int_equal(stat("/proc/self/ns/pid", &pidns), 0);
 	assert_int_equal(stat("/proc/self/root", &root), 0);
-	assert_int_equal(mstat_proc_place(0, &pl), 0);
+	assert_int_equal(mstat_procfs_place(0, &pl), 0);
 	assert_int_equal(pl.mnt_ns, mnt.st_ino);
 	assert_int_equal(pl.pid_ns, pidns.st_ino);
 	assert_int_equal(pl.root_dev, root.st_dev);
 	assert_int_equal(pl.root_ino, root.st_ino);
 	assert_int_equal(pl.mount_id, 0);
-	assert_int_equal(mstat_proc_place(0x7ffffffe, &pl), -ENOENT);
+	assert_int_equal(mstat_procfs_place(0x7ffffffe, &pl), -ENOENT);
 }
 
 /* A file of `text`, open at its start: for what reads /proc/stat. */
@@ -231,7 +231,7 @@ boot_time_is_the_btime_line(void **state)
 		snprintf(text + n + pad, sizeof(text) - n - pad,
 			 "\nctxt 5\nbtime 1795713570\nprocesses 9\n");
 		int fd = file_of(text);
-		assert_int_equal(mstat_proc_boot_ns_fd(fd),
+		assert_int_equal(mstat_procfs_boot_ns_fd(fd),
 				 UINT64_C(1795713570) * 1000000000u);
 		close(fd);
 	}
@@ -239,18 +239,18 @@ boot_time_is_the_btime_line(void **state)
 	memcpy(text, "intr ", 5);
 	snprintf(text + 15000, sizeof(text) - 15000, "\nbtime 42\n");
 	int fd = file_of(text);
-	assert_int_equal(mstat_proc_boot_ns_fd(fd), UINT64_C(42) * 1000000000u);
+	assert_int_equal(mstat_procfs_boot_ns_fd(fd), UINT64_C(42) * 1000000000u);
 	close(fd);
 	fd = file_of("btime 7\ncpu 1\n");
-	assert_int_equal(mstat_proc_boot_ns_fd(fd), UINT64_C(7) * 1000000000u);
+	assert_int_equal(mstat_procfs_boot_ns_fd(fd), UINT64_C(7) * 1000000000u);
 	close(fd);
 	fd = file_of("cpu 1\nbtimes 7\nxbtime 8\nbtime 9");
-	assert_int_equal(mstat_proc_boot_ns_fd(fd), UINT64_C(9) * 1000000000u);
+	assert_int_equal(mstat_procfs_boot_ns_fd(fd), UINT64_C(9) * 1000000000u);
 	close(fd);
 	fd = file_of("cpu 1\nxbtime 8\n");
-	assert_int_equal(mstat_proc_boot_ns_fd(fd), 0);
+	assert_int_equal(mstat_procfs_boot_ns_fd(fd), 0);
 	close(fd);
-	assert_true(mstat_proc_boot_ns() > UINT64_C(1500000000) * 1000000000u);
+	assert_true(mstat_procfs_boot_ns() > UINT64_C(1500000000) * 1000000000u);
 }
 
 /* A header as the writer makes it, for a file of the right size. */

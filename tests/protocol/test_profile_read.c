@@ -22,10 +22,10 @@
 
 #include <cmocka.h>
 
-#include "layout.h"
-#include "mstatshm.h"
-#include "reader.h"
-#include "sizeclass.h"
+#include "shm/layout.h"
+#include <mstatshm.h>
+#include "shm/reader.h"
+#include "shm/sizeclass.h"
 
 #define STACKS 16u
 #define FRAMES 256u
@@ -242,9 +242,9 @@ writers_profile_is_read_exactly(void **state)
 	assert_string_equal(p.modules[0].path, "/usr/bin/svc");
 	assert_int_equal(p.modules[1].build_id_len, 0);
 	assert_string_equal(p.modules[1].path, "linux-vdso.so.1");
-	assert_ptr_equal(mstat_profile_module_of(&p, a[1]), &p.modules[0]);
-	assert_null(mstat_profile_module_of(&p, EXE + 0x1000));
-	mstat_profile_release(&p);
+	assert_ptr_equal(mstat_reader_profile_module_of(&p, a[1]), &p.modules[0]);
+	assert_null(mstat_reader_profile_module_of(&p, EXE + 0x1000));
+	mstat_reader_profile_release(&p);
 	seg_free(&s);
 }
 
@@ -272,7 +272,7 @@ stack_freeing_more_than_it_allocated_is_skipped(void **state)
 	assert_int_equal(p.stacks[0].free_bytes, 100);
 	assert_int_equal(p.stacks[0].free_weight, 7);
 	assert_int_equal(p.stacks[0].free_objects, 9);
-	mstat_profile_release(&p);
+	mstat_reader_profile_release(&p);
 	seg_free(&s);
 }
 
@@ -328,7 +328,7 @@ lifetimes_and_births_are_read(void **state)
 	assert_int_equal(m->born_n, 1);
 	assert_int_equal(m->born_sum, 5);
 	assert_int_equal(m->born_min, 5);
-	mstat_profile_release(&p);
+	mstat_reader_profile_release(&p);
 	seg_free(&s);
 }
 
@@ -356,7 +356,7 @@ merged_counts_saturate(void **state)
 	assert_int_equal(p.stacks[0].free_weight, UINT64_MAX);
 	assert_int_equal(p.stacks[0].alloc_objects, UINT64_MAX);
 	assert_int_equal(p.stacks[0].free_objects, UINT64_MAX);
-	mstat_profile_release(&p);
+	mstat_reader_profile_release(&p);
 	seg_free(&s);
 }
 
@@ -379,7 +379,7 @@ format_6_0_has_no_objects(void **state)
 	assert_int_equal(p.stacks[0].alloc_weight, 5);
 	assert_int_equal(p.stacks[0].alloc_objects, 0);
 	assert_int_equal(p.stacks[0].free_objects, 0);
-	mstat_profile_release(&p);
+	mstat_reader_profile_release(&p);
 	seg_free(&s);
 }
 
@@ -423,7 +423,7 @@ entries_out_of_bounds_are_skipped(void **state)
 	assert_string_equal(p.modules[0].path, "a");
 	assert_int_equal(p.modules[1].build_id_len, 7);
 	assert_int_equal(strlen(p.modules[1].path), MSTAT_MODULE_PATH - 1);
-	mstat_profile_release(&p);
+	mstat_reader_profile_release(&p);
 	seg_free(&s);
 }
 

@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "report.h"
+#include "shm/report.h"
 
 static char name[MSTAT_REPORT_NAME_MAX];
 

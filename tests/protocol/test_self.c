@@ -20,9 +20,9 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "layout.h"
-#include "mstatshm.h"
-#include "sizeclass.h"
+#include "shm/layout.h"
+#include <mstatshm.h>
+#include "shm/sizeclass.h"
 
 #define BIG (UINT64_C(1) << 38)
 #define HUGE_SIZE ((UINT64_C(1) << 40) + 1)

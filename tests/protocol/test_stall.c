@@ -23,8 +23,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "harness.h"
-#include "reader.h"
+#include "tests/protocol/harness.h"
+#include "shm/reader.h"
 
 static double
 now_ms(void)

@@ -36,8 +36,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "mstatshm.h"
-#include "writer.h"
+#include <mstatshm.h>
+#include "lib/writer.h"
 
 #define TEST_SIZES 4
 static const uint64_t test_size[TEST_SIZES] = {

@@ -23,8 +23,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "memory.h"
-#include "procfs.h"
+#include "core/memory.h"
+#include "shm/procfs.h"
 
 #define KIB UINT64_C(1024)
 #define MIB (KIB * KIB)
@@ -223,7 +223,7 @@ test_parsers(void **state)
 	char line[256];
 	(void)state;
 
-	assert_int_equal(mstat_proc_rss_parse(
+	assert_int_equal(mstat_procfs_rss_parse(
 		"Name:\tx\nVmRSS:\t    3580 kB\nRssAnon:\t     424 kB\n"
 		"RssFile:\t    3128 kB\nRssShmem:\t      28 kB\n", &r), 0);
 	assert_int_equal(r.rss, 3580 * KIB);
@@ -231,29 +231,29 @@ test_parsers(void **state)
 	assert_int_equal(r.file, 3128 * KIB);
 	assert_int_equal(r.shmem, 28 * KIB);
 	/* A zombie's status has none of them. */
-	assert_int_equal(mstat_proc_rss_parse("Name:\tx\nState:\tZ\n", &r), -EPROTO);
-	assert_int_equal(mstat_proc_rss_parse("VmRSS:\t12 MB\nRssAnon:\t1 kB\n"
-					      "RssFile:\t1 kB\nRssShmem:\t1 kB\n", &r),
+	assert_int_equal(mstat_procfs_rss_parse("Name:\tx\nState:\tZ\n", &r), -EPROTO);
+	assert_int_equal(mstat_procfs_rss_parse("VmRSS:\t12 MB\nRssAnon:\t1 kB\n"
+						"RssFile:\t1 kB\nRssShmem:\t1 kB\n", &r),
 			 -EPROTO);
 
 	strcpy(line, "7f336adc0000-7f336adc3000 rw-p 00000000 00:00 0 ");
-	assert_int_equal(mstat_proc_map_parse(line, &m), 0);
+	assert_int_equal(mstat_procfs_map_parse(line, &m), 0);
 	assert_true(m.start == 0x7f336adc0000u && m.end == 0x7f336adc3000u);
 	assert_string_equal(m.perms, "rw-p");
 	assert_string_equal(m.name, "");
 	assert_int_equal(m.ino, 0);
 	strcpy(line, "7f33626ad000-7f3368722000 rw-s 00000000 00:1b 1302      "
 		     "                 /dev/shm/mstat.24446.169892");
-	assert_int_equal(mstat_proc_map_parse(line, &m), 0);
+	assert_int_equal(mstat_procfs_map_parse(line, &m), 0);
 	assert_int_equal(m.dev_major, 0);
 	assert_int_equal(m.dev_minor, 0x1b);
 	assert_int_equal(m.ino, 1302);
 	assert_string_equal(m.name, "/dev/shm/mstat.24446.169892");
 	strcpy(line, "564c57a52000-564c57b9c000 rw-p 00000000 00:00 0    [heap]");
-	assert_int_equal(mstat_proc_map_parse(line, &m), 0);
+	assert_int_equal(mstat_procfs_map_parse(line, &m), 0);
 	assert_string_equal(m.name, "[heap]");
 	strcpy(line, "5000-6000 r-xp 00001000 fe:00 10953833   /a path/with spaces");
-	assert_int_equal(mstat_proc_map_parse(line, &m), 0);
+	assert_int_equal(mstat_procfs_map_parse(line, &m), 0);
 	assert_int_equal(m.offset, 0x1000);
 	assert_int_equal(m.dev_major, 0xfe);
 	assert_string_equal(m.name, "/a path/with spaces");
@@ -265,12 +265,12 @@ test_parsers(void **state)
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		snprintf(line, sizeof(line), "%s", bad[i]);
-		assert_int_equal(mstat_proc_map_parse(line, &m), -EPROTO);
+		assert_int_equal(mstat_procfs_map_parse(line, &m), -EPROTO);
 	}
 	uint64_t res, shared;
-	assert_int_equal(mstat_proc_statm(getpid(), &res, &shared), 0);
+	assert_int_equal(mstat_procfs_statm(getpid(), &res, &shared), 0);
 	assert_true(res > 0 && shared <= res);
-	assert_int_equal(mstat_proc_statm(2000000001, &res, &shared), -ENOENT);
+	assert_int_equal(mstat_procfs_statm(2000000001, &res, &shared), -ENOENT);
 }
 
 /* Skips the test where malloc is not glibc's. */
@@ -431,14 +431,14 @@ test_long_path(void **state)
 	struct mstat_proc_map m;
 	int rc, lines = 0, cut = 0;
 	bool stack = false;
-	assert_int_equal(mstat_proc_maps_open(&maps, pid), 0);
-	while ((rc = mstat_proc_maps_next(&maps, &m)) > 0) {
+	assert_int_equal(mstat_procfs_maps_open(&maps, pid), 0);
+	while ((rc = mstat_procfs_maps_next(&maps, &m)) > 0) {
 		lines++;
 		cut += strncmp(m.name, top, strlen(top)) == 0 &&
 		       strlen(m.name) < 10000;
 		stack |= strcmp(m.name, "[stack]") == 0;
 	}
-	mstat_proc_maps_close(&maps);
+	mstat_procfs_maps_close(&maps);
 	assert_int_equal(rc, 0);
 	assert_int_equal(cut, 1);
 	assert_true(stack && lines > 5);

@@ -26,9 +26,9 @@
 
 #include <cmocka.h>
 
-#include "reader.h"
-#include "core.h"
-#include "sampler.h" /* the core's targets, looked at */
+#include "shm/reader.h"
+#include "core/core.h"
+#include "core/sampler.h" /* the core's targets, looked at */
 
 struct target {
 	pid_t pid;

@@ -20,15 +20,15 @@
 
 #include <cmocka.h>
 
-#include "columns.h"
-#include "exposition.h"
-#include "model.h"
-#include "output.h"
-#include "record.h"
-#include "text.h"
-#include "core.h"
-#include "sampler.h" /* a core of its own notes only */
-#include "units.h"
+#include "core/columns.h"
+#include "core/exposition.h"
+#include "core/model.h"
+#include "core/output.h"
+#include "core/record.h"
+#include "core/text.h"
+#include "core/core.h"
+#include "core/sampler.h" /* a core of its own notes only */
+#include "core/units.h"
 
 #define SEC UINT64_C(1000000000)
 
@@ -152,7 +152,7 @@ order(struct mstat_model *m, const char *filter, enum mstat_model_sort k,
 {
 	static char buf[64];
 	const struct mstat_model_row *rows[8];
-	size_t n = mstat_model_view(m, filter, k, reverse, rows);
+	size_t n = mstat_columns_view(m, filter, k, reverse, rows);
 
 	buf[0] = '\0';
 	for (size_t i = 0; i < n; i++)
@@ -205,12 +205,12 @@ test_sorting(void **state)
 	assert_string_equal(order(&m, "", MSTAT_SORT_STATE, false), "10 30 20");
 	assert_string_equal(order(&m, "", MSTAT_SORT_STATE, true), "20 30 10");
 
-	assert_int_equal(mstat_model_parse_sort("live-bytes"), MSTAT_SORT_LIVE_BYTES);
-	assert_int_equal(mstat_model_parse_sort("NET/s"), MSTAT_SORT_NET_RATE);
-	assert_int_equal(mstat_model_parse_sort("live_objs"), MSTAT_SORT_LIVE_OBJECTS);
-	assert_int_equal(mstat_model_parse_sort("live"), MSTAT_SORT_LIVE_BYTES);
-	assert_int_equal(mstat_model_parse_sort("GROWTH/S"), MSTAT_SORT_GROWTH_RATE);
-	assert_int_equal(mstat_model_parse_sort("liv"), -1);
+	assert_int_equal(mstat_columns_parse_sort("live-bytes"), MSTAT_SORT_LIVE_BYTES);
+	assert_int_equal(mstat_columns_parse_sort("NET/s"), MSTAT_SORT_NET_RATE);
+	assert_int_equal(mstat_columns_parse_sort("live_objs"), MSTAT_SORT_LIVE_OBJECTS);
+	assert_int_equal(mstat_columns_parse_sort("live"), MSTAT_SORT_LIVE_BYTES);
+	assert_int_equal(mstat_columns_parse_sort("GROWTH/S"), MSTAT_SORT_GROWTH_RATE);
+	assert_int_equal(mstat_columns_parse_sort("liv"), -1);
 	mstat_model_fini(&m);
 }
 
@@ -230,7 +230,7 @@ test_filtering(void **state)
 
 	struct mstat_model_totals t;
 	const struct mstat_model_row *rows[3];
-	size_t n = mstat_model_view(&m, "", MSTAT_SORT_PID, false, rows);
+	size_t n = mstat_columns_view(&m, "", MSTAT_SORT_PID, false, rows);
 	mstat_model_totals(rows, n, &t);
 	assert_int_equal(t.processes, 3);
 	assert_int_equal(t.running, 3);
@@ -440,7 +440,7 @@ static char *
 render(int fmt, struct mstat_model *m, enum mstat_model_sort k)
 {
 	const struct mstat_model_row *rows[8];
-	size_t n = mstat_model_view(m, "", k, false, rows);
+	size_t n = mstat_columns_view(m, "", k, false, rows);
 	struct mstat_output_tick t = { .seq = 7, .time_ms = 1700000000123u, .interval_s = 1.0 };
 	char *buf = NULL;
 	size_t len = 0;
@@ -563,7 +563,7 @@ test_json(void **state)
 	mstat_model_fini(&m);
 }
 
-/* mstat_expo_process_labels(): "name=value," each. */
+/* mstat_exposition_process_labels(): "name=value," each. */
 static void
 add_label(void *arg, const char *key, const char *value)
 {
@@ -593,12 +593,12 @@ test_where(void **state)
 	assert_true(mstat_model_match(u, "sleepy.service"));
 	assert_false(mstat_model_match(c, "sleepy.service"));
 	l[0] = '\0';
-	mstat_expo_process_labels(c, add_label, l);
+	mstat_exposition_process_labels(c, add_label, l);
 	assert_string_equal(l, "pid=42,name=" HOSTILE ",container_id=" CONTAINER
 			    ",pod_uid=90d81341-92de-11e7-8cf2-507b9d4141fa,"
 			    "qos_class=Burstable,");
 	l[0] = '\0';
-	mstat_expo_process_labels(u, add_label, l);
+	mstat_exposition_process_labels(u, add_label, l);
 	assert_string_equal(l, "pid=7,name=sleepy,systemd_unit=sleepy.service,");
 	mstat_model_fini(&m);
 }
@@ -823,7 +823,7 @@ test_name_cells(void **state)
 	snprintf(r->comm, sizeof(r->comm), "mstat-demo-work");
 	snprintf(r->exe, sizeof(r->exe), "mstat-demo-workload");
 #define CELL(k, w, want) assert_string_equal( \
-	mstat_column_cell(k, r, 0, w, "~", b, sizeof(b)), want)
+	mstat_columns_cell(k, r, 0, w, "~", b, sizeof(b)), want)
 	CELL(MSTAT_SORT_NAME, 0, "demo-churning [mstat-demo-work]");
 	CELL(MSTAT_SORT_NAME, 32, "demo-churning [mstat-demo-work] ");
 	CELL(MSTAT_SORT_NAME, 31, "demo-churning [mstat-demo-work]");
@@ -898,7 +898,7 @@ test_narrow_columns(void **state)
 				snprintf(titles + strlen(titles),
 					 sizeof(titles) - strlen(titles), "%s%s",
 					 titles[0] ? " " : "",
-					 mstat_column(k)->title);
+					 mstat_columns_at(k)->title);
 		if (name != want[i].name || strcmp(titles, want[i].titles))
 			fail_msg("width %d: NAME %d, %s; not %d, %s",
 				 want[i].width, name, titles, want[i].name,
@@ -913,7 +913,7 @@ test_units(void **state)
 	(void)state;
 
 #define U(u, known, v, want) \
-	assert_string_equal(mstat_unit_format(b, sizeof(b), u, known, v), want)
+	assert_string_equal(mstat_units_format(b, sizeof(b), u, known, v), want)
 	U(MSTAT_UNIT_COUNT, true, 0, "0");
 	U(MSTAT_UNIT_COUNT, true, 999, "999");
 	U(MSTAT_UNIT_COUNT, true, 1000, "1.00k");   /* SI: k = 1000 */
@@ -956,7 +956,7 @@ test_units(void **state)
 	U(MSTAT_UNIT_BYTES | MSTAT_UNIT_SIGNED | MSTAT_UNIT_RATE, true, -1e30,
 	  "->999EiB/s"); /* no counter gets there */
 #undef U
-	assert_true(strlen(mstat_unit_format(b, sizeof(b), MSTAT_UNIT_BYTES |
+	assert_true(strlen(mstat_units_format(b, sizeof(b), MSTAT_UNIT_BYTES |
 		    MSTAT_UNIT_SIGNED | MSTAT_UNIT_RATE, true, -1e300)) <
 		    MSTAT_UNIT_MAX);
 }
@@ -1101,12 +1101,12 @@ test_dismiss(void **state)
 	assert_int_equal(mstat_model_dismiss(&m, "run"), 0);
 	assert_int_equal(mstat_model_dismiss(&m, "gone"), 1);
 	assert_null(mstat_model_find(&m, "gone"));
-	assert_int_equal(mstat_model_view(&m, "", MSTAT_SORT_PID, false, rows), 1);
+	assert_int_equal(mstat_columns_view(&m, "", MSTAT_SORT_PID, false, rows), 1);
 	/* Its input still comes (the sampler keeps it while it lingers):
 	 * it stays hidden, and goes when the input stops. */
 	assert_int_equal(mstat_model_update(&m, in, 2, 2 * SEC), 0);
 	assert_int_equal(m.n, 2);
-	assert_int_equal(mstat_model_view(&m, "", MSTAT_SORT_PID, false, rows), 1);
+	assert_int_equal(mstat_columns_view(&m, "", MSTAT_SORT_PID, false, rows), 1);
 	assert_int_equal(mstat_model_update(&m, in, 1, 3 * SEC), 0);
 	assert_int_equal(m.n, 1);
 	/* An exited row lingers 300 s, with its final classes. */
@@ -1131,11 +1131,11 @@ test_columns_fit(void **state)
 	int nw = mstat_columns_fit(79, MSTAT_SORT_LIVE_BYTES, shown);
 	int used = nw - 1;
 	for (int k = 0; k < MSTAT_SORT_COUNT; k++) {
-		const struct mstat_column *c = mstat_column(k);
+		const struct mstat_column *c = mstat_columns_at(k);
 		assert_non_null(c->name);
 		assert_non_null(c->title);
 		assert_non_null(c->help);
-		assert_non_null(mstat_field(c->field)->get);
+		assert_non_null(mstat_fields_at(c->field)->get);
 		if (!c->drop)
 			assert_true(shown[k]);
 		if (shown[k] && k != MSTAT_SORT_NAME)
@@ -1160,7 +1160,7 @@ render_tick(int fmt, struct mstat_model *m, uint64_t seq, uint64_t time_ms)
 {
 	const struct mstat_model_row *rows[8];
 	m->wall_ns = time_ms * 1000000u;
-	size_t n = mstat_model_view(m, "", MSTAT_SORT_GROWTH_BYTES, false, rows);
+	size_t n = mstat_columns_view(m, "", MSTAT_SORT_GROWTH_BYTES, false, rows);
 	struct mstat_output_tick t = { .seq = seq, .time_ms = time_ms, .interval_s = 0.5 };
 	char *buf = NULL;
 	size_t len = 0;
@@ -1223,10 +1223,10 @@ test_record_replay(void **state)
 
 	struct mstat_replay *r;
 	struct mstat_record_tick t;
-	assert_int_equal(mstat_replay_open(&r, path, err, sizeof(err)), 0);
+	assert_int_equal(mstat_record_replay_open(&r, path, err, sizeof(err)), 0);
 	mstat_model_init(&replayed, 5 * SEC);
 	for (unsigned i = 0; i < 4; i++) {
-		assert_int_equal(mstat_replay_next(r, &t, err, sizeof(err)), 1);
+		assert_int_equal(mstat_record_replay_next(r, &t, err, sizeof(err)), 1);
 		assert_int_equal(t.seq, i + 1);
 		assert_int_equal(t.n, 2);
 		assert_int_equal(mstat_model_update(&replayed, t.in, t.n, t.now_ns), 0);
@@ -1238,8 +1238,8 @@ test_record_replay(void **state)
 			free(want[i][k]);
 		}
 	}
-	assert_int_equal(mstat_replay_next(r, &t, err, sizeof(err)), 0);
-	mstat_replay_close(r);
+	assert_int_equal(mstat_record_replay_next(r, &t, err, sizeof(err)), 0);
+	mstat_record_replay_close(r);
 	unlink(path);
 	mstat_model_fini(&live);
 	mstat_model_fini(&replayed);
@@ -1299,19 +1299,19 @@ test_record_again(void **state)
 
 	struct mstat_replay *r;
 	struct mstat_record_tick t;
-	assert_int_equal(mstat_replay_open(&r, path, err, sizeof(err)), 0);
+	assert_int_equal(mstat_record_replay_open(&r, path, err, sizeof(err)), 0);
 	for (size_t i = 0; i < sizeof(ticks) / sizeof(ticks[0]); i++) {
 		char *buf = NULL;
 		size_t len = 0;
 		FILE *m = open_memstream(&buf, &len);
-		assert_int_equal(mstat_replay_next(r, &t, err, sizeof(err)), 1);
+		assert_int_equal(mstat_record_replay_next(r, &t, err, sizeof(err)), 1);
 		assert_int_equal(mstat_record_write(m, &t), 0);
 		fclose(m);
 		assert_string_equal(buf, ticks[i]);
 		free(buf);
 	}
-	assert_int_equal(mstat_replay_next(r, &t, err, sizeof(err)), 0);
-	mstat_replay_close(r);
+	assert_int_equal(mstat_record_replay_next(r, &t, err, sizeof(err)), 0);
+	mstat_record_replay_close(r);
 
 	/* A recording made before where a process runs was recorded: read
 	 * as not known. */
@@ -1324,13 +1324,13 @@ test_record_again(void **state)
 	      "\"state\":\"killed\",\"error\":\"\",\"t_ns\":0,\"end_ns\":0,"
 	      "\"start_ns\":0,\"snap\":null}]}\n", f);
 	fclose(f);
-	assert_int_equal(mstat_replay_open(&r, path, err, sizeof(err)), 0);
-	assert_int_equal(mstat_replay_next(r, &t, err, sizeof(err)), 1);
+	assert_int_equal(mstat_record_replay_open(&r, path, err, sizeof(err)), 0);
+	assert_int_equal(mstat_record_replay_next(r, &t, err, sizeof(err)), 1);
 	assert_int_equal(t.n, 1);
 	assert_int_equal(t.in[0].nspid, 0);
 	assert_string_equal(t.in[0].container_id, "");
 	assert_string_equal(t.in[0].systemd_unit, "");
-	mstat_replay_close(r);
+	mstat_record_replay_close(r);
 	unlink(path);
 }
 
@@ -1415,11 +1415,11 @@ test_replay_refuses(void **state)
 		close(fd);
 		struct mstat_replay *r;
 		struct mstat_record_tick t;
-		int rc = mstat_replay_open(&r, path, err, sizeof(err));
+		int rc = mstat_record_replay_open(&r, path, err, sizeof(err));
 		if (rc == 0) {
-			while ((rc = mstat_replay_next(r, &t, err, sizeof(err))) > 0)
+			while ((rc = mstat_record_replay_next(r, &t, err, sizeof(err))) > 0)
 				;
-			mstat_replay_close(r);
+			mstat_record_replay_close(r);
 		}
 		unlink(path);
 		if (rc == 0 || !strstr(err, cases[i].why))

@@ -30,8 +30,8 @@
 
 #include <zlib.h>
 
-#include "pprof.h"
-#include "symbols.h"
+#include "core/pprof.h"
+#include "core/symbols.h"
 
 __attribute__((noinline)) static int
 mstat_test_named_function(int x)
@@ -119,7 +119,7 @@ test_fifo_in_module_list(void **state)
 static void
 readable(const char *symbol, const char *want)
 {
-	char *got = mstat_symbol_readable(symbol);
+	char *got = mstat_symbols_readable(symbol);
 
 	assert_non_null(got);
 	if (strcmp(got, want) != 0)
@@ -156,8 +156,8 @@ shown(const char *comp_dir, const char *file, const char *want_shown,
 {
 	char a[64], b[64];
 
-	mstat_source_shown(a, sizeof(a), comp_dir, file);
-	mstat_source_path(b, sizeof(b), comp_dir, file);
+	mstat_symbols_source_shown(a, sizeof(a), comp_dir, file);
+	mstat_symbols_source_path(b, sizeof(b), comp_dir, file);
 	if (strcmp(a, want_shown) != 0 || strcmp(b, want_path) != 0)
 		fail_msg("%s in %s: shown %s, path %s; not %s, %s", file,
 			 comp_dir ? comp_dir : "(null)", a, b, want_shown,
@@ -196,7 +196,7 @@ test_source_names(void **state)
 /* The test's own binary, named: a C++ symbol demangled and a clone's
  * suffix gone in `function`, both whole in `symbol`; its source file
  * relative to the source tree in `file` (meson compiles it as
- * "../tests/observer/test_symbols.c" in the build directory), and from /
+ * "../tests/top/test_symbols.c" in the build directory), and from /
  * in `path`. */
 static void
 test_frames_named_readably(void **state)
@@ -233,7 +233,7 @@ test_frames_named_readably(void **state)
 		assert_string_equal(f.symbol, want[i].symbol);
 		assert_non_null(f.file);
 		assert_non_null(f.path);
-		static const char src[] = "tests/observer/test_symbols.c";
+		static const char src[] = "tests/top/test_symbols.c";
 		size_t n = strlen(f.file), m = strlen(f.path);
 		if (n < sizeof(src) - 1 || strcmp(f.file + n - (sizeof(src) - 1), src) ||
 		    strncmp(f.file, "../", 3) == 0 || strstr(f.file, "/../"))
@@ -341,18 +341,18 @@ test_cache_one_file_any_bias(void **state)
 	b.bias += shift;
 	b.start += shift;
 	b.end += shift;
-	struct mstat_symcache *c = mstat_symcache_new(8);
+	struct mstat_symcache *c = mstat_symbols_cache_new(8);
 	assert_non_null(c);
 	struct mstat_symbols *sa = mstat_symbols_new_cached(&pa, c);
 	struct mstat_symbols *sb = mstat_symbols_new_cached(&pb, c);
 	expect_named(sa, 0);
 	expect_named(sb, shift);
-	assert_int_equal(mstat_symcache_files(c), 1);
+	assert_int_equal(mstat_symbols_cache_files(c), 1);
 	/* Remembered: the same names again, from the memo. */
 	expect_named(sb, shift);
 	mstat_symbols_free(sa);
 	mstat_symbols_free(sb);
-	mstat_symcache_free(c);
+	mstat_symbols_cache_free(c);
 }
 
 /* A build id the file does not carry (it was replaced since the process
@@ -369,7 +369,7 @@ test_cache_build_id_checked(void **state)
 	own_module(&good, true);
 	bad = good;
 	bad.build_id[0] ^= 0xff;
-	struct mstat_symcache *c = mstat_symcache_new(8);
+	struct mstat_symcache *c = mstat_symbols_cache_new(8);
 	struct mstat_symbols *sb = mstat_symbols_new_cached(&pb, c);
 	struct mstat_frame f;
 	mstat_symbols_lookup(sb, (uint64_t)(uintptr_t)cxx_method + 4, &f);
@@ -378,18 +378,18 @@ test_cache_build_id_checked(void **state)
 	assert_null(f.file);
 	struct mstat_symbols *sg = mstat_symbols_new_cached(&pg, c);
 	expect_named(sg, 0);
-	assert_int_equal(mstat_symcache_files(c), 2);
+	assert_int_equal(mstat_symbols_cache_files(c), 2);
 	/* Without a build id: known by what stat() says, and named. */
 	struct mstat_profile_module none;
 	struct mstat_profile pn = { .nmodules = 1, .modules = &none };
 	own_module(&none, false);
 	struct mstat_symbols *sn = mstat_symbols_new_cached(&pn, c);
 	expect_named(sn, 0);
-	assert_int_equal(mstat_symcache_files(c), 3);
+	assert_int_equal(mstat_symbols_cache_files(c), 3);
 	mstat_symbols_free(sb);
 	mstat_symbols_free(sg);
 	mstat_symbols_free(sn);
-	mstat_symcache_free(c);
+	mstat_symbols_cache_free(c);
 }
 
 /* At most max_files files nobody uses are kept, the least recently used
@@ -402,7 +402,7 @@ test_cache_bounded(void **state)
 	struct mstat_symbols *s[3];
 
 	(void)state;
-	struct mstat_symcache *c = mstat_symcache_new(2);
+	struct mstat_symcache *c = mstat_symbols_cache_new(2);
 	for (int i = 0; i < 3; i++) {
 		own_module(&m[i], true);
 		/* Three files, as keys go, none of them the right one. */
@@ -413,16 +413,16 @@ test_cache_bounded(void **state)
 		mstat_symbols_lookup(s[i], (uint64_t)(uintptr_t)cxx_method + 4, &f);
 	}
 	/* All three in use: none dropped. */
-	assert_int_equal(mstat_symcache_files(c), 3);
+	assert_int_equal(mstat_symbols_cache_files(c), 3);
 	for (int i = 0; i < 3; i++)
 		mstat_symbols_free(s[i]);
 	/* A fourth: room is made for it, down to two. */
 	own_module(&m[0], true);
 	s[0] = mstat_symbols_new_cached(&p[0], c);
 	expect_named(s[0], 0);
-	assert_int_equal(mstat_symcache_files(c), 2);
+	assert_int_equal(mstat_symbols_cache_files(c), 2);
 	mstat_symbols_free(s[0]);
-	mstat_symcache_free(c);
+	mstat_symbols_cache_free(c);
 }
 
 /* More addresses than a file remembers: the later ones are named all
@@ -435,7 +435,7 @@ test_cache_memo_full(void **state)
 
 	(void)state;
 	own_module(&m, true);
-	struct mstat_symcache *c = mstat_symcache_new(1);
+	struct mstat_symcache *c = mstat_symbols_cache_new(1);
 	struct mstat_symbols *s = mstat_symbols_new_cached(&p, c);
 	struct mstat_frame f;
 	/* 70000 addresses never looked up again, past the program's end. */
@@ -444,7 +444,7 @@ test_cache_memo_full(void **state)
 	expect_named(s, 0);
 	expect_named(s, 0);
 	mstat_symbols_free(s);
-	mstat_symcache_free(c);
+	mstat_symbols_cache_free(c);
 }
 
 struct lookups {
@@ -484,7 +484,7 @@ test_cache_threads(void **state)
 
 	(void)state;
 	own_module(&m, true);
-	struct mstat_symcache *c = mstat_symcache_new(4);
+	struct mstat_symcache *c = mstat_symbols_cache_new(4);
 	for (int i = 0; i < 4; i++) {
 		l[i] = (struct lookups){ c, &p, 0 };
 		assert_int_equal(pthread_create(&t[i], NULL, look_up_many, &l[i]), 0);
@@ -493,8 +493,8 @@ test_cache_threads(void **state)
 		pthread_join(t[i], NULL);
 		assert_int_equal(l[i].bad, 0);
 	}
-	assert_int_equal(mstat_symcache_files(c), 1);
-	mstat_symcache_free(c);
+	assert_int_equal(mstat_symbols_cache_files(c), 1);
+	mstat_symbols_cache_free(c);
 }
 
 /* ---- the pprof file: names and symbols (profile.proto) ---- */

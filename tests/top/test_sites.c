@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "sites.h"
+#include "core/sites.h"
 
 /* A stack whose allocating call returns to `pc`, called from `caller`. */
 static struct mstat_profile_stack

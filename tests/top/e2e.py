@@ -7,7 +7,7 @@
                           leak replay keys terminal files cut narrow
                           baseline options docs demo
 
-Environment (set by meson): MSTAT_TOP, MSTAT_TARGET (tests/observer/target.c),
+Environment (set by meson): MSTAT_TOP, MSTAT_TARGET (tests/top/target.c),
 MSTAT_RUN, MSTAT_DEMO (demo/workload.c), PROMTOOL, TMUX_BIN and GO (empty
 when not installed).
 

@@ -27,9 +27,9 @@
 
 #include <cmocka.h>
 
-#include "core.h"
-#include "profiles.h"
-#include "reader.h"
+#include "core/core.h"
+#include "core/profiles.h"
+#include "shm/reader.h"
 
 static pid_t
 start(int *in)
@@ -141,9 +141,9 @@ test_handed_out(void **state)
 	same_profile(&after, &theirs);
 	mstat_core_profile_close(h);
 
-	mstat_profile_release(&mine);
-	mstat_profile_release(&theirs);
-	mstat_profile_release(&after);
+	mstat_reader_profile_release(&mine);
+	mstat_reader_profile_release(&theirs);
+	mstat_reader_profile_release(&after);
 	mstat_core_free(core);
 	rcu_unregister_thread();
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT
 """Resident memory in parts, with known answers: processes whose memory is
-made to be so (tests/observer/memory_target.c, the library preloaded, and
+made to be so (tests/top/memory_target.c, the library preloaded, and
 jemalloc or tcmalloc after it) read by mstat-top -o json.
 
     memory.py TEST   TEST: frag mapped arenas jemalloc tcmalloc trim

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * memory_target.c - a process whose resident memory has known parts, for
- * tests/observer/memory.py.  Run with libmstatshm preloaded (and jemalloc
+ * tests/top/memory.py.  Run with libmstatshm preloaded (and jemalloc
  * or tcmalloc after it), it makes its heap as the mode says, prints
  * "ready PID" and waits for commands on stdin, each answered by a line:
  *

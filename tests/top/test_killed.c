@@ -22,9 +22,9 @@
 
 #include <cmocka.h>
 
-#include "killed.h"
-#include "oomlog.h"
-#include "procfs.h"
+#include "core/killed.h"
+#include "core/oomlog.h"
+#include "shm/procfs.h"
 
 static void
 memcg(void **state)
@@ -35,26 +35,26 @@ memcg(void **state)
 	(void)state;
 	/* A hybrid machine: the memory controller on v1, the unified
 	 * hierarchy mounted too; v1's path is the one. */
-	assert_int_equal(mstat_memcg_parse("9:name=systemd:/\n0::/u\n"
-					   "4:memory:/app.slice/svc\n3:cpuset:/\n",
-					   path, sizeof(path), &v2), 0);
+	assert_int_equal(mstat_procfs_memcg_parse("9:name=systemd:/\n0::/u\n"
+						  "4:memory:/app.slice/svc\n3:cpuset:/\n",
+						  path, sizeof(path), &v2), 0);
 	assert_string_equal(path, "/app.slice/svc");
 	assert_false(v2);
 	/* Controllers bound together. */
-	assert_int_equal(mstat_memcg_parse("5:cpu,memory,pids:/a\n", path,
-					   sizeof(path), &v2), 0);
+	assert_int_equal(mstat_procfs_memcg_parse("5:cpu,memory,pids:/a\n", path,
+						  sizeof(path), &v2), 0);
 	assert_string_equal(path, "/a");
 	assert_false(v2);
 	/* Only v2. */
-	assert_int_equal(mstat_memcg_parse("0::/app.slice/svc\n", path,
-					   sizeof(path), &v2), 0);
+	assert_int_equal(mstat_procfs_memcg_parse("0::/app.slice/svc\n", path,
+						  sizeof(path), &v2), 0);
 	assert_string_equal(path, "/app.slice/svc");
 	assert_true(v2);
 	/* "memoryx" is not "memory"; no memory and no v2 line: none. */
-	assert_int_equal(mstat_memcg_parse("4:memoryx:/a\n3:cpu:/b\n", path,
-					   sizeof(path), &v2), -ENOENT);
-	assert_int_equal(mstat_memcg_parse("", path, sizeof(path), &v2), -ENOENT);
-	assert_int_equal(mstat_memcg_parse("0::/a-long-path\n", path, 8, &v2),
+	assert_int_equal(mstat_procfs_memcg_parse("4:memoryx:/a\n3:cpu:/b\n", path,
+						  sizeof(path), &v2), -ENOENT);
+	assert_int_equal(mstat_procfs_memcg_parse("", path, sizeof(path), &v2), -ENOENT);
+	assert_int_equal(mstat_procfs_memcg_parse("0::/a-long-path\n", path, 8, &v2),
 			 -ENAMETOOLONG);
 }
 
@@ -64,14 +64,14 @@ keyed(void **state)
 	uint64_t n = 0;
 
 	(void)state;
-	assert_int_equal(mstat_keyed_count("oom 2\noom_kill 7\n", "oom_kill", &n), 0);
+	assert_int_equal(mstat_procfs_keyed_count("oom 2\noom_kill 7\n", "oom_kill", &n), 0);
 	assert_int_equal(n, 7);
-	assert_int_equal(mstat_keyed_count("oom 2\noom_kill 7\n", "oom", &n), 0);
+	assert_int_equal(mstat_procfs_keyed_count("oom 2\noom_kill 7\n", "oom", &n), 0);
 	assert_int_equal(n, 2);
 	/* oom_group_kill is not oom_kill, nor oom_kill_disable. */
-	assert_int_equal(mstat_keyed_count("oom_group_kill 1\noom_kill_disable 0\n",
-					   "oom_kill", &n), -ENOENT);
-	assert_int_equal(mstat_keyed_count("oom_kill x\n", "oom_kill", &n), -ENOENT);
+	assert_int_equal(mstat_procfs_keyed_count("oom_group_kill 1\noom_kill_disable 0\n",
+						  "oom_kill", &n), -ENOENT);
+	assert_int_equal(mstat_procfs_keyed_count("oom_kill x\n", "oom_kill", &n), -ENOENT);
 }
 
 /* A watch taken while the process lived, `kills` then. */
@@ -82,11 +82,11 @@ ended(const char *root, bool v2, const char *cg, uint64_t kills, char *why,
 	struct mstat_oom_watch w = { .have_cg = true, .v2 = v2, .cg_kills = kills };
 	char dir[4096];
 
-	snprintf(dir, sizeof(dir), "%s/tests/observer/cgroup/%s",
+	snprintf(dir, sizeof(dir), "%s/tests/top/cgroup/%s",
 		 getenv("MSTAT_SOURCE_ROOT"), root);
 	mstat_cgroup_root = dir;
 	snprintf(w.cg, sizeof(w.cg), "%s", cg);
-	return mstat_oom_watch_end(&w, why, len);
+	return mstat_killed_oom_watch_end(&w, why, len);
 }
 
 /* The same for a v2 cgroup gone since, whose parent's count was read. */
@@ -98,11 +98,11 @@ parent_ended(uint64_t parent_kills, char *why, size_t len)
 				     .parent_kills = parent_kills };
 	char dir[4096];
 
-	snprintf(dir, sizeof(dir), "%s/tests/observer/cgroup/v2",
+	snprintf(dir, sizeof(dir), "%s/tests/top/cgroup/v2",
 		 getenv("MSTAT_SOURCE_ROOT"));
 	mstat_cgroup_root = dir;
 	snprintf(w.cg, sizeof(w.cg), "/app.slice/gone");
-	return mstat_oom_watch_end(&w, why, len);
+	return mstat_killed_oom_watch_end(&w, why, len);
 }
 
 static void
@@ -305,14 +305,14 @@ static void
 names(void **state)
 {
 	(void)state;
-	assert_true(mstat_postmortem_name("api-4242-20261126T212000Z.pb.gz"));
-	assert_true(mstat_postmortem_name("a-b-1-20261126T212000Z.pb.gz"));
-	assert_false(mstat_postmortem_name("-4242-20261126T212000Z.pb.gz"));
-	assert_false(mstat_postmortem_name("api--20261126T212000Z.pb.gz"));
-	assert_false(mstat_postmortem_name("api-4242-20261126T2120000.pb.gz"));
-	assert_false(mstat_postmortem_name("api-4242-20261126T212000Z.pb"));
-	assert_false(mstat_postmortem_name("notes.txt"));
-	assert_false(mstat_postmortem_name(".pb.gz"));
+	assert_true(mstat_killed_postmortem_name("api-4242-20261126T212000Z.pb.gz"));
+	assert_true(mstat_killed_postmortem_name("a-b-1-20261126T212000Z.pb.gz"));
+	assert_false(mstat_killed_postmortem_name("-4242-20261126T212000Z.pb.gz"));
+	assert_false(mstat_killed_postmortem_name("api--20261126T212000Z.pb.gz"));
+	assert_false(mstat_killed_postmortem_name("api-4242-20261126T2120000.pb.gz"));
+	assert_false(mstat_killed_postmortem_name("api-4242-20261126T212000Z.pb"));
+	assert_false(mstat_killed_postmortem_name("notes.txt"));
+	assert_false(mstat_killed_postmortem_name(".pb.gz"));
 }
 
 int

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: MIT
 """mstat-top in a terminal of its own, driven through tmux: the view's
-end-to-end tests (tests/observer/e2e.py, tests/profile/e2e.py) share it."""
+end-to-end tests (tests/top/e2e.py, tests/profile/e2e.py) share it."""
 import subprocess
 import time
 

@@ -38,8 +38,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mstatshm.h"
-#include "writer.h"
+#include <mstatshm.h>
+#include "lib/writer.h"
 
 #define FIXED_SIZE (UINT64_C(1) << 37)
 #define LEAK_SIZE (UINT64_C(1) << 38)

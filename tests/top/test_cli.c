@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "cli.h"
+#include "core/cli.h"
 
 struct opts {
 	bool flag, neg;
