@@ -581,8 +581,8 @@ published(struct job *j)
 }
 
 int
-inject(pid_t pid, const struct payload *p, const struct inject_options *o,
-       struct inject_result *r)
+mstat_attach_inject(pid_t pid, const struct payload *p,
+		    const struct inject_options *o, struct inject_result *r)
 {
 	struct job j = { .pid = pid, .p = p, .o = o, .r = r, .memfd = -1 };
 	uint64_t began = mstat_tracee_now();

@@ -31,7 +31,8 @@ struct inject_result {
 
 /* Attaches process `pid`: 0; -1, the process is left as it was (the
  * reason in r->what); -2, attached, but counting without a segment. */
-int inject(pid_t pid, const struct payload *p, const struct inject_options *o,
-	   struct inject_result *r);
+int mstat_attach_inject(pid_t pid, const struct payload *p,
+			const struct inject_options *o,
+			struct inject_result *r);
 
 #endif /* MSTAT_ATTACH_ATTACH_H */

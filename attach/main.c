@@ -127,7 +127,7 @@ main(int argc, char **argv)
 	mstat_tracee_setup();
 	for (int i = 0; i < argc - first; i++) {
 		struct inject_result r;
-		int rc = inject(pids[i], &p, &o, &r);
+		int rc = mstat_attach_inject(pids[i], &p, &o, &r);
 		if (rc == 0) {
 			printf("%d: %s (thread %d taken for %.1f ms)\n", (int)pids[i],
 			       r.what, (int)r.tid, (double)r.held_ns / 1e6);

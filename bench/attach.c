@@ -210,7 +210,7 @@ main(int argc, char **argv)
 		if (start(&t) < 0)
 			break;
 		mbench_sleep_ns(50 * 1000 * 1000); /* its threads at their work */
-		if (inject(t.pid, &p, &o, &r) == 0) {
+		if (mstat_attach_inject(t.pid, &p, &o, &r) == 0) {
 			took[attached] = (double)r.took_ns / 1e6;
 			held[attached] = (double)r.held_ns / 1e6;
 			let_go[attached] = (double)r.let_go_ns / 1e6;

@@ -43,23 +43,23 @@ _Atomic bool mstat_patch_pending;
  * return address where it was (dlopen() finds its caller's object, and
  * so the search path, from it).  Their frames are none: a jump. */
 extern _Atomic unsigned long mstat_patch_dlopens MSTAT_HIDDEN;
-void *mstat_att_dlopen(const char *file, int mode) MSTAT_HIDDEN;
-void *mstat_att_dlmopen(long ns, const char *file, int mode) MSTAT_HIDDEN;
+void *mstat_patch_hook_dlopen(const char *file, int mode) MSTAT_HIDDEN;
+void *mstat_patch_hook_dlmopen(long ns, const char *file, int mode) MSTAT_HIDDEN;
 void *mstat_patch_next_dlopen MSTAT_HIDDEN;
 void *mstat_patch_next_dlmopen MSTAT_HIDDEN;
 
 #define HOOK(name)                                                            \
 	".text\n"                                                             \
-	".globl mstat_att_" #name "\n"                                        \
-	".hidden mstat_att_" #name "\n"                                       \
-	".type mstat_att_" #name ", @function\n"                              \
-	"mstat_att_" #name ":\n"                                              \
+	".globl mstat_patch_hook_" #name "\n"                                 \
+	".hidden mstat_patch_hook_" #name "\n"                                \
+	".type mstat_patch_hook_" #name ", @function\n"                       \
+	"mstat_patch_hook_" #name ":\n"                                       \
 	".cfi_startproc\n"                                                    \
 	"	lock incq mstat_patch_dlopens(%rip)\n"                          \
 	"	movb $1, mstat_patch_pending(%rip)\n"                            \
 	"	jmp *mstat_patch_next_" #name "(%rip)\n"                         \
 	".cfi_endproc\n"                                                      \
-	".size mstat_att_" #name ", .-mstat_att_" #name "\n"
+	".size mstat_patch_hook_" #name ", .-mstat_patch_hook_" #name "\n"
 __asm__(HOOK(dlopen) HOOK(dlmopen));
 
 /* The functions whose slots are patched: each one's name, the library's
@@ -86,8 +86,8 @@ static struct fn {
 	{ "valloc", (fn_ptr)mstat_attached_valloc, 0, 2 },
 	{ "pvalloc", (fn_ptr)mstat_attached_pvalloc, 0, 2 },
 	/* Last: mstat_patch_prepare() takes glibc's from here. */
-	{ "dlopen", (fn_ptr)mstat_att_dlopen, 0, 0 },
-	{ "dlmopen", (fn_ptr)mstat_att_dlmopen, 0, 0 },
+	{ "dlopen", (fn_ptr)mstat_patch_hook_dlopen, 0, 0 },
+	{ "dlmopen", (fn_ptr)mstat_patch_hook_dlmopen, 0, 0 },
 };
 #define FNS (sizeof(fns) / sizeof(fns[0]))
 
