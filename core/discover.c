@@ -354,6 +354,37 @@ target_new(struct mstat_discover *d, struct mstat_reader *r,
 	return t;
 }
 
+/*
+ * Removes the segment `name` of `dir`, open at `fd`, whose process this
+ * reader could not find and whose owner lock is free, by the rules of
+ * every remover (owner.h): at once, or, a killed process's, once its
+ * grace is over; until then it is kept, and remembered as kept (read no
+ * more, removed by mstat_killed_kept_tick()).  Says what it did, of `what`
+ * (the segment, and why it is not shown).  Returns enum mstat_reap, or
+ * -errno.
+ */
+static int
+reap_gone(struct mstat_discover *d, struct mstat_shmdir *dir,
+	  const char *name, int fd, const char *what)
+{
+	struct mstat_reaped r;
+	int rc = mstat_owner_reap_file(dir->fd, name, fd, d->procs.euid, NULL,
+				       d->grace.seconds, &r);
+	uint64_t now = mstat_clock_wall_ns();
+
+	if (rc == MSTAT_REAP_REMOVED) {
+		note(d, "removed %s", what);
+	} else if (rc == MSTAT_REAP_KILLED) {
+		/* Found killed ahead of the clock (set back since): 0 s. */
+		note(d, "kept %s, killed %llu s ago (" MSTAT_ENV_KILLED_GRACE
+		     " is %llu s)", what, (unsigned long long)
+		     (now > r.killed_ns ? (now - r.killed_ns) / 1000000000u : 0),
+		     (unsigned long long)d->grace.seconds);
+		mstat_killed_kept_add(&d->kept, dir->fd, name, &r);
+	}
+	return rc;
+}
+
 /* Attaches the segment `name` of `dir`; false if the process is out of
  * file descriptors (nothing recorded: it is tried again next scan). */
 static bool
@@ -411,19 +442,17 @@ attach(struct mstat_discover *d, struct cds_list_head *targets,
 		rc = 0;
 	}
 	if (rc == -ESRCH && mstat_reader_alive(r) == 0) {
-		/* Gone, and nothing says whose it was: not shown.  Its lock
-		 * says it is nobody's: removed if it is ours to remove, at
-		 * once, killed or not: no reader would show it (owner.h's
-		 * grace is for segments a reader can still tell). */
-		rc = mstat_owner_reap_file(dir->fd, name, mstat_reader_fd(r),
-					   d->procs.euid, NULL, 0, NULL);
+		/* Gone, and nothing here says whose it was: not shown.  Its
+		 * lock says it is nobody's: removed if it is ours to remove,
+		 * a killed process's once its grace is over, as anywhere: a
+		 * reader of its own /dev/shm shows it (killed between two
+		 * ticks of a host's reader, an OOM kill above all). */
 		snprintf(err, sizeof(err), "%s: its process (pid %d of pid "
 			 "namespace %llu) is gone", label, (int)in->pid,
 			 (unsigned long long)in->pid_ns);
+		rc = reap_gone(d, dir, name, mstat_reader_fd(r), err);
 		mstat_reader_close(r);
-		if (rc == MSTAT_REAP_REMOVED)
-			note(d, "removed %s", err);
-		else
+		if (rc != MSTAT_REAP_REMOVED && rc != MSTAT_REAP_KILLED)
 			refuse(d, f, dir, name, ino, -ESRCH, err);
 		return true;
 	}
@@ -657,15 +686,13 @@ reap_refused(struct mstat_discover *d)
 					sizeof(why));
 		if (fd < 0)
 			continue;
-		if (mstat_owner_reap_file(f->dir->fd, f->name, fd, d->procs.euid, NULL,
-					  0, NULL) == MSTAT_REAP_REMOVED) {
-			note(d, f->rc == -ENODATA
-				? "removed %s%s: cut shorter than a header, and "
-				  "its owner is gone"
-				: "removed %s%s: its process is gone",
-			     f->name, f->dir->where);
+		snprintf(why, sizeof(why), f->rc == -ENODATA
+			 ? "%s%s: cut shorter than a header, and its owner "
+			   "is gone"
+			 : "%s%s: its process is gone", f->name, f->dir->where);
+		int rc = reap_gone(d, f->dir, f->name, fd, why);
+		if (rc == MSTAT_REAP_REMOVED || rc == MSTAT_REAP_KILLED)
 			f->in_scan = false;
-		}
 		close(fd);
 	}
 }

@@ -7,6 +7,7 @@ objects made with unshare(1) (tests/containers/nsbox.py); each run says
 which.
 
     e2e.py hosts
+    e2e.py unseen
     e2e.py runtime   which runtime a run would use, and nothing more
 
 Two containers, each with its own mount, pid and IPC namespaces, its own
@@ -24,6 +25,16 @@ gone.  In the exporter's next scrapes the exited one's series are gone,
 the killed one's stay (mstat_running 0, and mstat_killed_info with how
 it died) for the exporter's grace.
 
+unseen: a container's process (tests/containers/nsbox.py) killed before
+any host reader saw it, as the OOM killer kills one between two ticks.
+Its claim can no longer be checked, so a host reader does not show it;
+but a reader in the container does, so the host's tick keeps its segment
+for its grace like any killed process's, and says so.  So does a host
+reader that refused a segment while its owner lock was held by a process
+it could not find, once the lock goes.  A tick of a reader in the
+container then shows it killed, and --gc with a grace of 0 through the
+container removes them.
+
 The observers read this test's namespaces only (--namespaces with the
 containers' pids), not every one on the machine: other test runs live
 in mount namespaces of their own there.  As root (else 77).
@@ -34,12 +45,14 @@ of the build tree for podman's configuration and storage).  A tool the
 build found and the machine no longer has (removed since) is taken as
 never found.
 """
+import fcntl
 import json
 import os
 import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -430,6 +443,97 @@ def test_hosts():
           killed[0]["metric"]["how"] == "killed" and
           killed[0]["metric"].get("container_id") == a.id,
           "running %r, killed %r" % (running, killed))
+
+
+def test_unseen():
+    why = nsbox.usable()
+    if why:
+        print("SKIP: needs containers of unshare(1): %s" % why)
+        sys.exit(77)
+    name = TAG + "-unseen"
+    # Killed in the container as soon as it has its segment ("ready"),
+    # before any reader of this test looks.
+    box = nsbox.Box(TAG, 'export MSTAT_NAME=%s\n'
+                    'coproc T { exec %s fixed < <(exec sleep 600); }\n'
+                    'read -r ready <&"${T[0]}"\n'
+                    'kill -KILL "$T_PID"\n'
+                    'wait "$T_PID" || true\n'
+                    'echo "$ready, killed"\n'
+                    'exec sleep 600\n' % (name, TARGET))
+    cleanup.append(box.close)
+    check(box.line() == "ready, killed", "the container's process killed")
+    shm = box.shm()
+    segs = segments(shm)
+    check(len(segs) == 1, "the killed process's segment: %r" % segs)
+    seg = segs[0]
+    nspid = int(seg.split(".")[1])
+    which = "--namespaces=%d" % box.init
+
+    # The host's tick: not shown, kept for its grace, said once.
+    r = subprocess.run([TOP, "-b", "-o", "json", "-n", "2", "-d", "0.2",
+                        which], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=TIMEOUT)
+    check(r.returncode == 0, "mstat-top: %r" % r.stderr)
+    said = [l for l in r.stderr.decode().splitlines() if seg in l]
+    check(len(said) == 1 and re.fullmatch(
+        r"mstat-top: kept %s in mnt:\[\d+\]: its process \(pid %d of pid "
+        r"namespace \d+\) is gone, killed \d+ s ago \(MSTAT_KILLED_GRACE "
+        r"is 300 s\)" % (re.escape(seg), nspid), said[0]),
+          "the host's tick says it kept it: %r" % said)
+    for line in r.stdout.decode().splitlines():
+        check(not [p for p in json.loads(line)["processes"]
+                   if p["name"] == name], "shown by the host: %s" % line)
+    check(segments(shm) == [seg], "kept in its container's /dev/shm: %r"
+          % segments(shm))
+
+    # A copy of it under its next name, whose owner lock this test holds:
+    # a process the host's reader cannot find, alive, is refused (twice:
+    # it may have started after the reader looked), then looked at each
+    # tick; once let go, kept for its grace like the other.
+    copy = seg + ".1"
+    with open(os.path.join(shm, seg), "rb") as f:
+        head, size = f.read(65536), os.fstat(f.fileno()).st_size
+    fd = os.open(os.path.join(shm, copy), os.O_RDWR | os.O_CREAT | os.O_EXCL,
+                 0o600)
+    os.write(fd, head)
+    os.ftruncate(fd, size)
+    # struct flock: a read lock on byte 0 (MSTAT_OWNER_LOCK_BYTE).
+    fcntl.fcntl(fd, getattr(fcntl, "F_OFD_SETLK", 37),
+                struct.pack("hh4xqqi4x", fcntl.F_RDLCK, os.SEEK_SET, 0, 1, 0))
+    top = subprocess.Popen([TOP, "-b", "-o", "json", "-n", "6", "-d", "0.2",
+                            which], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+    cleanup.append(top.kill)
+    for _ in range(3):
+        if not top.stdout.readline():
+            raise Failure("mstat-top ended: %r" % top.stderr.read())
+    os.close(fd)
+    out, err = top.communicate(timeout=TIMEOUT)
+    said = [l for l in err.decode().splitlines() if copy in l]
+    check(len(said) == 2 and "no process this reader can see" in said[0] and
+          re.fullmatch(r"mstat-top: kept %s in mnt:\[\d+\]: its process is "
+                       r"gone, killed \d+ s ago \(MSTAT_KILLED_GRACE is 300 "
+                       r"s\)" % re.escape(copy), said[1]),
+          "refused while held, then kept: %r" % said)
+    check(segments(shm) == [seg, copy], "kept, the copy too: %r"
+          % segments(shm))
+
+    # A reader in the container shows it, killed.
+    r = subprocess.run(["nsenter", "-t", str(box.init), "-m", "-p", TOP,
+                        "-b", "-o", "json", "-n", "1"],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=TIMEOUT)
+    check(r.returncode == 0, "mstat-top in the container: %r" % r.stderr)
+    rows = [(p["pid"], p["state"]) for p in
+            json.loads(r.stdout.decode())["processes"] if p["name"] == name]
+    check(rows == [(nspid, "killed")], "in the container: %r" % rows)
+
+    # Removed once its grace is over: here, a grace of 0.
+    r = subprocess.run([TOP, "--gc", "--killed-grace=0", which],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       timeout=TIMEOUT)
+    check(r.returncode == 0 and segments(shm) == [],
+          "--gc with a grace of 0: %r left: %r" % (segments(shm), r.stderr))
 
 
 def start_exporter(which, prefix=()):

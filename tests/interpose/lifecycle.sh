@@ -35,7 +35,11 @@ done
 # keeps it for the grace (MSTAT_KILLED_GRACE, 300 s by default), for
 # readers that were not running when it died; with a grace of 0 it
 # removes it.
-# The header's killed_s (shm/layout.h): when it was first found killed.
+# The header's killed_s (shm/layout.h): when it was first found killed,
+# by whoever found it first: this /dev/shm is private to the processes
+# here, but a reader of every namespace (mstat-top or mstat-exporter run
+# on this machine, as root) reads it too, and keeps what it finds killed
+# for the grace as they do, writing killed_s if it is first.
 killed_s() {
 	python3 - "$1" <<'PY'
 import struct, sys
@@ -47,7 +51,6 @@ for m in abort segv term kill; do
 	pre "$ender" "$m" 2>/dev/null && fail "$m: exit status 0"
 	[ "$(segs | wc -l)" = 1 ] || fail "$m: $(segs | wc -l) segments left"
 	seg=/dev/shm/$(segs)
-	[ "$(killed_s "$seg")" = 0 ] || fail "$m: found killed before anyone looked"
 	pre /bin/true
 	[ "$(segs | wc -l)" = 1 ] || fail "$m: not kept for the grace by a new process"
 	[ "$(killed_s "$seg")" != 0 ] || fail "$m: the new process wrote no killed_s"
@@ -55,11 +58,13 @@ for m in abort segv term kill; do
 	none_left "$m, once another process started with a grace of 0"
 done
 
-# The grace counts from when it was first found killed: a process that
-# looks then keeps it, one that looks once the grace is over removes it.
+# The grace counts from when it was first found killed, not from each
+# look: a process that looks within it keeps it, one that looks once it
+# is over removes it.  (A grace of an hour: whoever found it first, a
+# reader of every namespace too, found it after this kill.)
 pre "$ender" kill 2>/dev/null || true
-MSTAT_KILLED_GRACE=1 pre /bin/true
-[ "$(segs | wc -l)" = 1 ] || fail "grace 1: removed at once"
+MSTAT_KILLED_GRACE=3600 pre /bin/true
+[ "$(segs | wc -l)" = 1 ] || fail "grace 3600: removed at once"
 sleep 2
 MSTAT_KILLED_GRACE=1 pre /bin/true
 none_left "grace 1, 2 s after it was found killed"
