@@ -17,9 +17,12 @@
  *                                 that, and a few KiB of the C library's
  *   mstat-demo-workload short     churns and leaks a little for a few
  *                                 seconds, then exits
+ *
+ * SIGTERM, SIGINT or SIGHUP make it exit(0), as a service stopped does.
  */
 #include <malloc.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -140,6 +143,17 @@ run(void *arg)
 	return NULL;
 }
 
+/* Waits for a signal of `arg`'s set, then exits as main() would. */
+static void *
+wait_stop(void *arg)
+{
+	int sig;
+
+	if (sigwait(arg, &sig) == 0)
+		exit(0);
+	return NULL;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -163,7 +177,17 @@ main(int argc, char **argv)
 			argv[0]);
 		return 2;
 	}
-	pthread_t t[4];
+	/* Stopped as a service is (SIGTERM, or ^C): it exits, and its row
+	 * says exited, not killed.  The workers inherit the mask. */
+	static sigset_t stop;
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	sigaddset(&stop, SIGHUP);
+	pthread_t t[4], stopper;
+	if (pthread_sigmask(SIG_BLOCK, &stop, NULL) != 0 ||
+	    pthread_create(&stopper, NULL, wait_stop, &stop) != 0)
+		return 1;
 	struct worker w[4];
 	for (int i = 0; i < threads; i++) {
 		w[i] = (struct worker){ mode, 0x9e3779b97f4a7c15u * (uint64_t)(i + 1) ^

@@ -17,6 +17,9 @@
 #               OOM killer would) after 4 s: its row turns killed, and its
 #               heap profile, kept after its death, still says where its
 #               memory went (the sites view, or -p PID --sites)
+#   attached    steady, started without the library and attached while
+#               it runs (mstat-attach): counted from the attach on; its
+#               blocks made before, freed since, are shown apart
 # MSTAT_BUILD names the build directory (default: build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -49,8 +52,18 @@ pids+=($launcher)
 	sleep 1
  done) &
 pids+=($!)
+# One the library was not started with, as a service already running
+# would be: mstat-attach makes it count from now on.  Attaching needs
+# ptrace rights (root, or ptrace_scope 0): without them it says why and
+# the demo goes on without that row.
+"$work" steady & attached=$!
+pids+=($attached)
 sleep 0.5
 killed=$(pgrep -P "$launcher" || true)
+attach_said=$("$build/attach/mstat-attach" --name demo-attached "$attached" 2>&1) ||
+	attached=
+echo "$attach_said"
+[ -n "$attached" ] || echo "demo: the demo goes on without an attached process"
 
 if [ -t 0 ] && [ -t 1 ]; then
 	"$build/top/mstat-top" -F demo- -s growth
@@ -69,4 +82,12 @@ else
 	echo "demo-killed (pid $killed), SIGKILLed: read after its death"
 	"$build/top/mstat-top" -b -n 1 -o json -p "$killed" --sites 3 |
 		jq -r '.processes[] | "  state \(.state), \(.live_bytes) bytes live", (.sites[]? | "  \(.live_bytes) bytes live in \(.live_objects) objects: \(.function) (\(.file):\(.line))")'
+	# And the one attached while it ran: what it did since the attach,
+	# and what became of its blocks made before.
+	if [ -n "$attached" ]; then
+		echo
+		echo "demo-attached (pid $attached), started without the library"
+		"$build/top/mstat-top" -b -n 1 -o json -p "$attached" |
+			jq -r '.processes[] | "  attached at \(.attached_time_s | todate): \(.live_bytes) bytes live made since; made before and freed since: \(.prior_frees) blocks, \(.prior_free_bytes) bytes"'
+	fi
 fi
