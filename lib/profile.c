@@ -258,6 +258,26 @@ on_segment(void)
 	errno = saved;
 }
 
+/* The addresses an object's loadable segments span, [*lo, *hi): false if
+ * it has none. */
+static bool
+load_range(const struct dl_phdr_info *info, uintptr_t *lo, uintptr_t *hi)
+{
+	*lo = UINTPTR_MAX;
+	*hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t s = info->dlpi_addr + ph->p_vaddr;
+		if (s < *lo)
+			*lo = s;
+		if (s + ph->p_memsz > *hi)
+			*hi = s + ph->p_memsz;
+	}
+	return *lo < *hi;
+}
+
 /* The dynamic loader's own __tls_get_addr(), whose object is the loader. */
 extern void *__tls_get_addr(void *);
 
@@ -266,20 +286,10 @@ extern void *__tls_get_addr(void *);
 static int
 find_loader(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	uintptr_t a = (uintptr_t)arg, lo = UINTPTR_MAX, hi = 0;
+	uintptr_t a = (uintptr_t)arg, lo, hi;
 
 	(void)size;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_LOAD)
-			continue;
-		uintptr_t s = info->dlpi_addr + ph->p_vaddr;
-		if (s < lo)
-			lo = s;
-		if (s + ph->p_memsz > hi)
-			hi = s + ph->p_memsz;
-	}
-	if (lo >= hi || a - lo >= hi - lo)
+	if (!load_range(info, &lo, &hi) || a - lo >= hi - lo)
 		return 0;
 	prof.loader_lo = lo;
 	prof.loader_hi = hi;
@@ -552,21 +562,11 @@ build_id(const struct dl_phdr_info *info, struct mstat_shm_module *m)
 static int
 add_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
-	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	uintptr_t lo, hi;
 
 	(void)size;
 	(void)arg;
-	for (int i = 0; i < info->dlpi_phnum; i++) {
-		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-		if (ph->p_type != PT_LOAD)
-			continue;
-		uintptr_t s = info->dlpi_addr + ph->p_vaddr;
-		if (s < lo)
-			lo = s;
-		if (s + ph->p_memsz > hi)
-			hi = s + ph->p_memsz;
-	}
-	if (lo >= hi || known(lo))
+	if (!load_range(info, &lo, &hi) || known(lo))
 		return 0;
 	uint32_t n = atomic_load_explicit(&prof.prof->modules_used, memory_order_relaxed);
 	if (n >= MSTAT_MODULES || prof.nknown >= MSTAT_MODULES ||
