@@ -144,7 +144,9 @@ reader_main(void *arg)
 	pthread_mutex_lock(&s->lock);
 	for (;;) {
 		bool own = false;
-		while (!s->stop && s->wanted == s->started && !s->untried &&
+		/* A scrape waits when it wants a tick not begun yet; the
+		 * watch's own ticks run `started` past `wanted`. */
+		while (!s->stop && s->wanted <= s->started && !s->untried &&
 		       !own)
 			own = wait_wake(s, last_ns);
 		if (s->stop)
@@ -285,6 +287,12 @@ self_metrics(struct mstat_scraper *s, const struct mstat_expo *e, size_t n)
 				NULL, "scrapes served");
 	mstat_exposition_sample(e, "mstat_exporter_scrapes", MSTAT_EXPO_COUNTER);
 	fprintf(e->f, " %" PRIu64 "\n", s->scrapes);
+
+	mstat_exposition_family(e, "mstat_exporter_ticks", MSTAT_EXPO_COUNTER,
+				NULL, "reads of every segment: for scrapes, and "
+				"with --postmortem-dir one a second of its own");
+	mstat_exposition_sample(e, "mstat_exporter_ticks", MSTAT_EXPO_COUNTER);
+	fprintf(e->f, " %" PRIu64 "\n", s->finished);
 
 	mstat_exposition_family(e, "mstat_exporter_scrape_duration_seconds",
 				MSTAT_EXPO_GAUGE, "seconds",

@@ -1213,6 +1213,29 @@ def test_crowd():
     t.stop()
 
 
+def test_watch():
+    """With --postmortem-dir the exporter reads every segment once a second
+    of its own, scraped or not, and no more: over any stretch of time, its
+    ticks are at most one a second, one at start and one a scrape, however
+    busy the machine (a slow one only makes fewer).  That it watches at all
+    is tested with the post-mortems it writes unscraped (tests/profile,
+    oom-exporter)."""
+    t = Target("fixed", TAG + "-watch")
+    t0 = time.monotonic()
+    e = Exporter("--postmortem-dir=" + tmpdir())
+    time.sleep(2.5)  # a stretch of time to count ticks over, not a wait
+    m = samples(e.metrics())
+    elapsed = time.monotonic() - t0
+    ticks, scrapes = (m["mstat_exporter_ticks_total"],
+                      m["mstat_exporter_scrapes_total"])
+    print("watch: %d ticks, %d scrapes, in %.1f s" % (ticks, scrapes, elapsed))
+    check(scrapes == 1 and ticks <= elapsed + 1 + scrapes,
+          "%d ticks and %d scrapes in %.1f s: the watch spins"
+          % (ticks, scrapes, elapsed))
+    t.stop()
+    e.stop()
+
+
 def test_health():
     """/-/healthy answers 200 "OK" without reading anything or waiting for
     the reader: a reader stopped while a scrape waits for it leaves it
