@@ -38,7 +38,7 @@ profile_at=81920 # the control page, the class table, three slots
 profile_bytes=16384
 cflags=(-std=c11 -D_GNU_SOURCE -g -O1 -fno-omit-frame-pointer
 	-Wall -Wextra -Wno-unused-parameter -fno-strict-aliasing
-	-Ishm -Iinclude -DFUZZ_PROFILE_AT="$profile_at"
+	-I. -Iinclude -DFUZZ_PROFILE_AT="$profile_at"
 	-DFUZZ_PROFILE_BYTES="$profile_bytes")
 san=(-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all)
 rm -rf "$out"
