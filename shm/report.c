@@ -80,7 +80,7 @@ mstat_report_send(const char *name, const char *status, int fd)
 	union {
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int))];
-	} ctl;
+	} ctl = { 0 }; /* its padding after the descriptor is sent too */
 	struct msghdr msg = {
 		.msg_iov = &iov,
 		.msg_iovlen = 1,
@@ -111,7 +111,7 @@ receive(int conn, struct mstat_report *rep)
 	union {
 		struct cmsghdr h;
 		char buf[CMSG_SPACE(sizeof(int))];
-	} ctl;
+	} ctl = { 0 }; /* its padding after the descriptor is sent too */
 	struct msghdr msg = {
 		.msg_iov = &iov,
 		.msg_iovlen = 1,
