@@ -13,7 +13,7 @@ unpacks them), OPENSSL (empty when not found), DASHBOARD
 (docs/mstat-grafana.json), GO (empty when go is not installed),
 MSTAT_SAMPLES (0 where a sanitizer's malloc stands in for the
 library's, so that processes sample nothing: the profiles are checked
-for what they are without samples).
+for what they are without samples; so too under valgrind).
 
 The pprof tests read profiles with pprofproto.py, a reader of
 profile.proto written from the format, and with go tool pprof.
@@ -54,9 +54,10 @@ OPENSSL = os.environ.get("OPENSSL", "")
 DASHBOARD = os.environ["DASHBOARD"]
 RULES = os.environ["RULES"]
 GO = os.environ.get("GO", "")
-SAMPLES = os.environ.get("MSTAT_SAMPLES", "1") != "0"
 TAG = "exp%d" % os.getpid()  # unique names for this run
 VALGRIND = "vgpreload" in os.environ.get("LD_PRELOAD", "")
+# Memcheck's malloc, too, stands in for the library's everywhere.
+SAMPLES = os.environ.get("MSTAT_SAMPLES", "1") != "0" and not VALGRIND
 TIMEOUT = 90 * (20 if VALGRIND else 1)  # a hang, not a slow machine
 
 B = 1 << 37  # the size target.c's fixed mode counts: 10 allocs, 3 frees

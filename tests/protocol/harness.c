@@ -95,6 +95,15 @@ writer_go(struct writer *w)
 }
 
 void
+writer_expect(struct writer *w, const char *line)
+{
+	char got[64];
+
+	read_line(w->from, got, sizeof(got));
+	assert_string_equal(got, line);
+}
+
+void
 writer_stop(struct writer *w)
 {
 	assert_int_equal(write(w->to, "s", 1), 1);

@@ -32,6 +32,8 @@ extern const char *const harness_modes[2]; /* "fenced", "membarrier" */
 void writer_start(struct writer *w, const char *mode, unsigned slots,
 		  const char *const *args);
 void writer_go(struct writer *w);
+/* Waits for the writer to print `line` (a `spin` writer: "inside"). */
+void writer_expect(struct writer *w, const char *line);
 /* Lets a `pairs` writer stop once it has done its minimum. */
 void writer_stop(struct writer *w);
 /* Whether it has printed "done" (and then its truth); never blocks. */

@@ -17,7 +17,8 @@
  *	counts once, enters an update section and stops itself (SIGSTOP)
  *	inside it; once continued, finishes the section
  *   mstat-test-writer spin
- *	enters an update section and never leaves it
+ *	counts once, enters an update section, prints "inside" and never
+ *	leaves it
  *
  * Talk: prints "ready" once its segment exists, starts on one byte from
  * stdin, prints "done" and then its ground truth when its work is over,
@@ -226,9 +227,12 @@ open_section_and(int stop_inside)
 	}
 	unsigned c = mstat_size_class(test_size[2]);
 	mstat_wsection_add(sec.slot, sec.g, c, MSTAT_C_ALLOC_COUNT, 1);
-	if (!stop_inside)
+	if (!stop_inside) {
+		printf("inside\n");
+		fflush(stdout);
 		for (;;)
 			pause();
+	}
 	raise(SIGSTOP); /* inside the section, half of it done */
 	mstat_wsection_add(sec.slot, sec.g, c, MSTAT_C_ALLOC_BYTES, test_size[2]);
 	mstat_wsection_requested(sec.slot, sec.g, test_size[2] - 1);
