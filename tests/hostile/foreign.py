@@ -23,6 +23,10 @@ import sys
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..")) # tests/private.py
+import private  # noqa: E402
+
 LIB, TOP, EXPORTER, ENDER = sys.argv[1:5]
 TIMEOUT = 120  # a hang, not a slow machine
 SHM = "/dev/shm/"
@@ -34,20 +38,6 @@ def check(cond, what):
         print("FAIL: " + what, file=sys.stderr)
         sys.exit(1)
 
-
-def private():
-    """Runs this script again in a namespace of its own; its exit
-    status, or None in there."""
-    if os.environ.get("MSTAT_FOREIGN_PRIVATE"):
-        return None
-    if subprocess.run(["unshare", "-m", "-p", "--fork", "--mount-proc",
-                       "true"], stderr=subprocess.DEVNULL).returncode != 0:
-        print("SKIP: needs root for a private /dev/shm and pid namespace")
-        return 77
-    env = dict(os.environ, MSTAT_FOREIGN_PRIVATE="1")
-    return subprocess.run(["unshare", "-m", "-p", "--fork", "--mount-proc",
-                           "--propagation", "private", sys.executable,
-                           __file__] + sys.argv[1:], env=env).returncode
 
 
 def run(argv, env=None, rc=0):
@@ -196,11 +186,9 @@ def dying_creator():
 
 
 def main():
-    rc = private()
+    rc = private.again("mstat-foreign")
     if rc is not None:
         return rc
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=1777,size=256m",
-                    "mstat-foreign", "/dev/shm"], check=True)
 
     # A process that starts: it looks at the names of pids that do not
     # exist, and removes only the segment of the process that exec()ed

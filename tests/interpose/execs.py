@@ -25,6 +25,10 @@ import tempfile
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..")) # tests/private.py
+import private  # noqa: E402
+
 LIB, RUN, TOP, EXPORTER, ENDER = sys.argv[1:6]
 TIMEOUT = 120  # a hang, not a slow machine
 EXECS = ("execve", "execv", "execvp", "execvpe", "execl", "execle", "execlp",
@@ -36,20 +40,6 @@ def check(cond, what):
         print("FAIL: " + what, file=sys.stderr)
         sys.exit(1)
 
-
-def private():
-    """Runs this script again in a namespace of its own; returns its
-    exit status."""
-    if os.environ.get("MSTAT_EXECS_PRIVATE"):
-        return None
-    if subprocess.run(["unshare", "-m", "-p", "--fork", "--mount-proc",
-                       "true"], stderr=subprocess.DEVNULL).returncode != 0:
-        print("SKIP: needs root for a private /dev/shm and pid namespace")
-        return 77
-    env = dict(os.environ, MSTAT_EXECS_PRIVATE="1")
-    return subprocess.run(["unshare", "-m", "-p", "--fork", "--mount-proc",
-                           "--propagation", "private", sys.executable,
-                           __file__] + sys.argv[1:], env=env).returncode
 
 
 def segments():
@@ -145,11 +135,9 @@ def main():
         print("SKIP: valgrind replaces malloc everywhere; the interposer "
               "cannot run under it")
         return 77
-    rc = private()
+    rc = private.again("mstat-execs")
     if rc is not None:
         return rc
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=1777,size=256m",
-                    "mstat-execs", "/dev/shm"], check=True)
     tmp = tempfile.mkdtemp()
     try:
         execs()
