@@ -53,6 +53,9 @@ exec_failed(bool began)
 
 	if (!began)
 		return;
+	/* (I) seq_cst, as in exec_begin(): pairs with start()'s store of
+	 * `ready` and load of `execing`; a segment published meanwhile is
+	 * marked back here, or start() sees `execing` gone. */
 	atomic_store_explicit(&mstat_proc.execing, false, memory_order_seq_cst);
 	if (atomic_load_explicit(&mstat_proc.ready, memory_order_seq_cst))
 		mstat_segment_exec(&mstat_proc.seg, false);
