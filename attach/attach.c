@@ -566,8 +566,16 @@ published(struct job *j)
 			return say(j, kill(j->pid, 0) < 0 ? "attached; it ended since"
 							   : "attached; its state cannot be read"),
 			       -2;
-		if (atomic_load_explicit(&st.done, memory_order_acquire))
+		/* A copy read from the target, whose bytes come in no
+		 * promised order: once one says `done`, the rest are read
+		 * again, all after the target's release store of `done`
+		 * (lib/attach.c), which they precede there. */
+		if (atomic_load_explicit(&st.done, memory_order_relaxed)) {
+			if (mstat_image_peek(j->pid, j->base + j->p->state, &st,
+					     sizeof(st)) < 0)
+				return say(j, "attached; its state cannot be read"), -2;
 			break;
+		}
 		if (mstat_tracee_now() >= deadline)
 			return say(j, "attached; its segment is not made yet after %u s",
 				   PUBLISH_BUDGET_NS / 1000000000u), -2;

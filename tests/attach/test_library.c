@@ -146,6 +146,7 @@ attach(void **state)
 	struct mstat_attach_state *st = dlsym(h, MSTAT_ATTACH_STATE);
 	if (!st)
 		return -1;
+	/* Acquire: pairs with the release store of `done` (lib/attach.c). */
 	while (!atomic_load_explicit(&st->done, memory_order_acquire)) {
 		struct timespec ts = { 0, 1000000 };
 		nanosleep(&ts, NULL);
