@@ -349,7 +349,10 @@ def test_exact():
 def test_lifecycle():
     """Processes that start and exit while mstat-top runs: one appears by
     itself, runs, shows as exited with its final totals (its leak), and
-    goes after --linger; one already running is there throughout."""
+    goes after --linger; one already running is there throughout.  The
+    one that starts is told to exit (its stdin closed) once it has been
+    seen running with its leak, not after a time: under memcheck on a
+    loaded machine, ticks can come seconds apart."""
     a = Target("steady", TAG + "-life-a")
     top = subprocess.Popen([TOP, "-b", "-o", "json", "-d", "0.2", "-n",
                             str(TIMEOUT * 5),
@@ -371,11 +374,13 @@ def test_lifecycle():
                 rates.append(pa["alloc_rate"])
             if b is None:
                 check(len(tick["processes"]) == 1, "only a before b starts")
-                b = Target("leak", TAG + "-life-b",
-                           {"MSTAT_TEST_EXIT_MS": "700"})
+                b = Target("leak", TAG + "-life-b")
                 continue
             pb = find(tick, b)
             seen.append(pb and pb["state"])
+            if (pb and pb["state"] == "running" and cls(pb, LEAK) and
+                    not b.p.stdin.closed):
+                b.p.stdin.close()  # seen running, with its leak: it exits
             if pb and pb["state"] == "exited":
                 leak = cls(pb, LEAK)
                 check(leak and leak["free_count"] == 0 and
@@ -1617,7 +1622,7 @@ def test_keys():
         print("tmux not installed")
         sys.exit(77)
     grows, steady = leak_pair(TAG)
-    short = Target("leak", TAG + "-short", {"MSTAT_TEST_EXIT_MS": "800"})
+    short = Target("leak", TAG + "-short")
     t = Tmux("TERM=screen %s -d 0.3 -F %s 2>/dev/null" % (TOP, TAG), w=120,
              h=30)
     every = {grows.pid, steady.pid, short.pid}
@@ -1633,10 +1638,12 @@ def test_keys():
         # b on the growing one (first: selected by Home) resets its growth
         # only; B resets everyone's.  Home once the order holds: while the
         # short one still runs it can lead, and the selection stays with
-        # the process Home found first.  Exited, its row stays, and its
-        # growth no longer changes.
-        t.wait(lambda s: growth_of(s, grows.pid) not in (None, "0B"),
-               "it grows")
+        # the process Home found first.  The short one is told to exit
+        # (its stdin closed) once it was seen to grow, not after a time;
+        # exited, its row stays, and its growth no longer changes.
+        t.wait(lambda s: growth_of(s, grows.pid) not in (None, "0B") and
+               growth_of(s, short.pid) not in (None, "0B"), "they grow")
+        short.stop()
         t.wait(lambda s: [l.split()[-1] for l in s.splitlines()
                           if l.split()[:1] == [str(short.pid)]] == ["exited"],
                "the short one exited, and stays")
