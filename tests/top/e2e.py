@@ -118,6 +118,39 @@ def run_top(*args, env=None):
     return r.stdout.decode(), r.stderr.decode()
 
 
+class Top:
+    """mstat-top -b -o json ARGS, with no -n: it ticks until the test has
+    seen what it needs in ticks(), read as they come, and close() ends it
+    by closing its output.  SIGPIPE stays ignored in it, as Python has it
+    (restore_signals=False): its next write fails with EPIPE, which
+    batch mode takes as the reader's choice to stop (exit 0)."""
+
+    def __init__(self, *args):
+        self.args = " ".join(args)
+        self.err = tempfile.TemporaryFile()
+        self.p = subprocess.Popen([TOP, "-b", "-o", "json"] + list(args),
+                                  stdout=subprocess.PIPE, stderr=self.err,
+                                  restore_signals=False)
+        children.append(self.p)
+        self.deadline = time.monotonic() + TIMEOUT
+
+    def ticks(self, waiting):
+        """The ticks; a hang once TIMEOUT has passed, said by waiting():
+        what the test waits for, and what it saw."""
+        for line in self.p.stdout:
+            check(time.monotonic() < self.deadline,
+                  "mstat-top %s: timed out waiting for %s" %
+                  (self.args, waiting()))
+            yield json.loads(line)
+
+    def close(self):
+        self.p.stdout.close()
+        rc = self.p.wait(timeout=TIMEOUT)
+        self.err.seek(0)
+        check(rc == 0, "mstat-top %s exited %d: %s" %
+              (self.args, rc, self.err.read().decode()))
+
+
 def ticks(out):
     return [json.loads(line) for line in out.splitlines()]
 
@@ -316,7 +349,10 @@ def test_exact():
 def test_lifecycle():
     """Processes that start and exit while mstat-top runs: one appears by
     itself, runs, shows as exited with its final totals (its leak), and
-    goes after --linger; one already running is there throughout."""
+    goes after --linger; one already running is there throughout.  The
+    one that starts is told to exit (its stdin closed) once it has been
+    seen running with its leak, not after a time: under memcheck on a
+    loaded machine, ticks can come seconds apart."""
     a = Target("steady", TAG + "-life-a")
     top = subprocess.Popen([TOP, "-b", "-o", "json", "-d", "0.2", "-n",
                             str(TIMEOUT * 5),
@@ -338,11 +374,13 @@ def test_lifecycle():
                 rates.append(pa["alloc_rate"])
             if b is None:
                 check(len(tick["processes"]) == 1, "only a before b starts")
-                b = Target("leak", TAG + "-life-b",
-                           {"MSTAT_TEST_EXIT_MS": "700"})
+                b = Target("leak", TAG + "-life-b")
                 continue
             pb = find(tick, b)
             seen.append(pb and pb["state"])
+            if (pb and pb["state"] == "running" and cls(pb, LEAK) and
+                    not b.p.stdin.closed):
+                b.p.stdin.close()  # seen running, with its leak: it exits
             if pb and pb["state"] == "exited":
                 leak = cls(pb, LEAK)
                 check(leak and leak["free_count"] == 0 and
@@ -1355,77 +1393,124 @@ def test_narrow():
     a.stop()
 
 
-def leak_pair(tag, env=None):
+def leak_pair(tag):
     """A process that grows (10 objects of 256 GiB every 10 ms, never
-    freed) and one that does not (50 objects of 64 bytes, renewed)."""
-    return (Target("leak", tag + "-grows", env),
-            Target("steady", tag + "-steady"))
+    freed, until its stdin closes) and one that does not (50 objects of
+    64 bytes, renewed)."""
+    return (Target("leak", tag + "-grows"), Target("steady", tag + "-steady"))
+
+
+# A class not used yet: its counts start from nothing.
+UNUSED = {"alloc_count": 0, "free_count": 0, "growth_objects": 0,
+          "growth_bytes": 0}
 
 
 def test_leak():
     """Growth since the baseline, per process and per class, and its rate:
     exactly what the growing process added since it was first seen, and
     exactly nothing for the steady one.  --baseline moves every baseline
-    once, and a process that exits keeps its row and its growth."""
-    grows, steady = leak_pair(TAG, {"MSTAT_TEST_EXIT_MS": "1500"})
-    out, _ = run_top("-o", "json", "-n", "12", "-d", "0.25", "-s", "growth",
-                     "-p", "%d,%d" % (grows.pid, steady.pid))
-    ts = ticks(out)
-    # First seen: the baseline (its leak class may not be used yet: then
-    # it starts from nothing).
-    first = cls(find(ts[0], grows), LEAK) or {"alloc_count": 0}
-    check(find(ts[0], grows)["growth_bytes"] == 0 and
-          find(ts[0], grows)["growth_bytes_per_s"] is None,
-          "first seen: the baseline, no rate yet: %r" % find(ts[0], grows))
+    once, and a process that exits keeps its row and its growth.
+
+    Nothing waits for a time: the growing process runs until mstat-top
+    has shown it grow and lead the sort (under memcheck on a loaded
+    machine, mstat-top's first read can come seconds after it started),
+    then it is told to exit (its stdin closed), and mstat-top runs on
+    until it has shown it exited twice."""
+    grows, steady = leak_pair(TAG)
+    # A window longer than the test: the growth rate is over all the time
+    # since the process was first seen, as its growth is.
+    top = Top("-d", "0.25", "-s", "growth", "--window", "3600",
+              "-p", "%d,%d" % (grows.pid, steady.pid))
+    first = None  # the first tick's leak class and steady class
+    busy = False  # the steady one seen counting since
+    told = False  # the growing one told to exit
     exited = []
-    for i, tick in enumerate(ts[1:], 2):
+    for i, tick in enumerate(top.ticks(lambda: "it to grow, then exit "
+                                      "(told: %s; seen exited: %d ticks)" %
+                                      (told, len(exited))), 1):
         g, s = find(tick, grows), find(tick, steady)
-        check(g is not None, "tick %d: the growing one is there" % i)
-        c = cls(g, LEAK)
-        added = c["alloc_count"] - first["alloc_count"]
+        check(g is not None and s is not None,
+              "tick %d: both are there: %r" % (i, tick))
+        if first is None:
+            # First seen: the baseline (its leak class may not be used
+            # yet: then it starts from nothing).
+            check(g["growth_bytes"] == 0 and g["growth_bytes_per_s"] is None,
+                  "first seen: the baseline, no rate yet: %r" % g)
+            first = (cls(g, LEAK) or UNUSED, cls(s, 64))
+            continue
+        c = cls(g, LEAK) or UNUSED
+        added = c["alloc_count"] - first[0]["alloc_count"]
         check(c["growth_objects"] == added and
               c["growth_bytes"] == added * LEAK and c["free_count"] == 0,
               "tick %d: its class grew by what it added: %r" % (i, c))
         check(g["growth_bytes"] - c["growth_bytes"] < 1 << 30,
               "tick %d: its growth is that class's: %d vs %d" %
               (i, g["growth_bytes"], c["growth_bytes"]))
+        check(g["state"] in ("running", "exiting", "exited"),
+              "tick %d: state %s" % (i, g["state"]))
+        grew = g["growth_bytes"] > 0
         check(g["growth_bytes_per_s"] is not None and
-              (g["growth_bytes_per_s"] > 0 or g["state"] == "exited"),
-              "tick %d: a growth rate: %r" % (i, g["growth_bytes_per_s"]))
+              (g["growth_bytes_per_s"] > 0) == (grew and
+                                                g["state"] != "exited"),
+              "tick %d: a growth rate while it grows: %r" %
+              (i, g["growth_bytes_per_s"]))
         k = cls(s, 64)
         check(s["growth_bytes"] == 0 and s["growth_objects"] == 0 and
               k["growth_bytes"] == 0 and k["growth_objects"] == 0 and
               s["growth_bytes_per_s"] == 0.0 and
-              k["alloc_count"] > cls(find(ts[0], steady), 64)["alloc_count"],
-              "tick %d: the steady one, busy, grew by nothing: %r" % (i, s))
+              k["alloc_count"] >= first[1]["alloc_count"],
+              "tick %d: the steady one grew by nothing: %r" % (i, s))
+        busy |= k["alloc_count"] > first[1]["alloc_count"]
         # Sorted by growth: the growing one first (while it grows).
-        if g["state"] == "running" and i > 2:
+        if g["state"] == "running" and grew:
             check(tick["processes"][0]["pid"] == grows.pid,
                   "tick %d: sorted by growth" % i)
+            if busy and not told:
+                grows.p.stdin.close()  # all seen: it may exit
+                check(grows.p.wait(timeout=TIMEOUT) == 0, "it exited cleanly")
+                told = True
+                print("tick %d: grown by %d bytes, told to exit" %
+                      (i, g["growth_bytes"]))
         if g["state"] == "exited":
+            check(told, "tick %d: exited before it was told to" % i)
             exited.append(g)
-    # It exits after 1.5 s: its row stays (default --linger 300 s) with
-    # its final classes; nothing moves any more.
-    check(len(exited) >= 2 and exited[-1]["growth_bytes"] ==
+            if len(exited) == 2:
+                break
+    top.close()
+    # Exited: its row stays (default --linger 300 s) with its final
+    # classes; nothing moves any more.
+    check(len(exited) == 2 and exited[-1]["growth_bytes"] ==
           exited[0]["growth_bytes"] > 0 and
           exited[-1]["growth_bytes_per_s"] == 0 and exited[-1]["end_time_s"],
           "the exited one stays, final: %r" % [e["growth_bytes"] for e in exited])
-    check(grows.p.wait(timeout=TIMEOUT) == 0, "it exited cleanly")
 
-    # --baseline: every row's baseline moves once, after 0.5 s.
+    # --baseline: every row's baseline moves once, 0.5 s after mstat-top's
+    # first tick.  Read until the baseline was seen to move (the process
+    # grew before it) and the growth from it, 8 ticks at least.
     grows = Target("leak", TAG + "-grows2")
-    out, _ = run_top("-o", "json", "-n", "8", "-d", "0.2", "--baseline",
-                     "0.5", "-p", "%d,%d" % (grows.pid, steady.pid))
-    zero = {"alloc_count": 0, "growth_objects": 0}  # not used yet
-    counts = [((cls(find(t, grows), LEAK) or zero)["alloc_count"],
-               (cls(find(t, grows), LEAK) or zero)["growth_objects"])
-              for t in ticks(out)]
-    again = [i for i, (_, g) in enumerate(counts) if i and g == 0]
-    check(len(again) == 1 and again[0] < len(counts) - 1,
+    top = Top("-d", "0.2", "--baseline", "0.5",
+              "-p", "%d,%d" % (grows.pid, steady.pid))
+    counts = []  # per tick, the leak class's (alloc_count, growth_objects)
+    moved = []   # the ticks where its baseline moved
+    for tick in top.ticks(lambda: "the baseline to move, then growth "
+                          "from it: %r" % counts):
+        row = find(tick, grows)
+        check(row is not None, "tick %d: it is there" % (len(counts) + 1))
+        c = cls(row, LEAK) or UNUSED
+        counts.append((c["alloc_count"], c["growth_objects"]))
+        bases = [n - g for n, g in counts]
+        moved = [i for i in range(1, len(bases)) if bases[i] != bases[i - 1]]
+        if len(counts) >= 8 and moved and counts[-1][1] > 0:
+            break
+    top.close()
+    print("--baseline: (allocations, growth) per tick: %r" % counts)
+    check(counts and counts[0][1] == 0 and len(moved) == 1 and
+          counts[moved[0]][1] == 0 and moved[0] < len(counts) - 1,
           "one rebase after 0.5 s: %r" % counts)
-    base = counts[again[0]][0]
-    check(all(g == n - base for n, g in counts[again[0]:]),
-          "growth from the new baseline: %r" % counts)
+    base = counts[moved[0]][0]
+    check(all(g == n - counts[0][0] for n, g in counts[:moved[0]]) and
+          all(g == n - base for n, g in counts[moved[0]:]),
+          "growth from the first baseline, then from the new one: %r" % counts)
     grows.stop()
     steady.stop()
 
@@ -1537,7 +1622,7 @@ def test_keys():
         print("tmux not installed")
         sys.exit(77)
     grows, steady = leak_pair(TAG)
-    short = Target("leak", TAG + "-short", {"MSTAT_TEST_EXIT_MS": "800"})
+    short = Target("leak", TAG + "-short")
     t = Tmux("TERM=screen %s -d 0.3 -F %s 2>/dev/null" % (TOP, TAG), w=120,
              h=30)
     every = {grows.pid, steady.pid, short.pid}
@@ -1553,10 +1638,12 @@ def test_keys():
         # b on the growing one (first: selected by Home) resets its growth
         # only; B resets everyone's.  Home once the order holds: while the
         # short one still runs it can lead, and the selection stays with
-        # the process Home found first.  Exited, its row stays, and its
-        # growth no longer changes.
-        t.wait(lambda s: growth_of(s, grows.pid) not in (None, "0B"),
-               "it grows")
+        # the process Home found first.  The short one is told to exit
+        # (its stdin closed) once it was seen to grow, not after a time;
+        # exited, its row stays, and its growth no longer changes.
+        t.wait(lambda s: growth_of(s, grows.pid) not in (None, "0B") and
+               growth_of(s, short.pid) not in (None, "0B"), "they grow")
+        short.stop()
         t.wait(lambda s: [l.split()[-1] for l in s.splitlines()
                           if l.split()[:1] == [str(short.pid)]] == ["exited"],
                "the short one exited, and stays")
