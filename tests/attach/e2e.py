@@ -53,10 +53,13 @@ class Target:
     """A process of target.c: "ready" once set up; its output once its
     stdin closes."""
 
+    # Unbuffered, as every process here whose output is read line by line
+    # and then by communicate(): a buffered readline() may take more than
+    # its line, which communicate(), reading the pipe itself, then misses.
     def __init__(self, mode, *args, exe=TARGET, env=None, preexec=None):
         self.p = subprocess.Popen([exe, mode] + [str(a) for a in args],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, bufsize=0,
                                   env=dict(os.environ, **(env or {})),
                                   preexec_fn=preexec)
         children.append(self.p)
@@ -121,7 +124,7 @@ def test_pattern():
     in the prior row; the process's own reader finds the attach's time
     (test_library.c, attached from outside)."""
     p = subprocess.Popen([LIBRARY], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         env=dict(os.environ, MSTAT_TEST_EXTERNAL="1"))
+                         bufsize=0, env=dict(os.environ, MSTAT_TEST_EXTERNAL="1"))
     children.append(p)
     line = p.stdout.readline().decode()
     while line.startswith("["):  # cmocka's own lines first
@@ -444,7 +447,8 @@ def run_program(cmd, steps, attach_at, env=None):
     reached (None: never).  Its output, exit status, and what mstat-attach
     said."""
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, env=dict(os.environ, **(env or {})))
+                         stderr=subprocess.PIPE, bufsize=0,
+                         env=dict(os.environ, **(env or {})))
     children.append(p)
     got, said = [], None
     for i, s in enumerate(steps):
@@ -488,7 +492,7 @@ def test_programs():
                                ("cxx", [CXX], 777777, 5)):
         plain = run_program(cmd, steps, None)
         p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE)
+                             stderr=subprocess.PIPE, bufsize=0)
         children.append(p)
         out = [p.stdout.readline().decode()]
         rc, said, err = attach(p.pid)

@@ -96,8 +96,10 @@ def communicate(what, p, data=None):
 
 
 def start(cmd):
+    # Unbuffered: see e2e.Target (a buffered readline() took the lines
+    # after its own, which communicate() then missed: "changed outputs").
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL)
+                         stderr=subprocess.DEVNULL, bufsize=0)
     e2e.children.append(p)
     return p
 

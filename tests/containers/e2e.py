@@ -502,7 +502,7 @@ def test_unseen():
                 struct.pack("hh4xqqi4x", fcntl.F_RDLCK, os.SEEK_SET, 0, 1, 0))
     top = subprocess.Popen([TOP, "-b", "-o", "json", "-n", "6", "-d", "0.2",
                             which], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE)
+                           stderr=subprocess.PIPE, bufsize=0)
     cleanup.append(top.kill)
     for _ in range(3):
         if not top.stdout.readline():
