@@ -889,6 +889,13 @@ found_text(const struct mstat_reaped *r, char *buf, size_t len)
 		snprintf(buf, len, "its header says pid %d started at %llu",
 			 (int)r->pid, (unsigned long long)r->start_time);
 		break;
+	case MSTAT_FOUND_MOUNT:
+		snprintf(buf, len, "is a mount point: something is mounted "
+			 "over it");
+		break;
+	case MSTAT_FOUND_REPLACED:
+		snprintf(buf, len, "is another file than the one kept");
+		break;
 	case MSTAT_FOUND_SEGMENT:
 		snprintf(buf, len, "is a segment");
 		break;

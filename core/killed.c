@@ -82,18 +82,40 @@ say(void (*note)(void *, const char *), void *arg, const char *fmt, ...)
 	note(arg, line);
 }
 
+/* What the byte bound did with a segment it took off. */
+struct bound_said {
+	void (*note)(void *arg, const char *line);
+	void *arg;
+	uint64_t max_bytes;
+	size_t removed;
+};
+
+static void
+bound_done(void *arg, const struct mstat_kept *k, int rc, const char *why)
+{
+	struct bound_said *b = arg;
+
+	if (rc == MSTAT_REAP_LEFT)
+		say(b->note, b->arg, "left %s: %s", k->name, why);
+	else if (rc < 0)
+		say(b->note, b->arg, "%s: cannot remove: %s", k->name,
+		    strerror(-rc));
+	else /* removed, or gone already */
+		say(b->note, b->arg, "removed %s: the kept segments of killed "
+		    "processes were over %llu bytes", k->name,
+		    (unsigned long long)b->max_bytes);
+	b->removed += rc == MSTAT_REAP_REMOVED;
+}
+
 size_t
 mstat_killed_kept_bound(struct mstat_kept_list *l, const struct mstat_grace *g,
 			void (*note)(void *arg, const char *line), void *arg)
 {
-	size_t out = mstat_owner_kept_evict(geteuid(), l->v, l->n, g->max_bytes);
+	struct bound_said b = { note, arg, g->max_bytes, 0 };
 
-	for (size_t i = l->n - out; i < l->n; i++)
-		say(note, arg, "removed %s: the kept segments of killed "
-		    "processes were over %llu bytes", l->v[i].name,
-		    (unsigned long long)g->max_bytes);
-	l->n -= out;
-	return out;
+	l->n -= mstat_owner_kept_evict(geteuid(), l->v, l->n, g->max_bytes,
+				       bound_done, &b);
+	return b.removed;
 }
 
 void
@@ -110,14 +132,18 @@ mstat_killed_kept_tick(struct mstat_kept_list *l,
 		/* Not seen: removed by another, or its /dev/shm not listed. */
 		if (!k->seen || (k->dirfd = dirfd_of(darg, k->dev)) < 0)
 			continue;
-		int rc = mstat_owner_reap_at(k->dirfd, k->name, geteuid(), NULL,
-					     g->seconds, &r);
+		char why[96];
+		int rc = mstat_owner_reap_kept(k, geteuid(), g->seconds, &r, why,
+					       sizeof(why));
 		if (rc == MSTAT_REAP_REMOVED)
 			say(note, arg, "removed %s: killed %llu s ago, its grace "
 			    "is over", k->name, (unsigned long long)
 			    ((mstat_clock_wall_ns() - r.killed_ns) / 1000000000u));
-		else if (rc == MSTAT_REAP_KILLED && r.ino == k->ino)
+		else if (rc == MSTAT_REAP_KILLED)
 			l->v[n++] = *k;
+		else if (rc == MSTAT_REAP_LEFT)
+			/* Forgotten: what is there now is not what was kept. */
+			say(note, arg, "left %s: %s", k->name, why);
 	}
 	l->n = n;
 	(void)mstat_killed_kept_bound(l, g, note, arg);

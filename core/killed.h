@@ -57,15 +57,18 @@ void mstat_killed_kept_add(struct mstat_kept_list *l, int dirfd, const char *nam
 /* After a scan that marked the ones it saw (`seen`; the others were
  * removed by someone else, and are forgotten): removes those whose grace
  * `g` is over, then the oldest while they hold more than its bytes; one
- * note each (`note(arg, line)`, if not NULL).  dirfd_of(darg, dev) is the
- * directory of the /dev/shm whose device is `dev`, as the scan has it
- * open, or -1.  Clears the marks. */
+ * note each (`note(arg, line)`, if not NULL).  A name that no longer
+ * leads to the very file kept (something mounted over it, a link,
+ * another file: mstat_owner_reap_kept()) is left alone and forgotten,
+ * and said.  dirfd_of(darg, dev) is the directory of the /dev/shm whose
+ * device is `dev`, as the scan has it open, or -1.  Clears the marks. */
 void mstat_killed_kept_tick(struct mstat_kept_list *l,
 			    int (*dirfd_of)(void *darg, uint64_t dev), void *darg,
 			    const struct mstat_grace *g,
 			    void (*note)(void *arg, const char *line), void *arg);
 
-/* Only the byte bound, over every one remembered (mstat-top --gc). */
+/* Only the byte bound, over every one remembered (mstat-top --gc), the
+ * same way; how many it removed. */
 size_t mstat_killed_kept_bound(struct mstat_kept_list *l, const struct mstat_grace *g,
 			       void (*note)(void *arg, const char *line), void *arg);
 

@@ -55,9 +55,11 @@ say(int rc, char *why, size_t len, const char *msg)
 	return rc;
 }
 
-int
-mstat_beneath_open(int dirfd, uint64_t dir_dev, const char *name, char *why,
-		   size_t whylen)
+/* mstat_beneath_open(), and, if `ino` is not NULL, only the file of
+ * that inode. */
+static int
+open_file(int dirfd, uint64_t dev, const uint64_t *ino, const char *name,
+	  char *why, size_t whylen)
 {
 	struct stat st;
 	int fd, rc;
@@ -87,15 +89,33 @@ mstat_beneath_open(int dirfd, uint64_t dir_dev, const char *name, char *why,
 		rc = say(-ELOOP, why, whylen, "is a symbolic link");
 	else if (!S_ISREG(st.st_mode))
 		rc = say(-EINVAL, why, whylen, "is not a regular file");
-	else if ((uint64_t)st.st_dev != dir_dev)
+	else if ((uint64_t)st.st_dev != dev)
 		rc = say(-EXDEV, why, whylen, "is on another file system than "
 			 "its directory (a mount)");
+	else if (ino && (uint64_t)st.st_ino != *ino)
+		rc = say(-ESTALE, why, whylen, "is another file than the one "
+			 "found there before");
 	else
 		/* The file just checked, not whatever the name leads to
 		 * by now. */
 		rc = mstat_procfs_reopen(fd, O_RDWR | O_NOCTTY);
-	if (rc < 0 && rc != -ELOOP && rc != -EINVAL && rc != -EXDEV)
+	if (rc < 0 && rc != -ELOOP && rc != -EINVAL && rc != -EXDEV &&
+	    rc != -ESTALE)
 		say(rc, why, whylen, strerror(-rc));
 	close(fd);
 	return rc;
+}
+
+int
+mstat_beneath_open(int dirfd, uint64_t dir_dev, const char *name, char *why,
+		   size_t whylen)
+{
+	return open_file(dirfd, dir_dev, NULL, name, why, whylen);
+}
+
+int
+mstat_beneath_reopen(int dirfd, uint64_t dev, uint64_t ino, const char *name,
+		     char *why, size_t whylen)
+{
+	return open_file(dirfd, dev, &ino, name, why, whylen);
 }

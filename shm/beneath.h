@@ -20,6 +20,12 @@
  *     /proc/self/fd: nothing else (a FIFO, a device) is ever opened, and
  *     a name swapped meanwhile changes nothing.
  *
+ * The removers (owner.h) open a name the same way, in any directory: a
+ * file mounted over a segment's name is never locked, written or taken
+ * for the segment; and a segment they kept for its grace is opened again
+ * only while its name leads to the very file kept (its device and inode),
+ * never to a file put under the name since.
+ *
  * openat2 is Linux 5.6 and later; without it, another namespace's
  * /dev/shm is not opened at all (-ENOSYS), and a name in a directory is
  * opened with openat(O_PATH | O_NOFOLLOW), which for one component is as
@@ -46,5 +52,12 @@ int mstat_beneath_shm_dir(int rootfd);
  * or what open said. */
 int mstat_beneath_open(int dirfd, uint64_t dir_dev, const char *name,
 		       char *why, size_t whylen);
+
+/* The same for a file found there before, on device `dev` with inode
+ * `ino` (a killed process's segment kept for its grace, owner.h): only
+ * if the name still leads to that very file; -ESTALE "is another file
+ * than the one found there before" if it leads to another. */
+int mstat_beneath_reopen(int dirfd, uint64_t dev, uint64_t ino,
+			 const char *name, char *why, size_t whylen);
 
 #endif /* MSTAT_SHM_BENEATH_H */

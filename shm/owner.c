@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "shm/beneath.h"
 #include "shm/clock.h"
 #include "shm/layout.h"
 #include "shm/name.h"
@@ -300,31 +301,74 @@ mstat_owner_kept_set(struct mstat_kept *k, int dirfd, const char *name,
 	k->seen = true;
 }
 
+int
+mstat_owner_reap_kept(const struct mstat_kept *k, uid_t uid, uint64_t grace_s,
+		      struct mstat_reaped *out, char *why, size_t whylen)
+{
+	int fd, rc;
+
+	if (why && whylen)
+		why[0] = '\0';
+	/* The very file kept, or nothing: a name is the directory's to
+	 * change, and a file mounted over it or put under it since is no
+	 * segment this remover found. */
+	fd = mstat_beneath_reopen(k->dirfd, k->dev, k->ino, k->name, why, whylen);
+	if (fd == -ENOENT)
+		return MSTAT_REAP_KEPT;
+	if (fd == -EXDEV || fd == -ELOOP || fd == -EINVAL || fd == -ESTALE) {
+		if (out) {
+			memset(out, 0, sizeof(*out));
+			out->found = MSTAT_FOUND_REPLACED;
+		}
+		return MSTAT_REAP_LEFT;
+	}
+	if (fd < 0)
+		return fd;
+	rc = mstat_owner_reap_file(k->dirfd, k->name, fd, uid, NULL, grace_s, out);
+	close(fd);
+	if (rc == MSTAT_REAP_LEFT && why && whylen) {
+		static const char changed[] = "has changed since it was kept, "
+					      "and no longer shows a segment of "
+					      "this user's";
+		size_t n = sizeof(changed) < whylen ? sizeof(changed) : whylen;
+		memcpy(why, changed, n);
+		why[n - 1] = '\0';
+	}
+	return rc;
+}
+
 size_t
-mstat_owner_kept_evict(uid_t uid, struct mstat_kept *k, size_t n, uint64_t max_bytes)
+mstat_owner_kept_evict(uid_t uid, struct mstat_kept *k, size_t n, uint64_t max_bytes,
+		       void (*done)(void *arg, const struct mstat_kept *k,
+				    int rc, const char *why),
+		       void *arg)
 {
 	uint64_t sum = 0;
-	size_t removed = 0;
+	size_t off = 0;
 
 	for (size_t i = 0; i < n; i++)
 		sum += k[i].bytes;
 	/* Oldest first, by selection: a few hundred at most, and no
 	 * allocation (qsort may allocate). */
-	while (sum > max_bytes && removed < n) {
-		size_t last = n - removed - 1, old = 0;
+	while (sum > max_bytes && off < n) {
+		size_t last = n - off - 1, old = 0;
 		for (size_t i = 1; i <= last; i++)
 			if (k[i].killed_ns < k[old].killed_ns)
 				old = i;
 		struct mstat_kept t = k[old];
 		k[old] = k[last];
 		k[last] = t;
-		removed++;
+		off++;
 		sum -= t.bytes;
 		/* Grace 0: removed if its owner is still gone, whatever the
-		 * time; a live segment under the name is left alone. */
-		(void)mstat_owner_reap_at(t.dirfd, t.name, uid, NULL, 0, NULL);
+		 * time; anything else under the name is left alone. */
+		char why[96];
+		int rc = mstat_owner_reap_kept(&k[last], uid, 0, NULL, why,
+					       sizeof(why));
+		if (done)
+			done(arg, &k[last], rc, why);
 	}
-	return removed;
+	return off;
 }
 
 int
@@ -381,12 +425,25 @@ mstat_owner_reap_at(int dirfd, const char *name, uid_t uid,
 		    const struct mstat_reaped *succeeded, uint64_t grace_s,
 		    struct mstat_reaped *out)
 {
+	struct stat dir;
 	int fd, rc;
 
-	fd = openat(dirfd, name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY);
+	if (fstat(dirfd, &dir) < 0)
+		return -errno;
+	/* As discovery opens it: a file mounted over the name, wherever
+	 * from, is not this directory's to judge. */
+	fd = mstat_beneath_open(dirfd, (uint64_t)dir.st_dev, name, NULL, 0);
+	if (fd == -EXDEV || fd == -EINVAL) {
+		if (out) {
+			memset(out, 0, sizeof(*out));
+			out->found = fd == -EXDEV ? MSTAT_FOUND_MOUNT
+						  : MSTAT_FOUND_NOT_FILE;
+		}
+		return MSTAT_REAP_LEFT;
+	}
 	if (fd < 0)
-		return errno == ENOENT || errno == EACCES || errno == ELOOP
-			       ? MSTAT_REAP_KEPT : -errno;
+		return fd == -ENOENT || fd == -EACCES || fd == -ELOOP
+			       ? MSTAT_REAP_KEPT : fd;
 	rc = mstat_owner_reap_file(dirfd, name, fd, uid, succeeded, grace_s, out);
 	close(fd);
 	return rc;
@@ -395,6 +452,15 @@ mstat_owner_reap_at(int dirfd, const char *name, uid_t uid,
 /* Killed segments mstat_owner_reap_some() keeps track of: as many as it
  * probes. */
 #define SOME_KEPT 16u
+
+/* Counts the segments the byte bound removed (unsigned at `arg`). */
+static void
+count_removed(void *arg, const struct mstat_kept *k, int rc, const char *why)
+{
+	(void)k;
+	(void)why;
+	*(unsigned *)arg += rc == MSTAT_REAP_REMOVED;
+}
 
 unsigned
 mstat_owner_reap_some(uid_t uid, unsigned probes, const struct mstat_grace *g)
@@ -432,7 +498,8 @@ mstat_owner_reap_some(uid_t uid, unsigned probes, const struct mstat_grace *g)
 		else if (rc == MSTAT_REAP_KILLED && nkept < SOME_KEPT)
 			mstat_owner_kept_set(&kept[nkept++], dirfd, de->d_name, &r);
 	}
-	removed += (unsigned)mstat_owner_kept_evict(uid, kept, nkept, g->max_bytes);
+	(void)mstat_owner_kept_evict(uid, kept, nkept, g->max_bytes, count_removed,
+				     &removed);
 	close(dirfd);
 	return removed;
 }

@@ -32,6 +32,14 @@
  * that exited is gone already (its owner unlinks it); one that exec()ed,
  * or that is not a whole segment of this format, goes at once.
  *
+ * A name is opened as discovery opens one (beneath.h): beneath its
+ * directory, through no link, crossing no mount, a regular file on the
+ * directory's file system; and a segment kept is opened again only while
+ * its name leads to the very file kept (device and inode, as recorded
+ * when it was kept).  A container's /dev/shm is its own to fill: what it
+ * mounts or puts under a kept name later is left alone, never locked,
+ * written or removed.
+ *
  * Nothing here allocates or uses stdio: the library calls it while it
  * starts, possibly from inside malloc.
  */
@@ -88,6 +96,11 @@ enum mstat_found {
 				  * format */
 	MSTAT_FOUND_MISNAMED,    /* a whole header naming another process
 				  * (`pid`, `start_time`) than its name */
+	MSTAT_FOUND_MOUNT,       /* something mounted over the name, or a
+				  * file of another file system */
+	MSTAT_FOUND_REPLACED,    /* a segment kept: its name leads to
+				  * another file than the one kept (mounted
+				  * over it, a link, a file put there since) */
 };
 
 /* Who made a segment, as its header says, and how it ended. */
@@ -124,7 +137,8 @@ enum mstat_reap {
 /* A killed process's segment kept, as a remover remembers it. */
 struct mstat_kept {
 	char name[MSTAT_SHM_NAME_MAX];
-	uint64_t killed_ns, bytes, dev, ino;
+	uint64_t killed_ns, bytes;
+	uint64_t dev, ino;  /* the file kept: only it is opened again */
 	int dirfd; /* the directory it is in, as the caller has it open */
 	bool seen; /* the caller's mark (a name seen in its last scan) */
 };
@@ -135,25 +149,47 @@ void mstat_owner_kept_set(struct mstat_kept *k, int dirfd, const char *name,
 			  const struct mstat_reaped *r);
 
 /*
- * The byte bound: while the segments `k[0..n)` (kept, each in its
- * `dirfd`) hold more than `max_bytes`, removes the one killed longest
- * ago, if its owner is still gone.  Reorders `k`: the ones removed are
- * moved to its end.  Returns how many it removed.
+ * The segment kept `k` again, by the rules of mstat_owner_reap_at() and
+ * a grace of `grace_s`: opened beneath its directory on the device
+ * recorded (beneath.h), and only if its name still leads to the file
+ * kept.  If it leads to another (a mount, a link, another file),
+ * nothing is locked, written or removed: MSTAT_REAP_LEFT,
+ * `out->found` MSTAT_FOUND_REPLACED.  MSTAT_REAP_KEPT if the name is
+ * gone.  Whenever it returns MSTAT_REAP_LEFT, `why` (if not NULL) says
+ * why in one line ("is a mount point: ...").
  */
-size_t mstat_owner_kept_evict(uid_t uid, struct mstat_kept *k, size_t n,
-			      uint64_t max_bytes);
+int mstat_owner_reap_kept(const struct mstat_kept *k, uid_t uid, uint64_t grace_s,
+			  struct mstat_reaped *out, char *why, size_t whylen);
 
 /*
- * If `name` in directory `dirfd` is a segment the library made, of user
- * `uid`, whose owner is gone, unlinks it (a segment cut short too, if its
- * magic and format are left); unless its owner was killed less than
- * `grace_s` seconds ago (MSTAT_REAP_KILLED; the first to find it killed
- * writes when).  If `succeeded` is not NULL and the
+ * The byte bound: while the segments `k[0..n)` (kept, each in its
+ * `dirfd`) hold more than `max_bytes`, removes the one killed longest
+ * ago, if its owner is still gone and it is still the file kept
+ * (mstat_owner_reap_kept(), grace 0).  Reorders `k`: the ones taken
+ * off are moved to its end.  Returns how many it took off; if `done`
+ * is not NULL, calls done(arg, k, rc, why) for each, with what
+ * mstat_owner_reap_kept() returned and said.
+ */
+size_t mstat_owner_kept_evict(uid_t uid, struct mstat_kept *k, size_t n,
+			      uint64_t max_bytes,
+			      void (*done)(void *arg, const struct mstat_kept *k,
+					   int rc, const char *why),
+			      void *arg);
+
+/*
+ * If `name` in directory `dirfd` (opened beneath it: beneath.h) is a
+ * segment the library made, of user `uid`, whose owner is gone, unlinks
+ * it (a segment cut short too, if its magic and format are left); unless
+ * its owner was killed less than `grace_s` seconds ago
+ * (MSTAT_REAP_KILLED; the first to find it killed writes when).  If
+ * `succeeded` is not NULL and the
  * segment is that process's own (same pid, start time and pid namespace:
  * the image before an exec), marks it MSTAT_STATE_EXECED first, for
  * readers that still have it, and removes it at once.  Returns enum
  * mstat_reap, or -errno; `out` (if not NULL) says what was found and
- * what the header held.
+ * what the header held.  A name gone, a link, or a file this user may
+ * not open: MSTAT_REAP_KEPT; not a regular file, or mounted over:
+ * MSTAT_REAP_LEFT (MSTAT_FOUND_NOT_FILE, MSTAT_FOUND_MOUNT).
  */
 int mstat_owner_reap_at(int dirfd, const char *name, uid_t uid,
 			const struct mstat_reaped *succeeded, uint64_t grace_s,

@@ -13,10 +13,11 @@
 int
 main(void)
 {
-	printf("pid %zu uid %zu start_time %zu pid_ns %zu\n",
+	printf("pid %zu uid %zu start_time %zu pid_ns %zu killed_s %zu\n",
 	       offsetof(struct mstat_shm_header, pid),
 	       offsetof(struct mstat_shm_header, uid),
 	       offsetof(struct mstat_shm_header, start_time),
-	       offsetof(struct mstat_shm_header, pid_ns));
+	       offsetof(struct mstat_shm_header, pid_ns),
+	       offsetof(struct mstat_shm_header, killed_s));
 	return 0;
 }
