@@ -54,9 +54,13 @@ class Target:
     stdin closes."""
 
     def __init__(self, mode, *args, exe=TARGET, env=None, preexec=None):
+        # Unbuffered (bufsize=0), as every process here whose lines are
+        # read one by one and the rest with communicate(): communicate()
+        # reads the descriptor itself, and would never see what a buffered
+        # readline() had read ahead.
         self.p = subprocess.Popen([exe, mode] + [str(a) for a in args],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, bufsize=0,
                                   env=dict(os.environ, **(env or {})),
                                   preexec_fn=preexec)
         children.append(self.p)
@@ -121,7 +125,7 @@ def test_pattern():
     in the prior row; the process's own reader finds the attach's time
     (test_library.c, attached from outside)."""
     p = subprocess.Popen([LIBRARY], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         env=dict(os.environ, MSTAT_TEST_EXTERNAL="1"))
+                         bufsize=0, env=dict(os.environ, MSTAT_TEST_EXTERNAL="1"))
     children.append(p)
     line = p.stdout.readline().decode()
     while line.startswith("["):  # cmocka's own lines first
@@ -444,7 +448,8 @@ def run_program(cmd, steps, attach_at, env=None):
     reached (None: never).  Its output, exit status, and what mstat-attach
     said."""
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, env=dict(os.environ, **(env or {})))
+                         stderr=subprocess.PIPE, bufsize=0,
+                         env=dict(os.environ, **(env or {})))
     children.append(p)
     got, said = [], None
     for i, s in enumerate(steps):
@@ -488,7 +493,7 @@ def test_programs():
                                ("cxx", [CXX], 777777, 5)):
         plain = run_program(cmd, steps, None)
         p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE)
+                             stderr=subprocess.PIPE, bufsize=0)
         children.append(p)
         out = [p.stdout.readline().decode()]
         rc, said, err = attach(p.pid)
@@ -701,7 +706,7 @@ def test_container():
     box = subprocess.Popen(["unshare", "--mount", "--pid", "--ipc", "--uts",
                             "--fork", "--propagation", "private", "--kill-child",
                             "bash", "-c", script], stdin=subprocess.PIPE,
-                           stdout=subprocess.PIPE)
+                           stdout=subprocess.PIPE, bufsize=0)
     children.append(box)
     try:
         check(box.stdout.readline() == b"ready\n", "the container did not start")

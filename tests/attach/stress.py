@@ -96,8 +96,9 @@ def communicate(what, p, data=None):
 
 
 def start(cmd):
+    """cmd, its stdout unbuffered, as e2e.Target says why."""
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                         stderr=subprocess.DEVNULL)
+                         stderr=subprocess.DEVNULL, bufsize=0)
     e2e.children.append(p)
     return p
 
