@@ -24,7 +24,9 @@
  * the first argument registers at the probe (%rdi, %rsi, %rdx; x0 to x2
  * on aarch64), as the note's descriptors say: the profiler's first
  * version reads them from there, not from the descriptors.  Built
- * without sys/sdt.h (systemtap-sdt-dev), there are no probes.
+ * without sys/sdt.h (systemtap-sdt-dev), there are no probes.  The
+ * library mstat-attach injects has them too, in a memfd, which a tracer
+ * names by /proc/PID/map_files (docs/profiles.md).
  */
 #ifndef MSTAT_LIB_PROBES_H
 #define MSTAT_LIB_PROBES_H

@@ -53,10 +53,11 @@ class Target:
     """A process of target.c: "ready" once set up; its output once its
     stdin closes."""
 
-    # Unbuffered, as every process here whose output is read line by line
-    # and then by communicate(): a buffered readline() may take more than
-    # its line, which communicate(), reading the pipe itself, then misses.
     def __init__(self, mode, *args, exe=TARGET, env=None, preexec=None):
+        # Unbuffered (bufsize=0), as every process here whose lines are
+        # read one by one and the rest with communicate(): communicate()
+        # reads the descriptor itself, and would never see what a buffered
+        # readline() had read ahead.
         self.p = subprocess.Popen([exe, mode] + [str(a) for a in args],
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, bufsize=0,
@@ -705,7 +706,7 @@ def test_container():
     box = subprocess.Popen(["unshare", "--mount", "--pid", "--ipc", "--uts",
                             "--fork", "--propagation", "private", "--kill-child",
                             "bash", "-c", script], stdin=subprocess.PIPE,
-                           stdout=subprocess.PIPE)
+                           stdout=subprocess.PIPE, bufsize=0)
     children.append(box)
     try:
         check(box.stdout.readline() == b"ready\n", "the container did not start")

@@ -96,8 +96,7 @@ def communicate(what, p, data=None):
 
 
 def start(cmd):
-    # Unbuffered: see e2e.Target (a buffered readline() took the lines
-    # after its own, which communicate() then missed: "changed outputs").
+    """cmd, its stdout unbuffered, as e2e.Target says why."""
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                          stderr=subprocess.DEVNULL, bufsize=0)
     e2e.children.append(p)

@@ -2,7 +2,7 @@
 /*
  * heapsites.c - a program with one leaking call site and one churning
  * one, for the heap profile's end-to-end tests (tests/profile/e2e.py).
- * Plain: it is run with libmstatshm preloaded.
+ * Plain: it is run with libmstatshm preloaded, or attached (usdt.py).
  *
  *   heapsites   leak_site() keeps 65536 blocks of 1 KiB (64 MiB live);
  *               churn_site() allocates and frees 65536 blocks of 8 KiB

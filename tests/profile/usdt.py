@@ -2,14 +2,25 @@
 # SPDX-License-Identifier: MIT
 """The library's USDT probes (lib/probes.h), with a real tracer.
 
-    usdt.py       (MSTAT_LIB, HEAPSITES, BPFTRACE: set by meson)
+    usdt.py preloaded|attached
+        (MSTAT_LIB, MSTAT_ATTACH, HEAPSITES, BPFTRACE: set by meson)
 
-1. Its notes (readelf -n): otel_memory:alloc with three 8-byte arguments
-   in %rdi, %rsi, %rdx and otel_memory:free with one in %rdi, each with
-   a semaphore, as the OpenTelemetry eBPF profiler reads them.
-2. heapsites (heapsites.c), preloaded, sampled at the default interval
-   (512 KiB), waits; both semaphores read 0 in its memory.  bpftrace
-   attaches to the probes of that process: both read 1.  heapsites then
+preloaded: heapsites runs with libmstatshm preloaded, and bpftrace -p PID
+names the library by its path.  attached: heapsites is started without
+the library, and mstat-attach injects libmstatshm-attach.so into it while
+it waits; that library is mapped from a memfd the process no longer has
+open, which bpftrace names by its mapping's link in /proc/PID/map_files
+(docs/profiles.md): without -p, as bpftrace's bcc finds a process's
+objects by their paths in its maps, and a memfd's through its open
+descriptors.  Either way:
+
+1. The library's notes (readelf -n, of that path): otel_memory:alloc with
+   three 8-byte arguments in %rdi, %rsi, %rdx and otel_memory:free with
+   one in %rdi, each with a semaphore, as the OpenTelemetry eBPF profiler
+   reads them.
+2. heapsites (heapsites.c), sampled at the default interval (512 KiB),
+   waits; both semaphores read 0 in its memory.  bpftrace attaches to the
+   probes of that process: both read 1.  heapsites then
    keeps 65536 blocks of 1 KiB and allocates and frees 65536 of 8 KiB,
    and bpftrace, detached, has seen:
      - about one alloc per 512 KiB allocated: as many as the sampling
@@ -21,8 +32,10 @@
        saw allocated, and no 1 KiB one (those are never freed).
    Detached, both semaphores read 0 again.
 Skips (77) where bpftrace is not installed, this is not root, the
-library has no probes (built without sys/sdt.h), or the kernel refuses
-the uprobes (bpftrace's reason).
+preloaded library has no probes (built without sys/sdt.h), or the kernel
+refuses the uprobes (bpftrace's reason).  The attached library having
+no probes, or bpftrace attaching to none of them, where it attaches to
+the preloaded one's, is a failure.
 """
 import json
 import math
@@ -36,6 +49,8 @@ from e2e import LIB, HEAPSITES, LEAKS, LEAK_SIZE, CHURNS, sigma, \
     within_sigmas, fail
 
 BPFTRACE = os.environ.get("BPFTRACE", "")
+ATTACH = os.environ.get("MSTAT_ATTACH", "")
+MEMFD = "/memfd:mstat-attach (deleted)"  # the attached library's mapping
 INTERVAL = 512 * 1024   # the library's default
 CHURN_SIZE = 8192
 
@@ -59,6 +74,10 @@ usdt:%s:otel_memory:free {
 }
 END { clear(@live); }
 """
+CHECK = """
+BEGIN { printf("attached\\n"); exit(); }
+usdt:%s:otel_memory:alloc { }
+"""
 
 
 def skip(why):
@@ -66,9 +85,10 @@ def skip(why):
     sys.exit(77)
 
 
-def notes():
-    """The library's stapsdt notes: {name: (semaphore, arguments)}."""
-    out = subprocess.run(["readelf", "-n", LIB], capture_output=True,
+def notes(path):
+    """The stapsdt notes of the object at path: {name: (semaphore,
+    arguments)}."""
+    out = subprocess.run(["readelf", "-n", path], capture_output=True,
                          text=True, check=True).stdout
     found = {}
     for m in re.finditer(r"Provider: (\S+)\n\s+Name: (\S+)\n\s+Location: \S+ "
@@ -80,19 +100,32 @@ def notes():
     return found
 
 
-def semaphores(pid, probes):
-    """Each probe's semaphore, read in process pid's memory: the library's
-    load address (its mapping at offset 0) plus the note's address."""
+def library(pid, mode):
+    """Where process pid has the library: its load address (its mapping at
+    offset 0) and the path a tracer names it by.  Preloaded, the file;
+    attached, that mapping's link in /proc/PID/map_files, which opens the
+    memfd it was loaded from."""
     real = os.path.realpath(LIB)
-    base = None
+    found = []
     with open("/proc/%d/maps" % pid) as f:
         for line in f:
-            x = line.split()
-            if len(x) >= 6 and int(x[2], 16) == 0 and \
-                    os.path.realpath(x[5]) == real:
-                base = int(x[0].split("-")[0], 16)
-    if base is None:
-        fail("the library is not mapped in %d" % pid)
+            x = line.split(maxsplit=5)
+            if len(x) < 6 or int(x[2], 16) != 0:
+                continue
+            name = x[5].rstrip("\n")
+            if os.path.realpath(name) == real:
+                found.append(("preloaded", x[0], LIB))
+            elif name == MEMFD:
+                found.append(("attached", x[0],
+                              "/proc/%d/map_files/%s" % (pid, x[0])))
+    if [f[0] for f in found] != [mode]:
+        fail("process %d maps %r, not the library %s once" % (pid, found, mode))
+    return int(found[0][1].split("-")[0], 16), found[0][2]
+
+
+def semaphores(pid, base, probes):
+    """Each probe's semaphore, read in process pid's memory: the library's
+    load address plus the note's address."""
     out = {}
     with open("/proc/%d/mem" % pid, "rb") as m:
         for name, (sem, _) in probes.items():
@@ -101,46 +134,89 @@ def semaphores(pid, probes):
     return out
 
 
+def tracer(prog, args):
+    """bpftrace running prog (with its own args), once its BEGIN says that
+    every probe is attached; or None, and the last line it said why."""
+    bt = subprocess.Popen(
+        [BPFTRACE, "-f", "json"] + args + ["-e", prog],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=dict(os.environ, BPFTRACE_MAP_KEYS_MAX="65536"))
+    for line in bt.stdout:
+        if line.strip() and json.loads(line).get("type") == "printf":
+            return bt, None
+    err = bt.stderr.read().strip().splitlines()
+    bt.wait()
+    return None, err[-1] if err else "?"
+
+
+def can_trace():
+    """Whether bpftrace attaches to the preloaded library's probes, by its
+    path, here (in no process): if not, the kernel or the user refuses."""
+    bt, _ = tracer(CHECK % LIB, [])
+    if bt:
+        bt.communicate(timeout=120)
+    return bt is not None
+
+
+def start(mode):
+    """heapsites, waiting, with the library preloaded or attached."""
+    env = dict(os.environ, MSTAT_EAGER="1")
+    env.pop("MSTAT_SAMPLE_BYTES", None)
+    env.pop("LD_PRELOAD", None)
+    if mode == "preloaded":
+        env["LD_PRELOAD"] = LIB
+    hs = subprocess.Popen([HEAPSITES, "wait"], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, env=env, text=True)
+    if hs.stdout.readline().strip() != "waiting":
+        fail("heapsites did not wait")
+    if mode == "attached":
+        r = subprocess.run([ATTACH, str(hs.pid)], capture_output=True,
+                           text=True, timeout=120)
+        if r.returncode != 0:
+            hs.kill()
+            hs.wait()
+            fail("mstat-attach: %s" % r.stderr.strip())
+        print(r.stdout.strip())
+    return hs
+
+
 def main():
+    mode = sys.argv[1] if len(sys.argv) == 2 else ""
+    if mode not in ("preloaded", "attached"):
+        fail("usage: usdt.py preloaded|attached")
     if not BPFTRACE:
         skip("no bpftrace (Debian: bpftrace; scripts/deps.sh installs it)")
     if os.geteuid() != 0:
         skip("bpftrace needs root")
     if "vgpreload" in os.environ.get("LD_PRELOAD", ""):
         skip("valgrind replaces malloc everywhere: nothing is sampled")
-    probes = notes()
-    if not probes:
+    if not notes(LIB):
         skip("the library has no USDT probes (built without sys/sdt.h: "
              "Debian's systemtap-sdt-dev)")
-    want = {"alloc": "8@%rdi 8@%rsi 8@%rdx", "free": "8@%rdi"}
-    if {k: v[1] for k, v in probes.items()} != want or \
-            not all(v[0] for v in probes.values()):
-        fail("the probes' notes: %r, not %r with semaphores" % (probes, want))
-    print("notes: %r" % probes)
 
-    env = dict(os.environ, LD_PRELOAD=LIB, MSTAT_EAGER="1")
-    env.pop("MSTAT_SAMPLE_BYTES", None)
-    hs = subprocess.Popen([HEAPSITES, "wait"], stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, env=env, text=True)
+    hs = start(mode)
     bt = None
     try:
-        if hs.stdout.readline().strip() != "waiting":
-            fail("heapsites did not wait")
-        before = semaphores(hs.pid, probes)
+        base, path = library(hs.pid, mode)
+        probes = notes(path)
+        want = {"alloc": "8@%rdi 8@%rsi 8@%rdx", "free": "8@%rdi"}
+        if {k: v[1] for k, v in probes.items()} != want or \
+                not all(v[0] for v in probes.values()):
+            fail("the probes' notes in %s: %r, not %r with semaphores"
+                 % (path, probes, want))
+        print("notes of %s: %r" % (path, probes))
+        before = semaphores(hs.pid, base, probes)
         if before != {"alloc": 0, "free": 0}:
             fail("semaphores before a tracer: %r" % before)
-        prog = PROGRAM % (LIB, LIB)
-        bt = subprocess.Popen(
-            [BPFTRACE, "-f", "json", "-p", str(hs.pid), "-e", prog],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env=dict(os.environ, BPFTRACE_MAP_KEYS_MAX="65536"))
-        for line in bt.stdout:
-            if line.strip() and json.loads(line).get("type") == "printf":
-                break   # BEGIN: every probe is attached
-        else:
-            err = bt.stderr.read().strip().splitlines()
-            skip("bpftrace could not attach: %s" % (err[-1] if err else "?"))
-        during = semaphores(hs.pid, probes)
+        prog = PROGRAM % (path, path)
+        pid = ["-p", str(hs.pid)] if mode == "preloaded" else []
+        bt, why = tracer(prog, pid)
+        if not bt:
+            if mode == "attached" and can_trace():
+                fail("bpftrace attaches to the preloaded library's probes, "
+                     "not to the attached one's: %s" % why)
+            skip("bpftrace could not attach: %s" % why)
+        during = semaphores(hs.pid, base, probes)
         if during != {"alloc": 1, "free": 1}:
             fail("semaphores with bpftrace attached: %r" % during)
         hs.stdin.write("\n")
@@ -152,7 +228,7 @@ def main():
         bt.send_signal(signal.SIGINT)
         out, err = bt.communicate(timeout=120)
         bt = None
-        after = semaphores(hs.pid, probes)
+        after = semaphores(hs.pid, base, probes)
         if after != {"alloc": 0, "free": 0}:
             fail("semaphores once bpftrace detached: %r" % after)
         print("semaphores: %r before bpftrace, %r with it, %r after"
