@@ -42,7 +42,9 @@
 #define MSTAT_WEIGHT_MAX (UINT64_C(1) << 56)
 
 struct mstat_countdown {
-	uint64_t rng;  /* xorshift64* state: its owner seeds it, never 0 */
+	/* xorshift64* state; 0 until its owner seeds it (lib/profile.c: at
+	 * its thread's first draw, and at its first in a fork child). */
+	uint64_t rng;
 	/* The mean the running countdown was drawn from; 0 when it was no
 	 * draw (none yet, or a look again while sampling is off). */
 	uint64_t mean;

@@ -164,6 +164,13 @@ fork_child(void)
 	mstat_thread.holds_fork_lock = false;
 	mstat_proc.self_lock = (pthread_mutex_t)PTHREAD_MUTEX_INITIALIZER;
 	mstat_proc.pid = getpid();
+	/* Random numbers of its own too: parent and child, running the same
+	 * code from here, would otherwise sample the very same allocations.
+	 * Seeded afresh at its next draw (profile.c, seed(), with the pid);
+	 * the countdown running stays, still an exponential draw of its
+	 * mean whatever came before (countdown.h): the allocation that ends
+	 * it is the one both may sample, and no later one. */
+	mstat_thread.countdown.rng = 0;
 	/* Held while `early` is made: a handler's count meanwhile is
 	 * deferred, and taken into it below. */
 	mstat_shared_lock();

@@ -178,16 +178,24 @@ interval(const struct mstat_shm_header *h)
 	return v > MSTAT_SAMPLE_MAX ? MSTAT_SAMPLE_MAX : v;
 }
 
-/* The thread's random numbers, seeded at its first allocation. */
+/* The thread's random numbers, seeded at its first draw, and again at
+ * its first after a fork (fork.c): from the time, the thread and the
+ * process, each bit of them spread over the whole state (splitmix64's
+ * finaliser), so that a thread's random numbers are its own, whether
+ * another's were seeded a microsecond apart, in another thread or in
+ * another process. */
 static MSTAT_START_TEXT void
 seed(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	mstat_thread.countdown.rng = ((uint64_t)ts.tv_nsec << 20) ^ (uint64_t)ts.tv_sec ^
-				     (uint64_t)(uintptr_t)&mstat_thread.countdown ^
-				     UINT64_C(0x9e3779b97f4a7c15);
+	uint64_t z = (uint64_t)ts.tv_sec * UINT64_C(1000000000) + (uint64_t)ts.tv_nsec;
+	z ^= (uint64_t)(uintptr_t)&mstat_thread.countdown ^
+	     (uint64_t)(uint32_t)mstat_proc.pid << 32;
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	mstat_thread.countdown.rng = z ^ z >> 31;
 }
 
 /* Storage for bytes [off, off + len) of the region: true, or false if
