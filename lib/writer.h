@@ -215,7 +215,8 @@ struct mstat_writer_hooks {
 	 * the writer held, as the library's own work (mstat_own_begin()). */
 	void (*segment)(void);
 	/* In a fork child whose parent had a segment, before the child
-	 * counts into one of its own: one thread, no lock held. */
+	 * counts into one of its own: one thread, under shared_lock
+	 * (fork.c): a signal handler's count meanwhile is deferred. */
 	void (*fork_child)(void);
 };
 #define MSTAT_HOOKS_PRIORITY 101 /* a constructor priority: before the writer's */
