@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #define DYN_MAX 512u    /* entries of a dynamic section read at most */
@@ -97,6 +98,23 @@ auxv(pid_t pid, uint64_t *phdr, uint64_t *phnum, uint64_t *base, uint64_t *rando
 	return *phdr ? 0 : -EPROTO;
 }
 
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void
+pause_ms(void)
+{
+	struct timespec ts = { 0, 1000 * 1000 };
+
+	nanosleep(&ts, NULL);
+}
+
 /* The loader's r_debug, from the program's DT_DEBUG. */
 static int
 find_r_debug(pid_t pid, uint64_t phdr, uint64_t phnum, uint64_t *r_debug)
@@ -156,6 +174,27 @@ done:
 		(void)peek_string(pid, o->strtab + soname, o->soname, sizeof(o->soname));
 }
 
+/* The loader's r_debug, once its list of objects is whole: 0; -EAGAIN,
+ * not yet after IMAGE_SETTLE_NS (the loader sets r_state to RT_ADD
+ * while it adds objects, at its start and in dlopen()); -ENOEXEC, no
+ * loader; -EPROTO. */
+static int
+settled_r_debug(struct image *im, uint64_t phdr, uint64_t phnum, struct r_debug *rd)
+{
+	uint64_t deadline = now_ns() + IMAGE_SETTLE_NS;
+
+	for (;;) {
+		int rc = find_r_debug(im->pid, phdr, phnum, &im->r_debug);
+		if (rc == 0 && mstat_image_peek(im->pid, im->r_debug, rd, sizeof(*rd)) < 0)
+			rc = -EPROTO;
+		else if (rc == 0 && (!rd->r_map || rd->r_state != RT_CONSISTENT))
+			rc = -EAGAIN;
+		if (rc != -EAGAIN || now_ns() >= deadline)
+			return rc;
+		pause_ms();
+	}
+}
+
 int
 mstat_image_read(struct image *im, pid_t pid, char *err, size_t len)
 {
@@ -169,18 +208,18 @@ mstat_image_read(struct image *im, pid_t pid, char *err, size_t len)
 		snprintf(err, len, "cannot read its auxiliary vector: %s", strerror(-rc));
 		return rc;
 	}
-	if (!im->interp || (rc = find_r_debug(pid, phdr, phnum, &im->r_debug)) == -ENOEXEC) {
+	if (!im->interp || (rc = settled_r_debug(im, phdr, phnum, &rd)) == -ENOEXEC) {
 		snprintf(err, len, "it is statically linked: it has no dynamic loader "
 			 "to load a library");
 		return -ENOEXEC;
 	}
-	if (rc == -EAGAIN ||
-	    (rc == 0 && mstat_image_peek(pid, im->r_debug, &rd, sizeof(rd)) == 0 && !rd.r_map)) {
-		snprintf(err, len, "it is starting: its dynamic loader has not "
-			 "loaded its objects yet");
+	if (rc == -EAGAIN) {
+		snprintf(err, len, "its dynamic loader is still loading objects after "
+			 "%u s (it is starting, or in dlopen()): attach it once it is done",
+			 IMAGE_SETTLE_NS / 1000000000u);
 		return -EAGAIN;
 	}
-	if (rc < 0 || mstat_image_peek(pid, im->r_debug, &rd, sizeof(rd)) < 0) {
+	if (rc < 0) {
 		snprintf(err, len, "cannot find its dynamic loader's list of objects");
 		return -EPROTO;
 	}

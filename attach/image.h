@@ -48,7 +48,10 @@ bool mstat_image_same(const struct image *im, pid_t pid);
 int mstat_image_peek(pid_t pid, uint64_t addr, void *buf, size_t len);
 
 /* Reads the loaded objects of `pid`: 0, or -errno with a reason in err.
- * -ENOEXEC: it has no loader (a static binary). */
+ * -ENOEXEC: it has no loader (a static binary); -EAGAIN: its loader is
+ * still loading objects after IMAGE_SETTLE_NS (it is starting, or in
+ * dlopen()): the list is read only while the loader says it is whole. */
+#define IMAGE_SETTLE_NS (1000u * 1000u * 1000u)
 int mstat_image_read(struct image *im, pid_t pid, char *err, size_t len);
 void mstat_image_free(struct image *im);
 

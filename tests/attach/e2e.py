@@ -3,14 +3,15 @@
 """End-to-end tests of mstat-attach against processes started without
 libmstatshm.
 
-    e2e.py TEST     TEST: pattern refusals churn row fenced exit exec fork
-                          kill twice reader signals huge programs nginx
-                          container profile
+    e2e.py TEST     TEST: pattern refusals churn row fenced exit exec
+                          starting fork kill twice reader signals huge
+                          programs nginx container profile
 
 Environment (set by meson): MSTAT_ATTACH, MSTAT_TOP, ATTACH_TARGET
 (target.c), ATTACH_STATIC (the same, statically linked), ATTACH_LIBRARY
 (test_library.c, which checks its own counts once attached), LIBMSTATSHM
-(the preloaded library).
+(the preloaded library), HOLD_LIB (hold_loader.c, which holds a process
+starting in its loader).
 
 A process mstat-attach refuses must be as it was: running, its output
 the same, no object of the library mapped, no memfd, no segment.
@@ -34,6 +35,7 @@ EXPORTER = os.environ["MSTAT_EXPORTER"]
 TMUX = os.environ.get("TMUX_BIN", "")
 CXX = os.environ["ATTACH_CXX"]
 NGINX = os.environ["ATTACH_NGINX"]
+HOLD = os.environ["HOLD_LIB"]
 TIMEOUT = 120
 
 children = []
@@ -326,11 +328,35 @@ def test_exec():
         t = Target("exec")
         rc, out, err = attach(t.pid)
         attached_or_said(rc, err, ("exec", "it ended", "no thread could",
-                                   "it is gone", "it is starting"),
+                                   "it is gone", "its dynamic loader is still "
+                                   "loading objects"),
                          "exec %d" % i)
         line = t.p.stdout.readline()
         check(line == b"ready\n", "exec %d: the new image said %r" % (i, line))
         check(t.finish()[:2] == (0, "changed 0\n"), "exec %d: ended badly" % i)
+
+
+def test_starting():
+    """A process held in its dynamic loader as it starts, the loader's
+    list of objects half made (an LD_AUDIT module holds it there: a
+    process that has just exec()ed looks so): mstat-attach waits a while
+    for the list, then says the loader is still loading, never that the
+    process's C library is not glibc; once let go, it is attached."""
+    p = subprocess.Popen([TARGET, "idle"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         bufsize=0, env=dict(os.environ, LD_AUDIT=HOLD))
+    children.append(p)
+    check(p.stderr.readline() == b"held\n", "not held")
+    rc, out, err = attach(p.pid)
+    check(rc == 1 and not out and err.startswith(
+        "mstat-attach: pid %d: its dynamic loader is still loading objects "
+        "after 1 s (it is starting, or in dlopen())" % p.pid), "%d %r" % (rc, err))
+    p.stdin.write(b"x")
+    check(p.stdout.readline() == b"ready\n", "did not start")
+    rc, out, err = attach(p.pid)
+    check(rc == 0, "once started: %r" % err)
+    out, err = p.communicate(timeout=TIMEOUT)
+    check((p.returncode, out) == (0, b"changed 0\n"), "ended badly: %r" % out)
 
 
 def test_fork():
