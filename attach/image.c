@@ -2,6 +2,7 @@
 /* image.c - a running process's loaded objects; see image.h. */
 #include "attach/image.h"
 
+#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +13,8 @@
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "shm/procfs.h"
 
 #define DYN_MAX 512u    /* entries of a dynamic section read at most */
 #define CHAIN_MAX 65536u /* steps along a hash chain at most */
@@ -72,9 +75,11 @@ rel(const struct image_object *o, uint64_t v)
 }
 
 /* The process's auxiliary vector: the program's headers, the loader,
- * the image's random bytes. */
+ * and the image's identity, the 16 bytes at AT_RANDOM.  -EPROTO if it
+ * has none: its image is being made (an exec() under way). */
 static int
-auxv(pid_t pid, uint64_t *phdr, uint64_t *phnum, uint64_t *base, uint64_t *random)
+auxv(pid_t pid, uint64_t *phdr, uint64_t *phnum, uint64_t *base, uint64_t *random,
+     unsigned char bytes[16])
 {
 	char path[64];
 	uint64_t v[2];
@@ -95,7 +100,9 @@ auxv(pid_t pid, uint64_t *phdr, uint64_t *phnum, uint64_t *base, uint64_t *rando
 			*base = v[1];
 	}
 	close(fd);
-	return *phdr ? 0 : -EPROTO;
+	if (!*phdr || !*random)
+		return -EPROTO;
+	return mstat_image_peek(pid, *random, bytes, 16);
 }
 
 static uint64_t
@@ -204,7 +211,9 @@ mstat_image_read(struct image *im, pid_t pid, char *err, size_t len)
 
 	memset(im, 0, sizeof(*im));
 	im->pid = pid;
-	if ((rc = auxv(pid, &phdr, &phnum, &im->interp, &im->random)) < 0) {
+	if ((rc = mstat_procfs_start_time(pid, &im->start_time)) < 0 ||
+	    (rc = auxv(pid, &phdr, &phnum, &im->interp, &im->random, im->random_bytes)) < 0) {
+		im->random = 0;
 		snprintf(err, len, "cannot read its auxiliary vector: %s", strerror(-rc));
 		return rc;
 	}
@@ -246,12 +255,83 @@ mstat_image_read(struct image *im, pid_t pid, char *err, size_t len)
 	return 0;
 }
 
+/* The identity of the image `pid` runs now, compared with `im`'s: 0
+ * (the same), 1 (another), or -errno (none to read: an exec() under
+ * way, or not this program's to read). */
+static int
+identity(const struct image *im, pid_t pid)
+{
+	uint64_t phdr, phnum, base, random;
+	unsigned char bytes[16];
+	int rc = auxv(pid, &phdr, &phnum, &base, &random, bytes);
+
+	if (rc < 0)
+		return rc;
+	return random != im->random || memcmp(bytes, im->random_bytes, 16) != 0;
+}
+
 bool
 mstat_image_same(const struct image *im, pid_t pid)
 {
-	uint64_t phdr, phnum, base, random;
+	return im->random && identity(im, pid) == 0;
+}
 
-	return auxv(pid, &phdr, &phnum, &base, &random) == 0 && random == im->random;
+/* Whether every thread of `pid` is ending (PF_EXITING) or has ended: a
+ * thread gone since it was listed has. */
+static bool
+all_ending(pid_t pid)
+{
+	char path[64];
+	bool ending = true;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return true;
+	for (struct dirent *e; ending && (e = readdir(d));) {
+		struct mstat_proc_life l;
+		pid_t tid = (pid_t)atoi(e->d_name);
+		if (tid > 0 && mstat_procfs_life(pid, tid, &l) == 0)
+			ending = (l.flags & MSTAT_PF_EXITING) || mstat_proc_state_ended(l.state);
+	}
+	closedir(d);
+	return ending;
+}
+
+enum image_fate
+mstat_image_fate(const struct image *im, pid_t pid)
+{
+	uint64_t deadline = now_ns() + IMAGE_FATE_WAIT_NS;
+	struct mstat_proc_life l;
+
+	/* A read fails for an exit once the main thread has let go of the
+	 * memory (exit_mm()), so once it is ending.  Each other thread
+	 * shows it is ending once it has run since the kill that ends it:
+	 * until then the process looks like one whose main thread ended
+	 * alone, which it is if that lasts. */
+	for (;;) {
+		int rc = mstat_procfs_life(pid, 0, &l);
+		if (rc == -ENOENT || rc == -ESRCH ||
+		    (rc == 0 && im->start_time && l.start_time != im->start_time))
+			return IMAGE_EXITED; /* reaped, its pid maybe taken since */
+		if (rc < 0)
+			return IMAGE_RUNS; /* it cannot be told */
+		if (!(l.flags & MSTAT_PF_EXITING) && !mstat_proc_state_ended(l.state))
+			break;
+		if (all_ending(pid))
+			return IMAGE_EXITED;
+		if (now_ns() >= deadline)
+			return IMAGE_LEADERLESS;
+		pause_ms();
+	}
+	/* Its main thread runs: an image other than the one read, or none
+	 * yet (the kernel makes the new one's auxiliary vector last), is an
+	 * exec().  An image not read at all (its first read failed) that
+	 * can be read now was being made then. */
+	int rc = identity(im, pid);
+	if (rc == -EPERM || rc == -EACCES)
+		return IMAGE_RUNS;
+	return rc == 0 && im->random ? IMAGE_RUNS : IMAGE_EXECED;
 }
 
 void

@@ -31,10 +31,13 @@ struct image_object {
 
 struct image {
 	pid_t pid;
+	uint64_t start_time;   /* the process's (/proc), which its pid
+				* alone does not tell from a later one's */
 	uint64_t interp;       /* the loader's base (AT_BASE), 0: none */
 	uint64_t random;       /* AT_RANDOM: where the kernel put 16 random
-				* bytes, new at every exec(): the image's
-				* identity (mstat_image_same()) */
+				* bytes, new at every exec(), and those */
+	unsigned char random_bytes[16]; /* bytes: the image's identity
+				* (mstat_image_same()); random 0 if unread */
 	uint64_t r_debug;      /* the loader's r_debug */
 	struct image_object *objects;
 	size_t n;
@@ -43,6 +46,24 @@ struct image {
 /* Whether process `pid` still runs the image `im` was read from (it has
  * not exec()ed, nor ended). */
 bool mstat_image_same(const struct image *im, pid_t pid);
+
+/* What became of process `pid` since `im` was read from it (its start
+ * time and identity at least), asked once a read of it failed or came
+ * back short, which says nothing by itself: a process whose every thread
+ * is ending reads so, and one amid an exec(), and one whose main thread
+ * ended alone (its memory is reached through that thread), as well as
+ * one that refuses for a reason of its own. */
+enum image_fate {
+	IMAGE_RUNS,       /* it runs that image still: the failure is its own */
+	IMAGE_EXITED,     /* gone, a zombie, or every thread of it ending */
+	IMAGE_EXECED,     /* another image, or one being made (exec()) */
+	IMAGE_LEADERLESS, /* its main thread ended, and the others run on */
+};
+/* Waits, a bounded time (IMAGE_FATE_WAIT_NS), for an exit under way to
+ * show in every thread, and no longer: never while a thread of the
+ * process is held. */
+#define IMAGE_FATE_WAIT_NS (2000u * 1000u * 1000u)
+enum image_fate mstat_image_fate(const struct image *im, pid_t pid);
 
 /* Reads `len` bytes at `addr` of process `pid`: 0 or -errno. */
 int mstat_image_peek(pid_t pid, uint64_t addr, void *buf, size_t len);
