@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "attach/image.h"
+#include "shm/procfs.h"
 #include "shm/inject.h"
 #include "attach/safe.h"
 #include "attach/seccomp.h"
@@ -65,6 +66,15 @@ struct job {
 
 static int
 say(struct job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* What is said of a process that changed while being attached
+ * (mstat_image_fate()). */
+static const char *const changed[] = {
+	[IMAGE_EXITED] = "it exited while being attached",
+	[IMAGE_EXECED] = "it exec()ed while being attached",
+	[IMAGE_LEADERLESS] = "its main thread has exited, and the others run on: "
+			     "its memory is read through that thread",
+};
 
 static int
 say(struct job *j, const char *fmt, ...)
@@ -152,43 +162,11 @@ not_allowed(struct job *j)
 		   "missing");
 }
 
-static int check_image(struct job *j);
-
-/* Whether process `pid` has ended (a zombie too: its parent has not
- * waited for it). */
-static bool
-ended(pid_t pid)
-{
-	char path[64], buf[512];
-	uint64_t start;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	(void)start;
-	FILE *f = fopen(path, "re");
-	if (!f)
-		return true;
-	bool zombie = fgets(buf, sizeof(buf), f) && strrchr(buf, ')') &&
-		      (strrchr(buf, ')')[2] == 'Z' || strrchr(buf, ')')[2] == 'X');
-	fclose(f);
-	return zombie;
-}
-
-/* Step 1: what refuses the process before anything is touched; a
- * process that ended or exec()ed meanwhile is said to have. */
+/* Step 1: what refuses the process before anything is touched (a
+ * process that exited or exec()ed meanwhile is told apart afterwards,
+ * in mstat_attach_inject()). */
 static int
 check(struct job *j)
-{
-	int rc = check_image(j);
-
-	if (rc < 0 && ended(j->pid))
-		return say(j, "it ended while being attached");
-	if (rc < 0 && j->im.random && !mstat_image_same(&j->im, j->pid))
-		return say(j, "it exec()ed while being attached");
-	return rc;
-}
-
-static int
-check_image(struct job *j)
 {
 	char err[256], v[128];
 	int rc = mstat_image_read(&j->im, j->pid, err, sizeof(err));
@@ -326,10 +304,12 @@ try_thread(struct job *j, pid_t tid, bool *filtered, char *why, size_t len)
 	j->r->tries++;
 	int rc = mstat_tracee_stop(&j->t, mstat_tracee_now() + STOP_BUDGET_NS);
 	if (rc == 0 && !mstat_image_same(&j->im, j->pid)) {
-		/* It exec()ed between step 1 and the seize: the image read is
-		 * not its own.  From the seize on an exec is reported. */
+		/* It exec()ed between step 1 and the seize, or is ending: the
+		 * image read is not its own.  Which of the two,
+		 * mstat_attach_inject() tells once the thread is let go.  From
+		 * the seize on an exec is reported. */
 		j->t.execed = true;
-		snprintf(why, len, "it exec()ed while being attached");
+		snprintf(why, len, "%s", changed[IMAGE_EXECED]);
 		mstat_tracee_release(&j->t);
 		return false;
 	}
@@ -369,7 +349,7 @@ take_thread(struct job *j)
 	for (unsigned round = 0;; round++) {
 		size_t n = candidates(j->pid, tids, TIDS_MAX), traced = 0;
 		if (n == 0 && kill(j->pid, 0) < 0)
-			return say(j, "it exited");
+			return say(j, "%s", changed[IMAGE_EXITED]);
 		for (size_t i = 0; i < n; i++) {
 			uint64_t t0 = mstat_tracee_now();
 			if (try_thread(j, tids[i], &filtered, why, sizeof(why)))
@@ -415,8 +395,7 @@ call(struct job *j, uint64_t fn, const uint64_t *args, unsigned n, uint64_t *ret
 		return say(j, "a function of its glibc is missing");
 	int rc = mstat_tracee_call(&j->t, fn, args, n, ret, err, sizeof(err));
 	if (rc == -ESRCH)
-		return say(j, j->t.execed ? "it exec()ed while being attached"
-					  : "it ended while being attached");
+		return say(j, "%s", changed[j->t.execed ? IMAGE_EXECED : IMAGE_EXITED]);
 	if (rc < 0)
 		return say(j, "%s", err);
 	return 0;
@@ -553,6 +532,20 @@ run(struct job *j)
 	return published(j);
 }
 
+/* Attached, but its state cannot be read: -2, and why. */
+static int
+gone_since(struct job *j)
+{
+	switch (mstat_image_fate(&j->im, j->pid)) {
+	case IMAGE_EXITED:
+		return say(j, "attached; it exited since"), -2;
+	case IMAGE_EXECED:
+		return say(j, "attached; it exec()ed since"), -2;
+	default:
+		return say(j, "attached; its state cannot be read"), -2;
+	}
+}
+
 /* The segment, made by the library's own thread meanwhile: its outcome,
  * read from the process's memory once the library says it is known. */
 static int
@@ -563,17 +556,15 @@ published(struct job *j)
 
 	for (;;) {
 		if (mstat_image_peek(j->pid, j->base + j->p->state, &st, sizeof(st)) < 0)
-			return say(j, kill(j->pid, 0) < 0 ? "attached; it ended since"
-							   : "attached; its state cannot be read"),
-			       -2;
+			return gone_since(j);
 		/* A copy read from the target, whose bytes come in no
 		 * promised order: once one says `done`, the rest are read
 		 * again, all after the target's release store of `done`
 		 * (lib/attach.c), which they precede there. */
 		if (atomic_load_explicit(&st.done, memory_order_relaxed)) {
 			if (mstat_image_peek(j->pid, j->base + j->p->state, &st,
-					     sizeof(st)) < 0)
-				return say(j, "attached; its state cannot be read"), -2;
+					     sizeof(st)) < 0 || !mstat_image_same(&j->im, j->pid))
+				return gone_since(j);
 			break;
 		}
 		if (mstat_tracee_now() >= deadline)
@@ -594,21 +585,32 @@ mstat_attach_inject(pid_t pid, const struct payload *p,
 {
 	struct job j = { .pid = pid, .p = p, .o = o, .r = r, .memfd = -1 };
 	uint64_t began = mstat_tracee_now();
+	struct mstat_proc_life l;
 	char err[256];
 	int rc;
 
 	memset(r, 0, sizeof(*r));
 	j.t.mem = -1;
-	bool existed = !(kill(pid, 0) < 0 && errno == ESRCH);
-	if (!existed)
+	bool life = mstat_procfs_life(pid, 0, &l) == 0;
+	if (kill(pid, 0) < 0 && errno == ESRCH) {
 		rc = say(&j, "no such process");
-	else if ((rc = check(&j)) == 0 && mstat_safe_open(&j.safe, pid, &j.im, err, sizeof(err)) < 0)
-		rc = say(&j, "%s", err);
-	else if (rc == 0 && (rc = take_thread(&j)) == 0)
-		rc = run(&j);
-	/* Whatever stopped it, a process that ended meanwhile ended. */
-	if (rc == -1 && existed && ended(pid))
-		say(&j, "it ended while being attached");
+	} else if (life && mstat_proc_state_ended(l.state) && l.threads <= 1) {
+		rc = say(&j, "it has exited: a zombie, its parent has not waited for it");
+	} else if (life && (l.flags & MSTAT_PF_KTHREAD)) {
+		rc = say(&j, "it is a kernel thread: it has no program to load a library into");
+	} else {
+		if ((rc = check(&j)) == 0 &&
+		    mstat_safe_open(&j.safe, pid, &j.im, err, sizeof(err)) < 0)
+			rc = say(&j, "%s", err);
+		else if (rc == 0 && (rc = take_thread(&j)) == 0)
+			rc = run(&j);
+		/* Whatever a read of it made of a process that exited or
+		 * exec()ed meanwhile, that is what happened: asked once no
+		 * thread of it is held. */
+		enum image_fate f = rc == -1 ? mstat_image_fate(&j.im, pid) : IMAGE_RUNS;
+		if (f != IMAGE_RUNS)
+			say(&j, "%s", changed[f]);
+	}
 	mstat_safe_close(j.safe);
 	mstat_image_free(&j.im);
 	r->took_ns = mstat_tracee_now() - began;

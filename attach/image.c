@@ -2,6 +2,7 @@
 /* image.c - a running process's loaded objects; see image.h. */
 #include "attach/image.h"
 
+#include <dirent.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -10,7 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "shm/procfs.h"
 
 #define DYN_MAX 512u    /* entries of a dynamic section read at most */
 #define CHAIN_MAX 65536u /* steps along a hash chain at most */
@@ -71,9 +75,11 @@ rel(const struct image_object *o, uint64_t v)
 }
 
 /* The process's auxiliary vector: the program's headers, the loader,
- * the image's random bytes. */
+ * and the image's identity, the 16 bytes at AT_RANDOM.  -EPROTO if it
+ * has none: its image is being made (an exec() under way). */
 static int
-auxv(pid_t pid, uint64_t *phdr, uint64_t *phnum, uint64_t *base, uint64_t *random)
+auxv(pid_t pid, uint64_t *phdr, uint64_t *phnum, uint64_t *base, uint64_t *random,
+     unsigned char bytes[16])
 {
 	char path[64];
 	uint64_t v[2];
@@ -94,7 +100,26 @@ auxv(pid_t pid, uint64_t *phdr, uint64_t *phnum, uint64_t *base, uint64_t *rando
 			*base = v[1];
 	}
 	close(fd);
-	return *phdr ? 0 : -EPROTO;
+	if (!*phdr || !*random)
+		return -EPROTO;
+	return mstat_image_peek(pid, *random, bytes, 16);
+}
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void
+pause_ms(void)
+{
+	struct timespec ts = { 0, 1000 * 1000 };
+
+	nanosleep(&ts, NULL);
 }
 
 /* The loader's r_debug, from the program's DT_DEBUG. */
@@ -156,6 +181,27 @@ done:
 		(void)peek_string(pid, o->strtab + soname, o->soname, sizeof(o->soname));
 }
 
+/* The loader's r_debug, once its list of objects is whole: 0; -EAGAIN,
+ * not yet after IMAGE_SETTLE_NS (the loader sets r_state to RT_ADD
+ * while it adds objects, at its start and in dlopen()); -ENOEXEC, no
+ * loader; -EPROTO. */
+static int
+settled_r_debug(struct image *im, uint64_t phdr, uint64_t phnum, struct r_debug *rd)
+{
+	uint64_t deadline = now_ns() + IMAGE_SETTLE_NS;
+
+	for (;;) {
+		int rc = find_r_debug(im->pid, phdr, phnum, &im->r_debug);
+		if (rc == 0 && mstat_image_peek(im->pid, im->r_debug, rd, sizeof(*rd)) < 0)
+			rc = -EPROTO;
+		else if (rc == 0 && (!rd->r_map || rd->r_state != RT_CONSISTENT))
+			rc = -EAGAIN;
+		if (rc != -EAGAIN || now_ns() >= deadline)
+			return rc;
+		pause_ms();
+	}
+}
+
 int
 mstat_image_read(struct image *im, pid_t pid, char *err, size_t len)
 {
@@ -165,22 +211,24 @@ mstat_image_read(struct image *im, pid_t pid, char *err, size_t len)
 
 	memset(im, 0, sizeof(*im));
 	im->pid = pid;
-	if ((rc = auxv(pid, &phdr, &phnum, &im->interp, &im->random)) < 0) {
+	if ((rc = mstat_procfs_start_time(pid, &im->start_time)) < 0 ||
+	    (rc = auxv(pid, &phdr, &phnum, &im->interp, &im->random, im->random_bytes)) < 0) {
+		im->random = 0;
 		snprintf(err, len, "cannot read its auxiliary vector: %s", strerror(-rc));
 		return rc;
 	}
-	if (!im->interp || (rc = find_r_debug(pid, phdr, phnum, &im->r_debug)) == -ENOEXEC) {
+	if (!im->interp || (rc = settled_r_debug(im, phdr, phnum, &rd)) == -ENOEXEC) {
 		snprintf(err, len, "it is statically linked: it has no dynamic loader "
 			 "to load a library");
 		return -ENOEXEC;
 	}
-	if (rc == -EAGAIN ||
-	    (rc == 0 && mstat_image_peek(pid, im->r_debug, &rd, sizeof(rd)) == 0 && !rd.r_map)) {
-		snprintf(err, len, "it is starting: its dynamic loader has not "
-			 "loaded its objects yet");
+	if (rc == -EAGAIN) {
+		snprintf(err, len, "its dynamic loader is still loading objects after "
+			 "%u s (it is starting, or in dlopen()): attach it once it is done",
+			 IMAGE_SETTLE_NS / 1000000000u);
 		return -EAGAIN;
 	}
-	if (rc < 0 || mstat_image_peek(pid, im->r_debug, &rd, sizeof(rd)) < 0) {
+	if (rc < 0) {
 		snprintf(err, len, "cannot find its dynamic loader's list of objects");
 		return -EPROTO;
 	}
@@ -207,12 +255,83 @@ mstat_image_read(struct image *im, pid_t pid, char *err, size_t len)
 	return 0;
 }
 
+/* The identity of the image `pid` runs now, compared with `im`'s: 0
+ * (the same), 1 (another), or -errno (none to read: an exec() under
+ * way, or not this program's to read). */
+static int
+identity(const struct image *im, pid_t pid)
+{
+	uint64_t phdr, phnum, base, random;
+	unsigned char bytes[16];
+	int rc = auxv(pid, &phdr, &phnum, &base, &random, bytes);
+
+	if (rc < 0)
+		return rc;
+	return random != im->random || memcmp(bytes, im->random_bytes, 16) != 0;
+}
+
 bool
 mstat_image_same(const struct image *im, pid_t pid)
 {
-	uint64_t phdr, phnum, base, random;
+	return im->random && identity(im, pid) == 0;
+}
 
-	return auxv(pid, &phdr, &phnum, &base, &random) == 0 && random == im->random;
+/* Whether every thread of `pid` is ending (PF_EXITING) or has ended: a
+ * thread gone since it was listed has. */
+static bool
+all_ending(pid_t pid)
+{
+	char path[64];
+	bool ending = true;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	DIR *d = opendir(path);
+	if (!d)
+		return true;
+	for (struct dirent *e; ending && (e = readdir(d));) {
+		struct mstat_proc_life l;
+		pid_t tid = (pid_t)atoi(e->d_name);
+		if (tid > 0 && mstat_procfs_life(pid, tid, &l) == 0)
+			ending = (l.flags & MSTAT_PF_EXITING) || mstat_proc_state_ended(l.state);
+	}
+	closedir(d);
+	return ending;
+}
+
+enum image_fate
+mstat_image_fate(const struct image *im, pid_t pid)
+{
+	uint64_t deadline = now_ns() + IMAGE_FATE_WAIT_NS;
+	struct mstat_proc_life l;
+
+	/* A read fails for an exit once the main thread has let go of the
+	 * memory (exit_mm()), so once it is ending.  Each other thread
+	 * shows it is ending once it has run since the kill that ends it:
+	 * until then the process looks like one whose main thread ended
+	 * alone, which it is if that lasts. */
+	for (;;) {
+		int rc = mstat_procfs_life(pid, 0, &l);
+		if (rc == -ENOENT || rc == -ESRCH ||
+		    (rc == 0 && im->start_time && l.start_time != im->start_time))
+			return IMAGE_EXITED; /* reaped, its pid maybe taken since */
+		if (rc < 0)
+			return IMAGE_RUNS; /* it cannot be told */
+		if (!(l.flags & MSTAT_PF_EXITING) && !mstat_proc_state_ended(l.state))
+			break;
+		if (all_ending(pid))
+			return IMAGE_EXITED;
+		if (now_ns() >= deadline)
+			return IMAGE_LEADERLESS;
+		pause_ms();
+	}
+	/* Its main thread runs: an image other than the one read, or none
+	 * yet (the kernel makes the new one's auxiliary vector last), is an
+	 * exec().  An image not read at all (its first read failed) that
+	 * can be read now was being made then. */
+	int rc = identity(im, pid);
+	if (rc == -EPERM || rc == -EACCES)
+		return IMAGE_RUNS;
+	return rc == 0 && im->random ? IMAGE_RUNS : IMAGE_EXECED;
 }
 
 void

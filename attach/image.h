@@ -31,10 +31,13 @@ struct image_object {
 
 struct image {
 	pid_t pid;
+	uint64_t start_time;   /* the process's (/proc), which its pid
+				* alone does not tell from a later one's */
 	uint64_t interp;       /* the loader's base (AT_BASE), 0: none */
 	uint64_t random;       /* AT_RANDOM: where the kernel put 16 random
-				* bytes, new at every exec(): the image's
-				* identity (mstat_image_same()) */
+				* bytes, new at every exec(), and those */
+	unsigned char random_bytes[16]; /* bytes: the image's identity
+				* (mstat_image_same()); random 0 if unread */
 	uint64_t r_debug;      /* the loader's r_debug */
 	struct image_object *objects;
 	size_t n;
@@ -44,11 +47,32 @@ struct image {
  * not exec()ed, nor ended). */
 bool mstat_image_same(const struct image *im, pid_t pid);
 
+/* What became of process `pid` since `im` was read from it (its start
+ * time and identity at least), asked once a read of it failed or came
+ * back short, which says nothing by itself: a process whose every thread
+ * is ending reads so, and one amid an exec(), and one whose main thread
+ * ended alone (its memory is reached through that thread), as well as
+ * one that refuses for a reason of its own. */
+enum image_fate {
+	IMAGE_RUNS,       /* it runs that image still: the failure is its own */
+	IMAGE_EXITED,     /* gone, a zombie, or every thread of it ending */
+	IMAGE_EXECED,     /* another image, or one being made (exec()) */
+	IMAGE_LEADERLESS, /* its main thread ended, and the others run on */
+};
+/* Waits, a bounded time (IMAGE_FATE_WAIT_NS), for an exit under way to
+ * show in every thread, and no longer: never while a thread of the
+ * process is held. */
+#define IMAGE_FATE_WAIT_NS (2000u * 1000u * 1000u)
+enum image_fate mstat_image_fate(const struct image *im, pid_t pid);
+
 /* Reads `len` bytes at `addr` of process `pid`: 0 or -errno. */
 int mstat_image_peek(pid_t pid, uint64_t addr, void *buf, size_t len);
 
 /* Reads the loaded objects of `pid`: 0, or -errno with a reason in err.
- * -ENOEXEC: it has no loader (a static binary). */
+ * -ENOEXEC: it has no loader (a static binary); -EAGAIN: its loader is
+ * still loading objects after IMAGE_SETTLE_NS (it is starting, or in
+ * dlopen()): the list is read only while the loader says it is whole. */
+#define IMAGE_SETTLE_NS (1000u * 1000u * 1000u)
 int mstat_image_read(struct image *im, pid_t pid, char *err, size_t len);
 void mstat_image_free(struct image *im);
 

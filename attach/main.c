@@ -113,6 +113,7 @@ main(int argc, char **argv)
 	for (int i = first; pids && i < argc; i++)
 		if (parse_pid(argv[i], &pids[i - first]) < 0) {
 			say("%s: not a process id", argv[i]);
+			free(pids);
 			return 2;
 		}
 
@@ -120,6 +121,7 @@ main(int argc, char **argv)
 	char err[4200];
 	if (!pids || mstat_payload_load(&p, err, sizeof(err)) < 0) {
 		say("%s", pids ? err : "out of memory");
+		free(pids);
 		return 1;
 	}
 	sigset_t held, pending;

@@ -170,32 +170,14 @@ mstat_procfs_vmstat_oom(uint64_t *n)
 int
 mstat_procfs_stat(pid_t pid, uint64_t *start_time, char *state)
 {
-	char path[64], buf[1024];
-	ssize_t len;
+	struct mstat_proc_life l;
+	int rc = mstat_procfs_life(pid, 0, &l);
 
-	proc_path(path, pid, "stat");
-	if ((len = slurp(path, buf, sizeof(buf))) < 0)
-		return (int)len;
-
-	/* "pid (comm) state ppid ...": comm may hold spaces and parentheses,
-	 * so fields are counted from the last ')'.  starttime is field 22. */
-	char *p = strrchr(buf, ')');
-	if (!p || p[1] != ' ' || !p[2])
-		return -EPROTO;
+	if (rc < 0)
+		return rc;
 	if (state)
-		*state = p[2];
-	for (int field = 2; field < 22; field++) {
-		p = strchr(p + 1, ' ');
-		if (!p)
-			return -EPROTO;
-	}
-	p++;
-	uint64_t v = 0;
-	if (*p < '0' || *p > '9')
-		return -EPROTO;
-	for (; *p >= '0' && *p <= '9'; p++)
-		v = v * 10 + (uint64_t)(*p - '0');
-	*start_time = v;
+		*state = l.state;
+	*start_time = l.start_time;
 	return 0;
 }
 
@@ -235,20 +217,40 @@ number(const char **p, uint64_t *v)
 bool
 mstat_procfs_exiting(pid_t pid)
 {
-	char path[64], buf[1024];
+	struct mstat_proc_life l;
 
-	proc_path(path, pid, "stat");
-	if (slurp(path, buf, sizeof(buf)) < 0)
-		return false;
-	/* Counted from the last ')', as above: flags is field 9. */
-	char *p = strrchr(buf, ')');
-	for (int field = 2; p && field < 9; field++)
+	return mstat_procfs_life(pid, 0, &l) == 0 && (l.flags & MSTAT_PF_EXITING);
+}
+
+int
+mstat_procfs_life(pid_t pid, pid_t tid, struct mstat_proc_life *l)
+{
+	char path[64], file[40] = "stat", buf[1024];
+	ssize_t len;
+
+	if (tid) {
+		size_t n = sizeof("task/") - 1;
+		memcpy(file, "task/", n);
+		n += mstat_utoa(file + n, (uint64_t)tid);
+		memcpy(file + n, "/stat", sizeof("/stat"));
+	}
+	proc_path(path, pid, file);
+	if ((len = slurp(path, buf, sizeof(buf))) < 0)
+		return (int)len;
+	/* "pid (comm) state ppid ...": comm may hold spaces and parentheses,
+	 * so fields are counted from the last ')'. */
+	const char *p = strrchr(buf, ')');
+	if (!p || p[1] != ' ' || !p[2])
+		return -EPROTO;
+	l->state = p[2];
+	uint64_t *want[23] = { [9] = &l->flags, [20] = &l->threads, [22] = &l->start_time };
+	for (int field = 3; field <= 22; field++) {
 		p = strchr(p + 1, ' ');
-	if (!p)
-		return false;
-	const char *f = p + 1;
-	uint64_t flags;
-	return number(&f, &flags) && (flags & 0x4) != 0; /* PF_EXITING */
+		const char *v = p ? p + 1 : NULL;
+		if (!p || (want[field] && !number(&v, want[field])))
+			return -EPROTO;
+	}
+	return 0;
 }
 
 static const char *

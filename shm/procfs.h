@@ -33,6 +33,26 @@ int mstat_procfs_stat(pid_t pid, uint64_t *start_time, char *state);
  * a zombie yet.  False if it cannot tell. */
 bool mstat_procfs_exiting(pid_t pid);
 
+/* What /proc/<pid>/stat says of a process's life (of its main thread's),
+ * or /proc/<pid>/task/<tid>/stat of thread `tid` if not 0. */
+struct mstat_proc_life {
+	char state;            /* field 3: R, S, D, T, t, Z (zombie), X (dead) */
+	uint64_t flags;        /* field 9: the kernel's PF_ flags, below */
+	uint64_t threads;      /* field 20: the process's threads */
+	uint64_t start_time;   /* field 22 */
+};
+#define MSTAT_PF_EXITING 0x4u        /* in do_exit(): it is ending */
+#define MSTAT_PF_KTHREAD 0x200000u   /* a kernel thread */
+/* 0 or -errno (-ENOENT or -ESRCH: no such process, or thread). */
+int mstat_procfs_life(pid_t pid, pid_t tid, struct mstat_proc_life *l);
+
+/* Whether state letter `state` is a zombie's or a dead task's. */
+static inline bool
+mstat_proc_state_ended(char state)
+{
+	return state == 'Z' || state == 'X';
+}
+
 /* Whether `state` (/proc/<pid>/stat field 3) is a stopped process. */
 static inline bool
 mstat_proc_state_stopped(char state)

@@ -3,19 +3,22 @@
 """End-to-end tests of mstat-attach against processes started without
 libmstatshm.
 
-    e2e.py TEST     TEST: pattern refusals churn row fenced exit exec fork
-                          kill twice reader signals huge programs nginx
-                          container profile
+    e2e.py TEST     TEST: pattern refusals churn row fenced exit exiting
+                          exec starting midway leaderless fork kill twice
+                          reader signals huge programs nginx container
+                          profile
 
 Environment (set by meson): MSTAT_ATTACH, MSTAT_TOP, ATTACH_TARGET
 (target.c), ATTACH_STATIC (the same, statically linked), ATTACH_LIBRARY
 (test_library.c, which checks its own counts once attached), LIBMSTATSHM
-(the preloaded library).
+(the preloaded library), HOLD_LIB (hold_loader.c, which holds a process
+starting in its loader).
 
 A process mstat-attach refuses must be as it was: running, its output
 the same, no object of the library mapped, no memfd, no segment.
 Nothing here asserts a duration: a hang shows as a subprocess timeout.
 """
+import ctypes
 import json
 import os
 import pwd
@@ -34,6 +37,7 @@ EXPORTER = os.environ["MSTAT_EXPORTER"]
 TMUX = os.environ.get("TMUX_BIN", "")
 CXX = os.environ["ATTACH_CXX"]
 NGINX = os.environ["ATTACH_NGINX"]
+HOLD = os.environ["HOLD_LIB"]
 TIMEOUT = 120
 
 children = []
@@ -103,6 +107,22 @@ def untouched(pid, what):
     check(not segments_of(pid), "%s: it has a segment" % what)
 
 
+def life(pid):
+    """/proc/pid/stat's state letter and flags (PF_EXITING: 0x4)."""
+    with open("/proc/%d/stat" % pid) as f:
+        s = f.read()
+    fields = s[s.rindex(")") + 2:].split()
+    return fields[0], int(fields[6])
+
+
+def until(cond, what):
+    """Waits for a state of a process (never for a time)."""
+    deadline = time.monotonic() + TIMEOUT
+    while not cond():
+        check(time.monotonic() < deadline, "never came: %s" % what)
+        time.sleep(0.001)
+
+
 def row(pid, settle=True):
     """pid's row in mstat-top's JSON once read (a writer preempted inside
     an update on a busy machine makes a read wait for a later one; not
@@ -154,6 +174,19 @@ def test_refusals():
     p.wait()
     rc, out, err = attach(p.pid)
     check(rc == 1 and "no such process" in err, "gone: %r" % err)
+    # A zombie: exited, not waited for yet.
+    p = subprocess.Popen(["true"])
+    until(lambda: life(p.pid)[0] == "Z", "a zombie")
+    rc, out, err = attach(p.pid)
+    check(rc == 1 and err == "mstat-attach: pid %d: it has exited: a zombie, its "
+          "parent has not waited for it\n" % p.pid, "zombie: %r" % err)
+    p.wait()
+    # A kernel thread (kthreadd, where this pid namespace shows one).
+    kthreads = [int(d) for d in os.listdir("/proc")
+                if d.isdigit() and int(d) <= 2 and life(int(d))[1] & 0x200000]
+    for k in kthreads:
+        rc, out, err = attach(k)
+        check(rc == 1 and "it is a kernel thread" in err, "kthread: %r" % err)
     # Not a pid.
     for bad in (["x"], ["0"], ["--timeout", "0", "1"], ["--name", "", "1"], []):
         r = subprocess.run([ATTACH] + bad, stdout=subprocess.PIPE,
@@ -300,9 +333,17 @@ def view(pid, text):
 
 
 def attached_or_said(rc, err, allowed, what):
-    """mstat-attach ended: attached (0), or refused with one of `allowed`."""
-    check(rc == 0 or (rc == 1 and any(a in err for a in allowed)),
+    """mstat-attach ended: attached (0), or refused with one of `allowed`
+    (what it says after the pid)."""
+    check(rc == 0 or (rc == 1 and any(err.split(": ", 2)[-1].startswith(a)
+                                      for a in allowed)),
           "%s: %d %r" % (what, rc, err))
+
+
+# What mstat-attach may say of a process that exits while attached, in
+# full: a read of it that fails meanwhile is never the reason given.
+EXITED = ("it exited while being attached\n", "it has exited: a zombie",
+          "attached; it exited since\n")
 
 
 def test_exit():
@@ -312,11 +353,47 @@ def test_exit():
     for i in range(20):
         t = Target("exit")
         rc, out, err = attach(t.pid)
-        attached_or_said(rc, err, ("no such process", "it ended", "it exited",
-                                   "ended since", "it is gone"), "exit %d" % i)
+        attached_or_said(rc, err, EXITED, "exit %d" % i)
         check(t.p.wait(timeout=TIMEOUT) == 0, "exit %d: status %d" %
               (i, t.p.returncode))
         check(not segments_of(t.pid), "exit %d: a segment left" % i)
+
+
+def test_exiting():
+    """A process held inside its exit, its memory gone from it and not a
+    zombie yet (pid 1 of a pid namespace waits there until its child is
+    reaped, and the child, traced by this test, is not until the test
+    says): mstat-attach says that it exited, not that its memory cannot
+    be read, nor that it exec()ed."""
+    if subprocess.run(["unshare", "--pid", "--fork", "true"],
+                      stderr=subprocess.DEVNULL).returncode != 0:
+        print("SKIP: needs root for a pid namespace")
+        sys.exit(77)
+
+    def kids(pid):
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(c) for c in f.read().split()]
+    u = subprocess.Popen(["unshare", "--pid", "--fork", TARGET, "reaper"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+    children.append(u)
+    check(u.stdout.readline() == b"ready\n", "the reaper did not start")
+    (init,) = kids(u.pid)
+    (kid,) = kids(init)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.ptrace.argtypes = [ctypes.c_long, ctypes.c_int, ctypes.c_void_p,
+                            ctypes.c_void_p]
+    check(libc.ptrace(0x4206, kid, None, None) == 0,  # PTRACE_SEIZE
+          "ptrace: %s" % os.strerror(ctypes.get_errno()))
+    u.stdin.close()  # the reaper exits, and the kernel kills its child
+    until(lambda: life(kid)[0] == "Z", "its child killed")
+    state, flags = life(init)
+    check(state not in "ZX" and flags & 0x4, "not held in its exit: %s %#x" %
+          (state, flags))
+    rc, out, err = attach(init)
+    check((rc, out, err) == (1, "", "mstat-attach: pid %d: it exited while being "
+                             "attached\n" % init), "%d %r %r" % (rc, out, err))
+    os.waitpid(kid, 0x40000000)  # __WALL: the child reaped, the exit ends
+    check(u.wait(timeout=TIMEOUT) == 0, "the reaper: status %d" % u.returncode)
 
 
 def test_exec():
@@ -325,12 +402,86 @@ def test_exec():
     for i in range(20):
         t = Target("exec")
         rc, out, err = attach(t.pid)
-        attached_or_said(rc, err, ("exec", "it ended", "no thread could",
-                                   "it is gone", "it is starting"),
+        attached_or_said(rc, err, ("it exec()ed while being attached\n",
+                                   "attached; it exec()ed since\n",
+                                   "its dynamic loader is still loading objects"),
                          "exec %d" % i)
         line = t.p.stdout.readline()
         check(line == b"ready\n", "exec %d: the new image said %r" % (i, line))
         check(t.finish()[:2] == (0, "changed 0\n"), "exec %d: ended badly" % i)
+
+
+def test_starting():
+    """A process held in its dynamic loader as it starts, the loader's
+    list of objects half made (an LD_AUDIT module holds it there: a
+    process that has just exec()ed looks so): mstat-attach waits a while
+    for the list, then says the loader is still loading, never that the
+    process's C library is not glibc; once let go, it is attached."""
+    p = subprocess.Popen([TARGET, "idle"], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         bufsize=0, env=dict(os.environ, LD_AUDIT=HOLD))
+    children.append(p)
+    check(p.stderr.readline() == b"held\n", "not held")
+    rc, out, err = attach(p.pid)
+    check(rc == 1 and not out and err.startswith(
+        "mstat-attach: pid %d: its dynamic loader is still loading objects "
+        "after 1 s (it is starting, or in dlopen())" % p.pid), "%d %r" % (rc, err))
+    p.stdin.write(b"x")
+    check(p.stdout.readline() == b"ready\n", "did not start")
+    rc, out, err = attach(p.pid)
+    check(rc == 0, "once started: %r" % err)
+    out, err = p.communicate(timeout=TIMEOUT)
+    check((p.returncode, out) == (0, b"changed 0\n"), "ended badly: %r" % out)
+
+
+def test_midway():
+    """A process that exec()s, or exits, while mstat-attach has read it
+    and looks for a thread that may run the attach (its one thread waits
+    in a signal handler, where none may, for a line saying which): what
+    it did is said, and the new image runs as it would.  Without address
+    space randomization too, where the new image is where the old one
+    was, its auxiliary vector too: only the random bytes there differ."""
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def fixed():
+        libc.personality(0x0040000)  # ADDR_NO_RANDOMIZE
+    for what, said, preexec in (("exec", "it exec()ed", None),
+                                ("exec", "it exec()ed", fixed),
+                                ("exit", "it exited", None)):
+        t = Target("handler", preexec=preexec)
+        a = subprocess.Popen([ATTACH, "--timeout", str(TIMEOUT), str(t.pid)],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+        def looking():
+            with open("/proc/%d/status" % t.pid) as f:
+                return "TracerPid:\t%d\n" % a.pid in f.read()
+        until(looking, "mstat-attach looking for a thread")
+        t.p.stdin.write(what.encode() + b"\n")
+        out, err = a.communicate(timeout=TIMEOUT)
+        check((a.returncode, out, err.decode()) ==
+              (1, b"", "mstat-attach: pid %d: %s while being attached\n" %
+               (t.pid, said)), "%s: %d %r" % (what, a.returncode, err))
+        if what == "exec":
+            check(t.p.stdout.readline() == b"ready\n", "the new image did not start")
+            check(t.finish()[:2] == (0, "changed 0\n"), "exec: ended badly")
+        else:
+            check(t.p.wait(timeout=TIMEOUT) == 0, "exit: status %d" % t.p.returncode)
+
+
+def test_leaderless():
+    """A process whose main thread exited while another runs on, which
+    mstat-attach cannot read through it: said so, after looking a while
+    for an exit, never said to have exited or exec()ed; it runs on as it
+    would, with no segment."""
+    t = Target("leaderless")
+    until(lambda: life(t.pid)[0] == "Z", "its main thread ended")
+    rc, out, err = attach(t.pid)
+    check((rc, out, err) == (1, "", "mstat-attach: pid %d: its main thread has "
+                             "exited, and the others run on: its memory is "
+                             "read through that thread\n" % t.pid),
+          "%d %r" % (rc, err))
+    check(not segments_of(t.pid), "it has a segment")
+    check(t.finish()[:2] == (0, "changed 0\n"), "ended badly")
 
 
 def test_fork():
@@ -353,10 +504,7 @@ def test_kill():
         time.sleep(0.0005 * i)
         os.kill(t.pid, signal.SIGKILL)
         out, err = a.communicate(timeout=TIMEOUT)
-        attached_or_said(a.returncode, err.decode(),
-                         ("no such process", "it ended", "it exited", "gone",
-                          "ended since", "cannot read", "cannot be read"),
-                         "kill %d" % i)
+        attached_or_said(a.returncode, err.decode(), EXITED, "kill %d" % i)
         t.p.wait(timeout=TIMEOUT)
 
 

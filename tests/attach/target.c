@@ -22,6 +22,16 @@
  *   fork N          churn, and forks children that allocate and exit
  *   exec            execs itself, in mode idle, after "ready"
  *   exit            churn 2, and exits on its own after a few ms
+ *   reaper          forks a child that waits for a signal, before
+ *                   "ready"; run as the first process of a pid namespace,
+ *                   its exit then waits until the child is reaped (the
+ *                   kernel's zap_pid_ns_processes()), as long as the test
+ *                   that traces the child does not wait for it
+ *   leaderless      its main thread exits (pthread_exit()) once another
+ *                   has said "ready"; that one runs on
+ *   handler         after "ready", waits in a signal handler (where no
+ *                   attach may run) for a line on stdin: "exec", and it
+ *                   execs itself in mode idle; "exit", and it exits 0
  *   seccomp-kill    a seccomp filter that kills the process at
  *                   memfd_create() (the attach must refuse it)
  *   seccomp-errno   a seccomp filter that fails membarrier() with EPERM
@@ -229,6 +239,30 @@ wait_stdin(void)
 		;
 }
 
+/* Mode handler's: a line on stdin says what to do. */
+static void
+on_usr1(int sig)
+{
+	char line[16] = "";
+
+	(void)sig;
+	if (read(0, line, sizeof(line) - 1) > 0 && strcmp(line, "exec\n") == 0)
+		execl(self, self, "idle", (char *)NULL);
+	_exit(strcmp(line, "exit\n") == 0 ? 0 : 4);
+}
+
+/* Mode leaderless's thread that runs on: "ready", then as mode idle. */
+static void *
+after_main(void *arg)
+{
+	(void)arg;
+	printf("ready\n");
+	fflush(stdout);
+	wait_stdin();
+	printf("changed 0\n");
+	exit(0);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -259,6 +293,14 @@ main(int argc, char **argv)
 		pthread_create(&th[nth++], NULL, forker, NULL);
 	if (strcmp(mode, "exit") == 0)
 		n = 2;
+	if (strcmp(mode, "reaper") == 0 && fork() == 0) {
+		pause();
+		_exit(0);
+	}
+	if (strcmp(mode, "leaderless") == 0) {
+		pthread_create(&th[0], NULL, after_main, NULL);
+		pthread_exit(NULL);
+	}
 	if (strcmp(mode, "churn") == 0 || strcmp(mode, "huge") == 0 ||
 	    strcmp(mode, "signals") == 0 || strcmp(mode, "fork") == 0 ||
 	    strcmp(mode, "exit") == 0)
@@ -291,6 +333,10 @@ main(int argc, char **argv)
 			free(prior[i]);
 		printf("freed %u %zu\n", n, usable);
 		fflush(stdout);
+	}
+	if (strcmp(mode, "handler") == 0) {
+		signal(SIGUSR1, on_usr1);
+		raise(SIGUSR1);
 	}
 	if (strcmp(mode, "exec") == 0) {
 		execl(self, self, "idle", (char *)NULL);
