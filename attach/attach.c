@@ -41,7 +41,7 @@
 
 #define TIDS_MAX 4096u
 #define STOP_BUDGET_NS (100u * 1000u * 1000u) /* for one thread to stop */
-#define PUBLISH_BUDGET_NS (10u * 1000u * 1000u * 1000u) /* the segment made */
+#define PUBLISH_BUDGET_S 10u /* the segment made */
 #ifndef MFD_CLOEXEC
 #define MFD_CLOEXEC 1u
 #endif
@@ -552,7 +552,7 @@ static int
 published(struct job *j)
 {
 	struct mstat_attach_state st;
-	uint64_t deadline = mstat_tracee_now() + PUBLISH_BUDGET_NS;
+	uint64_t deadline = mstat_tracee_now() + (uint64_t)PUBLISH_BUDGET_S * 1000000000u;
 
 	for (;;) {
 		if (mstat_image_peek(j->pid, j->base + j->p->state, &st, sizeof(st)) < 0)
@@ -569,7 +569,7 @@ published(struct job *j)
 		}
 		if (mstat_tracee_now() >= deadline)
 			return say(j, "attached; its segment is not made yet after %u s",
-				   PUBLISH_BUDGET_NS / 1000000000u), -2;
+				   PUBLISH_BUDGET_S), -2;
 		struct timespec ts = { 0, 500000 };
 		nanosleep(&ts, NULL);
 	}
