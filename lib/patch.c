@@ -532,8 +532,9 @@ walk_list(bool all, const char **failed)
 		     reserve(&plan.slots, sizeof(struct slot), plan.slots.n + c.n);
 		if (!ok)
 			break;
-		memcpy(SLOTS(&plan.slots) + plan.slots.n, SLOTS(&had_s) + c.first,
-		       c.n * sizeof(struct slot));
+		if (c.n) /* none: the lists may have no storage, memcpy's NULL */
+			memcpy(SLOTS(&plan.slots) + plan.slots.n, SLOTS(&had_s) + c.first,
+			       c.n * sizeof(struct slot));
 		c.first = (uint32_t)plan.slots.n;
 		c.todo = all || c.pending;
 		plan.slots.n += c.n;
