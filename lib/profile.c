@@ -122,7 +122,7 @@ static struct {
 	uintptr_t loader_lo, loader_hi;
 	/* libunwind's unw_backtrace(), loaded at the first sample. */
 	int (*backtrace)(void **buf, int size);
-	unsigned nknown;            /* under `scanning` */
+	_Atomic unsigned nknown;    /* grown under `scanning` */
 	struct known known[MSTAT_MODULES];
 } prof; /* zeros, in .bss */
 
@@ -526,13 +526,30 @@ intern(const uint64_t *f, unsigned n)
 
 /* ---- modules ---- */
 
+/* Whether pc lies in one of the first n modules known. */
 static bool
-known(uintptr_t pc)
+known_in(uintptr_t pc, unsigned n)
 {
-	for (unsigned i = 0; i < prof.nknown; i++)
+	for (unsigned i = 0; i < n; i++)
 		if (pc - prof.known[i].start < prof.known[i].end - prof.known[i].start)
 			return true;
 	return false;
+}
+
+/* Whether every frame lies in a module known, by any thread, without
+ * waiting for one that scans. */
+static bool
+all_known(const uint64_t *f, unsigned n)
+{
+	/* Acquire: pairs with the release in add_module(); the entries
+	 * below the count are written, and are not written again while it
+	 * stands (a fork child's reset aside: it is its only thread). */
+	unsigned k = atomic_load_explicit(&prof.nknown, memory_order_acquire);
+
+	for (unsigned i = 0; i < n; i++)
+		if (!known_in((uintptr_t)f[i], k))
+			return false;
+	return true;
 }
 
 /* The GNU build id among an object's notes, into m. */
@@ -570,14 +587,16 @@ build_id(const struct dl_phdr_info *info, struct mstat_shm_module *m)
 static int
 add_module(struct dl_phdr_info *info, size_t size, void *arg)
 {
+	/* Relaxed: under `scanning`, the count is this thread's own. */
+	unsigned k = atomic_load_explicit(&prof.nknown, memory_order_relaxed);
 	uintptr_t lo, hi;
 
 	(void)size;
 	(void)arg;
-	if (!load_range(info, &lo, &hi) || known(lo))
+	if (!load_range(info, &lo, &hi) || known_in(lo, k))
 		return 0;
 	uint32_t n = atomic_load_explicit(&prof.prof->modules_used, memory_order_relaxed);
-	if (n >= MSTAT_MODULES || prof.nknown >= MSTAT_MODULES ||
+	if (n >= MSTAT_MODULES || k >= MSTAT_MODULES ||
 	    !paged(MSTAT_PROFILE_MODULES_OFFSET(MSTAT_STACKS, MSTAT_FRAMES) +
 			   (uint64_t)n * sizeof(struct mstat_shm_module),
 		   sizeof(struct mstat_shm_module)))
@@ -597,9 +616,11 @@ add_module(struct dl_phdr_info *info, size_t size, void *arg)
 		ssize_t l = readlink("/proc/self/exe", m->path, MSTAT_MODULE_PATH - 1);
 		m->path[l > 0 ? l : 0] = '\0';
 	}
-	prof.known[prof.nknown].start = lo;
-	prof.known[prof.nknown].end = hi;
-	prof.nknown++;
+	prof.known[k].start = lo;
+	prof.known[k].end = hi;
+	/* Release: the entry before its count; pairs with the acquire in
+	 * all_known(), which threads make outside the scan. */
+	atomic_store_explicit(&prof.nknown, k + 1, memory_order_release);
 	/* (L) release: the entry before its count; pairs with the reader's
 	 * acquire of modules_used. */
 	atomic_store_explicit(&prof.prof->modules_used, n + 1, memory_order_release);
@@ -614,15 +635,17 @@ note_modules(const uint64_t *f, unsigned n)
 {
 	bool busy = false;
 
+	/* Nearly always: no write to a line every thread shares, and no
+	 * scan held, which made a thread with a new module's frame skip
+	 * its listing while another only looked. */
+	if (all_known(f, n))
+		return;
 	if (!atomic_compare_exchange_strong_explicit(&prof.scanning, &busy, true,
 						     memory_order_acquire,
 						     memory_order_relaxed))
 		return;
-	for (unsigned i = 0; i < n; i++)
-		if (!known((uintptr_t)f[i])) {
-			dl_iterate_phdr(add_module, NULL);
-			break;
-		}
+	if (!all_known(f, n)) /* again: a thread may have listed them since */
+		dl_iterate_phdr(add_module, NULL);
 	/* Release: the known list, to the next thread that scans (the
 	 * acquire above). */
 	atomic_store_explicit(&prof.scanning, false, memory_order_release);
@@ -888,7 +911,7 @@ on_fork_child(void)
 	prof.stacks = NULL;
 	prof.frames = NULL;
 	prof.modules = NULL;
-	prof.nknown = 0;
+	atomic_store_explicit(&prof.nknown, 0, memory_order_relaxed);
 	memset((void *)prof.paged, 0, sizeof(prof.paged));
 	prof.index_stale = true;
 	atomic_store_explicit(&prof.scanning, false, memory_order_relaxed);
