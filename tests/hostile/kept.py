@@ -25,7 +25,6 @@ MSTAT_TARGET), HEADER_OFFSETS where a header's fields are, MSTAT_LIB the
 library to preload (empty beside a sanitizer's malloc: that part is not
 run).
 """
-import hashlib
 import json
 import os
 import subprocess
@@ -36,24 +35,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "top"))
 sys.path.insert(0, os.path.join(HERE, ".."))  # tests/private.py
 import e2e  # noqa: E402
+from files import digest, offsets  # noqa: E402
 import private  # noqa: E402
 from e2e import TAG, TIMEOUT, TOP, Target, check, segments_of  # noqa: E402
 
 SHM = "/dev/shm/"
-
-
-def offsets():
-    out = subprocess.run([os.environ["HEADER_OFFSETS"]],
-                         stdout=subprocess.PIPE, check=True).stdout.split()
-    return {out[i].decode(): int(out[i + 1]) for i in range(0, len(out), 2)}
-
-
-def digest(path):
-    """What a file is: its inode, mode, owner, size and every byte."""
-    st = os.lstat(path)
-    with open(path, "rb") as f:
-        return (st.st_ino, st.st_mode, st.st_uid, st.st_size,
-                hashlib.sha256(f.read()).digest())
 
 
 def killed_s(path, at):

@@ -30,7 +30,6 @@ beside its segment holds:
 As root (else skipped, 77); the environment is e2e.py's (MSTAT_TOP,
 MSTAT_TARGET), HEADER_OFFSETS where a header's fields are.
 """
-import hashlib
 import os
 import stat
 import subprocess
@@ -40,25 +39,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "top"))
 sys.path.append(os.path.join(HERE, "..", "containers"))
 import e2e  # noqa: E402
+from files import digest, offsets  # noqa: E402
 import nsbox  # noqa: E402
 from e2e import (TAG, TARGET, TIMEOUT, TOP, Target, check,  # noqa: E402
                  segments_of, ticks, wait_for)
 
 NOBODY = 65534
-
-
-def offsets():
-    out = subprocess.run([os.environ["HEADER_OFFSETS"]],
-                         stdout=subprocess.PIPE, check=True).stdout.split()
-    return {out[i].decode(): int(out[i + 1]) for i in range(0, len(out), 2)}
-
-
-def digest(path):
-    """What a file is: its inode, mode, owner, size and first bytes."""
-    st = os.lstat(path)
-    with open(path, "rb") as f:
-        return (st.st_ino, st.st_mode, st.st_uid, st.st_size,
-                hashlib.sha256(f.read(65536)).digest())
 
 
 def copy(src, dst, uid=None, patch=()):
